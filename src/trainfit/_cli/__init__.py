@@ -1,0 +1,1 @@
+"""Subcommands of the ``trainfit`` CLI, one module each (see :mod:`trainfit.cli`)."""

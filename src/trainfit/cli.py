@@ -1,0 +1,75 @@
+"""Command-line entry point: parse, dispatch, render; every TrainfitError is caught here, once.
+
+Each subcommand lives in ``trainfit._cli.<name>`` with ``register(subparsers)``; those modules import
+only the light core at import time (no torch, transformers or pandas), so ``trainfit memory`` answers
+fast. Heavy parts (``trace``) import their dependencies inside their ``run`` function.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Sequence
+
+from trainfit.errors import TrainfitError
+
+COMMANDS = ("models", "memory", "trace", "catalog", "plan")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from importlib import import_module
+
+    p = argparse.ArgumentParser(
+        prog="trainfit",
+        description="Will a Qwen3 training job fit, how fast is it, what does it cost, and how to launch it.",
+    )
+    p.add_argument("--version", action="store_true", help="print the version and exit")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        try:
+            mod = import_module(f"trainfit._cli.{name}")
+        except ModuleNotFoundError as e:  # a command whose module is not built yet
+            if e.name == f"trainfit._cli.{name}":
+                continue
+            raise
+        mod.register(sub)
+    return p
+
+
+def _print_error(err: TrainfitError, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps({"error": {"code": err.code, "message": err.message, "fix": err.fix}}))
+        return
+    msg = f"error: {err.message}"
+    if err.fix:
+        msg += f"\n  fix: {err.fix}"
+    print(msg, file=sys.stderr)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.version:
+        from trainfit import __version__
+
+        print(__version__)
+        return 0
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        rc = args.func(args)
+    except TrainfitError as err:
+        _print_error(err, bool(getattr(args, "json", False)))
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    return int(rc or 0)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,170 @@
+"""The training request: one frozen, keyword-only dataclass validated in ``__post_init__``.
+
+Every option of ``trainfit memory`` / ``trainfit trace`` / ``trainfit plan`` maps to one field here.
+Defaults follow what ms-swift and LLaMA-Factory do out of the box (LoRA on all linear layers, gradient
+checkpointing on, sdpa attention, bf16).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+from trainfit.errors import WorkloadError
+
+Method = Literal["full", "lora", "qlora", "freeze"]
+Attention = Literal["sdpa", "flash", "eager"]
+Loss = Literal["standard", "fused"]
+Precision = Literal["bf16", "amp-bf16", "fp16", "fp8"]
+Optimizer = Literal["adamw-fused", "adamw-foreach", "adamw-8bit", "paged-adamw-8bit", "sgd", "adafactor"]
+Strategy = Literal["ddp", "zero1", "zero2", "zero3", "fsdp"]
+Offload = Literal["none", "optimizer", "all"]
+
+METHODS: tuple[str, ...] = ("full", "lora", "qlora", "freeze")
+ATTENTIONS: tuple[str, ...] = ("sdpa", "flash", "eager")
+LOSSES: tuple[str, ...] = ("standard", "fused")
+PRECISIONS: tuple[str, ...] = ("bf16", "amp-bf16", "fp16", "fp8")
+OPTIMIZERS: tuple[str, ...] = ("adamw-fused", "adamw-foreach", "adamw-8bit", "paged-adamw-8bit", "sgd", "adafactor")
+STRATEGIES: tuple[str, ...] = ("ddp", "zero1", "zero2", "zero3", "fsdp")
+OFFLOADS: tuple[str, ...] = ("none", "optimizer", "all")
+
+#: LoRA "all-linear": every nn.Linear in the decoder layers (PEFT excludes the LM head), plus the fused
+#: expert tensors of MoE layers (PEFT >= 0.17 adapts them through ``target_parameters``; ms-swift's
+#: ``all-linear`` adapts every expert). The router is not adapted.
+ALL_LINEAR = "all-linear"
+
+
+def _choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        from trainfit.errors import did_you_mean
+
+        sugg = did_you_mean(value, list(allowed), n=1)
+        raise WorkloadError(
+            f"{name} must be one of {', '.join(allowed)}; got {value!r}",
+            fix=f"did you mean {sugg[0]}?" if sugg else None,
+        )
+
+
+def _positive(name: str, value: int, *, zero_ok: bool = False) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < (0 if zero_ok else 1):
+        raise WorkloadError(f"{name} must be an integer >= {0 if zero_ok else 1}; got {value!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Workload:
+    """One training configuration, per GPU and for the whole job."""
+
+    method: Method = "full"
+    """``full`` (all parameters), ``lora`` (PEFT adapters on a bf16 base), ``qlora`` (adapters on a 4-bit
+    NF4 base, bitsandbytes), ``freeze`` (train only the last ``freeze_trainable_layers`` layers)."""
+    lora_rank: int = 8
+    lora_alpha: int = 32
+    lora_targets: tuple[str, ...] = (ALL_LINEAR,)
+    """Module names to adapt (``q_proj``, ``v_proj``...) or ``all-linear``."""
+    freeze_trainable_layers: int = 2
+    """For ``freeze``: how many of the last decoder layers train (LLaMA-Factory's default is 2)."""
+    seq_len: int = 2048
+    """Tokens per sample (packed or padded to this length)."""
+    micro_batch: int = 1
+    """Samples per GPU per forward/backward."""
+    grad_accum: int = 1
+    """Micro-batches accumulated before each optimizer step."""
+    grad_ckpt: bool = True
+    """Gradient (activation) checkpointing of every decoder layer (non-reentrant, as HF does)."""
+    attention: Attention = "sdpa"
+    loss: Loss = "standard"
+    """``standard``: HF loss (fp32 logits); ``fused``: chunked linear cross-entropy (Liger), no full logits."""
+    precision: Precision = "bf16"
+    """``bf16``: pure bf16 params, grads and optimizer states; ``amp-bf16``: fp32 params with autocast;
+    ``fp16``: fp32 master params with fp16 autocast; ``fp8``: fp8 matmuls with bf16 weights, fp32 master."""
+    optimizer: Optimizer = "adamw-fused"
+    gpus: int = 1
+    """GPUs in the job (all nodes)."""
+    gpus_per_node: int = 8
+    strategy: Strategy = "ddp"
+    """How data parallelism holds model states: ``ddp`` (replicated), DeepSpeed ``zero1|zero2|zero3``,
+    or PyTorch ``fsdp`` (FSDP2 full sharding)."""
+    offload: Offload = "none"
+    """DeepSpeed/FSDP CPU offload: of the optimizer states, or of optimizer states and parameters."""
+    tp: int = 1
+    pp: int = 1
+    ep: int = 1
+    cp: int = 1
+    sequence_parallel: bool = True
+    """Megatron sequence parallelism (shards norm and residual activations over ``tp``)."""
+
+    def __post_init__(self) -> None:
+        _choice("method", self.method, METHODS)
+        _choice("attention", self.attention, ATTENTIONS)
+        _choice("loss", self.loss, LOSSES)
+        _choice("precision", self.precision, PRECISIONS)
+        _choice("optimizer", self.optimizer, OPTIMIZERS)
+        _choice("strategy", self.strategy, STRATEGIES)
+        _choice("offload", self.offload, OFFLOADS)
+        for n in ("seq_len", "micro_batch", "grad_accum", "gpus", "gpus_per_node", "tp", "pp", "ep", "cp",
+                  "lora_rank", "lora_alpha", "freeze_trainable_layers"):
+            _positive(n, getattr(self, n))
+        if isinstance(self.lora_targets, str):
+            object.__setattr__(self, "lora_targets", tuple(t.strip() for t in self.lora_targets.split(",") if t.strip()))
+        if not self.lora_targets:
+            raise WorkloadError("lora_targets is empty", fix="use all-linear or a list such as q_proj,v_proj")
+        if self.seq_len > 4_194_304:
+            raise WorkloadError(f"seq_len {self.seq_len} is beyond any supported context", fix="use <= 4M tokens")
+        if self.gpus > self.gpus_per_node and self.gpus % self.gpus_per_node:
+            raise WorkloadError(
+                f"{self.gpus} GPUs do not fill whole nodes of {self.gpus_per_node}",
+                fix=f"use a multiple of {self.gpus_per_node} GPUs or set --gpus-per-node",
+            )
+        mp = self.tp * self.pp * self.cp
+        if self.gpus % mp:
+            raise WorkloadError(
+                f"--gpus {self.gpus} is not divisible by tp*pp*cp = {mp}",
+                fix=f"use a multiple of {mp} GPUs or smaller --tp/--pp/--cp",
+            )
+        if self.ep > 1 and self.dp % self.ep and (self.dp * self.tp) % self.ep:
+            raise WorkloadError(
+                f"--ep {self.ep} must divide the data-parallel size ({self.dp})",
+                fix="choose --ep that divides --gpus / (tp*pp*cp)",
+            )
+        if self.offload != "none" and self.strategy not in ("zero1", "zero2", "zero3", "fsdp"):
+            raise WorkloadError(
+                f"offload={self.offload} needs a sharded strategy", fix="use --strategy zero2, zero3 or fsdp"
+            )
+        if self.offload == "all" and self.strategy not in ("zero3", "fsdp"):
+            raise WorkloadError("parameter offload needs ZeRO-3 or FSDP", fix="use --strategy zero3 or --offload optimizer")
+        if self.method == "qlora" and self.strategy == "zero3" and self.offload == "all":
+            raise WorkloadError("QLoRA 4-bit weights cannot be offloaded by ZeRO-3", fix="use --offload optimizer")
+        if self.precision == "fp16" and self.optimizer in ("adamw-8bit", "paged-adamw-8bit") and self.method == "full":
+            pass  # valid (bitsandbytes supports fp32 master + 8-bit states under fp16 AMP)
+        if self.seq_len % self.cp:
+            raise WorkloadError(f"seq_len {self.seq_len} is not divisible by --cp {self.cp}")
+
+    # ------------------------------------------------------------------ derived
+    @property
+    def dp(self) -> int:
+        """Data-parallel degree: GPUs / (tp * pp * cp)."""
+        return self.gpus // (self.tp * self.pp * self.cp)
+
+    @property
+    def nodes(self) -> int:
+        return max(1, -(-self.gpus // self.gpus_per_node))
+
+    @property
+    def tokens_per_micro_batch(self) -> int:
+        return self.seq_len * self.micro_batch
+
+    @property
+    def global_batch(self) -> int:
+        """Samples per optimizer step over the whole job."""
+        return self.micro_batch * self.grad_accum * self.dp
+
+    @property
+    def uses_megatron(self) -> bool:
+        return max(self.tp, self.pp, self.ep, self.cp) > 1
+
+    def with_(self, **changes: object) -> "Workload":
+        """A copy with some fields changed (validated again)."""
+        return replace(self, **changes)
+
+
+DEFAULT_WORKLOAD = Workload()
