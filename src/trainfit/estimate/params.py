@@ -1,0 +1,86 @@
+"""Which parameters train, and how many elements each rank holds.
+
+Pure functions over :class:`ModelShape` tensors and a :class:`Workload`. Every count is a sum over real
+tensors (see ``models/shapes.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from trainfit.models.shapes import ModelShape, ParamTensor
+from trainfit.workload import ALL_LINEAR, Workload
+
+
+@dataclass(frozen=True, kw_only=True)
+class ParamCounts:
+    """Parameter counts of one model under one method (elements, not bytes)."""
+
+    total: int
+    """All parameters of the base model."""
+    trainable: int
+    """Parameters that get gradients and optimizer states (LoRA: adapter elements only)."""
+    active: int
+    """Parameters touched per token (MoE: top-k routed experts)."""
+    embedding: int
+    """Input embedding + untied LM head."""
+    largest_tensor: int
+    """Elements of the largest single tensor (fused MoE experts count as one)."""
+    lora_adapter: int = 0
+    """LoRA adapter elements (0 unless method is lora/qlora)."""
+
+    def to_dict(self) -> dict[str, int]:
+        return {"total": self.total, "trainable": self.trainable, "active": self.active,
+                "embedding": self.embedding, "largest_tensor": self.largest_tensor}
+
+
+def lora_targeted(t: ParamTensor, targets: tuple[str, ...]) -> bool:
+    """Whether LoRA adapts tensor ``t``.
+
+    ``all-linear`` follows PEFT: every ``nn.Linear`` inside the decoder layers (not the LM head), plus the
+    fused expert tensors (PEFT ``target_parameters``; ms-swift adapts every expert). Named targets match
+    the module name (``q_proj``), ``experts`` matches both fused expert tensors.
+    """
+    if t.kind not in ("linear", "expert"):
+        return False
+    if ALL_LINEAR in targets:
+        return True
+    return t.module in targets or (t.kind == "expert" and "experts" in targets)
+
+
+def lora_adapter_shapes(t: ParamTensor, rank: int) -> tuple[int, int]:
+    """(in_features, out_features) of the adapted weight; experts adapt ``E`` slices of it."""
+    if t.kind == "expert":
+        _, a, b = t.shape  # (E, out, in) as transformers stores gate_up_proj (E, 2I, h)
+        return b, a
+    out_f, in_f = t.shape[0], t.shape[1]
+    return in_f, out_f
+
+
+def lora_params_of(t: ParamTensor, rank: int) -> int:
+    """Adapter elements on all copies of ``t``: ``r * (in + out)`` per adapted matrix (per expert)."""
+    in_f, out_f = lora_adapter_shapes(t, rank)
+    per = rank * (in_f + out_f) * (t.experts or 1)
+    return per * t.count
+
+
+def freeze_trainable_layer_ids(model: ModelShape, wl: Workload) -> range:
+    n = min(wl.freeze_trainable_layers, model.num_layers)
+    return range(model.num_layers - n, model.num_layers)
+
+
+def count_params(model: ModelShape, wl: Workload) -> ParamCounts:
+    """Total / trainable / active counts for ``wl.method``."""
+    total = model.total_params
+    lora = 0
+    if wl.method == "full":
+        trainable = total
+    elif wl.method in ("lora", "qlora"):
+        lora = sum(lora_params_of(t, wl.lora_rank) for t in model.tensors() if lora_targeted(t, wl.lora_targets))
+        trainable = lora
+    else:  # freeze
+        ids = freeze_trainable_layer_ids(model, wl)
+        trainable = sum(model.layer_params(i) for i in ids)
+    return ParamCounts(total=total, trainable=trainable, active=model.active_params,
+                       embedding=model.embedding_params, largest_tensor=model.largest_tensor_params,
+                       lora_adapter=lora)
