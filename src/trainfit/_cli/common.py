@@ -37,7 +37,7 @@ def parse_seq(text: str) -> int:
 
 
 def add_model_argument(p: argparse.ArgumentParser, *, required: bool = True) -> None:
-    p.add_argument("model", nargs="?" if not required else None, metavar="MODEL",
+    p.add_argument("model", nargs="?", metavar="MODEL",
                    help="registry name (Qwen3-8B, qwen/qwen3-30b-a3b...); see `trainfit models`")
     p.add_argument("--config", metavar="PATH", help="a config.json or model folder instead of a registry name")
 

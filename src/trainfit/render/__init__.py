@@ -1,0 +1,1 @@
+"""Renderers: terminal tables now; job files (DeepSpeed, ms-swift, DLC...) later."""

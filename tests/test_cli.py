@@ -1,0 +1,86 @@
+"""CLI: fast core imports, JSON shape, clear errors."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from trainfit.cli import main
+
+HEAVY = ("torch", "transformers", "pandas", "peft")
+
+
+def test_core_imports_no_heavy_modules():
+    code = ("import sys, trainfit.cli, trainfit.estimate.memory, trainfit.estimate.fit; "
+            "from trainfit.cli import build_parser; build_parser(); "
+            f"bad=[m for m in {HEAVY!r} if m in sys.modules]; print(bad); sys.exit(1 if bad else 0)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_memory_run_imports_no_heavy_modules():
+    code = ("import sys; from trainfit.cli import main; "
+            "main(['memory','Qwen3-8B','--gpu-mem','80','--json']); "
+            f"bad=[m for m in {HEAVY!r} if m in sys.modules]; sys.exit(1 if bad else 0)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+
+
+def test_memory_json_keys(capsys):
+    assert main(["memory", "Qwen3-8B", "--seq-len", "4k", "--gpu-mem", "80", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    for k in ("model", "params", "tensor_peak_gib", "reserved_gib", "peak_phase", "breakdown_gib", "host_ram_gib",
+              "fits", "max_micro_batch", "max_seq_len", "assumptions"):
+        assert k in out
+    assert set(out["params"]) == {"total", "trainable", "active"}
+    assert set(out["breakdown_gib"]) == {"weights", "gradients", "optimizer", "activations", "logits_loss",
+                                         "temporaries", "overhead"}
+    assert out["params"]["total"] == 8_190_735_360
+    assert out["fits"] is True
+    assert out["workload"]["seq_len"] == 4096
+    assert sum(out["breakdown_gib"].values()) == pytest.approx(out["reserved_gib"], abs=0.01)
+
+
+def test_memory_table(capsys):
+    assert main(["memory", "qwen/qwen3-0.6b", "--method", "lora", "--gpu-mem", "24"]) == 0
+    out = capsys.readouterr().out
+    assert "reserved" in out and "fits" in out
+
+
+def test_config_option(tmp_path, capsys):
+    cfg = {"model_type": "qwen3", "hidden_size": 1024, "intermediate_size": 3072, "num_hidden_layers": 28,
+           "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 151936,
+           "tie_word_embeddings": True}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    assert main(["memory", "--config", str(tmp_path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["params"]["total"] == 596_049_920
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["memory", "Qwen3-9B"], "did you mean"),
+    (["memory", "Qwen3-8B", "--gpus", "3", "--tp", "2"], "not divisible"),
+    (["memory", "--config", "/nonexistent/x"], "no config file"),
+    (["memory", "Qwen3-8B", "--gpu-mem", "-1"], "must be positive"),
+])
+def test_user_errors_are_clear(argv, needle, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert needle in err and "Traceback" not in err
+
+
+def test_error_json(capsys):
+    assert main(["memory", "Qwen3-9B", "--json"]) == 2
+    out = json.loads(capsys.readouterr().out)
+    assert out["error"]["code"] == "unknown-model"
+
+
+def test_models_json(capsys):
+    assert main(["models", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert {r["name"] for r in rows} >= {"Qwen3-8B", "Qwen3-Next-80B-A3B"}
+
+
+def test_console_script():
+    r = subprocess.run(["trainfit", "memory", "Qwen3-1.7B", "--json"], capture_output=True, text=True)
+    assert r.returncode == 0 and json.loads(r.stdout)["model"] == "Qwen3-1.7B"
