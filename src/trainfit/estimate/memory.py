@@ -19,7 +19,8 @@ Every formula, its derivation and source is in docs/memory-model.md.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
 
 from trainfit.estimate.activations import LayerTraining, layer_backward_temp_per_token, layer_bytes_per_token
 from trainfit.estimate.params import (ParamCounts, count_params, freeze_trainable_layer_ids, lora_params_of,
@@ -126,28 +127,39 @@ class _States:
     grad_of: dict  # layer index -> grad bytes of that layer on this rank
     grad_global: float  # grads of non-layer tensors (embedding, head, final norm)
     grad_embedding: float  # the (untied) input-embedding grad: allocated last, by embedding backward
+    trainable_sharded: float  # trainable elements in this rank's optimizer partition
     notes: tuple[str, ...]
 
 
 def _trainable_tensor_elems(m: ModelShape, wl: Workload, t: ParamTensor) -> int:
-    """Trainable elements attached to tensor ``t`` (all copies): itself, its LoRA adapters, or 0."""
+    """Trainable elements attached to one copy of tensor ``t``: itself, its LoRA adapters, or 0."""
     if wl.method == "full":
-        return t.total
+        return t.numel
     if wl.method in ("lora", "qlora"):
-        return lora_params_of(t, wl.lora_rank) if lora_targeted(t, wl.lora_targets) else 0
-    return 0  # freeze: handled per layer
+        return lora_params_of(t, wl.lora_rank) // t.count if lora_targeted(t, wl.lora_targets) else 0
+    return t.numel  # freeze: only on trainable layers (the caller filters)
 
 
-def _shard(m: ModelShape, wl: Workload, t: ParamTensor) -> float:
-    """Fraction of tensor ``t`` one rank holds under tp/pp/ep (worst pipeline stage)."""
+def _mp_shard(wl: Workload, t: ParamTensor) -> float:
+    """Fraction of one copy of ``t`` a rank holds under tensor / expert parallelism."""
     f = 1.0
     if wl.tp > 1 and t.kind in ("linear", "expert", "embedding", "lm_head"):
         f /= wl.tp
     if wl.ep > 1 and t.kind == "expert":
         f /= wl.ep
-    if wl.pp > 1 and t.layer_type != "global":
-        f *= math.ceil(m.num_layers / wl.pp) / m.num_layers
     return f
+
+
+@lru_cache(maxsize=64)
+def _carriers(m: ModelShape) -> dict[str, tuple[int, ...]]:
+    """For each per-layer tensor name, the decoder layers that hold a copy."""
+    return {t.name: tuple(i for i in range(m.num_layers) if _tensor_in_layer(m, t, i))
+            for t in m.tensors() if t.layer_type != "global"}
+
+
+def _rank_layers(m: ModelShape, wl: Workload) -> range:
+    """Decoder layers on the worst rank: all of them, or the first pipeline stage."""
+    return range(math.ceil(m.num_layers / wl.pp)) if wl.pp > 1 else range(m.num_layers)
 
 
 def _state_bytes(m: ModelShape, wl: Workload) -> _States:
@@ -156,14 +168,8 @@ def _state_bytes(m: ModelShape, wl: Workload) -> _States:
     fp8 = wl.precision == "fp8"
     peft = wl.method in ("lora", "qlora")
     notes: list[str] = []
-    # bytes per element
-    if zero:
-        p_b = 2.0  # DeepSpeed keeps bf16/fp16 model weights
-    elif amp:
-        p_b = 4.0
-    else:
-        p_b = 2.0
-    # trainable storage: (param, grad, state dtype, fp32 master?)
+    p_b = 4.0 if (amp and not zero) else 2.0  # DeepSpeed keeps bf16/fp16 model weights
+    # trainable storage: (param, grad, state dtype, fp32 master)
     if peft and not zero:
         tp_b, g_b, s_b, master = 4.0, 4.0, 4.0, 0.0  # PEFT adapters in fp32 (autocast_adapter_dtype)
     elif zero:
@@ -177,7 +183,7 @@ def _state_bytes(m: ModelShape, wl: Workload) -> _States:
     else:
         tp_b, g_b, s_b, master = 2.0, 2.0, 2.0, 0.0  # pure bf16: torch keeps states in the param dtype
 
-    def opt_bytes(t: ParamTensor, elems: float) -> float:
+    def opt_per_elem(t: ParamTensor) -> float:
         o = wl.optimizer
         if o in ("adamw-fused", "adamw-foreach"):
             per = 2 * s_b
@@ -185,123 +191,108 @@ def _state_bytes(m: ModelShape, wl: Workload) -> _States:
             per = ADAM8_STATE_BYTES if t.numel >= 4096 else 8.0  # bnb keeps small tensors in 32-bit
         elif o == "sgd":
             per = 0.0
-        else:  # adafactor: factored second moment (rows + cols) for matrices, full for vectors
-            if len(t.shape) >= 2 and not peft:
-                rows = t.numel // t.shape[-1]
-                cols = t.numel // t.shape[-2]
-                return (rows + cols) / t.numel * elems * s_b + master * elems
+        elif len(t.shape) >= 2 and not peft:  # adafactor: factored second moment (rows + cols)
+            rows = t.numel // t.shape[-1]
+            cols = t.numel // t.shape[-2]
+            per = (rows + cols) / t.numel * s_b
+        else:
             per = s_b
-        return elems * (per + master)
+        return per + master
 
-    weights = 0.0
-    trainable = 0.0
-    opt = 0.0
+    dp = wl.dp * wl.cp  # ranks holding replicas of the same dense shard
+    shard_w = wl.strategy in ("zero3", "fsdp")
+    shard_g = wl.strategy in ("zero2", "zero3", "fsdp")
+    shard_o = wl.strategy != "ddp"
+    layers_here = set(_rank_layers(m, wl))
+    freeze_ids = set(freeze_trainable_layer_ids(m, wl)) if wl.method == "freeze" else set()
+    carriers = _carriers(m)
+    weights = grads = opt = 0.0
+    trainable_sharded = 0.0  # trainable elements in this rank's optimizer partition
+    trainable_rank = 0.0  # trainable elements this rank computes gradients for (before sharding)
     largest_trainable = 0.0
     grad_of: dict[int, float] = {}
-    grad_global = 0.0
-    grad_embedding = 0.0
-    freeze_ids = set(freeze_trainable_layer_ids(m, wl)) if wl.method == "freeze" else set()
-    n_layers_rank = m.num_layers
+    grad_global = grad_embedding = 0.0
     for t in m.tensors():
-        f = _shard(m, wl, t)
-        # base weight bytes
-        if wl.method == "qlora" and t.kind in ("linear", "expert"):
-            wb = NF4_BYTES
+        f = _mp_shard(wl, t)
+        d_t = max(1.0, dp / wl.ep) if (t.kind == "expert" and wl.ep > 1) else float(dp)
+        if t.layer_type == "global":
+            if wl.pp > 1 and t.kind in ("lm_head", "norm"):
+                continue  # last stage; the worst (first) stage holds the embedding
+            ids: tuple[int, ...] = (0,)
         else:
-            wb = p_b
-        weights += t.total * f * wb
+            ids = carriers[t.name] if wl.pp == 1 else tuple(i for i in carriers[t.name] if i in layers_here)
+        n_copies = len(ids)
+        if not n_copies:
+            continue
+        wb = NF4_BYTES if (wl.method == "qlora" and t.kind in ("linear", "expert")) else p_b
+        w = t.numel * f * n_copies * wb
+        weights += w / d_t if shard_w else w
+        per_copy = _trainable_tensor_elems(m, wl, t) * f
         if wl.method == "freeze":
-            tr = t.numel * sum(1 for i in freeze_ids if _tensor_in_layer(m, t, i)) * f
+            tr_ids = tuple(i for i in ids if i in freeze_ids) if t.layer_type != "global" else ()
         else:
-            tr = _trainable_tensor_elems(m, wl, t) * f
+            tr_ids = ids
+        tr = per_copy * len(tr_ids)
         if tr <= 0:
             continue
-        trainable += tr
-        opt += opt_bytes(t, tr)
+        trainable_rank += tr
+        trainable_sharded += tr / d_t if shard_o else tr
+        o = tr * opt_per_elem(t)
+        opt += o / d_t if shard_o else o
         if peft:
-            weights += tr * tp_b  # adapters
-        largest_trainable = max(largest_trainable, (t.numel if wl.method == "full" else tr / max(1, t.count)) * f)
-        gb = tr * g_b
+            weights += tr * tp_b / (d_t if shard_w else 1.0)  # adapters
+        largest_trainable = max(largest_trainable, per_copy)
+        gb = per_copy * g_b / (d_t if shard_g else 1.0)
+        grads += gb * len(tr_ids)
         if t.kind == "embedding" and not m.tie_word_embeddings:
             grad_embedding += gb
         elif t.layer_type == "global":
             grad_global += gb
         else:
-            # spread over the layers that carry it
-            carriers = [i for i in range(m.num_layers) if _tensor_in_layer(m, t, i)]
-            if wl.method == "freeze":
-                carriers = [i for i in carriers if i in freeze_ids]
-            for i in carriers:
-                grad_of[i] = grad_of.get(i, 0.0) + gb / len(carriers)
-    grads = trainable * g_b
-    dp = wl.dp * wl.cp  # ranks that hold replicas of the same dense shard
-    # --- data-parallel sharding
-    step_temp = 0.0
-    grad_temp_bwd = 0.0
-    gathered = 0.0
-    offload_host = 0.0
-    layer_max = m.max_layer_params * _shard(m, wl, _any_layer_tensor(m))
+            for i in tr_ids:
+                grad_of[i] = grad_of.get(i, 0.0) + gb
+    step_temp = grad_temp_bwd = gathered = offload_host = 0.0
+    any_layer = _any_layer_tensor(m)
+    layer_max = m.max_layer_params * _mp_shard(wl, any_layer)
     if wl.strategy == "ddp":
-        if wl.gpus > 1 and wl.dp > 1:
+        if wl.dp > 1:
             grad_temp_bwd = grads  # DDP Reducer: flat buckets covering every gradient
             notes.append("DDP keeps gradient buckets the size of all gradients (gradient_as_bucket_view=False)")
-    elif wl.strategy == "zero1":
-        opt /= dp
-        grad_temp_bwd = min(DS_REDUCE_BUCKET, trainable) * g_b
-        step_temp = 4.0 * trainable / dp  # fp32 copy of this rank's gradient partition
-    elif wl.strategy == "zero2":
-        opt /= dp
-        grads /= dp
-        grad_temp_bwd = min(DS_REDUCE_BUCKET, trainable) * g_b
-        step_temp = 4.0 * trainable / dp
-    elif wl.strategy == "zero3":
-        opt /= dp
-        grads /= dp
-        weights /= dp
-        grad_temp_bwd = min(DS_REDUCE_BUCKET, trainable) * g_b
-        step_temp = 4.0 * trainable / dp
-        gathered = 2 * layer_max * 2.0 + DS_PREFETCH_BUCKET * 2.0
-        if m.embedding_params:
-            gathered = max(gathered, m.vocab_size * m.hidden_size * 2.0 / max(1, wl.tp) * 2)
+    elif zero:
+        grad_temp_bwd = min(DS_REDUCE_BUCKET, trainable_rank) * g_b
+        step_temp = 4.0 * trainable_sharded  # fp32 copy of this rank's gradient partition
+        if wl.strategy == "zero3":
+            gathered = 2 * layer_max * 2.0 + DS_PREFETCH_BUCKET * 2.0
+            gathered = max(gathered, m.vocab_size * m.hidden_size * 2.0 / wl.tp * 2)
     elif wl.strategy == "fsdp":
-        opt /= dp
-        grads /= dp
-        weights /= dp
-        cb = 2.0 if (amp or wl.precision == "bf16") else p_b  # MixedPrecisionPolicy(param_dtype=bf16)
+        cb = 2.0  # bf16 compute params (pure bf16, or MixedPrecisionPolicy(param_dtype=bf16) under AMP)
         # current layer + the next one prefetched, and the root group (embedding, head, final norm)
         # that FSDP2 does not reshard after forward
-        root = (m.embedding_params + m.hidden_size) * cb / max(1, wl.tp)
+        root = (m.embedding_params + m.hidden_size) * cb / wl.tp
         gathered = 2 * layer_max * cb + root * (1 - 1 / dp)
         grad_temp_bwd = 2 * layer_max * g_b  # unsharded grads of one layer before reduce-scatter
         notes.append("FSDP2: each decoder layer and the root wrapped with fully_shard; one layer prefetched")
     # optimizer-step temporaries of the optimizer itself
     if wl.optimizer == "adamw-foreach" and not zero:
-        step_temp += (trainable / (dp if wl.strategy in ("fsdp",) else 1)) * s_b  # _foreach_sqrt(exp_avg_sq)
+        step_temp += trainable_sharded * s_b  # _foreach_sqrt(exp_avg_sq)
     elif wl.optimizer == "adafactor" and not zero:
         step_temp += 3 * 4.0 * largest_trainable  # fp32 copies of the param, grad and update
-    elif wl.optimizer in ("adamw-fused",) or wl.optimizer.endswith("8bit") or wl.optimizer == "sgd":
-        pass
-    # CPU offload
     if wl.offload in ("optimizer", "all"):
         offload_host += opt
         opt = 0.0
         if zero:
             step_temp = 0.0  # the fp32 gradient partition lives in pinned host memory
-            offload_host += 4.0 * trainable / dp
+            offload_host += 4.0 * trainable_sharded
         notes.append(f"offload={wl.offload}: optimizer states (and fp32 master) in host RAM, step on the CPU")
     if wl.offload == "all":
         offload_host += weights
         weights = 0.0
     if wl.optimizer == "paged-adamw-8bit":
         notes.append("paged-adamw-8bit: states counted on the GPU; bitsandbytes can page them to host RAM")
-    del n_layers_rank
     return _States(weights=weights, gradients=grads, optimizer=opt, step_temp=step_temp,
                    grad_temp_bwd=grad_temp_bwd, weights_gathered=gathered, offloaded_host=offload_host,
-                   grad_of={i: v / (dp if wl.strategy in ("zero2", "zero3", "fsdp") else 1)
-                            for i, v in grad_of.items()},
-                   grad_global=grad_global / (dp if wl.strategy in ("zero2", "zero3", "fsdp") else 1),
-                   grad_embedding=grad_embedding / (dp if wl.strategy in ("zero2", "zero3", "fsdp") else 1),
-                   notes=tuple(notes))
+                   grad_of=grad_of, grad_global=grad_global, grad_embedding=grad_embedding,
+                   trainable_sharded=trainable_sharded, notes=tuple(notes))
 
 
 def _any_layer_tensor(m: ModelShape) -> ParamTensor:
@@ -324,6 +315,20 @@ def _tensor_in_layer(m: ModelShape, t: ParamTensor, i: int) -> bool:
 
 
 # --------------------------------------------------------------------------------------- activations
+def _layer_kind(m: ModelShape, i: int) -> tuple[str, bool]:
+    return (m.layer_type(i), m.is_moe_layer(i))
+
+
+@lru_cache(maxsize=256)
+def _lora_modules(m: ModelShape, kind: tuple[str, bool], targets: tuple[str, ...]) -> frozenset[str]:
+    i = next(j for j in range(m.num_layers) if _layer_kind(m, j) == kind)
+    mods = {t.module for t in m.tensors()
+            if t.layer_type != "global" and _tensor_in_layer(m, t, i) and lora_targeted(t, targets)}
+    if (ALL_LINEAR in targets or {"gate_up_proj", "experts"} & set(targets)) and kind[1]:
+        mods.add("experts")
+    return frozenset(mods)
+
+
 def _layer_training(m: ModelShape, wl: Workload, i: int) -> LayerTraining:
     if wl.method == "full":
         return LayerTraining(norms=True, linears=True)
@@ -331,13 +336,7 @@ def _layer_training(m: ModelShape, wl: Workload, i: int) -> LayerTraining:
         ids = freeze_trainable_layer_ids(m, wl)
         on = i in ids
         return LayerTraining(norms=on, linears=on, input_requires_grad=i >= ids.start)
-    mods = set()
-    for t in m.tensors():
-        if t.layer_type != "global" and _tensor_in_layer(m, t, i) and lora_targeted(t, wl.lora_targets):
-            mods.add(t.module)
-    if ALL_LINEAR in wl.lora_targets or {"gate_up_proj", "experts"} & set(wl.lora_targets):
-        if m.is_moe_layer(i):
-            mods.add("experts")
+    mods = set(_lora_modules(m, _layer_kind(m, i), tuple(wl.lora_targets)))
     # LoRA layer 0: the embedding output carries no grad, so its input norm saves nothing (gradient
     # checkpointing with PEFT calls enable_input_require_grads, which changes that; ignored: one norm).
     return LayerTraining(norms=False, linears=False, lora=frozenset(mods), input_requires_grad=True)
@@ -353,148 +352,188 @@ def _act_divisor(wl: Workload) -> float:
 
 
 # --------------------------------------------------------------------------------------- main
+@lru_cache(maxsize=1024)
+def _cached_counts(m: ModelShape, method: str, rank: int, targets: tuple[str, ...], freeze: int) -> ParamCounts:
+    return count_params(m, Workload(method=method, lora_rank=rank, lora_targets=targets,
+                                    freeze_trainable_layers=freeze))
+
+
+def _states_key(wl: Workload) -> Workload:
+    """The workload with the fields that do not affect model states normalised (cache key)."""
+    return replace(wl, seq_len=1, micro_batch=1, grad_accum=1, grad_ckpt=True, attention="sdpa", loss="standard",
+                   sequence_parallel=True)
+
+
+@lru_cache(maxsize=4096)
+def _cached_states(m: ModelShape, key: Workload) -> _States:
+    return _state_bytes(m, key)
+
+
+@dataclass(frozen=True)
+class _ActProfile:
+    layer_ids: tuple[int, ...]  # layers on this rank that keep anything for backward
+    per_token: tuple[float, ...]  # saved bytes per token (no recomputation), per layer in layer_ids
+    temp_per_token: tuple[float, ...]  # backward scratch per token
+    layer_params: tuple[int, ...]
+    max_per_token: float
+
+
+@lru_cache(maxsize=4096)
+def _act_profile(m: ModelShape, key: Workload) -> _ActProfile:
+    wl = key
+    tpd = _act_divisor(wl)
+    S = int(wl.seq_len / wl.cp)
+    ids = list(_rank_layers(m, wl))
+    if wl.method == "freeze":
+        first = freeze_trainable_layer_ids(m, wl).start
+        ids = [i for i in ids if i >= first]
+    memo: dict = {}
+    per, temp, lp = [], [], []
+    for i in ids:
+        tr = _layer_training(m, wl, i)
+        k = (_layer_kind(m, i), tr)
+        if k not in memo:
+            v = layer_bytes_per_token(m, wl, i, tr, seq=S) / tpd
+            if wl.precision == "fp8":
+                v *= 0.75
+            memo[k] = (v, layer_backward_temp_per_token(m, wl, i) / tpd, m.layer_params(i))
+        a, b, c = memo[k]
+        per.append(a)
+        temp.append(b)
+        lp.append(c)
+    return _ActProfile(layer_ids=tuple(ids), per_token=tuple(per), temp_per_token=tuple(temp),
+                       layer_params=tuple(lp), max_per_token=max(per) if per else 0.0)
+
+
+def _act_key(wl: Workload) -> Workload:
+    # the sequence length matters only through eager attention's S x S scores
+    return replace(wl, micro_batch=1, grad_accum=1, grad_ckpt=True, loss="standard", offload="none",
+                   optimizer="adamw-fused", strategy="ddp", gpus=wl.tp * wl.pp * wl.cp, gpus_per_node=8,
+                   ep=1, seq_len=wl.seq_len if wl.attention == "eager" else wl.cp)
+
+
+@lru_cache(maxsize=8192)
+def _estimate_cached(m: ModelShape, wl: Workload, overhead: OverheadModel) -> MemoryEstimate:
+    return _estimate(m, wl, overhead)
+
+
 def estimate_memory(model: ModelShape, workload: Workload, *,
                     overhead: OverheadModel = DEFAULT_OVERHEAD) -> MemoryEstimate:
-    """Per-GPU memory of ``workload`` on ``model`` (see module docstring)."""
-    m, wl = model, workload
-    params = count_params(m, wl)
-    st = _state_bytes(m, wl)
+    """Per-GPU memory of ``workload`` on ``model`` (see module docstring). Results are cached."""
+    return _estimate_cached(model, workload, overhead)
+
+
+def _estimate(m: ModelShape, wl: Workload, overhead: OverheadModel) -> MemoryEstimate:
+    params = _cached_counts(m, wl.method, wl.lora_rank, tuple(wl.lora_targets), wl.freeze_trainable_layers)
+    st = _cached_states(m, _states_key(wl))
+    prof = _act_profile(m, _act_key(wl))
     T = _eff_tokens(wl)
-    S = wl.seq_len / wl.cp
     V, h = m.vocab_size, m.hidden_size
     tpd = _act_divisor(wl)
     assumptions: list[str] = list(st.notes)
-
-    # layers held by this rank (worst pipeline stage: the first, which also keeps pp micro-batches in flight)
-    n_rank_layers = math.ceil(m.num_layers / wl.pp)
-    layer_ids = list(range(n_rank_layers)) if wl.pp > 1 else list(range(m.num_layers))
     in_flight = min(wl.pp, wl.grad_accum) if wl.pp > 1 else 1
     if wl.pp > 1:
-        assumptions.append(f"pipeline 1F1B: first stage holds {n_rank_layers} layers and {in_flight} micro-batches "
-                           "of activations; the loss region is counted on the same rank (conservative)")
-
-    per_layer = {i: layer_bytes_per_token(m, wl, i, _layer_training(m, wl, i), seq=int(S)) / tpd for i in layer_ids}
-    if wl.precision == "fp8":
-        per_layer = {i: v * 0.75 for i, v in per_layer.items()}
+        assumptions.append(f"pipeline 1F1B: first stage holds {math.ceil(m.num_layers / wl.pp)} layers and "
+                           f"{in_flight} micro-batches of activations; the loss region is counted on the same "
+                           "rank (conservative)")
     if m.arch == "next":
         assumptions.append("Qwen3-Next Gated DeltaNet activations are an approximate per-tensor count (not traced)")
     if wl.attention == "flash":
         assumptions.append("flash-attention saves out + log-sum-exp like sdpa (counted the same)")
-    # which layers keep anything (freeze: nothing below the first trainable layer)
-    first_grad_layer = 0
-    if wl.method == "freeze":
-        first_grad_layer = freeze_trainable_layer_ids(m, wl).start
-        layer_ids_grad = [i for i in layer_ids if i >= first_grad_layer]
-    else:
-        layer_ids_grad = layer_ids
     amp = wl.precision in ("amp-bf16", "fp16")
-    ckpt_per_layer = (4 if amp else 2) * h / tpd  # the layer input, kept by checkpointing
-    if wl.grad_ckpt:
-        saved = {i: ckpt_per_layer * T for i in layer_ids_grad}
-    else:
-        saved = {i: per_layer[i] * T for i in layer_ids_grad}
-    saved_total = sum(saved.values()) * in_flight
+    n = len(prof.layer_ids)
+    ckpt_per_layer = (4 if amp else 2) * h / tpd * T  # the layer input, kept by checkpointing
+    saved = [ckpt_per_layer] * n if wl.grad_ckpt else [a * T for a in prof.per_token]
+    saved_total = sum(saved) * in_flight
     # autocast keeps bf16 copies of fp32 weights that backward needs (saved by the matmuls)
     autocast_w = 0.0
     if amp:
-        lin = sum(t.total * _shard(m, wl, t) for t in m.tensors() if t.kind in ("linear", "expert", "lm_head")
-                  or (t.kind == "embedding" and m.tie_word_embeddings))
+        frac = len(_rank_layers(m, wl)) / m.num_layers
+        lin = sum(t.total * _mp_shard(wl, t) * (frac if t.layer_type != "global" else 1.0) for t in m.tensors()
+                  if t.kind in ("linear", "expert", "lm_head") or (t.kind == "embedding" and m.tie_word_embeddings))
         autocast_w = 2.0 * lin / (wl.dp if wl.strategy in ("zero3", "fsdp") else 1)
         assumptions.append("AMP: autocast caches bf16 copies of the fp32 weights during forward")
     # final norm + LM head input
     head_trains = wl.method == "full"
-    final_norm = (4 * h + 4 + ((2 * h + 2 * h) if head_trains else 0)) * T / tpd if wl.method != "freeze" or True else 0
+    final_norm = (4 * h + 4 + (4 * h if head_trains else 0)) * T / tpd
     # loss region
-    vt = V * T / (wl.tp if wl.tp > 1 else 1)
+    vt = V * T / wl.tp
     if wl.loss == "standard":
-        loss_fwd_saved = 4 * vt  # log_softmax output (fp32)
         loss_fwd_peak = 10 * vt  # bf16 logits + fp32 copy + log_softmax output
-        loss_bwd_peak = 12 * vt  # + nll grad + log_softmax grad (fp32)
-        loss_after = 2 * vt  # bf16 logits gradient entering lm_head backward
+        loss_bwd_peak = 12 * vt  # saved log_softmax output + nll grad + log_softmax grad (fp32)
     else:
         inc = math.ceil(V / h)
         chunk = 2 ** math.ceil(math.log2(max(1, math.ceil(T / inc))))
-        lm_grad = (V * h * 2.0 / max(1, wl.tp)) if head_trains else 0.0
-        loss_fwd_saved = 2 * h * T + lm_grad  # grad_input (and grad_weight) computed in forward
-        loss_fwd_peak = loss_fwd_saved + chunk * V * (2 + 4 + 4)
-        loss_bwd_peak = loss_fwd_saved
-        loss_after = 0.0
+        lm_grad = (V * h * 2.0 / wl.tp) if head_trains else 0.0
+        loss_saved = 2 * h * T + lm_grad  # grad_input (and grad_weight) computed in forward
+        loss_fwd_peak = loss_saved + chunk * V * (2 + 4 + 4)
+        loss_bwd_peak = loss_saved
         assumptions.append(f"fused loss: chunked linear cross-entropy (Liger), {chunk}-token chunks; not traced")
 
     base_w = st.weights + st.weights_gathered
     base_o = st.optimizer
-    ga_grads = st.gradients if wl.grad_accum > 1 else 0.0  # grads alive across micro-batches
-
-    phases: dict[str, PhaseMemory] = {}
+    ga = wl.grad_accum > 1
+    ga_grads = st.gradients if ga else 0.0  # grads alive across micro-batches
+    ga_temp = st.grad_temp_bwd if ga else 0.0
+    cands: list[tuple[str, float, float, float, float, float, float]] = []
     # forward: everything saved + the loss transient (+ autocast weight cache until autocast exits)
-    fwd_recompute = (max(per_layer[i] for i in layer_ids_grad) * T if (wl.grad_ckpt and layer_ids_grad) else 0.0)
-    phases["forward"] = PhaseMemory(
-        phase="forward", weights=base_w, gradients=ga_grads, optimizer=base_o,
-        activations=saved_total + final_norm + autocast_w,
-        logits_loss=loss_fwd_peak, temporaries=(st.grad_temp_bwd if wl.grad_accum > 1 else 0.0))
-    del fwd_recompute
+    cands.append(("forward", base_w, ga_grads, base_o, saved_total + final_norm + autocast_w, loss_fwd_peak, ga_temp))
     # backward start
-    bwd_cands: list[PhaseMemory] = []
-    bwd_cands.append(PhaseMemory(
-        phase="backward", weights=base_w, gradients=ga_grads, optimizer=base_o,
-        activations=saved_total + final_norm + (autocast_w if not wl.grad_ckpt else 0.0),
-        logits_loss=loss_bwd_peak, temporaries=(st.grad_temp_bwd if wl.grad_accum > 1 else 0.0)))
-    # layer sweep, top to bottom
-    g_acc = st.grad_global if wl.grad_accum == 1 else 0.0
-    remaining = saved_total
     aw = autocast_w if not wl.grad_ckpt else 0.0
-    w_per_layer_autocast = aw / max(1, len(layer_ids_grad)) if layer_ids_grad else 0.0
-    g_head = g_acc
-    for i in reversed(layer_ids_grad):
-        li = saved[i] * in_flight
-        temp = layer_backward_temp_per_token(m, wl, i) * T / tpd + 2 * h * T / tpd
+    cands.append(("backward", base_w, ga_grads, base_o, saved_total + final_norm + aw, loss_bwd_peak, ga_temp))
+    # layer sweep, top to bottom: saved activations freed, gradients allocated
+    g_acc = st.grad_global if not ga else 0.0
+    remaining = saved_total
+    aw_step = aw / n if n else 0.0
+    mp_any = _mp_shard(wl, _any_layer_tensor(m))
+    best_sweep = None
+    best_total = -1.0
+    grad_of = st.grad_of
+    for j in range(n - 1, -1, -1):
+        i = prof.layer_ids[j]
+        temp = prof.temp_per_token[j] * T + 2 * h * T / tpd
+        recompute = 0.0
         if wl.grad_ckpt:
-            recompute = per_layer[i] * T
+            recompute = prof.per_token[j] * T
             if amp:
-                recompute += 2.0 * m.layer_params(i) * _shard(m, wl, _any_layer_tensor(m))
-        else:
-            recompute = 0.0
-        g_this = st.grad_of.get(i, 0.0) if wl.grad_accum == 1 else 0.0
+                recompute += 2.0 * prof.layer_params[j] * mp_any
         # the layer's own grads appear as its backward proceeds; the widest transients come first (MLP)
-        bwd_cands.append(PhaseMemory(
-            phase="backward", weights=base_w, gradients=ga_grads + g_acc, optimizer=base_o,
-            activations=remaining + recompute + aw, logits_loss=0.0,
-            temporaries=temp + st.grad_temp_bwd))
-        remaining -= li
-        aw = max(0.0, aw - w_per_layer_autocast)
-        g_acc += g_this
+        act = remaining + recompute + aw
+        tot = base_w + ga_grads + g_acc + base_o + act + temp + st.grad_temp_bwd
+        if tot > best_total:
+            best_total = tot
+            best_sweep = ("backward", base_w, ga_grads + g_acc, base_o, act, 0.0, temp + st.grad_temp_bwd)
+        remaining -= saved[j] * in_flight
+        if aw:
+            aw = max(0.0, aw - aw_step)
+        if not ga:
+            g_acc += grad_of.get(i, 0.0)
+    if best_sweep is not None:
+        cands.append(best_sweep)
     # end of backward: every gradient + grad w.r.t. the embedding output
-    g_end = st.gradients
-    bwd_cands.append(PhaseMemory(
-        phase="backward", weights=base_w, gradients=g_end, optimizer=base_o, activations=0.0, logits_loss=0.0,
-        temporaries=2 * h * T / tpd + (st.grad_temp_bwd if wl.strategy == "ddp" else 0.0)))
-    del g_head
-    phases["backward"] = max(bwd_cands, key=lambda p: p.total)
+    ddp_buckets = st.grad_temp_bwd if wl.strategy == "ddp" else 0.0
+    cands.append(("backward", base_w, st.gradients, base_o, 0.0, 0.0, 2 * h * T / tpd + ddp_buckets))
     # optimizer step
-    phases["optimizer"] = PhaseMemory(
-        phase="optimizer", weights=st.weights, gradients=st.gradients, optimizer=st.optimizer,
-        activations=0.0, logits_loss=0.0,
-        temporaries=st.step_temp + (st.grad_temp_bwd if wl.strategy == "ddp" else 0.0))
-    peak = max(phases.values(), key=lambda p: p.total)
-    tensor_peak = peak.total / GIB
-    multi = wl.gpus > 1
-    ov = overhead.cuda_context_gib + (overhead.nccl_gib if multi else 0.0) + overhead.allocator_slack_fraction * tensor_peak
-    breakdown = {k: getattr(peak, k) / GIB for k in TERMS}
+    cands.append(("optimizer", st.weights, st.gradients, st.optimizer, 0.0, 0.0, st.step_temp + ddp_buckets))
+    phases_total: dict[str, float] = {}
+    peak = cands[0]
+    for c in cands:
+        tot = sum(c[1:])
+        if tot > phases_total.get(c[0], -1.0):
+            phases_total[c[0]] = tot
+        if tot > sum(peak[1:]):
+            peak = c
+    tensor_peak = sum(peak[1:]) / GIB
+    ov = (overhead.cuda_context_gib + (overhead.nccl_gib if wl.gpus > 1 else 0.0)
+          + overhead.allocator_slack_fraction * tensor_peak)
+    breakdown = {k: v / GIB for k, v in zip(TERMS, peak[1:])}
     breakdown["overhead"] = ov
-    reserved = tensor_peak + ov
-
     # host RAM per node
     procs = min(wl.gpus, wl.gpus_per_node)
-    host = procs * 3.0 + st.offloaded_host / GIB * procs
-    if wl.offload != "none":
-        host += procs * 4.0 * params.trainable / max(1, wl.dp) / GIB  # pinned fp32 gradient buffers
-    host += m.total_params * 2.0 / GIB / (1 if wl.strategy != "zero3" else procs) * 0  # loading: mmap'd shards
-    host += 5.0  # largest safetensors shard (5 GB by HF convention) in page cache while loading
+    host = procs * 3.0 + st.offloaded_host / GIB * procs + 5.0
     assumptions.append("host RAM: ~3 GiB per training process + offloaded states + one 5 GB shard while loading")
-
-    act_max = int(max(per_layer.values())) if per_layer else 0
     return MemoryEstimate(
-        model=m.name, params=params, tensor_peak_gib=tensor_peak, reserved_gib=reserved,
-        peak_phase=peak.phase, breakdown_gib=breakdown,
-        phases_gib={k: v.total / GIB for k, v in phases.items()}, host_ram_gib=host,
-        activation_bytes_per_token_layer=act_max, assumptions=tuple(assumptions))
+        model=m.name, params=params, tensor_peak_gib=tensor_peak, reserved_gib=tensor_peak + ov,
+        peak_phase=peak[0], breakdown_gib=breakdown,
+        phases_gib={k: phases_total[k] / GIB for k in PHASES}, host_ram_gib=host,
+        activation_bytes_per_token_layer=int(prof.max_per_token), assumptions=tuple(assumptions))

@@ -121,6 +121,8 @@ class ModelShape:
     params_official: str = ""
     """Published parameter statement, when known."""
     _tensors: tuple[ParamTensor, ...] = field(default=(), repr=False, compare=False)
+    _moe_set: frozenset = field(default=frozenset(), repr=False, compare=False)
+    _layer_params: tuple[int, ...] = field(default=(), repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for fname in ("hidden_size", "num_layers", "num_heads", "num_kv_heads", "head_dim", "vocab_size"):
@@ -148,7 +150,9 @@ class ModelShape:
             self.linear_value_head_dim, self.linear_conv_kernel_dim,
         ) <= 0:
             raise ModelConfigError(f"{self.name}: linear attention layers need the linear_* fields")
+        object.__setattr__(self, "_moe_set", frozenset(self.moe_layers) if self.num_experts else frozenset())
         object.__setattr__(self, "_tensors", tuple(self._build_tensors()))
+        object.__setattr__(self, "_layer_params", tuple(self._count_layer(i) for i in range(self.num_layers)))
 
     # ------------------------------------------------------------------ structure
     @property
@@ -165,7 +169,7 @@ class ModelShape:
         return self.layer_types[i] if self.layer_types else "full_attention"
 
     def is_moe_layer(self, i: int) -> bool:
-        return self.num_experts > 0 and i in set(self.moe_layers)
+        return i in self._moe_set
 
     @property
     def n_full_attention_layers(self) -> int:
@@ -295,6 +299,9 @@ class ModelShape:
 
     def layer_params(self, i: int) -> int:
         """Parameters of decoder layer ``i``."""
+        return self._layer_params[i]
+
+    def _count_layer(self, i: int) -> int:
         lt = self.layer_type(i)
         moe = self.is_moe_layer(i)
         n = 0
@@ -313,4 +320,4 @@ class ModelShape:
 
     @property
     def max_layer_params(self) -> int:
-        return max(self.layer_params(i) for i in range(self.num_layers))
+        return max(self._layer_params)
