@@ -7,7 +7,7 @@ checkpointing on, sdpa attention, bf16).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from trainfit.errors import WorkloadError
@@ -34,7 +34,8 @@ OFFLOADS: tuple[str, ...] = ("none", "optimizer", "all")
 ALL_LINEAR = "all-linear"
 
 
-def _choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
+def _choice(name: str, value: str, allowed) -> None:
+    allowed = tuple(sorted(allowed)) if not isinstance(allowed, tuple) else allowed
     if value not in allowed:
         from trainfit.errors import did_you_mean
 
@@ -48,6 +49,13 @@ def _choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
 def _positive(name: str, value: int, *, zero_ok: bool = False) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or value < (0 if zero_ok else 1):
         raise WorkloadError(f"{name} must be an integer >= {0 if zero_ok else 1}; got {value!r}")
+
+
+_CHOICES = (("method", frozenset(METHODS)), ("attention", frozenset(ATTENTIONS)), ("loss", frozenset(LOSSES)),
+            ("precision", frozenset(PRECISIONS)), ("optimizer", frozenset(OPTIMIZERS)),
+            ("strategy", frozenset(STRATEGIES)), ("offload", frozenset(OFFLOADS)))
+_INT_FIELDS = ("seq_len", "micro_batch", "grad_accum", "gpus", "gpus_per_node", "tp", "pp", "ep", "cp", "lora_rank",
+               "lora_alpha", "freeze_trainable_layers")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -94,16 +102,13 @@ class Workload:
     """Megatron sequence parallelism (shards norm and residual activations over ``tp``)."""
 
     def __post_init__(self) -> None:
-        _choice("method", self.method, METHODS)
-        _choice("attention", self.attention, ATTENTIONS)
-        _choice("loss", self.loss, LOSSES)
-        _choice("precision", self.precision, PRECISIONS)
-        _choice("optimizer", self.optimizer, OPTIMIZERS)
-        _choice("strategy", self.strategy, STRATEGIES)
-        _choice("offload", self.offload, OFFLOADS)
-        for n in ("seq_len", "micro_batch", "grad_accum", "gpus", "gpus_per_node", "tp", "pp", "ep", "cp",
-                  "lora_rank", "lora_alpha", "freeze_trainable_layers"):
-            _positive(n, getattr(self, n))
+        for name, allowed in _CHOICES:
+            if getattr(self, name) not in allowed:
+                _choice(name, getattr(self, name), allowed)
+        for n in _INT_FIELDS:
+            v = getattr(self, n)
+            if type(v) is not int or v < 1:
+                _positive(n, v)
         if isinstance(self.lora_targets, str):
             object.__setattr__(self, "lora_targets", tuple(t.strip() for t in self.lora_targets.split(",") if t.strip()))
         if not self.lora_targets:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 TERM_LABELS = {
@@ -59,4 +60,58 @@ def print_memory(out: dict, console: Console | None = None) -> None:
         for s in out.get("suggestions", []):
             c.print(f"  try [bold]{s['change']}[/bold]: {s['reserved_gib']:.1f} GiB ({s['why']})")
     for a in out.get("assumptions", []):
-        c.print(f"[dim]- {a}[/dim]")
+        c.print(f"[dim]- {escape(a)}[/dim]")
+
+
+def _money(v, cur) -> str:
+    if v is None:
+        return "-"
+    sym = {"CNY": "¥", "USD": "$"}.get(cur or "", (cur or "") + " ")
+    return f"{sym}{v:,.0f}"
+
+
+def print_plan(out: dict, top: int = 10, console: Console | None = None) -> None:
+    c = console or make_console()
+    w = out["workload"]
+    c.print(f"[bold]{w['model']}[/bold] {w['method']}, seq {w['seq_len']}, {w['tokens'] / 1e9:g}B tokens, "
+            f"{w['precision']}, objective: {w['objective']}" + (", spot" if w.get("spot") else ""))
+    plans = out["plans"]
+    pareto = set(out.get("pareto", []))
+    if plans:
+        t = Table(title_justify="left")
+        for col, j in (("#", "right"), ("instance type", "left"), ("GPU", "left"), ("nodes×GPUs", "right"),
+                       ("settings", "left"), ("GiB/GPU", "right"), ("tok/s", "right"), ("MFU", "right"),
+                       ("hours", "right"), ("GPU-h", "right"), ("cost", "right")):
+            t.add_column(col, justify=j)
+        for i, p in enumerate(plans[:top]):
+            s = p["settings"]
+            st = s["strategy"] + (f"+off:{s['offload']}" if s["offload"] != "none" else "")
+            if s["ep"] > 1:
+                st += f" ep{s['ep']}"
+            if s["tp"] > 1:
+                st += f" tp{s['tp']}"
+            st += f" mb{s['micro_batch']}" + (" GC" if s["grad_ckpt"] else "")
+            mark = "*" if i in pareto else ""
+            t.add_row(f"{i + 1}{mark}", p["instance_type"], p["gpu"], f"{p['nodes']}×{p['gpus_per_node']}", st,
+                      f"{p['per_gpu_gib']:.1f}/{p['gpu_mem_gib']:g}", f"{p['tokens_per_s']:,.0f}",
+                      f"{p['mfu']:.0%}", f"{p['hours']:,.1f}", f"{p['gpu_hours']:,.0f}",
+                      _money(p["cost"], p["currency"]))
+        c.print(t)
+        c.print("[dim]* on the time-vs-cost Pareto frontier (GPU-hours stand in for cost where no price is "
+                "known)[/dim]")
+        best = plans[0]
+        if best["cost"] is None:
+            c.print("[yellow]no prices in the catalog for these instance types: ranked by GPU-hours. Add "
+                    "price_per_hour and currency in ~/.config/trainfit/catalog.yaml (see docs/catalog.md).[/yellow]")
+        for wmsg in best.get("warnings", [])[:3]:
+            c.print(f"[yellow]warning:[/yellow] {escape(wmsg)}")
+    else:
+        c.print("[red]no instance type fits these limits[/red]")
+    if out["rejected"]:
+        t = Table(title="rejected", title_justify="left")
+        t.add_column("instance type")
+        t.add_column("why")
+        t.add_column("fix")
+        for r in out["rejected"]:
+            t.add_row(escape(r["instance_type"]), escape(f"[{r['code']}] {r['reason']}"), escape(r.get("fix") or ""))
+        c.print(t)
