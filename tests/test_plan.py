@@ -1,0 +1,127 @@
+"""The planner: what it returns fits, every rejection is explained, pins are honoured, costs add up."""
+
+import json
+
+import pytest
+
+from trainfit.catalog import _store
+from trainfit.catalog.gpus import get_gpu
+from trainfit.cli import main
+from trainfit.estimate.memory import estimate_memory
+from trainfit.models import get_model
+from trainfit.plan import PlanError, PlanRequest, plan
+from trainfit.workload import Workload
+
+
+def _req(name="Qwen3-8B", **kw):
+    wl = kw.pop("workload", Workload(method="full"))
+    return PlanRequest(model=get_model(name), workload=wl, tokens=kw.pop("tokens", 1e9), **kw)
+
+
+@pytest.mark.parametrize("name,wl", [
+    ("Qwen3-8B", Workload(method="full", seq_len=4096)),
+    ("Qwen3-14B", Workload(method="full")),
+    ("Qwen3-8B", Workload(method="lora")),
+    ("Qwen3-30B-A3B", Workload(method="full")),
+])
+def test_every_plan_fits(name, wl):
+    req = _req(name, workload=wl)
+    res = plan(req)
+    assert res.plans
+    for p in res.plans:
+        est = estimate_memory(req.model, p.workload)
+        assert est.reserved_gib <= p.gpu_mem_gib * (1 - req.memory_margin) + 1e-9
+        assert p.gpu_mem_gib == get_gpu(p.gpu).mem_gib
+        assert p.workload.gpus == p.nodes * p.gpus_per_node
+        assert p.hours > 0 and p.gpu_hours == pytest.approx(p.hours * p.workload.gpus, rel=1e-6)
+
+
+def test_rejections_carry_reasons():
+    res = plan(_req("Qwen3-32B"))
+    assert res.rejected
+    for r in res.rejected:
+        assert r.code and r.reason and r.fix
+
+
+def test_memory_rejection_message():
+    # claims.md C6: 14B full fine-tuning with ZeRO-2 on 2 x A100 80GB does not fit
+    res = plan(_req("Qwen3-14B", gpu="A100-80GB", pins={"gpus": 2, "strategy": "zero2"}))
+    mem = [r for r in res.rejected if r.code == "memory"]
+    assert not res.plans and mem
+    assert "GiB/GPU > 80" in mem[0].reason
+
+
+def test_pins_are_honoured():
+    pins = {"gpus": 16, "gpus_per_node": 8, "strategy": "zero3", "micro_batch": 2}
+    res = plan(_req("Qwen3-14B", gpu="H100", pins=pins))
+    assert len(res.plans) >= 1
+    for p in res.plans:
+        w = p.workload
+        assert (w.gpus, w.gpus_per_node, w.strategy, w.micro_batch) == (16, 8, "zero3", 2)
+
+
+def test_objective_time_sorts_by_hours():
+    res = plan(_req("Qwen3-8B", objective="time"))
+    hours = [p.hours for p in res.plans]
+    assert hours == sorted(hours)
+
+
+def test_public_resource_group_cap():
+    res = plan(_req("Qwen3-14B", provider="alibaba", resource_class="pai-public"))
+    for p in res.plans:
+        assert p.workload.gpus <= 2
+    assert any(r.code in ("pai-public-quota", "memory") for r in res.rejected)
+
+
+def test_budget_without_price_is_rejected():
+    res = plan(_req("Qwen3-0.6B", provider="generic", budget=100.0))
+    assert not res.plans
+    assert {r.code for r in res.rejected} >= {"unknown-price"}
+
+
+def test_overlay_price_gives_cost(tmp_path):
+    ov = tmp_path / "catalog.yaml"
+    ov.write_text(
+        "instances:\n"
+        "  - provider: generic\n    resource_class: generic\n    instance_type: generic-8xH100\n"
+        "    price_per_hour: 200\n    currency: CNY\n    spot_discount: 0.3\n"
+        "    source: test\n    as_of: 2026-12-01\n")
+    _store.set_overlay_path(ov)
+    _store.reset_cache()
+    res = plan(_req("Qwen3-8B", instance_type="generic-8xH100"))
+    (p,) = res.plans
+    assert p.currency == "CNY"
+    assert p.cost == pytest.approx(p.hours * p.nodes * 200, rel=1e-6)
+    spot = plan(_req("Qwen3-8B", instance_type="generic-8xH100", spot=True)).plans[0]
+    assert spot.cost < p.cost  # 70% discount outweighs the expected re-work
+    assert spot.on_demand_cost == pytest.approx(p.cost, rel=1e-6)
+
+
+def test_pareto_is_nondominated():
+    res = plan(_req("Qwen3-8B"))
+    front = [res.plans[i] for i in res.pareto]
+    assert front
+    for p in front:
+        for q in res.plans:
+            assert not (q.hours < p.hours and q.gpu_hours < p.gpu_hours)
+
+
+def test_bad_request():
+    with pytest.raises(PlanError):
+        _req(tokens=0)
+
+
+def test_cli_plan_json(capsys):
+    assert main(["plan", "Qwen3-8B", "--method", "lora", "--tokens", "200M", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert set(out) >= {"workload", "plans", "rejected"}
+    p = out["plans"][0]
+    for k in ("provider", "instance_type", "gpu", "gpus_per_node", "nodes", "settings", "per_gpu_gib", "tokens_per_s",
+              "step_seconds", "mfu", "hours", "gpu_hours", "cost", "currency", "spot"):
+        assert k in p
+    assert out["workload"]["tokens"] == 200_000_000
+
+
+def test_cli_plan_needs_tokens(capsys):
+    assert main(["plan", "Qwen3-8B"]) == 2
+    assert "--tokens" in capsys.readouterr().err
