@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
 from trainfit.errors import TrainfitError, WorkloadError
+from trainfit.estimate.fit import usable_gpu_mem_gib
 from trainfit.estimate.memory import MemoryEstimate, estimate_memory
 from trainfit.models.shapes import ModelShape
 from trainfit.workload import Workload
@@ -313,7 +314,8 @@ def plan(req: PlanRequest) -> PlanResult:
                                       reason=f"memory of {gpu.name} is unknown (unverified catalog entry)",
                                       fix="set mem_gib for it in the catalog overlay"))
             continue
-        limit = gpu.mem_gib * (1 - req.memory_margin)
+        usable = usable_gpu_mem_gib(gpu.mem_gib, gpu.mem_type)
+        limit = usable * (1 - req.memory_margin)
         try:
             hw_by_nodes: dict[int, Any] = {}
             best_here: tuple[float, Plan] | None = None
@@ -391,7 +393,7 @@ def plan(req: PlanRequest) -> PlanResult:
                 if c.fix and cost is None:
                     notes.append(c.fix)
                 p = Plan(provider=inst.provider, resource_class=inst.resource_class, instance_type=it, gpu=gpu.name,
-                         gpus_per_node=gpn, nodes=nodes, workload=wl, memory=est, gpu_mem_gib=gpu.mem_gib,
+                         gpus_per_node=gpn, nodes=nodes, workload=wl, memory=est, gpu_mem_gib=round(usable, 3),
                          tokens_per_s=sp.tokens_per_s, step_seconds=sp.step_seconds, mfu=sp.mfu, hours=tt.hours,
                          gpu_hours=tt.gpu_hours, cost=cost, currency=c.currency, spot=req.spot,
                          on_demand_cost=on_demand, notes=tuple(notes),
@@ -447,7 +449,7 @@ def _explain(inst: Any, gpu: Any, limit: float, miss: _Best, req: PlanRequest) -
         w = miss.need_wl
         fix = _memory_fix(req, w, gpu)
         return Rejection(instance_type=it, provider=inst.provider, code="memory",
-                         reason=(f"needs {miss.need_gib:.1f} GiB/GPU > {gpu.mem_gib:g} "
+                         reason=(f"needs {miss.need_gib:.1f} GiB/GPU > {usable_gpu_mem_gib(gpu.mem_gib, gpu.mem_type):g} "
                                  f"(best try: {w.gpus} GPU, {w.strategy}"
                                  f"{'+offload ' + w.offload if w.offload != 'none' else ''}, "
                                  f"GC {'on' if w.grad_ckpt else 'off'}, micro-batch {w.micro_batch}; "
