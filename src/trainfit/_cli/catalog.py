@@ -1,0 +1,185 @@
+"""``trainfit catalog``: show the GPU / instance catalogs, validate an overlay, refresh live PAI specs,
+list platform rules."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("catalog", help="GPU and instance catalogs: show, validate, refresh, rules",
+                              description="GPU and instance catalogs (bundled data + refresh cache + your overlay).")
+    p.add_argument("--catalog", metavar="PATH", dest="catalog_overlay",
+                   help="overlay YAML to use instead of $TRAINFIT_CATALOG_OVERLAY / ~/.config/trainfit/catalog.yaml")
+    sub = p.add_subparsers(dest="catalog_command", metavar="ACTION")
+
+    s = sub.add_parser("show", help="print the catalog")
+    s.add_argument("what", nargs="?", choices=("gpus", "instances"), default="gpus")
+    s.add_argument("--provider", help="instances: alibaba | tencent | generic | private")
+    s.add_argument("--resource-class", dest="resource_class",
+                   help="instances: pai-public | pai-lingjun | pai-eas | tencent-tione | generic ...")
+    s.add_argument("--gpu", help="instances with this GPU (name or alias)")
+    s.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    s.set_defaults(func=_show)
+
+    v = sub.add_parser("validate", help="check an overlay file (and the bundled data); exit 1 listing all problems")
+    v.add_argument("path", nargs="?", help="overlay YAML (default: the overlay in effect, if any)")
+    v.add_argument("--json", action="store_true")
+    v.set_defaults(func=_validate)
+
+    r = sub.add_parser("refresh", help="fetch live specs (PAI-DLC ListEcsSpecs) into the user cache")
+    r.add_argument("--provider", required=True, choices=("pai",), help="only pai today")
+    r.add_argument("--region", required=True, help="region id, e.g. cn-hangzhou, cn-wulanchabu, ap-southeast-1")
+    r.add_argument("--endpoint", help="API endpoint host (default pai-dlc.<region>.aliyuncs.com)")
+    r.add_argument("--timeout", type=float, default=15.0, help="seconds per request (default 15)")
+    r.add_argument("--protocol", choices=("https", "http"), default="https",
+                   help="https (default); http only for a local proxy or test server")
+    r.add_argument("--json", action="store_true")
+    r.set_defaults(func=_refresh)
+
+    ru = sub.add_parser("rules", help="list the platform rules (PAI-DLC, Lingjun...) with sources")
+    ru.add_argument("--claim", help="only rules that answer this claim id (e.g. C22)")
+    ru.add_argument("--json", action="store_true")
+    ru.set_defaults(func=_rules)
+
+    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+
+
+def _apply_overlay(args: argparse.Namespace) -> None:
+    from trainfit.catalog._store import set_overlay_path
+
+    if getattr(args, "catalog_overlay", None):
+        set_overlay_path(args.catalog_overlay)
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, float):
+        return f"{v:g}"
+    if isinstance(v, (list, tuple)):
+        return ";".join(map(str, v)) or "-"
+    return str(v)
+
+
+def _table(title: str, columns: list[str], rows: list[list[Any]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title=title, show_lines=False, header_style="bold")
+    for c in columns:
+        t.add_column(c, overflow="fold")
+    for r in rows:
+        t.add_row(*[_fmt(x) for x in r])
+    Console().print(t)
+
+
+def _show(args: argparse.Namespace) -> int:
+    _apply_overlay(args)
+    from trainfit.catalog import list_gpus, list_instances
+    from trainfit.catalog._store import current_catalog
+
+    cat = current_catalog()
+    for w in cat.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    if args.what == "gpus":
+        gpus = list_gpus()
+        if args.json:
+            json.dump([g.to_dict() for g in gpus], sys.stdout, indent=2, ensure_ascii=False)
+            print()
+            return 0
+        cols = ["name", "mem GiB", "type", "GB/s", "bf16 TF", "fp8 TF", "NVLink GB/s", "form", "verified", "aliases"]
+        _table("GPUs (dense peaks; mem = nominal GiB)", cols,
+               [[g.name, g.mem_gib, g.mem_type, g.mem_bandwidth_gbps, g.bf16_dense_tflops, g.fp8_dense_tflops,
+                 g.nvlink_gbps, g.form_factor, g.verified, g.aliases] for g in gpus])
+        return 0
+    rows = list_instances(provider=args.provider, resource_class=args.resource_class, gpu=args.gpu)
+    if args.json:
+        json.dump([r.to_dict() for r in rows], sys.stdout, indent=2, ensure_ascii=False)
+        print()
+        return 0
+    cols = ["instance type", "class", "gpu", "n", "vCPU", "RAM GiB", "intra", "inter", "Gbit/s", "price/h",
+            "regions", "verified"]
+    _table("Instances (- = not known; prices only where published or in your overlay)", cols,
+           [[r.instance_type, r.resource_class, r.gpu, r.gpu_count, r.vcpu, r.ram_gib, r.intra_node_link,
+             r.inter_node, r.inter_node_gbit_per_s,
+             None if r.price_per_hour is None else f"{r.price_per_hour:g} {r.currency}", r.regions, r.verified]
+            for r in rows])
+    return 0
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from trainfit.catalog._store import bundled_rows, overlay_path
+    from trainfit.catalog.overlay import validate_overlay
+    from trainfit.errors import CatalogError
+    from trainfit.platforms.rules import load_rules
+
+    problems: list[str] = []
+    checked: list[str] = []
+    for what, fn in (("bundled catalog", bundled_rows), ("platform rules", load_rules)):
+        try:
+            fn()
+            checked.append(what)
+        except CatalogError as e:
+            problems.append(e.message)
+    path = args.path
+    if path is None:
+        _apply_overlay(args)
+        ov = overlay_path()
+        path = str(ov) if ov else None
+    if path is not None:
+        if not Path(path).expanduser().is_file():
+            problems.append(f"{path}: no such file")
+        else:
+            problems += validate_overlay(path)
+            checked.append(str(path))
+    if args.json:
+        print(json.dumps({"checked": checked, "problems": problems, "ok": not problems}, indent=2))
+    elif problems:
+        print(f"{len(problems)} problem(s):", file=sys.stderr)
+        for p in problems:
+            print(f"  - {p}", file=sys.stderr)
+    else:
+        print("ok: " + ", ".join(checked))
+    return 1 if problems else 0
+
+
+def _refresh(args: argparse.Namespace) -> int:
+    from trainfit.catalog.refresh import refresh
+
+    res = refresh(args.provider, args.region, endpoint=args.endpoint, protocol=args.protocol,
+                  timeout_s=args.timeout)
+    if args.json:
+        print(json.dumps({"provider": res.provider, "region": res.region, "path": str(res.path),
+                          "instances": res.instances, "new_gpus": list(res.new_gpus),
+                          "fetched_at": res.fetched_at}, indent=2))
+    else:
+        print(f"{res.instances} GPU instance types from PAI-DLC ListEcsSpecs ({res.region}) cached in {res.path}")
+        if res.new_gpus:
+            print("GPU types not in the catalog (memory only, compute unknown): " + ", ".join(res.new_gpus))
+    return 0
+
+
+def _rules(args: argparse.Namespace) -> int:
+    from trainfit.platforms.rules import load_rules, rules_for_claim
+
+    rules = rules_for_claim(args.claim) if args.claim else list(load_rules())
+    if args.json:
+        json.dump([{"id": r.id, "title": r.title, "applies_to": list(r.applies_to), "kind": r.kind,
+                    "params": r.params, "severity": r.severity, "why": r.why, "fix": r.fix, "source": r.source,
+                    "verified": r.verified, "as_of": r.as_of, "claims": list(r.claims), "verdict": r.verdict}
+                   for r in rules], sys.stdout, indent=2, ensure_ascii=False)
+        print()
+        return 0
+    _table("Platform rules", ["id", "applies to", "severity", "rule", "claims", "verified", "source"],
+           [[r.id, r.applies_to, r.severity, r.title,
+             ", ".join(f"{c}: {r.verdict}" if r.verdict else c for c in r.claims) or None, r.verified, r.source]
+            for r in rules])
+    return 0

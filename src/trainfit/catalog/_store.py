@@ -1,0 +1,293 @@
+"""The effective catalog: bundled CSVs, then refresh caches, then the user overlay; lazy and cached.
+
+Layers, later ones winning field by field for the same key (GPU ``name``; instance
+``(provider, resource_class, instance_type)``):
+
+1. ``trainfit/catalog/data/gpus.csv`` and ``instances.csv`` (bundled, versioned with the package);
+2. refresh caches written by ``trainfit catalog refresh`` under the cache dir (a corrupt cache is skipped
+   with a :class:`CatalogWarning`, never fatal);
+3. the user overlay (YAML): ``$TRAINFIT_CATALOG_OVERLAY``, else ``$XDG_CONFIG_HOME/trainfit/catalog.yaml``
+   (``~/.config/trainfit/catalog.yaml``). An overlay that does not validate raises
+   :class:`~trainfit.errors.CatalogError` listing every problem.
+
+The result is cached on the paths and modification times of the files involved.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import warnings
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any, Iterable
+
+from trainfit.catalog._schema import GPU_COLUMNS, INSTANCE_COLUMNS, parse_row
+from trainfit.errors import CatalogError
+
+ENV_OVERLAY = "TRAINFIT_CATALOG_OVERLAY"
+ENV_CACHE_DIR = "TRAINFIT_CACHE_DIR"
+
+
+class CatalogWarning(UserWarning):
+    """A catalog layer was skipped (corrupt refresh cache); the bundled data is used instead."""
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class Catalog:
+    gpus: tuple = ()
+    instances: tuple = ()
+    gpu_index: dict = field(default_factory=dict)
+    """normalized name or alias -> GPU."""
+    layers: tuple[str, ...] = ()
+    """Files merged, in order."""
+    warnings: tuple[str, ...] = ()
+
+
+# --------------------------------------------------------------------------------------------- paths
+
+def config_dir() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(base) / "trainfit"
+
+
+def cache_dir() -> Path:
+    env = os.environ.get(ENV_CACHE_DIR)
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "trainfit"
+
+
+_explicit_overlay: list[str | None] = [None]
+
+
+def set_overlay_path(path: str | os.PathLike | None) -> None:
+    """Use ``path`` as the overlay for this process (CLI ``--catalog``); None returns to the defaults."""
+    _explicit_overlay[0] = None if path is None else str(path)
+
+
+def overlay_path() -> Path | None:
+    """The overlay file in effect, or None. An explicitly named file must exist."""
+    explicit = _explicit_overlay[0]
+    env = os.environ.get(ENV_OVERLAY)
+    for chosen, what in ((explicit, "--catalog"), (env, ENV_OVERLAY)):
+        if chosen is None:
+            continue
+        if chosen.strip().lower() in ("", "none", "off"):
+            return None
+        p = Path(chosen).expanduser()
+        if not p.is_file():
+            raise CatalogError(f"catalog overlay {str(p)!r} (from {what}) does not exist",
+                               fix=f"create it, or unset {ENV_OVERLAY}")
+        return p
+    p = config_dir() / "catalog.yaml"
+    return p if p.is_file() else None
+
+
+def refresh_cache_files() -> list[Path]:
+    d = cache_dir() / "catalog"
+    if not d.is_dir():
+        return []
+    return sorted(d.glob("*.json"))
+
+
+# ---------------------------------------------------------------------------------------- bundled
+
+def _read_bundled(name: str) -> str:
+    return resources.files("trainfit.catalog").joinpath(f"data/{name}").read_text(encoding="utf-8")
+
+
+def read_csv_rows(text: str) -> list[dict[str, str]]:
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+def parse_rows(columns, raws: Iterable[dict[str, Any]], where: str) -> tuple[list[dict[str, Any]], list[str]]:
+    rows, problems = [], []
+    for i, raw in enumerate(raws):
+        row, probs = parse_row(columns, raw, f"{where} row {i + 2 if where.endswith('.csv') else i}")
+        rows.append(row)
+        problems.extend(probs)
+    return rows, problems
+
+
+@lru_cache(maxsize=1)
+def bundled_rows() -> tuple[tuple[dict, ...], tuple[dict, ...]]:
+    """Typed rows of the bundled CSVs. A bundled file that does not validate is a bug: raise."""
+    g, p1 = parse_rows(GPU_COLUMNS, read_csv_rows(_read_bundled("gpus.csv")), "gpus.csv")
+    i, p2 = parse_rows(INSTANCE_COLUMNS, read_csv_rows(_read_bundled("instances.csv")), "instances.csv")
+    problems = p1 + p2
+    if problems:
+        raise CatalogError("bundled catalog does not validate:\n  " + "\n  ".join(problems),
+                           fix="this is a bug in trainfit; please report it")
+    return tuple(g), tuple(i)
+
+
+# ------------------------------------------------------------------------------------------ merge
+
+def gpu_key(row: dict[str, Any]) -> str:
+    from trainfit.catalog.gpus import normalize_gpu_name
+
+    return normalize_gpu_name(str(row.get("name") or ""))
+
+
+def instance_key(row: dict[str, Any]) -> tuple[str, str, str]:
+    return (str(row.get("provider") or "").lower(), str(row.get("resource_class") or "").lower(),
+            str(row.get("instance_type") or "").strip().lower())
+
+
+_KEY_AND_META = {"name", "provider", "resource_class", "instance_type", "source", "as_of", "notes", "verified"}
+
+
+def merge_rows(base: list[dict[str, Any]], extra: list[tuple[dict[str, Any], set[str], str]], key_fn
+               ) -> list[tuple[dict[str, Any], str]]:
+    """``base`` rows (origin bundled) updated by ``extra`` (row, fields present, origin).
+
+    A row whose key exists replaces only the fields it states; a new key is appended.
+    """
+    out: dict[Any, tuple[dict[str, Any], str]] = {}
+    for row in base:
+        out[key_fn(row)] = (dict(row), "bundled")
+    for row, present, origin in extra:
+        k = key_fn(row)
+        if k in out:
+            merged = dict(out[k][0])
+            for f in present:
+                merged[f] = row[f]
+            if "regions" in present and "regions" in merged and out[k][0].get("regions"):
+                # union keeps regions already known from earlier layers
+                merged["regions"] = tuple(dict.fromkeys(tuple(out[k][0]["regions"]) + tuple(row["regions"])))
+            if "source" in present and out[k][0].get("source") and row.get("source") != out[k][0]["source"]:
+                stated = sorted(present - _KEY_AND_META)
+                merged["source"] = f"{row['source']} (fields: {', '.join(stated)}); earlier: {out[k][0]['source']}"
+            out[k] = (merged, origin)
+        else:
+            out[k] = (dict(row), origin)
+    return list(out.values())
+
+
+def cross_check(gpus: list[dict[str, Any]], instances: list[dict[str, Any]], where: str = "catalog") -> list[str]:
+    """Problems that involve several rows: duplicate names/aliases, GPU references, price/currency pairs."""
+    from trainfit.catalog.gpus import normalize_gpu_name
+
+    problems: list[str] = []
+    index: dict[str, str] = {}
+    for g in gpus:
+        name = g.get("name") or ""
+        for n in (name, *(g.get("aliases") or ())):
+            k = normalize_gpu_name(n)
+            if k in index and index[k] != name:
+                problems.append(f"{where}: GPU name/alias {n!r} of {name!r} is already used by {index[k]!r}")
+            index.setdefault(k, name)
+    seen: set[tuple[str, str, str]] = set()
+    for r in instances:
+        label = f"{where}: instance {r.get('instance_type')!r} ({r.get('provider')}/{r.get('resource_class')})"
+        k = instance_key(r)
+        if k in seen:
+            problems.append(f"{label}: duplicate")
+        seen.add(k)
+        gname = r.get("gpu")
+        if gname and normalize_gpu_name(gname) not in index:
+            from trainfit.errors import did_you_mean
+
+            sugg = did_you_mean(gname, [g.get("name") or "" for g in gpus])
+            problems.append(f"{label}: gpu {gname!r} is not in the GPU catalog"
+                            + (f" (did you mean {' or '.join(sugg)}?)" if sugg else ""))
+        if (r.get("price_per_hour") is None) != (r.get("currency") is None):
+            problems.append(f"{label}: price_per_hour and currency must be given together")
+    return problems
+
+
+def _canonical_gpu_refs(instances: list[dict[str, Any]], index: dict[str, Any]) -> None:
+    from trainfit.catalog.gpus import normalize_gpu_name
+
+    for r in instances:
+        if r.get("gpu"):
+            g = index.get(normalize_gpu_name(r["gpu"]))
+            if g is not None:
+                r["gpu"] = g.name
+
+
+# ----------------------------------------------------------------------------------------- build
+
+def _stat_key(p: Path | None) -> tuple[str, float, int] | None:
+    if p is None:
+        return None
+    try:
+        st = p.stat()
+    except OSError:
+        return (str(p), -1.0, -1)
+    return (str(p), st.st_mtime, st.st_size)
+
+
+def current_catalog() -> Catalog:
+    """The effective catalog for the current environment (cached on file paths and mtimes)."""
+    ov = overlay_path()
+    caches = tuple(_stat_key(p) for p in refresh_cache_files())
+    return _build(_stat_key(ov), caches)
+
+
+def reset_cache() -> None:
+    """Forget cached catalogs (tests, or after writing a refresh cache)."""
+    _build.cache_clear()
+
+
+@lru_cache(maxsize=8)
+def _build(ov_key, cache_keys) -> Catalog:
+    from trainfit.catalog.gpus import gpu_from_row, normalize_gpu_name
+    from trainfit.catalog.instances import instance_from_row
+
+    g_base, i_base = bundled_rows()
+    g_extra: list[tuple[dict, set[str], str]] = []
+    i_extra: list[tuple[dict, set[str], str]] = []
+    layers = ["bundled"]
+    warns: list[str] = []
+
+    if cache_keys:
+        from trainfit.catalog.refresh import read_cache_file
+
+        for ck in cache_keys:
+            path = Path(ck[0])
+            try:
+                gpus, insts = read_cache_file(path)
+            except CatalogError as e:
+                msg = f"ignoring refresh cache {path}: {e.message}; using the bundled catalog"
+                warns.append(msg)
+                warnings.warn(msg, CatalogWarning, stacklevel=3)
+                continue
+            origin = f"refresh:{path}"
+            g_extra += [(r, set(r), origin) for r in gpus]
+            i_extra += [(r, set(r), origin) for r in insts]
+            layers.append(str(path))
+
+    if ov_key is not None:
+        from trainfit.catalog.overlay import load_overlay
+
+        path = Path(ov_key[0])
+        known_g = {gpu_key(r) for r in g_base} | {gpu_key(r) for r, _, _ in g_extra}
+        known_i = {instance_key(r) for r in i_base} | {instance_key(r) for r, _, _ in i_extra}
+        ov = load_overlay(path, known_gpu_keys=known_g, known_instance_keys=known_i)
+        origin = f"overlay:{path}"
+        g_extra += [(r, present, origin) for r, present in ov.gpus]
+        i_extra += [(r, present, origin) for r, present in ov.instances]
+        layers.append(str(path))
+
+    g_rows = merge_rows(list(g_base), g_extra, gpu_key)
+    i_rows = merge_rows(list(i_base), i_extra, instance_key)
+    problems = cross_check([r for r, _ in g_rows], [r for r, _ in i_rows], "merged catalog")
+    if problems:
+        raise CatalogError("the catalog with your overlay/refresh cache does not validate:\n  "
+                           + "\n  ".join(problems),
+                           fix="fix the overlay (see `trainfit catalog validate`) or delete the refresh cache")
+    gpus = tuple(gpu_from_row(r, origin=o) for r, o in g_rows)
+    index: dict[str, Any] = {}
+    for g in gpus:
+        for n in (g.name, *g.aliases):
+            index.setdefault(normalize_gpu_name(n), g)
+    i_dicts = [dict(r) for r, _ in i_rows]
+    _canonical_gpu_refs(i_dicts, index)
+    instances = tuple(instance_from_row(r, origin=o) for r, (_, o) in zip(i_dicts, i_rows))
+    return Catalog(gpus=gpus, instances=instances, gpu_index=index, layers=tuple(layers), warnings=tuple(warns))
