@@ -9,7 +9,8 @@ added back) in ``docs/speed-model.md``; the arithmetic is repeated in each ``sou
 The value used for one estimate is a product of four factors::
 
     efficiency = BASE[framework][model_type] * GPU_CLASS[gpu_class] * METHOD[framework][method]
-                 * PRECISION[framework][precision]        (capped at EFFICIENCY_CAP)
+                 * PRECISION[framework][precision]        (PRECISION_MOE for MoE)
+                 [* moe_width_factor(h, I_expert)]        (MoE only)       capped at EFFICIENCY_CAP
 
 Every entry carries a source, or says ``assumption`` and why.
 """
@@ -97,7 +98,7 @@ METHOD: dict[str, dict[str, Factor]] = {
         "full": Factor(value=1.0, source="reference"),
         "lora": Factor(value=1.0, source=(
             "NeMo 24.07 performance_summary.md, LLAMA2-7B on 8x H100 FP8: SFT 17,120 tok/s, LoRA 25,206 tok/s; "
-            "with this model's FLOPs per token (42.9 vs 30.0 GFLOP) the achieved FLOP/s differ by 3% -> 1.0")),
+            "with this model's FLOPs per token (42.86 vs 30.13 GFLOP) the achieved FLOP/s differ by 3.5% -> 1.0")),
         "qlora": Factor(value=0.9, assumption=True, source=(
             "assumption: 4-bit weights add dequantize kernels (their memory traffic is modelled separately)")),
         "freeze": Factor(value=1.0, assumption=True, source="assumption: same kernels as full fine-tuning"),
@@ -127,6 +128,41 @@ PRECISION: dict[str, dict[str, Factor]] = {
 }
 """Only ``fp8`` differs from 1.0; bf16, amp-bf16 and fp16 run on the 16-bit tensor-core peak."""
 
+PRECISION_MOE: dict[str, dict[str, Factor]] = {
+    "megatron": {
+        "fp8": Factor(value=0.5, source=(
+            "Megatron-Bridge 25.11 DGX-H100 Qwen3_30B_a3B FP8-CS 121 TFLOP/s = 0.061 of the FP8 peak 1979; "
+            "0.061 / 0.12 (MoE base) = 0.51: FP8 barely speeds up the small expert GEMMs")),
+    },
+    "_default": {
+        "fp8": Factor(value=0.5, assumption=True, source="assumption: as Megatron MoE (0.5)"),
+    },
+}
+"""MoE models replace :data:`PRECISION` with these factors."""
+
+MOE_REFERENCE_EXPERT_WIDTH = 768
+"""The MoE BASE values are Qwen3-30B-A3B measurements: hidden 2048, expert width 768."""
+
+MOE_WIDTH_FACTOR_RANGE = (0.5, 2.5)
+
+
+def moe_width_factor(hidden_size: int, expert_intermediate_size: int) -> Factor:
+    """Expert-GEMM size correction for MoE efficiency: ``min(h, I_e) / 768``, clipped to [0.5, 2.5].
+
+    Empirical: on the same H100 stack (Megatron-Bridge 25.11, FP8) Qwen3-235B-A22B (h 4096, I_e 1536)
+    reaches 233 model TFLOP/s and Qwen3-30B-A3B (h 2048, I_e 768) 121: x1.93 for 2x the narrower GEMM
+    dimension. DeepSeek-V3 (I_e 2048) reaches 338 TFLOP/s on H100 (25.09), x2.8, consistent with the trend
+    but a different attention. The clip bounds are an assumption (no data below 768 or above 2048).
+    """
+    w = min(hidden_size, expert_intermediate_size) / MOE_REFERENCE_EXPERT_WIDTH
+    lo, hi = MOE_WIDTH_FACTOR_RANGE
+    v = min(hi, max(lo, w))
+    return Factor(value=v, assumption=v != w or not 1.0 <= w <= 2.0, source=(
+        f"MoE expert-GEMM width min(h, I_e)/768 = {w:.2f} (clipped to [{lo}, {hi}]): fitted on Megatron-Bridge "
+        "25.11 H100 Qwen3-30B-A3B 121 and Qwen3-235B-A22B 233 TFLOP/s" + (
+            "; outside the fitted 1-2 range: assumption (linear trend)" if not 1.0 <= w <= 2.0 else "")))
+
+
 EFFICIENCY_CAP = 0.75
 """Assumption: no training run in the sources above exceeds 0.75 executed-FLOPs utilisation (the highest
 is llm-foundry's A100 HFU 0.79 for a 13B model at seq 1024); the product of factors is capped here."""
@@ -141,14 +177,18 @@ class Efficiency:
     gpu_class_factor: float
     method_factor: float
     precision_factor: float
+    moe_width_factor: float = 1.0
     sources: tuple[str, ...]
     assumption: bool
     """True if any factor is an assumption."""
 
 
 def lookup_efficiency(*, framework: str, model_type: str, gpu_class: str, method: str,
-                      precision: str) -> Efficiency:
-    """Compose the efficiency for one configuration (raises ``KeyError`` on an unknown key)."""
+                      precision: str, moe_width: Factor | None = None) -> Efficiency:
+    """Compose the efficiency for one configuration (raises ``KeyError`` on an unknown key).
+
+    ``moe_width`` (from :func:`moe_width_factor`) multiplies MoE entries; ignored for dense models.
+    """
     if framework not in BASE:
         raise KeyError(f"unknown framework {framework!r}; known: {', '.join(FRAMEWORKS)}")
     if gpu_class not in GPU_CLASS:
@@ -156,13 +196,20 @@ def lookup_efficiency(*, framework: str, model_type: str, gpu_class: str, method
     base = BASE[framework][model_type]
     cls = GPU_CLASS[gpu_class]
     meth = METHOD.get(framework, METHOD["_default"])[method]
-    prec_table = PRECISION.get(framework, PRECISION["_default"])
+    prec_src = PRECISION_MOE if model_type == "moe" else PRECISION
+    prec_table = prec_src.get(framework, prec_src["_default"])
     prec = prec_table.get(precision, Factor(value=1.0, source="16-bit tensor-core peak"))
-    value = min(EFFICIENCY_CAP, base.value * cls.value * meth.value * prec.value)
-    parts = (base, cls, meth, prec)
+    parts: tuple[Factor, ...] = (base, cls, meth, prec)
+    if model_type == "moe" and moe_width is not None:
+        parts = parts + (moe_width,)
+    value = 1.0
+    for p in parts:
+        value *= p.value
+    value = min(EFFICIENCY_CAP, value)
     return Efficiency(
         value=value, base=base.value, gpu_class_factor=cls.value, method_factor=meth.value,
-        precision_factor=prec.value, sources=tuple(p.source for p in parts),
+        precision_factor=prec.value, moe_width_factor=moe_width.value if len(parts) == 5 and moe_width else 1.0,
+        sources=tuple(p.source for p in parts),
         assumption=any(p.assumption for p in parts),
     )
 
