@@ -348,7 +348,17 @@ def plan(req: PlanRequest) -> PlanResult:
                     miss.rule = miss.rule or viol[0]
                     continue
                 found = None
-                for wl in _configs(req, model, gpn, nodes):
+                configs = _configs(req, model, gpn, nodes)
+                if not configs:
+                    continue
+                # the least memory-hungry candidate first: if it does not fit, nothing on this layout will
+                lean = min(configs, key=lambda w: estimate_memory(model, w).reserved_gib)
+                e_lean = estimate_memory(model, replace(lean, micro_batch=req.pins.get("micro_batch", 1)))
+                if e_lean.reserved_gib > limit:
+                    if e_lean.reserved_gib < miss.need_gib:
+                        miss.need_gib, miss.need_wl = e_lean.reserved_gib, lean
+                    continue
+                for wl in configs:
                     cap = req.pins.get("micro_batch", MAX_MICRO_BATCH)
                     if req.global_batch:
                         cap = min(cap, max(1, req.global_batch // wl.dp))

@@ -21,7 +21,9 @@ Formulas, conventions and sources: ``docs/speed-model.md``. In short:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from functools import lru_cache
+
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from trainfit.errors import CatalogError, WorkloadError
@@ -328,6 +330,18 @@ def linear_attention_flops(model: ModelShape, chunk: int = GDN_CHUNK_SIZE) -> fl
 
 
 def flops_per_token(model: ModelShape, workload: Workload) -> FlopsBreakdown:
+    """Training FLOPs per token (cached: the distribution fields do not change FLOPs per token)."""
+    key = replace(workload, gpus=1, gpus_per_node=1, strategy="ddp", offload="none", micro_batch=1, grad_accum=1,
+                  tp=1, pp=1, ep=1, cp=1)
+    return _flops_cached(model, key)
+
+
+@lru_cache(maxsize=2048)
+def _flops_cached(model: ModelShape, workload: Workload) -> FlopsBreakdown:
+    return _flops_per_token(model, workload)
+
+
+def _flops_per_token(model: ModelShape, workload: Workload) -> FlopsBreakdown:
     """Training FLOPs per token for ``workload.method`` (see the module docstring for the rules)."""
     S = workload.seq_len
     method = workload.method

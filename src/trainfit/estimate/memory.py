@@ -212,6 +212,7 @@ def _state_bytes(m: ModelShape, wl: Workload) -> _States:
     largest_trainable = 0.0
     grad_of: dict[int, float] = {}
     grad_global = grad_embedding = 0.0
+    grad_by_ids: dict[tuple[int, ...], float] = {}
     for t in m.tensors():
         f = _mp_shard(wl, t)
         d_t = max(1.0, dp / wl.ep) if (t.kind == "expert" and wl.ep > 1) else float(dp)
@@ -249,8 +250,10 @@ def _state_bytes(m: ModelShape, wl: Workload) -> _States:
         elif t.layer_type == "global":
             grad_global += gb
         else:
-            for i in tr_ids:
-                grad_of[i] = grad_of.get(i, 0.0) + gb
+            grad_by_ids[tr_ids] = grad_by_ids.get(tr_ids, 0.0) + gb
+    for ids_, gb_ in grad_by_ids.items():
+        for i in ids_:
+            grad_of[i] = grad_of.get(i, 0.0) + gb_
     step_temp = grad_temp_bwd = gathered = offload_host = 0.0
     any_layer = _any_layer_tensor(m)
     layer_max = m.max_layer_params * _mp_shard(wl, any_layer)
@@ -358,15 +361,24 @@ def _cached_counts(m: ModelShape, method: str, rank: int, targets: tuple[str, ..
                                     freeze_trainable_layers=freeze))
 
 
-def _states_key(wl: Workload) -> Workload:
-    """The workload with the fields that do not affect model states normalised (cache key)."""
-    return replace(wl, seq_len=1, micro_batch=1, grad_accum=1, grad_ckpt=True, attention="sdpa", loss="standard",
-                   sequence_parallel=True)
+_STATE_FIELDS = ("method", "lora_rank", "lora_alpha", "lora_targets", "freeze_trainable_layers", "precision",
+                 "optimizer", "gpus", "gpus_per_node", "strategy", "offload", "tp", "pp", "ep", "cp")
+_ACT_FIELDS = ("method", "lora_rank", "lora_alpha", "lora_targets", "freeze_trainable_layers", "precision",
+               "attention", "tp", "pp", "cp", "sequence_parallel")
+
+
+def _states_key(wl: Workload) -> tuple:
+    """The fields that decide model states (cache key)."""
+    return tuple(getattr(wl, f) for f in _STATE_FIELDS)
 
 
 @lru_cache(maxsize=4096)
-def _cached_states(m: ModelShape, key: Workload) -> _States:
-    return _state_bytes(m, key)
+def _cached_states_t(m: ModelShape, key: tuple) -> _States:
+    return _state_bytes(m, Workload(**dict(zip(_STATE_FIELDS, key))))
+
+
+def _cached_states(m: ModelShape, wl: Workload) -> _States:
+    return _cached_states_t(m, _states_key(wl))
 
 
 @dataclass(frozen=True)
@@ -378,7 +390,6 @@ class _ActProfile:
     max_per_token: float
 
 
-@lru_cache(maxsize=4096)
 def _act_profile(m: ModelShape, key: Workload) -> _ActProfile:
     wl = key
     tpd = _act_divisor(wl)
@@ -405,11 +416,17 @@ def _act_profile(m: ModelShape, key: Workload) -> _ActProfile:
                        layer_params=tuple(lp), max_per_token=max(per) if per else 0.0)
 
 
-def _act_key(wl: Workload) -> Workload:
+def _act_key(wl: Workload) -> tuple:
     # the sequence length matters only through eager attention's S x S scores
-    return replace(wl, micro_batch=1, grad_accum=1, grad_ckpt=True, loss="standard", offload="none",
-                   optimizer="adamw-fused", strategy="ddp", gpus=wl.tp * wl.pp * wl.cp, gpus_per_node=8,
-                   ep=1, seq_len=wl.seq_len if wl.attention == "eager" else wl.cp)
+    return tuple(getattr(wl, f) for f in _ACT_FIELDS) + (wl.seq_len if wl.attention == "eager" else wl.cp,)
+
+
+@lru_cache(maxsize=4096)
+def _act_profile_t(m: ModelShape, key: tuple) -> "_ActProfile":
+    kw = dict(zip(_ACT_FIELDS, key[:-1]))
+    kw["seq_len"] = key[-1]
+    kw["gpus"] = kw["tp"] * kw["pp"] * kw["cp"]
+    return _act_profile(m, Workload(**kw))
 
 
 @lru_cache(maxsize=8192)
@@ -425,8 +442,8 @@ def estimate_memory(model: ModelShape, workload: Workload, *,
 
 def _estimate(m: ModelShape, wl: Workload, overhead: OverheadModel) -> MemoryEstimate:
     params = _cached_counts(m, wl.method, wl.lora_rank, tuple(wl.lora_targets), wl.freeze_trainable_layers)
-    st = _cached_states(m, _states_key(wl))
-    prof = _act_profile(m, _act_key(wl))
+    st = _cached_states(m, wl)
+    prof = _act_profile_t(m, _act_key(wl))
     T = _eff_tokens(wl)
     V, h = m.vocab_size, m.hidden_size
     tpd = _act_divisor(wl)
