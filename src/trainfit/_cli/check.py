@@ -1,0 +1,39 @@
+"""``trainfit check FILE``: every problem of a job spec at once; exit 1 when any is an error."""
+
+from __future__ import annotations
+
+import argparse
+
+from trainfit._cli.common import add_json_option, print_json
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "check", help="lint a job spec (DLC JSON, pai dlc command, launch script, PyTorchJob, SkyPilot, DeepSpeed)",
+        description="Check a training job spec before submitting it: unknown instance types, memory that will "
+                    "not fit, WORLD_SIZE/RANK misuse, spot without checkpoint and resume, Lingjun without VPC, "
+                    "public resource group cap, region mismatch, custom images on Lingjun, batch arithmetic. "
+                    "Exit code 1 when any error-level violation is found.")
+    p.add_argument("file", metavar="FILE", help="the job file")
+    p.add_argument("--region", help="the region you will submit to (checked against the spec)")
+    p.add_argument("--gpu", help="GPU model, when the spec does not say (for the memory check)")
+    p.add_argument("--instance-type", help="instance type, when the spec does not say")
+    add_json_option(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from trainfit.check import check_file
+
+    res = check_file(args.file, region=args.region, gpu=args.gpu, instance_type=args.instance_type)
+    if args.json:
+        print_json(res.to_dict())
+        return 0 if res.ok else 1
+    print(f"{res.path} ({res.kind}): " + ("no problems found" if not res.violations else
+                                          f"{len(res.violations)} finding(s), {res.errors} error(s)"))
+    for v in res.violations:
+        print(f"  {v.severity:<7} {v.rule}: {v.message}")
+        print(f"          fix: {v.fix}")
+    for n in res.notes:
+        print(f"  note: {n}")
+    return 0 if res.ok else 1

@@ -1,0 +1,2 @@
+"""Parsers (``parse``) and rules (``rules``) behind ``trainfit check``; the public API is
+:mod:`trainfit.check`."""

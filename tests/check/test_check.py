@@ -1,0 +1,105 @@
+"""`trainfit check`: each fixture's mistake is found (all at once), rendered files pass, bad input is one error."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.render.conftest import SCENARIOS
+from trainfit.check import CheckInputError, check_file
+from trainfit.cli import main
+
+FX = Path(__file__).parent.parent / "fixtures" / "check"
+
+EXPECTED = {
+    "dlc_unknown_instance.json": {"unknown-instance-type"},
+    "dlc_memory_wont_fit.json": {"memory-fit"},
+    "launch_world_size.sh": {"world-size-misuse", "rank-misuse"},
+    "dlc_spot_no_checkpoint.json": {"spot-no-checkpoint", "spot-no-resume"},
+    "skypilot_spot_no_checkpoint.yaml": {"spot-no-checkpoint", "spot-no-resume"},
+    "pai_submit_spot.sh": {"spot-no-checkpoint", "spot-no-resume", "nnodes-hardcoded", "rank-misuse"},
+    "dlc_lingjun_no_vpc.json": {"lingjun-vpc"},
+    "dlc_public_cap.json": {"public-gpu-cap"},
+    "dlc_region_mismatch.json": {"region-mismatch"},
+    "dlc_lingjun_custom_image.json": {"lingjun-custom-image-rdma"},
+    "ds_global_batch.json": {"global-batch"},
+    "pytorchjob_nnodes.yaml": {"nnodes-hardcoded", "nproc-mismatch"},
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_fixture_mistakes_are_found(name):
+    res = check_file(FX / name)
+    rules = {v.rule for v in res.violations}
+    assert EXPECTED[name] <= rules, (name, [v.to_dict() for v in res.violations])
+    for v in res.violations:
+        assert v.severity in ("error", "warning", "info") and v.message and v.fix
+
+
+def test_unknown_instance_suggests_the_real_name():
+    v = next(v for v in check_file(FX / "dlc_unknown_instance.json").violations if v.rule == "unknown-instance-type")
+    assert "ml.gu8xf.8xlarge-gu108" in v.message
+
+
+def test_memory_rule_names_the_numbers():
+    v = next(v for v in check_file(FX / "dlc_memory_wont_fit.json").violations if v.rule == "memory-fit")
+    assert v.severity == "error" and "A10" in v.message and "GiB" in v.message
+
+
+def test_region_option_is_compared():
+    res = check_file(FX / "dlc_memory_wont_fit.json", region="cn-shanghai")
+    assert "region-mismatch" in {v.rule for v in res.violations}
+
+
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_rendered_files_pass(rendered, name):
+    d, res = rendered[name]
+    for fname in res.files:
+        r = check_file(d / fname)
+        errors = [v.to_dict() for v in r.violations if v.severity == "error"]
+        assert not errors, (name, fname, errors)
+
+
+def test_cli_json_shape_and_exit_codes(capsys):
+    assert main(["check", str(FX / "launch_world_size.sh"), "--json"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert set(out["violations"][0]) == {"rule", "severity", "message", "fix"}
+    assert main(["check", str(FX / "dlc_lingjun_custom_image.json")]) == 0  # warnings only
+    capsys.readouterr()
+
+
+@pytest.mark.parametrize("content,suffix,needle", [
+    ('{"JobSpecs": [}', ".json", "malformed JSON"),
+    ("kind: PyTorchJob\nspec: [unclosed\n", ".yaml", "malformed YAML"),
+    ('{"foo": 1}', ".json", "unknown kind"),
+    ("- a\n- b\n", ".yaml", "no mapping"),
+    ('{"DisplayName": "x", "JobType": "PyTorchJob", "UserCommand": "true", "JobSpecs": [{"PodCount": "two"}]}',
+     ".json", "must be an integer"),
+    ('{"train_batch_size": "16"}', ".json", "must be an integer"),
+    ("!!python/object/apply:os.system ['true']\n", ".yaml", "malformed YAML"),
+    ("", ".sh", "no commands"),
+])
+def test_bad_input_is_one_clear_error(tmp_path, capsys, content, suffix, needle):
+    p = tmp_path / f"job{suffix}"
+    p.write_text(content)
+    with pytest.raises(CheckInputError) as e:
+        check_file(p)
+    assert needle in e.value.message
+    assert main(["check", str(p)]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and "Traceback" not in err
+
+
+def test_huge_and_binary_files(tmp_path):
+    big = tmp_path / "big.json"
+    big.write_bytes(b"{" + b" " * (3 * 2**20) + b"}")
+    with pytest.raises(CheckInputError, match="limit"):
+        check_file(big)
+    binf = tmp_path / "x.sh"
+    binf.write_bytes(b"\x00\x01\x02")
+    with pytest.raises(CheckInputError, match="binary"):
+        check_file(binf)
+    with pytest.raises(CheckInputError, match="cannot read"):
+        check_file(tmp_path / "missing.json")

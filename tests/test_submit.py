@@ -1,0 +1,129 @@
+"""`trainfit submit`: dry run by default; --yes sends through the official SDK to a local HTTP server
+(success, quota error, auth error); no secret ever reaches a file, stdout, stderr or a log."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from trainfit.cli import main
+
+FAKE_ID = "LTAI5tFAKEKEYID0123456789"
+FAKE_SECRET = "FAKEsecretVALUEdoNotLeak0123456789"
+SECRETS = (FAKE_ID, FAKE_SECRET)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    mode = "ok"
+    seen: list = []
+
+    def do_POST(self):  # noqa: N802
+        n = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(n)
+        type(self).seen.append((self.path, dict(self.headers), body))
+        if self.mode == "ok":
+            code, out = 200, {"JobId": "dlc-test-123", "RequestId": "req-1"}
+        elif self.mode == "quota":
+            code, out = 400, {"Code": "QuotaExceeded", "Message": "Insufficient quota: GPU quota exceeded",
+                              "RequestId": "req-2"}
+        else:
+            code, out = 403, {"Code": "InvalidAccessKeyId.NotFound", "Message": "Specified access key is not found.",
+                              "RequestId": "req-3"}
+        data = json.dumps(out).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):  # keep the test output quiet
+        pass
+
+
+@pytest.fixture
+def server():
+    _Handler.seen = []
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    yield srv
+    srv.shutdown()
+    srv.server_close()
+
+
+@pytest.fixture
+def creds(monkeypatch, tmp_path):
+    monkeypatch.setenv("ALIBABA_CLOUD_ACCESS_KEY_ID", FAKE_ID)
+    monkeypatch.setenv("ALIBABA_CLOUD_ACCESS_KEY_SECRET", FAKE_SECRET)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+
+
+@pytest.fixture
+def job_dir(tmp_path):
+    out = tmp_path / "job"
+    rc = main(["render", "Qwen3-8B", "--method", "lora", "--instance-type", "ecs.gn7i-c8g1.2xlarge", "--spot",
+               "--checkpoint-uri", "oss://bkt/ckpt/", "--target", "dlc", "--out", str(out)])
+    assert rc == 0
+    return out
+
+
+def _run(args, capsys):
+    rc = main(args)
+    cap = capsys.readouterr()
+    return rc, cap.out, cap.err
+
+
+def test_dry_run_prints_the_request_and_sends_nothing(job_dir, server, creds, capsys):
+    rc, out, err = _run(["submit", str(job_dir)], capsys)
+    assert rc == 0 and "dry run" in out and '"JobType": "PyTorchJob"' in out
+    assert _Handler.seen == []
+    assert not any(s in out + err for s in SECRETS)
+
+
+@pytest.mark.parametrize("mode,rc_expected,needle", [
+    ("ok", 0, "dlc-test-123"), ("quota", 2, "quota"), ("auth", 2, "refused the credentials")])
+def test_send_through_the_sdk(job_dir, server, creds, capsys, caplog, mode, rc_expected, needle):
+    pytest.importorskip("alibabacloud_pai_dlc20201203")
+    pytest.importorskip("alibabacloud_credentials")
+    _Handler.mode = mode
+    caplog.set_level(logging.DEBUG)
+    host, port = server.server_address
+    rc, out, err = _run(["submit", str(job_dir / "dlc_job.json"), "--yes", "--region", "cn-hangzhou",
+                         "--endpoint", f"{host}:{port}", "--protocol", "http"], capsys)
+    assert rc == rc_expected, (out, err)
+    assert needle in out + err
+    assert "Traceback" not in err
+    path, headers, body = _Handler.seen[-1]
+    assert path.startswith("/api/v1/jobs")
+    sent = json.loads(body)
+    assert sent["DisplayName"] == "qwen3-8b-lora" and sent["JobSpecs"][0]["UseSpotInstance"] is True
+    assert FAKE_ID in headers.get("Authorization", "")  # signed with the chain's key...
+    assert FAKE_SECRET not in json.dumps(headers) and FAKE_SECRET.encode() not in body  # ...never the secret
+    logs = "\n".join(r.getMessage() for r in caplog.records)
+    for s in SECRETS:
+        assert s not in out and s not in err and s not in logs
+    for f in job_dir.rglob("*"):
+        if f.is_file():
+            text = f.read_text(errors="replace")
+            assert not any(s in text for s in SECRETS), f
+
+
+def test_submit_refuses_a_job_check_rejects(tmp_path, creds, capsys):
+    body = json.loads((Path(__file__).parent / "fixtures" / "check" / "dlc_lingjun_no_vpc.json").read_text())
+    p = tmp_path / "dlc_job.json"
+    p.write_text(json.dumps(body))
+    rc, out, err = _run(["submit", str(p), "--yes"], capsys)
+    assert rc == 2 and "lingjun-vpc" in err
+
+
+@pytest.mark.parametrize("content,needle", [("{oops", "not valid JSON"), ('{"a": 1}', "not a PAI-DLC")])
+def test_bad_job_file(tmp_path, capsys, content, needle):
+    p = tmp_path / "dlc_job.json"
+    p.write_text(content)
+    rc, out, err = _run(["submit", str(p)], capsys)
+    assert rc == 2 and needle in err and "Traceback" not in err
