@@ -458,6 +458,9 @@ def _explain(inst: Any, gpu: Any, limit: float, miss: _Best, req: PlanRequest) -
     if miss.need_wl is not None and math.isfinite(miss.need_gib):
         w = miss.need_wl
         fix = _memory_fix(req, w, gpu)
+        if miss.rule is not None:
+            fix = (f"larger layouts are blocked by {miss.rule.rule} ({miss.rule.message}); "
+                   f"pass --ignore-rule {miss.rule.rule} if your quota allows more, or: " + fix)
         return Rejection(instance_type=it, provider=inst.provider, code="memory",
                          reason=(f"needs {miss.need_gib:.1f} GiB/GPU > {usable_gpu_mem_gib(gpu.mem_gib, gpu.mem_type):g} "
                                  f"(best try: {w.gpus} GPU, {w.strategy}"
