@@ -486,7 +486,7 @@ def _memory_fix(req: PlanRequest, w: Workload, gpu: Any) -> str:
     if "gpus" in req.pins:
         return "more GPUs (--gpus), --strategy zero3, or --method lora"
     if req.workload.method == "full":
-        return f"more than {req.max_gpus} GPUs (--max-gpus), --method lora, or a GPU with more memory"
+        return f"more GPUs (up to --max-gpus {req.max_gpus} were tried), --method lora, or a GPU with more memory"
     if req.workload.method == "lora":
         return "--method qlora, a shorter --seq-len, or a GPU with more memory"
     return "a shorter --seq-len or a GPU with more memory"
