@@ -49,7 +49,7 @@ def test_memory_rejection_message():
     res = plan(_req("Qwen3-14B", gpu="A100-80GB", pins={"gpus": 2, "strategy": "zero2"}))
     mem = [r for r in res.rejected if r.code == "memory"]
     assert not res.plans and mem
-    assert "GiB/GPU > 80" in mem[0].reason
+    assert "161.6 GiB/GPU > 76.0 usable (80 GiB" in mem[0].reason
 
 
 def test_pins_are_honoured():
@@ -69,9 +69,15 @@ def test_objective_time_sorts_by_hours():
 
 def test_public_resource_group_cap():
     res = plan(_req("Qwen3-14B", provider="alibaba", resource_class="pai-public"))
+    assert res.plans
     for p in res.plans:
         assert p.workload.gpus <= 2
-    assert any(r.code in ("pai-public-quota", "memory") for r in res.rejected)
+    pinned = plan(_req("Qwen3-8B", provider="alibaba", resource_class="pai-public", pins={"gpus": 4}))
+    assert not pinned.plans
+    assert any(r.code == "pai-public-quota" for r in pinned.rejected)
+    lifted = plan(_req("Qwen3-8B", provider="alibaba", resource_class="pai-public", pins={"gpus": 4},
+                       ignore_rules=frozenset({"pai-public-quota"})))
+    assert all(r.code != "pai-public-quota" for r in lifted.rejected)
 
 
 def test_budget_without_price_is_rejected():

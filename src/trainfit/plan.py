@@ -400,6 +400,10 @@ def plan(req: PlanRequest) -> PlanResult:
                 if req.spot and c.spot is not None and c.spot.expected_cost is not None:
                     cost = c.spot.expected_cost
                 notes = []
+                host_warn: tuple[str, ...] = ()
+                if not inst.ram_gib and est.host_ram_gib > 64:
+                    host_warn = (f"needs ~{est.host_ram_gib:,.0f} GiB host RAM per node; the catalog does not know "
+                                 f"the RAM of {it}: check it before renting",)
                 if c.fix and cost is None:
                     notes.append(c.fix)
                 p = Plan(provider=inst.provider, resource_class=inst.resource_class, instance_type=it, gpu=gpu.name,
@@ -407,7 +411,7 @@ def plan(req: PlanRequest) -> PlanResult:
                          tokens_per_s=sp.tokens_per_s, step_seconds=sp.step_seconds, mfu=sp.mfu, hours=tt.hours,
                          gpu_hours=tt.gpu_hours, cost=cost, currency=c.currency, spot=req.spot,
                          on_demand_cost=on_demand, notes=tuple(notes),
-                         warnings=tuple(sp.warnings) + rule_warnings)
+                         warnings=host_warn + tuple(sp.warnings) + rule_warnings)
                 if req.deadline_hours is not None and p.hours > req.deadline_hours:
                     miss.other = ("deadline", f"{p.hours:.1f} h > deadline {req.deadline_hours:g} h",
                                   "more nodes or a faster GPU")
@@ -462,11 +466,11 @@ def _explain(inst: Any, gpu: Any, limit: float, miss: _Best, req: PlanRequest) -
             fix = (f"larger layouts are blocked by {miss.rule.rule} ({miss.rule.message}); "
                    f"pass --ignore-rule {miss.rule.rule} if your quota allows more, or: " + fix)
         return Rejection(instance_type=it, provider=inst.provider, code="memory",
-                         reason=(f"needs {miss.need_gib:.1f} GiB/GPU > {usable_gpu_mem_gib(gpu.mem_gib, gpu.mem_type):g} "
-                                 f"(best try: {w.gpus} GPU, {w.strategy}"
+                         reason=(f"needs {miss.need_gib:.1f} GiB/GPU > {limit:.1f} usable "
+                                 f"({usable_gpu_mem_gib(gpu.mem_gib, gpu.mem_type):g} GiB less a "
+                                 f"{req.memory_margin:.0%} margin; best try: {w.gpus} GPU, {w.strategy}"
                                  f"{'+offload ' + w.offload if w.offload != 'none' else ''}, "
-                                 f"GC {'on' if w.grad_ckpt else 'off'}, micro-batch {w.micro_batch}; "
-                                 f"{req.memory_margin:.0%} margin kept)"),
+                                 f"GC {'on' if w.grad_ckpt else 'off'}, micro-batch {w.micro_batch})"),
                          fix=fix)
     if miss.host is not None:
         return Rejection(instance_type=it, provider=inst.provider, code="host-ram",

@@ -45,6 +45,9 @@ vs line rate); applies to NVLink, PCIe and RDMA alike. Settable per :class:`Hard
 
 TCP_FALLBACK_GBYTES_PER_S = 25 / 8
 """Assumption used when a multi-node job has no inter-node bandwidth: one 25 Gbit/s VPC NIC per node."""
+RDMA_FALLBACK_GBIT_PER_S = 400
+"""Assumption for nodes the catalog marks RDMA without a bandwidth: one 400 Gbit/s RoCE/InfiniBand port per
+node, the low end of GPU RDMA nodes (8 x 200-400 Gbit/s is common on H800/H100 nodes)."""
 
 CPU_ADAM_PARAMS_PER_S_DEFAULT = 2.0e9
 """Assumption: DeepSpeedCPUAdam updates ~2e9 parameters/s per node. It is memory-bound at ~34 bytes of
@@ -115,6 +118,8 @@ class Hardware:
     """GPUs one node of this hardware holds."""
     link_efficiency: float = LINK_EFFICIENCY_DEFAULT
     cpu_adam_params_per_s: float = CPU_ADAM_PARAMS_PER_S_DEFAULT
+    notes: tuple[str, ...] = ()
+    """Assumptions made while building this record from the catalog (reported as speed warnings)."""
     """CPU Adam throughput per node (parameters updated per second), for optimizer offload."""
 
     def __post_init__(self) -> None:
@@ -203,11 +208,16 @@ def hardware_from_catalog(gpu: Any, instance: Any = None, **overrides: Any) -> H
     gpus_per_node = 8 if instance is None else 1
     inter = None
     link = None
+    hw_notes: list[str] = []
     if instance is not None:
         n = _num(instance, "gpu_count", "gpus", "gpus_per_node")
         gpus_per_node = int(n) if n else 8
         gbit = _num(instance, "inter_node_gbit_per_s", "inter_node_gbps")
         inter = gbit / 8 if gbit else None
+        kind = (_str(instance, "inter_node") or "").lower()
+        if inter is None and "rdma" in kind:
+            inter = RDMA_FALLBACK_GBIT_PER_S / 8
+            hw_notes.append(f"RDMA bandwidth of {name} nodes unknown: assumed {RDMA_FALLBACK_GBIT_PER_S} Gbit/s per node")
         link = _str(instance, "intra_node_link")
     use_nvlink = nvlink is not None and (link is None or link.lower() in ("nvlink", "nvswitch"))
     kw: dict[str, Any] = dict(
@@ -215,6 +225,7 @@ def hardware_from_catalog(gpu: Any, instance: Any = None, **overrides: Any) -> H
         supports_bf16=bf16 is not None, mem_gbytes_per_s=mem,
         intra_node_gbytes_per_s=nvlink / 2 if use_nvlink else pcie,
         inter_node_gbytes_per_s=inter, pcie_gbytes_per_s=pcie, gpus_per_node=gpus_per_node,
+        notes=tuple(hw_notes),
     )
     kw.update(overrides)
     if not kw["peak_tflops"]:
@@ -565,6 +576,8 @@ def estimate_speed(model: ModelShape, workload: Workload, hardware: Hardware, *,
     # ---- topology
     link_eff = hw.link_efficiency
     inter = hw.inter_node_gbytes_per_s
+    if nodes > 1:
+        warnings.extend(hw.notes)
     if nodes > 1 and inter is None:
         inter = TCP_FALLBACK_GBYTES_PER_S
         warnings.append("multi-node job without an inter-node bandwidth: assumed one 25 Gbit/s NIC per node")

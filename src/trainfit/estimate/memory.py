@@ -283,9 +283,14 @@ def _state_bytes(m: ModelShape, wl: Workload) -> _States:
     if wl.offload in ("optimizer", "all"):
         offload_host += opt
         opt = 0.0
-        if zero:
-            step_temp = 0.0  # the fp32 gradient partition lives in pinned host memory
-            offload_host += 4.0 * trainable_sharded
+        # ZeRO-Offload / FSDP2 CPUOffloadPolicy: reduced gradient partitions go to pinned host buffers (fp32 for
+        # DeepSpeed); on the GPU only the reduce bucket (and FSDP's unsharded layer grads) stay.
+        step_temp = 0.0
+        offload_host += 4.0 * trainable_sharded
+        grads = 0.0
+        grad_of = {}
+        grad_by_ids = {}
+        grad_global = grad_embedding = 0.0
         notes.append(f"offload={wl.offload}: optimizer states (and fp32 master) in host RAM, step on the CPU")
     if wl.offload == "all":
         offload_host += weights
@@ -416,9 +421,18 @@ def _act_profile(m: ModelShape, key: Workload) -> _ActProfile:
                        layer_params=tuple(lp), max_per_token=max(per) if per else 0.0)
 
 
+def _autocast(wl: Workload) -> bool:
+    """fp32 weights run under autocast only with plain DDP: DeepSpeed's bf16/fp16 mode and FSDP2's
+    MixedPrecisionPolicy(param_dtype=bf16) compute with half-precision weights, no autocast cache."""
+    return wl.precision in ("amp-bf16", "fp16") and wl.strategy == "ddp"
+
+
 def _act_key(wl: Workload) -> tuple:
     # the sequence length matters only through eager attention's S x S scores
-    return tuple(getattr(wl, f) for f in _ACT_FIELDS) + (wl.seq_len if wl.attention == "eager" else wl.cp,)
+    key = [getattr(wl, f) for f in _ACT_FIELDS]
+    if wl.precision in ("amp-bf16", "fp16") and not _autocast(wl):
+        key[_ACT_FIELDS.index("precision")] = "bf16"
+    return tuple(key) + (wl.seq_len if wl.attention == "eager" else wl.cp,)
 
 
 @lru_cache(maxsize=4096)
@@ -457,7 +471,7 @@ def _estimate(m: ModelShape, wl: Workload, overhead: OverheadModel) -> MemoryEst
         assumptions.append("Qwen3-Next Gated DeltaNet activations are an approximate per-tensor count (not traced)")
     if wl.attention == "flash":
         assumptions.append("flash-attention saves out + log-sum-exp like sdpa (counted the same)")
-    amp = wl.precision in ("amp-bf16", "fp16")
+    amp = _autocast(wl)
     n = len(prof.layer_ids)
     ckpt_per_layer = (4 if amp else 2) * h / tpd * T  # the layer input, kept by checkpointing
     saved = [ckpt_per_layer] * n if wl.grad_ckpt else [a * T for a in prof.per_token]
