@@ -128,6 +128,7 @@ class _States:
     grad_global: float  # grads of non-layer tensors (embedding, head, final norm)
     grad_embedding: float  # the (untied) input-embedding grad: allocated last, by embedding backward
     trainable_sharded: float  # trainable elements in this rank's optimizer partition
+    tied_grad: float  # bytes of one tied embedding/LM-head gradient (unsharded), else 0
     notes: tuple[str, ...]
 
 
@@ -213,6 +214,7 @@ def _state_bytes(m: ModelShape, wl: Workload) -> _States:
     grad_of: dict[int, float] = {}
     grad_global = grad_embedding = 0.0
     grad_by_ids: dict[tuple[int, ...], float] = {}
+    tied_grad = 0.0
     for t in m.tensors():
         f = _mp_shard(wl, t)
         d_t = max(1.0, dp / wl.ep) if (t.kind == "expert" and wl.ep > 1) else float(dp)
@@ -245,6 +247,8 @@ def _state_bytes(m: ModelShape, wl: Workload) -> _States:
         largest_trainable = max(largest_trainable, per_copy)
         gb = per_copy * g_b / (d_t if shard_g else 1.0)
         grads += gb * len(tr_ids)
+        if t.kind == "embedding" and m.tie_word_embeddings and not shard_g:
+            tied_grad = gb
         if t.kind == "embedding" and not m.tie_word_embeddings:
             grad_embedding += gb
         elif t.layer_type == "global":
@@ -300,7 +304,8 @@ def _state_bytes(m: ModelShape, wl: Workload) -> _States:
     return _States(weights=weights, gradients=grads, optimizer=opt, step_temp=step_temp,
                    grad_temp_bwd=grad_temp_bwd, weights_gathered=gathered, offloaded_host=offload_host,
                    grad_of=grad_of, grad_global=grad_global, grad_embedding=grad_embedding,
-                   trainable_sharded=trainable_sharded, notes=tuple(notes))
+                   trainable_sharded=trainable_sharded, tied_grad=tied_grad if grads else 0.0,
+                   notes=tuple(notes))
 
 
 def _any_layer_tensor(m: ModelShape) -> ParamTensor:
@@ -476,6 +481,11 @@ def _estimate(m: ModelShape, wl: Workload, overhead: OverheadModel) -> MemoryEst
     ckpt_per_layer = (4 if amp else 2) * h / tpd * T  # the layer input, kept by checkpointing
     saved = [ckpt_per_layer] * n if wl.grad_ckpt else [a * T for a in prof.per_token]
     saved_total = sum(saved) * in_flight
+    # checkpointing keeps every layer's input, also of frozen layers below the first trainable one (the
+    # non-reentrant checkpoint holds its inputs even when nothing inside needs grad); backward never
+    # reaches those layers, so they stay until the step ends
+    frozen_ckpt = ckpt_per_layer * (len(_rank_layers(m, wl)) - n) * in_flight if wl.grad_ckpt else 0.0
+    saved_total += frozen_ckpt
     # autocast keeps bf16 copies of fp32 weights that backward needs (saved by the matmuls)
     autocast_w = 0.0
     if amp:
@@ -531,7 +541,7 @@ def _estimate(m: ModelShape, wl: Workload, overhead: OverheadModel) -> MemoryEst
         # the layer's own grads appear as its backward proceeds; the widest transients come first (MLP)
         act = remaining + recompute + aw
         tot = base_w + ga_grads + g_acc + base_o + act + temp + st.grad_temp_bwd
-        if tot > best_total:
+        if tot > best_total:  # noqa: SIM102
             best_total = tot
             best_sweep = ("backward", base_w, ga_grads + g_acc, base_o, act, 0.0, temp + st.grad_temp_bwd)
         remaining -= saved[j] * in_flight
@@ -541,9 +551,12 @@ def _estimate(m: ModelShape, wl: Workload, overhead: OverheadModel) -> MemoryEst
             g_acc += grad_of.get(i, 0.0)
     if best_sweep is not None:
         cands.append(best_sweep)
-    # end of backward: every gradient + grad w.r.t. the embedding output
+    # end of backward: every gradient + grad w.r.t. the embedding output; with tied embeddings the
+    # embedding backward makes a second full gradient of the shared weight and AccumulateGrad adds it
+    # out of place (old + new + sum alive together: +2 gradients, seen in every tied-model trace)
     ddp_buckets = st.grad_temp_bwd if wl.strategy == "ddp" else 0.0
-    cands.append(("backward", base_w, st.gradients, base_o, 0.0, 0.0, 2 * h * T / tpd + ddp_buckets))
+    cands.append(("backward", base_w, st.gradients, base_o, frozen_ckpt, 0.0,
+                  2 * h * T / tpd + ddp_buckets + 2 * st.tied_grad))
     # optimizer step
     cands.append(("optimizer", st.weights, st.gradients, st.optimizer, 0.0, 0.0, st.step_temp + ddp_buckets))
     phases_total: dict[str, float] = {}
