@@ -19,9 +19,15 @@ def test_core_imports_no_heavy_modules():
     assert r.returncode == 0, r.stdout + r.stderr
 
 
-def test_memory_run_imports_no_heavy_modules():
+@pytest.mark.parametrize("argv", [
+    ["memory", "Qwen3-8B", "--gpu", "A100", "--json"],
+    ["plan", "Qwen3-8B", "--tokens", "1B", "--json"],
+    ["check", "tests/fixtures/check/launch_world_size.sh", "--json"],
+    ["catalog", "show", "gpus", "--json"],
+])
+def test_core_commands_import_no_heavy_modules(argv):
     code = ("import sys; from trainfit.cli import main; "
-            "main(['memory','Qwen3-8B','--gpu-mem','80','--json']); "
+            f"main({argv!r}); "
             f"bad=[m for m in {HEAVY!r} if m in sys.modules]; sys.exit(1 if bad else 0)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr

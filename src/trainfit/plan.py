@@ -246,7 +246,7 @@ def _configs(req: PlanRequest, model: ModelShape, gpn: int, nodes: int) -> list[
                           tp=pins.get("tp", 1), pp=pins.get("pp", 1), cp=pins.get("cp", 1), micro_batch=1,
                           grad_accum=pins.get("grad_accum", 1))
                 try:
-                    out.append(replace(base, **kw))
+                    out.append(base.with_(**kw))
                 except WorkloadError:
                     continue
     return out
@@ -260,7 +260,7 @@ def _fit_micro_batch(model: ModelShape, wl: Workload, limit_gib: float, cap: int
     best = (wl, est)
     b = 2
     while b <= cap:
-        w2 = replace(wl, micro_batch=b)
+        w2 = wl.with_(micro_batch=b)
         e2 = estimate_memory(model, w2)
         if e2.reserved_gib > limit_gib:
             break
@@ -292,6 +292,7 @@ def plan(req: PlanRequest) -> PlanResult:
             kw["checkpoint_interval_hours"] = req.checkpoint_interval_hours
         spot_policy = SpotPolicy(**kw)
 
+    config_cache: dict[tuple[int, int], list[Workload]] = {}
     for inst in _instances(req):
         it = inst.instance_type
         gpu = _gpu_of(inst)
@@ -348,12 +349,15 @@ def plan(req: PlanRequest) -> PlanResult:
                     miss.rule = miss.rule or viol[0]
                     continue
                 found = None
-                configs = _configs(req, model, gpn, nodes)
+                ck = (gpn, nodes)
+                if ck not in config_cache:
+                    config_cache[ck] = _configs(req, model, gpn, nodes)
+                configs = config_cache[ck]
                 if not configs:
                     continue
                 # the least memory-hungry candidate first: if it does not fit, nothing on this layout will
                 lean = min(configs, key=lambda w: estimate_memory(model, w).reserved_gib)
-                e_lean = estimate_memory(model, replace(lean, micro_batch=req.pins.get("micro_batch", 1)))
+                e_lean = estimate_memory(model, lean.with_(micro_batch=req.pins.get("micro_batch", 1)))
                 if e_lean.reserved_gib > limit:
                     if e_lean.reserved_gib < miss.need_gib:
                         miss.need_gib, miss.need_wl = e_lean.reserved_gib, lean
@@ -363,13 +367,13 @@ def plan(req: PlanRequest) -> PlanResult:
                     if req.global_batch:
                         cap = min(cap, max(1, req.global_batch // wl.dp))
                     if "micro_batch" in req.pins:
-                        wl = replace(wl, micro_batch=req.pins["micro_batch"])
+                        wl = wl.with_(micro_batch=req.pins["micro_batch"])
                         est = estimate_memory(model, wl)
                         fitted = (wl, est) if est.reserved_gib <= limit else None
                     else:
                         fitted = _fit_micro_batch(model, wl, limit, cap)
                     if fitted is None:
-                        e1 = estimate_memory(model, replace(wl, micro_batch=req.pins.get("micro_batch", 1)))
+                        e1 = estimate_memory(model, wl.with_(micro_batch=req.pins.get("micro_batch", 1)))
                         if e1.reserved_gib < miss.need_gib:
                             miss.need_gib, miss.need_wl = e1.reserved_gib, wl
                         continue
@@ -380,7 +384,7 @@ def plan(req: PlanRequest) -> PlanResult:
                     if req.global_batch:
                         ga = max(1, math.ceil(req.global_batch / (wl.micro_batch * wl.dp)))
                         if ga != wl.grad_accum:
-                            wl = replace(wl, grad_accum=ga)
+                            wl = wl.with_(grad_accum=ga)
                             est = estimate_memory(model, wl)
                             if est.reserved_gib > limit:
                                 continue

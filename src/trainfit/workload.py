@@ -7,7 +7,7 @@ checkpointing on, sdpa attention, bf16).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields
 from typing import Literal
 
 from trainfit.errors import WorkloadError
@@ -168,8 +168,16 @@ class Workload:
         return max(self.tp, self.pp, self.ep, self.cp) > 1
 
     def with_(self, **changes: object) -> "Workload":
-        """A copy with some fields changed (validated again)."""
-        return replace(self, **changes)
+        """A copy with some fields changed (validated again). Faster than ``dataclasses.replace``."""
+        unknown = set(changes) - _FIELD_NAMES
+        if unknown:
+            raise TypeError(f"Workload has no field(s) {sorted(unknown)}")
+        obj = object.__new__(Workload)
+        obj.__dict__.update(self.__dict__)
+        obj.__dict__.update(changes)
+        obj.__post_init__()
+        return obj
 
 
+_FIELD_NAMES = frozenset(f.name for f in fields(Workload))
 DEFAULT_WORKLOAD = Workload()

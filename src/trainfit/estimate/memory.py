@@ -398,6 +398,7 @@ class _ActProfile:
     temp_per_token: tuple[float, ...]  # backward scratch per token
     layer_params: tuple[int, ...]
     max_per_token: float
+    uniform: bool  # all layers of the rank alike (same kind and training)
 
 
 def _act_profile(m: ModelShape, key: Workload) -> _ActProfile:
@@ -423,7 +424,7 @@ def _act_profile(m: ModelShape, key: Workload) -> _ActProfile:
         temp.append(b)
         lp.append(c)
     return _ActProfile(layer_ids=tuple(ids), per_token=tuple(per), temp_per_token=tuple(temp),
-                       layer_params=tuple(lp), max_per_token=max(per) if per else 0.0)
+                       layer_params=tuple(lp), max_per_token=max(per) if per else 0.0, uniform=len(memo) <= 1)
 
 
 def _autocast(wl: Workload) -> bool:
@@ -530,8 +531,23 @@ def _estimate(m: ModelShape, wl: Workload, overhead: OverheadModel) -> MemoryEst
     best_sweep = None
     best_total = -1.0
     grad_of = st.grad_of
-    for j in range(n - 1, -1, -1):
-        i = prof.layer_ids[j]
+    # Every step of the sweep changes the total by the same amount when all layers of the rank are alike
+    # (dense models, all-MoE Qwen3-MoE), so the largest value is at one end: evaluate only the ends.
+    uniform = prof.uniform and all(grad_of.get(i, 0.0) == grad_of.get(prof.layer_ids[0], 0.0)
+                                   for i in (prof.layer_ids[-1],)) if n else True
+    if uniform and n > 2:
+        g_layer = 0.0 if ga else grad_of.get(prof.layer_ids[0], 0.0)
+        step_saved = saved[0] * in_flight
+        visits = ((n - 1, 0), (0, n - 1))  # (index, layers already done)
+    else:
+        visits = None
+    j_iter = visits if visits is not None else ((j, n - 1 - j) for j in range(n - 1, -1, -1))
+    g0, rem0, aw0 = g_acc, remaining, aw
+    for j, done in j_iter:
+        if visits is not None:
+            g_acc = g0 + done * g_layer
+            remaining = rem0 - done * step_saved
+            aw = max(0.0, aw0 - done * aw_step) if aw0 else 0.0
         temp = prof.temp_per_token[j] * T + 2 * h * T / tpd
         recompute = 0.0
         if wl.grad_ckpt:
@@ -541,14 +557,15 @@ def _estimate(m: ModelShape, wl: Workload, overhead: OverheadModel) -> MemoryEst
         # the layer's own grads appear as its backward proceeds; the widest transients come first (MLP)
         act = remaining + recompute + aw
         tot = base_w + ga_grads + g_acc + base_o + act + temp + st.grad_temp_bwd
-        if tot > best_total:  # noqa: SIM102
+        if tot > best_total:
             best_total = tot
             best_sweep = ("backward", base_w, ga_grads + g_acc, base_o, act, 0.0, temp + st.grad_temp_bwd)
-        remaining -= saved[j] * in_flight
-        if aw:
-            aw = max(0.0, aw - aw_step)
-        if not ga:
-            g_acc += grad_of.get(i, 0.0)
+        if visits is None:
+            remaining -= saved[j] * in_flight
+            if aw:
+                aw = max(0.0, aw - aw_step)
+            if not ga:
+                g_acc += grad_of.get(prof.layer_ids[j], 0.0)
     if best_sweep is not None:
         cands.append(best_sweep)
     # end of backward: every gradient + grad w.r.t. the embedding output; with tied embeddings the

@@ -1,0 +1,387 @@
+"""The traced training loop: build, wrap (LoRA / freeze / checkpointing / FSDP2), optimizer, steps."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import warnings
+from typing import Any, Callable
+
+from trainfit.errors import MissingExtraError, NotTraceableError
+from trainfit.models.shapes import ModelShape
+from trainfit.trace.result import GIB, TraceResult
+from trainfit.workload import ALL_LINEAR, Workload
+
+_FIX = "pip install 'trainfit[trace]'"
+
+
+# ---------------------------------------------------------------------------------------------- checks
+def check_traceable(shape: ModelShape, w: Workload) -> None:
+    """Raise NotTraceableError (with the reason) for what the fake-tensor trace cannot run."""
+    name = shape.name
+    if w.method == "qlora":
+        raise NotTraceableError(
+            f"{name}: QLoRA is not traceable: its 4-bit NF4 base weights and matmuls are bitsandbytes CUDA "
+            "kernels with no fake-tensor (meta) implementation",
+            fix="use `trainfit memory` (analytic) or trace --method lora for the bf16-base equivalent",
+        )
+    if w.optimizer in ("adamw-8bit", "paged-adamw-8bit"):
+        raise NotTraceableError(
+            f"{name}: {w.optimizer} is not traceable: bitsandbytes 8-bit optimizer kernels are CUDA-only "
+            "and have no fake-tensor implementation",
+            fix="use `trainfit memory`, or trace with --optimizer adamw-fused and subtract the state difference",
+        )
+    if w.strategy in ("zero1", "zero2", "zero3"):
+        raise NotTraceableError(
+            f"{name}: DeepSpeed {w.strategy.upper()} is not traceable: its engine flattens parameters into "
+            "CUDA buffers, needs a real NCCL/CUDA runtime and manages memory outside torch's dispatcher",
+            fix="use `trainfit memory`, or trace --strategy fsdp (FSDP2 shards the same way as ZeRO-3)",
+        )
+    if w.precision == "fp16":
+        raise NotTraceableError(
+            f"{name}: precision fp16 is not traced: fp16 mixed precision needs the CUDA GradScaler path "
+            "(loss scaling, inf checks) of a GPU run; its tensor layout is that of amp-bf16 "
+            "(fp32 params, grads and states, half-precision activations)",
+            fix="trace --precision amp-bf16 for the same layout, or use `trainfit memory`",
+        )
+    if w.precision == "fp8":
+        raise NotTraceableError(
+            f"{name}: precision fp8 is not traceable: fp8 matmuls need Transformer Engine / torchao CUDA kernels "
+            "with no fake-tensor implementation",
+            fix="use `trainfit memory`",
+        )
+    if w.loss == "fused":
+        raise NotTraceableError(
+            f"{name}: the fused (Liger) linear cross-entropy is a Triton kernel with no fake-tensor version",
+            fix="use `trainfit memory`, or trace --loss standard",
+        )
+    for dim in ("tp", "pp", "ep", "cp"):
+        if getattr(w, dim) > 1:
+            raise NotTraceableError(
+                f"{name}: --{dim} {getattr(w, dim)} is not traceable: Megatron-style model parallelism is not "
+                "part of the transformers training step the trace runs",
+                fix="use `trainfit memory` for tensor/pipeline/expert/context parallel plans",
+            )
+    if w.offload != "none":
+        raise NotTraceableError(
+            f"{name}: CPU offload ({w.offload}) is not traceable: it moves tensors between host and device, "
+            "and the trace has a single (fake) device",
+            fix="use `trainfit memory`",
+        )
+    if w.strategy == "fsdp" and w.gpus < 2:
+        pass  # FSDP on one rank is just the unsharded model (traced as such)
+
+
+def _require() -> tuple[Any, Any, Any]:
+    try:
+        import torch
+    except ImportError:
+        raise MissingExtraError("trainfit trace needs torch", fix=_FIX) from None
+    try:
+        import transformers
+    except ImportError:
+        raise MissingExtraError("trainfit trace needs transformers", fix=_FIX) from None
+    try:
+        import peft
+    except ImportError:
+        peft = None
+    return torch, transformers, peft
+
+
+# ---------------------------------------------------------------------------------------------- loop
+def run_trace(
+    shape: ModelShape,
+    w: Workload,
+    *,
+    steps: int = 2,
+    progress: Callable[[str, int, int], None] | None = None,
+    fake: bool = True,
+    rounding: bool = True,
+    init_weights: bool | None = None,
+) -> TraceResult:
+    """Build, wrap and run ``steps`` training steps under the storage tracker.
+
+    ``fake=False`` runs the same code on real CPU tensors (for validation on tiny models).
+    """
+    check_traceable(shape, w)
+    if steps < 1:
+        raise NotTraceableError("steps must be >= 1")
+    if w.method == "lora":
+        _, _, peft = _require()
+        if peft is None:
+            raise MissingExtraError("tracing LoRA needs peft", fix=_FIX)
+    torch, transformers, peft = _require()
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from trainfit.trace import patches
+    from trainfit.trace.hf_build import build_model
+    from trainfit.trace.tracker import StorageTracker
+
+
+    total_units = 1 + steps * 3
+    done = 0
+
+    def tick(desc: str) -> None:
+        nonlocal done
+        if progress is not None:
+            progress(desc, done, total_units)
+        done += 1
+
+    notes: list[str] = []
+    attn = w.attention
+    if attn == "flash":
+        attn = "sdpa"
+        notes.append("attention flash traced as sdpa: the CPU SDPA kernel (_scaled_dot_product_flash_attention_for_cpu) "
+                     "saves out + logsumexp for backward, as flash-attention does")
+    if w.precision == "amp-bf16":
+        notes.append("amp-bf16: fp32 params/grads/states, CPU autocast(bf16) around forward+loss; CPU and CUDA "
+                     "autocast op lists differ slightly")
+    if w.method == "lora":
+        notes.append("LoRA adapters are fp32 (PEFT autocast_adapter_dtype=True default), dropout 0")
+    if shape.arch == "next":
+        notes.append("Gated DeltaNet layers traced with transformers' torch fallbacks (chunk_gated_delta_rule, "
+                     "causal_conv1d); the fla / causal-conv1d CUDA kernels save different tensors")
+    if w.strategy in ("ddp",) and w.gpus > 1:
+        notes.append("ddp: rank view without DDP gradient buckets (DDP adds ~1 bucket set, 25 MiB default)")
+
+    dtype = torch.bfloat16 if w.precision == "bf16" else torch.float32
+    t0 = time.perf_counter()
+    tick("building model")
+
+    stack = contextlib.ExitStack()
+    fsdp_ctx = None
+    with stack:
+        stack.enter_context(warnings.catch_warnings())
+        warnings.simplefilter("ignore", FutureWarning)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.filterwarnings("ignore", category=UserWarning)
+        from transformers.utils import logging as tlog
+
+        old_verbosity = tlog.get_verbosity()
+        tlog.set_verbosity_error()
+        stack.callback(tlog.set_verbosity, old_verbosity)
+        stack.enter_context(patches.unpacked_sequences())
+        stack.enter_context(patches.peft_fake_moves())
+        if w.strategy == "fsdp" and w.gpus > 1:
+            from trainfit.trace import fsdp as fsdp_mod
+
+            fsdp_ctx = stack.enter_context(fsdp_mod.fake_process_group(w.gpus))
+            notes.append(fsdp_mod.NOTE)
+        mode = FakeTensorMode(allow_non_fake_inputs=False) if fake else None
+        if mode is not None:
+            stack.enter_context(mode)
+        if init_weights is None:
+            init_weights = not fake
+        model = build_model(shape, dtype=dtype, attn_implementation=attn, init_weights=init_weights)
+        if shape.is_moe:
+            impl = getattr(model.config, "_experts_implementation", None)
+            if impl == "eager" and fake:
+                raise NotTraceableError(f"{shape.name}: the eager MoE experts loop uses nonzero() (data-dependent)")
+            if impl:
+                notes.append(f"MoE experts implementation: {impl}")
+        model.train()
+        model = _apply_method(model, shape, w, peft, notes)
+        if w.grad_ckpt:
+            m = model.get_base_model() if hasattr(model, "get_base_model") else model
+            if hasattr(m, "activation_checkpointing_enable"):
+                m.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+            else:  # pragma: no cover - older transformers
+                m.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+            if w.method in ("lora", "freeze"):
+                m.enable_input_require_grads()
+        if fsdp_ctx is not None:
+            fsdp_mod.shard(model, w)
+        trainable = [p for p in model.parameters() if p.requires_grad]
+        if not trainable:
+            raise NotTraceableError(f"{shape.name}: no trainable parameters for method {w.method}")
+        opt = _optimizer(torch, transformers, trainable, w)
+        params = _param_counts(model, shape)
+
+        tokens = w.seq_len * w.micro_batch
+        tracker = StorageTracker(vocab_size=shape.vocab_size, tokens=tokens, rounding=rounding)
+        stack.enter_context(tracker)
+        if fsdp_ctx is not None:
+            stack.enter_context(fsdp_mod.storage_resize_hooks(tracker))
+        for p in model.parameters():
+            tracker.track(p, "weights")
+        for b in model.buffers():
+            tracker.track(b, "weights")
+        if fsdp_ctx is not None:
+            fsdp_mod.register_unsharded(model, tracker)
+
+        layers = _decoder_layers(model)
+        probe: dict[str, Any] = {"on": False, "pre": {}, "post": {}}
+        hooks = []
+        for i, layer in enumerate(layers):
+            hooks.append(layer.register_forward_pre_hook(_pre_hook(probe, tracker, i)))
+            hooks.append(layer.register_forward_hook(_post_hook(probe, tracker, i)))
+        for p in trainable:
+            if hasattr(p, "register_post_accumulate_grad_hook") and fsdp_ctx is None:
+                p.register_post_accumulate_grad_hook(lambda q: tracker.set_category(q.grad, "gradients"))
+
+        autocast = (lambda: torch.autocast(device_type="cpu", dtype=torch.bfloat16)) \
+            if w.precision == "amp-bf16" else contextlib.nullcontext
+        V = shape.vocab_size
+        step_seconds: list[float] = []
+        for step in range(steps):
+            ts = time.perf_counter()
+            tracker.phase = "forward"
+            tracker.begin_step()
+            last = step == steps - 1
+            for micro in range(w.grad_accum):
+                tracker.phase = "forward"
+                tick(f"step {step + 1}/{steps}: forward") if micro == 0 else None
+                probe["on"] = last and micro == 0
+                ids = torch.randint(0, V, (w.micro_batch, w.seq_len))
+                with autocast():
+                    loss = model(input_ids=ids, labels=ids).loss
+                    if w.grad_accum > 1:
+                        loss = loss / w.grad_accum
+                probe["on"] = False
+                del ids
+                tracker.mark("forward end")
+                tracker.phase = "backward"
+                tick(f"step {step + 1}/{steps}: backward") if micro == 0 else None
+                loss.backward()
+                del loss
+                for p in trainable:
+                    if p.grad is not None:
+                        tracker.set_category(p.grad, "gradients")
+                tracker.mark("backward end")
+            tracker.phase = "optimizer"
+            tick(f"step {step + 1}/{steps}: optimizer")
+            opt.step()
+            for st in opt.state.values():
+                for v in st.values():
+                    if isinstance(v, torch.Tensor):
+                        tracker.set_category(v, "optimizer")
+            opt.zero_grad(set_to_none=True)
+            if fsdp_ctx is not None:
+                fsdp_mod.register_unsharded(model, tracker)
+            tracker.mark("optimizer end")
+            step_seconds.append(time.perf_counter() - ts)
+        summary = tracker.step_summary()
+        history = tracker.history + [summary]
+        for h in hooks:
+            h.remove()
+        tracker.phase = "setup"
+    elapsed = time.perf_counter() - t0
+    if progress is not None:
+        progress("done", total_units, total_units)
+
+    per_layer = _per_layer(probe, len(layers))
+    return TraceResult(
+        model=shape.name,
+        workload=_workload_dict(w),
+        tensor_peak_gib=summary["peak"] / GIB,
+        peak_bytes=int(summary["peak"]),
+        peak_phase=summary["peak_phase"] if summary["peak_phase"] != "setup" else "forward",
+        breakdown_gib={k: v / GIB for k, v in summary["breakdown"].items()},
+        params=params,
+        trace_seconds=elapsed,
+        steps=steps,
+        step_peaks_gib=tuple(h["peak"] / GIB for h in history),
+        step_seconds=tuple(step_seconds),
+        per_layer_activation_bytes=per_layer,
+        versions=versions(),
+        notes=tuple(notes),
+        fake=fake,
+    )
+
+
+def versions() -> dict[str, str]:
+    out = {}
+    for mod in ("torch", "transformers", "peft"):
+        try:
+            out[mod] = __import__(mod).__version__
+        except ImportError:
+            out[mod] = "missing"
+    return out
+
+
+def _workload_dict(w: Workload) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    d = asdict(w)
+    d["lora_targets"] = list(w.lora_targets)
+    return d
+
+
+def _pre_hook(probe: dict, tracker: Any, i: int) -> Callable:
+    def hook(mod: Any, args: Any) -> None:
+        if probe["on"] and tracker.phase == "forward":
+            probe["pre"].setdefault(i, tracker.current)
+    return hook
+
+
+def _post_hook(probe: dict, tracker: Any, i: int) -> Callable:
+    def hook(mod: Any, args: Any, out: Any) -> None:
+        if probe["on"] and tracker.phase == "forward":
+            probe["post"].setdefault(i, tracker.current)
+    return hook
+
+
+def _per_layer(probe: dict, n: int) -> tuple[int, ...] | None:
+    pre, post = probe["pre"], probe["post"]
+    if n == 0 or len(pre) < n or (n - 1) not in post:
+        return None
+    vals = [pre[i + 1] - pre[i] for i in range(n - 1)] + [post[n - 1] - pre[n - 1]]
+    return tuple(int(v) for v in vals)
+
+
+def _decoder_layers(model: Any) -> list:
+    m = model.get_base_model() if hasattr(model, "get_base_model") else model
+    inner = getattr(m, "model", m)
+    return list(getattr(inner, "layers", []))
+
+
+def _apply_method(model: Any, shape: ModelShape, w: Workload, peft: Any, notes: list[str]) -> Any:
+    if w.method == "full":
+        return model
+    if w.method == "freeze":
+        layers = _decoder_layers(model)
+        n = min(w.freeze_trainable_layers, len(layers))
+        for p in model.parameters():
+            p.requires_grad_(False)
+        for layer in layers[len(layers) - n:]:
+            for p in layer.parameters():
+                p.requires_grad_(True)
+        notes.append(f"freeze: only the last {n} decoder layers train (embeddings, norm, LM head frozen)")
+        return model
+    if w.method == "lora":
+        targets: Any = "all-linear" if ALL_LINEAR in w.lora_targets else list(w.lora_targets)
+        cfg = peft.LoraConfig(r=w.lora_rank, lora_alpha=w.lora_alpha, target_modules=targets, lora_dropout=0.0,
+                              task_type="CAUSAL_LM")
+        try:
+            model = peft.get_peft_model(model, cfg)
+        except Exception as e:  # noqa: BLE001 - PEFT raises many kinds under fake tensors
+            raise NotTraceableError(f"{shape.name}: PEFT could not wrap the model under fake tensors: {e}") from None
+        if shape.is_moe and targets == "all-linear":
+            notes.append("LoRA all-linear adapts nn.Linear modules only (PEFT semantics); fused expert tensors "
+                         "are not adapted")
+        return model
+    raise NotTraceableError(f"method {w.method} is not traceable")  # pragma: no cover - checked earlier
+
+
+def _optimizer(torch: Any, transformers: Any, params: list, w: Workload) -> Any:
+    lr = 1e-5
+    if w.optimizer == "adamw-fused":
+        return torch.optim.AdamW(params, lr=lr, fused=True)
+    if w.optimizer == "adamw-foreach":
+        return torch.optim.AdamW(params, lr=lr, foreach=True)
+    if w.optimizer == "sgd":
+        return torch.optim.SGD(params, lr=lr, foreach=True)
+    if w.optimizer == "adafactor":
+        from transformers.optimization import Adafactor
+
+        return Adafactor(params, lr=lr, scale_parameter=False, relative_step=False)
+    raise NotTraceableError(f"optimizer {w.optimizer} is not traceable")  # pragma: no cover
+
+
+def _param_counts(model: Any, shape: ModelShape) -> dict[str, int]:
+    total = sum(p.numel() for p in model.parameters())
+    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    inactive = shape.total_params - shape.active_params
+    return {"total": int(total), "trainable": int(trainable), "active": int(total - inactive)}
+
+
