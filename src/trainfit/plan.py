@@ -252,6 +252,16 @@ def _configs(req: PlanRequest, model: ModelShape, gpn: int, nodes: int) -> list[
     return out
 
 
+_LEAN_ORDER = {("ddp", "none"): 0, ("zero1", "none"): 1, ("zero2", "none"): 2, ("fsdp", "none"): 3,
+               ("zero3", "none"): 4, ("zero2", "optimizer"): 5, ("zero3", "optimizer"): 6, ("fsdp", "optimizer"): 6,
+               ("zero3", "all"): 7, ("fsdp", "all"): 7}
+
+
+def _leanness(w: Workload) -> tuple:
+    """Order candidates by how little memory they need (more sharding, offload, GC, expert parallelism)."""
+    return (_LEAN_ORDER.get((w.strategy, w.offload), 0), w.grad_ckpt, w.ep)
+
+
 def _fit_micro_batch(model: ModelShape, wl: Workload, limit_gib: float, cap: int) -> tuple[Workload, MemoryEstimate] | None:
     """The largest micro-batch <= cap that fits (None if even 1 does not)."""
     est = estimate_memory(model, wl)
@@ -356,7 +366,7 @@ def plan(req: PlanRequest) -> PlanResult:
                 if not configs:
                     continue
                 # the least memory-hungry candidate first: if it does not fit, nothing on this layout will
-                lean = min(configs, key=lambda w: estimate_memory(model, w).reserved_gib)
+                lean = max(configs, key=_leanness)
                 e_lean = estimate_memory(model, lean.with_(micro_batch=req.pins.get("micro_batch", 1)))
                 if e_lean.reserved_gib > limit:
                     if e_lean.reserved_gib < miss.need_gib:
