@@ -21,7 +21,7 @@ FAKE_INSTANCE_TYPES = {
 }
 # Names in claims.md that pai-facts.md confirms as real.
 REAL_CLAIM_NAMES = {"ml.gu7xf.8xlarge-gu108"}
-CLAIMS_MD = Path("/work/shared/reference/claims.md")
+CLAIMS_MD = Path(__file__).resolve().parents[3] / "shared" / "reference" / "claims.md"  # ../shared beside the repo
 
 
 def _rows(name: str) -> list[dict[str, str]]:
