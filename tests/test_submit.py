@@ -61,6 +61,18 @@ def creds(monkeypatch, tmp_path):
     monkeypatch.setenv("ALIBABA_CLOUD_ACCESS_KEY_ID", FAKE_ID)
     monkeypatch.setenv("ALIBABA_CLOUD_ACCESS_KEY_SECRET", FAKE_SECRET)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("ALIBABA_CLOUD_ECS_METADATA_DISABLED", "true")
+    for v in ("ALIBABA_CLOUD_SECURITY_TOKEN", "ALIBABA_CLOUD_PROFILE", "ALIBABA_CLOUD_CREDENTIALS_FILE"):
+        monkeypatch.delenv(v, raising=False)
+    # alibabacloud_credentials copies these variables into module globals once, at import (possibly
+    # earlier in the session, with other values): mirror them there too.
+    auth_util = pytest.importorskip("alibabacloud_credentials.utils.auth_util")
+    for attr, value in (("environment_access_key_id", FAKE_ID), ("environment_access_key_secret", FAKE_SECRET),
+                        ("environment_security_token", None), ("environment_ecs_metadata_disabled", "true"),
+                        ("environment_credentials_file", None), ("environment_credentials_uri", None),
+                        ("environment_profile_name", None)):
+        if hasattr(auth_util, attr):
+            monkeypatch.setattr(auth_util, attr, value)
 
 
 @pytest.fixture
