@@ -8,7 +8,9 @@ real tensors. Each is a context manager that restores what it changed.
    (no packing) for fake inputs, which is what a real unpacked batch gives.
 2. ``peft_fake_moves``: ``Module.to()`` always uses ``swap_tensors`` for FakeTensor parameters and the
    swap fails because the fake Parameter has a weakref; a failed swap between tensors with identical
-   metadata becomes a no-op, and PEFT's ``_move_adapter_to_device_of_base_layer`` re-assigns Parameters.
+   metadata becomes a no-op, a dtype-changing one falls back to ``param.data = new`` (what
+   ``Module._apply`` did before swap_tensors), and PEFT's ``_move_adapter_to_device_of_base_layer``
+   re-assigns Parameters.
 """
 
 from __future__ import annotations
@@ -52,10 +54,15 @@ def peft_fake_moves() -> Iterator[None]:
         try:
             return orig_swap(t1, t2)
         except RuntimeError:
-            if (_is_fake(t1) or _is_fake(t2)) and t1.shape == t2.shape and t1.dtype == t2.dtype \
-                    and t1.device == t2.device:
+            if not (_is_fake(t1) or _is_fake(t2)):
+                raise
+            if t1.shape == t2.shape and t1.dtype == t2.dtype and t1.device == t2.device:
                 return None  # same metadata: nothing to move under fake tensors
-            raise
+            # A dtype-changing .to() (PEFT's expert ParamWrapper): the pre-swap_tensors behaviour of
+            # Module._apply, set_data, gives the same result.
+            with torch.no_grad():
+                t1.data = t2
+            return None
 
     patched: list[tuple[Any, str, Any]] = [(torch.utils, "swap_tensors", orig_swap)]
     torch.utils.swap_tensors = swap_tensors

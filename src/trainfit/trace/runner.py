@@ -117,7 +117,6 @@ def run_trace(
     from trainfit.trace.hf_build import build_model
     from trainfit.trace.tracker import StorageTracker
 
-
     total_units = 1 + steps * 3
     done = 0
 
@@ -155,6 +154,7 @@ def run_trace(
         warnings.simplefilter("ignore", FutureWarning)
         warnings.simplefilter("ignore", DeprecationWarning)
         warnings.filterwarnings("ignore", category=UserWarning)
+        warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"peft\.")
         from transformers.utils import logging as tlog
 
         old_verbosity = tlog.get_verbosity()
@@ -230,7 +230,8 @@ def run_trace(
             last = step == steps - 1
             for micro in range(w.grad_accum):
                 tracker.phase = "forward"
-                tick(f"step {step + 1}/{steps}: forward") if micro == 0 else None
+                if micro == 0:
+                    tick(f"step {step + 1}/{steps}: forward")
                 probe["on"] = last and micro == 0
                 ids = torch.randint(0, V, (w.micro_batch, w.seq_len))
                 with autocast():
@@ -241,7 +242,8 @@ def run_trace(
                 del ids
                 tracker.mark("forward end")
                 tracker.phase = "backward"
-                tick(f"step {step + 1}/{steps}: backward") if micro == 0 else None
+                if micro == 0:
+                    tick(f"step {step + 1}/{steps}: backward")
                 loss.backward()
                 del loss
                 for p in trainable:
@@ -357,8 +359,8 @@ def _apply_method(model: Any, shape: ModelShape, w: Workload, peft: Any, notes: 
         except Exception as e:  # noqa: BLE001 - PEFT raises many kinds under fake tensors
             raise NotTraceableError(f"{shape.name}: PEFT could not wrap the model under fake tensors: {e}") from None
         if shape.is_moe and targets == "all-linear":
-            notes.append("LoRA all-linear adapts nn.Linear modules only (PEFT semantics); fused expert tensors "
-                         "are not adapted")
+            notes.append("LoRA all-linear on MoE follows PEFT: every nn.Linear but the LM head (the router "
+                         "included) plus the fused expert tensors through ParamWrapper")
         return model
     raise NotTraceableError(f"method {w.method} is not traceable")  # pragma: no cover - checked earlier
 
