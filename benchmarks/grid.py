@@ -46,6 +46,8 @@ _add("Qwen3-8B", method="freeze", freeze_trainable_layers=4, seq_len=4096, grad_
 _add("Qwen3-4B", method="freeze", freeze_trainable_layers=2, seq_len=2048, grad_ckpt=False)
 # MoE
 _add("Qwen3-30B-A3B", method="full", seq_len=2048, grad_ckpt=True)
+_add("Qwen3-30B-A3B", method="lora", lora_rank=16, seq_len=2048, grad_ckpt=True)
+_add("Qwen3-30B-A3B", method="lora", lora_rank=16, seq_len=2048, grad_ckpt=False)
 _add("Qwen3-30B-A3B", method="full", seq_len=4096, grad_ckpt=False)
 # FSDP2 over N ranks
 for n, m, s in ((2, "Qwen3-1.7B", 2048), (4, "Qwen3-8B", 4096), (8, "Qwen3-8B", 2048), (8, "Qwen3-14B", 4096),

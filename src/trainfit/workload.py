@@ -28,9 +28,9 @@ OPTIMIZERS: tuple[str, ...] = ("adamw-fused", "adamw-foreach", "adamw-8bit", "pa
 STRATEGIES: tuple[str, ...] = ("ddp", "zero1", "zero2", "zero3", "fsdp")
 OFFLOADS: tuple[str, ...] = ("none", "optimizer", "all")
 
-#: LoRA "all-linear": every nn.Linear in the decoder layers (PEFT excludes the LM head), plus the fused
-#: expert tensors of MoE layers (PEFT >= 0.17 adapts them through ``target_parameters``; ms-swift's
-#: ``all-linear`` adapts every expert). The router is not adapted.
+#: LoRA "all-linear": every nn.Linear in the decoder layers (PEFT excludes the LM head), plus, in MoE
+#: layers, the router and the fused expert tensors (what PEFT 0.21 does with transformers 5; the fused
+#: gate_up_proj gets rank 2r).
 ALL_LINEAR = "all-linear"
 
 

@@ -125,10 +125,10 @@ def moe_bytes(m: ModelShape, wl: Workload, t: LayerTraining, *, ep: int = 1) -> 
     n = k * per_slot
     # router: fp32 softmax over E, top-k values (fp32) and int64 indices, sort permutation, weights
     n += 4 * E + 4 * k + 8 * k * 3 + act * k
-    if "gate_up_proj" in t.lora or "experts" in t.lora:
-        n += k * (4 * h + 4 * wl.lora_rank)
-    if "down_proj" in t.lora or "experts" in t.lora:
-        n += k * (4 * Im + 4 * wl.lora_rank)
+    # LoRA on fused experts (PEFT ParamWrapper) merges B@A into the weight instead of running x@A@B, so it
+    # adds no per-token copies; the merged weights are counted per layer (expert_lora_merged_bytes).
+    if "gate" in t.lora:  # the router, adapted like an nn.Linear (fp32 input copy + lora_A output)
+        n += 4 * h + 4 * wl.lora_rank
     if m.shared_expert_intermediate_size:
         n += mlp_bytes(m, wl, t, width=m.shared_expert_intermediate_size)
         if m.shared_expert_gate:
@@ -189,3 +189,12 @@ def layer_backward_temp_per_token(m: ModelShape, wl: Workload, i: int) -> int:
     else:
         wide = 3 * 2 * m.intermediate_size
     return wide + 4 * h + 2 * h
+
+
+def expert_lora_merged_bytes(m: ModelShape, wl: Workload, t: LayerTraining, *, ep: int = 1, tp: int = 1) -> float:
+    """Bytes per MoE layer of the merged expert weights ``W + B@A`` that PEFT's ParamWrapper builds in the
+    forward (bf16, the base dtype) and grouped_mm saves for backward: 2 bytes per expert element."""
+    if "experts" not in t.lora:
+        return 0.0
+    E, h, Im = m.num_experts, m.hidden_size, m.moe_intermediate_size
+    return 2.0 * E * 3 * h * Im / ep / tp

@@ -28,7 +28,8 @@ from typing import Any, Literal
 
 from trainfit.errors import CatalogError, WorkloadError
 from trainfit.estimate.mfu_table import FRAMEWORKS, GPU_CLASSES, Efficiency, lookup_efficiency, moe_width_factor
-from trainfit.estimate.params import freeze_trainable_layer_ids, lora_adapter_shapes, lora_targeted
+from trainfit.estimate.params import (freeze_trainable_layer_ids, lora_adapter_shapes, lora_params_of, lora_rank_of,
+                                      lora_targeted)
 from trainfit.models.shapes import ModelShape, ParamTensor
 from trainfit.workload import Workload
 
@@ -311,7 +312,7 @@ def _active_matmul_params(model: ModelShape, t: ParamTensor) -> float:
 def _lora_forward(model: ModelShape, t: ParamTensor, wl: Workload) -> float:
     """Forward FLOPs per token of the adapter on ``t``: ``2*r*(in+out)`` per adapted matrix (per active expert)."""
     in_f, out_f = lora_adapter_shapes(t, wl.lora_rank)
-    per = 2.0 * wl.lora_rank * (in_f + out_f)
+    per = 2.0 * lora_rank_of(t, wl.lora_rank) * (in_f + out_f)
     return per * model.experts_per_token if t.kind == "expert" else per
 
 
@@ -499,12 +500,8 @@ def _trainable(model: ModelShape, wl: Workload) -> float:
     if wl.method == "full":
         return float(model.total_params)
     if wl.method in ("lora", "qlora"):
-        n = 0.0
-        for t in model.tensors():
-            if lora_targeted(t, wl.lora_targets):
-                in_f, out_f = lora_adapter_shapes(t, wl.lora_rank)
-                n += wl.lora_rank * (in_f + out_f) * (t.experts or 1) * t.count
-        return n
+        return float(sum(lora_params_of(t, wl.lora_rank) for t in model.tensors()
+                         if lora_targeted(t, wl.lora_targets)))
     return float(sum(model.layer_params(i) for i in freeze_trainable_layer_ids(model, wl)))
 
 

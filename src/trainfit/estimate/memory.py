@@ -22,7 +22,8 @@ import math
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
-from trainfit.estimate.activations import LayerTraining, layer_backward_temp_per_token, layer_bytes_per_token
+from trainfit.estimate.activations import (LayerTraining, expert_lora_merged_bytes, layer_backward_temp_per_token,
+                                           layer_bytes_per_token)
 from trainfit.estimate.params import (ParamCounts, count_params, freeze_trainable_layer_ids, lora_params_of,
                                       lora_targeted)
 from trainfit.models.shapes import ModelShape, ParamTensor
@@ -399,6 +400,7 @@ class _ActProfile:
     layer_params: tuple[int, ...]
     max_per_token: float
     uniform: bool  # all layers of the rank alike (same kind and training)
+    fixed: tuple[float, ...] = ()  # saved bytes per layer independent of tokens (PEFT merged expert weights)
 
 
 def _act_profile(m: ModelShape, key: Workload) -> _ActProfile:
@@ -410,7 +412,7 @@ def _act_profile(m: ModelShape, key: Workload) -> _ActProfile:
         first = freeze_trainable_layer_ids(m, wl).start
         ids = [i for i in ids if i >= first]
     memo: dict = {}
-    per, temp, lp = [], [], []
+    per, temp, lp, fixed = [], [], [], []
     for i in ids:
         tr = _layer_training(m, wl, i)
         k = (_layer_kind(m, i), tr)
@@ -418,13 +420,16 @@ def _act_profile(m: ModelShape, key: Workload) -> _ActProfile:
             v = layer_bytes_per_token(m, wl, i, tr, seq=S) / tpd
             if wl.precision == "fp8":
                 v *= 0.75
-            memo[k] = (v, layer_backward_temp_per_token(m, wl, i) / tpd, m.layer_params(i))
-        a, b, c = memo[k]
+            fx = expert_lora_merged_bytes(m, wl, tr, ep=wl.ep, tp=wl.tp) if m.is_moe_layer(i) else 0.0
+            memo[k] = (v, layer_backward_temp_per_token(m, wl, i) / tpd, m.layer_params(i), fx)
+        a, b, c, fx = memo[k]
+        fixed.append(fx)
         per.append(a)
         temp.append(b)
         lp.append(c)
     return _ActProfile(layer_ids=tuple(ids), per_token=tuple(per), temp_per_token=tuple(temp),
-                       layer_params=tuple(lp), max_per_token=max(per) if per else 0.0, uniform=len(memo) <= 1)
+                       layer_params=tuple(lp), max_per_token=max(per) if per else 0.0, uniform=len(memo) <= 1,
+                       fixed=tuple(fixed))
 
 
 def _autocast(wl: Workload) -> bool:
@@ -480,7 +485,7 @@ def _estimate(m: ModelShape, wl: Workload, overhead: OverheadModel) -> MemoryEst
     amp = _autocast(wl)
     n = len(prof.layer_ids)
     ckpt_per_layer = (4 if amp else 2) * h / tpd * T  # the layer input, kept by checkpointing
-    saved = [ckpt_per_layer] * n if wl.grad_ckpt else [a * T for a in prof.per_token]
+    saved = [ckpt_per_layer] * n if wl.grad_ckpt else [a * T + f for a, f in zip(prof.per_token, prof.fixed)]
     saved_total = sum(saved) * in_flight
     # checkpointing keeps every layer's input, also of frozen layers below the first trainable one (the
     # non-reentrant checkpoint holds its inputs even when nothing inside needs grad); backward never
@@ -551,7 +556,7 @@ def _estimate(m: ModelShape, wl: Workload, overhead: OverheadModel) -> MemoryEst
         temp = prof.temp_per_token[j] * T + 2 * h * T / tpd
         recompute = 0.0
         if wl.grad_ckpt:
-            recompute = prof.per_token[j] * T
+            recompute = prof.per_token[j] * T + prof.fixed[j]
             if amp:
                 recompute += 2.0 * prof.layer_params[j] * mp_any
         # the layer's own grads appear as its backward proceeds; the widest transients come first (MLP)

@@ -37,11 +37,11 @@ class ParamCounts:
 def lora_targeted(t: ParamTensor, targets: tuple[str, ...]) -> bool:
     """Whether LoRA adapts tensor ``t``.
 
-    ``all-linear`` follows PEFT: every ``nn.Linear`` inside the decoder layers (not the LM head), plus the
-    fused expert tensors (PEFT ``target_parameters``; ms-swift adapts every expert). Named targets match
-    the module name (``q_proj``), ``experts`` matches both fused expert tensors.
+    ``all-linear`` follows PEFT (0.21 with transformers 5): every ``nn.Linear`` inside the decoder layers
+    (not the LM head), the MoE router, and the fused expert tensors (PEFT wraps them as parameters).
+    Named targets match the module name (``q_proj``), ``experts`` matches both fused expert tensors.
     """
-    if t.kind not in ("linear", "expert"):
+    if t.kind not in ("linear", "expert", "router"):
         return False
     if ALL_LINEAR in targets:
         return True
@@ -57,10 +57,16 @@ def lora_adapter_shapes(t: ParamTensor, rank: int) -> tuple[int, int]:
     return in_f, out_f
 
 
+def lora_rank_of(t: ParamTensor, rank: int) -> int:
+    """PEFT doubles the rank of the fused ``gate_up_proj`` experts (its rank_pattern for gate and up)."""
+    return 2 * rank if (t.kind == "expert" and t.module == "gate_up_proj") else rank
+
+
 def lora_params_of(t: ParamTensor, rank: int) -> int:
-    """Adapter elements on all copies of ``t``: ``r * (in + out)`` per adapted matrix (per expert)."""
+    """Adapter elements on all copies of ``t``: ``r * (in + out)`` per adapted matrix (per expert); checked
+    against PEFT 0.21's adapter shapes (experts: A ``(r*E, in)``, B ``(out, r*E)``, 2r for gate_up_proj)."""
     in_f, out_f = lora_adapter_shapes(t, rank)
-    per = rank * (in_f + out_f) * (t.experts or 1)
+    per = lora_rank_of(t, rank) * (in_f + out_f) * (t.experts or 1)
     return per * t.count
 
 
