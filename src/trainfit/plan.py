@@ -270,7 +270,7 @@ def _fit_micro_batch(model: ModelShape, wl: Workload, limit_gib: float, cap: int
     best = (wl, est)
     b = 2
     while b <= cap:
-        w2 = wl.with_(micro_batch=b)
+        w2 = wl._with_batch(b)
         e2 = estimate_memory(model, w2)
         if e2.reserved_gib > limit_gib:
             break
@@ -367,7 +367,7 @@ def plan(req: PlanRequest) -> PlanResult:
                     continue
                 # the least memory-hungry candidate first: if it does not fit, nothing on this layout will
                 lean = max(configs, key=_leanness)
-                e_lean = estimate_memory(model, lean.with_(micro_batch=req.pins.get("micro_batch", 1)))
+                e_lean = estimate_memory(model, lean._with_batch(req.pins.get("micro_batch", 1)))
                 if e_lean.reserved_gib > limit:
                     if e_lean.reserved_gib < miss.need_gib:
                         miss.need_gib, miss.need_wl = e_lean.reserved_gib, lean
@@ -383,7 +383,7 @@ def plan(req: PlanRequest) -> PlanResult:
                     else:
                         fitted = _fit_micro_batch(model, wl, limit, cap)
                     if fitted is None:
-                        e1 = estimate_memory(model, wl.with_(micro_batch=req.pins.get("micro_batch", 1)))
+                        e1 = estimate_memory(model, wl._with_batch(req.pins.get("micro_batch", 1)))
                         if e1.reserved_gib < miss.need_gib:
                             miss.need_gib, miss.need_wl = e1.reserved_gib, wl
                         continue
@@ -394,7 +394,7 @@ def plan(req: PlanRequest) -> PlanResult:
                     if req.global_batch:
                         ga = max(1, math.ceil(req.global_batch / (wl.micro_batch * wl.dp)))
                         if ga != wl.grad_accum:
-                            wl = wl.with_(grad_accum=ga)
+                            wl = wl._with_batch(wl.micro_batch, ga)
                             est = estimate_memory(model, wl)
                             if est.reserved_gib > limit:
                                 continue

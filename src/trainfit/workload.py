@@ -178,6 +178,18 @@ class Workload:
         obj.__post_init__()
         return obj
 
+    def _with_batch(self, micro_batch: int, grad_accum: int | None = None) -> "Workload":
+        """Internal fast copy with another micro-batch / accumulation (positive ints; no other field changes,
+        so the rest of the validation still holds)."""
+        if type(micro_batch) is not int or micro_batch < 1 or (grad_accum is not None and grad_accum < 1):
+            raise WorkloadError(f"micro_batch must be a positive integer; got {micro_batch!r}")
+        obj = object.__new__(Workload)
+        obj.__dict__.update(self.__dict__)
+        obj.__dict__["micro_batch"] = micro_batch
+        if grad_accum is not None:
+            obj.__dict__["grad_accum"] = int(grad_accum)
+        return obj
+
 
 _FIELD_NAMES = frozenset(f.name for f in fields(Workload))
 DEFAULT_WORKLOAD = Workload()
