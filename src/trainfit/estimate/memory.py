@@ -373,7 +373,7 @@ def _cached_counts(m: ModelShape, method: str, rank: int, targets: tuple[str, ..
 
 
 _STATE_FIELDS = ("method", "lora_rank", "lora_alpha", "lora_targets", "freeze_trainable_layers", "precision",
-                 "optimizer", "gpus", "gpus_per_node", "strategy", "offload", "tp", "pp", "ep", "cp")
+                 "optimizer", "gpus", "strategy", "offload", "tp", "pp", "ep", "cp")
 _ACT_FIELDS = ("method", "lora_rank", "lora_alpha", "lora_targets", "freeze_trainable_layers", "precision",
                "attention", "tp", "pp", "cp", "sequence_parallel")
 
@@ -385,7 +385,10 @@ def _states_key(wl: Workload) -> tuple:
 
 @lru_cache(maxsize=4096)
 def _cached_states_t(m: ModelShape, key: tuple) -> _States:
-    return _state_bytes(m, Workload(**dict(zip(_STATE_FIELDS, key))))
+    kw = dict(zip(_STATE_FIELDS, key))
+    # gpus_per_node does not change model states; any value that makes a valid Workload will do
+    kw["gpus_per_node"] = kw["gpus"]
+    return _state_bytes(m, Workload(**kw))
 
 
 def _cached_states(m: ModelShape, wl: Workload) -> _States:
