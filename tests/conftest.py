@@ -4,7 +4,7 @@ import pytest
 
 
 @pytest.fixture(autouse=True)
-def _isolated_user_files(tmp_path, monkeypatch):
+def isolated_catalog(tmp_path, monkeypatch):
     from trainfit.catalog import _store
 
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
@@ -13,6 +13,6 @@ def _isolated_user_files(tmp_path, monkeypatch):
     monkeypatch.delenv("TRAINFIT_CACHE_DIR", raising=False)
     _store.set_overlay_path(None)
     _store.reset_cache()
-    yield
+    yield tmp_path
     _store.set_overlay_path(None)
     _store.reset_cache()

@@ -50,18 +50,11 @@ def load_job(path: str | Path) -> tuple[Path, dict[str, Any]]:
     p = Path(path)
     if p.is_dir():
         p = p / "dlc_job.json"
-    try:
-        size = p.stat().st_size
-    except OSError as e:
-        raise SubmitError(f"cannot read {p}: {e.strerror or e}",
-                          fix="pass dlc_job.json or the folder `trainfit render --target dlc` wrote") from None
-    if size > MAX_BODY_BYTES:
-        raise SubmitError(f"{p} is {size} bytes; DLC CreateJob accepts at most {MAX_BODY_BYTES}",
-                          fix="shorten UserCommand (move scripts into a code source or mounted file)")
-    try:
-        body = json.loads(p.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise SubmitError(f"{p} is not valid JSON: {e}", fix="regenerate it with `trainfit render --target dlc`") from None
+    from trainfit._io import read_json_limited
+
+    body = read_json_limited(p, max_bytes=MAX_BODY_BYTES, error=SubmitError, what="DLC job",
+                             fix="pass dlc_job.json or the folder `trainfit render --target dlc` wrote",
+                             too_big_fix="shorten UserCommand (move scripts into a code source or mounted file)")
     if not isinstance(body, dict) or not body.get("JobSpecs") or not body.get("UserCommand"):
         raise SubmitError(f"{p} is not a PAI-DLC CreateJob body (JobSpecs and UserCommand are required)",
                           fix="regenerate it with `trainfit render --target dlc`")

@@ -60,20 +60,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _load_plan(path: str, pick: int) -> tuple[dict[str, Any], dict[str, Any]]:
-    p = Path(path)
-    try:
-        size = p.stat().st_size
-    except OSError as e:
-        raise PlanFileError(f"cannot read plan file {path}: {e.strerror or e}",
-                            fix="write it with `trainfit plan ... --json > plan.json`") from None
-    if size > MAX_PLAN_BYTES:
-        raise PlanFileError(f"plan file {path} is {size / 2**20:.1f} MiB, over the {MAX_PLAN_BYTES // 2**20} MiB limit",
-                            fix="pass the JSON that `trainfit plan --json` wrote")
-    try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise PlanFileError(f"plan file {path} is not valid JSON: {e}",
-                            fix="write it with `trainfit plan ... --json > plan.json`") from None
+    from trainfit._io import read_json_limited
+
+    doc = read_json_limited(path, max_bytes=MAX_PLAN_BYTES, error=PlanFileError, what="plan file",
+                            fix="write it with `trainfit plan ... --json > plan.json`",
+                            too_big_fix="pass the JSON that `trainfit plan --json` wrote")
     plans = doc.get("plans") if isinstance(doc, dict) else None
     if not isinstance(plans, list) or not plans:
         raise PlanFileError(f"plan file {path} has no 'plans' list",
