@@ -49,6 +49,9 @@ _add("Qwen3-30B-A3B", method="full", seq_len=2048, grad_ckpt=True)
 _add("Qwen3-30B-A3B", method="lora", lora_rank=16, seq_len=2048, grad_ckpt=True)
 _add("Qwen3-30B-A3B", method="lora", lora_rank=16, seq_len=2048, grad_ckpt=False)
 _add("Qwen3-30B-A3B", method="full", seq_len=4096, grad_ckpt=False)
+# Qwen3-Next (Gated DeltaNet; transformers' torch fallback kernels)
+_add("Qwen3-Next-80B-A3B", method="full", seq_len=2048, grad_ckpt=True)
+_add("Qwen3-Next-80B-A3B", method="lora", lora_rank=16, seq_len=2048, grad_ckpt=False)
 # FSDP2 over N ranks
 for n, m, s in ((2, "Qwen3-1.7B", 2048), (4, "Qwen3-8B", 4096), (8, "Qwen3-8B", 2048), (8, "Qwen3-14B", 4096),
                 (8, "Qwen3-32B", 2048), (8, "Qwen3-30B-A3B", 4096)):
