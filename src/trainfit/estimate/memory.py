@@ -125,7 +125,7 @@ class _States:
     grad_temp_bwd: float  # sharding / bucket buffers alive during backward
     weights_gathered: float  # ZeRO-3/FSDP: unsharded layers alive during fwd/bwd
     offloaded_host: float  # bytes moved to host RAM (whole job per rank)
-    grad_of: dict  # layer index -> grad bytes of that layer on this rank
+    grad_by_ids: tuple  # ((layer ids, grad bytes per layer on this rank), ...): per-layer grads, grouped
     grad_global: float  # grads of non-layer tensors (embedding, head, final norm)
     grad_embedding: float  # the (untied) input-embedding grad: allocated last, by embedding backward
     trainable_sharded: float  # trainable elements in this rank's optimizer partition
@@ -212,7 +212,6 @@ def _state_bytes(m: ModelShape, wl: Workload) -> _States:
     trainable_sharded = 0.0  # trainable elements in this rank's optimizer partition
     trainable_rank = 0.0  # trainable elements this rank computes gradients for (before sharding)
     largest_trainable = 0.0
-    grad_of: dict[int, float] = {}
     grad_global = grad_embedding = 0.0
     grad_by_ids: dict[tuple[int, ...], float] = {}
     tied_grad = 0.0
@@ -256,9 +255,6 @@ def _state_bytes(m: ModelShape, wl: Workload) -> _States:
             grad_global += gb
         else:
             grad_by_ids[tr_ids] = grad_by_ids.get(tr_ids, 0.0) + gb
-    for ids_, gb_ in grad_by_ids.items():
-        for i in ids_:
-            grad_of[i] = grad_of.get(i, 0.0) + gb_
     step_temp = grad_temp_bwd = gathered = offload_host = 0.0
     any_layer = _any_layer_tensor(m)
     layer_max = m.max_layer_params * _mp_shard(wl, any_layer)
@@ -293,7 +289,6 @@ def _state_bytes(m: ModelShape, wl: Workload) -> _States:
         step_temp = 0.0
         offload_host += 4.0 * trainable_sharded
         grads = 0.0
-        grad_of = {}
         grad_by_ids = {}
         grad_global = grad_embedding = 0.0
         notes.append(f"offload={wl.offload}: optimizer states (and fp32 master) in host RAM, step on the CPU")
@@ -304,7 +299,8 @@ def _state_bytes(m: ModelShape, wl: Workload) -> _States:
         notes.append("paged-adamw-8bit: states counted on the GPU; bitsandbytes can page them to host RAM")
     return _States(weights=weights, gradients=grads, optimizer=opt, step_temp=step_temp,
                    grad_temp_bwd=grad_temp_bwd, weights_gathered=gathered, offloaded_host=offload_host,
-                   grad_of=grad_of, grad_global=grad_global, grad_embedding=grad_embedding,
+                   grad_by_ids=tuple((frozenset(k), v) for k, v in grad_by_ids.items()),
+                   grad_global=grad_global, grad_embedding=grad_embedding,
                    trainable_sharded=trainable_sharded, tied_grad=tied_grad if grads else 0.0,
                    notes=tuple(notes))
 
@@ -538,13 +534,14 @@ def _estimate(m: ModelShape, wl: Workload, overhead: OverheadModel) -> MemoryEst
     mp_any = _mp_shard(wl, _any_layer_tensor(m))
     best_sweep = None
     best_total = -1.0
-    grad_of = st.grad_of
+    def grad_of(i: int) -> float:
+        return sum(gb for ids_, gb in st.grad_by_ids if i in ids_)
+
     # Every step of the sweep changes the total by the same amount when all layers of the rank are alike
     # (dense models, all-MoE Qwen3-MoE), so the largest value is at one end: evaluate only the ends.
-    uniform = prof.uniform and all(grad_of.get(i, 0.0) == grad_of.get(prof.layer_ids[0], 0.0)
-                                   for i in (prof.layer_ids[-1],)) if n else True
+    uniform = (prof.uniform and grad_of(prof.layer_ids[-1]) == grad_of(prof.layer_ids[0])) if n else True
     if uniform and n > 2:
-        g_layer = 0.0 if ga else grad_of.get(prof.layer_ids[0], 0.0)
+        g_layer = 0.0 if ga else grad_of(prof.layer_ids[0])
         step_saved = saved[0] * in_flight
         visits = ((n - 1, 0), (0, n - 1))  # (index, layers already done)
     else:
@@ -573,7 +570,7 @@ def _estimate(m: ModelShape, wl: Workload, overhead: OverheadModel) -> MemoryEst
             if aw:
                 aw = max(0.0, aw - aw_step)
             if not ga:
-                g_acc += grad_of.get(prof.layer_ids[j], 0.0)
+                g_acc += grad_of(prof.layer_ids[j])
     if best_sweep is not None:
         cands.append(best_sweep)
     # end of backward: every gradient + grad w.r.t. the embedding output; with tied embeddings the
