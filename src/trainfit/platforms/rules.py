@@ -50,7 +50,12 @@ class Rule:
     verdict: str | None = None
 
     def applies(self, *names: str | None) -> bool:
-        return any(n and fnmatchcase(n, p) for p in self.applies_to for n in names)
+        return _applies(self.applies_to, names)
+
+
+@lru_cache(maxsize=1024)
+def _applies(patterns: tuple[str, ...], names: tuple[str | None, ...]) -> bool:
+    return any(n and fnmatchcase(n, p) for p in patterns for n in names)
 
 
 @dataclass(frozen=True, kw_only=True)
