@@ -44,7 +44,9 @@ def lora_targeted(t: ParamTensor, targets: tuple[str, ...]) -> bool:
     if t.kind not in ("linear", "expert", "router"):
         return False
     if ALL_LINEAR in targets:
-        return True
+        # PEFT 0.21 leaves the shared expert's three linears alone (its 1-wide gate is adapted): observed
+        # on Qwen3-Next with transformers 5.24 (adapter shapes listed by get_peft_model)
+        return not (t.kind == "linear" and ".shared_expert." in t.name)
     return t.module in targets or (t.kind == "expert" and "experts" in targets)
 
 
