@@ -47,7 +47,19 @@ def _print_error(err: TrainfitError, as_json: bool) -> None:
     print(msg, file=sys.stderr)
 
 
+def _quiet_sdk_loggers() -> None:
+    """The Alibaba credential chain logs every provider it tries (with tracebacks) on the 'credentials'
+    logger; the CLI reports the outcome itself as one clear error, so keep those records off stderr."""
+    import logging
+
+    lg = logging.getLogger("credentials")
+    if not lg.handlers:
+        lg.addHandler(logging.NullHandler())
+        lg.propagate = False
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    _quiet_sdk_loggers()
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.version:
