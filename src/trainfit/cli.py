@@ -49,13 +49,14 @@ def _print_error(err: TrainfitError, as_json: bool) -> None:
 
 def _quiet_sdk_loggers() -> None:
     """The Alibaba credential chain logs every provider it tries (with tracebacks) on the 'credentials'
-    logger; the CLI reports the outcome itself as one clear error, so keep those records off stderr."""
+    logger; the CLI reports the outcome itself as one clear error, so keep those records off stderr
+    (``TRAINFIT_DEBUG=1`` shows them)."""
     import logging
+    import os
 
-    lg = logging.getLogger("credentials")
-    if not lg.handlers:
-        lg.addHandler(logging.NullHandler())
-        lg.propagate = False
+    if not os.environ.get("TRAINFIT_DEBUG"):
+        # the SDK attaches its own StreamHandlers at import, so block the records at the logger itself
+        logging.getLogger("credentials").setLevel(logging.CRITICAL + 1)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
