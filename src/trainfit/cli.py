@@ -55,8 +55,9 @@ def _quiet_sdk_loggers() -> None:
     import os
 
     if not os.environ.get("TRAINFIT_DEBUG"):
-        # the SDK attaches its own StreamHandlers at import, so block the records at the logger itself
-        logging.getLogger("credentials").setLevel(logging.CRITICAL + 1)
+        # the SDK sets the level and attaches its own StreamHandlers when it is imported, so drop the
+        # records with a filter on the logger (filters survive that)
+        logging.getLogger("credentials").addFilter(lambda record: False)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
