@@ -90,3 +90,16 @@ def test_models_json(capsys):
 def test_console_script():
     r = subprocess.run(["trainfit", "memory", "Qwen3-1.7B", "--json"], capture_output=True, text=True)
     assert r.returncode == 0 and json.loads(r.stdout)["model"] == "Qwen3-1.7B"
+
+
+def test_refresh_without_credentials_is_one_clear_error(tmp_path):
+    pytest.importorskip("alibabacloud_credentials")
+    import os
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ALIBABA_CLOUD_")}
+    env.update(HOME=str(tmp_path), ALIBABA_CLOUD_ECS_METADATA_DISABLED="true", XDG_CACHE_HOME=str(tmp_path / "c"),
+               XDG_CONFIG_HOME=str(tmp_path / "cfg"))
+    r = subprocess.run(["trainfit", "catalog", "refresh", "--provider", "pai", "--region", "cn-hangzhou"],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode != 0
+    assert "credentials" in r.stderr and "Traceback" not in r.stderr
