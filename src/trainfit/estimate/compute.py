@@ -284,23 +284,6 @@ class FlopsBreakdown:
     layers: tuple[LayerFlops, ...] = ()
 
 
-def _layer_tensors(model: ModelShape, i: int) -> list[ParamTensor]:
-    """Tensors one copy of which sits in decoder layer ``i`` (mirrors ``ModelShape.layer_params``)."""
-    lt = model.layer_type(i)
-    moe = model.is_moe_layer(i)
-    out = []
-    for t in model.tensors():
-        if t.layer_type == "global" or t.layer_type not in ("any", lt):
-            continue
-        shared = ".shared_expert" in t.name
-        if t.module in ("gate_proj", "up_proj", "down_proj") and t.kind == "linear" and not shared and moe:
-            continue
-        if (t.kind in ("expert", "router") or shared) and not moe:
-            continue
-        out.append(t)
-    return out
-
-
 def _active_matmul_params(model: ModelShape, t: ParamTensor) -> float:
     if t.kind == "expert":
         return t.numel / t.experts * model.experts_per_token
@@ -368,7 +351,7 @@ def _flops_per_token(model: ModelShape, workload: Workload) -> FlopsBreakdown:
     layers: list[LayerFlops] = []
     fwd = bwd = rec = 0.0
     for i in range(model.num_layers):
-        ts = _layer_tensors(model, i)
+        ts = model.layer_tensors(i)
         mm = sum(2.0 * _active_matmul_params(model, t) for t in ts)
         lo = sum(_lora_forward(model, t, workload) for t in ts if lora and lora_targeted(t, workload.lora_targets))
         full = model.layer_type(i) == "full_attention"

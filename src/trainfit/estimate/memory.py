@@ -155,7 +155,7 @@ def _mp_shard(wl: Workload, t: ParamTensor) -> float:
 @lru_cache(maxsize=64)
 def _carriers(m: ModelShape) -> dict[str, tuple[int, ...]]:
     """For each per-layer tensor name, the decoder layers that hold a copy."""
-    return {t.name: tuple(i for i in range(m.num_layers) if _tensor_in_layer(m, t, i))
+    return {t.name: tuple(i for i in range(m.num_layers) if m.holds(t, i))
             for t in m.tensors() if t.layer_type != "global"}
 
 
@@ -309,21 +309,6 @@ def _any_layer_tensor(m: ModelShape) -> ParamTensor:
     return next(t for t in m.tensors() if t.layer_type != "global")
 
 
-def _tensor_in_layer(m: ModelShape, t: ParamTensor, i: int) -> bool:
-    if t.layer_type == "global":
-        return False
-    if t.layer_type not in ("any", m.layer_type(i)):
-        return False
-    moe = m.is_moe_layer(i)
-    is_dense_mlp = t.kind in ("linear", "bias") and ".mlp." in t.name and ".shared_expert" not in t.name
-    is_moe_part = t.kind in ("expert", "router") or ".shared_expert" in t.name
-    if is_dense_mlp and moe:
-        return False
-    if is_moe_part and not moe:
-        return False
-    return True
-
-
 # --------------------------------------------------------------------------------------- activations
 def _layer_kind(m: ModelShape, i: int) -> tuple[str, bool]:
     return (m.layer_type(i), m.is_moe_layer(i))
@@ -332,8 +317,7 @@ def _layer_kind(m: ModelShape, i: int) -> tuple[str, bool]:
 @lru_cache(maxsize=256)
 def _lora_modules(m: ModelShape, kind: tuple[str, bool], targets: tuple[str, ...]) -> frozenset[str]:
     i = next(j for j in range(m.num_layers) if _layer_kind(m, j) == kind)
-    mods = {t.module for t in m.tensors()
-            if t.layer_type != "global" and _tensor_in_layer(m, t, i) and lora_targeted(t, targets)}
+    mods = {t.module for t in m.layer_tensors(i) if lora_targeted(t, targets)}
     if (ALL_LINEAR in targets or {"gate_up_proj", "experts"} & set(targets)) and kind[1]:
         mods.add("experts")
     return frozenset(mods)

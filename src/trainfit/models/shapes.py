@@ -123,6 +123,7 @@ class ModelShape:
     _tensors: tuple[ParamTensor, ...] = field(default=(), repr=False, compare=False)
     _moe_set: frozenset = field(default=frozenset(), repr=False, compare=False)
     _layer_params: tuple[int, ...] = field(default=(), repr=False, compare=False)
+    _layer_tensors: dict = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for fname in ("hidden_size", "num_layers", "num_heads", "num_kv_heads", "head_dim", "vocab_size"):
@@ -152,7 +153,14 @@ class ModelShape:
             raise ModelConfigError(f"{self.name}: linear attention layers need the linear_* fields")
         object.__setattr__(self, "_moe_set", frozenset(self.moe_layers) if self.num_experts else frozenset())
         object.__setattr__(self, "_tensors", tuple(self._build_tensors()))
-        object.__setattr__(self, "_layer_params", tuple(self._count_layer(i) for i in range(self.num_layers)))
+        kinds: dict[tuple[str, bool], tuple[ParamTensor, ...]] = {}
+        for i in range(self.num_layers):
+            k = (self.layer_type(i), self.is_moe_layer(i))
+            if k not in kinds:
+                kinds[k] = tuple(t for t in self._tensors if self.holds(t, i))
+        object.__setattr__(self, "_layer_tensors", kinds)
+        object.__setattr__(self, "_layer_params", tuple(
+            sum(t.numel for t in self.layer_tensors(i)) for i in range(self.num_layers)))
 
     # ------------------------------------------------------------------ structure
     @property
@@ -297,26 +305,25 @@ class ModelShape:
     def largest_tensor_name(self) -> str:
         return max(self._tensors, key=lambda t: t.numel).name
 
+    def holds(self, t: ParamTensor, i: int) -> bool:
+        """Whether decoder layer ``i`` has a copy of per-layer tensor ``t`` (dense MLP tensors sit only in
+        dense layers, router/experts/shared expert only in MoE layers, attention by layer type)."""
+        if t.layer_type == "global" or t.layer_type not in ("any", self.layer_type(i)):
+            return False
+        moe = self.is_moe_layer(i)
+        if t.kind in ("linear", "bias") and ".mlp." in t.name and ".shared_expert" not in t.name:
+            return not moe  # dense MLP
+        if t.kind in ("expert", "router") or ".shared_expert" in t.name:
+            return moe
+        return True
+
+    def layer_tensors(self, i: int) -> tuple[ParamTensor, ...]:
+        """The parameter tensors one copy of which sits in decoder layer ``i``."""
+        return self._layer_tensors[(self.layer_type(i), self.is_moe_layer(i))]
+
     def layer_params(self, i: int) -> int:
         """Parameters of decoder layer ``i``."""
         return self._layer_params[i]
-
-    def _count_layer(self, i: int) -> int:
-        lt = self.layer_type(i)
-        moe = self.is_moe_layer(i)
-        n = 0
-        for t in self._tensors:
-            if t.layer_type == "global":
-                continue
-            if t.layer_type not in ("any", lt):
-                continue
-            if t.module in ("gate_proj", "up_proj", "down_proj") and t.kind == "linear" and ".shared_expert." not in t.name:
-                if moe:
-                    continue
-            if (t.kind in ("expert", "router") or ".shared_expert" in t.name) and not moe:
-                continue
-            n += t.numel
-        return n
 
     @property
     def max_layer_params(self) -> int:
