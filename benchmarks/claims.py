@@ -872,7 +872,7 @@ def _c17_extra(ctx: Ctx) -> tuple[list[str], list[str] | None]:
 def _c18_extra(ctx: Ctx) -> tuple[list[str], list[str] | None]:
     insts = ctx.instances()
     pcie = [(n, i) for n, i in insts.items() if (i.get("gpu_count") or 0) > 1 and i.get("intra_node_link") == "pcie"]
-    facts = [f"catalog: multi-GPU instance types without NVLink: "
+    facts = ["catalog: multi-GPU instance types without NVLink: "
              + ", ".join(f"{n} ({i['gpu_count']}\u00d7{i['gpu']}, {i['provider']})" for n, i in pcie)] if pcie else []
     p = best(ctx.plan("Qwen3-8B", "--method", "lora", "--gpu", "A10", "--gpus", "2", "--gpus-per-node", "2")["plans"])
     if p:

@@ -89,11 +89,11 @@ def _worker(c: dict) -> dict:
         torch.set_default_dtype(old)
     model.tie_weights()
     model.train()
-    import peft  # noqa: F401 - the trace extra
+    import peft
     import transformers
 
     notes: list[str] = []
-    model = _apply_method(model, shape, w, __import__("peft"), notes)
+    model = _apply_method(model, shape, w, peft, notes)
     if w.grad_ckpt:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         if w.method in ("lora", "qlora"):

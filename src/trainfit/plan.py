@@ -14,7 +14,7 @@ Pure: no I/O beyond the lazily loaded bundled catalog; no torch.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from trainfit.errors import TrainfitError, WorkloadError
@@ -165,8 +165,7 @@ class PlanResult:
 
     def to_dict(self) -> dict[str, Any]:
         wl = self.request.workload
-        w = {k: v for k, v in asdict(wl).items() if k not in PIN_FIELDS or k in self.request.pins}
-        w["lora_targets"] = list(wl.lora_targets)
+        w = {k: v for k, v in wl.to_dict().items() if k not in PIN_FIELDS or k in self.request.pins}
         w.update({"model": self.request.model.name, "tokens": self.request.tokens,
                   "global_batch": self.request.global_batch, "objective": self.request.objective,
                   "spot": self.request.spot, "pins": dict(self.request.pins)})
@@ -200,15 +199,6 @@ def _gpu_of(inst: Any) -> Any:
         return g() if callable(g) else g
     except TrainfitError:  # an unknown GPU reference is a rejection, not a crash
         return None
-
-
-def _same_gpu(a: Any, name: str) -> bool:
-    from trainfit.catalog.gpus import get_gpu
-
-    try:
-        return get_gpu(name).name == a.name
-    except TrainfitError:
-        return False
 
 
 @dataclass

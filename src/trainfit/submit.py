@@ -10,7 +10,6 @@ looks like a key.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path

@@ -167,6 +167,12 @@ class Workload:
     def uses_megatron(self) -> bool:
         return max(self.tp, self.pp, self.ep, self.cp) > 1
 
+    def to_dict(self) -> dict:
+        """JSON-ready fields (``lora_targets`` as a list)."""
+        d = dict(self.__dict__)
+        d["lora_targets"] = list(self.lora_targets)
+        return d
+
     def with_(self, **changes: object) -> "Workload":
         """A copy with some fields changed (validated again). Faster than ``dataclasses.replace``."""
         unknown = set(changes) - _FIELD_NAMES

@@ -45,7 +45,7 @@ def compute(args: argparse.Namespace) -> dict:
     if args.gpu_mem is not None:
         mem = args.gpu_mem
     out = est.to_dict()
-    out["workload"] = _workload_dict(wl)
+    out["workload"] = wl.to_dict()
     out.update({"gpu": gpu_name, "gpu_mem_gib": mem, "fits": None, "headroom_gib": None, "max_micro_batch": None,
                 "max_seq_len": None, "suggestions": []})
     if mem is not None:
@@ -54,14 +54,6 @@ def compute(args: argparse.Namespace) -> dict:
                     "max_micro_batch": fa.max_micro_batch, "max_seq_len": fa.max_seq_len,
                     "suggestions": [s.to_dict() for s in fa.suggestions]})
     return out
-
-
-def _workload_dict(wl) -> dict:
-    from dataclasses import asdict
-
-    d = asdict(wl)
-    d["lora_targets"] = list(wl.lora_targets)
-    return d
 
 
 def run(args: argparse.Namespace) -> int:

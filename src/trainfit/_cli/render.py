@@ -4,7 +4,6 @@ SkyPilot) from a plan: the same options as ``trainfit memory``/``plan``, or ``--
 from __future__ import annotations
 
 import argparse
-import json
 from dataclasses import fields
 from pathlib import Path
 from typing import Any

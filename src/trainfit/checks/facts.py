@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from trainfit.checks.shell import Script, is_torchrun, parse_script, training_args
+from trainfit.checks.shell import Script, parse_script, training_args
 from trainfit.errors import TrainfitError
 
 MAX_BYTES = 2 * 2**20

@@ -64,7 +64,6 @@ def dense_attention_bytes(m: ModelShape, wl: Workload, t: LayerTraining, *, seq:
     amp = wl.precision in ("amp-bf16", "fp16")
     act = 2
     r = wl.lora_rank
-    q_w = nh * hd * (2 if m.attn_output_gate else 1)
     n = 0
     # input RMSNorm: in AMP the residual stream is fp32, so "x.float()" is the input itself (still 4h)
     # and the normalised tensor stays fp32.

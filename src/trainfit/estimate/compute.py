@@ -23,12 +23,12 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from trainfit.errors import CatalogError, WorkloadError
 from trainfit.estimate.mfu_table import FRAMEWORKS, GPU_CLASSES, Efficiency, lookup_efficiency, moe_width_factor
-from trainfit.estimate.params import (freeze_trainable_layer_ids, lora_adapter_shapes, lora_params_of, lora_rank_of,
+from trainfit.estimate.params import (count_params, freeze_trainable_layer_ids, lora_adapter_shapes, lora_rank_of,
                                       lora_targeted)
 from trainfit.models.shapes import ModelShape, ParamTensor
 from trainfit.workload import Workload
@@ -479,15 +479,6 @@ def _param_split(model: ModelShape) -> tuple[float, float]:
     return model.total_params - expert, expert
 
 
-def _trainable(model: ModelShape, wl: Workload) -> float:
-    if wl.method == "full":
-        return float(model.total_params)
-    if wl.method in ("lora", "qlora"):
-        return float(sum(lora_params_of(t, wl.lora_rank) for t in model.tensors()
-                         if lora_targeted(t, wl.lora_targets)))
-    return float(sum(model.layer_params(i) for i in freeze_trainable_layer_ids(model, wl)))
-
-
 def _base_bytes(model: ModelShape, wl: Workload) -> float:
     """Bytes of the (whole) model's weights as data parallelism gathers them."""
     per = 4.0 if wl.precision == "amp-bf16" else 2.0
@@ -578,7 +569,7 @@ def estimate_speed(model: ModelShape, workload: Workload, hardware: Hardware, *,
     # gradients travel in the weight dtype, except fp32 master weights (amp-bf16) and torchtitan-style FSDP2,
     # whose config default ``mixed_precision_reduce = "float32"`` reduce-scatters in fp32
     grad_bytes = 4.0 if (wl.precision == "amp-bf16" or fw == "fsdp2") else 2.0
-    trainable = _trainable(model, wl)
+    trainable = float(count_params(model, wl).trainable)
 
     # ---- data parallel (ZeRO / FSDP / DDP); experts replicate over dp/ep
     dp = wl.dp

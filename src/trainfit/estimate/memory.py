@@ -19,7 +19,7 @@ Every formula, its derivation and source is in docs/memory-model.md.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from trainfit.estimate.activations import (LayerTraining, expert_lora_merged_bytes, layer_backward_temp_per_token,
@@ -60,23 +60,6 @@ class OverheadModel:
 
 
 DEFAULT_OVERHEAD = OverheadModel()
-
-
-@dataclass(frozen=True, kw_only=True)
-class PhaseMemory:
-    """Live tensor bytes per term at the peak of one phase."""
-
-    phase: str
-    weights: float
-    gradients: float
-    optimizer: float
-    activations: float
-    logits_loss: float
-    temporaries: float
-
-    @property
-    def total(self) -> float:
-        return self.weights + self.gradients + self.optimizer + self.activations + self.logits_loss + self.temporaries
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -274,7 +274,7 @@ def run_trace(
     per_layer = _per_layer(probe, len(layers))
     return TraceResult(
         model=shape.name,
-        workload=_workload_dict(w),
+        workload=w.to_dict(),
         tensor_peak_gib=summary["peak"] / GIB,
         peak_bytes=int(summary["peak"]),
         peak_phase=summary["peak_phase"] if summary["peak_phase"] != "setup" else "forward",
@@ -299,14 +299,6 @@ def versions() -> dict[str, str]:
         except ImportError:
             out[mod] = "missing"
     return out
-
-
-def _workload_dict(w: Workload) -> dict[str, Any]:
-    from dataclasses import asdict
-
-    d = asdict(w)
-    d["lora_targets"] = list(w.lora_targets)
-    return d
 
 
 def _pre_hook(probe: dict, tracker: Any, i: int) -> Callable:

@@ -9,7 +9,6 @@ the plan into a folder.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from importlib import import_module
 from pathlib import Path

@@ -64,8 +64,8 @@ def render(ctx: RenderContext) -> dict[str, str]:
     note = ("# resume_from_checkpoint: unset on purpose -- LLaMA-Factory resumes from the newest checkpoint-N\n"
             "# in output_dir (on the checkpoint mount) because overwrite_output_dir is false.\n")
     if ctx.workload.gpus > 1:
-        note += (f"# multi-GPU: FORCE_TORCHRUN=1 NNODES=$WORLD_SIZE NODE_RANK=$RANK "
-                 f"llamafactory-cli train llamafactory.yaml  (ds_config.json beside it)\n")
+        note += ("# multi-GPU: FORCE_TORCHRUN=1 NNODES=$WORLD_SIZE NODE_RANK=$RANK "
+                 "llamafactory-cli train llamafactory.yaml  (ds_config.json beside it)\n")
     out = {"llamafactory.yaml": hash_header(ctx, "llamafactory.yaml: LLaMA-Factory train config") + note + body}
     if ctx.workload.strategy.startswith("zero"):
         from trainfit.render.targets import deepspeed
