@@ -21,7 +21,7 @@ from trainfit.errors import TrainfitError, WorkloadError
 from trainfit.estimate.fit import usable_gpu_mem_gib
 from trainfit.estimate.memory import MemoryEstimate, estimate_memory
 from trainfit.models.shapes import ModelShape
-from trainfit.workload import Workload
+from trainfit.workload import LAYOUT_FIELDS, Workload
 
 Objective = Literal["cost", "time"]
 
@@ -40,8 +40,7 @@ _MULTI = (("ddp", "none"), ("zero1", "none"), ("zero2", "none"), ("fsdp", "none"
 #: treats as limits, so that a recommended plan runs without a support ticket. ``ignore_rules`` lifts them.
 PLANNER_BLOCKING_RULES = frozenset({"pai-public-quota"})
 #: Pinnable distribution / settings fields (the same names as Workload's).
-PIN_FIELDS = ("gpus", "gpus_per_node", "strategy", "offload", "micro_batch", "grad_ckpt", "grad_accum", "tp", "pp",
-              "ep", "cp")
+PIN_FIELDS = LAYOUT_FIELDS
 
 
 class PlanError(TrainfitError):

@@ -51,6 +51,10 @@ def _positive(name: str, value: int, *, zero_ok: bool = False) -> None:
         raise WorkloadError(f"{name} must be an integer >= {0 if zero_ok else 1}; got {value!r}")
 
 
+#: The fields that decide how the job is laid out on GPUs (what `trainfit plan` searches unless pinned).
+LAYOUT_FIELDS: tuple[str, ...] = ("gpus", "gpus_per_node", "strategy", "offload", "micro_batch", "grad_ckpt",
+                                  "grad_accum", "tp", "pp", "ep", "cp")
+
 _CHOICES = (("method", frozenset(METHODS)), ("attention", frozenset(ATTENTIONS)), ("loss", frozenset(LOSSES)),
             ("precision", frozenset(PRECISIONS)), ("optimizer", frozenset(OPTIMIZERS)),
             ("strategy", frozenset(STRATEGIES)), ("offload", frozenset(OFFLOADS)))

@@ -87,17 +87,23 @@ def model_from_args(args: argparse.Namespace) -> ModelShape:
     return get_model(args.model)
 
 
-def workload_from_args(args: argparse.Namespace, **overrides: Any) -> Workload:
-    gpn = args.gpus_per_node if args.gpus_per_node is not None else min(args.gpus, 8)
-    kw = dict(
+def workload_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    """The Workload fields the user gave (``None`` where an option has no value, e.g. plan's unpinned ones)."""
+    return dict(
         method=args.method, lora_rank=args.lora_rank, lora_alpha=args.lora_alpha,
         lora_targets=tuple(t.strip() for t in args.lora_targets.split(",") if t.strip()),
         freeze_trainable_layers=args.freeze_trainable_layers, seq_len=args.seq_len,
         micro_batch=args.micro_batch, grad_accum=args.grad_accum, grad_ckpt=args.grad_ckpt,
         attention=args.attention, loss=args.loss, precision=args.precision, optimizer=args.optimizer,
-        gpus=args.gpus, gpus_per_node=gpn, strategy=args.strategy, offload=args.offload,
+        gpus=args.gpus, gpus_per_node=args.gpus_per_node, strategy=args.strategy, offload=args.offload,
         tp=args.tp, pp=args.pp, ep=args.ep, cp=args.cp, sequence_parallel=args.sequence_parallel,
     )
+
+
+def workload_from_args(args: argparse.Namespace, **overrides: Any) -> Workload:
+    kw = workload_kwargs(args)
+    if kw["gpus_per_node"] is None:
+        kw["gpus_per_node"] = min(args.gpus, 8)
     kw.update(overrides)
     return Workload(**kw)
 

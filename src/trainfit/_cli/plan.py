@@ -5,10 +5,8 @@ from __future__ import annotations
 import argparse
 
 from trainfit._cli.common import (add_json_option, add_model_argument, add_workload_options, model_from_args,
-                                  parse_count, print_json)
-
-PINNABLE = ("gpus", "gpus_per_node", "strategy", "offload", "micro_batch", "grad_ckpt", "grad_accum", "tp", "pp",
-            "ep", "cp")
+                                  parse_count, print_json, workload_kwargs)
+from trainfit.workload import LAYOUT_FIELDS as PINNABLE
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -56,14 +54,9 @@ def build_request(args: argparse.Namespace):
     from trainfit.workload import Workload
 
     model = model_from_args(args)
-    pins = {k: getattr(args, k) for k in PINNABLE if getattr(args, k) is not None}
-    base = dict(
-        method=args.method, lora_rank=args.lora_rank, lora_alpha=args.lora_alpha,
-        lora_targets=tuple(t.strip() for t in args.lora_targets.split(",") if t.strip()),
-        freeze_trainable_layers=args.freeze_trainable_layers, seq_len=args.seq_len, attention=args.attention,
-        loss=args.loss, precision=args.precision, optimizer=args.optimizer,
-        sequence_parallel=args.sequence_parallel,
-    )
+    kw = workload_kwargs(args)
+    pins = {k: kw[k] for k in PINNABLE if kw[k] is not None}
+    base = {k: v for k, v in kw.items() if k not in PINNABLE}
     # validate the pinned fields together with the rest once, for a clear error
     Workload(**base, **{k: v for k, v in pins.items()})
     if args.tokens is None:
