@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from trainfit.errors import TrainfitError, WorkloadError
-from trainfit.estimate.fit import usable_gpu_mem_gib
 from trainfit.estimate.memory import MemoryEstimate, estimate_memory
 from trainfit.models.shapes import ModelShape
 from trainfit.workload import LAYOUT_FIELDS, Workload
@@ -314,7 +313,7 @@ def plan(req: PlanRequest) -> PlanResult:
                                       reason=f"memory of {gpu.name} is unknown (unverified catalog entry)",
                                       fix="set mem_gib for it in the catalog overlay"))
             continue
-        usable = usable_gpu_mem_gib(gpu.mem_gib, gpu.mem_type)
+        usable = gpu.usable_mem_gib
         limit = usable * (1 - req.memory_margin)
         try:
             hw_by_nodes: dict[int, Any] = {}
@@ -470,7 +469,7 @@ def _explain(inst: Any, gpu: Any, limit: float, miss: _Best, req: PlanRequest) -
                    f"pass --ignore-rule {miss.rule.rule} if your quota allows more, or: " + fix)
         return Rejection(instance_type=it, provider=inst.provider, code="memory",
                          reason=(f"needs {miss.need_gib:.1f} GiB/GPU > {limit:.1f} usable "
-                                 f"({usable_gpu_mem_gib(gpu.mem_gib, gpu.mem_type):g} GiB less a "
+                                 f"({gpu.usable_mem_gib:g} GiB less a "
                                  f"{req.memory_margin:.0%} margin; best try: {w.gpus} GPU, {w.strategy}"
                                  f"{'+offload ' + w.offload if w.offload != 'none' else ''}, "
                                  f"GC {'on' if w.grad_ckpt else 'off'}, micro-batch {w.micro_batch})"),

@@ -87,3 +87,11 @@ def test_catalog_import_stays_light_and_lazy():
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+
+
+def test_usable_memory_loses_ecc_share_on_gddr_only():
+    from trainfit.catalog.gpus import get_gpu
+
+    assert get_gpu("A10").usable_mem_gib == pytest.approx(24 * 15 / 16)  # nvidia-smi: 23028 MiB
+    assert get_gpu("T4").usable_mem_gib == pytest.approx(15.0)  # nvidia-smi: 15360 MiB
+    assert get_gpu("H100").usable_mem_gib == get_gpu("H100").mem_gib

@@ -34,14 +34,12 @@ def compute(args: argparse.Namespace) -> dict:
     if args.gpu:
         from trainfit.catalog.gpus import get_gpu
 
-        from trainfit.estimate.fit import usable_gpu_mem_gib
-
         gpu = get_gpu(args.gpu)
         if gpu.mem_gib is None:
             from trainfit.errors import UnknownGPUError
 
             raise UnknownGPUError(f"the catalog does not know the memory of {gpu.name}", fix="pass --gpu-mem GIB")
-        gpu_name, mem = gpu.name, round(usable_gpu_mem_gib(gpu.mem_gib, gpu.mem_type), 3)
+        gpu_name, mem = gpu.name, round(gpu.usable_mem_gib, 3)
     if args.gpu_mem is not None:
         mem = args.gpu_mem
     out = est.to_dict()

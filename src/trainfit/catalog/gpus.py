@@ -27,6 +27,9 @@ from trainfit.errors import UnknownGPUError, did_you_mean
 _PRECISIONS = ("bf16", "fp16", "fp8")
 
 
+#: Fraction of a GDDR6 GPU's memory left with ECC on (see ``GPU.usable_mem_gib``).
+GDDR_ECC_USABLE = 15 / 16
+
 @dataclass(frozen=True, kw_only=True)
 class GPU:
     """One GPU model. Every number carries its unit in its name; None means not known."""
@@ -68,6 +71,17 @@ class GPU:
     def mem_bytes(self) -> int | None:
         """Nominal device memory in bytes (``mem_gib * 2**30``)."""
         return None if self.mem_gib is None else int(self.mem_gib * 2**30)
+
+    @property
+    def usable_mem_gib(self) -> float | None:
+        """Memory a training process can use: GDDR6 data-center GPUs (T4, A10, L4, L20, L40) run with ECC on by
+        default, which reserves 1/16 (nvidia-smi shows 15360 MiB on a T4, 23028 MiB on a 24 GB A10); HBM
+        keeps ECC out of band. This is what every fit decision compares ``reserved_gib`` with."""
+        if self.mem_gib is None:
+            return None
+        if self.mem_type and self.mem_type.upper().startswith("GDDR"):
+            return self.mem_gib * GDDR_ECC_USABLE
+        return self.mem_gib
 
     def peak_tflops(self, precision: str) -> float | None:
         """Dense peak TFLOP/s for ``bf16``, ``fp16`` or ``fp8`` (``amp-bf16`` counts as bf16); None if unknown."""

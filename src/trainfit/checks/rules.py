@@ -441,14 +441,14 @@ def rule_memory(f: JobFacts, o: CheckOptions) -> list[Violation]:
         return [Violation(rule="memory-fit", severity=WARNING,
                           message=f"the training settings could not be modelled: {e.message}",
                           fix=e.fix or "check the parallel sizes against the GPU count")]
-    if est.reserved_gib <= g.mem_gib:
+    if est.reserved_gib <= g.usable_mem_gib:
         return []
     extra = f" (assumed {', '.join(assumed)})" if assumed else ""
     return [Violation(
         rule="memory-fit", severity=ERROR,
         message=f"{model.name} {wl.method}, seq {wl.seq_len}, micro-batch {wl.micro_batch}, {wl.strategy}"
                 f"{'+offload ' + wl.offload if wl.offload != 'none' else ''} on {wl.gpus} GPU(s): needs "
-                f"{est.reserved_gib:.1f} GiB per GPU, {g.name} has {g.mem_gib:.0f} GiB{extra}",
+                f"{est.reserved_gib:.1f} GiB per GPU, {g.name} has {g.usable_mem_gib:.4g} GiB usable{extra}",
         fix="`trainfit memory` with these settings and --gpu lists changes that fit (ZeRO-3, offload, smaller "
             "micro-batch, LoRA, more GPUs)")]
 

@@ -13,18 +13,6 @@ from trainfit.estimate.memory import MemoryEstimate, OverheadModel, DEFAULT_OVER
 from trainfit.models.shapes import ModelShape
 from trainfit.workload import Workload
 
-#: GDDR6 data-center GPUs (T4, A10, L4, L20, L40) run with ECC on by default, which reserves 1/16 of the
-#: memory: nvidia-smi shows 15360 MiB on a T4 and 23028 MiB on an A10 (24 GB). HBM keeps ECC out of band.
-GDDR_ECC_USABLE = 15 / 16
-
-
-def usable_gpu_mem_gib(mem_gib: float, mem_type: str | None) -> float:
-    """Memory a training process can use on a GPU whose datasheet states ``mem_gib``."""
-    if mem_type and mem_type.upper().startswith("GDDR"):
-        return mem_gib * GDDR_ECC_USABLE
-    return mem_gib
-
-
 #: Longest sequence searched (tokens); the model's own context limit is reported separately.
 MAX_SEQ_SEARCH = 1 << 20
 MAX_MB_SEARCH = 4096

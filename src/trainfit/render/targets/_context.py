@@ -63,7 +63,7 @@ def gpu_memory_gib(gpu: str | None) -> tuple[str | None, float | None]:
         from trainfit.catalog.gpus import get_gpu
 
         g = get_gpu(gpu)
-        return g.name, g.mem_gib
+        return g.name, g.usable_mem_gib
     except (ImportError, TrainfitError):
         return gpu, None
 
