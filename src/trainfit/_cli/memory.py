@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(out)
         return 0
-    from trainfit.render.tables import print_memory
+    from trainfit._cli.tables import print_memory
 
     print_memory(out)
     return 0

@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(out)
         return 0
-    from trainfit.render.tables import print_plan
+    from trainfit._cli.tables import print_plan
 
     print_plan(out, top=args.top)
     return 0 if result.plans else 1

@@ -10,15 +10,10 @@ from typing import Any
 
 from trainfit._cli.common import (add_json_option, add_model_argument, add_workload_options, model_from_args,
                                   print_json, workload_from_args)
-from trainfit.render.targets import TARGETS, RenderError
+from trainfit.errors import PlanFileError, RenderError
+from trainfit.launch import TARGETS
 
 MAX_PLAN_BYTES = 5 * 2**20
-
-
-class PlanFileError(RenderError):
-    """A ``--plan`` file that cannot be read or does not have the planner's shape."""
-
-    code = "bad-plan-file"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -79,7 +74,7 @@ def _load_plan(path: str, pick: int) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def _workload_from_plan(args: argparse.Namespace, base: dict[str, Any], plan: dict[str, Any]):
-    from trainfit.errors import WorkloadError
+    from trainfit.errors import PlanFileError, WorkloadError
     from trainfit.workload import Workload
 
     names = {f.name for f in fields(Workload)}
@@ -104,7 +99,7 @@ def _workload_from_plan(args: argparse.Namespace, base: dict[str, Any], plan: di
 
 def compute(args: argparse.Namespace):
     from trainfit.models import get_model
-    from trainfit.render.targets import build_context, render, summary_from_plan
+    from trainfit.launch import build_context, render, summary_from_plan
 
     summary = None
     instance_type, spot, gpu = args.instance_type, args.spot, args.gpu
@@ -124,7 +119,7 @@ def compute(args: argparse.Namespace):
         summary = summary_from_plan(plan, source=f"trainfit plan ({args.plan}, plan {args.pick}: "
                                                  f"{plan.get('provider', '?')} {plan.get('instance_type', '?')})")
         if summary["memory"].get("gpu_mem_gib") is None and gpu:
-            from trainfit.render.targets._context import gpu_memory_gib
+            from trainfit.launch._context import gpu_memory_gib
 
             summary["memory"]["gpu_mem_gib"] = gpu_memory_gib(gpu)[1]
     else:
@@ -143,7 +138,7 @@ def compute(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
-    from trainfit.render.targets import write
+    from trainfit.launch import write
 
     result = compute(args)
     paths = write(result, args.out)

@@ -27,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from trainfit.check import check_file
-    from trainfit.submit import SubmitError, load_job, submit
+    from trainfit.providers.alibaba.submit import SubmitError, load_job, submit
 
     path, _ = load_job(args.path)
     res_check = check_file(path, region=args.region)
