@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.render.conftest import SCENARIOS, make_ctx
+from tests.launch.conftest import SCENARIOS, make_ctx
 from trainfit.cli import main
 from trainfit.launch import TARGETS, RenderError, render
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.render.conftest import SCENARIOS
+from tests.launch.conftest import SCENARIOS
 
 DATA = Path(__file__).parent / "data"
 
