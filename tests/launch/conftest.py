@@ -32,9 +32,20 @@ SCENARIOS = {
 }
 
 
-def make_ctx(name: str):
+def make_plan(name: str):
+    from trainfit.service import plan_for
+
     sc = SCENARIOS[name]
-    return build_context(get_model(sc["model"]), Workload(**sc["wl"]), **sc["kw"])
+    kw = sc["kw"]
+    return plan_for(get_model(sc["model"]), Workload(**sc["wl"]), gpu=kw.get("gpu"),
+                    instance_type=kw.get("instance_type"), spot=kw.get("spot", False), tokens=kw.get("tokens"))
+
+
+def make_ctx(name: str):
+    from trainfit.launch import RenderOptions
+
+    kw = {k: v for k, v in SCENARIOS[name]["kw"].items() if k not in ("gpu", "instance_type", "spot", "tokens")}
+    return build_context(make_plan(name), RenderOptions(**kw))
 
 
 @pytest.fixture(scope="session")

@@ -6,6 +6,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+VERDICT_LABEL = {"fits": "fits", "tight": "tight (inside the safety margin)", "oom": "does not fit (OOM)",
+                 "unknown": "unknown (host RAM)"}
 TERM_LABELS = {
     "weights": "weights",
     "gradients": "gradients",
@@ -49,12 +51,11 @@ def print_memory(out: dict, console: Console | None = None) -> None:
             f"host RAM/node: {out['host_ram_gib']:,.0f} GiB")
     if out.get("gpu_mem_gib") is not None:
         name = out.get("gpu") or "GPU"
-        if out["fits"]:
-            c.print(f"[green]fits[/green] on {name} ({out['gpu_mem_gib']:g} GiB): headroom "
-                    f"{out['headroom_gib']:.2f} GiB")
-        else:
-            c.print(f"[red]does not fit[/red] on {name} ({out['gpu_mem_gib']:g} GiB): needs "
-                    f"{out['reserved_gib']:.1f} GiB/GPU > {out['gpu_mem_gib']:g}")
+        colour = {"fits": "green", "tight": "yellow", "oom": "red", "unknown": "yellow"}[out["verdict"]]
+        c.print(f"[{colour}]{VERDICT_LABEL[out['verdict']]}[/{colour}] on {name} ({out['gpu_mem_gib']:.4g} GiB usable): "
+                f"headroom {out['headroom_gib']:.2f} GiB")
+        for reason in out["fit"]["reasons"]:
+            c.print(f"  - {escape(reason)}")
         c.print(f"largest micro-batch at seq {wl['seq_len']}: {out['max_micro_batch']}   "
                 f"longest seq at micro-batch {wl['micro_batch']}: {out['max_seq_len']:,}")
         for s in out.get("suggestions", []):
@@ -103,8 +104,9 @@ def print_plan(out: dict, top: int = 10, console: Console | None = None) -> None
         if best["cost"] is None:
             c.print("[yellow]no prices in the catalog for these instance types: ranked by GPU-hours. Add "
                     "price_per_hour and currency in ~/.config/trainfit/catalog.yaml (see docs/catalog.md).[/yellow]")
-        for wmsg in best.get("warnings", [])[:3]:
-            c.print(f"[yellow]warning:[/yellow] {escape(wmsg)}")
+        for i, p in enumerate(plans[:top]):
+            for wmsg in p.get("warnings", []):
+                c.print(f"[yellow]#{i + 1} warning:[/yellow] {escape(wmsg)}")
     else:
         c.print("[red]no instance type fits these limits[/red]")
     if out["rejected"]:

@@ -9,17 +9,15 @@ the plan into a folder.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from importlib import import_module
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
-from trainfit.models.shapes import ModelShape
 from trainfit.errors import RenderError
-from trainfit.launch._context import (CKPT_MOUNT, PAI_IMAGE, PLACEHOLDER, RenderContext,
-                                              gpu_memory_gib, is_lingjun_type, lookup_instance, model_repo_id,
-                                              slug)
-from trainfit.workload import Workload
+from trainfit.launch._context import (CKPT_MOUNT, PAI_IMAGE, PLACEHOLDER, RenderContext, RenderOptions,
+                                      is_lingjun_type, model_repo_id, slug)
 
 #: Render targets -> the module that writes them. Engine targets live here in ``launch/``; platform targets
 #: (job specs of one provider) live in that provider's folder.
@@ -34,8 +32,8 @@ TARGET_MODULES: dict[str, str] = {
 }
 TARGETS: tuple[str, ...] = tuple(TARGET_MODULES)
 
-__all__ = ["TARGETS", "RenderContext", "RenderError", "RenderResult", "build_context", "render", "write",
-           "summary_from_estimate", "summary_from_plan"]
+__all__ = ["TARGETS", "RenderContext", "RenderError", "RenderOptions", "RenderResult", "build_context", "render",
+           "write"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -50,72 +48,51 @@ class RenderResult:
         return {"files": sorted(self.files), "skipped": dict(self.skipped), "summary": self.context.summary}
 
 
-def summary_from_estimate(model: ModelShape, workload: Workload, gpu_mem_gib: float | None) -> dict[str, Any]:
-    """Plan summary from the memory model alone (speed and cost need ``trainfit plan``)."""
-    from trainfit.estimate.memory import estimate_memory
-
-    est = estimate_memory(model, workload)
-    mem = {"reserved_gib": round(est.reserved_gib, 2), "tensor_peak_gib": round(est.tensor_peak_gib, 2),
-           "peak_phase": est.peak_phase, "gpu_mem_gib": gpu_mem_gib,
-           "fits": None if gpu_mem_gib is None else est.reserved_gib <= gpu_mem_gib}
-    return {"source": "trainfit memory estimate (speed and cost need `trainfit plan`)", "memory": mem,
-            "speed": None, "cost": None}
+def _steps(plan: Any) -> int | None:
+    """Optimizer steps that train the plan's token budget: tokens / (global batch x sequence length)."""
+    if not plan.tokens:
+        return None
+    wl = plan.workload
+    return max(1, math.ceil(plan.tokens / (wl.global_batch * wl.seq_len)))
 
 
-def summary_from_plan(plan: Mapping[str, Any], *, source: str) -> dict[str, Any]:
-    """Plan summary from one entry of ``trainfit plan --json``'s ``plans`` list."""
-    per_gpu = plan.get("per_gpu_gib")
-    speed = {k: plan.get(k) for k in ("tokens_per_s", "step_seconds", "mfu")}
-    cost = {k: plan.get(k) for k in ("hours", "gpu_hours", "cost", "currency")}
-    return {"source": source,
-            "memory": {"reserved_gib": per_gpu, "tensor_peak_gib": plan.get("tensor_peak_gib"),
-                       "peak_phase": plan.get("peak_phase"), "gpu_mem_gib": plan.get("gpu_mem_gib"),
-                       "fits": plan.get("fits", True if per_gpu is not None else None)},
-            "speed": speed if any(v is not None for v in speed.values()) else None,
-            "cost": cost if any(v is not None for v in cost.values()) else None}
+def _save_steps(plan: Any, step_seconds: float | None, max_steps: int | None) -> int:
+    """Checkpoint interval in steps: the plan's optimal interval on spot (Young/Daly, in its notes as
+    ``checkpoint_interval_hours``), else every 200 steps (HF's common choice), never more than the run."""
+    hours = getattr(plan, "checkpoint_interval_hours", None)
+    if hours and step_seconds:
+        n = max(1, int(hours * 3600 / step_seconds))
+    else:
+        n = 200
+    return min(n, max_steps) if max_steps else n
 
 
-def build_context(model: ModelShape, workload: Workload, *, instance_type: str | None = None, spot: bool = False,
-                  summary: Mapping[str, Any] | None = None, gpu: str | None = None, region: str | None = None,
-                  workspace_id: str | None = None, resource_id: str | None = None, image: str | None = None,
-                  dataset: str | None = None, job_name: str | None = None, checkpoint_uri: str | None = None,
-                  vpc: Mapping[str, str] | None = None, learning_rate: float | None = None, epochs: int = 1,
-                  save_steps: int = 200, spot_discount_limit: float | None = None) -> RenderContext:
-    """A consistent :class:`RenderContext`; raises :class:`RenderError` for contradictions."""
-    inst = lookup_instance(instance_type)
-    gpus_per_instance = getattr(inst, "gpu_count", None) if inst is not None else None
-    if gpu is None and inst is not None:
-        gpu = getattr(inst, "gpu", None)
-    gpu_name, mem = gpu_memory_gib(gpu)
-    if gpus_per_instance and workload.gpus_per_node > gpus_per_instance and workload.gpus > gpus_per_instance:
-        raise RenderError(
-            f"{instance_type} has {gpus_per_instance} GPU(s) per node but the plan puts "
-            f"{min(workload.gpus, workload.gpus_per_node)} on each node",
-            fix=f"use --gpus-per-node {gpus_per_instance} (and a multiple of it for --gpus) or a larger instance")
+def build_context(plan: Any, options: RenderOptions | None = None) -> RenderContext:
+    """A consistent :class:`RenderContext` from a typed plan and render options (no catalog look-ups)."""
+    o = options or RenderOptions()
+    inst = plan.instance
     regions = tuple(getattr(inst, "regions", ()) or ()) if inst is not None else ()
-    lingjun = is_lingjun_type(instance_type)
-    if region is None:
-        region = regions[0] if len(regions) == 1 else ("cn-wulanchabu" if lingjun else "cn-hangzhou")
-    if spot_discount_limit is not None and not 0 < spot_discount_limit <= 1:
-        raise RenderError(f"spot discount limit must be in (0, 1]; got {spot_discount_limit}",
-                          fix="e.g. --spot-discount-limit 0.5 (bid at most 50% of the list price)")
-    name = slug(job_name or f"{model.name}-{workload.method}")
-    default_image = PAI_IMAGE.format(region=region)
-    img = image or default_image
-    custom = bool(image) and not image.startswith(("dsw-registry", "registry.", "registry-vpc."))
+    lingjun = plan.resource_class == "pai-lingjun" or (inst is None and is_lingjun_type(plan.instance_type))
+    region = o.region or plan.region or (regions[0] if len(regions) == 1 else
+                                         ("cn-wulanchabu" if lingjun else "cn-hangzhou"))
+    if regions and region not in regions:
+        raise RenderError(f"{plan.instance_type} is documented only in {', '.join(regions)}, not {region}",
+                          fix=f"use --region {regions[0]} or another instance type")
+    name = slug(o.job_name or f"{plan.model.name}-{plan.workload.method}")
+    img = o.image or PAI_IMAGE.format(region=region)
+    custom = bool(o.image) and not o.image.startswith(("dsw-registry", "registry.", "registry-vpc."))
+    vpc = o.vpc
     if vpc is None and lingjun:
-        vpc = {"VpcId": f"vpc-{PLACEHOLDER}", "SwitchId": f"vsw-{PLACEHOLDER}",
-               "SecurityGroupId": f"sg-{PLACEHOLDER}"}
-    if summary is None:
-        summary = summary_from_estimate(model, workload, mem)
+        vpc = {"VpcId": f"vpc-{PLACEHOLDER}", "SwitchId": f"vsw-{PLACEHOLDER}", "SecurityGroupId": f"sg-{PLACEHOLDER}"}
+    max_steps = None if o.epochs is not None else _steps(plan)
+    save = o.save_steps or _save_steps(plan, plan.step_seconds, max_steps)
     return RenderContext(
-        model=model, model_id=model_repo_id(model), workload=workload, instance_type=instance_type, gpu=gpu_name,
-        gpu_mem_gib=mem, gpus_per_instance=gpus_per_instance, lingjun=lingjun, spot=spot,
-        spot_discount_limit=spot_discount_limit, region=region, workspace_id=workspace_id,
-        resource_id=resource_id, image=img, custom_image=custom, dataset=dataset or "AI-ModelScope/alpaca-gpt4-data-en",
-        job_name=name, checkpoint_uri=checkpoint_uri or f"oss://{PLACEHOLDER}-bucket/trainfit/{name}/",
-        vpc=dict(vpc) if vpc else None, learning_rate=learning_rate, epochs=epochs, save_steps=save_steps,
-        summary=dict(summary))
+        plan=plan, model_id=model_repo_id(plan.model), region=region, image=img, custom_image=custom,
+        dataset=o.dataset or "AI-ModelScope/alpaca-gpt4-data-en", job_name=name,
+        checkpoint_uri=o.checkpoint_uri or f"oss://{PLACEHOLDER}-bucket/trainfit/{name}/",
+        vpc=dict(vpc) if vpc else None, workspace_id=o.workspace_id, resource_id=o.resource_id,
+        learning_rate=o.learning_rate, epochs=o.epochs, max_steps=max_steps, save_steps=save,
+        spot_discount_limit=o.spot_discount_limit)
 
 
 def _module(target: str):
@@ -142,7 +119,9 @@ def render(ctx: RenderContext, targets: list[str] | tuple[str, ...] | str = "all
         why = mod.applies(ctx)
         if why:
             if not want_all:
-                raise RenderError(f"target {t} does not apply: {why}", fix="pick another --target or change the plan")
+                fitting = [x for x in TARGETS if not _module(x).applies(ctx)]
+                raise RenderError(f"target {t} does not apply to this plan: {why}",
+                                  fix="targets that fit this plan: " + ", ".join(fitting))
             skipped[t] = why
             continue
         files.update(mod.render(ctx))

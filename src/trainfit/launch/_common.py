@@ -34,8 +34,11 @@ def swift_args(ctx: RenderContext) -> list[tuple[str, str]]:
     wl = ctx.workload
     tuner = "full" if wl.method in ("full", "freeze") else "lora"
     a: list[tuple[str, str]] = [("model", ctx.model_id), ("tuner_type", tuner), ("dataset", ctx.dataset),
-                                ("torch_dtype", dtype_name(ctx)), ("max_length", str(wl.seq_len)),
-                                ("num_train_epochs", str(ctx.epochs))]
+                                ("torch_dtype", dtype_name(ctx)), ("max_length", str(wl.seq_len))]
+    if ctx.max_steps:
+        a.append(("max_steps", str(ctx.max_steps)))
+    else:
+        a.append(("num_train_epochs", f"{ctx.epochs if ctx.epochs is not None else 1:g}"))
     if wl.method == "qlora":
         a += [("quant_method", "bnb"), ("quant_bits", "4"), ("bnb_4bit_quant_type", "nf4")]
     if wl.method == "freeze":

@@ -20,10 +20,18 @@ DS_PATH = "ds_config.json"
 LF_ATTN = {"flash": "fa2", "sdpa": "sdpa", "eager": "disabled"}
 
 
+#: Workload precision -> LLaMA-Factory flags (``pure_bf16``: bf16 weights and optimizer states, no fp32 copy).
+LF_PRECISION = {"bf16": {"bf16": True, "pure_bf16": True}, "amp-bf16": {"bf16": True}, "fp16": {"fp16": True}}
+
+
 def applies(ctx: RenderContext) -> str | None:
     if ctx.megatron:
         return ("the plan uses Megatron parallelism (tp/pp/ep/cp > 1); LLaMA-Factory's default trainer runs "
                 "data parallel only")
+    if ctx.workload.strategy == "fsdp":
+        return "the plan uses FSDP, which LLaMA-Factory takes from an accelerate config file (not rendered)"
+    if ctx.workload.precision not in LF_PRECISION:
+        return f"precision {ctx.workload.precision} is not a LLaMA-Factory training precision"
     return None
 
 
@@ -42,12 +50,13 @@ def config(ctx: RenderContext) -> dict[str, Any]:
     dataset = ctx.dataset if "/" not in ctx.dataset else "alpaca_en_demo"
     c.update({"dataset": dataset, "template": "qwen3", "cutoff_len": wl.seq_len,
               "per_device_train_batch_size": wl.micro_batch, "gradient_accumulation_steps": wl.grad_accum,
-              "learning_rate": ctx.lr, "num_train_epochs": float(ctx.epochs), "lr_scheduler_type": "cosine",
+              "learning_rate": ctx.lr, "lr_scheduler_type": "cosine",
               "optim": OPTIMIZERS[wl.optimizer], "flash_attn": LF_ATTN[wl.attention]})
-    if wl.precision == "fp16":
-        c["fp16"] = True
+    if ctx.max_steps:
+        c["max_steps"] = ctx.max_steps
     else:
-        c["bf16"] = True
+        c["num_train_epochs"] = float(ctx.epochs if ctx.epochs is not None else 1)
+    c.update(LF_PRECISION[wl.precision])
     if not wl.grad_ckpt:
         c["disable_gradient_checkpointing"] = True
     if wl.loss == "fused":

@@ -18,17 +18,16 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from trainfit.errors import PlanError, TrainfitError, WorkloadError
+from trainfit.estimate.fit import HOST_RAM_USABLE, SAFETY_MARGIN_DEFAULT, decide_fit
 from trainfit.estimate.memory import MemoryEstimate, estimate_memory
 from trainfit.models.shapes import ModelShape
+from trainfit.plan.types import Plan, PlanResult, Rejection
 from trainfit.workload import LAYOUT_FIELDS, Workload
 
 Objective = Literal["cost", "time"]
 
-#: Fraction of GPU memory kept free on top of ``reserved_gib`` (allocator spikes, NCCL growth, version
-#: drift). An assumption; set ``PlanRequest.memory_margin`` to change it.
-MEMORY_MARGIN_DEFAULT = 0.05
-#: Fraction of host RAM the job may use (the OS, data loaders and page cache need the rest).
-HOST_RAM_USABLE = 0.9
+#: The safety margin of the one fit decision (``estimate/fit.py``); ``PlanRequest.memory_margin`` changes it.
+MEMORY_MARGIN_DEFAULT = SAFETY_MARGIN_DEFAULT
 NODE_COUNTS = (1, 2, 4, 8, 16, 32, 64, 128)
 MAX_MICRO_BATCH = 16
 #: Strategies in order of expected speed (fastest first) for one GPU and for several.
@@ -85,86 +84,6 @@ class PlanRequest:
             raise PlanError(f"cannot pin {sorted(unknown)}")
         if not 0 <= self.memory_margin < 0.5:
             raise PlanError("memory margin must be in [0, 0.5)")
-
-
-@dataclass(frozen=True, kw_only=True)
-class Plan:
-    provider: str
-    resource_class: str
-    instance_type: str
-    gpu: str
-    gpus_per_node: int
-    nodes: int
-    workload: Workload
-    memory: MemoryEstimate
-    gpu_mem_gib: float
-    tokens_per_s: float
-    step_seconds: float
-    mfu: float
-    hours: float
-    gpu_hours: float
-    cost: float | None
-    currency: str | None
-    spot: bool
-    on_demand_cost: float | None = None
-    notes: tuple[str, ...] = ()
-    warnings: tuple[str, ...] = ()
-
-    def settings(self) -> dict[str, Any]:
-        w = self.workload
-        return {"strategy": w.strategy, "offload": w.offload, "grad_ckpt": w.grad_ckpt, "micro_batch": w.micro_batch,
-                "grad_accum": w.grad_accum, "gpus": w.gpus, "gpus_per_node": w.gpus_per_node, "tp": w.tp,
-                "pp": w.pp, "ep": w.ep, "cp": w.cp, "precision": w.precision, "optimizer": w.optimizer,
-                "attention": w.attention, "loss": w.loss, "method": w.method, "seq_len": w.seq_len}
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "provider": self.provider, "resource_class": self.resource_class, "instance_type": self.instance_type,
-            "gpu": self.gpu, "gpus_per_node": self.gpus_per_node, "nodes": self.nodes, "settings": self.settings(),
-            "per_gpu_gib": round(self.memory.reserved_gib, 2), "gpu_mem_gib": self.gpu_mem_gib,
-            "tensor_peak_gib": round(self.memory.tensor_peak_gib, 2), "peak_phase": self.memory.peak_phase,
-            "host_ram_gib": round(self.memory.host_ram_gib, 1),
-            "tokens_per_s": round(self.tokens_per_s, 1), "step_seconds": round(self.step_seconds, 3),
-            "mfu": round(self.mfu, 3), "hours": round(self.hours, 2), "gpu_hours": round(self.gpu_hours, 1),
-            "cost": None if self.cost is None else round(self.cost, 2), "currency": self.currency,
-            "on_demand_cost": None if self.on_demand_cost is None else round(self.on_demand_cost, 2),
-            "spot": self.spot, "notes": list(self.notes), "warnings": list(self.warnings),
-        }
-
-
-@dataclass(frozen=True, kw_only=True)
-class Rejection:
-    instance_type: str
-    code: str
-    reason: str
-    fix: str | None = None
-    provider: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"instance_type": self.instance_type, "provider": self.provider, "code": self.code,
-                "reason": self.reason, "fix": self.fix}
-
-
-@dataclass(frozen=True, kw_only=True)
-class PlanResult:
-    request: PlanRequest
-    plans: tuple[Plan, ...]
-    rejected: tuple[Rejection, ...]
-    pareto: tuple[int, ...]
-    """Indices into ``plans`` on the time-vs-cost frontier (GPU-hours stand in for cost without prices)."""
-
-    @property
-    def best(self) -> Plan | None:
-        return self.plans[0] if self.plans else None
-
-    def to_dict(self) -> dict[str, Any]:
-        wl = self.request.workload
-        w = {k: v for k, v in wl.to_dict().items() if k not in PIN_FIELDS or k in self.request.pins}
-        w.update({"model": self.request.model.name, "tokens": self.request.tokens,
-                  "global_batch": self.request.global_batch, "objective": self.request.objective,
-                  "spot": self.request.spot, "pins": dict(self.request.pins)})
-        return {"workload": w, "plans": [p.to_dict() for p in self.plans], "pareto": list(self.pareto),
-                "rejected": [r.to_dict() for r in self.rejected]}
 
 
 # ------------------------------------------------------------------------------------------ search
@@ -374,7 +293,7 @@ def plan(req: PlanRequest) -> PlanResult:
                     wl, est = fitted
                     if inst.ram_gib and est.host_ram_gib > inst.ram_gib * HOST_RAM_USABLE:
                         miss.host = (est.host_ram_gib, inst.ram_gib)
-                        continue
+                        continue  # the one fit decision below would say oom/tight too; skip the speed model
                     if req.global_batch:
                         ga = max(1, math.ceil(req.global_batch / (wl.micro_batch * wl.dp)))
                         if ga != wl.grad_accum:
@@ -387,6 +306,12 @@ def plan(req: PlanRequest) -> PlanResult:
                 if found is None:
                     continue
                 wl, est = found
+                fit = decide_fit(est, usable_gib=usable, gpus_per_node=gpn, host_ram_gib=inst.ram_gib,
+                                 margin=req.memory_margin)
+                if fit.verdict in ("oom", "tight"):
+                    if fit.host_verdict in ("oom", "tight"):
+                        miss.host = (est.host_ram_gib, inst.ram_gib)
+                    continue
                 hw = hw_by_nodes.get(gpn) or hardware_from_catalog(gpu, inst, gpus_per_node=gpn)
                 hw_by_nodes[gpn] = hw
                 sp = estimate_speed(model, wl, hw, framework=req.framework)
@@ -398,18 +323,15 @@ def plan(req: PlanRequest) -> PlanResult:
                 if req.spot and c.spot is not None and c.spot.expected_cost is not None:
                     cost = c.spot.expected_cost
                 notes = []
-                host_warn: tuple[str, ...] = ()
-                if not inst.ram_gib and est.host_ram_gib > 64:
-                    host_warn = (f"needs ~{est.host_ram_gib:,.0f} GiB host RAM per node; the catalog does not know "
-                                 f"the RAM of {it}: check it before renting",)
                 if c.fix and cost is None:
                     notes.append(c.fix)
-                p = Plan(provider=inst.provider, resource_class=inst.resource_class, instance_type=it, gpu=gpu.name,
-                         gpus_per_node=gpn, nodes=nodes, workload=wl, memory=est, gpu_mem_gib=round(usable, 3),
-                         tokens_per_s=sp.tokens_per_s, step_seconds=sp.step_seconds, mfu=sp.mfu, hours=tt.hours,
-                         gpu_hours=tt.gpu_hours, cost=cost, currency=c.currency, spot=req.spot,
-                         on_demand_cost=on_demand, notes=tuple(notes),
-                         warnings=host_warn + tuple(sp.warnings) + rule_warnings)
+                p = Plan(model=model, provider=inst.provider, resource_class=inst.resource_class, instance_type=it,
+                         instance=inst, gpu=gpu.name, gpu_spec=gpu, gpus_per_node=gpn, nodes=nodes, workload=wl,
+                         memory=est, fit=fit, gpu_mem_gib=usable, tokens=req.tokens,
+                         tokens_per_s=sp.tokens_per_s, step_seconds=sp.step_seconds, mfu=sp.mfu, framework=sp.framework,
+                         hours=tt.hours, gpu_hours=tt.gpu_hours, cost=cost, currency=c.currency, spot=req.spot,
+                         on_demand_cost=on_demand, region=req.region, notes=tuple(notes),
+                         warnings=tuple(fit.reasons) + tuple(sp.warnings) + rule_warnings)
                 if req.deadline_hours is not None and p.hours > req.deadline_hours:
                     miss.other = ("deadline", f"{p.hours:.1f} h > deadline {req.deadline_hours:g} h",
                                   "more nodes or a faster GPU")
@@ -437,10 +359,12 @@ def plan(req: PlanRequest) -> PlanResult:
 
 
 def _score(req: PlanRequest, p: Plan) -> tuple:
+    # a plan whose verdict is not a clean "fits" (host RAM unknown) is never ranked above one that is
+    unsure = p.fit.verdict != "fits"
     if req.objective == "time":
-        return (p.hours, p.cost if p.cost is not None else math.inf, p.gpu_hours)
+        return (unsure, p.hours, p.cost if p.cost is not None else math.inf, p.gpu_hours)
     # cost: priced plans first by cost; unpriced ones after, by GPU-hours
-    return (0 if p.cost is not None else 1, p.cost if p.cost is not None else p.gpu_hours, p.hours)
+    return (unsure, 0 if p.cost is not None else 1, p.cost if p.cost is not None else p.gpu_hours, p.hours)
 
 
 def _pareto(plans: list[Plan]) -> tuple[int, ...]:

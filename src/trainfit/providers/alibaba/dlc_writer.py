@@ -23,12 +23,19 @@ AIMASTER_ARGS = "--job-execution-mode Async --enable-job-restart True --max-num-
 
 
 def applies(ctx: RenderContext) -> str | None:
+    """A DLC job needs an Alibaba PAI instance type: a generic template or another cloud's type is never written
+    into ``EcsSpec``."""
+    p = ctx.plan
+    if p.provider != "alibaba" or not p.instance_type:
+        where = f"{p.instance_type} ({p.provider})" if p.instance_type else f"a {p.gpu} without an instance type"
+        return (f"the plan runs on {where}; a PAI-DLC job needs an Alibaba PAI instance type "
+                "(plan with --provider alibaba, or render with --instance-type ecs.../ml...)")
     return None
 
 
 def job_body(ctx: RenderContext) -> dict[str, Any]:
     spec: dict[str, Any] = {"Type": "Worker", "PodCount": ctx.nodes, "Image": ctx.image}
-    spec["EcsSpec"] = ctx.instance_type or "REPLACE_ME_INSTANCE_TYPE"
+    spec["EcsSpec"] = ctx.instance_type
     if ctx.spot:
         spec["UseSpotInstance"] = True
         if ctx.lingjun:
