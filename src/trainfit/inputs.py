@@ -270,16 +270,20 @@ def loads_json(text: str, *, what: str, error: type = InputError, limit: int = M
         raise error(f"{what} nests deeper than {limit} levels", fix="pass a real file")
     try:
         return json.loads(text, parse_constant=_no_constant)
-    except (json.JSONDecodeError, ValueError, RecursionError) as e:
+    except json.JSONDecodeError as e:
+        raise error(f"{what}: malformed JSON at line {e.lineno}, column {e.colno}: {e.msg}",
+                    fix="fix the JSON syntax (a JSON linter shows the spot)") from None
+    except (ValueError, RecursionError) as e:
         raise error(f"{what} is not valid JSON: {_short(str(e))}", fix="fix the JSON syntax") from None
 
 
-def loads_yaml_all(text: str, *, what: str, error: type = InputError, limit: int = MAX_DEPTH) -> list[Any]:
-    """All documents of a YAML text, with ``safe_load`` semantics, no aliases/anchors (no alias bombs) and a
-    depth limit."""
+def loads_yaml_all(text: str, *, what: str, error: type = InputError, limit: int = MAX_DEPTH,
+                   loader: Any = None) -> list[Any]:
+    """All documents of a YAML text, with ``safe_load`` semantics (or ``loader``, a ``yaml.SafeLoader``
+    subclass), no aliases/anchors (no alias bombs) and a depth limit."""
     import yaml
 
-    class _Loader(yaml.SafeLoader):
+    class _Loader(loader or yaml.SafeLoader):  # type: ignore[misc,valid-type]
         pass
 
     def _no_alias(self, *a, **k):  # pragma: no cover - raised through the loader

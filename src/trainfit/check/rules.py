@@ -55,10 +55,7 @@ def _catalog_instance(name: str):
         from trainfit.catalog.instances import list_instances
     except ImportError:
         return None, None
-    try:
-        rows = list_instances()
-    except TrainfitError:
-        return None, None
+    rows = list_instances()  # a catalog or overlay that cannot be read is an error, never a skipped rule
     hit = next((r for r in rows if r.instance_type.lower() == name.strip().lower()), None)
     return hit, [r.instance_type for r in rows]
 

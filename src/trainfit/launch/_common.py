@@ -122,7 +122,8 @@ def dump_yaml(data: object) -> str:
     import yaml
 
     class _Dumper(yaml.SafeDumper):
-        pass
+        def ignore_aliases(self, data: object) -> bool:  # shared sub-trees are written out, never as &anchors
+            return True
 
     def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
         if "\n" in value and not any(ln != ln.rstrip() for ln in value.splitlines()):
