@@ -19,11 +19,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     g = p.add_argument_group("GPU")
     g.add_argument("--gpu", metavar="NAME", help="GPU from the catalog (A10, L20, A100-80GB, H800, H20...)")
     g.add_argument("--gpu-mem", type=float, metavar="GIB", help="GPU memory in GiB instead of --gpu")
+    from trainfit._cli.rl_options import add_rl_options
+
+    add_rl_options(p)
     add_json_option(p)
     p.set_defaults(func=run)
 
 
 def compute(args: argparse.Namespace) -> dict:
+    if getattr(args, "rl", None):
+        from trainfit._cli.rl_options import compute_rl_memory
+
+        return compute_rl_memory(args)
     from trainfit.estimate.fit import fit_answer
     from trainfit.estimate.memory import estimate_memory
 
@@ -58,6 +65,11 @@ def run(args: argparse.Namespace) -> int:
     out = compute(args)
     if args.json:
         print_json(out)
+        return 0
+    if "rl" in out:
+        from trainfit._cli.rl_options import print_rl_memory
+
+        print_rl_memory(out)
         return 0
     from trainfit.render.tables import print_memory
 
