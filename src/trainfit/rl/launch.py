@@ -137,7 +137,8 @@ def parse_verl(text: str) -> ParsedRL:
         "ref": use_kl,
         "ref_offload": _truthy(g(ar + "ref.fsdp_config.param_offload", "False")),
         "trainer_offload": _truthy(g(ar + "actor.fsdp_config.param_offload", "False")),
-        "critic": True if (algo == "ppo" and "critic.model.path" in kv) else None,
+        # None = the algorithm's default (a critic for PPO), so written-then-read configs compare equal
+        "critic": None if (algo == "ppo") == ("critic.model.path" in kv) else ("critic.model.path" in kv),
         "colocate": True,
     }
     if g(ar + "rollout.max_num_batched_tokens"):
