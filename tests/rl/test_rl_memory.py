@@ -151,3 +151,18 @@ def test_rl_speed_and_hours(capsys):
                          "--rollout-util", "0.7", "--prompt-len", "1024", "--response-len", "3072")
     assert out2["rl"]["speed"]["decode_batch"] > s["decode_batch"]
     assert out2["rl"]["speed"]["rollout_tokens_per_s"] > s["rollout_tokens_per_s"]
+
+
+def test_rl_report_is_pure_and_json_ready():
+    import json as _json
+
+    from trainfit.rl import rl_report
+
+    m = get_model("Qwen3-30B-A3B")
+    rl = RLConfig.for_framework("verl", num_generations=8, prompt_len=2048, response_len=4096)
+    rep = rl_report(m, Workload(method="full", gpus=8, strategy="fsdp"), rl, 80.0, gpu=get_gpu("H100"), steps=100)
+    assert rep["config"]["max_num_seqs"] == 1024  # verl's rollout.yaml passes 1024
+    assert rep["_workload"].seq_len == 6144
+    rep.pop("_train"), rep.pop("_workload")
+    _json.dumps(rep)
+    assert rep["time"]["gpu_hours"] == pytest.approx(8 * rep["time"]["hours"], rel=1e-6)

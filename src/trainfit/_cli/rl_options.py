@@ -79,7 +79,7 @@ def compute_rl_memory(args: argparse.Namespace) -> dict:
     concurrent sequences, binding phase; with --gpu also speed and, with --steps, hours)."""
     from trainfit._cli.common import model_from_args, workload_from_args
     from trainfit.errors import WorkloadError
-    from trainfit.rl.memory import estimate_rl_memory
+    from trainfit.rl.report import rl_report
 
     rl = rl_config_from_args(args)
     model = model_from_args(args)
@@ -88,20 +88,11 @@ def compute_rl_memory(args: argparse.Namespace) -> dict:
     if mem is None:
         raise WorkloadError("--rl needs the GPU: the rollout engine's budget is a fraction of its memory",
                             fix="pass --gpu NAME (e.g. H100) or --gpu-mem GIB")
-    est = estimate_rl_memory(model, wl, rl, float(mem))
-    out = est.train.to_dict()
-    out["workload"] = wl.to_dict()
-    out.update({"gpu": gpu_name, "gpu_mem_gib": mem, "fits": est.fits, "headroom_gib": round(est.headroom_gib, 2)})
-    rl_out = {"config": rl.to_dict(), **est.to_dict()}
-    if gpu is not None:
-        from trainfit.rl.speed import _speed_api, estimate_rl_speed, rl_hours
-
-        hw = _speed_api().hardware_from_catalog(gpu)
-        sp = estimate_rl_speed(model, wl, rl, hw, est)
-        rl_out["speed"] = sp.to_dict()
-        if getattr(args, "steps", None):
-            rl_out["time"] = {k: round(v, 3) for k, v in rl_hours(sp, args.steps, wl.gpus).items()}
-    out["rl"] = rl_out
+    rep = rl_report(model, wl, rl, float(mem), gpu=gpu, steps=getattr(args, "steps", None))
+    out = rep.pop("_train").to_dict()
+    out["workload"] = rep.pop("_workload").to_dict()
+    out.update({"gpu": gpu_name, "gpu_mem_gib": mem, "fits": rep["fits"], "headroom_gib": round(rep["headroom_gib"], 2)})
+    out["rl"] = rep
     return out
 
 

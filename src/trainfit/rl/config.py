@@ -58,6 +58,8 @@ class FrameworkDefaults:
     """Whether the reference model's weights sit in host RAM between its forward passes."""
     sources: tuple[str, ...]
     """Public files / pages the values were read from."""
+    max_num_seqs: int | None = None
+    """Engine ``max_num_seqs`` the framework passes (None = the engine's own default)."""
     as_of: str = "2026-12-03"
     notes: str = ""
 
@@ -65,12 +67,12 @@ class FrameworkDefaults:
 FRAMEWORK_DEFAULTS: dict[str, FrameworkDefaults] = {
     "verl": FrameworkDefaults(
         name="verl", rollout_util=0.5, rollout_tp=2, num_generations=1, prompt_len=512, response_len=512,
-        colocate=True, engine_sleep=True, trainer_offload=False, ref=True, ref_offload=False,
+        colocate=True, engine_sleep=True, trainer_offload=False, ref=True, ref_offload=False, max_num_seqs=1024,
         sources=("https://github.com/volcengine/verl/blob/main/verl/trainer/config/rollout/rollout.yaml",
                  "https://github.com/volcengine/verl/blob/main/verl/trainer/config/ref/ref.yaml",
                  "https://verl.readthedocs.io/en/latest/examples/config.html"),
         notes="rollout.gpu_memory_utilization 0.5, tensor_model_parallel_size 2, n 1, free_cache_engine True "
-              "(engine sleeps during the update), prompt/response 512; actor and reference run in the same "
+              "(engine sleeps during the update), max_num_seqs 1024, prompt/response 512; actor and reference run in the same "
               "hybrid-engine worker (colocated); actor fsdp_config param_offload/optimizer_offload False, "
               "ref param_offload False (the GRPO examples set it True); use_kl_loss examples load a reference.",
     ),
@@ -224,7 +226,7 @@ class RLConfig:
                 raise WorkloadError(f"--rl-framework must be one of {', '.join(FRAMEWORKS)}; got {framework!r}")
             fd = FRAMEWORK_DEFAULTS[framework]
             for name in ("rollout_util", "rollout_tp", "num_generations", "prompt_len", "response_len", "colocate",
-                         "engine_sleep", "trainer_offload", "ref", "ref_offload"):
+                         "engine_sleep", "trainer_offload", "ref", "ref_offload", "max_num_seqs"):
                 v = getattr(fd, name)
                 if v is not None:
                     kw[name] = v
