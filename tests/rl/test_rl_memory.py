@@ -165,4 +165,4 @@ def test_rl_report_is_pure_and_json_ready():
     assert rep["_workload"].seq_len == 6144
     rep.pop("_train"), rep.pop("_workload")
     _json.dumps(rep)
-    assert rep["time"]["gpu_hours"] == pytest.approx(8 * rep["time"]["hours"], rel=1e-6)
+    assert rep["time"]["gpu_hours"] == pytest.approx(8 * rep["time"]["hours"], abs=0.01)
