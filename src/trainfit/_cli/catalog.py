@@ -119,7 +119,7 @@ def _validate(args: argparse.Namespace) -> int:
     from trainfit.catalog._store import bundled_rows, overlay_path
     from trainfit.catalog.overlay import validate_overlay
     from trainfit.errors import CatalogError
-    from trainfit.platforms.rules import load_rules
+    from trainfit.rules import load_rules
 
     problems: list[str] = []
     checked: list[str] = []
@@ -152,7 +152,7 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _refresh(args: argparse.Namespace) -> int:
-    from trainfit.catalog.refresh import refresh
+    from trainfit.providers.alibaba.refresh import refresh
 
     res = refresh(args.provider, args.region, endpoint=args.endpoint, protocol=args.protocol,
                   timeout_s=args.timeout)
@@ -168,7 +168,7 @@ def _refresh(args: argparse.Namespace) -> int:
 
 
 def _rules(args: argparse.Namespace) -> int:
-    from trainfit.platforms.rules import load_rules, rules_for_claim
+    from trainfit.rules import load_rules, rules_for_claim
 
     rules = rules_for_claim(args.claim) if args.claim else list(load_rules())
     if args.json:

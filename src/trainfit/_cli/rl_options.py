@@ -11,8 +11,13 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from trainfit._cli.common import parse_seq
+from trainfit import inputs
+from trainfit._cli.common import _arg, float_arg, int_arg
 from trainfit.rl.config import ALGOS, ENGINES, FRAMEWORKS, RLConfig
+
+
+def _seq(name: str):
+    return _arg(lambda t: inputs.as_seq_len(name, t))
 
 #: RLConfig fields set from options of the same name (None = not given on the command line).
 _RL_OPTION_FIELDS = ("rollout_engine", "rollout_tp", "rollout_util", "prompt_len", "response_len",
@@ -27,13 +32,13 @@ def add_rl_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--rl-framework", choices=FRAMEWORKS, default=None,
                    help="fill unset RL options with this framework's documented defaults")
     g.add_argument("--rollout-engine", choices=ENGINES, default=None, help="vllm | sglang (default vllm)")
-    g.add_argument("--rollout-tp", type=int, default=None, help="tensor-parallel size of each rollout engine")
-    g.add_argument("--rollout-util", type=float, default=None, metavar="U",
+    g.add_argument("--rollout-tp", type=int_arg("--rollout-tp", 1, 1024), default=None, help="tensor-parallel size of each rollout engine")
+    g.add_argument("--rollout-util", type=float_arg("--rollout-util", 0, 1, lo_open=True), default=None, metavar="U",
                    help="engine gpu_memory_utilization / mem_fraction_static (0-1)")
-    g.add_argument("--prompt-len", type=parse_seq, default=None, help="prompt tokens (max)")
-    g.add_argument("--response-len", type=parse_seq, default=None, help="generated tokens (max)")
-    g.add_argument("--num-generations", type=int, default=None, help="responses per prompt")
-    g.add_argument("--rollout-batch", type=int, default=None, help="prompts per RL step")
+    g.add_argument("--prompt-len", type=_seq("--prompt-len"), default=None, help="prompt tokens (max)")
+    g.add_argument("--response-len", type=_seq("--response-len"), default=None, help="generated tokens (max)")
+    g.add_argument("--num-generations", type=int_arg("--num-generations", 1, 65_536), default=None, help="responses per prompt")
+    g.add_argument("--rollout-batch", type=int_arg("--rollout-batch", 1, 10_000_000), default=None, help="prompts per RL step")
     g.add_argument("--colocate", action=argparse.BooleanOptionalAction, default=None,
                    help="engine shares the training GPUs (default: the framework's, else yes)")
     g.add_argument("--ref", action=argparse.BooleanOptionalAction, default=None,
@@ -46,7 +51,7 @@ def add_rl_options(p: argparse.ArgumentParser) -> None:
                    help="trainer weights/optimizer to host RAM during rollout")
     g.add_argument("--ref-offload", action=argparse.BooleanOptionalAction, default=None,
                    help="reference weights in host RAM between its forward passes")
-    g.add_argument("--steps", type=int, default=None, help="RL steps, for hours (needs --gpu)")
+    g.add_argument("--steps", type=int_arg("--steps", 1, 10_000_000), default=None, help="RL steps, for hours (needs --gpu)")
 
 
 def rl_config_from_args(args: argparse.Namespace) -> RLConfig | None:
@@ -101,7 +106,7 @@ PHASE_LABELS = {"rollout": "rollout (engine + trainer residual)", "train": "trai
 
 
 def print_rl_memory(out: dict) -> None:
-    from trainfit.render.tables import make_console
+    from trainfit._cli.tables import make_console
     from rich.table import Table
 
     c = make_console()

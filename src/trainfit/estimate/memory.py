@@ -97,6 +97,23 @@ class MemoryEstimate:
             "assumptions": list(self.assumptions),
         }
 
+    def to_exact_dict(self) -> dict:
+        """Every field unrounded (the typed Plan's lossless JSON); :meth:`from_dict` reads it back."""
+        return {"model": self.model, "params": self.params.to_dict(), "tensor_peak_gib": self.tensor_peak_gib,
+                "reserved_gib": self.reserved_gib, "peak_phase": self.peak_phase,
+                "breakdown_gib": dict(self.breakdown_gib), "phases_gib": dict(self.phases_gib),
+                "host_ram_gib": self.host_ram_gib,
+                "activation_bytes_per_token_layer": self.activation_bytes_per_token_layer,
+                "assumptions": list(self.assumptions)}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "MemoryEstimate":
+        return cls(model=d["model"], params=ParamCounts(**d["params"]), tensor_peak_gib=d["tensor_peak_gib"],
+                   reserved_gib=d["reserved_gib"], peak_phase=d["peak_phase"], breakdown_gib=dict(d["breakdown_gib"]),
+                   phases_gib=dict(d["phases_gib"]), host_ram_gib=d["host_ram_gib"],
+                   activation_bytes_per_token_layer=d["activation_bytes_per_token_layer"],
+                   assumptions=tuple(d.get("assumptions") or ()))
+
 
 # --------------------------------------------------------------------------------------- state bytes
 @dataclass(frozen=True)
