@@ -93,10 +93,12 @@ def compute_rl_memory(args: argparse.Namespace) -> dict:
     if mem is None:
         raise WorkloadError("--rl needs the GPU: the rollout engine's budget is a fraction of its memory",
                             fix="pass --gpu NAME (e.g. H100) or --gpu-mem GIB")
-    rep = rl_report(model, wl, rl, float(mem), gpu=gpu, steps=getattr(args, "steps", None))
+    rep = rl_report(model, wl, rl, float(mem), gpu=gpu, steps=getattr(args, "steps", None),
+                    host_ram_gib=getattr(args, "host_ram", None))
     out = rep.pop("_train").to_dict()
     out["workload"] = rep.pop("_workload").to_dict()
-    out.update({"gpu": gpu_name, "gpu_mem_gib": mem, "fits": rep["fits"], "headroom_gib": round(rep["headroom_gib"], 2)})
+    out.update({"gpu": gpu_name, "gpu_mem_gib": mem, "verdict": rep["verdict"], "fits": rep["fits"],
+                "fit": rep["fit"], "headroom_gib": round(rep["headroom_gib"], 2)})
     out["rl"] = rep
     return out
 
@@ -133,12 +135,11 @@ def print_rl_memory(out: dict) -> None:
                 + (f" + {rl['kv_fixed_bytes_per_seq']:,} B/seq linear-attention state" if rl["kv_fixed_bytes_per_seq"]
                    else "") + f")   host RAM/node: {rl['host_ram_gib']:,.0f} GiB")
     name = out.get("gpu") or "GPU"
-    if rl["fits"]:
-        c.print(f"[green]fits[/green] on {name} ({out['gpu_mem_gib']:g} GiB) in every phase: headroom "
-                f"{rl['headroom_gib']:.2f} GiB (binding phase: {rl['binding_phase']})")
-    else:
-        c.print(f"[red]does not fit[/red] on {name} ({out['gpu_mem_gib']:g} GiB): the {rl['binding_phase']} phase "
-                f"needs {rl['peak_gib']:.1f} GiB/GPU")
+    colour = {"fits": "green", "tight": "yellow", "unknown": "yellow"}.get(rl["verdict"], "red")
+    c.print(f"[{colour}]{rl['verdict']}[/{colour}] on {name} ({out['gpu_mem_gib']:g} GiB), binding phase "
+            f"{rl['binding_phase']}: {rl['peak_gib']:.1f} GiB/GPU, headroom {rl['headroom_gib']:.2f} GiB")
+    for reason in rl["fit"].get("reasons", []):
+        c.print(f"  {reason}")
     if "speed" in rl:
         s = rl["speed"]
         c.print(f"step {s['step_seconds']:,.0f} s: rollout {s['rollout_seconds']:,.0f} s "

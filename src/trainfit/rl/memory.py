@@ -53,7 +53,12 @@ class RLMemoryEstimate:
     """The phase with the largest peak."""
     peak_gib: float
     fits: bool
-    """Every phase fits in ``gpu_mem_gib``."""
+    """``verdict == "fits"``."""
+    verdict: str
+    """fits | tight | oom | unknown: :func:`trainfit.estimate.fit.decide_fit` on the binding phase's peak and
+    the host RAM (``oom`` also when the KV pool holds no sequence)."""
+    fit: dict
+    """The :class:`~trainfit.estimate.fit.FitDecision` behind the verdict, as a dict."""
     headroom_gib: float
     kv_pool_gib: float | None
     """KV-cache pool per GPU of the rollout engine (None for DPO)."""
@@ -88,6 +93,7 @@ class RLMemoryEstimate:
             "algo": self.algo, "gpu_mem_gib": r(self.gpu_mem_gib),
             "phases_gib": {k: r(v) for k, v in self.phases_gib.items()},
             "binding_phase": self.binding_phase, "peak_gib": r(self.peak_gib), "fits": self.fits,
+            "verdict": self.verdict, "fit": self.fit,
             "headroom_gib": r(self.headroom_gib), "kv_pool_gib": r(self.kv_pool_gib),
             "kv_bytes_per_token": self.kv_bytes_per_token, "kv_fixed_bytes_per_seq": self.kv_fixed_bytes_per_seq,
             "kv_gib_per_seq": r(self.kv_gib_per_seq), "max_concurrent_seqs": self.max_concurrent_seqs,
@@ -168,7 +174,7 @@ def _policy_weight_bytes(model: ModelShape) -> float:
 
 
 def estimate_rl_memory(model: ModelShape, workload: Workload, rl: RLConfig, gpu_mem_gib: float, *,
-                       strict: bool = True) -> RLMemoryEstimate:
+                       strict: bool = True, host_ram_gib: float | None = None) -> RLMemoryEstimate:
     """Per-GPU memory of ``rl`` around the policy update ``workload`` on GPUs with ``gpu_mem_gib`` usable.
 
     With ``strict`` (the default) a KV pool that cannot hold one full sequence raises
@@ -313,9 +319,22 @@ def estimate_rl_memory(model: ModelShape, workload: Workload, rl: RLConfig, gpu_
         logits = train.breakdown_gib.get("logits_loss", 0.0)
         warnings.append(f"unfused logits at {rl.response_len}-token responses ({logits:.1f} GiB of fp32 logits at "
                         "the peak): use fused/chunked log-probs (--loss fused; verl use_fused_kernels)")
+    # the one fit decision (estimate/fit.py) on the binding phase's peak and the RL host RAM
+    from dataclasses import replace as _replace
+
+    from trainfit.estimate.fit import decide_fit
+
+    dec = decide_fit(_replace(train, reserved_gib=peak, host_ram_gib=host), usable_gib=float(gpu_mem_gib),
+                     gpus_per_node=procs, host_ram_gib=host_ram_gib)
+    fit = dec.to_dict()
+    verdict = dec.verdict
+    if max_seqs is not None and max_seqs < 1:
+        verdict = fit["verdict"] = fit["gpu_verdict"] = "oom"
+        fit["reasons"] = list(fit["reasons"]) + [f"the KV pool holds no {rl.seq_len}-token sequence"]
+    fit["binding_phase"] = binding
     return RLMemoryEstimate(
         model=model.name, algo=rl.algo, gpu_mem_gib=float(gpu_mem_gib), phases_gib=phases, binding_phase=binding,
-        peak_gib=peak, fits=bool(peak <= gpu_mem_gib and (max_seqs is None or max_seqs >= 1)),
+        peak_gib=peak, fits=verdict == "fits", verdict=verdict, fit=fit,
         headroom_gib=float(gpu_mem_gib) - peak,
         kv_pool_gib=None if pool is None else max(pool, 0.0) / GIB,
         kv_bytes_per_token=per_tok, kv_fixed_bytes_per_seq=fixed, kv_gib_per_seq=seq_b / GIB,

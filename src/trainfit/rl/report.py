@@ -10,7 +10,7 @@ from trainfit.workload import Workload
 
 
 def rl_report(model: ModelShape, workload: Workload, rl: RLConfig, gpu_mem_gib: float, *, gpu: Any = None,
-              steps: int | None = None, strict: bool = True) -> dict[str, Any]:
+              steps: int | None = None, strict: bool = True, host_ram_gib: float | None = None) -> dict[str, Any]:
     """``{"config", phases_gib, kv_pool_gib, max_concurrent_seqs, binding_phase, fits, ...}`` of
     :func:`~trainfit.rl.memory.estimate_rl_memory`; with a catalog ``gpu`` record also ``speed`` (step-time
     split), and with ``steps`` also ``time`` (hours, GPU-hours). The workload's ``seq_len`` is replaced by
@@ -18,7 +18,7 @@ def rl_report(model: ModelShape, workload: Workload, rl: RLConfig, gpu_mem_gib: 
     from trainfit.rl.memory import estimate_rl_memory
 
     wl = workload.with_(seq_len=rl.seq_len) if workload.seq_len != rl.seq_len else workload
-    est = estimate_rl_memory(model, wl, rl, gpu_mem_gib, strict=strict)
+    est = estimate_rl_memory(model, wl, rl, gpu_mem_gib, strict=strict, host_ram_gib=host_ram_gib)
     out: dict[str, Any] = {"config": rl.to_dict(), **est.to_dict()}
     if gpu is not None:
         from trainfit.rl.speed import _speed_api, estimate_rl_speed, rl_hours
