@@ -167,6 +167,12 @@ def load_config_path(path: str | Path) -> ModelShape:
     except (OSError, ValueError):
         pass
     fix = "pass a config.json or a folder that has one"
+    try:
+        exists = p.exists()
+    except (OSError, ValueError):
+        exists = False
+    if not exists:
+        raise ModelConfigError(f"no config file at {str(path)[:200]}", fix=fix)
     text = read_text_file(p, max_bytes=MAX_CONFIG_BYTES, what="config file", error=ModelConfigError, fix=fix)
     cfg = loads_json(text, what=f"config file {str(p)[:120]}", error=ModelConfigError)
     name = p.parent.name if p.name == "config.json" and p.parent.name else p.stem
