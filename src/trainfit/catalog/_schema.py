@@ -202,7 +202,7 @@ def parse_row(columns: tuple[Column, ...], raw: Mapping[str, Any], where: str) -
         if col.ident:
             from trainfit.inputs import PATTERNS
 
-            bad = [x for x in (val if isinstance(val, tuple) else (val,)) if not PATTERNS[col.ident].match(x)]
+            bad = [x for x in (val if isinstance(val, tuple) else (val,)) if not PATTERNS[col.ident].fullmatch(x)]
             if bad:
                 problems.append(f"{where}: {col.name}={str(bad[0])[:60]!r}: use letters, digits, '.', '_' and '-' "
                                 "only (no spaces, quotes or shell characters)")
