@@ -449,7 +449,17 @@ def _unknown_mem(gpu: str) -> bool:
 
 
 def read_facts(path: str | Path) -> JobFacts:
-    """Parse ``path`` into :class:`JobFacts` (raises :class:`CheckInputError`)."""
+    """Parse ``path`` into :class:`JobFacts` (raises :class:`CheckInputError`): a value of the wrong type anywhere
+    in the file (a string where a mapping belongs, a list for a number...) is one clear error, never a traceback."""
+    try:
+        return _read_facts(path)
+    except (AttributeError, TypeError, KeyError, IndexError, ValueError, RecursionError) as e:
+        raise CheckInputError(f"{str(path)[:200]}: a field has the wrong type or shape ({type(e).__name__}: "
+                              f"{str(e)[:120]})", fix="compare the file with the format's documentation; "
+                              "`trainfit render` writes valid examples") from None
+
+
+def _read_facts(path: str | Path) -> JobFacts:
     p = Path(path)
     text = read_text(p)
     sp = str(path)

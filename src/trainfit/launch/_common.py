@@ -33,6 +33,12 @@ def q(value: object) -> str:
     return shlex.quote(str(value))
 
 
+def num_text(x: float) -> str:
+    """A float as short text that reads back as exactly the same float (``1e-05``, ``0.00012345678``)."""
+    short = format(x, "g")
+    return short if float(short) == x else repr(float(x))
+
+
 def dtype_name(ctx: RenderContext) -> str:
     return "float16" if ctx.workload.precision == "fp16" else "bfloat16"
 
@@ -46,7 +52,7 @@ def swift_args(ctx: RenderContext) -> list[tuple[str, str]]:
     if ctx.max_steps:
         a.append(("max_steps", str(ctx.max_steps)))
     else:
-        a.append(("num_train_epochs", f"{ctx.epochs if ctx.epochs is not None else 1:g}"))
+        a.append(("num_train_epochs", num_text(ctx.epochs if ctx.epochs is not None else 1)))
     if wl.method == "qlora":
         a += [("quant_method", "bnb"), ("quant_bits", "4"), ("bnb_4bit_quant_type", "nf4")]
     if wl.method == "freeze":
@@ -66,13 +72,13 @@ def swift_args(ctx: RenderContext) -> list[tuple[str, str]]:
             a += [("recompute_method", "uniform"), ("recompute_num_layers", "1")]
         if ctx.model.is_moe:
             a.append(("moe_grouped_gemm", "true"))
-        a += [("lr", f"{ctx.lr:g}"), ("use_distributed_optimizer", "true"),
+        a += [("lr", num_text(ctx.lr)), ("use_distributed_optimizer", "true"),
               ("cross_entropy_loss_fusion", "true" if wl.loss == "fused" else "false")]
         if wl.offload != "none":
             a.append(("optimizer_cpu_offload", "true"))
     else:
         a += [("per_device_train_batch_size", str(wl.micro_batch)),
-              ("gradient_accumulation_steps", str(wl.grad_accum)), ("learning_rate", f"{ctx.lr:g}"),
+              ("gradient_accumulation_steps", str(wl.grad_accum)), ("learning_rate", num_text(ctx.lr)),
               ("gradient_checkpointing", "true" if wl.grad_ckpt else "false"), ("optim", OPTIMIZERS[wl.optimizer])]
         if wl.loss == "fused":
             a.append(("use_liger_kernel", "true"))
