@@ -269,7 +269,13 @@ def loads_json(text: str, *, what: str, error: type = InputError, limit: int = M
     if not _json_depth_ok(text, limit):
         raise error(f"{what} nests deeper than {limit} levels", fix="pass a real file")
     try:
-        return json.loads(text, parse_constant=_no_constant)
+        data = json.loads(text, parse_constant=_no_constant)
+        if "\\u" in text:  # escapes may spell lone surrogates (\\ud800), which are not text anywhere downstream
+            json.dumps(data, ensure_ascii=False).encode("utf-8")
+        return data
+    except UnicodeEncodeError:
+        raise error(f"{what} holds a lone surrogate escape (such as \\ud800), which is not Unicode text",
+                    fix="remove the broken \\uXXXX escape") from None
     except json.JSONDecodeError as e:
         raise error(f"{what}: malformed JSON at line {e.lineno}, column {e.colno}: {e.msg}",
                     fix="fix the JSON syntax (a JSON linter shows the spot)") from None

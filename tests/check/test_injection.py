@@ -69,3 +69,21 @@ def test_bad_env_names(tmp_path):
                              "Envs": {"OK_NAME": "1", "BAD;touch x": "1"}}))
     found = find_injection(read_facts(p))
     assert len(found) == 1 and "BAD;touch x" in found[0]["message"]
+
+
+def test_line_injected_into_a_rendered_header_is_an_error(tmp_path):
+    from trainfit.cli import main
+
+    out = tmp_path / "job"
+    assert main(["render", "Qwen3-0.6B", "--method", "lora", "--gpu", "A10", "--target", "torchrun",
+                 "--out", str(out)]) == 0
+    text = (out / "launch.sh").read_text()
+    assert find_injection(read_facts(out / "launch.sh")) == []
+    # what trainfit 0.1 wrote for --region $'cn-hangzhou\ntouch /tmp/pwned'
+    lines = text.splitlines()
+    i = next(k for k, ln in enumerate(lines) if ln.startswith("# instance "))
+    lines.insert(i + 1, "touch /tmp/pwned")
+    bad = tmp_path / "bad.sh"
+    bad.write_text("\n".join(lines) + "\n")
+    found = find_injection(read_facts(bad))
+    assert [f["severity"] for f in found] == ["error"] and "touch /tmp/pwned" in found[0]["message"]

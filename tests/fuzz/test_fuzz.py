@@ -31,6 +31,7 @@ def test_cli_options(command, data):
         _ok(*fk.run_argv(argv, d))
 
 
+@pytest.mark.slow
 @settings(FAST, max_examples=150)
 @given(job=fk.job_file())
 def test_job_files(job):
@@ -60,6 +61,7 @@ def test_plan_files(doc):
         _ok(*fk.plan_case(doc, d))
 
 
+@pytest.mark.slow
 @settings(FAST, max_examples=60)
 @given(vals=fk.render_values())
 def test_render_round_trip(vals):
