@@ -34,7 +34,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     r.add_argument("--provider", required=True, choices=("pai",), help="only pai today")
     r.add_argument("--region", required=True, help="region id, e.g. cn-hangzhou, cn-wulanchabu, ap-southeast-1")
     r.add_argument("--endpoint", help="API endpoint host (default pai-dlc.<region>.aliyuncs.com)")
-    r.add_argument("--timeout", type=float, default=15.0, help="seconds per request (default 15)")
+    from trainfit._cli.common import float_arg
+
+    r.add_argument("--timeout", type=float_arg("--timeout", 0, 600, lo_open=True), default=15.0,
+                   help="total seconds for the refresh, every request included (default 15)")
     r.add_argument("--protocol", choices=("https", "http"), default="https",
                    help="https (default); http only for a local proxy or test server")
     r.add_argument("--json", action="store_true")

@@ -278,7 +278,10 @@ def refresh(provider: str, region: str, *, endpoint: str | None = None, protocol
                            fix="use --provider pai; for other clouds add rows to your overlay")
     if not region or not region.strip():
         raise CatalogError("refresh needs a region", fix="pass --region, e.g. cn-hangzhou or cn-wulanchabu")
-    region = region.strip()
+    from trainfit import inputs
+
+    # the region becomes part of the API host name: a strict pattern keeps "evil.example/x" out of it
+    region = inputs.as_ident("--region", region, "region")
     from trainfit.providers.alibaba._net import call_with_deadline
 
     specs = call_with_deadline(

@@ -116,7 +116,10 @@ def _classify(e: Exception, region: str, timeout_s: float = 30.0) -> TrainfitErr
 def submit(path: str | Path, *, region: str, yes: bool = False, endpoint: str | None = None,
            protocol: str = "https", credential: Any = None, timeout_s: float = 30.0) -> SubmitResult:
     """Dry run (default) or send the job at ``path``; see the module docstring."""
+    from trainfit import inputs
+
     _, body = load_job(path)
+    region = inputs.as_ident("--region", region, "region")  # part of the API host name
     ep = endpoint or f"pai-dlc.{region}.aliyuncs.com"
     if not yes:
         return SubmitResult(sent=False, region=region, endpoint=ep, body=body)
