@@ -139,3 +139,20 @@ def test_deadline_helper():
         call_with_deadline(lambda: time.sleep(5), timeout_s=0.2, what="slow call")
     with pytest.raises(ZeroDivisionError):
         call_with_deadline(lambda: 1 / 0, timeout_s=1, what="x")
+
+
+@pytest.mark.parametrize("argv", [
+    ["catalog", "refresh", "--provider", "pai", "--region", "cn-hangzhou", "--timeout", "nan"],
+    ["catalog", "refresh", "--provider", "pai", "--region", "cn-hangzhou", "--timeout", "inf"],
+    ["catalog", "refresh", "--provider", "pai", "--region", "evil.example/x"],
+    ["catalog", "refresh", "--provider", "pai", "--region", "cn-hangzhou\nx"],
+])
+def test_refresh_options_pass_the_gate_before_any_network(argv, capsys):
+    rc = main(argv)
+    err = capsys.readouterr().err
+    assert rc == 2 and "Traceback" not in err and ("--timeout" in err or "--region" in err)
+
+
+def test_submit_region_is_part_of_the_host_name_and_is_checked(job, capsys):
+    rc = main(["submit", str(job), "--region", "evil.example/x"])
+    assert rc == 2 and "--region" in capsys.readouterr().err
