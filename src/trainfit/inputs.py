@@ -289,7 +289,9 @@ def loads_yaml_all(text: str, *, what: str, error: type = InputError, limit: int
     subclass), no aliases/anchors (no alias bombs) and a depth limit."""
     import yaml
 
-    class _Loader(loader or yaml.SafeLoader):  # type: ignore[misc,valid-type]
+    fast = getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader  # libyaml when present: ~8x faster, same semantics
+
+    class _Loader(loader or fast):  # type: ignore[misc,valid-type]
         pass
 
     def _no_alias(self, *a, **k):  # pragma: no cover - raised through the loader
@@ -299,7 +301,7 @@ def loads_yaml_all(text: str, *, what: str, error: type = InputError, limit: int
     try:
         # scan events first: refuse aliases and deep nesting before anything is built
         depth = 0
-        for ev in yaml.parse(text, Loader=yaml.SafeLoader):
+        for ev in yaml.parse(text, Loader=fast):
             if isinstance(ev, yaml.AliasEvent):
                 raise error(f"{what} uses YAML aliases (*name), which trainfit does not accept",
                             fix="write the values out instead of using &anchors and *aliases")
@@ -311,6 +313,8 @@ def loads_yaml_all(text: str, *, what: str, error: type = InputError, limit: int
                 depth -= 1
         return [d for d in yaml.load_all(text, Loader=_Loader) if d is not None]
     except yaml.YAMLError as e:
+        if "nesting depth" in str(getattr(e, "problem", "") or ""):  # libyaml's own limit, before ours is reached
+            raise error(f"{what} nests deeper than {limit} levels", fix="pass a real file") from None
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         raise error(f"{what}: malformed YAML{where}: {getattr(e, 'problem', None) or _short(str(e))}",

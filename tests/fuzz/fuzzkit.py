@@ -296,6 +296,8 @@ def _paths(obj: Any, prefix: tuple = ()) -> list[tuple]:
 
 
 def _set(obj: Any, path: tuple, value: Any) -> Any:
+    """A copy of ``obj`` with ``value`` (copied too: drawn values are shared objects) at ``path``."""
+    value = json.loads(json.dumps(value))
     if not path:
         return value
     obj = json.loads(json.dumps(obj))

@@ -71,7 +71,7 @@ def _loader():
     """``yaml.SafeLoader`` with dates kept as strings (so the schema reports bad ones itself)."""
     import yaml
 
-    class _Loader(yaml.SafeLoader):
+    class _Loader(getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader):  # type: ignore[misc]
         pass
 
     _Loader.add_constructor("tag:yaml.org,2002:timestamp", yaml.SafeLoader.construct_yaml_str)

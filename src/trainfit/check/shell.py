@@ -61,7 +61,25 @@ class Script:
 
 
 _SEPARATORS = re.compile(r"&&|\|\||;")
-_DEFAULT_ASSIGN = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*):?=([^}]{0,4096})\}")
+_VAR_HEAD = re.compile(r"([A-Za-z_][A-Za-z0-9_]*):?=")
+
+
+def _default_assignments(line: str) -> list[tuple[str, str]]:
+    """``${VAR:=value}`` / ``${VAR=value}`` pairs of ``line``, in one linear pass (a regex with ``[^}]*`` is
+    quadratic on a line of many ``${A=`` and no ``}``)."""
+    out: list[tuple[str, str]] = []
+    close = -1
+    i = line.find("${")
+    while i >= 0:
+        m = _VAR_HEAD.match(line, i + 2)
+        if m:
+            if close < m.end():
+                close = line.find("}", m.end())
+                if close < 0:
+                    break
+            out.append((m.group(1), line[m.end():close]))
+        i = line.find("${", i + 2)
+    return out
 
 
 def parse_script(text: str) -> Script:
@@ -117,8 +135,8 @@ def parse_script(text: str) -> Script:
     assignments: dict[str, str] = {}
     unparsed: list[int] = []
     for lineno, line in logical:
-        for m in _DEFAULT_ASSIGN.finditer(line) if "${" in line else ():
-            assignments.setdefault(m.group(1), m.group(2))
+        for name, value in _default_assignments(line):
+            assignments.setdefault(name, value)
         for part in _SEPARATORS.split(line):
             part = part.strip()
             if not part:
