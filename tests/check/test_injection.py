@@ -87,3 +87,10 @@ def test_line_injected_into_a_rendered_header_is_an_error(tmp_path):
     bad.write_text("\n".join(lines) + "\n")
     found = find_injection(read_facts(bad))
     assert [f["severity"] for f in found] == ["error"] and "touch /tmp/pwned" in found[0]["message"]
+
+
+def test_rule_adapter_gives_violations(tmp_path):
+    from trainfit.check.injection import rule_shell_injection
+
+    vs = rule_shell_injection(_dlc(tmp_path, EcsSpec="ecs.x\nid"))
+    assert [(v.rule, v.severity) for v in vs] == [("shell-injection", "error")]

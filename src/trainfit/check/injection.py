@@ -195,3 +195,10 @@ def command_substitutions(text: str, limit: int = 20) -> list[str]:
             continue
         i += 1
     return found
+
+
+def rule_shell_injection(facts: Any, options: Any = None) -> list[Any]:
+    """:func:`find_injection` as check rule objects (``Violation``), for the rule list of :mod:`trainfit.check.rules`."""
+    from trainfit.check.rules import Violation
+
+    return [Violation(**f) for f in find_injection(facts)]
