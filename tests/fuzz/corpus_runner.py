@@ -21,7 +21,9 @@ import fuzzkit as fk  # noqa: E402
 def main() -> int:
     cases = json.loads(Path(sys.argv[1]).read_text())
     limit = int(sys.argv[2]) * 2**20
-    import trainfit.cli  # noqa: F401 - import before the cap, as a real run would have
+    import importlib
+
+    importlib.import_module("trainfit.cli")  # imported before the cap, as in a real run
 
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     for c in cases:

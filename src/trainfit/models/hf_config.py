@@ -13,7 +13,6 @@ config classes, version 5.24):
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Mapping
 
