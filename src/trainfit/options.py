@@ -243,7 +243,15 @@ def plan_request_from_values(model: Any, values: Mapping[str, Any]) -> Any:
     base = {k: values[k] for k in WORKLOAD_OPTION_NAMES if k not in PIN_FIELDS and values.get(k) is not None}
     # validate the pinned fields together with the rest once, for a clear error
     Workload(**{**base, **pins, "gpus_per_node": pins.get("gpus_per_node", min(pins.get("gpus", 1), 8))})
+    rl = rl_config_from_values(values)
     tokens = values.get("tokens")
+    if rl is not None:
+        if not values.get("steps"):
+            raise WorkloadError("how many RL steps? `plan --rl` ranks by the hours and cost of the steps",
+                                fix="pass --steps N (e.g. --steps 500)")
+        base["seq_len"] = rl.seq_len
+        # the sequences the RL steps train on (prompt + response tokens), for the plan's summary
+        tokens = float(values["steps"] * rl.seqs_per_step * rl.seq_len)
     if tokens is None:
         if values.get("dataset_tokens") is None:
             raise WorkloadError("how many tokens to train on?", fix="pass --tokens 2B or --dataset-tokens 500M --epochs 3")
@@ -256,7 +264,8 @@ def plan_request_from_values(model: Any, values: Mapping[str, Any]) -> Any:
         max_gpus=values.get("max_gpus") or 64, framework=values.get("framework"),
         ignore_rules=frozenset(values.get("ignore_rule") or ()),
         interruption_rate_per_node_hour=values.get("interruption_rate"),
-        checkpoint_interval_hours=values.get("checkpoint_interval"))
+        checkpoint_interval_hours=values.get("checkpoint_interval"), rl=rl,
+        steps=values.get("steps") if rl is not None else None)
 
 
 # ------------------------------------------------------------------------------------------------- RL

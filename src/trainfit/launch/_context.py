@@ -191,6 +191,12 @@ class RenderContext:
                  "gpus_per_node": self.gpus_per_node, "reserved_gib": p.memory.reserved_gib,
                  "verdict": p.fit.verdict, "precision": p.workload.precision,
                  "loss": p.workload.loss, "freeze_trainable_layers": p.workload.freeze_trainable_layers}
+        rl = getattr(p, "rl", None)
+        if rl is not None:  # RL plan: reserved_gib is the binding phase's peak
+            facts["rl"] = {"algo": rl["algo"], "rl_framework": rl.get("rl_framework"),
+                           "phases_gib": rl["phases_gib"], "binding_phase": rl["binding_phase"],
+                           "kv_pool_gib": rl.get("kv_pool_gib"), "max_concurrent_seqs": rl.get("max_concurrent_seqs"),
+                           "steps": rl.get("steps")}
         return "trainfit-plan " + json.dumps(facts, separators=(",", ":"), ensure_ascii=True)
 
     def header_lines(self) -> list[str]:
@@ -224,7 +230,17 @@ class RenderContext:
         else:
             text = "not estimated (no trainfit plan given)"
         lines.append("cost: " + text)
-        if self.max_steps:
+        rl = getattr(self.plan, "rl", None)
+        if rl is not None:
+            ph = rl["phases_gib"]
+            lines.append(
+                f"rl: {rl['algo']} ({rl.get('rl_framework') or 'trainfit defaults'}), {rl['rollout_engine']} tp "
+                f"{rl['rollout_tp']} util {rl['rollout_util']:g}, prompt {rl['prompt_len']} + response "
+                f"{rl['response_len']}, {rl['num_generations']} generations x {rl['rollout_batch']} prompts per step, "
+                f"{rl.get('steps') or '?'} steps; GiB per GPU: rollout {_num(ph.get('rollout'))}, train "
+                f"{_num(ph.get('train'))}, sync {_num(ph.get('sync'))} (binding: {rl['binding_phase']}); KV pool "
+                f"{_num(rl.get('kv_pool_gib'))} GiB = {rl.get('max_concurrent_seqs')} sequences")
+        elif self.max_steps:
             lines.append(f"budget: {self.max_steps} optimizer steps = {_num(self.plan.tokens, 0)} tokens / "
                          f"(global batch {wl.global_batch} x seq_len {wl.seq_len}); checkpoint every {self.save_steps} steps")
         lines.append(self.facts_line())

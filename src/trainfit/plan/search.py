@@ -71,6 +71,10 @@ class PlanRequest:
     """Rule ids not to enforce (e.g. ``pai-public-quota`` when your quota was raised)."""
     interruption_rate_per_node_hour: float | None = None
     checkpoint_interval_hours: float | None = None
+    rl: Any = None
+    """RL fine-tuning (:class:`~trainfit.rl.RLConfig`), None = SFT: candidates are evaluated by ``plan/rl.py``."""
+    steps: int | None = None
+    """RL steps (hours = RL step time x steps); required with ``rl``."""
 
     def __post_init__(self) -> None:
         if not self.tokens or self.tokens <= 0:
@@ -79,6 +83,10 @@ class PlanRequest:
             raise PlanError(f"objective must be cost or time, got {self.objective!r}")
         if self.max_gpus < 1:
             raise PlanError("--max-gpus must be >= 1")
+        if self.rl is not None:
+            from trainfit.plan.rl import check_rl_request
+
+            check_rl_request(self)
         unknown = set(self.pins) - set(PIN_FIELDS)
         if unknown:
             raise PlanError(f"cannot pin {sorted(unknown)}")
@@ -261,6 +269,18 @@ def plan(req: PlanRequest) -> PlanResult:
                 if viol:
                     miss.rule = miss.rule or viol[0]
                     continue
+                if req.rl is not None:  # RL: per-phase memory, RL step time x steps (plan/rl.py)
+                    from trainfit.plan.rl import evaluate_rl_layout
+
+                    hw = hw_by_nodes.get(gpn) or hardware_from_catalog(gpu, inst, gpus_per_node=gpn)
+                    hw_by_nodes[gpn] = hw
+                    p = evaluate_rl_layout(req, inst=inst, gpu=gpu, gpn=gpn, nodes=nodes, usable=usable, miss=miss,
+                                           hw=hw, spot_policy=spot_policy, rule_warnings=rule_warnings)
+                    if p is not None and not _over_limits(req, p, miss):
+                        score = _score(req, p)
+                        if best_here is None or score < best_here[0]:
+                            best_here = (score, p)
+                    continue
                 found = None
                 ck = (gpn, nodes)
                 if ck not in config_cache:
@@ -332,19 +352,8 @@ def plan(req: PlanRequest) -> PlanResult:
                          hours=tt.hours, gpu_hours=tt.gpu_hours, cost=cost, currency=c.currency, spot=req.spot,
                          on_demand_cost=on_demand, region=req.region, notes=tuple(notes),
                          warnings=tuple(fit.reasons) + tuple(sp.warnings) + rule_warnings)
-                if req.deadline_hours is not None and p.hours > req.deadline_hours:
-                    miss.other = ("deadline", f"{p.hours:.1f} h > deadline {req.deadline_hours:g} h",
-                                  "more nodes or a faster GPU")
+                if _over_limits(req, p, miss):
                     continue
-                if req.budget is not None:
-                    if p.cost is None:
-                        miss.other = ("unknown-price", f"no price for {it}; cannot check --budget",
-                                      "add price_per_hour in ~/.config/trainfit/catalog.yaml")
-                        continue
-                    if p.cost > req.budget:
-                        miss.other = ("over-budget", f"{p.cost:,.0f} {p.currency} > budget {req.budget:,.0f}",
-                                      "fewer tokens, a cheaper instance or --spot")
-                        continue
                 score = _score(req, p)
                 if best_here is None or score < best_here[0]:
                     best_here = (score, p)
@@ -356,6 +365,23 @@ def plan(req: PlanRequest) -> PlanResult:
             rejected.append(Rejection(instance_type=it, provider=inst.provider, code=e.code, reason=e.message, fix=e.fix))
     plans.sort(key=lambda p: _score(req, p))
     return PlanResult(request=req, plans=tuple(plans), rejected=tuple(rejected), pareto=_pareto(plans))
+
+
+def _over_limits(req: PlanRequest, p: Plan, miss: _Best) -> bool:
+    """True (and the reason in ``miss``) when ``p`` misses the deadline or the budget."""
+    if req.deadline_hours is not None and p.hours > req.deadline_hours:
+        miss.other = ("deadline", f"{p.hours:.1f} h > deadline {req.deadline_hours:g} h", "more nodes or a faster GPU")
+        return True
+    if req.budget is not None:
+        if p.cost is None:
+            miss.other = ("unknown-price", f"no price for {p.instance_type}; cannot check --budget",
+                          "add price_per_hour in ~/.config/trainfit/catalog.yaml")
+            return True
+        if p.cost > req.budget:
+            miss.other = ("over-budget", f"{p.cost:,.0f} {p.currency} > budget {req.budget:,.0f}",
+                          "fewer tokens, a cheaper instance or --spot")
+            return True
+    return False
 
 
 def _score(req: PlanRequest, p: Plan) -> tuple:
@@ -409,6 +435,9 @@ def _explain(inst: Any, gpu: Any, limit: float, miss: _Best, req: PlanRequest) -
 
 
 def _memory_fix(req: PlanRequest, w: Workload, gpu: Any) -> str:
+    if req.rl is not None:
+        return ("a lower --rollout-util, --trainer-offload / --ref-offload, --rollout-tp > 1, shorter "
+                "--prompt-len/--response-len, more GPUs or --method lora")
     if "gpus" in req.pins:
         return "more GPUs (--gpus), --strategy zero3, or --method lora"
     if req.workload.method == "full":

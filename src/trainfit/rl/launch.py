@@ -97,7 +97,9 @@ def write_verl(model_name: str, rl: RLConfig, wl: Workload) -> str:
     if wl.method in ("lora", "qlora"):
         kv += [("actor_rollout_ref.model.lora_rank", wl.lora_rank),
                ("actor_rollout_ref.model.lora_alpha", wl.lora_alpha),
-               ("actor_rollout_ref.model.target_modules", ",".join(wl.lora_targets))]
+               # a Hydra list for several modules (a bare a,b on Hydra's command line is a sweep)
+               ("actor_rollout_ref.model.target_modules", wl.lora_targets[0] if len(wl.lora_targets) == 1
+                else "[" + ",".join(wl.lora_targets) + "]")]
     if rl.has_critic:
         kv += [("critic.model.path", _hf_id(model_name)),
                ("critic.model.enable_gradient_checkpointing", _b(wl.grad_ckpt)),
@@ -181,7 +183,7 @@ def write_swift(model_name: str, rl: RLConfig, wl: Workload) -> str:
                                    ("torch_dtype", "bfloat16")]
     if wl.method in ("lora", "qlora"):
         args += [("lora_rank", wl.lora_rank), ("lora_alpha", wl.lora_alpha),
-                 ("target_modules", " ".join(wl.lora_targets))]
+                 ("target_modules", tuple(wl.lora_targets))]
     if wl.strategy != "ddp":
         ds = _SWIFT_DS.get((wl.strategy, wl.offload))
         if ds is None:
@@ -206,7 +208,9 @@ def write_swift(model_name: str, rl: RLConfig, wl: Workload) -> str:
     env = f"NPROC_PER_NODE={min(wl.gpus, wl.gpus_per_node)}"
     if wl.nodes > 1:
         env += f" NNODES={wl.nodes}"
-    body = " \\\n    ".join(f"--{k} {shlex.quote(str(v))}" for k, v in args)
+    # a list option (target_modules) is one shell word per item: ms-swift reads them with nargs
+    body = " \\\n    ".join(f"--{k} " + (" ".join(shlex.quote(str(x)) for x in v) if isinstance(v, tuple)
+                                            else shlex.quote(str(v))) for k, v in args)
     return f"{env} \\\nswift rlhf \\\n    {body}\n"
 
 
