@@ -228,9 +228,12 @@ def make_plan(request: Any) -> Any:
 def plan_for(model: ModelShape, workload: Workload, *, gpu: str | None = None, instance_type: str | None = None,
              gpu_mem_gib: float | None = None, tokens: float | None = None, spot: bool = False,
              region: str | None = None, framework: str | None = None,
-             margin: float = SAFETY_MARGIN_DEFAULT, source: str = "trainfit render (no plan file)") -> Any:
+             margin: float = SAFETY_MARGIN_DEFAULT, source: str = "trainfit render (no plan file)",
+             rl: Any = None, steps: int | None = None) -> Any:
     """One typed Plan for ``workload`` on a GPU or an instance type: memory and the fit verdict always; speed when
-    the GPU's compute is known; time and cost when ``tokens`` is given."""
+    the GPU's compute is known; time and cost when ``tokens`` is given. With ``rl`` (an
+    :class:`~trainfit.rl.RLConfig`) the RL plan: per-phase memory, the verdict over all phases, the RL step
+    time and, with ``steps``, hours and cost (:func:`trainfit.plan.rl.rl_plan`)."""
     from trainfit.catalog.gpus import GPU, get_gpu
     from trainfit.plan.types import Plan
 
@@ -257,8 +260,18 @@ def plan_for(model: ModelShape, workload: Workload, *, gpu: str | None = None, i
     usable = gpu_mem_gib if gpu_mem_gib is not None else g.usable_mem_gib
     if usable is None:
         raise UnknownGPUError(f"the catalog does not know the memory of {g.name}", fix="pass --gpu-mem GIB")
-    est = estimate_memory(model, workload)
     gpn = min(workload.gpus, workload.gpus_per_node)
+    if rl is not None:
+        from trainfit.plan.rl import fit_rollout_tp, rl_plan
+        from trainfit.rl.memory import estimate_rl_memory
+
+        rl, tp_warning = fit_rollout_tp(rl, gpn)
+        wl = workload.with_(seq_len=rl.seq_len) if workload.seq_len != rl.seq_len else workload
+        rest = estimate_rl_memory(model, wl, rl, usable, host_ram_gib=getattr(inst, "ram_gib", None), margin=margin)
+        return rl_plan(model, wl, rl, rest, gpu=g, usable=usable, gpus_per_node=gpn, inst=inst, steps=steps,
+                       spot=spot, region=region, margin=margin, source=source, strict_speed=False,
+                       rule_warnings=(tp_warning,) if tp_warning else ())
+    est = estimate_memory(model, workload)
     fit = decide_fit(est, usable_gib=usable, gpus_per_node=gpn,
                      host_ram_gib=getattr(inst, "ram_gib", None), margin=margin)
     speed: dict[str, Any] = {}

@@ -44,7 +44,7 @@ def command(ctx: RenderContext) -> str:
     extra = [("actor_rollout_ref.actor.optim.lr", f"{ctx.learning_rate if ctx.learning_rate is not None else 1e-6:g}"),
              ("trainer.project_name", "trainfit"), ("trainer.experiment_name", ctx.job_name),
              ("trainer.default_local_dir", ctx.ckpt_dir), ("trainer.save_freq", ctx.save_steps),
-             ("trainer.logger", "['console']")]
+             ("trainer.logger", '["console"]')]
     if ctx.max_steps:
         extra.append(("trainer.total_training_steps", ctx.max_steps))
     body = "".join(f" \\\n    {k}={q(v)}" for k, v in extra)

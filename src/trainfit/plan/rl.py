@@ -52,6 +52,16 @@ def rl_strategies(framework: str | None, gpus: int) -> tuple[tuple[str, str], ..
     return _ANY_SINGLE if gpus == 1 else _ANY_MULTI
 
 
+def fit_rollout_tp(rl: Any, gpus_per_node: int) -> tuple[Any, str | None]:
+    """``rl`` with a rollout tensor-parallel size that divides the GPUs of a node (an engine's tensor-parallel
+    group sits inside one node; verl's default tp 2 cannot run on one GPU), and the warning saying so."""
+    if not rl.has_rollout or gpus_per_node % rl.rollout_tp == 0:
+        return rl, None
+    tp = max(d for d in range(1, min(rl.rollout_tp, gpus_per_node) + 1) if gpus_per_node % d == 0)
+    return rl.with_(rollout_tp=tp), (f"rollout tp {rl.rollout_tp} does not divide the {gpus_per_node} GPU(s) of a "
+                                     f"node: planned with rollout tp {tp}")
+
+
 def check_rl_request(req: Any) -> None:
     """Reject RL requests the planner cannot lay out (a PlanError with a fix)."""
     rl = req.rl
@@ -195,6 +205,9 @@ def evaluate_rl_layout(req: Any, *, inst: Any, gpu: Any, gpn: int, nodes: int, u
     rl = req.rl
     model = req.model
     limit = usable * (1 - req.memory_margin)
+    rl, tp_warning = fit_rollout_tp(rl, gpn)
+    if tp_warning:
+        rule_warnings = (tp_warning,) + tuple(rule_warnings)
 
     def est_of(w: Workload) -> Any:
         return estimate_rl_memory(model, w, rl, usable, strict=False, host_ram_gib=inst.ram_gib,
@@ -239,5 +252,5 @@ def evaluate_rl_layout(req: Any, *, inst: Any, gpu: Any, gpn: int, nodes: int, u
     return None
 
 
-__all__ = ["MAX_RL_MICRO_BATCH", "check_rl_request", "evaluate_rl_layout", "memory_view", "rl_configs", "rl_plan",
+__all__ = ["MAX_RL_MICRO_BATCH", "check_rl_request", "evaluate_rl_layout", "fit_rollout_tp", "memory_view", "rl_configs", "rl_plan",
            "rl_strategies", "rl_summary"]
