@@ -256,7 +256,7 @@ def test_every_written_value_is_one_shell_word(tmp_path, capsys):
     assert main(["render", "--plan", str(path), "--out", str(out), "--job-name", "a-b",
                  "--dataset", "my-org/data.v2"]) == 0
     text = (out / "swift_rlhf.sh").read_text()
-    words = shlex.split(text.split("swift rlhf", 1)[1], comments=True)
+    words = shlex.split(text.split("\nswift rlhf", 1)[1], comments=True)
     assert words[words.index("--target_modules") + 1: words.index("--target_modules") + 3] == ["q_proj", "v_proj"]
     assert words[words.index("--dataset") + 1] == "my-org/data.v2"
     assert parse_rl_launch(text).workload["lora_targets"] == ("q_proj", "v_proj")
@@ -306,3 +306,25 @@ def test_render_rl_without_a_plan_file(tmp_path, capsys):
     text = (out / "swift_rlhf.sh").read_text()
     assert parse_rl_launch(text).rl == RLConfig.for_framework("ms-swift", rollout_util=0.4)
     assert "trainfit render (no plan file)" in text and _facts(text)["rl"]["steps"] == 50
+
+
+SWIFT_ARGS = __import__("pathlib").Path(__file__).parents[1] / "launch" / "data" / "ms_swift_args.json"
+
+
+@pytest.mark.parametrize("method,algo,extra", [("lora", "grpo", []), ("qlora", "grpo", ["--loss", "fused"]),
+                                               ("full", "grpo", ["--gpus", "8"]), ("lora", "dpo", []),
+                                               ("full", "ppo", ["--gpus", "8", "--num-generations", "1"])])
+def test_swift_rlhf_arguments_exist_in_ms_swift(tmp_path, capsys, method, algo, extra):
+    """Every ``--flag`` of swift_rlhf.sh is a field of ms-swift 4.6.0's RLHFArguments (read from the wheel by
+    tests/launch/data/extract_arg_names.py; ms-swift cannot be imported next to this project's pins)."""
+    known = set(json.loads(SWIFT_ARGS.read_text())["commands"]["rlhf"]["fields"])
+    out = tmp_path / "job"
+    assert main(["render", "Qwen3-8B", "--method", method, "--gpu", "H200", "--rl", algo, "--rl-framework",
+                 "ms-swift", "--rollout-util", "0.4", "--steps", "5", "--out", str(out), *extra]) == 0
+    text = (out / "swift_rlhf.sh").read_text()
+    words = shlex.split(text.split("\nswift rlhf", 1)[1], comments=True)
+    flags = [w[2:] for w in words if w.startswith("--")]
+    assert "rlhf_type" in flags and "tuner_type" in flags
+    assert not set(flags) - known, set(flags) - known
+    parsed = parse_rl_launch(text)
+    assert parsed.rl.algo == algo and parsed.workload["method"] == method

@@ -3,11 +3,11 @@
 The command is :func:`trainfit.rl.launch.write_swift` (``WRITERS["ms-swift"]``) of the plan's RLConfig and policy
 Workload, so ``trainfit check`` reads it back with :func:`trainfit.rl.launch.parse_rl_launch` to the same
 settings. The script adds the dataset, the reward functions (GRPO: ms-swift's built-in ``accuracy`` and
-``format``), the output folder, the learning rate and ``--max_steps``: one RL step is one generation batch of
-``generation_batch_size`` completions, which ms-swift trains in ``generation_batch_size / (per_device_train_batch_size
-x GPUs x gradient_accumulation_steps)`` optimizer steps (ms-swift GRPO docs: batch sizes are completion-level;
-https://swift.readthedocs.io/en/latest/Megatron-SWIFT/GRPO.html, parameter table). The DeepSpeed preset is
-ms-swift's own (``--deepspeed zero2|zero3|zero2_offload|zero3_offload``).
+``format``), the output folder, the learning rate and ``--max_steps``. One RL step is one generation batch of
+``generation_batch_size`` completions (DPO: ``rollout_batch`` preference pairs), which ms-swift trains in
+``completions / (per_device_train_batch_size x GPUs x gradient_accumulation_steps)`` optimizer steps (ms-swift
+batch sizes are completion-level: https://swift.readthedocs.io/en/latest/Megatron-SWIFT/GRPO.html, parameter
+table). The DeepSpeed preset is ms-swift's own (``--deepspeed zero2|zero3|zero2_offload|zero3_offload``).
 """
 
 from __future__ import annotations
@@ -39,15 +39,14 @@ def applies(ctx: RenderContext) -> str | None:
 
 
 def optimizer_steps(ctx: RenderContext) -> int | None:
-    """``--max_steps`` for the planned RL steps (None for DPO or without steps)."""
+    """``--max_steps`` (optimizer steps) for the planned RL steps (None without steps)."""
     rl = ctx.plan.rl
     if not ctx.max_steps:
         return None
-    if rl["algo"] == "dpo":
-        return ctx.max_steps
     wl = ctx.workload
-    per_gen = math.ceil(rl["rollout_batch"] * rl["num_generations"] / (wl.micro_batch * wl.dp * wl.grad_accum))
-    return ctx.max_steps * max(1, per_gen)
+    # completions per RL step (GRPO/PPO: one generation batch); DPO: preference pairs per step
+    per_step = rl["rollout_batch"] * (1 if rl["algo"] == "dpo" else rl["num_generations"])
+    return ctx.max_steps * max(1, math.ceil(per_step / (wl.micro_batch * wl.dp * wl.grad_accum)))
 
 
 def command(ctx: RenderContext) -> str:

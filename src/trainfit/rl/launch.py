@@ -179,8 +179,11 @@ def write_swift(model_name: str, rl: RLConfig, wl: Workload) -> str:
         raise WorkloadError(f"ms-swift rlhf runs DDP or DeepSpeed; --strategy {wl.strategy} does not map",
                             fix="use --strategy zero2 or zero3")
     args: list[tuple[str, Any]] = [("rlhf_type", rl.algo), ("model", _hf_id(model_name)),
-                                   ("train_type", "full" if wl.method == "full" else wl.method),
+                                   # ms-swift 4.x: tuner_type (train_type before 4.0); QLoRA = LoRA on 4-bit bnb weights
+                                   ("tuner_type", "full" if wl.method == "full" else "lora"),
                                    ("torch_dtype", "bfloat16")]
+    if wl.method == "qlora":
+        args += [("quant_method", "bnb"), ("quant_bits", 4), ("bnb_4bit_quant_type", "nf4")]
     if wl.method in ("lora", "qlora"):
         args += [("lora_rank", wl.lora_rank), ("lora_alpha", wl.lora_alpha),
                  ("target_modules", tuple(wl.lora_targets))]
@@ -270,7 +273,9 @@ def parse_swift(text: str) -> ParsedRL:
         offload = "all" if strategy == "zero3" else "optimizer"
     gpn = int(env.get("NPROC_PER_NODE", "1"))
     nodes = int(env.get("NNODES", "1"))
-    tt = g("train_type", g("tuner_type", "lora"))
+    tt = g("tuner_type", g("train_type", "lora"))
+    if tt == "lora" and g("quant_bits") == "4":
+        tt = "qlora"
     wl: dict[str, Any] = {
         "method": tt if tt in ("full", "lora", "qlora") else "lora",
         "micro_batch": int(g("per_device_train_batch_size", "1")),
