@@ -256,7 +256,7 @@ def test_every_written_value_is_one_shell_word(tmp_path, capsys):
     assert main(["render", "--plan", str(path), "--out", str(out), "--job-name", "a-b",
                  "--dataset", "my-org/data.v2"]) == 0
     text = (out / "swift_rlhf.sh").read_text()
-    words = shlex.split(text.split("\nswift rlhf", 1)[1], comments=True)
+    words = shlex.split(text.split("\nswift rlhf", 1)[1].replace("\\\n", " "), comments=True)
     assert words[words.index("--target_modules") + 1: words.index("--target_modules") + 3] == ["q_proj", "v_proj"]
     assert words[words.index("--dataset") + 1] == "my-org/data.v2"
     assert parse_rl_launch(text).workload["lora_targets"] == ("q_proj", "v_proj")
@@ -322,9 +322,39 @@ def test_swift_rlhf_arguments_exist_in_ms_swift(tmp_path, capsys, method, algo, 
     assert main(["render", "Qwen3-8B", "--method", method, "--gpu", "H200", "--rl", algo, "--rl-framework",
                  "ms-swift", "--rollout-util", "0.4", "--steps", "5", "--out", str(out), *extra]) == 0
     text = (out / "swift_rlhf.sh").read_text()
-    words = shlex.split(text.split("\nswift rlhf", 1)[1], comments=True)
+    words = shlex.split(text.split("\nswift rlhf", 1)[1].replace("\\\n", " "), comments=True)
     flags = [w[2:] for w in words if w.startswith("--")]
     assert "rlhf_type" in flags and "tuner_type" in flags
     assert not set(flags) - known, set(flags) - known
+    parsed = parse_rl_launch(text)
+    assert parsed.rl.algo == algo and parsed.workload["method"] == method
+
+
+VERL_KEYS = __import__("pathlib").Path(__file__).parent / "data" / "verl_ppo_trainer_keys.json"
+
+
+@pytest.mark.parametrize("method,algo,extra", [("lora", "grpo", ["--lora-targets", "q_proj,v_proj"]),
+                                               ("full", "grpo", ["--gpus", "8", "--trainer-offload"]),
+                                               ("full", "ppo", ["--gpus", "8"])])
+def test_verl_keys_exist_in_verls_config(tmp_path, capsys, method, algo, extra):
+    """Every ``key=value`` of verl_rl.sh is a key of verl's flattened ppo_trainer config (tests/rl/data, read
+    from verl's _generated_ppo_trainer.yaml), and the batch settings pass verl's own validation rules:
+    train_batch_size >= ppo_mini_batch_size and a log-prob micro-batch for the rollout and reference."""
+    known = set(json.loads(VERL_KEYS.read_text())["keys"])
+    out = tmp_path / "job"
+    assert main(["render", "Qwen3-8B", "--method", method, "--strategy", "fsdp", "--gpu", "H200", "--rl", algo,
+                 "--rl-framework", "verl", "--num-generations", "4" if algo == "grpo" else "1", "--steps", "5",
+                 "--rollout-tp", "1", "--out", str(out), *extra]) == 0
+    text = (out / "verl_rl.sh").read_text()
+    words = shlex.split(text.split("verl.trainer.main_ppo", 1)[1].replace("\\\n", " "), comments=True)
+    kv = dict(w.split("=", 1) for w in words)
+    assert not set(kv) - known, set(kv) - known
+    assert int(kv["data.train_batch_size"]) >= int(kv["actor_rollout_ref.actor.ppo_mini_batch_size"])
+    for k in ("actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu",
+              "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu",
+              "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu"):
+        assert int(kv[k]) >= 1
+    if algo == "ppo":
+        assert int(kv["critic.ppo_micro_batch_size_per_gpu"]) >= 1
     parsed = parse_rl_launch(text)
     assert parsed.rl.algo == algo and parsed.workload["method"] == method

@@ -80,6 +80,9 @@ def write_verl(model_name: str, rl: RLConfig, wl: Workload) -> str:
         ("actor_rollout_ref.model.path", _hf_id(model_name)),
         ("actor_rollout_ref.model.enable_gradient_checkpointing", _b(wl.grad_ckpt)),
         ("actor_rollout_ref.model.use_fused_kernels", _b(wl.loss == "fused")),
+        # one optimizer step per RL step (verl requires train_batch_size >= ppo_mini_batch_size, default 256;
+        # verl/workers/config/actor.py validate)
+        ("actor_rollout_ref.actor.ppo_mini_batch_size", rl.rollout_batch),
         ("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", wl.micro_batch),
         ("actor_rollout_ref.actor.use_kl_loss", _b(rl.ref)),
         ("actor_rollout_ref.actor.kl_loss_coef", VERL_KL_COEF if rl.ref else 0.0),
@@ -92,6 +95,10 @@ def write_verl(model_name: str, rl: RLConfig, wl: Workload) -> str:
         ("actor_rollout_ref.rollout.free_cache_engine", _b(rl.engine_sleep)),
         ("actor_rollout_ref.rollout.max_num_batched_tokens", rl.max_num_batched_tokens),
         ("actor_rollout_ref.rollout.max_num_seqs", rl.max_num_seqs),
+        # log-prob passes need a micro-batch (verl/utils/config.py check_mutually_exclusive); forward-only, so
+        # the policy update's micro-batch is within the planned memory
+        ("actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu", wl.micro_batch),
+        ("actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu", wl.micro_batch),
         ("actor_rollout_ref.ref.fsdp_config.param_offload", _b(rl.ref_offload)),
     ]
     if wl.method in ("lora", "qlora"):
