@@ -246,6 +246,11 @@ def plan_request_from_values(model: Any, values: Mapping[str, Any]) -> Any:
     rl = rl_config_from_values(values)
     tokens = values.get("tokens")
     if rl is not None:
+        for name, why in (("seq_len", "the sequence is --prompt-len + --response-len"),
+                          ("tokens", "the budget is --steps"), ("dataset_tokens", "the budget is --steps")):
+            if values.get(name) is not None:
+                raise WorkloadError(f"--{name.replace('_', '-')} does not apply to --rl: {why}",
+                                    fix=f"drop --{name.replace('_', '-')}")
         if not values.get("steps"):
             raise WorkloadError("how many RL steps? `plan --rl` ranks by the hours and cost of the steps",
                                 fix="pass --steps N (e.g. --steps 500)")

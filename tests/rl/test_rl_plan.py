@@ -168,6 +168,8 @@ def test_plan_rl_lowers_a_rollout_tp_that_does_not_fit_the_node(tmp_path, capsys
 
 @pytest.mark.parametrize("extra,needle", [
     ([], "--steps"),
+    (["--steps", "10", "--seq-len", "4096"], "--prompt-len"),
+    (["--steps", "10", "--tokens", "1B"], "--steps"),
     (["--steps", "10", "--no-colocate"], "colocate"),
     (["--steps", "10", "--tp", "2"], "--tp"),
     (["--steps", "10", "--strategy", "zero3", "--rl-framework", "verl", "--num-generations", "4"], "zero3"),
