@@ -360,3 +360,26 @@ def test_verl_keys_exist_in_verls_config(tmp_path, capsys, method, algo, extra):
         assert int(kv["critic.ppo_micro_batch_size_per_gpu"]) >= 1
     parsed = parse_rl_launch(text)
     assert parsed.rl.algo == algo and parsed.workload["method"] == method
+
+
+@pytest.mark.parametrize("case", ["8b-lora-1gpu-verl", "30b-full-8gpu-swift"])
+def test_size_rl_launch_gives_the_planned_verdict_and_phases(tmp_path, capsys, case):
+    """What ``check`` does with a rendered RL file: read it back and size it with the same model; the verdict and
+    the per-phase memory are the plan's (one decision path)."""
+    from trainfit.rl.lint import size_rl_launch
+
+    model, args, _, fname = CASES[case]
+    path, doc = _plan_json(tmp_path, capsys, model, args)
+    assert main(["render", "--plan", str(path), "--out", str(tmp_path / "job")]) == 0
+    text = (tmp_path / "job" / fname).read_text()
+    facts = _facts(text)
+    parsed, est = size_rl_launch(text, facts["rl"]["gpu_mem_gib"], model=facts["model"])
+    plan = Plan.from_dict(doc["plans"][0])
+    assert est.phases_gib == pytest.approx(plan.rl["phases_gib"], rel=1e-9)
+    assert est.peak_gib == pytest.approx(facts["reserved_gib"], rel=1e-9)
+    assert est.verdict == plan.fit.verdict and est.max_concurrent_seqs == plan.rl["max_concurrent_seqs"]
+    # a utilisation the trainer's residual cannot leave room for is found as an error
+    hot = text.replace("gpu_memory_utilization=0.5", "gpu_memory_utilization=0.95").replace(
+        "--vllm_gpu_memory_utilization 0.5", "--vllm_gpu_memory_utilization 0.95")
+    findings, _ = lint_rl_launch(hot, facts["rl"]["gpu_mem_gib"], model=facts["model"])
+    assert "rl-util-too-high" in {f.rule for f in findings if f.severity == "error"}
