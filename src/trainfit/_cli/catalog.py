@@ -17,11 +17,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sub = p.add_subparsers(dest="catalog_command", metavar="ACTION")
 
     s = sub.add_parser("show", help="print the catalog")
-    s.add_argument("what", nargs="?", choices=("gpus", "instances"), default="gpus")
+    s.add_argument("what", nargs="?", choices=("gpus", "instances", "prices"), default="gpus")
     s.add_argument("--provider", help="instances: alibaba | tencent | generic | private")
     s.add_argument("--resource-class", dest="resource_class",
                    help="instances: pai-public | pai-lingjun | pai-eas | tencent-tione | generic ...")
     s.add_argument("--gpu", help="instances with this GPU (name or alias)")
+    s.add_argument("--instance-type", dest="instance_type", help="prices: only this instance type")
+    s.add_argument("--region", help="prices: this region (plus prices whose region is not stated)")
+    s.add_argument("--billing", choices=("payg", "subscription", "spot"), help="prices: only this billing")
     s.add_argument("--json", action="store_true", help="print JSON instead of a table")
     s.set_defaults(func=_show)
 
@@ -98,6 +101,8 @@ def _show(args: argparse.Namespace) -> int:
                [[g.name, g.mem_gib, g.mem_type, g.mem_bandwidth_gbps, g.bf16_dense_tflops, g.fp8_dense_tflops,
                  g.nvlink_gbps, g.form_factor, g.verified, g.aliases] for g in gpus])
         return 0
+    if args.what == "prices":
+        return _show_prices(args)
     rows = list_instances(provider=args.provider, resource_class=args.resource_class, gpu=args.gpu)
     if args.json:
         json.dump([r.to_dict() for r in rows], sys.stdout, indent=2, ensure_ascii=False)
@@ -113,6 +118,40 @@ def _show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _show_prices(args: argparse.Namespace) -> int:
+    from trainfit.catalog.prices import current_prices, prices_for
+
+    if args.instance_type:
+        rows = prices_for(args.provider or "", args.resource_class, args.instance_type, region=args.region,
+                          billing=args.billing) if args.provider else [
+            r for r in current_prices() if r.instance_type.lower() == args.instance_type.lower()]
+    else:
+        rows = [r for r in current_prices()
+                if (not args.provider or r.provider == args.provider.lower())
+                and (not args.resource_class or r.resource_class == args.resource_class.lower())
+                and (not args.billing or r.billing == args.billing)
+                and (not args.region or r.region in (None, args.region))]
+    if args.json:
+        json.dump([r.to_dict() for r in rows], sys.stdout, indent=2, ensure_ascii=False)
+        print()
+        return 0
+    _table("Prices (per instance-hour, in the source's currency; never converted)",
+           ["instance type", "provider", "class", "region", "billing", "price/h", "spot paid", "as of", "verified",
+            "source"],
+           [[r.instance_type, r.provider, r.resource_class, r.region, r.billing,
+             None if r.price_per_hour is None else f"{r.price_per_hour:g} {r.currency}", r.spot_discount,
+             r.as_of, r.verified, _short_source(r.source)] for r in rows])
+    return 0
+
+
+def _short_source(src: str, n: int = 48) -> str:
+    """The source shortened for a table (``--json`` prints it whole)."""
+    from urllib.parse import unquote
+
+    s = unquote(src)
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
 def _validate(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -123,7 +162,10 @@ def _validate(args: argparse.Namespace) -> int:
 
     problems: list[str] = []
     checked: list[str] = []
-    for what, fn in (("bundled catalog", bundled_rows), ("platform rules", load_rules)):
+    from trainfit.catalog.prices import bundled_price_rows
+
+    for what, fn in (("bundled catalog", bundled_rows), ("bundled prices", bundled_price_rows),
+                     ("platform rules", load_rules)):
         try:
             fn()
             checked.append(what)
