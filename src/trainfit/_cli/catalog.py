@@ -33,11 +33,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     v.add_argument("--json", action="store_true")
     v.set_defaults(func=_validate)
 
-    r = sub.add_parser("refresh", help="fetch live specs (PAI-DLC ListEcsSpecs) into the user cache")
-    r.add_argument("--provider", required=True, choices=("pai",), help="only pai today")
-    r.add_argument("--region", required=True, help="region id, e.g. cn-hangzhou, cn-wulanchabu, ap-southeast-1")
-    r.add_argument("--endpoint", help="API endpoint host (default pai-dlc.<region>.aliyuncs.com)")
+    r = sub.add_parser("refresh", help="fetch live specs or prices (PAI-DLC, ECS, Tencent CVM) into the user cache")
+    r.add_argument("--provider", required=True, choices=("pai", "ecs", "tencent"),
+                   help="pai: PAI-DLC ListEcsSpecs; ecs: Alibaba ECS DescribeInstanceTypes (--prices: DescribePrice "
+                        "+ DescribeSpotPriceHistory); tencent: CVM DescribeInstanceTypeConfigs (--prices: "
+                        "InquiryPriceRunInstances)")
+    r.add_argument("--region", required=True, help="region id, e.g. cn-hangzhou, cn-wulanchabu, ap-guangzhou")
+    r.add_argument("--prices", action="store_true", help="ecs/tencent: fetch prices instead of specs")
+    r.add_argument("--instance-type", dest="instance_types", action="append", metavar="TYPE",
+                   help="with --prices: price only this type (repeatable; default: the provider's GPU types "
+                        "in the catalog)")
+    r.add_argument("--zone", help="tencent --prices: availability zone to quote (default: the first listed)")
+    r.add_argument("--image-id", dest="image_id", help="tencent --prices: image id to quote with (required by "
+                                                       "InquiryPriceRunInstances)")
+    r.add_argument("--endpoint", help="API endpoint host (default: the SDK's regional endpoint)")
     r.add_argument("--timeout", type=float, default=15.0, help="seconds per request (default 15)")
+    r.add_argument("--total-timeout", dest="total_timeout", type=float,
+                   help="seconds for the whole refresh (default: max(60, 4 x --timeout))")
     r.add_argument("--protocol", choices=("https", "http"), default="https",
                    help="https (default); http only for a local proxy or test server")
     r.add_argument("--json", action="store_true")
@@ -194,6 +206,13 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _refresh(args: argparse.Namespace) -> int:
+    if args.provider in ("ecs", "tencent"):
+        return _refresh_cloud(args)
+    if args.prices:
+        from trainfit.errors import CatalogError
+
+        raise CatalogError("--prices is not available for --provider pai (ListEcsSpecs already reports the "
+                           "spot discount)", fix="use --provider ecs --prices for ECS list and spot prices")
     from trainfit.catalog.refresh import refresh
 
     res = refresh(args.provider, args.region, endpoint=args.endpoint, protocol=args.protocol,
@@ -206,6 +225,34 @@ def _refresh(args: argparse.Namespace) -> int:
         print(f"{res.instances} GPU instance types from PAI-DLC ListEcsSpecs ({res.region}) cached in {res.path}")
         if res.new_gpus:
             print("GPU types not in the catalog (memory only, compute unknown): " + ", ".join(res.new_gpus))
+    return 0
+
+
+def _refresh_cloud(args: argparse.Namespace) -> int:
+    kw = dict(prices=args.prices, instance_types=args.instance_types, endpoint=args.endpoint,
+              protocol=args.protocol, timeout_s=args.timeout, total_timeout_s=args.total_timeout)
+    if args.provider == "ecs":
+        from trainfit.providers.alibaba.ecs_refresh import refresh_ecs
+
+        res = refresh_ecs(args.region, **kw)
+        api = "ECS DescribePrice/DescribeSpotPriceHistory" if args.prices else "ECS DescribeInstanceTypes"
+    else:
+        from trainfit.providers.tencent.refresh import refresh_tencent
+
+        res = refresh_tencent(args.region, zone=args.zone, image_id=args.image_id, **kw)
+        api = "CVM InquiryPriceRunInstances" if args.prices else "CVM DescribeInstanceTypeConfigs"
+    out = {"provider": args.provider, "region": res.region, "path": str(res.path), "instances": res.instances,
+           "new_gpus": list(res.new_gpus), "prices": res.prices, "skipped": list(res.skipped),
+           "fetched_at": res.fetched_at}
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return 0
+    what = f"{res.prices} price rows" if args.prices else f"{res.instances} GPU instance types"
+    print(f"{what} from {api} ({res.region}) cached in {res.path}")
+    if res.new_gpus:
+        print("GPU types not in the catalog (memory only, compute unknown): " + ", ".join(res.new_gpus))
+    if res.skipped:
+        print(f"not sold in {res.region} (skipped): " + ", ".join(res.skipped))
     return 0
 
 
