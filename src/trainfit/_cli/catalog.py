@@ -46,6 +46,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     r.add_argument("--zone", help="tencent --prices: availability zone to quote (default: the first listed)")
     r.add_argument("--image-id", dest="image_id", help="tencent --prices: image id to quote with (required by "
                                                        "InquiryPriceRunInstances)")
+    r.add_argument("--currency", default="CNY", help="tencent --prices: currency your account is billed in "
+                                                    "(the API states amounts in CNY; international-site accounts: USD)")
     r.add_argument("--endpoint", help="API endpoint host (default: the SDK's regional endpoint)")
     r.add_argument("--timeout", type=float, default=15.0, help="seconds per request (default 15)")
     r.add_argument("--total-timeout", dest="total_timeout", type=float,
@@ -239,7 +241,7 @@ def _refresh_cloud(args: argparse.Namespace) -> int:
     else:
         from trainfit.providers.tencent.refresh import refresh_tencent
 
-        res = refresh_tencent(args.region, zone=args.zone, image_id=args.image_id, **kw)
+        res = refresh_tencent(args.region, zone=args.zone, image_id=args.image_id, currency=args.currency, **kw)
         api = "CVM InquiryPriceRunInstances" if args.prices else "CVM DescribeInstanceTypeConfigs"
     out = {"provider": args.provider, "region": res.region, "path": str(res.path), "instances": res.instances,
            "new_gpus": list(res.new_gpus), "prices": res.prices, "skipped": list(res.skipped),

@@ -130,3 +130,26 @@ def sdk_version(dist: str) -> str:
         return f"{dist} {version(dist)}"
     except Exception:  # noqa: BLE001
         return dist
+
+
+def resolve_gpu(spec: str | None, mem_gib: float | None, index: dict) -> tuple[Any, str]:
+    """(catalog GPU or None, note) for a GPU name reported by a cloud API plus its per-GPU memory (GiB).
+
+    A bare family name resolves to the catalog's flagship variant (``A100`` -> the 80 GB SXM part), which is
+    wrong when the API reports 40 GB; so the reported memory must agree with the catalog row (within
+    2 GiB), else ``<name>-<memory>GB`` is tried, else no GPU is assigned (the note says why).
+    """
+    from trainfit.catalog.gpus import normalize_gpu_name
+
+    if not spec or not spec.strip():
+        return None, ""
+    known = index.get(normalize_gpu_name(spec))
+    if known is None:
+        return None, ""
+    if mem_gib is None or not mem_gib or known.mem_gib is None or abs(known.mem_gib - mem_gib) <= 2:
+        return known, ""
+    alt = index.get(normalize_gpu_name(f"{spec}-{int(round(mem_gib))}GB"))
+    if alt is not None and alt.mem_gib is not None and abs(alt.mem_gib - mem_gib) <= 2:
+        return alt, f"{spec!r} with {mem_gib:g} GiB read as {alt.name}"
+    return None, (f"{spec!r} resolves to {known.name} ({known.mem_gib:g} GiB) but the API reports {mem_gib:g} GiB: "
+                  "gpu left unset")

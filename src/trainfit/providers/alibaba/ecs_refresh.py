@@ -34,7 +34,8 @@ from typing import Any
 
 from trainfit.catalog._schema import GPU_COLUMNS, INSTANCE_COLUMNS, parse_row, to_csv_value
 from trainfit.errors import CatalogError, MissingExtraError
-from trainfit.providers._refresh_common import Deadline, classify, sdk_version, short, today, write_cache
+from trainfit.providers._refresh_common import (Deadline, classify, resolve_gpu, sdk_version, short, today,
+                                                write_cache)
 
 PAI_PIP = "pip install 'trainfit[pai]'"
 SDK_DIST = "alibabacloud_ecs20140526"
@@ -200,10 +201,12 @@ def types_to_rows(items: list[Any], *, as_of: str | None = None
         if not n_gpu:
             continue
         gpu_name = ""
+        known, gnote = resolve_gpu(spec, gmem, cat.gpu_index)
         if spec and spec.strip():
-            known = cat.gpu_index.get(normalize_gpu_name(spec))
             if known is not None:
                 gpu_name = known.name
+            elif gnote:
+                pass  # a known family name whose memory does not match: leave the GPU unset
             else:
                 gpu_name = spec.strip()
                 gpus.setdefault(normalize_gpu_name(gpu_name), {
@@ -217,7 +220,8 @@ def types_to_rows(items: list[Any], *, as_of: str | None = None
             "instance_type": name.strip(), "gpu": gpu_name, "gpu_count": str(n_gpu), "vcpu": str(vcpu) if vcpu else "",
             "ram_gib": to_csv_value(ram) if ram else "", "verified": "yes", "source": source, "as_of": as_of,
             "notes": f"GPUSpec={spec!r}, GPUMemorySize={gmem}, MemorySize={ram}, InstanceBandwidthRx={bw_kbit} Kbit/s, "
-                     f"EriQuantity={eri} (live API; lists the type, not where it is sold)",
+                     f"EriQuantity={eri} (live API; lists the type, not where it is sold)"
+                     + (f"; {gnote}" if gnote else ""),
         }
         if bw_kbit:
             row["inter_node_gbit_per_s"] = to_csv_value(round(bw_kbit / 1e6, 3))
