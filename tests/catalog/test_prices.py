@@ -180,7 +180,7 @@ def test_bad_overlay_prices_fail_loudly_and_validate_lists_them(tmp_path, capsys
 
 
 def test_refresh_cache_prices_are_read(tmp_path, monkeypatch):
-    from trainfit.catalog.refresh import CACHE_FORMAT, write_cache_atomic
+    from trainfit.catalog.cache import CACHE_FORMAT, write_cache_atomic
 
     monkeypatch.setenv("TRAINFIT_CACHE_DIR", str(tmp_path / "c"))
     row = {k: v for k, v in _row(price_per_hour=2.5, region="ap-beijing", source="Tencent InquiryPriceRunInstances",

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.render.conftest import SCENARIOS
+from tests.launch.conftest import SCENARIOS
 from trainfit.check import CheckInputError, check_file
 from trainfit.cli import main
 

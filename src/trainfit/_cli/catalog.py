@@ -172,7 +172,7 @@ def _validate(args: argparse.Namespace) -> int:
     from trainfit.catalog._store import bundled_rows, overlay_path
     from trainfit.catalog.overlay import validate_overlay
     from trainfit.errors import CatalogError
-    from trainfit.platforms.rules import load_rules
+    from trainfit.rules import load_rules
 
     problems: list[str] = []
     checked: list[str] = []
@@ -215,7 +215,7 @@ def _refresh(args: argparse.Namespace) -> int:
 
         raise CatalogError("--prices is not available for --provider pai (ListEcsSpecs already reports the "
                            "spot discount)", fix="use --provider ecs --prices for ECS list and spot prices")
-    from trainfit.catalog.refresh import refresh
+    from trainfit.providers.alibaba.refresh import refresh
 
     res = refresh(args.provider, args.region, endpoint=args.endpoint, protocol=args.protocol,
                   timeout_s=args.timeout)
@@ -259,7 +259,7 @@ def _refresh_cloud(args: argparse.Namespace) -> int:
 
 
 def _rules(args: argparse.Namespace) -> int:
-    from trainfit.platforms.rules import load_rules, rules_for_claim
+    from trainfit.rules import load_rules, rules_for_claim
 
     rules = rules_for_claim(args.claim) if args.claim else list(load_rules())
     if args.json:

@@ -23,7 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from trainfit.check import check_file
+    from trainfit.service import check_file
 
     res = check_file(args.file, region=args.region, gpu=args.gpu, instance_type=args.instance_type)
     if args.json:

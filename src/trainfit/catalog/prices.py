@@ -4,7 +4,7 @@ Layers, read lazily and cached on file paths and modification times (like the in
 
 1. ``trainfit/catalog/data/prices.csv`` (bundled; only figures with a public source URL and a date);
 2. ``prices`` lists inside refresh caches (``trainfit catalog refresh --prices``, same cache files and
-   format as the spec refresh, see :mod:`trainfit.catalog.refresh`);
+   format as the spec refresh, see :mod:`trainfit.catalog.cache`);
 3. a ``prices:`` list in the user overlay (``~/.config/trainfit/catalog.yaml``), e.g. your own bill.
 
 Rows are never merged field by field: each row is one published figure, and lookups return all matching
@@ -159,7 +159,7 @@ def read_cache_prices(path: Path) -> list[dict[str, Any]]:
     """Typed ``prices`` rows of one refresh cache (none if the cache has no ``prices`` list)."""
     import json
 
-    from trainfit.catalog.refresh import CACHE_FORMAT
+    from trainfit.catalog.cache import CACHE_FORMAT
 
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))

@@ -110,7 +110,7 @@ def write_cache(path: Path, *, provider: str, region: str, sdk: str, gpus: list[
     """
     from trainfit.catalog._store import reset_cache
     from trainfit.catalog.prices import reset_price_cache
-    from trainfit.catalog.refresh import CACHE_FORMAT, write_cache_atomic
+    from trainfit.catalog.cache import CACHE_FORMAT, write_cache_atomic
 
     fetched = now_iso()
     payload: dict[str, Any] = {"format": CACHE_FORMAT, "provider": provider, "region": region,

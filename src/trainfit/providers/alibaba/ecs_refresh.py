@@ -60,7 +60,7 @@ class EcsRefreshResult:
 
 
 def cache_path(region: str, *, prices: bool) -> Path:
-    from trainfit.catalog.refresh import cache_file
+    from trainfit.catalog.cache import cache_file
 
     return cache_file("ecs-prices" if prices else "ecs", region)
 

@@ -51,7 +51,7 @@ class TencentRefreshResult:
 
 
 def cache_path(region: str, *, prices: bool) -> Path:
-    from trainfit.catalog.refresh import cache_file
+    from trainfit.catalog.cache import cache_file
 
     return cache_file("tencent-prices" if prices else "tencent", region)
 
