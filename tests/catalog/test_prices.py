@@ -201,3 +201,31 @@ def test_cli_show_prices_json(capsys):
                  "--json"]) == 0
     one = json.loads(capsys.readouterr().out)
     assert [r["instance_type"] for r in one] == ["GN10Xp.20XLARGE320"]
+
+
+def test_price_for_instance_prefers_the_table_then_the_instance_row(tmp_path):
+    from trainfit.catalog import get_instance
+
+    gn7 = get_instance("GN7.2XLARGE32")
+    raw = next(r for r in RAW if r["instance_type"] == "GN7.2XLARGE32")
+    assert P.price_for_instance(gn7).price_per_hour == float(raw["price_per_hour"])
+    assert P.price_for_instance(gn7, billing="spot") is None  # no spot discount anywhere: unknown, not payg
+    a10 = get_instance("ecs.gn7i-c8g1.2xlarge")
+    assert P.price_for_instance(a10) is None
+    _overlay(tmp_path, textwrap.dedent("""
+        instances:
+          - provider: alibaba
+            resource_class: pai-public
+            instance_type: ecs.gn7i-c8g1.2xlarge
+            price_per_hour: 12
+            currency: CNY
+            spot_discount: 0.25
+            source: our bill
+            as_of: 2026-11-30
+    """))
+    _store.reset_cache()
+    a10 = get_instance("ecs.gn7i-c8g1.2xlarge")
+    pay = P.price_for_instance(a10)
+    assert (pay.price_per_hour, pay.currency) == (12, "CNY") and pay.origin.startswith("overlay:")
+    spot = P.price_for_instance(a10, billing="spot")
+    assert spot.price_per_hour == pytest.approx(3.0) and spot.spot_discount == 0.25 and "derived" in spot.notes

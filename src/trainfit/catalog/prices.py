@@ -272,3 +272,38 @@ def latest_spot_discount(provider: str, resource_class: str | None, instance_typ
     rows = [r for r in prices_for(provider, resource_class, instance_type, region=region, billing="spot")
             if r.spot_discount is not None]
     return rows[0] if rows else None
+
+
+def price_for_instance(instance: Any, region: str | None = None, *, billing: str = "payg") -> PriceRow | None:
+    """The price to use for one catalog :class:`~trainfit.catalog.instances.Instance`, with its provenance.
+
+    Order: the price table (:func:`latest_price`, region rows before list prices); else the price stated on
+    the instance row itself (an overlay or refresh ``price_per_hour``, kept for compatibility), returned as a
+    :class:`PriceRow` whose ``origin`` is the instance's; for ``billing="spot"`` without a spot row, the
+    instance's ``spot_discount`` applied to the pay-as-you-go price (noted as such). None = no source.
+    """
+    row = latest_price(instance.provider, instance.resource_class, instance.instance_type, region=region,
+                       billing=billing)
+    if row is not None:
+        return row
+    if billing == "spot":
+        spot = latest_spot_discount(instance.provider, instance.resource_class, instance.instance_type, region=region)
+        disc = spot.spot_discount if spot is not None else getattr(instance, "spot_discount", None)
+        base = price_for_instance(instance, region, billing="payg")
+        if disc is None or base is None:
+            return None
+        src = spot.source if spot is not None else instance.source
+        return PriceRow(provider=instance.provider, resource_class=instance.resource_class,
+                        instance_type=instance.instance_type, region=base.region, billing="spot",
+                        price_per_hour=base.price_per_hour * disc, currency=base.currency, spot_discount=disc,
+                        verified=base.verified and (spot.verified if spot is not None else instance.verified),
+                        source=f"{base.source} x spot discount from {src}",
+                        as_of=min(base.as_of, spot.as_of if spot is not None else instance.as_of),
+                        notes="derived: pay-as-you-go price x spot_discount", origin=base.origin)
+    if billing != "payg" or instance.price_per_hour is None or instance.currency is None:
+        return None
+    return PriceRow(provider=instance.provider, resource_class=instance.resource_class,
+                    instance_type=instance.instance_type, region=None, billing="payg",
+                    price_per_hour=instance.price_per_hour, currency=instance.currency, verified=instance.verified,
+                    source=instance.source, as_of=instance.as_of, notes="price stated on the instance row",
+                    origin=instance.origin)
