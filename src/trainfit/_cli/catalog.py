@@ -124,12 +124,22 @@ def _show(args: argparse.Namespace) -> int:
         return 0
     cols = ["instance type", "class", "gpu", "n", "vCPU", "RAM GiB", "intra", "inter", "Gbit/s", "price/h",
             "regions", "verified"]
-    _table("Instances (- = not known; prices only where published or in your overlay)", cols,
+    _table("Instances (- = not known; pay-as-you-go prices only where published or in your overlay: "
+           "`catalog show prices` gives sources and dates)", cols,
            [[r.instance_type, r.resource_class, r.gpu, r.gpu_count, r.vcpu, r.ram_gib, r.intra_node_link,
              r.inter_node, r.inter_node_gbit_per_s,
-             None if r.price_per_hour is None else f"{r.price_per_hour:g} {r.currency}", r.regions, r.verified]
+             _price_cell(r), r.regions, r.verified]
             for r in rows])
     return 0
+
+
+def _price_cell(inst: Any) -> str | None:
+    """Pay-as-you-go price of an instance from the price table or the row itself (``catalog show prices``
+    says where it comes from)."""
+    from trainfit.catalog.prices import price_for_instance
+
+    p = price_for_instance(inst)
+    return None if p is None else f"{p.price_per_hour:g} {p.currency}"
 
 
 def _show_prices(args: argparse.Namespace) -> int:
