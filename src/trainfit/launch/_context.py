@@ -8,10 +8,9 @@ carries every fact.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from trainfit.errors import RenderError, TrainfitError
 from trainfit.models.shapes import ModelShape
 from trainfit.workload import Workload
 
@@ -189,8 +188,7 @@ class RenderContext:
         facts = {"model": p.model.name, "gpu": p.gpu, "instance_type": p.instance_type,
                  "provider": p.provider, "resource_class": p.resource_class, "nodes": self.nodes,
                  "gpus_per_node": self.gpus_per_node, "reserved_gib": p.memory.reserved_gib,
-                 "verdict": p.fit.verdict, "precision": p.workload.precision,
-                 "loss": p.workload.loss, "freeze_trainable_layers": p.workload.freeze_trainable_layers}
+                 "verdict": p.fit.verdict, "workload": p.workload.to_dict()}
         rl = getattr(p, "rl", None)
         if rl is not None:  # RL plan: reserved_gib is the binding phase's peak
             facts["rl"] = {"algo": rl["algo"], "rl_framework": rl.get("rl_framework"), "gpu_mem_gib": p.gpu_mem_gib,

@@ -6,7 +6,7 @@ per-phase memory (:func:`trainfit.rl.memory.estimate_rl_memory`: rollout, train,
 over all phases through the one fit decision (:func:`trainfit.estimate.fit.decide_fit` on the binding phase's
 peak and the RL host RAM, an empty KV pool being ``oom``); the first that fits is kept. Its hours are the RL
 step time (:func:`trainfit.rl.speed.estimate_rl_speed`) x ``steps``, its cost price x instance-hours through
-:func:`trainfit.plan.cost.estimate_cost`.
+:func:`trainfit.plan.pricing.time_and_cost` (the cost model of ``plan/cost.py``, spot interruptions included).
 
 Candidates are limited to layouts the launch writers of :mod:`trainfit.rl.launch` express: verl's FSDP backend
 (``fsdp``, optimizer offload), ms-swift's DDP / DeepSpeed presets (``ddp``, ``zero2``, ``zero3``,
@@ -134,14 +134,17 @@ def rl_summary(rl: Any, est: Any, *, steps: int | None, speed: Any = None) -> di
 
 
 def rl_plan(model: ModelShape, wl: Workload, rl: Any, est: Any, *, gpu: Any, usable: float, gpus_per_node: int,
-            inst: Any = None, steps: int | None = None, hw: Any = None, price: Any = None, spot_policy: Any = None,
-            spot: bool = False, region: str | None = None, margin: float = SAFETY_MARGIN_DEFAULT,
-            rule_warnings: tuple[str, ...] = (), source: str = "trainfit plan", strict_speed: bool = True) -> Plan:
+            inst: Any = None, steps: int | None = None, hw: Any = None, spot: bool = False, region: str | None = None,
+            margin: float = SAFETY_MARGIN_DEFAULT, interruption_rate: float | None = None,
+            checkpoint_interval_hours: float | None = None, rule_warnings: tuple[str, ...] = (),
+            source: str = "trainfit plan", strict_speed: bool = True) -> Plan | None:
     """One typed RL :class:`Plan` from an evaluated layout: the fit decision on :func:`memory_view`, the RL step
-    time when the GPU's compute is known, hours and cost with ``steps``. ``strict_speed``: a speed-model error
-    (e.g. no memory bandwidth in the catalog) is raised (the planner rejects the instance type) instead of
-    becoming a warning."""
-    from trainfit.errors import TrainfitError
+    time when the GPU's compute is known, with ``steps`` the hours and, on an instance type, the cost
+    (:func:`trainfit.plan.pricing.time_and_cost`: price x instance-hours, spot interruptions included).
+    ``strict_speed`` (the planner): a speed-model error (no compute peak or memory bandwidth in the catalog) is
+    raised, so the instance type is rejected with it, and None is returned when spot interruptions outpace the
+    checkpoints; otherwise (``render`` without a plan file) they become warnings."""
+    from trainfit.errors import CatalogError, TrainfitError
 
     mem = memory_view(est)
     fit = decide_fit(mem, usable_gib=usable, gpus_per_node=gpus_per_node,
@@ -149,44 +152,46 @@ def rl_plan(model: ModelShape, wl: Workload, rl: Any, est: Any, *, gpu: Any, usa
     if est.max_concurrent_seqs is not None and est.max_concurrent_seqs < 1:
         fit = replace(fit, verdict="oom", gpu_verdict="oom",
                       reasons=fit.reasons + (f"the KV pool holds no {rl.seq_len}-token sequence",))
-    warnings = list(fit.reasons) + list(est.warnings) + list(rule_warnings)
+    warnings = list(rule_warnings[:1]) + list(fit.reasons) + list(est.warnings) + list(rule_warnings[1:])
     notes: list[str] = []
     sp = None
     timing: dict[str, Any] = {}
-    if strict_speed and not (gpu.bf16_dense_tflops or gpu.fp16_dense_tflops):
-        from trainfit.errors import CatalogError
-
-        raise CatalogError(f"{gpu.name}: the catalog has no compute peak; the RL step time needs it",
-                           fix="add bf16_dense_tflops for the GPU in ~/.config/trainfit/catalog.yaml")
-    if gpu.bf16_dense_tflops or gpu.fp16_dense_tflops:
+    try:
+        if not (gpu.bf16_dense_tflops or gpu.fp16_dense_tflops):
+            raise CatalogError(f"{gpu.name}: the catalog has no compute peak; the RL step time needs it",
+                               fix="add bf16_dense_tflops for the GPU in ~/.config/trainfit/catalog.yaml")
         from trainfit.estimate.speed import hardware_from_catalog
-        from trainfit.rl.speed import estimate_rl_speed, rl_hours
+        from trainfit.rl.speed import estimate_rl_speed
 
-        try:
-            sp = estimate_rl_speed(model, wl, rl, hw or hardware_from_catalog(gpu, inst, gpus_per_node=gpus_per_node),
-                                   est)
-        except TrainfitError as e:
-            if strict_speed:
-                raise
-            warnings.append(f"RL speed not estimated: {e.message}")
-        else:
-            seq_tokens = rl.seqs_per_step * rl.seq_len
-            timing = {"step_seconds": sp.step_seconds, "tokens_per_s": seq_tokens / sp.step_seconds,
-                      "framework": rl.rl_framework}
-            if steps:
-                h = rl_hours(sp, steps, wl.gpus)
-                timing.update({"hours": h["hours"], "gpu_hours": h["gpu_hours"], "tokens": float(steps * seq_tokens)})
-                if price is not None or inst is not None:
-                    from trainfit.plan.cost import estimate_cost, price_from_catalog
+        sp = estimate_rl_speed(model, wl, rl, hw or hardware_from_catalog(gpu, inst, gpus_per_node=gpus_per_node), est)
+    except TrainfitError as e:
+        if strict_speed:
+            raise
+        warnings.append(f"RL speed not estimated: {e.message}")
+    if sp is not None:
+        seq_tokens = rl.seqs_per_step * rl.seq_len
+        timing = {"step_seconds": sp.step_seconds, "tokens_per_s": seq_tokens / sp.step_seconds,
+                  "framework": rl.rl_framework}
+        if steps:
+            hours = sp.step_seconds * steps / 3600
+            timing.update({"hours": hours, "gpu_hours": hours * wl.gpus, "tokens": float(steps * seq_tokens)})
+            if inst is not None:
+                from trainfit.plan.pricing import time_and_cost
 
-                    c = estimate_cost(hours=h["hours"], gpus=wl.gpus, price=price or price_from_catalog(inst),
-                                      spot=spot_policy, instance_type=getattr(inst, "instance_type", None) or "")
-                    cost = c.cost
-                    if spot and c.spot is not None and c.spot.expected_cost is not None:
-                        cost = c.spot.expected_cost
-                    timing.update({"cost": cost, "on_demand_cost": c.cost, "currency": c.currency})
-                    if c.fix and cost is None:
-                        notes.append(c.fix)
+                tc = time_and_cost(inst=inst, hours=hours, gpus=wl.gpus, trainable_params=est.train.params.trainable,
+                                   nodes=wl.nodes, spot=spot, region=region, interruption_rate=interruption_rate,
+                                   checkpoint_interval_hours=checkpoint_interval_hours)
+                if not tc.feasible and strict_speed:
+                    return None
+                timing.update({"hours": tc.hours, "gpu_hours": tc.gpu_hours, "cost": tc.cost,
+                               "on_demand_cost": tc.on_demand_cost, "currency": tc.currency,
+                               "spot_price_fraction": tc.spot_price_fraction,
+                               "expected_interruptions": tc.expected_interruptions,
+                               "checkpoint_interval_hours": tc.checkpoint_interval_hours,
+                               "price_per_hour": tc.price_per_hour, "price_source": tc.price_source,
+                               "price_as_of": tc.price_as_of})
+                notes += list(tc.notes)
+                warnings += list(tc.warnings)
     return Plan(model=model, workload=wl, gpu=gpu.name, gpu_spec=gpu, instance=inst,
                 provider=getattr(inst, "provider", "generic"), resource_class=getattr(inst, "resource_class", "generic"),
                 instance_type=getattr(inst, "instance_type", None), gpus_per_node=gpus_per_node, nodes=wl.nodes,
@@ -196,7 +201,7 @@ def rl_plan(model: ModelShape, wl: Workload, rl: Any, est: Any, *, gpu: Any, usa
 
 
 def evaluate_rl_layout(req: Any, *, inst: Any, gpu: Any, gpn: int, nodes: int, usable: float, miss: Any,
-                       hw: Any = None, spot_policy: Any = None, rule_warnings: tuple[str, ...] = ()) -> Plan | None:
+                       hw: Any = None, rule_warnings: tuple[str, ...] = ()) -> Plan | None:
     """The best RL plan of one node layout of one instance type (None when nothing fits; ``miss`` records the
     closest miss for the rejection). Candidates fastest first; the first that fits is kept with the largest
     micro-batch that fits."""
@@ -246,9 +251,14 @@ def evaluate_rl_layout(req: Any, *, inst: Any, gpu: Any, gpn: int, nodes: int, u
             best = (w2, e2)
             b *= 2
         w, e = best
-        return rl_plan(model, w, rl, e, gpu=gpu, usable=usable, gpus_per_node=gpn, inst=inst, steps=req.steps,
-                       hw=hw, spot_policy=spot_policy, spot=req.spot, region=req.region, margin=req.memory_margin,
-                       rule_warnings=rule_warnings)
+        p = rl_plan(model, w, rl, e, gpu=gpu, usable=usable, gpus_per_node=gpn, inst=inst, steps=req.steps,
+                    hw=hw, spot=req.spot, region=req.region, margin=req.memory_margin,
+                    interruption_rate=req.interruption_rate_per_node_hour,
+                    checkpoint_interval_hours=req.checkpoint_interval_hours, rule_warnings=rule_warnings)
+        if p is None:
+            miss.other = ("spot-infeasible", "spot interruptions come faster than checkpoints save the work",
+                          "drop --spot or use fewer nodes")
+        return p
     return None
 
 
