@@ -27,7 +27,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from trainfit.errors import CostError, TrainfitError
+from trainfit.errors import CostError
 
 OVERLAY_PATH = "~/.config/trainfit/catalog.yaml"
 

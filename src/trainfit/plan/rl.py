@@ -201,15 +201,21 @@ def rl_plan(model: ModelShape, wl: Workload, rl: Any, est: Any, *, gpu: Any, usa
 
 
 def evaluate_rl_layout(req: Any, *, inst: Any, gpu: Any, gpn: int, nodes: int, usable: float, miss: Any,
-                       hw: Any = None, rule_warnings: tuple[str, ...] = ()) -> Plan | None:
+                       hw: Any = None, rule_warnings: tuple[str, ...] = (), precision: str | None = None) -> Plan | None:
     """The best RL plan of one node layout of one instance type (None when nothing fits; ``miss`` records the
     closest miss for the rejection). Candidates fastest first; the first that fits is kept with the largest
-    micro-batch that fits."""
+    micro-batch that fits. ``precision``: what the SFT planner would train in on this GPU (fp16 where it has no
+    bf16), which the RL writers cannot express: such GPUs are rejected."""
     from trainfit.rl.memory import estimate_rl_memory
 
     rl = req.rl
     model = req.model
     limit = usable * (1 - req.memory_margin)
+    if precision is not None and precision != req.workload.precision:
+        # the SFT planner would train in fp16 here (no bf16 on this GPU); verl and ms-swift RL launches run bf16
+        miss.other = ("precision", f"{gpu.name} has no bf16; the RL launch files train and generate in bf16",
+                      "a GPU with bf16 (A10, L20, A100, H100...)")
+        return None
     rl, tp_warning = fit_rollout_tp(rl, gpn)
     if tp_warning:
         rule_warnings = (tp_warning,) + tuple(rule_warnings)

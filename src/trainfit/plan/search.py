@@ -138,9 +138,9 @@ class _Best:
     other: tuple[str, str, str | None] | None = None
 
 
-def _configs(req: PlanRequest, model: ModelShape, gpn: int, nodes: int) -> list[Workload]:
+def _configs(req: PlanRequest, model: ModelShape, gpn: int, nodes: int, precision: str | None = None) -> list[Workload]:
     """Candidate workloads for one node layout, fastest strategies first."""
-    base = req.workload
+    base = req.workload if precision is None else req.workload.with_(precision=precision)
     pins = req.pins
     gpus = gpn * nodes
     strategies = _SINGLE if gpus == 1 else _MULTI
@@ -299,6 +299,9 @@ def _best_on_instance(req: PlanRequest, inst: Any, gpu: Any, stated: str, layout
     miss = _Best()
     best: tuple[tuple, Plan] | None = None
     limit = gpu.usable_mem_gib * (1 - req.memory_margin)
+    precision, prec_note = _precision_for(req, gpu)
+    if prec_note:
+        stated = "; ".join(x for x in (stated, prec_note) if x)
     for gpn, nodes in layouts:
         all_v = [v for v in evaluate_instance(inst, nodes=nodes, gpus=gpn, spot=req.spot, region=req.region)
                  if v.rule not in req.ignore_rules]
@@ -312,15 +315,16 @@ def _best_on_instance(req: PlanRequest, inst: Any, gpu: Any, stated: str, layout
             warn = ((stated,) if stated else ()) + tuple(f"{v.rule}: {v.message}" for v in all_v
                                                          if v.severity == "warning")
             p = evaluate_rl_layout(req, inst=inst, gpu=gpu, gpn=gpn, nodes=nodes, usable=gpu.usable_mem_gib,
-                                   miss=miss, rule_warnings=warn)
+                                   miss=miss, rule_warnings=warn, precision=precision)
             if p is not None and _within_limits(req, p, miss):
                 score = _score(req, p)
                 if best is None or score < best[0]:
                     best = (score, p)
             continue
-        if (gpn, nodes) not in config_cache:
-            config_cache[(gpn, nodes)] = _configs(req, req.model, gpn, nodes)
-        found = _fit_layout(req, config_cache[(gpn, nodes)], limit, miss, inst)
+        key = (gpn, nodes, precision)
+        if key not in config_cache:
+            config_cache[key] = _configs(req, req.model, gpn, nodes, precision)
+        found = _fit_layout(req, config_cache[key], limit, miss, inst)
         if found is None:
             continue
         wl, est = found
@@ -338,6 +342,16 @@ def _best_on_instance(req: PlanRequest, inst: Any, gpu: Any, stated: str, layout
         if best is None or score < best[0]:
             best = (score, p)
     return (best[1] if best else None), miss
+
+
+def _precision_for(req: PlanRequest, gpu: Any) -> tuple[str | None, str]:
+    """bf16 on a GPU without bf16 tensor cores (V100, T4) is planned as fp16 mixed precision (fp32 master weights),
+    with its memory and speed, and the row says so. (None, "") when the requested precision runs as it is."""
+    p = req.workload.precision
+    if p in ("bf16", "amp-bf16") and gpu.bf16_dense_tflops is None and gpu.fp16_dense_tflops:
+        return "fp16", (f"{gpu.name} has no bf16: planned with fp16 mixed precision (fp32 master weights, loss "
+                        "scaling), its memory and speed")
+    return None, ""
 
 
 def _fit_layout(req: PlanRequest, configs: list[Workload], limit: float, miss: _Best,
