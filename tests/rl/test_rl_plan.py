@@ -383,3 +383,11 @@ def test_size_rl_launch_gives_the_planned_verdict_and_phases(tmp_path, capsys, c
         "--vllm_gpu_memory_utilization 0.5", "--vllm_gpu_memory_utilization 0.95")
     findings, _ = lint_rl_launch(hot, facts["rl"]["gpu_mem_gib"], model=facts["model"])
     assert "rl-util-too-high" in {f.rule for f in findings if f.severity == "error"}
+
+
+def test_plan_rl_table_names_the_algorithm_and_the_binding_phase(capsys):
+    model, args, _, _ = CASES["30b-full-8gpu-verl"]
+    assert main(["plan", model, "--rl", "grpo", "--steps", str(STEPS), *args]) == 0
+    out = capsys.readouterr().out
+    assert "grpo (verl)" in out and f"{STEPS} steps" in out
+    assert "rollout-bound" in out or "train-bound" in out or "sync-bound" in out
