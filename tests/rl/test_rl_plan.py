@@ -13,7 +13,7 @@ import pytest
 
 from trainfit.catalog import _store
 from trainfit.cli import main
-from trainfit.errors import InputError, PlanError, RenderError
+from trainfit.errors import InputError, RenderError
 from trainfit.estimate.fit import decide_fit
 from trainfit.launch import RL_TARGETS, TARGETS, build_context, render
 from trainfit.models import get_model

@@ -34,7 +34,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def build_request(args: argparse.Namespace):
     from trainfit.options import PLAN_OPTIONS, RL_OPTION_NAMES, WORKLOAD_OPTION_NAMES, plan_request_from_values
 
-    values = {k: getattr(args, k) for k in WORKLOAD_OPTION_NAMES + tuple(o.name for o in PLAN_OPTIONS) + RL_OPTION_NAMES}
+    names = WORKLOAD_OPTION_NAMES + tuple(o.name for o in PLAN_OPTIONS) + RL_OPTION_NAMES
+    values = {k: getattr(args, k) for k in names}
     return plan_request_from_values(model_from_args(args), values)
 
 

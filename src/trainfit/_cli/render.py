@@ -1,6 +1,6 @@
 """``trainfit render``: job files (DeepSpeed, ms-swift, LLaMA-Factory, torchrun, PAI-DLC, PyTorchJob,
-SkyPilot; verl and ms-swift RL launches for ``--rl`` plans) from a typed plan: ``--plan plan.json --pick N``, or the model and settings (as for ``memory``) with the
-GPU or instance type they run on."""
+SkyPilot; verl and ms-swift RL launches for ``--rl`` plans) from a typed plan: ``--plan plan.json --pick N``,
+or the model and settings (as for ``memory``) with the GPU or instance type they run on."""
 
 from __future__ import annotations
 

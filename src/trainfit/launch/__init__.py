@@ -37,8 +37,8 @@ TARGETS: tuple[str, ...] = tuple(TARGET_MODULES)
 #: ``all`` means the targets of the plan's kind.
 RL_TARGETS: tuple[str, ...] = ("verl", "swift_grpo")
 
-__all__ = ["RL_TARGETS", "TARGETS", "RenderContext", "RenderError", "RenderOptions", "RenderResult", "build_context", "render",
-           "write"]
+__all__ = ["RL_TARGETS", "TARGETS", "RenderContext", "RenderError", "RenderOptions", "RenderResult", "build_context",
+           "render", "write"]
 
 
 @dataclass(frozen=True, kw_only=True)
