@@ -65,10 +65,10 @@ def _catalog_instance(name: str):
 
 
 def _is_lingjun(name: str) -> bool:
+    from trainfit.providers.alibaba.lingjun import is_lingjun
+
     hit, _ = _catalog_instance(name)
-    if hit is not None:
-        return hit.resource_class == "pai-lingjun"
-    return re.match(r"^ml\.gu\d+[a-z]*f\.", name.strip(), re.IGNORECASE) is not None
+    return is_lingjun(name, hit)
 
 
 def _gpus_per_node(f: JobFacts) -> int | None:
