@@ -58,16 +58,48 @@ class Plan:
     currency: str | None = None
     on_demand_cost: float | None = None
     spot: bool = False
+    spot_price_fraction: float | None = None
+    """Fraction of the pay-as-you-go price paid on spot (None = unknown: priced on demand)."""
+    expected_interruptions: float | None = None
+    """Spot: expected reclaims over the run."""
+    checkpoint_interval_hours: float | None = None
+    """Spot: the checkpoint interval the hours assume (Young/Daly optimum unless you set one)."""
+    price_per_hour: float | None = None
+    """Pay-as-you-go price of one instance (node) per hour, in ``currency``."""
+    price_source: str | None = None
+    """Where the price came from (URL, refresh cache, overlay)."""
+    price_as_of: str | None = None
+    """Date of the price (ISO)."""
     region: str | None = None
     notes: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
     source: str = "trainfit plan"
     """What produced it (``trainfit plan``, ``trainfit memory``...)."""
+    rl: dict | None = None
+    """RL fine-tuning (``--rl grpo|ppo|dpo``), None for SFT: every :class:`~trainfit.rl.RLConfig` field (``algo``,
+    ``rollout_util``...) and the planned numbers ``phases_gib`` (rollout/train/sync), ``peak_gib``,
+    ``binding_phase``, ``kv_pool_gib``, ``max_concurrent_seqs``, ``steps`` and ``speed`` (the step-time split).
+    For an RL plan ``memory`` is the policy update's estimate with ``reserved_gib`` = the binding phase's peak
+    and the RL host RAM (what the fit decision judged), ``step_seconds`` is one RL step and ``tokens`` the
+    sequence tokens of all steps."""
 
     def __post_init__(self) -> None:
         if self.nodes * self.gpus_per_node < self.workload.gpus or self.nodes < 1:
             raise PlanFileError(f"plan layout {self.nodes} x {self.gpus_per_node} GPUs does not hold "
                                 f"{self.workload.gpus} GPUs", fix="regenerate the plan with `trainfit plan`")
+        if self.rl is not None:
+            if not isinstance(self.rl, dict) or "algo" not in self.rl:
+                raise PlanFileError("the plan's 'rl' part is not an RL configuration",
+                                    fix="regenerate the plan with `trainfit plan --rl ...`")
+            self.rl_config()  # validates the RL fields
+
+    def rl_config(self) -> Any:
+        """The :class:`~trainfit.rl.RLConfig` of an RL plan (None for SFT)."""
+        if self.rl is None:
+            return None
+        from trainfit.rl.config import RL_FIELD_NAMES, RLConfig
+
+        return RLConfig(**{k: v for k, v in self.rl.items() if k in RL_FIELD_NAMES})
 
     # ------------------------------------------------------------------------------------------ views
     @property
@@ -102,10 +134,13 @@ class Plan:
             "tokens_per_s": self.tokens_per_s, "step_seconds": self.step_seconds, "mfu": self.mfu,
             "framework": self.framework, "hours": self.hours, "gpu_hours": self.gpu_hours, "cost": self.cost,
             "currency": self.currency, "on_demand_cost": self.on_demand_cost, "spot": self.spot,
-            "region": self.region, "notes": list(self.notes), "warnings": list(self.warnings),
+            "spot_price_fraction": self.spot_price_fraction, "expected_interruptions": self.expected_interruptions,
+            "checkpoint_interval_hours": self.checkpoint_interval_hours, "price_per_hour": self.price_per_hour,
+            "price_source": self.price_source, "price_as_of": self.price_as_of, "region": self.region, "notes": list(self.notes), "warnings": list(self.warnings),
             "model": self.model.to_dict(), "workload": self.workload.to_dict(),
             "memory": self.memory.to_exact_dict(), "fit": self.fit.to_dict(),
             "gpu_spec": self.gpu_spec.to_dict(), "instance": None if self.instance is None else self.instance.to_dict(),
+            "rl": None if self.rl is None else _json_copy(self.rl),
         }
 
     @classmethod
@@ -135,8 +170,12 @@ class Plan:
                 tokens_per_s=d.get("tokens_per_s"), step_seconds=d.get("step_seconds"), mfu=d.get("mfu"),
                 framework=d.get("framework"), hours=d.get("hours"), gpu_hours=d.get("gpu_hours"), cost=d.get("cost"),
                 currency=d.get("currency"), on_demand_cost=d.get("on_demand_cost"), spot=bool(d.get("spot")),
+                spot_price_fraction=d.get("spot_price_fraction"), expected_interruptions=d.get("expected_interruptions"),
+                checkpoint_interval_hours=d.get("checkpoint_interval_hours"), price_per_hour=d.get("price_per_hour"),
+                price_source=d.get("price_source"), price_as_of=d.get("price_as_of"),
                 region=d.get("region"), notes=tuple(d.get("notes") or ()), warnings=tuple(d.get("warnings") or ()),
-                source=str(d.get("source") or "trainfit plan"))
+                source=str(d.get("source") or "trainfit plan"),
+                rl=None if d.get("rl") is None else _json_copy(d["rl"]))
         except PlanFileError:
             raise
         except TrainfitError as e:
@@ -145,6 +184,15 @@ class Plan:
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise PlanFileError(f"{where} does not have the plan's shape ({type(e).__name__}: {str(e)[:80]})",
                                 fix="regenerate it with `trainfit plan --json`") from None
+
+
+def _json_copy(v: Any) -> Any:
+    """A deep copy of JSON-shaped data (dicts, lists, scalars); tuples become lists, as JSON writes them."""
+    if isinstance(v, dict):
+        return {str(k): _json_copy(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_json_copy(x) for x in v]
+    return v
 
 
 def _typed(cls: type, d: Any) -> Any:
@@ -189,6 +237,9 @@ class PlanResult:
         w = {k: v for k, v in wl.to_dict().items() if k not in PIN_FIELDS or k in req.pins}
         w.update({"model": req.model.name, "tokens": req.tokens, "global_batch": req.global_batch,
                   "objective": req.objective, "spot": req.spot, "pins": dict(req.pins)})
+        rl = getattr(req, "rl", None)
+        if rl is not None:
+            w.update({"rl": rl.to_dict(), "steps": getattr(req, "steps", None)})
         return {"schema": PLAN_SCHEMA, "workload": w, "plans": [p.to_dict() for p in self.plans],
                 "pareto": list(self.pareto), "rejected": [r.to_dict() for r in self.rejected],
                 "notes": list(self.notes)}

@@ -19,95 +19,15 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
-from dataclasses import dataclass, field
-from fnmatch import fnmatchcase
 from functools import lru_cache
 from importlib import resources
-from typing import Any, Callable
+from typing import Any
 
 from trainfit.errors import CatalogError
 
-SEVERITIES = ("error", "warning", "info")
-_SEV_ORDER = {s: i for i, s in enumerate(SEVERITIES)}
-#: Provider folders whose ``rules.yaml`` is loaded (adding a provider = a folder + catalog rows + rules).
-PROVIDERS = ("alibaba", "tencent", "generic")
-VERDICTS = ("true", "false", "partly", "unverified")
-
-
-@dataclass(frozen=True, kw_only=True)
-class Rule:
-    id: str
-    title: str
-    applies_to: tuple[str, ...]
-    """fnmatch patterns over resource classes / platforms (``pai-lingjun``, ``pai-*``, ``*``)."""
-    kind: str
-    params: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
-    severity: str
-    why: str
-    fix: str
-    source: str
-    verified: bool
-    as_of: str
-    claims: tuple[str, ...] = ()
-    verdict: str | None = None
-
-    def applies(self, *names: str | None) -> bool:
-        return _applies(self.applies_to, names)
-
-
-@lru_cache(maxsize=1024)
-def _applies(patterns: tuple[str, ...], names: tuple[str | None, ...]) -> bool:
-    return any(n and fnmatchcase(n, p) for p in patterns for n in names)
-
-
-@dataclass(frozen=True, kw_only=True)
-class Violation:
-    rule: str
-    """Rule id."""
-    severity: str
-    message: str
-    fix: str
-    why: str = ""
-    source: str = ""
-
-
-@dataclass(frozen=True, kw_only=True)
-class JobContext:
-    """What the evaluator knows about a job. None = unknown (the related checks stay quiet)."""
-
-    platform: str = "pai-dlc"
-    """pai-dlc | tencent-tione | generic (matched against ``applies_to`` together with resource_class)."""
-    resource_class: str | None = None
-    """pai-public | pai-quota | pai-lingjun | ...; defaults to the instance's."""
-    instance: Any = None
-    """A :class:`trainfit.catalog.instances.Instance` (or None)."""
-    nodes: int = 1
-    gpus_per_node: int | None = None
-    """Defaults to the instance's gpu_count."""
-    spot: bool = False
-    region: str | None = None
-    workspace_region: str | None = None
-    storage_region: str | None = None
-    vpc: bool | None = None
-    storage: str | None = None
-    """oss | nas | cpfs | bmcpfs."""
-    job_type: str | None = None
-    """DLC JobType (PyTorchJob, MPIJob...)."""
-    custom_image: bool | None = None
-    checkpointing: bool | None = None
-    tp: int = 1
-    command: str | None = None
-
-    @property
-    def rclass(self) -> str | None:
-        if self.resource_class:
-            return self.resource_class
-        return getattr(self.instance, "resource_class", None)
-
-    @property
-    def total_gpus(self) -> int | None:
-        gpn = self.gpus_per_node if self.gpus_per_node is not None else getattr(self.instance, "gpu_count", None)
-        return None if gpn is None else gpn * self.nodes
+from trainfit.rules.types import (PROVIDERS, SEVERITIES, VERDICTS, _SEV_ORDER, JobContext, Rule,  # noqa: F401
+                                  Violation)
+from trainfit.rules.kinds import _CHECKS  # noqa: E402
 
 
 # ------------------------------------------------------------------------------------------ loading
@@ -127,6 +47,9 @@ _CHECK_PARAMS: dict[str, tuple[set[str], set[str]]] = {
     "command_pattern": ({"pattern"}, set()),
     "custom_image_needs_rdma": (set(), set()),
     "pcie_tensor_parallel": (set(), set()),
+    "launch_world_size": (set(), {"pattern"}),
+    "launch_node_rank": (set(), set()),
+    "max_body_bytes": ({"max"}, set()),
     "fact": (set(), set()),
 }
 _REQUIRED = ("id", "title", "applies_to", "check", "severity", "why", "fix", "source", "verified", "as_of")
@@ -250,138 +173,6 @@ def rules_for_claim(claim_id: str) -> list[Rule]:
     return [r for r in load_rules() if claim_id.upper() in (c.upper() for c in r.claims)]
 
 
-# --------------------------------------------------------------------------------------- evaluating
-
-def _v(rule: Rule, message: str, severity: str | None = None) -> Violation:
-    return Violation(rule=rule.id, severity=severity or rule.severity, message=message, fix=rule.fix,
-                     why=rule.why, source=rule.source)
-
-
-def _max_gpus(rule: Rule, ctx: JobContext) -> list[Violation]:
-    total = ctx.total_gpus
-    cap = rule.params["max"]
-    if total is not None and total > cap:
-        return [_v(rule, f"{total} GPUs requested, over the cap of {cap}: {rule.title}")]
-    return []
-
-
-def _max_vcpu(rule: Rule, ctx: JobContext) -> list[Violation]:
-    vcpu = getattr(ctx.instance, "vcpu", None)
-    cap = rule.params["max"]
-    if vcpu is not None and vcpu * ctx.nodes > cap:
-        return [_v(rule, f"{vcpu * ctx.nodes} vCPUs requested, over the cap of {cap}: {rule.title}")]
-    return []
-
-
-def _requires_vpc(rule: Rule, ctx: JobContext) -> list[Violation]:
-    if ctx.vpc is False:
-        return [_v(rule, f"{rule.title}; this job has no VPC")]
-    if ctx.vpc is None:
-        return [_v(rule, f"{rule.title}; make sure UserVpc is set", severity="info")]
-    return []
-
-
-def _when_spot_ok(rule: Rule, ctx: JobContext) -> bool:
-    return not rule.params.get("when_spot") or ctx.spot
-
-
-def _region_in(rule: Rule, ctx: JobContext) -> list[Violation]:
-    if ctx.region is None or not _when_spot_ok(rule, ctx):
-        return []
-    allowed = [str(r) for r in rule.params["regions"]]
-    if ctx.region not in allowed:
-        return [_v(rule, f"region {ctx.region}: {rule.title} ({', '.join(allowed)})")]
-    return []
-
-
-def _job_type_in(rule: Rule, ctx: JobContext) -> list[Violation]:
-    if ctx.job_type is None or not _when_spot_ok(rule, ctx):
-        return []
-    allowed = [str(t) for t in rule.params["types"]]
-    if ctx.job_type not in allowed:
-        return [_v(rule, f"job type {ctx.job_type}: {rule.title}")]
-    return []
-
-
-def _spot_ckpt(rule: Rule, ctx: JobContext) -> list[Violation]:
-    if ctx.spot and ctx.checkpointing is not True:
-        return [_v(rule, rule.title + ("" if ctx.checkpointing is False else "; is checkpointing on?"),
-                   severity=None if ctx.checkpointing is False else "info")]
-    return []
-
-
-def _multinode_rdma(rule: Rule, ctx: JobContext) -> list[Violation]:
-    if ctx.nodes <= 1:
-        return []
-    net = getattr(ctx.instance, "inter_node", None)
-    name = getattr(ctx.instance, "instance_type", "this instance")
-    if net == "rdma":
-        return []
-    if net is None:
-        return [_v(rule, f"{ctx.nodes} nodes of {name}, whose inter-node network is not documented; "
-                         "without RDMA multi-node training is slow", severity="info")]
-    return [_v(rule, f"{ctx.nodes} nodes of {name} over {net}: {rule.title}")]
-
-
-def _regions_match(rule: Rule, ctx: JobContext) -> list[Violation]:
-    named = {k: v for k, v in (("resources", ctx.region), ("workspace", ctx.workspace_region),
-                               ("storage", ctx.storage_region)) if v}
-    if len(set(named.values())) > 1:
-        desc = ", ".join(f"{k} in {v}" for k, v in named.items())
-        return [_v(rule, f"regions differ ({desc}); {rule.title}")]
-    return []
-
-
-def _storage_vpc(rule: Rule, ctx: JobContext) -> list[Violation]:
-    kinds = [str(s).lower() for s in rule.params["storage"]]
-    if ctx.storage and ctx.storage.lower() in kinds and ctx.vpc is False:
-        return [_v(rule, f"{ctx.storage} storage without a VPC: {rule.title}")]
-    return []
-
-
-def _no_vpc(rule: Rule, ctx: JobContext) -> list[Violation]:
-    return [_v(rule, rule.title)] if ctx.vpc is False else []
-
-
-def _command(rule: Rule, ctx: JobContext) -> list[Violation]:
-    if not ctx.command:
-        return []
-    m = re.search(str(rule.params["pattern"]), ctx.command)
-    if m:
-        return [_v(rule, f"launch command has {m.group(0)!r}: {rule.title}")]
-    return []
-
-
-def _custom_image(rule: Rule, ctx: JobContext) -> list[Violation]:
-    return [_v(rule, rule.title)] if ctx.custom_image else []
-
-
-def _pcie_tp(rule: Rule, ctx: JobContext) -> list[Violation]:
-    link = getattr(ctx.instance, "intra_node_link", None)
-    if ctx.tp > 1 and link == "pcie":
-        return [_v(rule, f"tensor parallel size {ctx.tp} on {getattr(ctx.instance, 'instance_type', 'a node')} "
-                         "whose GPUs talk over PCIe")]
-    return []
-
-
-_CHECKS: dict[str, Callable[[Rule, JobContext], list[Violation]]] = {
-    "max_gpus_per_job": _max_gpus,
-    "max_vcpu_per_job": _max_vcpu,
-    "requires_vpc": _requires_vpc,
-    "region_in": _region_in,
-    "job_type_in": _job_type_in,
-    "spot_needs_checkpoint": _spot_ckpt,
-    "multinode_needs_rdma": _multinode_rdma,
-    "regions_match": _regions_match,
-    "storage_needs_vpc": _storage_vpc,
-    "no_vpc": _no_vpc,
-    "command_pattern": _command,
-    "custom_image_needs_rdma": _custom_image,
-    "pcie_tensor_parallel": _pcie_tp,
-    "fact": lambda rule, ctx: [],
-}
-
-
 def evaluate(ctx: JobContext, rules: tuple[Rule, ...] | list[Rule] | None = None) -> list[Violation]:
     """Violations of the rules that apply to ``ctx``, errors first, then warnings, then info."""
     out: list[Violation] = []
@@ -416,4 +207,4 @@ def evaluate_instance(instance: Any, *, nodes: int = 1, gpus: int | None = None,
 def evaluate_command(command: str, *, platform: str = "pai-dlc") -> list[Violation]:
     """Rules about a launch command line (e.g. ``--nproc_per_node=$WORLD_SIZE`` on DLC)."""
     return [v for v in evaluate(JobContext(platform=platform, command=command))
-            if get_rule(v.rule).kind == "command_pattern"]
+            if get_rule(v.rule).kind in ("command_pattern", "launch_world_size", "launch_node_rank")]
