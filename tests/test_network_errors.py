@@ -132,7 +132,7 @@ def test_a_quota_answer_is_still_quota():
 
 
 def test_deadline_helper():
-    from trainfit.providers.alibaba._net import call_with_deadline
+    from trainfit.providers._net import call_with_deadline
 
     assert call_with_deadline(lambda: 7, timeout_s=1, what="x") == 7
     with pytest.raises(NetworkError):
@@ -156,3 +156,13 @@ def test_refresh_options_pass_the_gate_before_any_network(argv, capsys):
 def test_submit_region_is_part_of_the_host_name_and_is_checked(job, capsys):
     rc = main(["submit", str(job), "--region", "evil.example/x"])
     assert rc == 2 and "--region" in capsys.readouterr().err
+
+
+def test_ecs_refresh_trickling_server_is_cut_off_at_the_total_deadline(creds, trickle):
+    pytest.importorskip("alibabacloud_ecs20140526")
+    from trainfit.providers.alibaba.ecs_refresh import refresh_ecs
+
+    t = time.monotonic()
+    with pytest.raises(NetworkError) as ei:
+        refresh_ecs("cn-hangzhou", endpoint=trickle, protocol="http", timeout_s=5, total_timeout_s=1)
+    assert "timed out" in ei.value.message and time.monotonic() - t < 4

@@ -89,7 +89,7 @@ def _classify(e: BaseException, region: str, timeout_s: float) -> TrainfitError:
         return CatalogError(f"PAI-DLC ListEcsSpecs in {region} refused the credentials ({code or status}): {text}",
                             fix=_CRED_FIX)
     from trainfit.errors import NetworkError
-    from trainfit.providers.alibaba._net import network_failure
+    from trainfit.providers._net import network_failure
 
     if "timed out" in low or "timeout" in low:
         return NetworkError(f"PAI-DLC ListEcsSpecs in {region} timed out after {timeout_s:g} s (network error; "
@@ -279,7 +279,7 @@ def refresh(provider: str, region: str, *, endpoint: str | None = None, protocol
 
     # the region becomes part of the API host name: a strict pattern keeps "evil.example/x" out of it
     region = inputs.as_ident("--region", region, "region")
-    from trainfit.providers.alibaba._net import call_with_deadline
+    from trainfit.providers._net import call_with_deadline
 
     specs = call_with_deadline(
         lambda: fetch_pai_specs(region, endpoint=endpoint, protocol=protocol, timeout_s=timeout_s,

@@ -87,7 +87,7 @@ def _classify(e: Exception, region: str, timeout_s: float = 30.0) -> TrainfitErr
     """What went wrong, in words: credentials, the network (never reported as quota), quota/stock, or another
     refusal of the service."""
     from trainfit.errors import NetworkError
-    from trainfit.providers.alibaba._net import network_failure, server_status
+    from trainfit.providers._net import network_failure, server_status
 
     code = str(getattr(e, "code", "") or "")
     status = server_status(e)
@@ -128,7 +128,7 @@ def submit(path: str | Path, *, region: str, yes: bool = False, endpoint: str | 
     ms = int(timeout_s * 1000)
     config = Config(credential=cred, region_id=region, endpoint=ep, protocol=protocol, read_timeout=ms,
                     connect_timeout=ms)
-    from trainfit.providers.alibaba._net import call_with_deadline
+    from trainfit.providers._net import call_with_deadline
 
     def send() -> Any:
         client = Client(config)

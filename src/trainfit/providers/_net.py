@@ -1,4 +1,4 @@
-"""Network calls to Alibaba Cloud APIs under a total deadline, and the one place that tells a network failure
+"""Network calls to cloud APIs under a total deadline, and the one place that tells a network failure
 from an answer of the service.
 
 * :func:`call_with_deadline` runs a blocking SDK call in a worker thread and waits at most ``timeout_s`` seconds
