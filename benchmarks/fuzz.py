@@ -1,7 +1,7 @@
 """Hostile-input fuzz run at a large budget: the generators and oracles of ``tests/fuzz/fuzzkit.py`` at >= 10,000
 cases, counts written to ``benchmarks/results/fuzz.json``.
 
-Run: python benchmarks/fuzz.py [--scale 1.0] [--out benchmarks/results/fuzz.json]
+Run: python benchmarks/fuzz.py [--scale 1.0] [--only plan-json,...] [--out benchmarks/results/fuzz.json]
 
 Each case runs ``trainfit.cli.main`` in-process under a wall-clock bound (``fuzzkit.CASE_SECONDS``); the whole run
 is capped in memory (``RLIMIT_AS``, 8 GiB) so a blow-up shows as a MemoryError finding instead of swapping. The
@@ -71,6 +71,8 @@ class Tally:
 
 
 def _run(name: str, strategy, body, n: int, tallies: dict[str, Tally]) -> None:
+    if n <= 0:
+        return
     tally = tallies.setdefault(name, Tally())
     cfg = settings(max_examples=n, deadline=None, derandomize=True, database=None,
                    suppress_health_check=list(HealthCheck))
@@ -92,12 +94,14 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scale", type=float, default=1.0, help="multiply every budget (default 1.0: >= 10,000 cases)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "fuzz.json"))
+    ap.add_argument("--only", help=f"comma-separated generators ({', '.join(BUDGET)})")
     args = ap.parse_args(argv)
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
     cap = 8 * 2**30
     if hard == resource.RLIM_INFINITY or hard > cap:
         resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
-    n = {k: max(1, int(v * args.scale)) for k, v in BUDGET.items()}
+    only = set(args.only.split(",")) if args.only else set(BUDGET)
+    n = {k: (max(1, int(v * args.scale)) if k in only else 0) for k, v in BUDGET.items()}
     tallies: dict[str, Tally] = {}
     t0 = time.monotonic()
     for cmd in ("memory", "plan", "render", "check"):
