@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from trainfit.errors import InputError, PlanFileError, UnknownGPUError, WorkloadError
+from trainfit.errors import InputError, PlanFileError, TrainfitError, UnknownGPUError, WorkloadError
 from trainfit.estimate.fit import SAFETY_MARGIN_DEFAULT, FitAnswer, decide_fit, fit_answer
 from trainfit.estimate.memory import MemoryEstimate, estimate_memory
 from trainfit.models.shapes import ModelShape
@@ -346,7 +346,11 @@ def _config_value(values: Mapping[str, Any]) -> Mapping[str, Any] | None:
     if isinstance(cfg, str):
         if len(cfg) > MAX_CONFIG_BYTES:
             raise inputs._bad("config", cfg[:20], f"is over the {MAX_CONFIG_BYTES:,}-byte limit")
-        cfg = inputs.loads_json(cfg, what="config.json")
+        try:
+            cfg = inputs.loads_json(cfg, what="config.json")
+        except InputError as e:
+            e.field = "config"  # type: ignore[attr-defined]
+            raise
     if not isinstance(cfg, Mapping):
         raise inputs._bad("config", cfg, "must be the JSON object of a config.json",
                           'paste the whole file, e.g. {"model_type": "qwen3", ...}')
@@ -435,12 +439,21 @@ def check_upload(filename: str, data: bytes, *, region: str | None = None, gpu: 
                               fix="upload the job file itself")
     with tempfile.TemporaryDirectory(prefix="trainfit-check-") as d:
         p = Path(d) / base
-        p.write_bytes(data)
-        res = check_file(p, region=region or None, gpu=gpu or None, instance_type=instance_type or None)
-    tmp = str(p)
+        tmp = str(p)
 
-    def clean(text: str) -> str:
-        return text.replace(tmp, base)
+        def clean(text: str) -> str:
+            return text.replace(tmp, base).replace(d, ".")
+
+        p.write_bytes(data)
+        try:
+            res = check_file(p, region=region or None, gpu=gpu or None, instance_type=instance_type or None)
+        except TrainfitError as e:  # report the upload's name, never the server's temporary path
+            e.message = clean(e.message)
+            e.fix = clean(e.fix) if e.fix else e.fix
+            e.args = (e.message,)
+            if getattr(e, "field", None) is None and e.code == "bad-check-input":
+                e.field = "file"  # type: ignore[attr-defined]
+            raise
 
     return dataclasses.replace(
         res, path=base, notes=tuple(clean(n) for n in res.notes),
@@ -473,3 +486,20 @@ ERROR_FIELDS = {"unknown-model": "model", "bad-model-config": "config", "unknown
 def error_field(err: Exception) -> str | None:
     """The field to point at for ``err`` (a web form highlights it)."""
     return getattr(err, "field", None) or ERROR_FIELDS.get(getattr(err, "code", ""))
+
+
+def error_fix(err: Exception) -> str | None:
+    """The fix to show for ``err``: its own, else the option table's help of the field at fault (what the value
+    must be), so a web form always says how to correct a field."""
+    fix = getattr(err, "fix", None)
+    if fix:
+        return fix
+    field = error_field(err)
+    if field:
+        from trainfit.options import PLAN_OPTIONS, WORKLOAD_OPTIONS
+
+        for o in WORKLOAD_OPTIONS + PLAN_OPTIONS:
+            if o.name == field and o.help:
+                return f"{o.name}: {o.help}"
+        return f"correct {field} (the API docs at /docs list each field)"
+    return None

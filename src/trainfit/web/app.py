@@ -60,7 +60,7 @@ def create_app() -> FastAPI:
 
     @app.exception_handler(TrainfitError)
     async def _trainfit_error(request: Request, err: TrainfitError) -> Response:
-        return _error(err.code, err.message, err.fix, service.error_field(err))
+        return _error(err.code, err.message, service.error_fix(err), service.error_field(err))
 
     @app.exception_handler(RequestValidationError)
     async def _validation_error(request: Request, err: RequestValidationError) -> Response:
