@@ -16,6 +16,7 @@ from typing import Any
 
 from fastapi import FastAPI, File, Form, Request, UploadFile
 from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 
@@ -31,6 +32,7 @@ log = logging.getLogger("trainfit.web")
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; "
        "connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; "
        "frame-ancestors 'none'")
+CSP_DOCS = CSP.replace("script-src 'self'", "script-src 'self' 'unsafe-inline'")
 ERRORS: dict[int | str, dict[str, Any]] = {422: {"model": ErrorResponse, "description": "refused, with the fix"}}
 
 
@@ -53,7 +55,7 @@ def _body(req: Any) -> dict[str, Any]:
 
 
 def create_app() -> FastAPI:
-    app = FastAPI(title="trainfit", version=__version__,
+    app = FastAPI(title="trainfit", version=__version__, docs_url=None, redoc_url=None,
                   description="Will a training job fit, how fast, what it costs, and its job files: the "
                               "`trainfit` CLI as a JSON API. /api/memory and /api/plan answer exactly what "
                               "`trainfit memory --json` and `trainfit plan --json` print.")
@@ -78,7 +80,9 @@ def create_app() -> FastAPI:
     @app.middleware("http")
     async def _headers(request: Request, call_next: Any) -> Response:
         resp = await call_next(request)
-        resp.headers.setdefault("Content-Security-Policy", CSP)
+        # Swagger UI (/docs) starts itself with an inline script; everything else runs under the strict policy
+        resp.headers.setdefault("Content-Security-Policy",
+                                CSP_DOCS if request.url.path == "/docs" else CSP)
         resp.headers.setdefault("X-Content-Type-Options", "nosniff")
         resp.headers.setdefault("Referrer-Policy", "no-referrer")
         return resp
@@ -129,6 +133,14 @@ def create_app() -> FastAPI:
     @app.get("/api/options", tags=["api"], summary="the option table the CLI and this API share")
     def options() -> Response:
         return _json(service.option_specs())
+
+    @app.get("/docs", include_in_schema=False)
+    def docs() -> Response:
+        # the vendored Swagger UI: FastAPI's default loads it from a CDN, and the site must work offline
+        return get_swagger_ui_html(openapi_url="/openapi.json", title="trainfit API",
+                                   swagger_js_url="/static/vendor/swagger-ui/swagger-ui-bundle.js",
+                                   swagger_css_url="/static/vendor/swagger-ui/swagger-ui.css",
+                                   swagger_favicon_url="data:,")
 
     @app.get("/", include_in_schema=False)
     def index() -> FileResponse:

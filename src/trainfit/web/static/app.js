@@ -253,7 +253,7 @@ function paretoChart(res) {
     options: { animation: false, responsive: true, maintainAspectRatio: false,
       plugins: { tooltip: { callbacks: { label } } },
       scales: { x: { type: "logarithmic", title: { display: true, text: t("x_hours") } },
-                y: { type: "logarithmic", title: { display: true, text: hasCost ? t("y_cost", { c: cur }) : t("y_gpu_hours") } } } },
+                y: { type: "linear", beginAtZero: true, title: { display: true, text: hasCost ? t("y_cost", { c: cur }) : t("y_gpu_hours") } } } },
   });
 }
 
@@ -318,6 +318,7 @@ async function run(action) {
     const d = await r.json();
     if (action === "plan") showPlan(d); else { state.lastMemoryBody = body; showMemory(d); }
     document.body.dataset.lastMs = String(Math.round(performance.now() - started));
+    document.body.dataset.readyAt = String(Math.round(performance.now()));  // ms since the page was requested
     document.body.dataset.ready = action;
   } catch (e) {
     showError(e);
