@@ -98,7 +98,8 @@ def test_memory_view(page, server):
     # a second setting joins the comparison
     page.fill("#seq_len", "1024")
     page.click("#run-memory")
-    page.wait_for_function("document.querySelectorAll('#history .hrow').length === 2")
+    page.wait_for_selector("#history .hrow:nth-child(2)")  # (no wait_for_function: the CSP forbids eval)
+    assert page.locator("#history .hrow").count() == 2
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / "web-memory.png"), full_page=True)
 
