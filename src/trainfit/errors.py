@@ -112,6 +112,13 @@ class InputError(TrainfitError):
     code = "bad-input"
 
 
+class RolloutMemoryError(TrainfitError):
+    """RL sizing: the rollout engine's KV-cache pool cannot hold one full sequence (or its weights do not fit
+    in the memory the engine is allowed to use)."""
+
+    code = "rollout-kv-pool"
+
+
 def did_you_mean(name: str, candidates: list[str] | tuple[str, ...], n: int = 3) -> list[str]:
     """Closest candidates to ``name`` (case-insensitive), best first."""
     import difflib

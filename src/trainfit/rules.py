@@ -97,6 +97,19 @@ class JobContext:
     checkpointing: bool | None = None
     tp: int = 1
     command: str | None = None
+    scripts: tuple = ()
+    """(where, :class:`~trainfit.check.shell.Script`) pairs of a checked file (launch commands)."""
+    resume: bool | None = None
+    """The job resumes from its newest checkpoint (None = unknown)."""
+    checkpoint_detail: str | None = None
+    """Why checkpoints would not survive (set by ``check`` when ``checkpointing`` is False)."""
+    images: tuple[str, ...] = ()
+    rdma_noted: bool = False
+    """The job says its custom image carries the RDMA libraries."""
+    region_sources: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
+    """Where each region came from (image registry, OSS endpoint, --region...), for regions_match."""
+    body_bytes: int | None = None
+    """Size of the CreateJob request body."""
 
     @property
     def rclass(self) -> str | None:
@@ -127,6 +140,9 @@ _CHECK_PARAMS: dict[str, tuple[set[str], set[str]]] = {
     "command_pattern": ({"pattern"}, set()),
     "custom_image_needs_rdma": (set(), set()),
     "pcie_tensor_parallel": (set(), set()),
+    "launch_world_size": (set(), {"pattern"}),
+    "launch_node_rank": (set(), set()),
+    "max_body_bytes": ({"max"}, set()),
     "fact": (set(), set()),
 }
 _REQUIRED = ("id", "title", "applies_to", "check", "severity", "why", "fix", "source", "verified", "as_of")
@@ -304,10 +320,17 @@ def _job_type_in(rule: Rule, ctx: JobContext) -> list[Violation]:
 
 
 def _spot_ckpt(rule: Rule, ctx: JobContext) -> list[Violation]:
-    if ctx.spot and ctx.checkpointing is not True:
-        return [_v(rule, rule.title + ("" if ctx.checkpointing is False else "; is checkpointing on?"),
-                   severity=None if ctx.checkpointing is False else "info")]
-    return []
+    if not ctx.spot:
+        return []
+    out = []
+    if ctx.checkpointing is False:
+        out.append(_v(rule, "spot instances can be reclaimed at any time, but checkpoints would not survive: "
+                            + (ctx.checkpoint_detail or rule.title)))
+    elif ctx.checkpointing is None:
+        out.append(_v(rule, rule.title + "; is checkpointing on?", severity="info"))
+    if ctx.resume is False:
+        out.append(_v(rule, "spot job without resume: after a preemption the restarted job would start from step 0"))
+    return out
 
 
 def _multinode_rdma(rule: Rule, ctx: JobContext) -> list[Violation]:
@@ -326,6 +349,7 @@ def _multinode_rdma(rule: Rule, ctx: JobContext) -> list[Violation]:
 def _regions_match(rule: Rule, ctx: JobContext) -> list[Violation]:
     named = {k: v for k, v in (("resources", ctx.region), ("workspace", ctx.workspace_region),
                                ("storage", ctx.storage_region)) if v}
+    named.update(ctx.region_sources)
     if len(set(named.values())) > 1:
         desc = ", ".join(f"{k} in {v}" for k, v in named.items())
         return [_v(rule, f"regions differ ({desc}); {rule.title}")]
@@ -353,7 +377,11 @@ def _command(rule: Rule, ctx: JobContext) -> list[Violation]:
 
 
 def _custom_image(rule: Rule, ctx: JobContext) -> list[Violation]:
-    return [_v(rule, rule.title)] if ctx.custom_image else []
+    if not ctx.custom_image or ctx.rdma_noted:
+        return []
+    img = next(iter(ctx.images), "")
+    return [_v(rule, f"{rule.title}" + (f": {img}" if img else "") + " (PAI images carry them; without them NCCL "
+                     "falls back to TCP)")]
 
 
 def _pcie_tp(rule: Rule, ctx: JobContext) -> list[Violation]:
@@ -361,6 +389,87 @@ def _pcie_tp(rule: Rule, ctx: JobContext) -> list[Violation]:
     if ctx.tp > 1 and link == "pcie":
         return [_v(rule, f"tensor parallel size {ctx.tp} on {getattr(ctx.instance, 'instance_type', 'a node')} "
                          "whose GPUs talk over PCIe")]
+    return []
+
+
+_VAR = r"(?<![A-Za-z0-9_])%s\b"
+
+
+def _refs(value: str, var: str) -> bool:
+    """``value`` reads shell variable ``var`` ($VAR, ${VAR}, ${VAR:-x}, $((VAR / 8)))."""
+    return "$" in value and re.search(_VAR % var, value) is not None
+
+
+def _launch_values(ctx: JobContext):
+    """(where, line, key, value) of every launcher setting in the job's scripts: torchrun flags and the
+    NNODES/NODE_RANK/NPROC_PER_NODE variables ms-swift and LLaMA-Factory read."""
+    from trainfit.check.shell import is_torchrun
+
+    for where, s in ctx.scripts:
+        for cmd in s.commands:
+            if is_torchrun(cmd):
+                for k, v in cmd.flags().items():
+                    k = k.replace("-", "_")
+                    if k in ("nproc_per_node", "nnodes", "node_rank", "master_addr", "master_port"):
+                        yield where, cmd.line, k, v
+            for k, v in cmd.env.items():
+                if k in ("NPROC_PER_NODE", "NNODES", "NODE_RANK"):
+                    yield where, cmd.line, k.lower(), v
+
+
+def _launch_world_size(rule: Rule, ctx: JobContext) -> list[Violation]:
+    """PAI-DLC's WORLD_SIZE counts nodes: it belongs in --nnodes, never in --nproc_per_node or divided."""
+    out = []
+    for where, line, key, val in _launch_values(ctx):
+        if key == "nproc_per_node" and _refs(val, "WORLD_SIZE"):
+            out.append(_v(rule, f"{where} line {line}: {key}={val}: WORLD_SIZE is the number of nodes, not the GPUs "
+                                "of a node"))
+        elif key == "nnodes" and (_refs(val, "RANK") or _refs(val, "NPROC_PER_NODE") or _refs(val, "LOCAL_RANK")
+                                  or (_refs(val, "WORLD_SIZE") and "/" in val)):
+            out.append(_v(rule, f"{where} line {line}: {key}={val}: WORLD_SIZE already counts nodes (it is not the "
+                                "number of processes)"))
+    if ctx.command and not ctx.scripts:
+        m = re.search(str(rule.params.get("pattern", r"--nproc[_-]per[_-]node[= ]+[\"']?\$\{?WORLD_SIZE\}?")),
+                      ctx.command)
+        if m:
+            out.append(_v(rule, f"launch command has {m.group(0)!r}: {rule.title}"))
+    return out
+
+
+def _launch_node_rank(rule: Rule, ctx: JobContext) -> list[Violation]:
+    """PAI-DLC's RANK is the node index: it belongs in --node_rank; the master comes from MASTER_ADDR/PORT."""
+    out = []
+    seen_rank: dict[tuple[str, int], bool] = {}
+    multi: dict[tuple[str, int], bool] = {}
+    for where, line, key, val in _launch_values(ctx):
+        if key == "node_rank":
+            seen_rank[(where, line)] = True
+            if _refs(val, "WORLD_SIZE") or _refs(val, "LOCAL_RANK"):
+                out.append(_v(rule, f"{where} line {line}: {key}={val}: the node rank is RANK (the node index)"))
+        elif key in ("master_addr", "master_port") and _refs(val, "RANK") and not _refs(val, "MASTER_ADDR"):
+            out.append(_v(rule, f"{where} line {line}: {key}={val}: the master address/port is built from RANK; "
+                                "use MASTER_ADDR/MASTER_PORT"))
+        elif key == "nnodes" and (_refs(val, "WORLD_SIZE") or (val.isdigit() and int(val) > 1)):
+            multi[(where, line)] = True
+        elif key == "nnodes" and ctx.nodes > 1:
+            multi[(where, line)] = True
+        if key == "nnodes" and "nnodes" in rule.params.get("also", ()):
+            pass
+    for k in multi:
+        if k not in seen_rank and any(w == k[0] for w, _ in ctx.scripts):
+            out.append(_v(rule, f"{k[0]} line {k[1]}: multi-node torchrun without --node_rank: every node would "
+                                "claim rank 0"))
+    if ctx.command and not ctx.scripts:
+        m = re.search(r"--nnodes[= ]+[\"']?\$\{?NPROC_PER_NODE\}?", ctx.command)
+        if m:
+            out.append(_v(rule, f"launch command has {m.group(0)!r}: {rule.title}"))
+    return out
+
+
+def _max_body(rule: Rule, ctx: JobContext) -> list[Violation]:
+    cap = rule.params["max"]
+    if ctx.body_bytes is not None and ctx.body_bytes > cap:
+        return [_v(rule, f"the CreateJob body is {ctx.body_bytes:,} bytes; {rule.title} ({cap:,})")]
     return []
 
 
@@ -378,6 +487,9 @@ _CHECKS: dict[str, Callable[[Rule, JobContext], list[Violation]]] = {
     "command_pattern": _command,
     "custom_image_needs_rdma": _custom_image,
     "pcie_tensor_parallel": _pcie_tp,
+    "launch_world_size": _launch_world_size,
+    "launch_node_rank": _launch_node_rank,
+    "max_body_bytes": _max_body,
     "fact": lambda rule, ctx: [],
 }
 
@@ -416,4 +528,4 @@ def evaluate_instance(instance: Any, *, nodes: int = 1, gpus: int | None = None,
 def evaluate_command(command: str, *, platform: str = "pai-dlc") -> list[Violation]:
     """Rules about a launch command line (e.g. ``--nproc_per_node=$WORLD_SIZE`` on DLC)."""
     return [v for v in evaluate(JobContext(platform=platform, command=command))
-            if get_rule(v.rule).kind == "command_pattern"]
+            if get_rule(v.rule).kind in ("command_pattern", "launch_world_size", "launch_node_rank")]

@@ -241,7 +241,7 @@ def write_rendered(result: Any, out_dir: str | Path) -> list[Path]:
 # ---------------------------------------------------------------------------------------------- check
 
 def check_file(path: str | Path, *, region: str | None = None, gpu: str | None = None,
-               instance_type: str | None = None) -> Any:
+               instance_type: str | None = None, nodes: int | None = None, gpus_per_node: int | None = None) -> Any:
     """Every finding of a job file (:class:`~trainfit.check.CheckResult`)."""
     from trainfit import inputs
     from trainfit.check import check_file as _check
@@ -254,7 +254,7 @@ def check_file(path: str | Path, *, region: str | None = None, gpu: str | None =
         gpu = get_gpu(gpu).name  # an unknown GPU is an error with "did you mean", never silently ignored
     if instance_type is not None:
         instance_type = inputs.as_ident("--instance-type", instance_type, "instance_type")
-    return _check(path, region=region, gpu=gpu, instance_type=instance_type)
+    return _check(path, region=region, gpu=gpu, instance_type=instance_type, nodes=nodes, gpus_per_node=gpus_per_node)
 
 
 # --------------------------------------------------------------------------------------------- submit

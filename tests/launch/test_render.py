@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.launch.conftest import SCENARIOS, make_ctx
+from tests.launch.conftest import make_plan, SCENARIOS, make_ctx
 from trainfit.cli import main
 from trainfit.launch import TARGETS, RenderError, render
 
@@ -141,6 +141,10 @@ def test_llamafactory_keys_exist_in_its_parser(rendered, name):
 @pytest.mark.parametrize("name", list(SCENARIOS))
 def test_dlc_body_round_trips_through_the_sdk_model(rendered, name):
     models = pytest.importorskip("alibabacloud_pai_dlc20201203.models")
+    result = rendered[name][1]
+    if make_plan(name).provider != "alibaba":
+        assert "dlc_job.json" not in result.files and "Alibaba" in result.skipped["dlc"]
+        return
     body = json.loads(rendered[name][1].files["dlc_job.json"])
     back = models.CreateJobRequest().from_map(body).to_map()
 
@@ -167,11 +171,14 @@ def test_unknown_target_and_bad_instance_fit():
         render(make_ctx("lora1"), "deepspeeed")
     assert "deepspeed" in (e.value.fix or "")
     from trainfit.models import get_model
-    from trainfit.launch import build_context
+    from trainfit.service import plan_for
     from trainfit.workload import Workload
 
     with pytest.raises(RenderError):  # 8 GPUs per node on a 1-GPU instance
-        build_context(get_model("Qwen3-8B"), Workload(gpus=16, gpus_per_node=8), instance_type="ecs.gn7i-c8g1.2xlarge")
+        plan_for(get_model("Qwen3-8B"), Workload(gpus=16, gpus_per_node=8), instance_type="ecs.gn7i-c8g1.2xlarge")
+    with pytest.raises(RenderError) as e:  # a generic plan never becomes a PAI job
+        render(make_ctx("qlora"), "dlc")
+    assert "Alibaba" in e.value.message and "swift" in (e.value.fix or "")
 
 
 def test_cli_render_from_options(tmp_path, capsys):
@@ -182,30 +189,46 @@ def test_cli_render_from_options(tmp_path, capsys):
     assert sorted(out["written"]) == ["README.md", "dlc_job.json", "dlc_submit.sh", "launch.sh"]
 
 
-PLAN = {"workload": {"model": "Qwen3-30B-A3B", "method": "full", "seq_len": 4096},
-        "plans": [{"provider": "alibaba", "instance_type": "ml.gu7xf.8xlarge-gu108", "gpu": "H800", "gpus_per_node": 8,
-                   "nodes": 2, "settings": {"strategy": "zero3", "micro_batch": 1, "grad_accum": 4},
-                   "per_gpu_gib": 61.2, "tokens_per_s": 51234.0, "step_seconds": 5.1, "mfu": 0.31, "hours": 12.5,
-                   "gpu_hours": 200.0, "cost": 4321.0, "currency": "CNY", "spot": True}],
-        "rejected": []}
+def _plan_file(tmp_path, capsys, *argv):
+    assert main(["plan", *argv, "--json"]) in (0, 1)
+    doc = json.loads(capsys.readouterr().out)
+    p = tmp_path / "plan.json"
+    p.write_text(json.dumps(doc))
+    return p, doc
 
 
 def test_cli_render_from_plan_json(tmp_path, capsys):
-    plan = tmp_path / "plan.json"
-    plan.write_text(json.dumps(PLAN))
+    plan, doc = _plan_file(tmp_path, capsys, "Qwen3-8B", "--method", "lora", "--tokens", "200M", "--provider",
+                           "alibaba")
+    best = doc["plans"][0]
     out = tmp_path / "out"
     assert main(["render", "--plan", str(plan), "--pick", "1", "--out", str(out), "--target", "all"]) == 0
     text = (out / "launch.sh").read_text()
-    assert "51,234 tokens/s" in text and "4,321.00 CNY" in text and "61.20 GiB" in text
+    assert f"{best['tokens_per_s']:,.0f} tokens/s" in text and f"{best['per_gpu_gib']:,.2f} GiB" in text
     body = json.loads((out / "dlc_job.json").read_text())
-    assert body["JobSpecs"][0]["PodCount"] == 2 and body["JobSpecs"][0]["UseSpotInstance"] is True
-    assert json.loads((out / "ds_config.json").read_text())["train_batch_size"] == 64
+    assert body["JobSpecs"][0]["PodCount"] == best["nodes"]
+    assert body["JobSpecs"][0]["EcsSpec"] == best["instance_type"]
+    steps = -(-200_000_000 // (best["settings"]["micro_batch"] * best["settings"]["grad_accum"]
+                               * best["settings"]["gpus"] * best["settings"]["seq_len"]))
+    assert f"--max_steps {steps}" in text
+
+
+def test_plan_json_round_trips_losslessly(tmp_path, capsys):
+    from trainfit.plan.types import Plan
+
+    _, doc = _plan_file(tmp_path, capsys, "Qwen3-30B-A3B", "--tokens", "1B", "--gpu", "H100")
+    for d in doc["plans"]:
+        p = Plan.from_dict(json.loads(json.dumps(d)))
+        assert p.to_dict() == d
+        assert p.memory.reserved_gib == d["per_gpu_gib"] and p.workload.ep == d["settings"]["ep"]
 
 
 @pytest.mark.parametrize("content,pick,needle", [
-    ("{not json", 1, "not valid JSON"), (json.dumps({"plans": []}), 1, "no 'plans'"),
-    (json.dumps(PLAN), 3, "out of range"), (json.dumps({"plans": [5]}), 1, "not an object"),
-    (json.dumps({"plans": [{"settings": {"micro_batch": "two"}}], "workload": {"model": "Qwen3-8B"}}), 1, "micro_batch"),
+    ("{not json", 1, "not valid JSON"), (json.dumps({"plans": []}), 1, "schema"),
+    (json.dumps({"schema": "trainfit.plan/2", "plans": []}), 1, "holds no plan"),
+    (json.dumps({"schema": "trainfit.plan/9", "plans": [{}]}), 1, "trainfit.plan/2"),
+    (json.dumps({"schema": "trainfit.plan/2", "plans": [5]}), 1, "not an object"),
+    (json.dumps({"schema": "trainfit.plan/2", "plans": [{"schema": "trainfit.plan/2", "settings": {}}]}), 1, "shape"),
 ])
 def test_cli_render_bad_plan_is_one_clear_error(tmp_path, capsys, content, pick, needle):
     plan = tmp_path / "plan.json"

@@ -25,11 +25,18 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="instance type from the catalog: its GPU and host RAM")
     g.add_argument("--host-ram", type=float_arg("--host-ram", 0, 1e6, lo_open=True), metavar="GIB",
                    help="host RAM per node (for the verdict on offload)")
+    from trainfit._cli.rl_options import add_rl_options
+
+    add_rl_options(p)
     add_json_option(p)
     p.set_defaults(func=run)
 
 
 def compute(args: argparse.Namespace):
+    if getattr(args, "rl", None):  # RL sizing (issue 13); the lead re-homes this into the service layer
+        from trainfit._cli.rl_options import compute_rl_memory
+
+        return compute_rl_memory(args)
     from trainfit.service import memory_report
 
     return memory_report(model_from_args(args), workload_from_args(args), gpu=args.gpu, gpu_mem_gib=args.gpu_mem,
@@ -37,9 +44,15 @@ def compute(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
-    out = compute(args).to_dict()
+    rep = compute(args)
+    out = rep if isinstance(rep, dict) else rep.to_dict()
     if args.json:
         print_json(out)
+        return 0
+    if "rl" in out:
+        from trainfit._cli.rl_options import print_rl_memory
+
+        print_rl_memory(out)
         return 0
     from trainfit._cli.tables import print_memory
 

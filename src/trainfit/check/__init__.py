@@ -45,7 +45,9 @@ def check_facts(facts: JobFacts, options: CheckOptions | None = None) -> CheckRe
 
 
 def check_file(path: str | Path, *, region: str | None = None, gpu: str | None = None,
-               instance_type: str | None = None) -> CheckResult:
+               instance_type: str | None = None, nodes: int | None = None,
+               gpus_per_node: int | None = None) -> CheckResult:
     """Check one job file; see the module docstring."""
     facts = read_facts(path)
-    return check_facts(facts, CheckOptions(region=region, gpu=gpu, instance_type=instance_type))
+    return check_facts(facts, CheckOptions(region=region, gpu=gpu, instance_type=instance_type, nodes=nodes,
+                                           gpus_per_node=gpus_per_node))

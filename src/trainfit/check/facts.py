@@ -50,7 +50,7 @@ class JobFacts:
     train: dict[str, str] = field(default_factory=dict)
     """Training arguments found (ms-swift/LLaMA-Factory names as written)."""
     ds_config: dict[str, Any] | None = None
-    header: dict[str, str] = field(default_factory=dict)
+    header: dict[str, Any] = field(default_factory=dict)
     """``key value`` facts of a trainfit header, if the file has one."""
     placeholders: list[str] = field(default_factory=list)
     body_bytes: int = 0
@@ -111,11 +111,30 @@ def _int(path: str, what: str, v: Any, *, default: int | None = None) -> int | N
     return v
 
 
-def _header(text: str) -> dict[str, str]:
-    """Facts from a trainfit header (``# instance X; gpu Y; spot; region R`` and ``gpus N (A node(s) x B)``)."""
-    out: dict[str, str] = {}
-    for line in text.splitlines()[:20]:
+def _plan_facts(line: str) -> dict | None:
+    """The machine-readable ``trainfit-plan {...}`` header line (what render wrote), or None."""
+    if not line.startswith("trainfit-plan {") or len(line) > 8192:
+        return None
+    try:
+        d = json.loads(line[len("trainfit-plan "):])
+    except (ValueError, RecursionError):
+        return None
+    return d if isinstance(d, dict) else None
+
+
+def _header(text: str | list) -> dict[str, Any]:
+    """Facts from a trainfit header (``# instance X; gpu Y; spot; region R``, ``gpus N (A node(s) x B)`` and the
+    ``trainfit-plan {...}`` line, kept under ``plan``)."""
+    out: dict[str, Any] = {}
+    lines = text if isinstance(text, list) else text.splitlines()[:24]
+    for line in lines:
+        if not isinstance(line, str):
+            continue
         s = line.lstrip("#").strip()
+        pf = _plan_facts(s)
+        if pf is not None:
+            out["plan"] = pf
+            continue
         m = re.search(r"gpus (\d+) \((\d+) node\(s\) x (\d+)\)", s)
         if m and s.startswith("model "):
             out["nodes"], out["gpus_per_node"] = m.group(2), m.group(3)
@@ -437,6 +456,9 @@ def _deepspeed(cfg: dict, f: JobFacts) -> None:
     if zero is not None and not isinstance(zero, dict):
         raise _type_error(f.path, "zero_optimization", "an object", zero)
     f.ds_config = cfg
+    meta = cfg.get("_trainfit")
+    if isinstance(meta, dict) and isinstance(meta.get("header"), list):
+        f.header = _header(meta["header"][:24])
 
 
 def _unknown_mem(gpu: str) -> bool:

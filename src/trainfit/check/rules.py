@@ -1,10 +1,12 @@
-"""The rules of ``trainfit check``. Each takes :class:`JobFacts` (and the check options) and returns
-violations; :func:`run_rules` runs them all, so every problem is reported at once.
+"""The rules of ``trainfit check``: parse (``facts.py``) -> facts -> the same platform rules as the planner
+(``trainfit.rules``, data in ``providers/*/rules.yaml``) + the same memory model and fit decision as
+``memory``/``plan`` (``readback.py``) + job-level checks of the launcher and batch arithmetic. :func:`run_rules`
+runs them all, so every problem is reported at once.
 
-Rule ids: unknown-instance-type, memory-fit, world-size-misuse, rank-misuse, nnodes-hardcoded,
-nproc-mismatch, spot-no-checkpoint, spot-no-resume, lingjun-vpc, public-gpu-cap, region-mismatch,
-lingjun-custom-image-rdma, global-batch, batch-mismatch, dlc-body-size, placeholder, plus the platform rules
-of :mod:`trainfit.rules` when that module is present.
+Job-level rule ids (here): unknown-instance-type, memory-fit, launcher (nnodes/nproc/master address/node rank
+inconsistent with the job), global-batch, batch-mismatch, placeholder, settings-differ-from-plan,
+shell-injection. Every platform rule id comes from the YAML (pai-public-quota, lingjun-needs-vpc,
+spot-needs-checkpoints, region-must-match, dlc-world-size-is-nodes, dlc-node-rank-not-rank-env, dlc-body-size...).
 """
 
 from __future__ import annotations
@@ -43,6 +45,9 @@ class CheckOptions:
     region: str | None = None
     gpu: str | None = None
     instance_type: str | None = None
+    nodes: int | None = None
+    """Nodes the job runs on, when the file does not say."""
+    gpus_per_node: int | None = None
 
 
 def _refs(value: str, var: str) -> bool:
@@ -51,14 +56,11 @@ def _refs(value: str, var: str) -> bool:
 
 
 def _catalog_instance(name: str):
-    try:
-        from trainfit.catalog.instances import list_instances
-    except ImportError:
-        return None, None
-    try:
-        rows = list_instances()
-    except TrainfitError:
-        return None, None
+    """(catalog row or None, all names). A catalog or overlay that cannot be read raises: check never skips its
+    catalog rules silently."""
+    from trainfit.catalog.instances import list_instances
+
+    rows = list_instances()
     hit = next((r for r in rows if r.instance_type.lower() == name.strip().lower()), None)
     return hit, [r.instance_type for r in rows]
 
@@ -111,174 +113,6 @@ def rule_unknown_instance(f: JobFacts, o: CheckOptions) -> list[Violation]:
             fix=(f"use {sugg[0]}; " if sugg else "") + "`trainfit catalog show instances` lists known types; "
                 "`trainfit catalog refresh --provider pai` fetches the live PAI list"))
     return out
-
-
-def rule_world_size(f: JobFacts, o: CheckOptions) -> list[Violation]:
-    out: list[Violation] = []
-    for where, s in f.scripts:
-        for cmd in s.commands:
-            checks: list[tuple[str, str]] = []
-            if is_torchrun(cmd):
-                fl = cmd.flags()
-                checks = [(k.replace("-", "_"), v) for k, v in fl.items()
-                          if k.replace("-", "_") in ("nproc_per_node", "nnodes", "node_rank")]
-            checks += [(k.lower(), v) for k, v in cmd.env.items() if k in ("NPROC_PER_NODE", "NNODES", "NODE_RANK")]
-            for key, val in checks:
-                if key == "nproc_per_node" and _refs(val, "WORLD_SIZE"):
-                    out.append(Violation(
-                        rule="world-size-misuse", severity=ERROR,
-                        message=f"{where} line {cmd.line}: {key}={val}: on PAI-DLC (and Kubeflow) WORLD_SIZE is the "
-                                "number of nodes, not the GPUs of a node",
-                        fix="use --nproc_per_node=$NPROC_PER_NODE and --nnodes=$WORLD_SIZE"))
-                if key == "nnodes" and (_refs(val, "RANK") or _refs(val, "NPROC_PER_NODE") or _refs(val, "LOCAL_RANK")
-                                        or (_refs(val, "WORLD_SIZE") and "/" in val)):
-                    out.append(Violation(
-                        rule="world-size-misuse", severity=ERROR,
-                        message=f"{where} line {cmd.line}: {key}={val}: PAI-DLC's WORLD_SIZE already counts nodes "
-                                "(it is not the number of processes)",
-                        fix="use --nnodes=$WORLD_SIZE as it is"))
-                if key == "node_rank" and (_refs(val, "WORLD_SIZE") or _refs(val, "LOCAL_RANK")):
-                    out.append(Violation(
-                        rule="rank-misuse", severity=ERROR,
-                        message=f"{where} line {cmd.line}: {key}={val}: the node rank is PAI-DLC's RANK (node index)",
-                        fix="use --node_rank=$RANK"))
-            if is_torchrun(cmd):
-                fl = {k.replace("-", "_"): v for k, v in cmd.flags().items()}
-                if _refs(fl.get("master_port", ""), "RANK") or _refs(fl.get("master_addr", ""), "RANK"):
-                    out.append(Violation(rule="rank-misuse", severity=ERROR,
-                                         message=f"{where} line {cmd.line}: master address/port built from RANK",
-                                         fix="use --master_addr=$MASTER_ADDR --master_port=$MASTER_PORT"))
-                if (f.nodes or 1) > 1:
-                    nn = fl.get("nnodes")
-                    if nn is not None and nn.strip().isdigit() and int(nn) != f.nodes:
-                        out.append(Violation(
-                            rule="nnodes-hardcoded", severity=ERROR,
-                            message=f"{where} line {cmd.line}: --nnodes={nn} but the job has {f.nodes} nodes",
-                            fix="use --nnodes=$WORLD_SIZE (PAI-DLC) or the job's node count"))
-                    if "node_rank" not in fl and f.platform == "pai-dlc":
-                        out.append(Violation(
-                            rule="rank-misuse", severity=ERROR,
-                            message=f"{where} line {cmd.line}: multi-node torchrun without --node_rank: every node "
-                                    "would claim rank 0",
-                            fix="add --node_rank=$RANK"))
-                gpn = _gpus_per_node(f)
-                v = fl.get("nproc_per_node")
-                if gpn and v and v.isdigit() and int(v) != gpn:
-                    out.append(Violation(
-                        rule="nproc-mismatch", severity=WARNING,
-                        message=f"{where} line {cmd.line}: --nproc_per_node={v} but a node has {gpn} GPU(s)",
-                        fix="use --nproc_per_node=$NPROC_PER_NODE (PAI-DLC sets it) or the node's GPU count"))
-    return out
-
-
-def _resume(f: JobFacts) -> bool:
-    t = f.train
-    if t.get("resume_from_checkpoint") or t.get("load") or (t.get("mcore_model") and t.get("finetune") == "false"):
-        return True
-    if f.engine == "llamafactory" and str(t.get("overwrite_output_dir", "false")).lower() != "true" \
-            and t.get("output_dir"):
-        return True  # LLaMA-Factory resumes from the last checkpoint-N in output_dir by itself
-    for _, s in f.scripts:
-        if re.search(r"resume_from_checkpoint|--auto[-_]resume|--finetune\s+false|--load\s", s.text):
-            return True
-    return False
-
-
-def _output_dir(f: JobFacts) -> str | None:
-    t = f.train
-    return t.get("output_dir") or t.get("save")
-
-
-def rule_spot(f: JobFacts, o: CheckOptions) -> list[Violation]:
-    if not f.spot:
-        return []
-    out: list[Violation] = []
-    out_dir = _output_dir(f)
-    on_mount = bool(out_dir) and any(out_dir.rstrip("/").startswith(m.rstrip("/")) for m in f.mounts)
-    if not f.mounts or not on_mount:
-        where = f"output_dir {out_dir} is not on it" if (f.mounts and out_dir) else \
-            ("no output_dir/save path was found" if f.mounts else "the job mounts no persistent storage")
-        out.append(Violation(
-            rule="spot-no-checkpoint", severity=ERROR,
-            message=f"spot instances can be reclaimed at any time, but checkpoints would not survive: {where}",
-            fix="mount OSS/NAS/CPFS (DLC DataSources, MountAccess RW), a PVC or a SkyPilot bucket and write "
-                "output_dir (with save_steps) under it; `trainfit render --spot` wires this"))
-    if not _resume(f):
-        out.append(Violation(
-            rule="spot-no-resume", severity=ERROR,
-            message="spot job without resume: after a preemption the restarted job would start from step 0",
-            fix="pass --resume_from_checkpoint <newest checkpoint> (ms-swift/HF), keep overwrite_output_dir false "
-                "(LLaMA-Factory), or --mcore_model DIR --finetune false (megatron sft)"))
-    return out
-
-
-def rule_lingjun(f: JobFacts, o: CheckOptions) -> list[Violation]:
-    lingjun = [t for t in f.instance_types if _is_lingjun(t)]
-    if not lingjun or f.platform != "pai-dlc":
-        return []
-    out: list[Violation] = []
-    vpc_ok = isinstance(f.vpc, dict) and bool(f.vpc.get("VpcId"))
-    if not vpc_ok:
-        if f.kind == "pai-cli":
-            out.append(Violation(
-                rule="lingjun-vpc", severity=WARNING,
-                message=f"Lingjun instance {lingjun[0]}: Lingjun jobs need a VPC, and this command sets none",
-                fix="submit the CreateJob body with UserVpc {VpcId, SwitchId, SecurityGroupId} "
-                    "(`trainfit submit dlc_job.json`), or set the VPC with your CLI version's option"))
-        else:
-            out.append(Violation(
-                rule="lingjun-vpc", severity=ERROR,
-                message=f"Lingjun instance {lingjun[0]} without a VPC: DLC requires UserVpc for Lingjun resources",
-                fix="add UserVpc {VpcId, SwitchId, SecurityGroupId} in the job's region"))
-    custom = [i for i in f.images if not i.startswith(PAI_REGISTRIES) and "REPLACE_ME" not in i]
-    if custom:
-        noted = any("rdma" in (k + v).lower() for k, v in f.envs.items()) or \
-            any("rdma" in c.lower() for _, s in f.scripts for c in s.comments)
-        if not noted:
-            out.append(Violation(
-                rule="lingjun-custom-image-rdma", severity=WARNING,
-                message=f"custom image {custom[0]} on Lingjun: PAI images carry the RDMA libraries, custom ones "
-                        "must install them, or NCCL falls back to TCP",
-                fix="install rdma-core/libibverbs and an IB-enabled NCCL in the image, then say so (e.g. Envs "
-                    "TRAINFIT_RDMA_NOTE=...), or use a PAI image (dsw-registry...)"))
-    return out
-
-
-def rule_public_cap(f: JobFacts, o: CheckOptions) -> list[Violation]:
-    if f.kind not in ("dlc-json", "pai-cli") or f.resource_id or f.spot:
-        return []
-    if any(_is_lingjun(t) for t in f.instance_types):
-        return []
-    gpn = _gpus_per_node(f)
-    if not gpn or not f.nodes:
-        return []
-    total = gpn * f.nodes
-    if total <= PUBLIC_GPU_CAP:
-        return []
-    return [Violation(
-        rule="public-gpu-cap", severity=ERROR,
-        message=f"{total} GPUs on PAI public resources (no ResourceId): the public group allows at most "
-                f"{PUBLIC_GPU_CAP} GPU cards per job unless your quota was raised",
-        fix="use a resource quota (ResourceId / --resource-id), spot resources, or ask your account manager to "
-            "raise the limit")]
-
-
-def rule_region(f: JobFacts, o: CheckOptions) -> list[Violation]:
-    regions = dict(f.regions)
-    if o.region:
-        regions["--region"] = o.region
-    for it in f.instance_types:
-        hit, _ = _catalog_instance(it)
-        regs = tuple(getattr(hit, "regions", ()) or ()) if hit is not None else ()
-        if regs and (o.region or regions) and not any(r in regs for r in regions.values()):
-            regions[f"instance {it} (seen only in {', '.join(regs)})"] = regs[0]
-    if len(set(regions.values())) <= 1:
-        return []
-    listing = "; ".join(f"{k}: {v}" for k, v in regions.items())
-    return [Violation(rule="region-mismatch", severity=ERROR,
-                      message=f"the job names more than one region ({listing})",
-                      fix="use one region for the job, its image registry, its OSS/CPFS data and its workspace "
-                          "(images: dsw-registry-vpc.<region>.cr.aliyuncs.com)")]
 
 
 def _int(v: Any) -> int | None:
@@ -334,133 +168,6 @@ def rule_batch(f: JobFacts, o: CheckOptions) -> list[Violation]:
     return out
 
 
-def _model_name(f: JobFacts) -> str | None:
-    for k in ("model", "model_name_or_path", "model_id_or_path"):
-        v = f.train.get(k)
-        if v:
-            return v
-    return None
-
-
-def workload_from_facts(f: JobFacts) -> tuple[Any, list[str]]:
-    """(Workload, assumptions) from the training arguments; raises WorkloadError when inconsistent."""
-    from trainfit.workload import Workload
-
-    t, ds = f.train, f.ds_config or {}
-    assumed: list[str] = []
-    kw: dict[str, Any] = {}
-    tuner = (t.get("tuner_type") or t.get("train_type") or t.get("finetuning_type") or "").lower()
-    quant4 = t.get("quant_bits") == "4" or t.get("quantization_bit") == "4"
-    kw["method"] = ("qlora" if quant4 else "lora") if tuner in ("lora", "qlora") else \
-        ("freeze" if tuner == "freeze" else "full")
-    if not tuner:
-        assumed.append("full fine-tuning")
-    seq = _int(t.get("max_length") or t.get("cutoff_len") or t.get("seq_length"))
-    if seq is None:
-        assumed.append("seq_len 2048")
-    else:
-        kw["seq_len"] = seq
-    mb = _int(t.get("per_device_train_batch_size") or t.get("micro_batch_size") or ds.get("train_micro_batch_size_per_gpu"))
-    kw["micro_batch"] = mb or 1
-    gc = str(t.get("gradient_checkpointing", "true")).lower()
-    kw["grad_ckpt"] = gc not in ("false", "0") and str(t.get("disable_gradient_checkpointing", "false")).lower() != "true" \
-        and t.get("recompute_granularity", "full") != "none"
-    if t.get("torch_dtype") == "float16" or str(t.get("fp16", "")).lower() == "true":
-        kw["precision"] = "fp16"
-    attn = (t.get("attn_impl") or t.get("flash_attn") or "").lower()
-    kw["attention"] = "flash" if attn in ("flash_attn", "flash_attention_2", "fa2") else ("eager" if attn in ("eager", "disabled") else "sdpa")
-    for k, name in (("lora_rank", "lora_rank"), ("lora_alpha", "lora_alpha")):
-        if _int(t.get(k)):
-            kw[name] = _int(t.get(k))
-    zero = ds.get("zero_optimization") if isinstance(ds.get("zero_optimization"), dict) else {}
-    stage = _int(zero.get("stage")) if zero else None
-    dsarg = t.get("deepspeed", "")
-    if stage is None:
-        m = re.match(r"^zero(\d)(_offload)?$", dsarg or "")
-        if m:
-            stage = int(m.group(1))
-            if m.group(2):
-                kw["offload"] = "all" if stage == 3 else "optimizer"
-    if stage in (1, 2, 3):
-        kw["strategy"] = f"zero{stage}"
-        off_o = (zero.get("offload_optimizer") or {}).get("device") if isinstance(zero.get("offload_optimizer"), dict) else None
-        off_p = (zero.get("offload_param") or {}).get("device") if isinstance(zero.get("offload_param"), dict) else None
-        if off_p in ("cpu", "nvme"):
-            kw["offload"] = "all"
-        elif off_o in ("cpu", "nvme"):
-            kw["offload"] = "optimizer"
-    elif str(t.get("use_distributed_optimizer", "")).lower() == "true" or f.engine == "megatron":
-        kw["strategy"] = "zero1"
-    for k, name in (("tensor_model_parallel_size", "tp"), ("pipeline_model_parallel_size", "pp"),
-                    ("expert_model_parallel_size", "ep"), ("context_parallel_size", "cp")):
-        if _int(t.get(k)):
-            kw[name] = _int(t.get(k))
-    gpn = _gpus_per_node(f) or 1
-    nodes = f.nodes or 1
-    kw["gpus"], kw["gpus_per_node"] = gpn * nodes, gpn
-    ga = _int(t.get("gradient_accumulation_steps") or ds.get("gradient_accumulation_steps"))
-    if ga:
-        kw["grad_accum"] = ga
-    return Workload(**kw), assumed
-
-
-def rule_memory(f: JobFacts, o: CheckOptions) -> list[Violation]:
-    name = _model_name(f)
-    if not name:
-        return []
-    from trainfit.errors import TrainfitError as _TE
-    from trainfit.models import get_model
-
-    try:
-        model = get_model(name)
-    except _TE:
-        return []  # a local path or another family: nothing to model
-    gpu = o.gpu or f.gpu
-    inst = o.instance_type or (f.instance_types[0] if f.instance_types else f.header.get("instance"))
-    if not gpu and inst:
-        hit, _ = _catalog_instance(inst)
-        gpu = getattr(hit, "gpu", None) if hit is not None else None
-    if not gpu:
-        return []
-    try:
-        from trainfit.catalog.gpus import get_gpu
-
-        g = get_gpu(gpu)
-    except (ImportError, _TE):
-        return []
-    if g.mem_gib is None:
-        return [Violation(rule="memory-fit", severity=INFO,
-                          message=f"GPU {g.name}'s memory is not in the catalog, so the fit was not checked",
-                          fix="pass --gpu NAME (e.g. H800) or add the GPU to your catalog overlay")]
-    try:
-        wl, assumed = workload_from_facts(f)
-        from trainfit.estimate.memory import estimate_memory
-
-        est = estimate_memory(model, wl)
-    except _TE as e:
-        return [Violation(rule="memory-fit", severity=WARNING,
-                          message=f"the training settings could not be modelled: {e.message}",
-                          fix=e.fix or "check the parallel sizes against the GPU count")]
-    if est.reserved_gib <= g.usable_mem_gib:
-        return []
-    extra = f" (assumed {', '.join(assumed)})" if assumed else ""
-    return [Violation(
-        rule="memory-fit", severity=ERROR,
-        message=f"{model.name} {wl.method}, seq {wl.seq_len}, micro-batch {wl.micro_batch}, {wl.strategy}"
-                f"{'+offload ' + wl.offload if wl.offload != 'none' else ''} on {wl.gpus} GPU(s): needs "
-                f"{est.reserved_gib:.1f} GiB per GPU, {g.name} has {g.usable_mem_gib:.4g} GiB usable{extra}",
-        fix="`trainfit memory` with these settings and --gpu lists changes that fit (ZeRO-3, offload, smaller "
-            "micro-batch, LoRA, more GPUs)")]
-
-
-def rule_body_size(f: JobFacts, o: CheckOptions) -> list[Violation]:
-    if f.kind == "dlc-json" and f.body_bytes > DLC_BODY_LIMIT:
-        return [Violation(rule="dlc-body-size", severity=ERROR,
-                          message=f"the CreateJob body is {f.body_bytes} bytes; DLC accepts at most {DLC_BODY_LIMIT}",
-                          fix="move long scripts into a code source or a mounted file and call them from UserCommand")]
-    return []
-
-
 def rule_placeholders(f: JobFacts, o: CheckOptions) -> list[Violation]:
     if not f.placeholders:
         return []
@@ -469,39 +176,178 @@ def rule_placeholders(f: JobFacts, o: CheckOptions) -> list[Violation]:
                       fix="replace every REPLACE_ME (VPC ids, OSS bucket, ...) or pass them to `trainfit render`")]
 
 
-#: Platform rules whose topic a dedicated check above already reports (kept out to avoid duplicates).
-_COVERED_PLATFORM_RULES = frozenset({
-    "pai-public-quota", "lingjun-needs-vpc", "spot-needs-checkpoints", "region-must-match",
-    "dlc-world-size-is-nodes", "dlc-node-rank-not-rank-env", "lingjun-custom-image-rdma",
-})
+def _int_s(v: Any) -> int | None:
+    return int(v) if isinstance(v, str) and v.strip().isdigit() else (v if isinstance(v, int) else None)
+
+
+def _resume(f: JobFacts) -> bool:
+    t = f.train
+    if t.get("resume_from_checkpoint") or t.get("load") or (t.get("mcore_model") and t.get("finetune") == "false"):
+        return True
+    if f.engine == "llamafactory" and str(t.get("overwrite_output_dir", "false")).lower() != "true" \
+            and t.get("output_dir"):
+        return True  # LLaMA-Factory resumes from the last checkpoint-N in output_dir by itself
+    for _, s in f.scripts:
+        if re.search(r"resume_from_checkpoint|--auto[-_]resume|--finetune\s+false|--load\s", s.text):
+            return True
+    return False
+
+
+def _checkpointing(f: JobFacts) -> tuple[bool | None, str | None]:
+    out_dir = f.train.get("output_dir") or f.train.get("save")
+    if not f.scripts and f.kind in ("deepspeed",):
+        return None, None
+    on_mount = bool(out_dir) and any(out_dir.rstrip("/").startswith(m.rstrip("/")) for m in f.mounts)
+    if f.mounts and on_mount:
+        return True, None
+    why = (f"output_dir {out_dir} is not on it" if (f.mounts and out_dir) else
+           ("no output_dir/save path was found" if f.mounts else "the job mounts no persistent storage"))
+    return False, why + " (mount OSS/NAS/CPFS, a PVC or a bucket and write output_dir with save_steps under it; " \
+                        "`trainfit render --spot` wires this)"
+
+
+def job_context(f: JobFacts, o: CheckOptions):
+    """The :class:`trainfit.rules.JobContext` of a checked file: what the platform rules read."""
+    from trainfit.rules import JobContext
+
+    inst = None
+    plan = f.header.get("plan") if isinstance(f.header.get("plan"), dict) else {}
+    for it in [*f.instance_types, o.instance_type, plan.get("instance_type")]:
+        if isinstance(it, str) and it:
+            inst, _ = _catalog_instance(it)
+            if inst is not None:
+                break
+    lingjun = any(_is_lingjun(t) for t in f.instance_types)
+    rclass = getattr(inst, "resource_class", None)
+    if lingjun:
+        rclass = "pai-lingjun"
+    elif f.platform == "pai-dlc" and (f.resource_id or f.spot):
+        rclass = "pai-quota" if f.resource_id else "pai-spot"
+    elif f.platform == "pai-dlc" and rclass is None:
+        rclass = "pai-public"
+    region_sources = dict(f.regions)
+    if o.region:
+        region_sources["--region"] = o.region
+    for it in f.instance_types:
+        hit, _ = _catalog_instance(it)
+        regs = tuple(getattr(hit, "regions", ()) or ()) if hit is not None else ()
+        if regs and region_sources and not any(r in regs for r in region_sources.values()):
+            region_sources[f"instance {it} (seen only in {', '.join(regs)})"] = regs[0]
+    custom = [i for i in f.images if not i.startswith(PAI_REGISTRIES) and "REPLACE_ME" not in i]
+    rdma = any("rdma" in (k + v).lower() for k, v in f.envs.items()) or \
+        any("rdma" in c.lower() for _, s in f.scripts for c in s.comments)
+    ckpt, why = _checkpointing(f) if f.spot else (None, None)
+    vpc = None
+    if f.vpc is not None:
+        vpc = isinstance(f.vpc, dict) and bool(f.vpc.get("VpcId"))
+    elif f.kind == "dlc-json":
+        vpc = False
+    platform = "pai-dlc" if f.platform == "pai-dlc" else ("tencent-tione" if f.platform == "tencent-tione" else
+                                                          "generic")
+    tp = _int_s(f.train.get("tensor_model_parallel_size")) or 1
+    return JobContext(platform=platform, resource_class=rclass, instance=inst, nodes=f.nodes or o.nodes or 1,
+                      gpus_per_node=_gpus_per_node(f) or o.gpus_per_node, spot=f.spot,
+                      region=o.region or next(iter(f.regions.values()), None), vpc=vpc, tp=tp,
+                      custom_image=bool(custom) if f.images else None, checkpointing=ckpt, checkpoint_detail=why,
+                      resume=_resume(f) if f.spot else None, scripts=tuple(f.scripts), images=tuple(custom),
+                      rdma_noted=rdma, region_sources=region_sources,
+                      body_bytes=f.body_bytes if f.kind == "dlc-json" else None)
 
 
 def rule_platform(f: JobFacts, o: CheckOptions) -> list[Violation]:
-    """The data-driven platform rules of :mod:`trainfit.rules` (regions, spot job types,
-    multi-node networking, storage/VPC, TP over PCIe ...), evaluated on what the file states."""
-    from trainfit.rules import JobContext, evaluate
+    """The platform rules of ``providers/*/rules.yaml`` (one evaluator, the planner's too) on what the file states."""
+    from trainfit.rules import evaluate
 
-    inst = None
-    for it in f.instance_types:
-        inst, _ = _catalog_instance(it)
-        if inst is not None:
-            break
-    region = o.region or next(iter(f.regions.values()), None)
-    platform = f.platform if f.platform in ("pai-dlc", "tencent-tione") else "generic"
-    tp = _int(f.settings.get("tp") or f.train.get("tensor_model_parallel_size") or 1) or 1
-    ctx = JobContext(platform=platform, instance=inst, nodes=f.nodes or 1, gpus_per_node=_gpus_per_node(f),
-                     spot=f.spot, region=region, vpc=(bool(f.vpc) if f.vpc is not None else None), tp=tp)
-    try:
-        found = evaluate(ctx)
-    except TrainfitError:
-        return []
+    if f.kind == "deepspeed":
+        return []  # a DeepSpeed config alone says nothing about the platform
     return [Violation(rule=v.rule, severity=v.severity, message=v.message, fix=v.fix or "")
-            for v in found if v.rule not in _COVERED_PLATFORM_RULES]
+            for v in evaluate(job_context(f, o))]
+
+
+def rule_launcher(f: JobFacts, o: CheckOptions) -> list[Violation]:
+    """torchrun's node count, GPUs per node and master address against the job (any platform)."""
+    from trainfit.check.shell import is_torchrun
+
+    out: list[Violation] = []
+    nodes = f.nodes or o.nodes
+    gpn = _gpus_per_node(f) or o.gpus_per_node
+    for where, s in f.scripts:
+        for cmd in s.commands:
+            if not is_torchrun(cmd):
+                continue
+            fl = {k.replace("-", "_"): v for k, v in cmd.flags().items()}
+            nn = fl.get("nnodes", "")
+            literal_nodes = int(nn) if nn.strip().isdigit() else None
+            if nodes and nodes > 1 and literal_nodes is not None and literal_nodes != nodes:
+                out.append(Violation(rule="launcher", severity=ERROR,
+                                     message=f"{where} line {cmd.line}: --nnodes={nn} but the job has {nodes} nodes",
+                                     fix="use --nnodes=$WORLD_SIZE (PAI-DLC) or the job's node count"))
+            multi = (nodes or 1) > 1 or (literal_nodes or 1) > 1
+            addr = fl.get("master_addr", "")
+            if multi and addr.strip() in ("localhost", "127.0.0.1", "::1", "0.0.0.0"):
+                out.append(Violation(rule="launcher", severity=ERROR,
+                                     message=f"{where} line {cmd.line}: --master_addr={addr} on a multi-node job: the "
+                                             "other nodes cannot reach it",
+                                     fix="use --master_addr=$MASTER_ADDR (set by PAI-DLC, Kubeflow and SkyPilot)"))
+            if multi and "node_rank" not in fl and f.platform != "pai-dlc":
+                out.append(Violation(rule="launcher", severity=ERROR,
+                                     message=f"{where} line {cmd.line}: multi-node torchrun without --node_rank: every "
+                                             "node would claim rank 0", fix="add --node_rank=$RANK (or $NODE_RANK)"))
+            v = fl.get("nproc_per_node", "")
+            if gpn and v.isdigit() and int(v) != gpn:
+                out.append(Violation(rule="launcher", severity=WARNING,
+                                     message=f"{where} line {cmd.line}: --nproc_per_node={v} but a node has {gpn} GPU(s)",
+                                     fix="use --nproc_per_node=$NPROC_PER_NODE (PAI-DLC sets it) or the node's GPU count"))
+    return out
+
+
+def rule_memory(f: JobFacts, o: CheckOptions) -> list[Violation]:
+    """The memory model and the one fit decision on the training settings the file states."""
+    from trainfit.check.readback import read_workload
+
+    got = read_workload(f, o)
+    if got is None:
+        return []
+    if isinstance(got, Violation):
+        return [got]
+    rb = got
+    out: list[Violation] = []
+    d = rb.decision
+    where = (f"{rb.model.name} {rb.workload.method}, seq {rb.workload.seq_len}, micro-batch {rb.workload.micro_batch}, "
+             f"{rb.workload.strategy}" + (f"+offload {rb.workload.offload}" if rb.workload.offload != "none" else "")
+             + (f", ep {rb.workload.ep}" if rb.workload.ep > 1 else "") + (f", tp {rb.workload.tp}" if rb.workload.tp > 1 else "")
+             + f" on {rb.workload.gpus} GPU(s)")
+    extra = f" (assumed {', '.join(rb.assumed)})" if rb.assumed else ""
+    if d.verdict == "oom":
+        out.append(Violation(rule="memory-fit", severity=ERROR,
+                             message=f"{where}: {'; '.join(d.reasons)} on {rb.gpu}{extra}",
+                             fix="`trainfit memory` with these settings and --gpu lists changes that fit (ZeRO-3, "
+                                 "offload, smaller micro-batch, LoRA, more GPUs)"))
+    elif d.verdict == "tight":
+        out.append(Violation(rule="memory-fit", severity=WARNING, message=f"{where}: {'; '.join(d.reasons)}{extra}",
+                             fix="leave room: a smaller micro-batch, gradient checkpointing or more sharding"))
+    elif d.verdict == "unknown":
+        out.append(Violation(rule="memory-fit", severity=INFO, message=f"{where}: {'; '.join(d.reasons)}",
+                             fix="check the node's host RAM before renting"))
+    planned = rb.planned_gib
+    if planned is not None and abs(planned - rb.estimate.reserved_gib) > 0.01:
+        out.append(Violation(rule="settings-differ-from-plan", severity=INFO,
+                             message=f"the file's settings need {rb.estimate.reserved_gib:.2f} GiB per GPU; its trainfit "
+                                     f"header planned {planned:.2f} GiB (edited since it was rendered?)",
+                             fix="re-render from the plan, or re-plan with the new settings"))
+    return out
+
+
+def rule_injection(f: JobFacts, o: CheckOptions) -> list[Violation]:
+    try:
+        from trainfit.check.injection import find_injection
+    except ImportError:
+        return []
+    return [v if isinstance(v, Violation) else Violation(**v) for v in find_injection(f)]
 
 
 RULES: tuple[Callable[[JobFacts, CheckOptions], list[Violation]], ...] = (
-    rule_unknown_instance, rule_memory, rule_world_size, rule_spot, rule_lingjun, rule_public_cap, rule_region,
-    rule_batch, rule_body_size, rule_placeholders, rule_platform)
+    rule_unknown_instance, rule_memory, rule_launcher, rule_batch, rule_placeholders, rule_platform, rule_injection)
 
 
 def run_rules(f: JobFacts, o: CheckOptions) -> list[Violation]:

@@ -309,6 +309,16 @@ def _any_layer_tensor(m: ModelShape) -> ParamTensor:
     return next(t for t in m.tensors() if t.layer_type != "global")
 
 
+def model_state_gib(model: ModelShape, workload: Workload) -> dict[str, float]:
+    """Per-GPU model states of ``workload`` in GiB, as the worst rank holds them between steps:
+    ``weights`` (incl. PEFT adapters), ``gradients``, ``optimizer`` (incl. fp32 master copies) and
+    ``offloaded_host`` (bytes in host RAM). Used by the RL phases (what the trainer leaves on the GPU
+    while the rollout engine runs)."""
+    st = _cached_states(model, workload)
+    return {"weights": st.weights / GIB, "gradients": st.gradients / GIB, "optimizer": st.optimizer / GIB,
+            "offloaded_host": st.offloaded_host / GIB}
+
+
 # --------------------------------------------------------------------------------------- activations
 def _layer_kind(m: ModelShape, i: int) -> tuple[str, bool]:
     return (m.layer_type(i), m.is_moe_layer(i))

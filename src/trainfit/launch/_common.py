@@ -4,6 +4,7 @@ checkpoint-resume and DeepSpeed-config snippets that the launch scripts embed.""
 from __future__ import annotations
 
 import json
+import re
 import shlex
 
 from trainfit.launch._context import RenderContext
@@ -25,8 +26,34 @@ def q(value: object) -> str:
     return shlex.quote(str(value))
 
 
+#: Workload precision -> (ms-swift ``torch_dtype``, extra mixed-precision flag). Pure bf16 loads the weights in
+#: bf16 (optimizer states follow the parameter dtype); amp-bf16 / fp16 keep fp32 weights with autocast.
+SWIFT_PRECISION = {"bf16": ("bfloat16", None), "amp-bf16": ("float32", "bf16"), "fp16": ("float32", "fp16"),
+                   "fp8": ("bfloat16", None)}
+
+
 def dtype_name(ctx: RenderContext) -> str:
-    return "float16" if ctx.workload.precision == "fp16" else "bfloat16"
+    return SWIFT_PRECISION[ctx.workload.precision][0]
+
+
+def swift_unsupported(ctx: RenderContext) -> str | None:
+    """Why ms-swift cannot express this plan exactly (None when it can): the writer and the reader below share
+    these limits, so what is rendered reads back to the same workload."""
+    wl = ctx.workload
+    if ctx.megatron:
+        if wl.strategy not in ("ddp", "zero1") or wl.offload == "all":
+            return (f"Megatron (tp/pp/ep/cp > 1) shards optimizer states only (distributed optimizer = zero1); "
+                    f"the plan says {wl.strategy}" + (f" + offload {wl.offload}" if wl.offload != "none" else ""))
+        if wl.optimizer != "adamw-fused":
+            return f"megatron sft trains with fused Adam; the plan says {wl.optimizer}"
+    else:
+        if wl.precision == "fp8":
+            return "fp8 training needs Megatron/TransformerEngine (megatron sft); the plan runs the HF trainer"
+        if wl.strategy == "fsdp" and wl.offload == "optimizer":
+            return "HF FSDP offloads parameters with the optimizer (offload all), not the optimizer alone"
+        if wl.strategy in ("ddp", "fsdp") and wl.offload != "none" and wl.strategy == "ddp":
+            return "offload needs ZeRO or FSDP"
+    return None
 
 
 def swift_args(ctx: RenderContext) -> list[tuple[str, str]]:
@@ -41,9 +68,12 @@ def swift_args(ctx: RenderContext) -> list[tuple[str, str]]:
         a.append(("num_train_epochs", f"{ctx.epochs if ctx.epochs is not None else 1:g}"))
     if wl.method == "qlora":
         a += [("quant_method", "bnb"), ("quant_bits", "4"), ("bnb_4bit_quant_type", "nf4")]
+    extra = SWIFT_PRECISION[wl.precision][1]
+    if extra:
+        a.append((extra, "true"))
     if wl.method == "freeze":
         frac = 1 - wl.freeze_trainable_layers / max(1, ctx.model.num_layers)
-        a.append(("freeze_parameters_ratio", f"{frac:.4f}"))
+        a.append(("freeze_parameters_ratio", f"{frac:.6f}"))
     if tuner == "lora":
         a += [("lora_rank", str(wl.lora_rank)), ("lora_alpha", str(wl.lora_alpha)),
               ("target_modules", " ".join(wl.lora_targets))]
@@ -58,7 +88,9 @@ def swift_args(ctx: RenderContext) -> list[tuple[str, str]]:
             a += [("recompute_method", "uniform"), ("recompute_num_layers", "1")]
         if ctx.model.is_moe:
             a.append(("moe_grouped_gemm", "true"))
-        a += [("lr", f"{ctx.lr:g}"), ("use_distributed_optimizer", "true"),
+        if wl.precision == "fp8":
+            a += [("fp8_format", "hybrid"), ("fp8_recipe", "delayed")]
+        a += [("lr", f"{ctx.lr:g}"), ("use_distributed_optimizer", "true" if wl.strategy == "zero1" else "false"),
               ("cross_entropy_loss_fusion", "true" if wl.loss == "fused" else "false")]
         if wl.offload != "none":
             a.append(("optimizer_cpu_offload", "true"))
@@ -71,10 +103,95 @@ def swift_args(ctx: RenderContext) -> list[tuple[str, str]]:
         if wl.strategy.startswith("zero"):
             a.append(("deepspeed", DS_CONFIG_PATH))
         elif wl.strategy == "fsdp":
-            a.append(("fsdp", "full_shard auto_wrap" + (" offload" if wl.offload != "none" else "")))
+            a.append(("fsdp", "full_shard auto_wrap" + (" offload" if wl.offload == "all" else "")))
     a += [("output_dir", ctx.ckpt_dir), ("add_version", "false"), ("save_steps", str(ctx.save_steps)),
           ("save_total_limit", "2"), ("logging_steps", "10")]
     return a
+
+
+def _flag(v: str | None) -> bool | None:
+    return None if v is None else str(v).strip().lower() in ("true", "1", "yes")
+
+
+def swift_workload(args: dict[str, str], *, num_layers: int | None, gpus: int | None) -> tuple[dict, list[str]]:
+    """Workload fields from ms-swift arguments (``swift sft`` or ``megatron sft``): the inverse of
+    :func:`swift_args`. Returns (fields, what was assumed). DeepSpeed stage and offload come from its config
+    (:func:`trainfit.launch.deepspeed.strategy_from_config`), not from here."""
+    kw: dict = {}
+    assumed: list[str] = []
+    inv_opt = {v: k for k, v in OPTIMIZERS.items()}
+    inv_attn = {v: k for k, v in SWIFT_ATTN.items()}
+    tuner = (args.get("tuner_type") or args.get("train_type") or "").lower()
+    if args.get("quant_bits") == "4":
+        kw["method"] = "qlora"
+    elif tuner == "lora":
+        kw["method"] = "lora"
+    elif args.get("freeze_parameters_ratio") not in (None, "", "0"):
+        kw["method"] = "freeze"
+        if num_layers:
+            ratio = float(args["freeze_parameters_ratio"])
+            kw["freeze_trainable_layers"] = max(1, round((1 - ratio) * num_layers))
+    else:
+        kw["method"] = "full"
+        if not tuner:
+            assumed.append("full fine-tuning")
+    for k in ("lora_rank", "lora_alpha"):
+        if args.get(k, "").isdigit():
+            kw[k] = int(args[k])
+    if args.get("target_modules"):
+        kw["lora_targets"] = tuple(args["target_modules"].replace(",", " ").split())
+    if args.get("max_length", "").isdigit():
+        kw["seq_len"] = int(args["max_length"])
+    else:
+        assumed.append("seq_len 2048")
+    dtype = args.get("torch_dtype", "bfloat16")
+    if _flag(args.get("fp16")) or dtype == "float16":
+        kw["precision"] = "fp16"
+    elif _flag(args.get("bf16")) and dtype == "float32":
+        kw["precision"] = "amp-bf16"
+    elif args.get("fp8_format"):
+        kw["precision"] = "fp8"
+    else:
+        kw["precision"] = "bf16"
+    if args.get("attn_impl") in inv_attn:
+        kw["attention"] = inv_attn[args["attn_impl"]]
+    megatron = any(k in args for k in ("tensor_model_parallel_size", "expert_model_parallel_size",
+                                       "pipeline_model_parallel_size", "micro_batch_size"))
+    if megatron:
+        for k, name in (("tensor_model_parallel_size", "tp"), ("pipeline_model_parallel_size", "pp"),
+                        ("expert_model_parallel_size", "ep"), ("context_parallel_size", "cp")):
+            if args.get(k, "").isdigit():
+                kw[name] = int(args[k])
+        mb = int(args["micro_batch_size"]) if args.get("micro_batch_size", "").isdigit() else 1
+        kw["micro_batch"] = mb
+        gbs = args.get("global_batch_size", "")
+        mp = kw.get("tp", 1) * kw.get("pp", 1) * kw.get("cp", 1)
+        if gbs.isdigit() and gpus and gpus % mp == 0 and int(gbs) % (mb * (gpus // mp)) == 0:
+            kw["grad_accum"] = int(gbs) // (mb * (gpus // mp))
+        kw["sequence_parallel"] = _flag(args.get("sequence_parallel")) is not False
+        kw["grad_ckpt"] = args.get("recompute_granularity", "full") != "none"
+        kw["strategy"] = "zero1" if _flag(args.get("use_distributed_optimizer")) else "ddp"
+        if _flag(args.get("optimizer_cpu_offload")):
+            kw["offload"] = "optimizer"
+        kw["loss"] = "fused" if _flag(args.get("cross_entropy_loss_fusion")) else "standard"
+    else:
+        for k, name in (("per_device_train_batch_size", "micro_batch"), ("gradient_accumulation_steps", "grad_accum")):
+            if args.get(k, "").isdigit():
+                kw[name] = int(args[k])
+        kw["grad_ckpt"] = _flag(args.get("gradient_checkpointing")) is not False
+        if args.get("optim") in inv_opt:
+            kw["optimizer"] = inv_opt[args["optim"]]
+        kw["loss"] = "fused" if _flag(args.get("use_liger_kernel")) else "standard"
+        preset = re.match(r"^zero([0-3])(_offload)?$", args.get("deepspeed", ""))
+        if preset:  # ms-swift's named DeepSpeed presets (zero2, zero3_offload...)
+            stage = int(preset.group(1))
+            kw["strategy"] = f"zero{stage}" if stage else "ddp"
+            kw["offload"] = ("all" if stage == 3 else "optimizer") if preset.group(2) else "none"
+        fsdp = args.get("fsdp", "")
+        if fsdp:
+            kw["strategy"] = "fsdp"
+            kw["offload"] = "all" if "offload" in fsdp.split() else "none"
+    return kw, assumed
 
 
 def swift_entry(ctx: RenderContext) -> tuple[str, str]:

@@ -189,8 +189,7 @@ class RenderContext:
         facts = {"model": p.model.name, "gpu": p.gpu, "instance_type": p.instance_type,
                  "provider": p.provider, "resource_class": p.resource_class, "nodes": self.nodes,
                  "gpus_per_node": self.gpus_per_node, "reserved_gib": p.memory.reserved_gib,
-                 "verdict": p.fit.verdict, "precision": p.workload.precision,
-                 "loss": p.workload.loss, "freeze_trainable_layers": p.workload.freeze_trainable_layers}
+                 "verdict": p.fit.verdict, "workload": p.workload.to_dict()}
         return "trainfit-plan " + json.dumps(facts, separators=(",", ":"), ensure_ascii=True)
 
     def header_lines(self) -> list[str]:

@@ -64,3 +64,31 @@ def ds_config(ctx: RenderContext, *, with_header: bool = True) -> dict[str, Any]
 
 def render(ctx: RenderContext) -> dict[str, str]:
     return {"ds_config.json": json.dumps(ds_config(ctx), indent=2, ensure_ascii=False) + "\n"}
+
+
+def strategy_from_config(cfg: dict) -> dict:
+    """Workload fields a DeepSpeed config states (the inverse of :func:`ds_config`): strategy (ZeRO stage),
+    offload, micro-batch, gradient accumulation and 16-bit format."""
+    kw: dict = {}
+    zero = cfg.get("zero_optimization") if isinstance(cfg.get("zero_optimization"), dict) else {}
+    stage = zero.get("stage")
+    if stage in (1, 2, 3):
+        kw["strategy"] = f"zero{stage}"
+    elif stage == 0:
+        kw["strategy"] = "ddp"
+
+    def dev(key: str) -> str | None:
+        v = zero.get(key)
+        return v.get("device") if isinstance(v, dict) else None
+
+    if dev("offload_param") in ("cpu", "nvme"):
+        kw["offload"] = "all"
+    elif dev("offload_optimizer") in ("cpu", "nvme"):
+        kw["offload"] = "optimizer"
+    elif stage in (1, 2, 3):
+        kw["offload"] = "none"
+    for key, name in (("train_micro_batch_size_per_gpu", "micro_batch"), ("gradient_accumulation_steps", "grad_accum")):
+        v = cfg.get(key)
+        if isinstance(v, int) and not isinstance(v, bool) and v > 0:
+            kw[name] = v
+    return kw

@@ -81,3 +81,44 @@ def render(ctx: RenderContext) -> dict[str, str]:
 
         out.update(deepspeed.render(ctx))
     return out
+
+
+def llamafactory_workload(c: dict, *, num_layers: int | None = None) -> tuple[dict, list[str]]:
+    """Workload fields of a LLaMA-Factory config (the inverse of :func:`config`)."""
+    kw: dict = {}
+    assumed: list[str] = []
+    s = {k: ("" if v is None else str(v).lower() if isinstance(v, bool) else str(v)) for k, v in c.items()}
+    ftype = s.get("finetuning_type", "")
+    if ftype == "lora":
+        kw["method"] = "qlora" if s.get("quantization_bit") == "4" else "lora"
+        tg = s.get("lora_target", "all")
+        kw["lora_targets"] = ("all-linear",) if tg in ("all", "") else tuple(x.strip() for x in tg.split(",") if x.strip())
+    elif ftype == "freeze":
+        kw["method"] = "freeze"
+        if s.get("freeze_trainable_layers", "").isdigit():
+            kw["freeze_trainable_layers"] = int(s["freeze_trainable_layers"])
+    else:
+        kw["method"] = "full"
+        if not ftype:
+            assumed.append("full fine-tuning")
+    for k, name in (("lora_rank", "lora_rank"), ("lora_alpha", "lora_alpha"), ("cutoff_len", "seq_len"),
+                    ("per_device_train_batch_size", "micro_batch"), ("gradient_accumulation_steps", "grad_accum")):
+        if s.get(k, "").isdigit():
+            kw[name] = int(s[k])
+    if "seq_len" not in kw:
+        assumed.append("seq_len 2048 (cutoff_len not set)")
+    if s.get("fp16") == "true":
+        kw["precision"] = "fp16"
+    elif s.get("pure_bf16") == "true":
+        kw["precision"] = "bf16"
+    elif s.get("bf16") == "true":
+        kw["precision"] = "amp-bf16"
+    inv_attn = {v: k for k, v in LF_ATTN.items()}
+    if s.get("flash_attn") in inv_attn:
+        kw["attention"] = inv_attn[s["flash_attn"]]
+    inv_opt = {v: k for k, v in OPTIMIZERS.items()}
+    if s.get("optim") in inv_opt:
+        kw["optimizer"] = inv_opt[s["optim"]]
+    kw["grad_ckpt"] = s.get("disable_gradient_checkpointing") != "true"
+    kw["loss"] = "fused" if s.get("enable_liger_kernel") == "true" else "standard"
+    return kw, assumed

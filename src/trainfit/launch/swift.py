@@ -8,7 +8,7 @@ names.
 
 from __future__ import annotations
 
-from trainfit.launch._common import (ds_config_snippet, format_args, hash_header, install_snippet,
+from trainfit.launch._common import (swift_unsupported, ds_config_snippet, format_args, hash_header, install_snippet,
                                              resume_snippet, swift_args, swift_entry)
 from trainfit.launch._context import RenderContext
 
@@ -16,7 +16,7 @@ FILES = ("swift_sft.sh",)
 
 
 def applies(ctx: RenderContext) -> str | None:
-    return None
+    return swift_unsupported(ctx)
 
 
 def render(ctx: RenderContext) -> dict[str, str]:

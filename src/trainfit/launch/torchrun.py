@@ -7,7 +7,7 @@ so it also runs as a DLC ``UserCommand``.
 
 from __future__ import annotations
 
-from trainfit.launch._common import (ds_config_snippet, format_args, hash_header, install_snippet,
+from trainfit.launch._common import (swift_unsupported, ds_config_snippet, format_args, hash_header, install_snippet,
                                              resume_snippet, swift_args, swift_entry)
 from trainfit.launch._context import RenderContext
 
@@ -18,7 +18,7 @@ TORCHRUN = ("torchrun --nnodes=$WORLD_SIZE --node_rank=$RANK --nproc_per_node=$N
 
 
 def applies(ctx: RenderContext) -> str | None:
-    return None
+    return swift_unsupported(ctx)
 
 
 def launch_script(ctx: RenderContext, *, what: str = "launch.sh: torchrun launch for PAI-DLC") -> str:

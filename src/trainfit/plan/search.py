@@ -33,7 +33,10 @@ MAX_MICRO_BATCH = 16
 #: Strategies in order of expected speed (fastest first) for one GPU and for several.
 _SINGLE = (("ddp", "none"), ("zero2", "optimizer"), ("zero3", "all"))
 _MULTI = (("ddp", "none"), ("zero1", "none"), ("zero2", "none"), ("fsdp", "none"), ("zero3", "none"),
-          ("zero3", "optimizer"), ("zero3", "all"))
+          ("zero1", "optimizer"), ("zero3", "optimizer"), ("zero3", "all"), ("fsdp", "all"))
+#: What Megatron (tp/pp/ep/cp > 1) can run: plain data parallel, or its distributed optimizer (= ZeRO-1), with
+#: optional optimizer CPU offload.
+_MEGATRON = (("ddp", "none"), ("zero1", "none"), ("zero1", "optimizer"))
 #: Platform rules that are warnings for `trainfit check` (a quota can be raised) but that the planner
 #: treats as limits, so that a recommended plan runs without a support ticket. ``ignore_rules`` lifts them.
 PLANNER_BLOCKING_RULES = frozenset({"pai-public-quota"})
@@ -140,10 +143,13 @@ def _configs(req: PlanRequest, model: ModelShape, gpn: int, nodes: int) -> list[
         for e in (gpn, gpus):
             if e > 1 and model.num_experts % e == 0 and e not in eps:
                 eps.append(e)
+    mp_pinned = max(pins.get("tp", 1), pins.get("pp", 1), pins.get("cp", 1)) > 1
     gcs = [pins["grad_ckpt"]] if "grad_ckpt" in pins else [False, True]
     out = []
     for s, o in strategies:
         for ep in eps:
+            if (ep > 1 or mp_pinned) and (s, o) not in _MEGATRON and "strategy" not in pins:
+                continue  # Megatron layouts shard optimizer states only (distributed optimizer)
             for gc in gcs:
                 kw = dict(gpus=gpus, gpus_per_node=gpn, strategy=s, offload=o, grad_ckpt=gc, ep=ep,
                           tp=pins.get("tp", 1), pp=pins.get("pp", 1), cp=pins.get("cp", 1), micro_batch=1,
@@ -156,8 +162,15 @@ def _configs(req: PlanRequest, model: ModelShape, gpn: int, nodes: int) -> list[
 
 
 _LEAN_ORDER = {("ddp", "none"): 0, ("zero1", "none"): 1, ("zero2", "none"): 2, ("fsdp", "none"): 3,
-               ("zero3", "none"): 4, ("zero2", "optimizer"): 5, ("zero3", "optimizer"): 6, ("fsdp", "optimizer"): 6,
+               ("zero3", "none"): 4, ("zero1", "optimizer"): 5, ("zero2", "optimizer"): 5, ("zero3", "optimizer"): 6, ("fsdp", "optimizer"): 6,
                ("zero3", "all"): 7, ("fsdp", "all"): 7}
+
+
+def _families(configs: list[Workload]) -> list[list[Workload]]:
+    """Candidates split by optimizer-state semantics: DeepSpeed ZeRO vs the rest (DDP, FSDP)."""
+    zero = [w for w in configs if w.strategy.startswith("zero")]
+    other = [w for w in configs if not w.strategy.startswith("zero")]
+    return [f for f in (zero, other) if f]
 
 
 def _leanness(w: Workload) -> tuple:
@@ -268,9 +281,12 @@ def plan(req: PlanRequest) -> PlanResult:
                 configs = config_cache[ck]
                 if not configs:
                     continue
-                # the least memory-hungry candidate first: if it does not fit, nothing on this layout will
-                lean = max(configs, key=_leanness)
-                e_lean = estimate_memory(model, lean._with_batch(req.pins.get("micro_batch", 1)))
+                # the least memory-hungry candidate of each family first (DeepSpeed ZeRO keeps fp32 master
+                # weights and states, FSDP/DDP under pure bf16 do not, so neither family is always leaner): if
+                # none of them fits, nothing on this layout will
+                leans = [max(fam, key=_leanness) for fam in _families(configs)]
+                e_leans = [(estimate_memory(model, w._with_batch(req.pins.get("micro_batch", 1))), w) for w in leans]
+                e_lean, lean = min(e_leans, key=lambda x: x[0].reserved_gib)
                 if e_lean.reserved_gib > limit:
                     if e_lean.reserved_gib < miss.need_gib:
                         miss.need_gib, miss.need_wl = e_lean.reserved_gib, lean

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from trainfit.launch._common import hash_header, q
+from trainfit.launch._common import hash_header, q, swift_unsupported
 from trainfit.launch._context import CKPT_MOUNT, RenderContext
 from trainfit.launch.torchrun import launch_script
 
@@ -30,7 +30,7 @@ def applies(ctx: RenderContext) -> str | None:
         where = f"{p.instance_type} ({p.provider})" if p.instance_type else f"a {p.gpu} without an instance type"
         return (f"the plan runs on {where}; a PAI-DLC job needs an Alibaba PAI instance type "
                 "(plan with --provider alibaba, or render with --instance-type ecs.../ml...)")
-    return None
+    return swift_unsupported(ctx)
 
 
 def job_body(ctx: RenderContext) -> dict[str, Any]:

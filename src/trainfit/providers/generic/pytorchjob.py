@@ -14,7 +14,7 @@ from typing import Any
 
 
 
-from trainfit.launch._common import (ds_config_snippet, dump_yaml, format_args, hash_header, install_snippet,
+from trainfit.launch._common import (swift_unsupported, ds_config_snippet, dump_yaml, format_args, hash_header, install_snippet,
                                              resume_snippet, swift_args, swift_entry)
 from trainfit.launch._context import CKPT_MOUNT, RenderContext
 
@@ -22,7 +22,7 @@ FILES = ("pytorchjob.yaml",)
 
 
 def applies(ctx: RenderContext) -> str | None:
-    return None
+    return swift_unsupported(ctx)
 
 
 def _script(ctx: RenderContext) -> str:

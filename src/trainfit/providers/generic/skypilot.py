@@ -13,7 +13,7 @@ from typing import Any
 
 
 
-from trainfit.launch._common import (ds_config_snippet, dump_yaml, format_args, hash_header, install_snippet,
+from trainfit.launch._common import (swift_unsupported, ds_config_snippet, dump_yaml, format_args, hash_header, install_snippet,
                                              resume_snippet, swift_args, swift_entry)
 from trainfit.launch._context import CKPT_MOUNT, RenderContext
 
@@ -25,7 +25,7 @@ SKY_GPU = {"A100-80GB-SXM": "A100-80GB", "A100-80GB-PCIe": "A100-80GB", "A100-40
 
 
 def applies(ctx: RenderContext) -> str | None:
-    return None
+    return swift_unsupported(ctx)
 
 
 def accelerator(ctx: RenderContext) -> str:
