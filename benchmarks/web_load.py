@@ -163,6 +163,7 @@ def main(argv: list[str] | None = None) -> int:
                 raise SystemExit(f"the server did not start: {server.stderr.read().decode()[-2000:]}")
             time.sleep(0.1)
         startup_s = time.monotonic() - t0
+        load_before = os.getloadavg()
         sampler = RssSampler(server.pid)
         rss_start = sampler.rss()
         sampler.start()
@@ -182,6 +183,8 @@ def main(argv: list[str] | None = None) -> int:
         "command": "python benchmarks/web_load.py " + " ".join(argv if argv is not None else sys.argv[1:]),
         "clients": args.clients, "seconds": args.seconds, "server": "trainfit serve (uvicorn, 1 process)",
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
+        "load_average_1m": {"before": round(load_before[0], 2), "after": round(os.getloadavg()[0], 2),
+                            "note": "the machine's 1-minute load: other work on it slows the numbers, not the errors"},
         "server_startup_s": round(startup_s, 2), **res,
         "rss_mib": {"start": round(rss_start / mib, 1), "peak": round(max(sampler.samples + [rss_end]) / mib, 1),
                     "end": round(rss_end / mib, 1)},
