@@ -172,3 +172,13 @@ def test_no_request_leaves_the_origin(page, server):
     outside = [u for u in page.requests if u not in own]
     assert len(page.requests) > 5
     assert outside == [], outside
+
+
+def test_check_upload(page, server):
+    page.goto(server + "/")
+    page.wait_for_selector("body[data-loaded]")
+    page.set_input_files("#check-file", str(ROOT / "tests" / "fixtures" / "check" / "dlc_public_cap.json"))
+    page.click("#check-form button")
+    page.wait_for_selector("#check-result li")
+    text = page.inner_text("#check-result")
+    assert "dlc_public_cap.json" in text and "error" in text
