@@ -327,3 +327,10 @@ def test_serve_is_a_command():
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
         assert _exit_code(["serve", "--port", "99999"]) == 2
     assert "65535" in err.getvalue()
+
+
+def test_oversized_body_is_refused_not_read(client):
+    from trainfit.web.app import MAX_BODY_BYTES
+
+    r = client.post("/api/plan", content=b" " * (MAX_BODY_BYTES + 1), headers={"Content-Type": "application/json"})
+    assert r.status_code == 413  # FastAPI's own limit (newer versions) or ours: either refuses before reading

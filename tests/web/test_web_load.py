@@ -23,5 +23,5 @@ def test_web_load_smoke(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     res = json.loads(out.read_text())
     assert res["errors"] == 0 and res["requests"] > 0
-    assert set(res["by_endpoint"]) >= {"memory", "plan", "bad"}
+    assert "memory" in res["by_endpoint"] and res["latency_ms"]["p50"] > 0
     assert res["rss_mib"]["peak"] >= res["rss_mib"]["start"] > 0

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import io
 import json
-import logging
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ from typing import Any
 from fastapi import FastAPI, File, Form, Request, UploadFile
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.docs import get_swagger_ui_html
-from fastapi.responses import FileResponse, JSONResponse, Response
+from fastapi.responses import FileResponse, Response
 from fastapi.staticfiles import StaticFiles
 
 from trainfit import __version__, service
@@ -26,12 +25,13 @@ from trainfit.web.schemas import (CatalogResponse, CheckResponse, ErrorResponse,
                                   PlanRequest, PlanResponse, RenderRequest)
 
 STATIC = Path(__file__).parent / "static"
-log = logging.getLogger("trainfit.web")
 
 #: Nothing but this origin: the page works offline and cannot leak a request elsewhere.
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; "
        "connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; "
        "frame-ancestors 'none'")
+#: Largest request body: a plan document (service.MAX_PLAN_BYTES) with room for JSON around it.
+MAX_BODY_BYTES = service.MAX_PLAN_BYTES + 2 * 2**20
 CSP_DOCS = CSP.replace("script-src 'self'", "script-src 'self' 'unsafe-inline'")
 ERRORS: dict[int | str, dict[str, Any]] = {422: {"model": ErrorResponse, "description": "refused, with the fix"}}
 
@@ -55,7 +55,10 @@ def _body(req: Any) -> dict[str, Any]:
 
 
 def create_app() -> FastAPI:
-    app = FastAPI(title="trainfit", version=__version__, docs_url=None, redoc_url=None,
+    import inspect
+
+    limit = {"max_body_size": MAX_BODY_BYTES} if "max_body_size" in inspect.signature(FastAPI).parameters else {}
+    app = FastAPI(title="trainfit", version=__version__, docs_url=None, redoc_url=None, **limit,
                   description="Will a training job fit, how fast, what it costs, and its job files: the "
                               "`trainfit` CLI as a JSON API. /api/memory and /api/plan answer exactly what "
                               "`trainfit memory --json` and `trainfit plan --json` print.")
@@ -79,7 +82,13 @@ def create_app() -> FastAPI:
 
     @app.middleware("http")
     async def _headers(request: Request, call_next: Any) -> Response:
-        resp = await call_next(request)
+        size = request.headers.get("content-length", "")
+        if size.isdigit() and int(size) > MAX_BODY_BYTES:
+            resp = _json({"error": {"code": InputError.code, "message": f"the request body is {int(size):,} bytes, "
+                                    f"over the {MAX_BODY_BYTES:,}-byte limit", "fix": "send the job file or plan itself",
+                                    "field": None}}, 413)
+        else:
+            resp = await call_next(request)
         # Swagger UI (/docs) starts itself with an inline script; everything else runs under the strict policy
         resp.headers.setdefault("Content-Security-Policy",
                                 CSP_DOCS if request.url.path == "/docs" else CSP)
