@@ -462,9 +462,21 @@ def check_upload(filename: str, data: bytes, *, region: str | None = None, gpu: 
 
 def model_rows() -> list[dict[str, Any]]:
     """The bundled registry as ``trainfit models --json`` prints it."""
-    from trainfit._cli.models import rows
+    from trainfit.models import get_model, model_names
 
-    return rows()
+    out = []
+    for name in model_names():
+        m = get_model(name)
+        out.append({
+            "name": name, "hf_id": f"Qwen/{name}", "model_type": m.model_type, "arch": m.arch,
+            "layers": m.num_layers, "hidden_size": m.hidden_size, "heads": m.num_heads, "kv_heads": m.num_kv_heads,
+            "experts": m.num_experts, "experts_per_token": m.experts_per_token,
+            "max_position_embeddings": m.max_position_embeddings, "tie_word_embeddings": m.tie_word_embeddings,
+            "params_total": m.total_params, "params_active": m.active_params,
+            "params_embedding": m.embedding_params, "largest_tensor": m.largest_tensor_params,
+            "source": m.source,
+        })
+    return out
 
 
 def option_specs() -> dict[str, list[dict[str, Any]]]:
