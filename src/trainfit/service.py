@@ -494,7 +494,7 @@ def option_specs() -> dict[str, list[dict[str, Any]]]:
 
 #: The request field an error is about, by error code (input-gate errors carry their own ``field``).
 ERROR_FIELDS = {"unknown-model": "model", "bad-model-config": "config", "unknown-gpu": "gpu",
-                "bad-plan-file": "plan", "bad-check-input": "file", "render-error": "target"}
+                "bad-plan-file": "plan", "bad-check-input": "file"}
 
 
 def error_field(err: Exception) -> str | None:

@@ -218,10 +218,17 @@ def test_render_zip_is_what_cli_render_writes(client, tmp_path):
     _, doc = cli_json(["plan", "Qwen3-8B", "--method", "lora", "--tokens", "2B", "--json"])
     plan_file = tmp_path / "plan.json"
     plan_file.write_text(json.dumps(doc))
+    # a plan of the second provider in the ranking (not the first plan), with the region of its instance
+    first_provider = doc["plans"][0]["provider"]
+    pick = next(i for i, p in enumerate(doc["plans"], 1) if p["provider"] != first_provider)
+    regions = (doc["plans"][pick - 1].get("instance") or {}).get("regions") or []
+    region = ["--region", regions[0]] if regions else []
     out = tmp_path / "job"
-    assert main(["render", "--plan", str(plan_file), "--pick", "2", "--out", str(out)]) == 0
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(["render", "--plan", str(plan_file), "--pick", str(pick), *region, "--out", str(out)]) == 0
     expected = {p.name: p.read_text() for p in out.iterdir()}
-    for body in ({"plan": doc["plans"][1]}, {"plan": doc, "pick": 2}):
+    extra = {"region": regions[0]} if regions else {}
+    for body in ({"plan": doc["plans"][pick - 1], **extra}, {"plan": doc, "pick": pick, **extra}):
         r = client.post("/api/render", json=body)
         assert r.status_code == 200, r.text
         assert r.headers["content-type"] == "application/zip"

@@ -114,19 +114,41 @@ def test_plan_view_appears_under_a_second(page, server):
     rows = page.locator("#plans tbody tr")
     assert rows.count() == len(expected["plans"])
     assert page.locator("#rejected tbody tr").count() == len(expected["rejected"])
+    assert str(len(expected["rejected"])) in page.inner_text("#rejected-box summary")
     first = rows.nth(0).locator("td").nth(1).inner_text()
     assert first == (expected["plans"][0]["instance_type"] or "–")
+    metric = page.input_value("#y-metric")
+    priced = [p["cost"] is not None for p in expected["plans"]]
+    assert metric == ("cost" if all(priced) else "gpu_hours")
+
+    def has(p: dict) -> bool:
+        return p["hours"] is not None and p[metric if metric == "gpu_hours" else "cost"] is not None
+
     npoints = page.evaluate("Chart.getChart('pareto').data.datasets.map(d => d.data.length)")
-    assert npoints[0] == len([i for i in expected["pareto"] if expected["plans"][i]["hours"] is not None])
-    assert npoints[1] == len([p for p in expected["plans"] if p["hours"] is not None])
-    page.set_viewport_size({"width": 1280, "height": 1300})
-    page.locator("#plan-view").screenshot(path=str(SHOTS / "web-plan.png"))
+    assert npoints[0] == len([i for i in expected["pareto"] if has(expected["plans"][i])]) > 0
+    assert npoints[1] == len([p for p in expected["plans"] if has(p)])
+    if any(priced):  # the other measure: cost, for the plans that have a price
+        page.select_option("#y-metric", "cost")
+        npoints = page.evaluate("Chart.getChart('pareto').data.datasets.map(d => d.data.length)")
+        assert npoints[1] == sum(1 for p in expected["plans"] if p["hours"] is not None and p["cost"] is not None)
+        page.select_option("#y-metric", "gpu_hours")
+    box = page.locator("#plan-view").bounding_box()
+    page.screenshot(path=str(SHOTS / "web-plan.png"), full_page=True,
+                    clip={"x": box["x"], "y": box["y"], "width": box["width"], "height": min(box["height"], 1150)})
+    if len(expected["plans"]) > 12:
+        assert not page.locator("#plans tbody tr").nth(12).is_visible()
+        page.click("#show-all")
+        assert page.locator("#plans tbody tr").nth(len(expected["plans"]) - 1).is_visible()
     print(f"plan page ready {ready_ms} ms after the request")
 
 
 def test_download_zip(page, server):
+    expected = _api(server, "/api/plan", {"model": "Qwen3-8B", "method": "lora", "tokens": "2B"})
     page.goto(server + "/?model=Qwen3-8B&method=lora&tokens=2B&run=plan")
     page.wait_for_selector("body[data-ready=plan]")
+    regions = (expected["plans"][0].get("instance") or {}).get("regions") or []
+    if regions:
+        page.fill("#job-region", regions[0])
     with page.expect_download() as dl:
         page.locator("#plans tbody tr").nth(0).locator("button").click()
     data = Path(dl.value.path()).read_bytes()

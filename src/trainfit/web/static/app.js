@@ -11,7 +11,9 @@ const I18N = {
     objective: "Rank by", by_cost: "cost", by_time: "time", provider: "Provider", btn_memory: "Memory",
     btn_plan: "Plan", memory_title: "Memory per GPU", download: "Download job files (zip)",
     compare: "Compare settings", plan_title: "Plans", rejected: "Rejected instance types",
-    apply: "apply", only_gpu: "Only GPU",
+    apply: "apply", only_gpu: "Only GPU", show_all: "Show all {n} plans", y_axis: "Chart", y_opt_cost: "hours vs cost (priced plans)",
+    y_opt_gpu_hours: "hours vs GPU-hours (all plans)", job_region: "Region for the job files",
+    frontier_unpriced: "The frontier's plans have no price: switch the chart to GPU-hours.",
     pareto_hint: "Each point is a plan; the line joins the cost–time frontier (Pareto): nothing is both faster and cheaper.",
     check_title: "Check a job file", btn_check: "Check", footer: "Estimates from trainfit; every number has a source in the docs.",
     any: "(any)", default: "(default)", none_gpu: "(no GPU: memory only)", searched: "searched",
@@ -21,7 +23,7 @@ const I18N = {
     trainable: "trainable", rank: "#", instance: "Instance type", gpu_x: "GPUs", nodes: "Nodes", strategy: "Strategy",
     mb: "Micro-batch", verdict: "Verdict", gib: "GiB/GPU", hours: "Hours", gpu_hours: "GPU-hours", cost: "Cost",
     files: "Files", reason: "Reason", fix: "Fix", fix_label: "fix", plans_found: "{n} plans, {r} instance types rejected; ranked by {o}.",
-    y_cost: "cost ({c})", y_gpu_hours: "GPU-hours (no prices known)", x_hours: "hours (wall clock)",
+    y_cost: "cost ({c})", y_gpu_hours: "GPU-hours", x_hours: "hours (wall clock)",
     frontier: "frontier", all_plans: "plans", no_plans: "No plan fits: see the rejections below.",
     check_ok: "no problems found", findings: "{n} finding(s), {e} error(s)", loading: "working…",
     t_weights: "weights", t_gradients: "gradients", t_optimizer: "optimizer", t_activations: "activations",
@@ -35,7 +37,9 @@ const I18N = {
     objective: "排序依据", by_cost: "成本", by_time: "时间", provider: "云厂商", btn_memory: "显存",
     btn_plan: "规划", memory_title: "每卡显存", download: "下载任务文件（zip）",
     compare: "对比不同设置", plan_title: "方案", rejected: "被排除的实例类型",
-    apply: "应用", only_gpu: "仅限 GPU",
+    apply: "应用", only_gpu: "仅限 GPU", show_all: "显示全部 {n} 个方案", y_axis: "图表", y_opt_cost: "小时 vs 成本（有价格的方案）",
+    y_opt_gpu_hours: "小时 vs GPU 小时（全部方案）", job_region: "任务文件的地域",
+    frontier_unpriced: "前沿上的方案没有价格：请把图表切换到 GPU 小时。",
     pareto_hint: "每个点是一个方案；连线是成本–时间帕累托前沿：没有方案比它们既更快又更便宜。",
     check_title: "检查任务文件", btn_check: "检查", footer: "trainfit 的估算；每个数字在文档中都有来源。",
     any: "（任意）", default: "（默认）", none_gpu: "（不选 GPU：只算显存）", searched: "搜索",
@@ -45,7 +49,7 @@ const I18N = {
     rank: "#", instance: "实例类型", gpu_x: "GPU", nodes: "节点", strategy: "策略", mb: "微批",
     verdict: "结论", gib: "GiB/卡", hours: "小时", gpu_hours: "GPU 小时", cost: "成本", files: "文件",
     reason: "原因", fix: "修改建议", fix_label: "建议", plans_found: "{n} 个方案，排除 {r} 个实例类型；按{o}排序。",
-    y_cost: "成本（{c}）", y_gpu_hours: "GPU 小时（无价格）", x_hours: "小时（墙钟）",
+    y_cost: "成本（{c}）", y_gpu_hours: "GPU 小时", x_hours: "小时（墙钟）",
     frontier: "前沿", all_plans: "方案", no_plans: "没有方案装得下：见下方排除原因。",
     check_ok: "未发现问题", findings: "{n} 条发现，{e} 个错误", loading: "计算中…",
     t_weights: "权重", t_gradients: "梯度", t_optimizer: "优化器状态", t_activations: "激活",
@@ -54,6 +58,7 @@ const I18N = {
 };
 const TERM_COLORS = { weights: "#3465a4", gradients: "#73a33f", optimizer: "#c17d11", activations: "#75507b",
   logits_loss: "#cc0000", temporaries: "#4e9a9a", overhead: "#888a85" };
+const SHOWN_PLANS = 12;  // rows shown before "show all" (the CLI shows 10 by default)
 const MAIN_FIELDS = new Set(["method", "seq_len", "micro_batch", "gpus"]);
 const $ = (sel) => document.querySelector(sel);
 const state = { lang: "en", specs: null, lastMemory: null, lastMemoryBody: null, lastPlan: null, history: [], chart: null };
@@ -227,33 +232,45 @@ function showMemory(d, record = true) {
   }));
 }
 
+// y of the chart: cost (plans with a price) or GPU-hours (every plan). The frontier drawn is the service's
+// (res.pareto), plotted with the chosen measure; nothing is recomputed here.
+function chartMetric(res) {
+  const sel = $("#y-metric");
+  const priced = res.plans.filter((p) => p.cost != null).length;
+  if (!sel.dataset.touched) sel.value = priced && priced === res.plans.length ? "cost" : "gpu_hours";
+  sel.querySelector("option[value=cost]").disabled = !priced;
+  return sel.value;
+}
+
 function paretoChart(res) {
   const plans = res.plans;
-  const hasCost = plans.some((p) => p.cost != null);
-  const yOf = (p) => (hasCost ? p.cost : p.gpu_hours);
+  const metric = chartMetric(res);
+  const yOf = (p) => (metric === "cost" ? p.cost : p.gpu_hours);
   const pts = plans.map((p, i) => ({ x: p.hours, y: yOf(p), i })).filter((p) => p.x != null && p.y != null);
   const front = res.pareto.map((i) => ({ x: plans[i].hours, y: yOf(plans[i]), i }))
     .filter((p) => p.x != null && p.y != null).sort((a, b) => a.x - b.x);
-  const cur = (plans.find((p) => p.currency) || {}).currency || "";
+  const curs = [...new Set(plans.filter((p) => p.cost != null).map((p) => p.currency || "?"))].join(", ");
+  $("#chart-note").textContent = metric === "cost" && res.pareto.length && !front.length ? t("frontier_unpriced") : "";
   if (state.chart) state.chart.destroy();
   if (typeof Chart === "undefined") return;
   const label = (ctx) => {
     const p = plans[ctx.raw.i];
     return `#${ctx.raw.i + 1} ${p.instance_type || p.gpu} ×${p.nodes}: ${fmt(p.hours, 1)} h, ` +
-      (hasCost ? `${fmt(p.cost, 0)} ${p.currency || ""}` : `${fmt(p.gpu_hours, 1)} GPU-h`);
+      (metric === "cost" ? `${fmt(p.cost, 0)} ${p.currency || ""}` : `${fmt(p.gpu_hours, 1)} GPU-h`);
   };
   state.chart = new Chart($("#pareto"), {
     type: "scatter",
     data: { datasets: [
       { label: t("frontier"), data: front, showLine: true, borderColor: "#2962c8", backgroundColor: "#2962c8",
         pointRadius: 5, order: 0 },
-      { label: t("all_plans"), data: pts, borderColor: "#9aa5b1", backgroundColor: "rgba(154,165,177,.55)",
+      { label: t("all_plans"), data: pts, borderColor: "#7b8794", backgroundColor: "rgba(123,135,148,.45)",
         pointRadius: 4, order: 1 },
     ] },
     options: { animation: false, responsive: true, maintainAspectRatio: false,
       plugins: { tooltip: { callbacks: { label } } },
       scales: { x: { type: "logarithmic", title: { display: true, text: t("x_hours") } },
-                y: { type: "linear", beginAtZero: true, title: { display: true, text: hasCost ? t("y_cost", { c: cur }) : t("y_gpu_hours") } } } },
+                y: { type: "logarithmic", title: { display: true,
+                     text: metric === "cost" ? t("y_cost", { c: curs }) : t("y_gpu_hours") } } } },
   });
 }
 
@@ -270,15 +287,23 @@ function showPlan(res) {
   $("#plans tbody").replaceChildren(...res.plans.map((p, i) => {
     const s = p.settings;
     const btn = el("button", { type: "button", "data-pick": String(i) }, "zip");
-    btn.addEventListener("click", () => downloadZip({ plan: p }));
+    btn.addEventListener("click", () => {
+      const region = $("#job-region").value.trim();
+      downloadZip(region ? { plan: p, region } : { plan: p });
+    });
     const cells = [String(i + 1), p.instance_type || "–", `${p.gpus_per_node}× ${p.gpu}`, String(p.nodes),
       `${s.strategy}${s.offload !== "none" ? "+" + s.offload : ""}${s.grad_ckpt ? " ckpt" : ""}`, String(s.micro_batch),
       t("verdict_" + p.verdict), fmt(p.per_gpu_gib, 1), fmt(p.hours, 1), fmt(p.gpu_hours, 1),
       p.cost == null ? "–" : `${fmt(p.cost, 0)} ${p.currency || ""}`];
-    const tr = el("tr", { class: pareto.has(i) ? "pareto" : "" },
+    const tr = el("tr", { class: (pareto.has(i) ? "pareto" : "") + (i >= SHOWN_PLANS ? " extra" : "") },
       ...cells.map((c, j) => el("td", { class: j >= 7 || j === 0 || j === 3 || j === 5 ? "num" : "", text: c })), el("td", {}, btn));
     return tr;
   }));
+  const more = $("#show-all");
+  more.hidden = res.plans.length <= SHOWN_PLANS;
+  more.textContent = t("show_all", { n: res.plans.length });
+  $("#plans").classList.toggle("collapsed", !state.showAll);
+  $("#rejected-count").textContent = ` (${res.rejected.length})`;
   $("#rejected thead").replaceChildren(el("tr", {}, ...["instance", "reason", "fix"].map((h) => el("th", { text: t(h) }))));
   $("#rejected tbody").replaceChildren(...res.rejected.map((r) =>
     el("tr", {}, el("td", { text: r.instance_type }), el("td", { text: r.reason }), el("td", { text: r.fix || "" }))));
@@ -357,6 +382,8 @@ async function init() {
   $("#form").addEventListener("submit", (ev) => { ev.preventDefault(); run(action); });
   $("#download-memory").addEventListener("click", () => downloadZip(state.lastMemoryBody));
   $("#check-form").addEventListener("submit", check);
+  $("#show-all").addEventListener("click", () => { state.showAll = true; $("#plans").classList.remove("collapsed"); $("#show-all").hidden = true; });
+  $("#y-metric").addEventListener("change", (ev) => { ev.target.dataset.touched = "1"; if (state.lastPlan) paretoChart(state.lastPlan); });
   // the form can be filled from the address (?model=Qwen3-8B&method=lora&run=plan): shareable links
   const f = $("#form");
   for (const [k, v] of q.entries()) if (f.elements[k] && k !== "run") f.elements[k].value = v;
