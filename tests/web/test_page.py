@@ -100,6 +100,9 @@ def test_memory_view(page, server):
     page.click("#run-memory")
     page.wait_for_selector("#history .hrow:nth-child(2)")  # (no wait_for_function: the CSP forbids eval)
     assert page.locator("#history .hrow").count() == 2
+    with page.expect_download() as dl:  # the job files of this setting on this GPU
+        page.click("#download-memory")
+    assert "README.md" in [Path(n).name for n in zipfile.ZipFile(io.BytesIO(Path(dl.value.path()).read_bytes())).namelist()]
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / "web-memory.png"), full_page=True)
 
