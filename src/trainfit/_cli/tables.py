@@ -6,17 +6,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from trainfit.estimate.memory import TERM_LABELS
+
 VERDICT_LABEL = {"fits": "fits", "tight": "tight (inside the safety margin)", "oom": "does not fit (OOM)",
                  "unknown": "unknown (host RAM)"}
-TERM_LABELS = {
-    "weights": "weights",
-    "gradients": "gradients",
-    "optimizer": "optimizer states (+fp32 master)",
-    "activations": "activations (saved for backward)",
-    "logits_loss": "logits + loss (fp32)",
-    "temporaries": "temporaries (step, buckets, gathers)",
-    "overhead": "overhead (CUDA context, allocator)",
-}
 
 
 def make_console() -> Console:
