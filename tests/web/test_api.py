@@ -51,7 +51,7 @@ def flags(body: dict) -> list[str]:
         o = by_name.get(k)
         flag = o.cli_flag if o else "--" + k.replace("_", "-")
         if isinstance(v, bool) and k not in ("grad_ckpt", "sequence_parallel"):
-            argv += [flag, str(v).lower()]  # plan's --spot takes a value (as the option table defines it)
+            argv += [flag] if v else []  # plain switches (--spot)
         elif isinstance(v, bool):
             argv.append(flag if v else {"grad_ckpt": "--no-grad-ckpt",
                                         "sequence_parallel": "--no-sequence-parallel"}[k])
