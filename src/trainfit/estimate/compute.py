@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from trainfit.errors import CatalogError, WorkloadError
-from trainfit.estimate.mfu_table import FRAMEWORKS, GPU_CLASSES, Efficiency, lookup_efficiency, moe_width_factor
+from trainfit.estimate.mfu_table import FRAMEWORKS, GPU_CLASSES
 from trainfit.estimate.params import (count_params, freeze_trainable_layer_ids, lora_adapter_shapes, lora_rank_of,
                                       lora_targeted)
 from trainfit.models.shapes import ModelShape, ParamTensor
@@ -489,11 +489,14 @@ def _base_bytes(model: ModelShape, wl: Workload) -> float:
 
 
 def estimate_speed(model: ModelShape, workload: Workload, hardware: Hardware, *, framework: str | None = None,
-                   efficiency: float | None = None) -> SpeedEstimate:
+                   efficiency: float | None = None, virtual_pp: int = 1, compiled: bool = False,
+                   constants: Any = None) -> SpeedEstimate:
     """Tokens/s, step time and MFU of ``workload`` on ``hardware`` (see ``docs/speed-model.md``).
 
-    ``framework`` picks the efficiency profile (hf-trainer, deepspeed, fsdp2, megatron; default from the
-    workload). ``efficiency`` overrides the table (executed-FLOPs utilisation while computing, 0-1).
+    ``framework`` picks the engine family (hf-trainer, deepspeed, fsdp2, megatron; default from the
+    workload) whose kernels ``estimate/engines.py`` times. ``efficiency`` replaces the engine model by a
+    fixed executed-FLOPs utilisation (0-1). ``virtual_pp``: interleaved pipeline stages per GPU (Megatron
+    VP); ``compiled``: torch.compile; ``constants``: :class:`engines.EngineConstants` (default: fitted).
     """
     wl, hw = workload, hardware
     fw = framework or default_framework(wl)
@@ -522,27 +525,29 @@ def estimate_speed(model: ModelShape, workload: Workload, hardware: Hardware, *,
     if precision in ("bf16", "amp-bf16") and not hw.supports_bf16:
         warnings.append(f"{hw.name} has no bf16 tensor cores: bf16 matmuls fall back to slow paths; use fp16. "
                         f"Estimated at the fp16 peak, which is optimistic")
-    model_type = "moe" if model.is_moe else "dense"
-    eff_rec: Efficiency | None = None
-    if efficiency is None:
-        width = moe_width_factor(model.hidden_size, model.moe_intermediate_size) if model.is_moe else None
-        eff_rec = lookup_efficiency(framework=fw, model_type=model_type, gpu_class=hw.gpu_class,
-                                    method=wl.method, precision=precision, moe_width=width)
-        eff = eff_rec.value
-        assumptions.append(
-            f"compute efficiency {eff:.3f} = {fw}/{model_type} {eff_rec.base} x {hw.gpu_class} "
-            f"{eff_rec.gpu_class_factor} x {wl.method} {eff_rec.method_factor} x {precision} "
-            f"{eff_rec.precision_factor}"
-            + (f" x expert width {eff_rec.moe_width_factor:.2f}" if model.is_moe else "")
-            + (" (contains assumptions)" if eff_rec.assumption else ""))
+    eff_sources: tuple[str, ...] = ()
+    flops_per_gpu_step = fl.hardware_flops * tokens_per_step / gpus
+    if efficiency is None:  # engine model: kernels of this engine family (estimate/engines.py)
+        from trainfit.estimate import engines
+
+        ec = constants or engines.DEFAULT_CONSTANTS
+        feat = engines.features(model, wl.with_(precision=precision), hw, fw, flops=fl, compiled=compiled,
+                                trainable_params=float(count_params(model, wl).trainable))
+        et = engines.compute_time(feat, ec)
+        compute_s = et.seconds
+        eff = flops_per_gpu_step / (peak * 1e12 * compute_s)
+        assumptions += engines.describe(ec, feat.family)
+        eff_sources = tuple(engines.CONSTANT_SOURCES.values())
+        warnings.extend(feat.notes)
+        if et.launch_bound:
+            warnings.append(f"kernel-launch bound: the CPU issues kernels for {et.launch_seconds:.3g} s per step, "
+                            f"longer than the GPU needs ({et.gemm_seconds + et.attention_seconds + et.elementwise_seconds:.3g} s)")
     else:
         if not 0 < efficiency <= 1:
             raise WorkloadError(f"efficiency must be in (0, 1], got {efficiency}")
         eff = efficiency
         assumptions.append(f"compute efficiency {eff:.3f} given by the caller")
-
-    flops_per_gpu_step = fl.hardware_flops * tokens_per_step / gpus
-    compute_s = flops_per_gpu_step / (peak * 1e12 * eff)
+        compute_s = flops_per_gpu_step / (peak * 1e12 * eff)
 
     # ---- topology
     link_eff = hw.link_efficiency
@@ -615,12 +620,13 @@ def estimate_speed(model: ModelShape, workload: Workload, hardware: Hardware, *,
         moe_layers = model.n_moe_layers / wl.pp
         send = tokens_mb / wl.tp * model.experts_per_token * model.hidden_size * act_bytes
         n_a2a = moe_layers * (4 + (2 if wl.grad_ckpt else 0))
-        g_in = min(wl.ep, g_node)
+        g_in = min(wl.ep, max(1, g_node // wl.tp))  # EP ranks are spaced tp apart (Megatron order tp, ep)
         t_intra = send * (g_in - 1) / wl.ep / (intra * 1e9 * link_eff)
         t_inter = 0.0
         where = "intra"
         if nodes > 1 and wl.ep * wl.tp > g_node:
-            t_inter = g_in * send * (wl.ep - g_in) / wl.ep / ((inter or intra) * 1e9 * link_eff)
+            # every GPU of the node sends its off-node share through the node's NICs
+            t_inter = g_node * send * (wl.ep - g_in) / wl.ep / ((inter or intra) * 1e9 * link_eff)
             where = "inter"
         secs = m * n_a2a * max(t_intra, t_inter)
         terms.append(CommTerm(name="ep-alltoall", seconds=secs, overlap=EP_OVERLAP, link=where,
@@ -672,7 +678,9 @@ def estimate_speed(model: ModelShape, workload: Workload, hardware: Hardware, *,
             warnings.append("GPU memory bandwidth unknown: QLoRA dequantize time not counted")
 
     # ---- combine
-    bubble = pipeline_bubble_fraction(wl.pp, m)
+    if virtual_pp < 1:
+        raise WorkloadError(f"virtual_pp must be >= 1, got {virtual_pp}")
+    bubble = pipeline_bubble_fraction(wl.pp, m * virtual_pp)  # interleaving divides the bubble by vp
     pipe_s = (compute_s + dequant_s) / (1 - bubble)
     bubble_s = pipe_s - compute_s - dequant_s
     comm_total = sum(t.seconds for t in terms)
@@ -703,7 +711,7 @@ def estimate_speed(model: ModelShape, workload: Workload, hardware: Hardware, *,
         comm_seconds_exposed=exposed, cpu_seconds=cpu_s, dequant_seconds=dequant_s, gpus=gpus,
         model_flops_per_token=fl.model_flops, hardware_flops_per_token=fl.hardware_flops, framework=fw,
         comm=tuple(terms), flops=fl, assumptions=tuple(assumptions), warnings=tuple(warnings),
-        efficiency_sources=eff_rec.sources if eff_rec else (),
+        efficiency_sources=eff_sources,
     )
 
 
