@@ -53,8 +53,8 @@ TARGET_MEDIAN, TARGET_WORST = 15.0, 30.0
 LOG_BOUNDS = {  # (low, high) for each fitted constant: physical limits, not preferences
     "gemm_eff_megatron": (0.2, 0.95), "gemm_eff_native": (0.2, 0.95), "gemm_eff_hf": (0.2, 0.95),
     "elem_bytes_megatron": (1.0, 60.0), "elem_bytes_native": (1.0, 60.0), "elem_bytes_hf": (1.0, 60.0),
-    "gemm_half_dim": (8.0, 1024.0), "attention_relative": (0.2, 1.0), "ampere_factor": (0.8, 1.6),
-    "fp8_gemm_efficiency": (0.2, 0.9), "launch_seconds": (1e-6, 1e-4), "compile_elementwise_factor": (0.1, 1.0),
+    "gemm_half_dim": (8.0, 1024.0), "attention_relative_megatron": (0.2, 1.0), "attention_relative_native": (0.2, 1.0), "ampere_factor": (0.8, 1.6),
+    "fp8_eff_megatron": (0.2, 0.9), "fp8_eff_native": (0.2, 0.9), "launch_seconds": (1e-6, 1e-4), "compile_elementwise_factor": (0.1, 1.0),
     "moe_elementwise_factor": (0.2, 10.0), "fp8_cast_bytes": (0.1, 20.0), "expert_sync_seconds": (1e-6, 1e-3), "zero3_fetch_seconds": (1e-5, 1e-2),
 }
 
@@ -73,15 +73,23 @@ class Row:
     cpu_s: float
     dequant_s: float
     raw: dict
+    model: object = None
+    workload: Workload | None = None
+    hardware: object = None
 
 
 def load(path: Path = DATA) -> tuple[dict, list[Row]]:
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    return data, load_rows(data, data["rows"])
+
+
+def load_rows(data: dict, raw_rows: list[dict]) -> list[Row]:
+    """Rows of ``data`` (the parsed YAML) as model, workload, hardware and constant-free features."""
     models = {}
     for name, m in data["models"].items():
         models[name] = get_model(name) if m["registry_or_config"] == "registry" else from_hf_config(m["config"], name=name)
     rows = []
-    for r in data["rows"]:
+    for r in raw_rows:
         g = data["gpus"][r["gpu"]]
         gpus_per_node = min(8, r["gpus"])
         over = {k: v for k, v in g.items() if k in ("mem_gbytes_per_s", "peak_tflops")}
@@ -100,17 +108,18 @@ def load(path: Path = DATA) -> tuple[dict, list[Row]]:
                       grad_ckpt=bool(r["grad_ckpt"]))
         model = models[r["model"]]
         fw = r["engine"]
+        rf = float(r.get("recompute_fraction", 0.0))
         s = estimate_speed(model, wl, hw, framework=fw, virtual_pp=r.get("vp", 1), compiled=bool(r.get("compiled")),
-                           constants=engines.PRIORS)
+                           recompute_fraction=rf, constants=engines.PRIORS)
         prec = wl.precision if (wl.precision != "fp8" or hw.peak_fp8_tflops) else "bf16"
         feat = engines.features(model, wl.with_(precision=prec), hw, fw, flops=flops_per_token(model, wl),
-                                compiled=bool(r.get("compiled")),
+                                compiled=bool(r.get("compiled")), recompute_fraction=rf,
                                 trainable_params=float(count_params(model, wl).trainable))
         rows.append(Row(id=r["id"], source=r["source"], measured=float(r["measured_tokens_per_s_per_gpu"]),
                         tokens_per_step=s.tokens_per_step, gpus=s.gpus, feat=feat, bubble=s.bubble_fraction,
                         comm=tuple((c.seconds, c.overlap) for c in s.comm), cpu_s=s.cpu_seconds,
-                        dequant_s=s.dequant_seconds, raw=r))
-    return data, rows
+                        dequant_s=s.dequant_seconds, raw=r, model=model, workload=wl, hardware=hw))
+    return rows
 
 
 def asdict_hw(hw) -> dict:

@@ -37,8 +37,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="spot interruptions per node-hour (default: see docs/cost-model.md)")
     g.add_argument("--checkpoint-interval", type=float, metavar="HOURS", help="hours between checkpoints (spot)")
     g.add_argument("--max-gpus", type=int, default=64, help="largest job to consider (default 64)")
-    g.add_argument("--framework", choices=("hf-trainer", "deepspeed", "fsdp2", "megatron"),
-                   help="efficiency profile (default: what the strategy implies)")
+    g.add_argument("--framework", choices=("hf-trainer", "deepspeed", "fsdp2", "automodel", "megatron"),
+                   help="engine whose kernels the speed model times: hf-trainer/deepspeed (HF code, eager MoE "
+                        "expert loop), fsdp2 (torchtitan-style native PyTorch, grouped-GEMM experts), automodel "
+                        "(NeMo AutoModel: FSDP2 + TransformerEngine + DeepEP), megatron (Megatron-Core: TE, "
+                        "grouped GEMM, FP8) (default: what the strategy implies)")
     g.add_argument("--gpu", metavar="NAME", help="only instance types with this GPU")
     g.add_argument("--instance-type", help="only this instance type")
     g.add_argument("--ignore-rule", action="append", default=[], metavar="RULE_ID",

@@ -490,18 +490,19 @@ def _base_bytes(model: ModelShape, wl: Workload) -> float:
 
 def estimate_speed(model: ModelShape, workload: Workload, hardware: Hardware, *, framework: str | None = None,
                    efficiency: float | None = None, virtual_pp: int = 1, compiled: bool = False,
-                   constants: Any = None) -> SpeedEstimate:
+                   recompute_fraction: float = 0.0, constants: Any = None) -> SpeedEstimate:
     """Tokens/s, step time and MFU of ``workload`` on ``hardware`` (see ``docs/speed-model.md``).
 
     ``framework`` picks the engine family (hf-trainer, deepspeed, fsdp2, megatron; default from the
     workload) whose kernels ``estimate/engines.py`` times. ``efficiency`` replaces the engine model by a
     fixed executed-FLOPs utilisation (0-1). ``virtual_pp``: interleaved pipeline stages per GPU (Megatron
-    VP); ``compiled``: torch.compile; ``constants``: :class:`engines.EngineConstants` (default: fitted).
+    VP); ``compiled``: torch.compile; ``recompute_fraction``: selective recompute share of the forward (see
+    ``engines.features``); ``constants``: :class:`engines.EngineConstants` (default: fitted).
     """
     wl, hw = workload, hardware
     fw = framework or default_framework(wl)
-    if fw not in FRAMEWORKS:
-        raise WorkloadError(f"unknown framework {fw!r}", fix="use one of " + ", ".join(FRAMEWORKS))
+    if fw not in FRAMEWORKS and fw != "automodel":
+        raise WorkloadError(f"unknown framework {fw!r}", fix="use one of " + ", ".join(FRAMEWORKS + ("automodel",)))
     warnings: list[str] = []
     assumptions: list[str] = []
 
@@ -532,7 +533,8 @@ def estimate_speed(model: ModelShape, workload: Workload, hardware: Hardware, *,
 
         ec = constants or engines.DEFAULT_CONSTANTS
         feat = engines.features(model, wl.with_(precision=precision), hw, fw, flops=fl, compiled=compiled,
-                                trainable_params=float(count_params(model, wl).trainable))
+                                trainable_params=float(count_params(model, wl).trainable),
+                                recompute_fraction=recompute_fraction)
         et = engines.compute_time(feat, ec)
         compute_s = et.seconds
         eff = flops_per_gpu_step / (peak * 1e12 * compute_s)
@@ -573,7 +575,7 @@ def estimate_speed(model: ModelShape, workload: Workload, hardware: Hardware, *,
     train_param_bytes = 4.0 if wl.precision == "amp-bf16" else 2.0  # trained weights are never 4-bit
     # gradients travel in the weight dtype, except fp32 master weights (amp-bf16) and torchtitan-style FSDP2,
     # whose config default ``mixed_precision_reduce = "float32"`` reduce-scatters in fp32
-    grad_bytes = 4.0 if (wl.precision == "amp-bf16" or fw == "fsdp2") else 2.0
+    grad_bytes = 4.0 if (wl.precision == "amp-bf16" or fw in ("fsdp2", "automodel")) else 2.0
     trainable = float(count_params(model, wl).trainable)
 
     # ---- data parallel (ZeRO / FSDP / DDP); experts replicate over dp/ep
@@ -699,7 +701,7 @@ def estimate_speed(model: ModelShape, workload: Workload, hardware: Hardware, *,
         "every sequence is seq_len tokens long (packed or padded), no document masking",
         f"ring collectives at {link_eff:.0%} of link bandwidth; DP overlap {OVERLAP[wl.strategy]:.0%} "
         f"({wl.strategy}), hidden traffic <= compute time",
-        f"TP and PP traffic not overlapped, EP all-to-all {EP_OVERLAP:.0%}; optimizer step on GPU not counted",
+        f"TP and PP traffic not overlapped, EP all-to-all {EP_OVERLAP:.0%}",
     ]
     if model.n_linear_attention_layers:
         assumptions.append(f"Gated DeltaNet layers: chunked linear-attention FLOPs (chunk {GDN_CHUNK_SIZE}), "

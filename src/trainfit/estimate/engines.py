@@ -42,8 +42,11 @@ from trainfit.errors import WorkloadError
 from trainfit.models.shapes import ModelShape
 from trainfit.workload import Workload
 
-FAMILY_OF: dict[str, str] = {"hf-trainer": "hf", "deepspeed": "hf", "fsdp2": "native", "megatron": "megatron"}
-"""``--framework`` -> engine family whose kernels it runs."""
+FAMILY_OF: dict[str, str] = {"hf-trainer": "hf", "deepspeed": "hf", "fsdp2": "native", "megatron": "megatron",
+                             "automodel": "megatron"}
+"""``--framework`` -> kernel family it runs. ``automodel`` (NVIDIA NeMo AutoModel) shards like ``fsdp2`` but
+runs TransformerEngine linears/norms/attention, grouped-GEMM experts and DeepEP dispatch, i.e. the
+Megatron-Core kernels (its performance summary lists "TE + DeepEP" for every MoE run)."""
 FAMILIES: tuple[str, ...] = ("hf", "native", "megatron")
 
 # ---------------------------------------------------------------------------------------------- fixed
@@ -110,12 +113,17 @@ class EngineConstants:
     elem_bytes_hf: float = 14.0
     gemm_half_dim: float = 128.0
     """GEMM size at which efficiency is half its large-GEMM value: ``size(d) = d / (d + gemm_half_dim)``."""
-    attention_relative: float = 0.6
-    """Flash-attention efficiency on causal FLOPs relative to the GEMM efficiency."""
+    attention_relative_megatron: float = 0.8
+    """Flash-attention efficiency on causal FLOPs relative to the GEMM efficiency: TransformerEngine's
+    cuDNN fused attention (Hopper-specific kernels)."""
+    attention_relative_native: float = 0.6
+    """Same for PyTorch SDPA / flash-attn 2 / Triton flash attention (native engines and Hugging Face code)."""
     ampere_factor: float = 1.15
     """GEMM efficiency of Ampere (A100/A800/A10) relative to Hopper: a larger share of a lower peak."""
-    fp8_gemm_efficiency: float = 0.55
-    """Fraction of the FP8 peak a large FP8 GEMM sustains in training (scaling/cast overhead included)."""
+    fp8_eff_megatron: float = 0.55
+    """Fraction of the FP8 peak a large FP8 GEMM sustains in training: TransformerEngine recipes."""
+    fp8_eff_native: float = 0.5
+    """Same for torchao float8 (torchtitan); also used for FP8 under Hugging Face code."""
     launch_seconds: float = 8e-6
     """CPU time per eager kernel launch (PyTorch dispatch + autograd bookkeeping)."""
     compile_elementwise_factor: float = 0.5
@@ -138,7 +146,7 @@ class EngineConstants:
             v = getattr(self, f.name)
             if not isinstance(v, (int, float)) or v <= 0:
                 raise WorkloadError(f"engine constant {f.name} must be positive, got {v!r}")
-        for f in ("gemm_eff_megatron", "gemm_eff_native", "gemm_eff_hf", "fp8_gemm_efficiency"):
+        for f in ("gemm_eff_megatron", "gemm_eff_native", "gemm_eff_hf", "fp8_eff_megatron", "fp8_eff_native"):
             if getattr(self, f) > 1:
                 raise WorkloadError(f"engine constant {f} is a fraction of peak and must be <= 1")
 
@@ -150,6 +158,12 @@ class EngineConstants:
 
     def elem_bytes(self, family: str) -> float:
         return getattr(self, f"elem_bytes_{family}")
+
+    def attention_relative(self, family: str) -> float:
+        return self.attention_relative_megatron if family == "megatron" else self.attention_relative_native
+
+    def fp8_eff(self, family: str) -> float:
+        return self.fp8_eff_megatron if family == "megatron" else self.fp8_eff_native
 
 
 PRIORS = EngineConstants()
@@ -224,8 +238,14 @@ def _size(d: float, half: float) -> float:
 
 
 def features(model: ModelShape, wl: Workload, hw: Any, framework: str, *, flops: Any,
-             compiled: bool = False, trainable_params: float | None = None) -> EngineFeatures:
-    """Constant-independent quantities of one step (``flops`` is ``compute.flops_per_token``'s result)."""
+             compiled: bool = False, trainable_params: float | None = None,
+             recompute_fraction: float = 0.0) -> EngineFeatures:
+    """Constant-independent quantities of one step (``flops`` is ``compute.flops_per_token``'s result).
+
+    ``recompute_fraction``: share of the layers' forward re-run by selective activation checkpointing when
+    ``grad_ckpt`` is off (torchtitan's per-op SAC re-runs every second matmul of a layer: ~0.36 of a Llama
+    layer's forward FLOPs); 0 without it.
+    """
     family = FAMILY_OF.get(framework)
     if family is None:
         raise WorkloadError(f"unknown framework {framework!r}", fix="use one of " + ", ".join(FAMILY_OF))
@@ -235,6 +255,9 @@ def features(model: ModelShape, wl: Workload, hw: Any, framework: str, *, flops:
     tokens_step_gpu = wl.micro_batch * wl.seq_len * m * wl.dp / gpus  # tokens each GPU's FLOPs correspond to
     fwd = flops.forward_flops
     ratio = flops.hardware_flops / fwd if fwd else 0.0  # executed passes per forward (3 full, 4 with GC)
+    if recompute_fraction and not wl.grad_ckpt and fwd:
+        layer_fwd = sum(l.forward for l in flops.layers if l.has_backward)
+        ratio += recompute_fraction * layer_fwd / fwd
     expert_fwd = 0.0
     if model.is_moe:
         for t in model.tensors():
@@ -322,14 +345,14 @@ def compute_time(f: EngineFeatures, c: EngineConstants) -> EngineTime:
     e16 = min(0.95, c.gemm_eff(f.family) * class_factor(c, f.gpu_class))
     r16 = f.peak16_tflops * 1e12 * e16
     if f.fp8 and f.peak_fp8_tflops:
-        rmm = f.peak_fp8_tflops * 1e12 * min(0.95, c.fp8_gemm_efficiency * class_factor(c, f.gpu_class))
+        rmm = f.peak_fp8_tflops * 1e12 * min(0.95, c.fp8_eff(f.family) * class_factor(c, f.gpu_class))
     else:
         rmm = r16
     half = c.gemm_half_dim
     expert = f.expert_gemm_flops / (rmm * _size(f.expert_dim, half)) if f.expert_gemm_flops else 0.0
     gemm = (f.dense_gemm_flops / (rmm * _size(f.dense_dim, half))
             + (f.lora_flops / (r16 * _size(f.lora_dim, half)) if f.lora_flops else 0.0))
-    attn = (f.attention_flops / (r16 * min(1.0, c.attention_relative))
+    attn = (f.attention_flops / (r16 * min(1.0, c.attention_relative(f.family)))
             + f.linear_attention_flops / (r16 * LINEAR_ATTENTION_RELATIVE))
     bw = f.mem_gbytes_per_s * 1e9 * HBM_EFFICIENCY
     elem_factor = c.elem_bytes(f.family) * (c.compile_elementwise_factor if f.compiled else 1.0)
@@ -354,11 +377,12 @@ def compute_time(f: EngineFeatures, c: EngineConstants) -> EngineTime:
 
 def describe(c: EngineConstants, family: str) -> list[str]:
     """Assumption lines for a speed estimate (the constants this family used and their sources)."""
-    names = [f"gemm_eff_{family}", f"elem_bytes_{family}", "gemm_half_dim", "attention_relative",
-             "ampere_factor", "fp8_gemm_efficiency", "launch_seconds", "compile_elementwise_factor",
+    kf = "megatron" if family == "megatron" else "native"
+    names = [f"gemm_eff_{family}", f"elem_bytes_{family}", "gemm_half_dim", f"attention_relative_{kf}",
+             "ampere_factor", f"fp8_eff_{kf}", "launch_seconds", "compile_elementwise_factor",
              "moe_elementwise_factor", "fp8_cast_bytes", "expert_sync_seconds", "zero3_fetch_seconds"]
     out = [f"engine model ({family}): GEMMs at peak x {c.gemm_eff(family):.3f} x d/(d+{c.gemm_half_dim:.0f}), "
-           f"flash attention x {c.attention_relative:.2f}, element-wise {c.elem_bytes(family):.1f} x (h+I)x2 B "
+           f"flash attention x {c.attention_relative(family):.2f}, element-wise {c.elem_bytes(family):.1f} x (h+I)x2 B "
            f"per token-layer-pass over HBM x {HBM_EFFICIENCY}, {c.launch_seconds * 1e6:.1f} us per eager kernel"]
     out += [CONSTANT_SOURCES[n] for n in names if n in CONSTANT_SOURCES]
     return out
