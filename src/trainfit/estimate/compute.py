@@ -12,7 +12,8 @@ Formulas, conventions and sources: ``docs/speed-model.md``. In short:
   (``freeze``) need no backward; gradient checkpointing re-runs one forward of every layer that has a
   backward.
 * **Time** per optimizer step = ``compute / (1 - bubble) + exposed communication + CPU optimizer``,
-  ``compute = hardware FLOPs per GPU / (peak * efficiency)``; efficiency from ``mfu_table``.
+  ``compute`` from the engine model (``estimate/engines.py``: GEMMs, attention, element-wise traffic,
+  kernel launches, MoE expert loop, optimizer step per engine family).
 * **Communication**: ring collectives ``bytes * (n-1)/n / (link * link_efficiency)`` per pass; DP/ZeRO/
   FSDP volume per strategy, TP all-reduce per layer, EP all-to-all per MoE layer, CP KV exchange,
   pipeline point-to-point, CPU-offload PCIe traffic. A documented fraction of DP/CP/EP/offload traffic hides
