@@ -6,7 +6,7 @@
     python benchmarks/speed_loso.py --check      # evaluate the committed constants only, write nothing
 
 Data: benchmarks/data/throughput.yaml (published tokens/s/GPU with the full configuration, one source URL and
-date per row). Model: trainfit.estimate.compute.estimate_speed with the engine model of
+date per row). Model: trainfit.estimate.speed.estimate_speed with the engine model of
 trainfit.estimate.engines; only the few global constants of ``EngineConstants`` are fitted (per engine family
 a GEMM efficiency and an element-wise traffic factor, plus the GEMM size law, flash-attention ratio, Ampere
 factor, FP8 efficiency, launch cost and compile factor), never a per-row table.
@@ -40,7 +40,7 @@ sys.path.insert(0, str(HERE))
 
 from trainfit.catalog import get_gpu  # noqa: E402
 from trainfit.estimate import engines  # noqa: E402
-from trainfit.estimate.compute import estimate_speed, flops_per_token, hardware_from_catalog  # noqa: E402
+from trainfit.estimate.speed import estimate_speed, flops_per_token, hardware_from_catalog  # noqa: E402
 from trainfit.estimate.params import count_params  # noqa: E402
 from trainfit.models import from_hf_config, get_model  # noqa: E402
 from trainfit.workload import Workload  # noqa: E402

@@ -11,7 +11,7 @@ import yaml
 
 from trainfit.errors import WorkloadError
 from trainfit.estimate import engines
-from trainfit.estimate.compute import Hardware, estimate_speed, flops_per_token
+from trainfit.estimate.speed import Hardware, estimate_speed, flops_per_token
 from trainfit.models import get_model
 from trainfit.workload import Workload
 

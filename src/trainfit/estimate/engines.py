@@ -1,6 +1,6 @@
 """Per-engine compute time: how long one optimizer step's kernels take on one GPU, by engine family.
 
-The speed model (``estimate/compute.py``) adds communication, pipeline bubbles and CPU optimizer time to
+The speed model (``estimate/speed.py``) adds communication, pipeline bubbles and CPU optimizer time to
 what this module returns. Here the GPU work of one step is split by the kind of kernel that runs it:
 
 * **GEMMs** (attention projections, dense MLP, shared experts, LM head, routed experts, LoRA adapters) at
