@@ -9,19 +9,11 @@ import pytest
 import yaml
 
 from trainfit.estimate.memory import estimate_memory
-from trainfit.estimate.runtime import MEGATRON_MAIN_GRAD_EXTRA_BYTES, fit_verdict, runtime_terms
+from trainfit.estimate.runtime import MEGATRON_MAIN_GRAD_EXTRA_BYTES, runtime_terms
 from trainfit.models import get_model
 from trainfit.workload import Workload
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def test_fit_verdict_bands():
-    kw = dict(fixed_overhead_gib=1.25, usable_gib=80.0)
-    assert fit_verdict(tensor_peak_gib=60, reserved_gib=65, **kw) == "fits"
-    assert fit_verdict(tensor_peak_gib=75, reserved_gib=80.5, **kw) == "tight"  # cache would have to shrink
-    assert fit_verdict(tensor_peak_gib=79.0, reserved_gib=85, **kw) == "oom"  # tensors + context exceed
-    assert fit_verdict(tensor_peak_gib=70, reserved_gib=77, band=0.05, **kw) == "tight"
 
 
 def test_megatron_main_grads_only_for_megatron_full_training():

@@ -1,8 +1,8 @@
-"""Runtime memory beyond what a fake-tensor trace of the Hugging Face training step sees, and the fit verdict.
+"""Runtime memory beyond what a fake-tensor trace of the Hugging Face training step sees.
 
 ``estimate/memory.py`` reproduces the exact tensor peak of the traced HF code. Real jobs run under engines
-that allocate more, or differently; this module adds those terms (``runtime_terms``) and turns an estimate
-into a fits / tight / oom verdict (``fit_verdict``). Calibrated and checked on the real-world corpus of
+that allocate more, or differently; this module lists those terms (``runtime_terms``) and memory.py adds
+them to every phase. The verdict stays :func:`trainfit.estimate.fit.decide_fit`. Checked on the real-world corpus of
 ``benchmarks/fit_corpus.py`` (``docs/accuracy.md``, "Real-world fit corpus"); none of these terms applies
 to the single-GPU HF configurations of the trace grid, so ``benchmarks/memory_accuracy.py`` is unchanged.
 
@@ -18,18 +18,8 @@ Terms:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 from trainfit.workload import Workload
-
-Verdict = Literal["fits", "tight", "oom"]
-
-TIGHT_BAND = 0.05
-"""Fraction of usable GPU memory below the limit where the verdict is ``tight`` when the allocator's cache
-(``reserved`` - tensor peak - context) would have to shrink to fit: the PyTorch caching allocator frees its
-cached blocks and retries before raising OOM, so a job whose tensors fit can run with less cache, but
-fragmentation under variable lengths can still end it. Set from the corpus: reports at 98-103 % of the
-limit ran; none of the OOM reports is within 5 % of it."""
 
 MEGATRON_MAIN_GRAD_EXTRA_BYTES = 2.0
 """fp32 ``main_grad`` (4 B) minus the bf16 gradient (2 B) memory.py already counts, per local parameter."""
@@ -57,15 +47,3 @@ def runtime_terms(wl: Workload, *, trainable_rank_elems: float) -> tuple[Runtime
             note="Megatron-Core keeps fp32 main_grad buffers of every local parameter (bf16 training forces "
                  "accumulate_allreduce_grads_in_fp32); +2 B/param over the bf16 gradients counted"))
     return tuple(out)
-
-
-def fit_verdict(*, tensor_peak_gib: float, reserved_gib: float, fixed_overhead_gib: float,
-                usable_gib: float, band: float = TIGHT_BAND) -> Verdict:
-    """``oom`` when the tensors plus CUDA context/NCCL exceed the usable memory; ``tight`` when they fit
-    but the full reserve (allocator cache included) is within ``band`` of the limit or above it; else
-    ``fits``."""
-    if tensor_peak_gib + fixed_overhead_gib > usable_gib:
-        return "oom"
-    if reserved_gib > usable_gib * (1 - band):
-        return "tight"
-    return "fits"
