@@ -60,6 +60,12 @@ KERNELS_PER_MOE_LAYER: float = 20.0
 """Assumption: extra kernels of a grouped-GEMM MoE layer (router GEMM, softmax/top-k, permute, grouped
 GEMMs, unpermute, dispatch/combine)."""
 
+KERNELS_PER_LORA_LINEAR: float = 5.0
+"""Assumption: extra kernels per LoRA-adapted linear and pass under PEFT (dropout, A matmul, B matmul,
+scaling, add); QLoRA adds ``KERNELS_PER_QLORA_LINEAR`` (bitsandbytes dequantize). Megatron-family engines
+fuse the adapter into the linear's kernels and are not charged."""
+KERNELS_PER_QLORA_LINEAR: float = 1.0
+
 KERNELS_PER_EXPERT: float = 10.0
 """Assumption: kernels per visited expert in the Hugging Face eager expert loop (``where``/index of the
 routed tokens, gather, gate/up/down matmuls, SiLU, mul, routing-weight mul, ``index_add_``)."""
@@ -298,6 +304,14 @@ def features(model: ModelShape, wl: Workload, hw: Any, framework: str, *, flops:
     ce = tokens_step_gpu * model.vocab_size * CE_BYTES_PER_LOGIT  # vocab-parallel over TP
     passes = ratio  # forward-pass equivalents per token
     layer_units = m * (layers / wl.pp) * passes  # every micro-batch crosses this stage's layers
+    lora_kernel_units = 0.0
+    if wl.method in ("lora", "qlora") and family != "megatron":
+        from trainfit.estimate.params import lora_targeted
+
+        adapted = sum(t.count for t in model.tensors() if t.layer_type != "global" and t.kind in ("linear", "expert")
+                      and lora_targeted(t, wl.lora_targets)) / max(1, layers)
+        k_lora = KERNELS_PER_LORA_LINEAR + (KERNELS_PER_QLORA_LINEAR if wl.method == "qlora" else 0.0)
+        lora_kernel_units = layer_units * adapted * k_lora / KERNELS_PER_LAYER[family]
     moe_units = m * (model.n_moe_layers / wl.pp) * passes if model.is_moe else 0.0
     expert_units = m * (model.n_moe_layers / wl.pp) * passes * visited if family == "hf" else 0.0
     zero3_fetches = 0.0
@@ -326,7 +340,8 @@ def features(model: ModelShape, wl: Workload, hw: Any, framework: str, *, flops:
         lora_flops=flops.forward_lora_flops * per, attention_flops=flops.forward_attention_flops * per,
         linear_attention_flops=flops.forward_linear_attention_flops * per,
         dense_dim=dense_dim, expert_dim=expert_dim, lora_dim=lora_dim,
-        elementwise_units=units, moe_elementwise_units=moe_units_b, ce_bytes=ce, layer_kernel_units=layer_units, moe_kernel_units=moe_units,
+        elementwise_units=units, moe_elementwise_units=moe_units_b, ce_bytes=ce,
+        layer_kernel_units=layer_units + lora_kernel_units, moe_kernel_units=moe_units,
         expert_kernel_units=expert_units, optimizer_seconds=opt_s, zero3_fetches=zero3_fetches,
         notes=tuple(notes),
     )
