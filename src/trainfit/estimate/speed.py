@@ -491,14 +491,17 @@ def _base_bytes(model: ModelShape, wl: Workload) -> float:
 
 def estimate_speed(model: ModelShape, workload: Workload, hardware: Hardware, *, framework: str | None = None,
                    efficiency: float | None = None, virtual_pp: int = 1, compiled: bool = False,
-                   recompute_fraction: float = 0.0, constants: Any = None) -> SpeedEstimate:
+                   recompute_fraction: float = 0.0, constants: Any = None,
+                   use_calibration: bool = True) -> SpeedEstimate:
     """Tokens/s, step time and MFU of ``workload`` on ``hardware`` (see ``docs/speed-model.md``).
 
     ``framework`` picks the engine family (hf-trainer, deepspeed, fsdp2, megatron; default from the
     workload) whose kernels ``estimate/engines.py`` times. ``efficiency`` replaces the engine model by a
     fixed executed-FLOPs utilisation (0-1). ``virtual_pp``: interleaved pipeline stages per GPU (Megatron
     VP); ``compiled``: torch.compile; ``recompute_fraction``: selective recompute share of the forward (see
-    ``engines.features``); ``constants``: :class:`engines.EngineConstants` (default: fitted).
+    ``engines.features``); ``constants``: :class:`engines.EngineConstants` (default: fitted);
+    ``use_calibration``: apply a measured calibration of this GPU and engine family from the user's overlay
+    (``trainfit calibrate``; ignored when ``constants`` are given).
     """
     wl, hw = workload, hardware
     fw = framework or default_framework(wl)
@@ -538,6 +541,13 @@ def estimate_speed(model: ModelShape, workload: Workload, hardware: Hardware, *,
                                 recompute_fraction=recompute_fraction)
         et = engines.compute_time(feat, ec)
         compute_s = et.seconds
+        if use_calibration and constants is None:
+            from trainfit.estimate.calibration import calibration_for
+
+            cal = calibration_for(hw.name, feat.family)
+            if cal is not None:
+                compute_s /= cal.factor
+                assumptions.append(cal.line())
         eff = flops_per_gpu_step / (peak * 1e12 * compute_s)
         assumptions += engines.describe(ec, feat.family)
         eff_sources = tuple(engines.CONSTANT_SOURCES.values())
