@@ -95,6 +95,17 @@ def run() -> dict:
                           if meas and meas < 0.95 * e["usable_gib"] else None),
             "at_capacity": bool(meas and meas >= 0.95 * e["usable_gib"]),
         })
+    # the tight band from published runs: agreement of decide_fit's verdict for other safety margins
+    # (tight counted as agreeing with neither outcome, and as a hedge)
+    bands = []
+    ests = [(estimate_memory(e["model"], e["workload"]), e) for e in load()]
+    for margin in (0.0, 0.02, 0.05, 0.08, 0.10, 0.15):
+        vs = [(decide_fit(est, usable_gib=e["usable_gib"], margin=margin).gpu_verdict, e["raw"]["outcome"])
+              for est, e in ests]
+        bands.append({"margin": margin, "agreement_pct": round(100 * sum(v == o for v, o in vs) / len(vs), 1),
+                      "tight": sum(v == "tight" for v, _ in vs),
+                      "oom_reports_tight_or_oom": sum(v != "fits" for v, o in vs if o == "oom"),
+                      "ran_reports_flagged": sum(v != "fits" for v, o in vs if o == "fits")})
     n = len(rows)
     strict = sum(r["agree"] for r in rows)
     hedged = sum(r["agree"] or r["hedged"] for r in rows)
@@ -111,6 +122,7 @@ def run() -> dict:
         "memory_rows": len(mem), "memory_rows_note": "reports below 95 % of the GPU's usable memory; readings "
         "at the capacity only say the job needed at most that", "memory_median_abs_error_pct": round(statistics.median(mem), 1) if mem else None,
         "memory_within_20_pct": sum(x <= 20 for x in mem),
+        "margins": bands,
         "rows": rows,
     }
 
@@ -133,6 +145,12 @@ def markdown(res: dict) -> str:
         f"{res['memory_median_abs_error_pct']} %, {res['memory_within_20_pct']}/{res['memory_rows']} within ±20 % "
         "(reports at >= 95 % of the GPU's memory, e.g. '8 * 80GiB', carry no error: the caching allocator fills "
         "the device, so they only bound the need from above).", "",
+        "Safety margin (the `tight` band) against the corpus: agreement with tight counted wrong, and how many "
+        "OOM reports / reports that ran are flagged (tight or oom):", "",
+        "| margin | agreement | tight | OOM reports flagged | ran reports flagged |", "|---:|---:|---:|---:|---:|",
+        *[f"| {b['margin']:.0%} | {b['agreement_pct']} % | {b['tight']} | {b['oom_reports_tight_or_oom']}/{res['n_oom']} | "
+          f"{b['ran_reports_flagged']}/{res['n_fits']} |" for b in res["margins"]],
+        "",
         "| report | model | GPUs | strategy | method | seq | reported | trainfit GiB | usable | verdict | agree | measured GiB | error |",
         "|---|---|---|---|---|---:|---|---:|---:|---|---|---:|---:|",
     ]
