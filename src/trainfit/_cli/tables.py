@@ -6,17 +6,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from trainfit.estimate.memory import TERM_LABELS
+
 VERDICT_LABEL = {"fits": "fits", "tight": "tight (inside the safety margin)", "oom": "does not fit (OOM)",
                  "unknown": "unknown (host RAM)"}
-TERM_LABELS = {
-    "weights": "weights",
-    "gradients": "gradients",
-    "optimizer": "optimizer states (+fp32 master)",
-    "activations": "activations (saved for backward)",
-    "logits_loss": "logits + loss (fp32)",
-    "temporaries": "temporaries (step, buckets, gathers)",
-    "overhead": "overhead (CUDA context, allocator)",
-}
 
 
 def make_console() -> Console:
@@ -71,6 +64,19 @@ def _money(v, cur) -> str:
     return f"{sym}{v:,.0f}"
 
 
+def _age(as_of: str | None) -> str:
+    """'as of 2026-12-01 (2 days old)' from an ISO date."""
+    import datetime as dt
+
+    if not as_of:
+        return "date unknown"
+    try:
+        days = (dt.date.today() - dt.date.fromisoformat(str(as_of)[:10])).days
+    except ValueError:
+        return f"as of {as_of}"
+    return f"as of {as_of} ({days} days old)"
+
+
 def print_plan(out: dict, top: int = 10, console: Console | None = None) -> None:
     c = console or make_console()
     w = out["workload"]
@@ -105,6 +111,10 @@ def print_plan(out: dict, top: int = 10, console: Console | None = None) -> None
             c.print("[yellow]no prices in the catalog for these instance types: ranked by GPU-hours. Add "
                     "price_per_hour and currency in ~/.config/trainfit/catalog.yaml (see docs/catalog.md).[/yellow]")
         for i, p in enumerate(plans[:top]):
+            if p.get("price_per_hour") is not None:
+                c.print(f"[dim]#{i + 1} price: {p['price_per_hour']:,.2f} {p.get('currency') or ''} per instance-hour "
+                        f"(pay-as-you-go{', spot pays ' + format(p['spot_price_fraction'], '.0%') if p.get('spot_price_fraction') else ''}"
+                        f"), {escape(_age(p.get('price_as_of')))}, source: {escape(str(p.get('price_source'))[:160])}[/dim]")
             for wmsg in p.get("warnings", []):
                 c.print(f"[yellow]#{i + 1} warning:[/yellow] {escape(wmsg)}")
     else:

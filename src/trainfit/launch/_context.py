@@ -8,10 +8,9 @@ carries every fact.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from trainfit.errors import RenderError, TrainfitError
 from trainfit.models.shapes import ModelShape
 from trainfit.workload import Workload
 
@@ -19,15 +18,14 @@ from trainfit.workload import Workload
 CKPT_MOUNT = "/mnt/checkpoints"
 #: PAI's Qwen3 Megatron image (Pai-Megatron-Patch recipe; tag read in the DLC doc, see pai-facts 4).
 PAI_IMAGE = "dsw-registry-vpc.{region}.cr.aliyuncs.com/pai/pai-megatron-patch:25.04"
-#: Lingjun spec names: ml.gu7ef.8xlarge-gu100, ml.gu7xf..., ml.gu8xf..., ml.gu8tf.8.46xlarge.
-_LINGJUN_RE = re.compile(r"^ml\.gu\d+[a-z]*f\.", re.IGNORECASE)
 PLACEHOLDER = "REPLACE_ME"
 
 
 def is_lingjun_type(instance_type: str | None) -> bool:
-    """True for Lingjun spec names (``ml.gu7xf.8xlarge-gu108``...) by their pattern (used when the plan carries no
-    catalog record for the instance)."""
-    return bool(instance_type) and bool(_LINGJUN_RE.match(instance_type.strip()))
+    """True for Lingjun spec names by their pattern (used when the plan carries no catalog record)."""
+    from trainfit.providers.alibaba.lingjun import is_lingjun_name
+
+    return is_lingjun_name(instance_type)
 
 
 def model_repo_id(model: ModelShape) -> str:

@@ -14,7 +14,8 @@ Each rule takes the model, the policy Workload, the RLConfig and the usable GPU 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from trainfit.rules.types import Violation
+
 
 from trainfit.models.shapes import ModelShape
 from trainfit.rl.config import RLConfig
@@ -26,16 +27,8 @@ from trainfit.workload import Workload
 UNFUSED_LOGITS_MIN_RESPONSE = 8192
 
 
-@dataclass(frozen=True, kw_only=True)
-class Finding:
-    rule: str
-    severity: str
-    """``error`` (will run out of memory / refuse to start) or ``warning``."""
-    message: str
-    fix: str
-
-    def to_dict(self) -> dict[str, str]:
-        return {"rule": self.rule, "severity": self.severity, "message": self.message, "fix": self.fix}
+#: RL findings are the same records as every other check's (rule, severity, message, fix).
+Finding = Violation
 
 
 def rule_util_too_high(est: RLMemoryEstimate, rl: RLConfig) -> list[Finding]:
