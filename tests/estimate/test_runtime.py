@@ -60,3 +60,19 @@ def test_fit_corpus_is_large_sourced_and_runs():
     by_id = {r["id"]: r for r in res["rows"]}
     for rid in ("openrlhf-698-llama3-8b-zero2-1gpu", "llamafactory-5553-qwen2vl-72b-4gpu", "alpaca-56-llama7b-1gpu"):
         assert by_id[rid]["verdict"] == "oom"
+
+
+def test_megatron_activation_set_by_hand():
+    from trainfit.estimate.runtime import megatron_layer_bytes_per_token
+    from trainfit.models import from_hf_config
+
+    # Llama-3-8B: h 4096, 32 heads x 128, 8 kv heads, I 14336:
+    # attention 2h + 2*nh*hd + 2*nkv*hd, MLP 2h + 3I elements, bf16
+    m = from_hf_config({"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336,
+                        "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+                        "vocab_size": 128256}, name="l3")
+    assert megatron_layer_bytes_per_token(m, 0) == 2 * (2 * 4096 + 2 * 4096 + 2 * 1024 + 2 * 4096 + 3 * 14336)
+    # used for Megatron layouts only: a TP layout saves less per token than the HF layer (SP splits it too)
+    hf = estimate_memory(m, Workload(gpus=2, strategy="zero1", seq_len=4096, grad_ckpt=False, tp=1, pp=1))
+    mg = estimate_memory(m, Workload(gpus=2, strategy="zero1", seq_len=4096, grad_ckpt=False, tp=2))
+    assert mg.breakdown_gib["activations"] < 0.5 * hf.breakdown_gib["activations"]

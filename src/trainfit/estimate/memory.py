@@ -26,7 +26,7 @@ from trainfit.estimate.activations import (LayerTraining, expert_lora_merged_byt
                                            layer_bytes_per_token)
 from trainfit.estimate.params import (ParamCounts, count_params, freeze_trainable_layer_ids, lora_params_of,
                                       lora_targeted)
-from trainfit.estimate.runtime import runtime_terms
+from trainfit.estimate.runtime import megatron_layer_bytes_per_token, runtime_terms
 from trainfit.models.shapes import ModelShape, ParamTensor
 from trainfit.workload import ALL_LINEAR, Workload
 
@@ -428,7 +428,10 @@ def _act_profile(m: ModelShape, key: Workload) -> _ActProfile:
         tr = _layer_training(m, wl, i)
         k = (_layer_kind(m, i), tr)
         if k not in memo:
-            v = layer_bytes_per_token(m, wl, i, tr, seq=S) / tpd
+            if wl.uses_megatron and m.arch != "next":  # Megatron-Core's own saved set (estimate/runtime.py)
+                v = megatron_layer_bytes_per_token(m, i) / tpd
+            else:
+                v = layer_bytes_per_token(m, wl, i, tr, seq=S) / tpd
             if wl.precision == "fp8":
                 v *= 0.75
             fx = expert_lora_merged_bytes(m, wl, tr, ep=wl.ep, tp=wl.tp) if m.is_moe_layer(i) else 0.0
