@@ -228,9 +228,12 @@ PLAN_OPTIONS: tuple[Option, ...] = (
            help="hours between checkpoints (spot; default: the Young/Daly optimum)"),
     Option(name="max_gpus", parse=_int(1, MAX_GPUS), default=64, group="search",
            help="largest job to consider (default 64)"),
-    Option(name="framework", parse=_choice(("hf-trainer", "deepspeed", "fsdp2", "megatron")), group="search",
-           choices=("hf-trainer", "deepspeed", "fsdp2", "megatron"),
-           help="engine profile of the speed model (default: what the strategy implies)"),
+    Option(name="framework", parse=_choice(("hf-trainer", "deepspeed", "fsdp2", "automodel", "megatron")),
+           group="search", choices=("hf-trainer", "deepspeed", "fsdp2", "automodel", "megatron"),
+           help="engine whose kernels the speed model times: hf-trainer/deepspeed (HF code, eager MoE expert "
+                "loop), fsdp2 (native PyTorch FSDP2, grouped-GEMM experts), automodel (NeMo AutoModel: FSDP2 + "
+                "TransformerEngine + DeepEP), megatron (Megatron-Core: TE, grouped GEMM, FP8) "
+                "(default: what the strategy implies)"),
     Option(name="gpu", parse=_ident("gpu"), group="search", metavar="NAME", help="only instance types with this GPU"),
     Option(name="instance_type", parse=_ident("instance_type"), group="search", help="only this instance type"),
     Option(name="ignore_rule", parse=_rules, default=(), group="search", metavar="RULE_ID",

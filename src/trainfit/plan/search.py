@@ -4,7 +4,7 @@ explained.
 For a :class:`PlanRequest` it searches instance types (catalog, filtered by provider / region / GPU) x
 node counts x strategies (DDP, ZeRO-1/2/3, FSDP, CPU offload, expert parallelism for MoE) x gradient
 checkpointing x micro-batch, keeps what fits GPU memory (``reserved_gib`` plus a safety margin) and host
-RAM, estimates speed (``estimate/compute.py``), time and cost (``cost.py``), applies the platform rules
+RAM, estimates speed (``estimate/speed.py``), time and cost (``cost.py``), applies the platform rules
 (``platforms/rules.py``), and ranks by cost or time. Per instance type it keeps the best configuration;
 instance types with no feasible configuration are returned as rejections with a code, a reason and a fix.
 
