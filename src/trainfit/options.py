@@ -272,6 +272,7 @@ def plan_request_from_values(model: Any, values: Mapping[str, Any]) -> Any:
     return PlanRequest(
         model=model, workload=Workload(**base), tokens=float(tokens), pins=pins, global_batch=values.get("global_batch"),
         objective=values.get("objective") or "cost", budget=values.get("budget"), deadline_hours=values.get("deadline"),
+        max_days=values.get("max_days") or 14.0,
         provider=values.get("provider"), region=values.get("region"), resource_class=values.get("resource_class"),
         gpu=values.get("gpu"), instance_type=values.get("instance_type"), spot=bool(values.get("spot")),
         max_gpus=values.get("max_gpus") or 64, framework=values.get("framework"),

@@ -57,7 +57,10 @@ def time_and_cost(*, inst: Any, hours: float, gpus: int, trainable_params: int, 
                                             currency=payg.currency, gpus_per_instance=per,
                                             spot_price_fraction=frac if frac and 0 < frac <= 1 else None,
                                             source=payg.source)
-    c = estimate_cost(hours=hours, gpus=gpus, price=price, instance_type=inst.instance_type)
+    # without a price the instance still has its GPUs: nodes, not GPUs, are billed and interrupted
+    c = estimate_cost(hours=hours, gpus=gpus, instance_type=inst.instance_type,
+                      price=price or Price(instance_type=inst.instance_type, price_per_instance_hour=None,
+                                           gpus_per_instance=per))
     notes: list[str] = []
     warnings: list[str] = []
     if c.cost is None:
