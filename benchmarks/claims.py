@@ -304,20 +304,22 @@ def plan_line(p: dict) -> str:
             f"({days_per_b(p['tokens_per_s'])} days per 1B tokens), MFU {g(p['mfu'], 3)}")
 
 
-def spot_consistency(ctx: "Ctx", p: dict) -> None:
+def spot_consistency(ctx: "Ctx", p: dict) -> bool:
     """Cross-check a spot plan against docs/cost-model.md: expected interruptions = rate x nodes x expected hours
     (losing any node stops the job). A mismatch is listed under "Unexpected trainfit errors"."""
     from trainfit.plan.cost import INTERRUPTION_RATE_PER_NODE_HOUR_DEFAULT as rate
 
     n = p.get("expected_interruptions")
     if n is None or not p.get("hours"):
-        return
+        return True
     want = rate * p["nodes"] * p["hours"]
     if abs(n - want) > 0.05 * max(want, 1e-9):
         ctx.errors.append(f"inconsistent spot numbers for {p['instance_type']} \u00d7 {p['nodes']} node(s): "
                           f"expected_interruptions {n:.1f}, but {rate:g}/node-hour \u00d7 {p['nodes']} node(s) \u00d7 "
                           f"{p['hours']:.1f} h = {want:.1f} (docs/cost-model.md: lambda = instances \u00d7 rate); "
                           f"{n / want:.0f}\u00d7 as many, i.e. one instance per GPU")
+        return False
+    return True
 
 
 def rej_line(r: dict) -> str:
@@ -781,8 +783,8 @@ def c10(ctx: Ctx) -> Result:
     ljh = ctx.plan(model, "--method", "full", "--provider", "alibaba", "--resource-class", "pai-lingjun", "--gpu",
                    "H800", "--spot", *hw, tokens=TOKENS_JOB)
     pl = best(ljh["plans"])
+    spot_ok = spot_consistency(ctx, pl) if pl else True
     if pl:
-        spot_consistency(ctx, pl)
         facts.append(f"Lingjun, spot, `--gpu H800` stated, {TOKENS_JOB} tokens: {plan_line(pl)}; "
                      f"{g(pl['hours'])} h expected with {g(pl['expected_interruptions'])} interruptions, checkpoint "
                      f"every {g((pl['checkpoint_interval_hours'] or 0) * 60, 0)} min; cost "
@@ -809,7 +811,8 @@ def c10(ctx: Ctx) -> Result:
         bits.append(f"stated as H800, 4 Lingjun nodes fit with {pl['settings']['strategy']}"
                     + (f"+{pl['settings']['offload']} offload" if offloads(pl) else "")
                     + f" ({g(pl['host_ram_gib'], 0)} GiB host RAM/node) and spot adds "
-                      f"{g(pl['expected_interruptions'])} expected interruptions per {TOKENS_JOB} tokens")
+                      f"{g(pl['expected_interruptions'])} expected interruptions per {TOKENS_JOB} tokens"
+                    + ("" if spot_ok else " (inconsistent with trainfit's own spot model, see below)"))
     nums = {"gpus_fit_32_without_offload": ok_gpus,
             "offload_80gb_host_ram_gib": off80[0]["host_ram_gib"] if off80 else None,
             "lingjun_h800_spot": None if pl is None else {
@@ -1065,7 +1068,8 @@ def _c18_extra(ctx: Ctx) -> tuple[list[str], list[str] | None]:
     pai = [f"{n} ({i['gpu_count']}\u00d7{i['gpu']})" for n, i in pcie if i["provider"] == "alibaba"]
     bits = []
     if pai:
-        bits.append(f"not required: PAI's {', '.join(pai)} has no NVLink")
+        more = f" and {len(pai) - 3} more PAI types" if len(pai) > 3 else ""
+        bits.append(f"not required: PAI's {', '.join(pai[:3])}{more} have no NVLink")
     if p:
         bits.append(f"trainfit plans {p['instance_type']} with {p['settings']['gpus']} GPUs over PCIe")
     return facts, bits or None
@@ -1082,8 +1086,8 @@ def _c23_extra(ctx: Ctx) -> tuple[list[str], list[str] | None]:
     # what spot costs in time for a Lingjun job (GPU stated as H800: the Lingjun codes are not documented)
     p = best(ctx.plan("Qwen3-30B-A3B", "--method", "full", "--provider", "alibaba", "--resource-class", "pai-lingjun",
                       "--gpu", "H800", "--gpus", "8", "--spot", tokens=TOKENS_JOB)["plans"])
+    spot_ok = spot_consistency(ctx, p) if p else True
     if p:
-        spot_consistency(ctx, p)
         base = best(ctx.plan("Qwen3-30B-A3B", "--method", "full", "--provider", "alibaba", "--resource-class",
                              "pai-lingjun", "--gpu", "H800", "--gpus", "8", tokens=TOKENS_JOB)["plans"])
         facts.append(f"Qwen3-30B-A3B full, {TOKENS_JOB} tokens, one Lingjun node (`--gpu H800` stated), spot: {plan_line(p)}; "
@@ -1095,7 +1099,8 @@ def _c23_extra(ctx: Ctx) -> tuple[list[str], list[str] | None]:
         if base:
             bits.append(f"spot costs time too: {g(p['hours'] - base['hours'])} h more for {TOKENS_JOB} tokens on one "
                         f"Lingjun node ({g(p['expected_interruptions'])} expected interruptions, checkpoint every "
-                        f"{g((p['checkpoint_interval_hours'] or 0) * 60, 0)} min)")
+                        f"{g((p['checkpoint_interval_hours'] or 0) * 60, 0)} min"
+                        + ("" if spot_ok else "; inconsistent with trainfit's own spot model, see below") + ")")
     if not n_spot:
         bits.append("no Alibaba spot price in trainfit's table to check either figure")
     return facts, bits or None
