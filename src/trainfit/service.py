@@ -2,6 +2,8 @@
 (``web/``) and the training-time tools call these and only parse and present what comes back.
 
 * :func:`memory_report` - per-GPU memory, the one fit verdict, largest micro-batch / sequence, hints;
+* :func:`rl_memory_report` - RL fine-tuning (``--rl grpo|ppo|dpo``): memory per phase (rollout, train, sync),
+  KV pool, the verdict over all phases; with a catalog GPU the step time, with ``steps`` the hours;
 * :func:`make_plan` - the ranked plans (:class:`~trainfit.plan.types.PlanResult`);
 * :func:`plan_for` - one typed :class:`~trainfit.plan.types.Plan` for a given workload on a given GPU or
   instance type (what ``render MODEL options`` renders);
@@ -116,15 +118,86 @@ def memory_report(model: ModelShape, workload: Workload, *, gpu: str | None = No
                         host_ram_gib=host_ram_gib, answer=answer)
 
 
+@dataclass(frozen=True, kw_only=True)
+class RLMemoryReport:
+    """What ``trainfit memory --rl ...`` reports: the policy update's memory and the RL section."""
+
+    model: ModelShape
+    workload: Workload
+    """The policy update (its ``seq_len`` is prompt + response)."""
+    rl: Any
+    """The :class:`~trainfit.rl.RLConfig`."""
+    estimate: Any
+    """The :class:`~trainfit.rl.memory.RLMemoryEstimate` (per phase, KV pool, the verdict over all phases)."""
+    report: dict
+    """:func:`trainfit.rl.rl_report`'s JSON-ready part (config, phases, speed, time)."""
+    gpu: str | None = None
+    usable_gib: float
+    host_ram_gib: float | None = None
+    speed: Any = None
+    """The :class:`~trainfit.rl.speed.RLSpeedEstimate` (None without a catalog GPU)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        rep = self.report
+        out = self.estimate.train.to_dict()
+        out["workload"] = self.workload.to_dict()
+        out.update({"gpu": self.gpu, "gpu_mem_gib": self.usable_gib, "host_ram_node_gib": self.host_ram_gib,
+                    "verdict": rep["verdict"], "fits": rep["fits"], "fit": rep["fit"],
+                    "headroom_gib": round(rep["headroom_gib"], 2)})
+        out["rl"] = dict(rep)
+        return out
+
+
+def rl_memory_report(model: ModelShape, workload: Workload, rl: Any, *, gpu: str | None = None,
+                     gpu_mem_gib: float | None = None, host_ram_gib: float | None = None,
+                     instance_type: str | None = None, steps: int | None = None,
+                     margin: float | None = None) -> RLMemoryReport:
+    """RL sizing of ``rl`` around the policy update ``workload`` on a GPU (name, ``gpu_mem_gib`` or an instance
+    type): memory per phase and the one verdict over all phases; with a catalog GPU also the step time and, with
+    ``steps``, the hours. A KV pool below one sequence is a :class:`~trainfit.errors.RolloutMemoryError`."""
+    from trainfit.rl.report import rl_report
+
+    gpu_rec = None
+    if instance_type:
+        from trainfit.catalog.instances import get_instance
+
+        inst = get_instance(instance_type)
+        gpu = gpu or inst.gpu
+        if host_ram_gib is None:
+            host_ram_gib = inst.ram_gib
+    name, usable = None, None
+    if gpu:
+        from trainfit.catalog.gpus import get_gpu
+
+        gpu_rec = get_gpu(gpu)
+        name, usable = gpu_usable_gib(gpu)
+        usable = round(usable, 3)
+    if gpu_mem_gib is not None:
+        usable = gpu_mem_gib
+    if usable is None:
+        raise WorkloadError("--rl needs the GPU: the rollout engine's budget is a fraction of its memory",
+                            fix="pass --gpu NAME (e.g. H100), --gpu-mem GIB or --instance-type TYPE")
+    rep = rl_report(model, workload, rl, float(usable), gpu=gpu_rec, steps=steps, host_ram_gib=host_ram_gib,
+                    margin=margin)
+    rep.pop("_train")
+    wl = rep.pop("_workload")
+    est = rep.pop("_estimate")
+    sp = rep.pop("_speed", None)
+    return RLMemoryReport(model=model, workload=wl, rl=rl, estimate=est, report=rep, gpu=name, usable_gib=usable,
+                          host_ram_gib=host_ram_gib, speed=sp)
+
+
 MEMORY_EXTRA = ("model", "config", "gpu", "gpu_mem", "host_ram", "instance_type")
 
 
-def memory_from_options(values: Mapping[str, Any]) -> MemoryReport:
-    """``memory`` from a mapping of option values (the web API body; the CLI parses flags the same way)."""
+def memory_from_options(values: Mapping[str, Any]) -> MemoryReport | RLMemoryReport:
+    """``memory`` from a mapping of option values (the web API body; the CLI parses flags the same way). With
+    ``rl`` set (and the RL options of :data:`trainfit.options.RL_OPTIONS`) the :class:`RLMemoryReport`."""
     from trainfit import inputs
-    from trainfit.options import parse_options, workload_from_values
+    from trainfit.options import RL_OPTION_NAMES, RL_OPTIONS, parse_options, rl_config_from_values, workload_from_values
 
-    wl_vals = parse_options(values, allowed_extra=MEMORY_EXTRA)
+    wl_vals = parse_options(values, allowed_extra=MEMORY_EXTRA + RL_OPTION_NAMES)
+    rl_vals = parse_options({k: v for k, v in values.items() if k in RL_OPTION_NAMES}, RL_OPTIONS)
     model = resolve_model(values.get("model"), config=values.get("config"))
     gpu = values.get("gpu")
     if gpu is not None:
@@ -132,10 +205,15 @@ def memory_from_options(values: Mapping[str, Any]) -> MemoryReport:
     gm = values.get("gpu_mem")
     hr = values.get("host_ram")
     it = values.get("instance_type")
-    return memory_report(model, workload_from_values(wl_vals), gpu=gpu,
-                         gpu_mem_gib=None if gm is None else inputs.as_float("gpu_mem", gm, lo=0, hi=4096, lo_open=True),
-                         host_ram_gib=None if hr is None else inputs.as_float("host_ram", hr, lo=0, hi=1e6, lo_open=True),
-                         instance_type=None if it is None else inputs.as_ident("instance_type", it, "instance_type"))
+    kw = dict(gpu=gpu,
+              gpu_mem_gib=None if gm is None else inputs.as_float("gpu_mem", gm, lo=0, hi=4096, lo_open=True),
+              host_ram_gib=None if hr is None else inputs.as_float("host_ram", hr, lo=0, hi=1e6, lo_open=True),
+              instance_type=None if it is None else inputs.as_ident("instance_type", it, "instance_type"))
+    rl = rl_config_from_values(rl_vals)
+    if rl is not None:
+        wl = workload_from_values({**wl_vals, "seq_len": rl.seq_len})
+        return rl_memory_report(model, wl, rl, steps=rl_vals.get("steps"), **kw)
+    return memory_report(model, workload_from_values(wl_vals), **kw)
 
 
 # ----------------------------------------------------------------------------------------------- plan
@@ -150,9 +228,12 @@ def make_plan(request: Any) -> Any:
 def plan_for(model: ModelShape, workload: Workload, *, gpu: str | None = None, instance_type: str | None = None,
              gpu_mem_gib: float | None = None, tokens: float | None = None, spot: bool = False,
              region: str | None = None, framework: str | None = None,
-             margin: float = SAFETY_MARGIN_DEFAULT, source: str = "trainfit render (no plan file)") -> Any:
+             margin: float = SAFETY_MARGIN_DEFAULT, source: str = "trainfit render (no plan file)",
+             rl: Any = None, steps: int | None = None) -> Any:
     """One typed Plan for ``workload`` on a GPU or an instance type: memory and the fit verdict always; speed when
-    the GPU's compute is known; time and cost when ``tokens`` is given."""
+    the GPU's compute is known; time and cost when ``tokens`` is given. With ``rl`` (an
+    :class:`~trainfit.rl.RLConfig`) the RL plan: per-phase memory, the verdict over all phases, the RL step
+    time and, with ``steps``, hours and cost (:func:`trainfit.plan.rl.rl_plan`)."""
     from trainfit.catalog.gpus import GPU, get_gpu
     from trainfit.plan.types import Plan
 
@@ -181,8 +262,18 @@ def plan_for(model: ModelShape, workload: Workload, *, gpu: str | None = None, i
     usable = gpu_mem_gib if gpu_mem_gib is not None else g.usable_mem_gib
     if usable is None:
         raise UnknownGPUError(f"the catalog does not know the memory of {g.name}", fix="pass --gpu-mem GIB")
-    est = estimate_memory(model, workload)
     gpn = min(workload.gpus, workload.gpus_per_node)
+    if rl is not None:
+        from trainfit.plan.rl import fit_rollout_tp, rl_plan
+        from trainfit.rl.memory import estimate_rl_memory
+
+        rl, tp_warning = fit_rollout_tp(rl, gpn)
+        wl = workload.with_(seq_len=rl.seq_len) if workload.seq_len != rl.seq_len else workload
+        rest = estimate_rl_memory(model, wl, rl, usable, host_ram_gib=getattr(inst, "ram_gib", None), margin=margin)
+        return rl_plan(model, wl, rl, rest, gpu=g, usable=usable, gpus_per_node=gpn, inst=inst, steps=steps,
+                       spot=spot, region=region, margin=margin, source=source, strict_speed=False,
+                       rule_warnings=(tp_warning,) if tp_warning else ())
+    est = estimate_memory(model, workload)
     fit = decide_fit(est, usable_gib=usable, gpus_per_node=gpn,
                      host_ram_gib=getattr(inst, "ram_gib", None), margin=margin)
     speed: dict[str, Any] = {}

@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 from trainfit.check.facts import JobFacts
 from trainfit.check.shell import is_torchrun
+from trainfit.rules.types import Violation
 
 ERROR, WARNING, INFO = "error", "warning", "info"
 #: PAI public resource group: "maximum 2 GPU cards and 8 CPU cores" unless raised (DLC doc, pai-facts 1.3).
@@ -26,17 +27,6 @@ DLC_BODY_LIMIT = 65_536
 #: Official PAI registries; other images on Lingjun need RDMA libraries installed by hand.
 PAI_REGISTRIES = ("dsw-registry", "registry.", "registry-vpc.", "pai-dlc")
 _VAR = r"(?<![A-Za-z0-9_])%s\b"
-
-
-@dataclass(frozen=True, kw_only=True)
-class Violation:
-    rule: str
-    severity: str
-    message: str
-    fix: str
-
-    def to_dict(self) -> dict[str, str]:
-        return {"rule": self.rule, "severity": self.severity, "message": self.message, "fix": self.fix}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -65,10 +55,10 @@ def _catalog_instance(name: str):
 
 
 def _is_lingjun(name: str) -> bool:
+    from trainfit.providers.alibaba.lingjun import is_lingjun
+
     hit, _ = _catalog_instance(name)
-    if hit is not None:
-        return hit.resource_class == "pai-lingjun"
-    return re.match(r"^ml\.gu\d+[a-z]*f\.", name.strip(), re.IGNORECASE) is not None
+    return is_lingjun(name, hit)
 
 
 def _gpus_per_node(f: JobFacts) -> int | None:
@@ -259,14 +249,11 @@ def rule_platform(f: JobFacts, o: CheckOptions) -> list[Violation]:
 
     if f.kind == "deepspeed":
         return []  # a DeepSpeed config alone says nothing about the platform
-    return [Violation(rule=v.rule, severity=v.severity, message=v.message, fix=v.fix or "")
-            for v in evaluate(job_context(f, o))]
+    return evaluate(job_context(f, o))
 
 
 def rule_launcher(f: JobFacts, o: CheckOptions) -> list[Violation]:
     """torchrun's node count, GPUs per node and master address against the job (any platform)."""
-    from trainfit.check.shell import is_torchrun
-
     out: list[Violation] = []
     nodes = f.nodes or o.nodes
     gpn = _gpus_per_node(f) or o.gpus_per_node
