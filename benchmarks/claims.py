@@ -507,7 +507,7 @@ def _precision_pair(ctx: Ctx, model: str, st: dict, other: str, gpus: dict) -> s
 def _by_precision(items: dict[str, Any], fmt: Callable[[Any], str]) -> str:
     vals = {pr: fmt(v) for pr, v in items.items()}
     if len(set(vals.values())) == 1:
-        return next(iter(vals.values())) + " (pure bf16 and amp-bf16)"
+        return next(iter(vals.values())) + " under both pure bf16 and amp-bf16"
     return "; ".join(f"{pr}: {v}" for pr, v in vals.items())
 
 
@@ -537,7 +537,7 @@ def c3(ctx: Ctx) -> Result:
                 facts.append(line)
     by_pr = {pr: [studies[(m, pr)] for m in ("Qwen3-32B", "Qwen3-30B-A3B")] for pr in PRECISIONS_C3}
     multi = all(st["one_gpu"] is None for sts in by_pr.values() for st in sts)
-    parts = ["multi-GPU: needed (pure bf16 and amp-bf16)" if multi else "multi-GPU: not always needed"]
+    parts = ["multi-GPU: needed under both pure bf16 and amp-bf16" if multi else "multi-GPU: not always needed"]
     parts.append("multi-node/RDMA: " + _by_precision(
         {pr: all(st["node"] for st in sts) for pr, sts in by_pr.items()},
         lambda ok: "not needed (one 8-GPU node fits both models)" if ok else "needed for at least one model"))
@@ -1218,7 +1218,7 @@ def c26(ctx: Ctx) -> Result:
         nums[name] = {"router_params": router, "params_total": m["params_total"]}
         facts.append(f"{name}: router (gate) weights = layers {m['layers']} \u00d7 experts {m['experts']} \u00d7 hidden "
                      f"{m['hidden_size']} = {router:,} parameters, {router / m['params_total']:.3%} of "
-                     f"{m['params_total']:,}; {m['experts_per_token']} experts per token chosen from them each step")
+                     f"{m['params_total']:,}; per token the router picks {m['experts_per_token']} of {m['experts']} experts")
     d = ctx.memory("Qwen3-30B-A3B", "--method", "full")
     prm = d.get("params", {})
     if prm:
