@@ -338,7 +338,8 @@ def mem_line(d: dict) -> str:
     if d.get("gpu"):
         fit = d.get("fit") or {}
         s += (f" on {d['gpu']} (usable {g(d['gpu_mem_gib'])} GiB): verdict {d['verdict']} (GPU memory "
-              f"{fit.get('gpu_verdict')}, host RAM {fit.get('host_verdict')}: needs {g(fit.get('host_ram_need_gib'), 0)}"
+              f"{fit.get('gpu_verdict')}, host RAM {fit.get('host_verdict')}: needs "
+              f"{g(fit.get('host_ram_need_gib'), 0)}"
               f" GiB/node)")
     return s
 
@@ -391,7 +392,8 @@ def c1(ctx: Ctx) -> Result:
     why = (f"all 12 cases fit at seq 2048; the largest, {model} {method} on {gpu}, needs {g(d['reserved_gib'])} GiB "
            f"of {g(d['gpu_mem_gib'])} usable (longest sequence {d['max_seq_len']:,})")
     return Result("C1", TRUE, why, facts=facts,
-                  numbers={"largest_case": f"{model} {method} {gpu}", "largest_reserved_gib": round(d["reserved_gib"], 2),
+                  numbers={"largest_case": f"{model} {method} {gpu}",
+                           "largest_reserved_gib": round(d["reserved_gib"], 2),
                            "usable_gib": d["gpu_mem_gib"], "max_seq_len": d["max_seq_len"]})
 
 
@@ -1092,7 +1094,8 @@ def _c23_extra(ctx: Ctx) -> tuple[list[str], list[str] | None]:
     if p:
         base = best(ctx.plan("Qwen3-30B-A3B", "--method", "full", "--provider", "alibaba", "--resource-class",
                              "pai-lingjun", "--gpu", "H800", "--gpus", "8", tokens=TOKENS_JOB)["plans"])
-        facts.append(f"Qwen3-30B-A3B full, {TOKENS_JOB} tokens, one Lingjun node (`--gpu H800` stated), spot: {plan_line(p)}; "
+        facts.append(f"Qwen3-30B-A3B full, {TOKENS_JOB} tokens, one Lingjun node (`--gpu H800` stated), spot: "
+                     f"{plan_line(p)}; "
                      f"{g(p['hours'])} h expected vs {g(base['hours']) if base else '?'} h on demand, "
                      f"{g(p['expected_interruptions'])} expected interruptions, checkpoint every "
                      f"{g((p['checkpoint_interval_hours'] or 0) * 60, 0)} min; spot price fraction "
@@ -1127,7 +1130,8 @@ for _cid in [f"C{i}" for i in range(16, 24)]:
 
 
 def _rule_fact(r: dict) -> str:
-    return f"rule `{r['id']}` ({r['severity']}, as of {r.get('as_of')}): {r['title']}. Why: {r['why']} Source: {r['source']}"
+    return (f"rule `{r['id']}` ({r['severity']}, as of {r.get('as_of')}): {r['title']}. Why: {r['why']} "
+            f"Source: {r['source']}")
 
 
 @claim("C24")
@@ -1171,7 +1175,8 @@ def c24(ctx: Ctx) -> Result:
         return Result("C24", PARTLY if cheaper else FALSE, why, facts=facts, numbers=nums)
     why = (f"trainfit has {len(prices)} Alibaba prices and {len(listed)} of {len(insts)} Alibaba rows list "
            f"{region}, so no region can be compared on price; stock and power prices are in no source"
-           + ("; Ulanqab is one of the Lingjun spot regions (rule lingjun-spot-regions)" if "lingjun-spot-regions" in rules
+           + ("; Ulanqab is one of the Lingjun spot regions (rule lingjun-spot-regions)"
+              if "lingjun-spot-regions" in rules
               else ""))
     return Result("C24", NA, why, facts=facts, numbers=nums)
 
@@ -1191,10 +1196,12 @@ def c25(ctx: Ctx) -> Result:
             frac = p["all"]["tokens_per_s"] / p["none"]["tokens_per_s"]
             busy.append(frac)
             nums[model] = {"tokens_per_s_no_offload": round(p["none"]["tokens_per_s"]),
-                           "tokens_per_s_offload_all": round(p["all"]["tokens_per_s"]), "gpu_busy_fraction": round(frac, 3),
+                           "tokens_per_s_offload_all": round(p["all"]["tokens_per_s"]),
+                           "gpu_busy_fraction": round(frac, 3),
                            "mfu_offload_all": round(p["all"]["mfu"], 3)}
-            facts.append(f"{model}, 8\u00d7A100-80GB, ZeRO-3: {g(p['none']['tokens_per_s'], 0)} tokens/s without offload, "
-                         f"{g(p['all']['tokens_per_s'], 0)} with offload all (MFU {g(p['all']['mfu'], 3)}): the GPUs have "
+            facts.append(f"{model}, 8\u00d7A100-80GB, ZeRO-3: {g(p['none']['tokens_per_s'], 0)} tokens/s without "
+                         f"offload, {g(p['all']['tokens_per_s'], 0)} with offload all (MFU {g(p['all']['mfu'], 3)}): "
+                         "the GPUs have "
                          f"work for at most {frac:.0%} of each offloaded step (the rest is the CPU optimizer step and "
                          "PCIe transfers); trainfit models no input pipeline, so none of this is data loading")
     facts.append("CPFS 3\u00d7: no trainfit rule, catalog field or data-loading model gives a speed-up factor for CPFS "
@@ -1218,9 +1225,11 @@ def c26(ctx: Ctx) -> Result:
             continue
         router = m["layers"] * m["experts"] * m["hidden_size"]
         nums[name] = {"router_params": router, "params_total": m["params_total"]}
-        facts.append(f"{name}: router (gate) weights = layers {m['layers']} \u00d7 experts {m['experts']} \u00d7 hidden "
+        facts.append(f"{name}: router (gate) weights = layers {m['layers']} \u00d7 experts {m['experts']} "
+                     f"\u00d7 hidden "
                      f"{m['hidden_size']} = {router:,} parameters, {router / m['params_total']:.3%} of "
-                     f"{m['params_total']:,}; per token the router picks {m['experts_per_token']} of {m['experts']} experts")
+                     f"{m['params_total']:,}; per token the router picks {m['experts_per_token']} of "
+                     f"{m['experts']} experts")
     d = ctx.memory("Qwen3-30B-A3B", "--method", "full")
     prm = d.get("params", {})
     if prm:
