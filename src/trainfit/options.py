@@ -142,6 +142,9 @@ def add_options(p: argparse.ArgumentParser, options: tuple[Option, ...] = WORKLO
             g.add_argument(o.cli_flag, dest=o.name, action=argparse.BooleanOptionalAction, default=default,
                            help=o.help)
             continue
+        if o.parse is inputs.as_bool:  # a plain switch (--spot)
+            g.add_argument(o.cli_flag, dest=o.name, action="store_true", default=default, help=o.help)
+            continue
         kw: dict[str, Any] = {"dest": o.name, "default": default, "help": o.help, "type": _argparse_type(o)}
         if o.choices:
             kw["metavar"] = "{" + ",".join(o.choices) + "}"

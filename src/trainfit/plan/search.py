@@ -456,8 +456,13 @@ def _score(req: PlanRequest, p: Plan) -> tuple:
 
 
 def _pareto(plans: list[Plan]) -> tuple[int, ...]:
+    """Plans on the time-vs-money frontier. Money is compared only in one unit: cost when every plan has a price in
+    the same currency, else GPU-hours for all (a cost in CNY, a cost in USD and GPU-hours never meet)."""
+    currencies = {p.currency for p in plans if p.cost is not None}
+    priced = all(p.cost is not None for p in plans) and len(currencies) == 1
+
     def c(p: Plan) -> float:
-        return p.cost if p.cost is not None else p.gpu_hours
+        return p.cost if priced else p.gpu_hours
 
     idx = []
     for i, p in enumerate(plans):
