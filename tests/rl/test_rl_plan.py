@@ -391,3 +391,30 @@ def test_plan_rl_table_names_the_algorithm_and_the_binding_phase(capsys):
     out = capsys.readouterr().out
     assert "grpo (verl)" in out and f"{STEPS} steps" in out
     assert "rollout-bound" in out or "train-bound" in out or "sync-bound" in out
+
+
+def test_check_reads_an_rl_launch_back_and_sizes_it_per_phase(tmp_path, capsys):
+    """`check` on a rendered verl launch agrees with the plan; with the utilisation raised by hand it finds the OOM;
+    on a smaller GPU it finds the phase that does not fit."""
+    import json as _json
+
+    from trainfit.check import check_file
+    from trainfit.cli import main
+
+    assert main(["plan", "Qwen3-8B", "--method", "lora", "--rl", "grpo", "--rl-framework", "verl",
+                 "--num-generations", "8", "--steps", "50", "--gpu", "H100", "--json"]) == 0
+    plan = tmp_path / "rl.json"
+    plan.write_text(capsys.readouterr().out)
+    assert main(["render", "--plan", str(plan), "--out", str(tmp_path / "job")]) == 0
+    capsys.readouterr()
+    script = tmp_path / "job" / "verl_rl.sh"
+    assert _json.loads(plan.read_text())["plans"][0]["verdict"] in ("fits", "unknown")
+    assert not [v for v in check_file(script).violations if v.severity == "error"]
+    import re
+
+    hot = tmp_path / "hot.sh"
+    hot.write_text(re.sub(r"gpu_memory_utilization=[0-9.]+", "gpu_memory_utilization=0.97", script.read_text()))
+    rules = {v.rule for v in check_file(hot).violations if v.severity == "error"}
+    assert "rl-util-too-high" in rules
+    small = {v.rule for v in check_file(script, gpu="A10").violations if v.severity == "error"}
+    assert small & {"rl-phase-oom", "rl-kv-pool", "rl-util-too-high"}

@@ -114,8 +114,8 @@ def print_plan(out: dict, top: int = 10, console: Console | None = None) -> None
                       "-" if p["mfu"] is None else f"{p['mfu']:.0%}", f"{p['hours']:,.1f}", f"{p['gpu_hours']:,.0f}",
                       _money(p["cost"], p["currency"]))
         c.print(t)
-        c.print("[dim]* on the time-vs-cost Pareto frontier (GPU-hours stand in for cost where no price is "
-                "known)[/dim]")
+        c.print("[dim]* on the time-vs-cost Pareto frontier (cost when every plan has a price in one currency, else "
+                "GPU-hours for all)[/dim]")
         best = plans[0]
         if best["cost"] is None:
             c.print("[yellow]no prices in the catalog for these instance types: ranked by GPU-hours. Add "

@@ -324,6 +324,52 @@ def rule_memory(f: JobFacts, o: CheckOptions) -> list[Violation]:
     return out
 
 
+def _rl_text(f: JobFacts) -> str | None:
+    for _, s in f.scripts:
+        if "verl.trainer.main_ppo" in s.text or re.search(r"\bswift\s+rlhf\b", s.text):
+            return s.text
+    return None
+
+
+def rule_rl(f: JobFacts, o: CheckOptions) -> list[Violation]:
+    """RL launches (verl main_ppo, ``swift rlhf``): read back and sized per phase with the same model and fit
+    decision as ``memory --rl`` / ``plan --rl``, plus the RL lints (utilization vs the trainer's residual,
+    colocation without sleep/offload, KV pool below one sequence, unfused logits at long responses)."""
+    text = _rl_text(f)
+    if text is None:
+        return []
+    from trainfit.errors import TrainfitError as _TE
+    from trainfit.rl.lint import lint_rl_launch
+
+    plan = f.header.get("plan") if isinstance(f.header.get("plan"), dict) else {}
+    usable = (plan.get("rl") or {}).get("gpu_mem_gib") if isinstance(plan.get("rl"), dict) and not o.gpu else None
+    gpu = o.gpu or f.gpu or plan.get("gpu")
+    inst = None
+    for it in [o.instance_type, *f.instance_types, plan.get("instance_type")]:
+        if isinstance(it, str) and it:
+            inst, _ = _catalog_instance(it)
+            if inst is not None:
+                break
+    if gpu is None and inst is not None:
+        gpu = inst.gpu
+    if usable is None and gpu:
+        from trainfit.catalog.gpus import get_gpu
+
+        try:
+            usable = get_gpu(gpu).usable_mem_gib
+        except _TE:
+            usable = None
+    if usable is None:
+        return [Violation(rule="memory-fit", severity=INFO, message="the GPU of this RL job is unknown, so its "
+                          "memory was not checked", fix="pass --gpu NAME (e.g. H100)")]
+    try:
+        findings, _ = lint_rl_launch(text, usable, model=plan.get("model"), host_ram_gib=getattr(inst, "ram_gib", None))
+    except _TE as e:
+        return [Violation(rule="memory-fit", severity=WARNING,
+                          message=f"the RL settings could not be modelled: {e.message}", fix=e.fix or "")]
+    return list(findings)
+
+
 def rule_injection(f: JobFacts, o: CheckOptions) -> list[Violation]:
     try:
         from trainfit.check.injection import find_injection
@@ -333,7 +379,8 @@ def rule_injection(f: JobFacts, o: CheckOptions) -> list[Violation]:
 
 
 RULES: tuple[Callable[[JobFacts, CheckOptions], list[Violation]], ...] = (
-    rule_unknown_instance, rule_memory, rule_launcher, rule_batch, rule_placeholders, rule_platform, rule_injection)
+    rule_unknown_instance, rule_memory, rule_rl, rule_launcher, rule_batch, rule_placeholders, rule_platform,
+    rule_injection)
 
 
 def run_rules(f: JobFacts, o: CheckOptions) -> list[Violation]:

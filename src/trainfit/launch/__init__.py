@@ -100,8 +100,7 @@ def build_context(plan: Any, options: RenderOptions | None = None) -> RenderCont
     inst = plan.instance
     regions = tuple(getattr(inst, "regions", ()) or ()) if inst is not None else ()
     lingjun = plan.resource_class == "pai-lingjun" or (inst is None and is_lingjun_type(plan.instance_type))
-    region = o.region or plan.region or (regions[0] if len(regions) == 1 else
-                                         ("cn-wulanchabu" if lingjun else "cn-hangzhou"))
+    region = o.region or plan.region or (regions[0] if regions else ("cn-wulanchabu" if lingjun else "cn-hangzhou"))
     if regions and region not in regions:
         raise RenderError(f"{plan.instance_type} is documented only in {', '.join(regions)}, not {region}",
                           fix=f"use --region {regions[0]} or another instance type")
