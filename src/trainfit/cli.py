@@ -14,7 +14,7 @@ from typing import Sequence
 
 from trainfit.errors import TrainfitError
 
-COMMANDS = ("models", "memory", "trace", "plan", "catalog", "render", "check", "submit")
+COMMANDS = ("models", "memory", "trace", "plan", "catalog", "render", "check", "submit", "watch", "diagnose")
 
 
 def build_parser() -> argparse.ArgumentParser:
