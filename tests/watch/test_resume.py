@@ -65,8 +65,9 @@ def test_notice_and_kill_resume_bitwise(variant, tmp_path):
         lora = [k for k in ref if "lora_B" in k]
         assert lora and all(ref[k].abs().sum() > 0 for k in lora)  # lora_B starts at zero
     else:
-        moved = [k for k in early if k in ref and not torch.equal(early[k], ref[k])]
-        assert len(moved) >= len(early) // 2, moved
+        common = [k for k in early if k in ref]  # MoE experts are stored per expert, trained fused
+        moved = [k for k in common if not torch.equal(early[k], ref[k])]
+        assert len(common) >= 10 and len(moved) >= len(common) // 2, moved
     if variant == "moe":
         router = [k for k in ref if k.endswith("mlp.gate.weight")]
         assert len(router) == 2, router

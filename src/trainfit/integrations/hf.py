@@ -98,6 +98,59 @@ class _NVML:
         return out
 
 
+def _checkpoint_weight_keys(cp: Path) -> set[str] | None:
+    """Tensor names in the checkpoint's safetensors weights; None when it has none (adapters, DeepSpeed)."""
+    single, index = cp / "model.safetensors", cp / "model.safetensors.index.json"
+    if index.is_file():
+        try:
+            return set(json.loads(index.read_text())["weight_map"])
+        except (OSError, ValueError, KeyError):
+            return None
+    if single.is_file():
+        from safetensors import safe_open
+
+        with safe_open(str(single), framework="pt") as f:
+            return set(f.keys())
+    return None
+
+
+def repair_converted_resume(args, state, model) -> bool:
+    """Reload the weights of a resumed run when the Trainer could not match the checkpoint's names.
+
+    transformers 5 writes MoE checkpoints in the Hub layout (one tensor per expert) but its Trainer resumes
+    with a plain ``load_state_dict`` into the fused runtime layout (``experts.gate_up_proj``), so every expert
+    silently keeps its initial weights (a warning lists them as missing). Reported upstream as
+    https://github.com/huggingface/transformers/issues/48805 (fix proposed in
+    https://github.com/huggingface/transformers/pull/48822; both open as of 2026-12). When the resumed
+    model has tensors the checkpoint does not name, load the checkpoint again through ``from_pretrained``
+    (which applies the conversion) and copy it in place, so optimizer references stay valid. Returns True
+    when it did. Not needed (and skipped) for PEFT adapters, DeepSpeed and FSDP checkpoints.
+    """
+    if model is None or state.global_step <= 0 or getattr(args, "deepspeed", None) or getattr(args, "fsdp", None):
+        return False
+    if hasattr(model, "peft_config"):
+        return False
+    from trainfit.watch.protocol import RESUME_ENV
+
+    env = os.environ.get(RESUME_ENV)
+    cp = Path(env) if env else Path(args.output_dir) / f"checkpoint-{state.global_step}"
+    keys = _checkpoint_weight_keys(cp)
+    if keys is None:
+        return False
+    sd = model.state_dict()
+    present_ptrs = {t.data_ptr() for k, t in sd.items() if k in keys}
+    missing = [k for k, t in sd.items() if k not in keys and t.data_ptr() not in present_ptrs]  # tied: fine
+    if not missing:
+        return False
+    dtype = next(model.parameters()).dtype
+    loaded = type(model).from_pretrained(str(cp), dtype=dtype)
+    model.load_state_dict(loaded.state_dict(), strict=True)
+    del loaded
+    print(f"trainfit: reloaded {cp} with weight conversion ({len(missing)} tensors the Trainer "
+          "could not match, transformers#48805)", file=sys.stderr)
+    return True
+
+
 class TrainfitCallback(TrainerCallback):
     """Stop on request (``trainfit watch``), mark complete checkpoints, write per-step metrics.
 
@@ -140,6 +193,8 @@ class TrainfitCallback(TrainerCallback):
         self.stop_file = str(stop_file) if stop_file is not None else (env_stop or None)
         self.exit_on_stop = exit_on_stop
         self.sync_cuda = sync_cuda
+        self.repaired_resume = False
+        """True when on_train_begin had to reload converted (MoE) weights, see repair_converted_resume."""
         self.stopped = False
         """True once a stop request was honoured (checkpoint saved, training stopped)."""
         self.records: list[dict[str, Any]] = []
@@ -181,6 +236,7 @@ class TrainfitCallback(TrainerCallback):
                          "gpu_name": torch.cuda.get_device_name() if torch.cuda.is_available() else None})
         if self.requested_port is not None and self.prometheus_port is None:
             self._start_prometheus(int(getattr(args, "local_process_index", 0) or 0))
+        self.repaired_resume = repair_converted_resume(args, state, kwargs.get("model"))
         self._mark = time.perf_counter()
 
     def _start_prometheus(self, local_rank: int) -> None:
