@@ -48,7 +48,7 @@ def prometheus_scrape_config(*, job: str, port: int = DEFAULT_PORT, gpus_per_nod
                 "kubernetes_sd_configs": [{"role": "pod", "namespaces": {"names": [kubernetes_namespace]}}],
                 "relabel_configs": [
                     {"source_labels": ["__meta_kubernetes_pod_label_training_kubeflow_org_job_name"],
-                     "regex": re.escape(job), "action": "keep"},
+                     "regex": job.replace(".", r"\."), "action": "keep"},
                     {"source_labels": ["__meta_kubernetes_pod_ip"], "target_label": "__address__",
                      "replacement": f"$1:{port + rank}"},
                     {"source_labels": ["__meta_kubernetes_pod_name"], "target_label": "pod"},

@@ -135,6 +135,12 @@ def _parse_time(text: str, fmt: str | None) -> float | None:
     try:
         return datetime.strptime(text, "%Y-%m-%d %H:%M:%S").replace(tzinfo=timezone.utc).timestamp()
     except ValueError:
+        pass
+    try:  # RFC 1123, as Azure's NotBefore
+        from email.utils import parsedate_to_datetime
+
+        return parsedate_to_datetime(text).timestamp()
+    except (TypeError, ValueError, IndexError):
         return None
 
 
