@@ -116,6 +116,7 @@ def main(argv=None) -> int:
     ap.add_argument("--save-steps", type=int, default=3)
     ap.add_argument("--metrics", default=None)
     ap.add_argument("--prometheus-port", type=int, default=None)
+    ap.add_argument("--no-callback", action="store_true", help="leave TrainfitCallback to watch --hf-callback")
     a = ap.parse_args(argv)
 
     torch.use_deterministic_algorithms(True)
@@ -132,7 +133,7 @@ def main(argv=None) -> int:
                           prometheus_port=a.prometheus_port, prometheus_addr="127.0.0.1")
     trainer = Trainer(model=model, args=targs,
                       train_dataset=Synthetic(float(os.environ.get("TINY_SLOW_DATA", "0"))),
-                      callbacks=[Hooks(), cb])
+                      callbacks=[Hooks()] if a.no_callback else [Hooks(), cb])
     trainer.train(resume_from_checkpoint=resume_from(ckpt_dir))
     state = {k: v.detach().clone() for k, v in trainer.model.state_dict().items()}
     torch.save(state, os.path.join(a.out, "final.pt"))

@@ -5,6 +5,7 @@ run. Variants: dense, gradient accumulation, LoRA, Qwen3-MoE (router weights com
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import time
@@ -74,3 +75,26 @@ def test_notice_and_kill_resume_bitwise(variant, tmp_path):
         for k in router:
             assert torch.equal(ref[k], got[k]), f"{ctx}: router {k} differs"
             assert not torch.equal(early[k], ref[k]), f"router {k} did not train"
+
+
+@pytest.mark.slow
+def test_hf_callback_attached_by_watch(tmp_path):
+    """A script that builds its Trainer without TrainfitCallback (as ms-swift or LLaMA-Factory do) still
+    stops on a notice, marks the checkpoint complete and writes metrics under ``watch --hf-callback``."""
+    import subprocess
+    import sys
+
+    from resume_harness import TRAIN, _env
+
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "trainfit.cli", "watch", "--notice-file", str(tmp_path / "notice"),
+           "--poll-seconds", "0.02", "--hf-callback", "--metrics-path", str(tmp_path / "m.jsonl"), "--",
+           sys.executable, TRAIN, str(out), "--steps", "8", "--no-callback"]
+    r = subprocess.run(cmd, env=_env(TINY_NOTICE_AT="3", TINY_NOTICE_FILE=str(tmp_path / "notice")),
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 143, r.stderr[-3000:]
+    assert "trainer stopped at step 3" in r.stderr
+    assert (out / "ckpt" / "checkpoint-3" / "trainfit-complete.json").exists()
+    assert not (out / "metrics.jsonl").exists()  # the script's own callback was not used
+    steps = [json.loads(x)["step"] for x in (tmp_path / "m.jsonl").read_text().splitlines() if '"step"' in x]
+    assert steps == [1, 2, 3]

@@ -35,6 +35,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--kill-grace-seconds", type=float, default=5.0, help="SIGTERM to SIGKILL (default 5)")
     s.add_argument("--restart-exit-code", type=int, default=143,
                    help="exit code after a preemption stop (default 143, retryable for PyTorchJob ExitCode)")
+    h = p.add_argument_group("callback for CLIs that build the Trainer themselves (ms-swift, LLaMA-Factory, TRL)")
+    h.add_argument("--hf-callback", action="store_true",
+                   help="attach TrainfitCallback to every Hugging Face Trainer the command creates")
+    h.add_argument("--metrics-path", metavar="PATH", help="JSONL metrics file of the attached callback")
+    h.add_argument("--prometheus-port", type=int, metavar="PORT",
+                   help="Prometheus port of the attached callback (each process: PORT + local rank)")
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="CMD", help="training command, after --")
     p.set_defaults(func=run)
 
@@ -50,5 +56,6 @@ def run(args: argparse.Namespace) -> int:
                       checkpoint_dir=args.checkpoint_dir, poll_seconds=args.poll_seconds,
                       lead_seconds=args.lead_seconds, sigterm_lead_seconds=args.sigterm_lead_seconds,
                       margin_seconds=args.margin_seconds, kill_grace_seconds=args.kill_grace_seconds,
-                      restart_exit_code=args.restart_exit_code)
+                      restart_exit_code=args.restart_exit_code, hf_callback=args.hf_callback,
+                      metrics_path=args.metrics_path, prometheus_port=args.prometheus_port)
     return run_watch(cfg)

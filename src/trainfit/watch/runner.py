@@ -58,6 +58,12 @@ class WatchConfig:
     """Between SIGTERM and SIGKILL to the trainer's process group once the deadline is reached."""
     restart_exit_code: int = RESTART_EXIT_CODE
     """Exit code after a preemption stop."""
+    hf_callback: bool = False
+    """Attach TrainfitCallback to every HF Trainer of the command (sitecustomize hook on PYTHONPATH)."""
+    metrics_path: str | None = None
+    """TRAINFIT_METRICS_PATH for the attached callback."""
+    prometheus_port: int | None = None
+    """TRAINFIT_PROMETHEUS_PORT for the attached callback."""
     log: Callable[[str], None] = field(default=_stderr, repr=False)
     """Where progress messages go."""
 
@@ -71,6 +77,9 @@ class WatchConfig:
             raise WatchError(f"--margin-seconds must be >= 0; got {self.margin_seconds}")
         if not 1 <= self.restart_exit_code <= 255:
             raise WatchError(f"--restart-exit-code must be in 1..255; got {self.restart_exit_code}")
+        if (self.metrics_path or self.prometheus_port is not None) and not self.hf_callback:
+            raise WatchError("--metrics-path and --prometheus-port configure the attached callback",
+                             fix="add --hf-callback, or pass them to TrainfitCallback in your script")
         for p in self.providers:
             provider_source(p)  # raises WatchError for an unknown name
 
@@ -107,6 +116,14 @@ def run_watch(cfg: WatchConfig) -> int:
             pass
     env = dict(os.environ)
     env[STOP_FILE_ENV] = stop_file
+    if cfg.hf_callback:
+        from trainfit.integrations.hf_autoload import AUTOLOAD_DIR, METRICS_ENV, PORT_ENV
+
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (AUTOLOAD_DIR, env.get("PYTHONPATH")) if p)
+        if cfg.metrics_path:
+            env[METRICS_ENV] = cfg.metrics_path
+        if cfg.prometheus_port is not None:
+            env[PORT_ENV] = str(cfg.prometheus_port)
     if cfg.checkpoint_dir:
         cp = latest_complete_checkpoint(cfg.checkpoint_dir, mark_incomplete=True)
         env[RESUME_ENV] = str(cp) if cp else ""
