@@ -45,6 +45,9 @@ def test_prometheus_endpoint_and_jsonl(tmp_path, monkeypatch):
         cb.close()
     fams = {f.name: f for f in prom.text_string_to_metric_families(text)}
     value = {name: fams[name].samples[0].value for name in fams if fams[name].samples}
+    from trainfit.watch.metrics import METRICS
+
+    assert {m.prom_name for m in METRICS if m.prom_name} <= set(fams)  # every gauge is exposed (GPU ones empty)
     lines = [json.loads(x) for x in (tmp_path / "m.jsonl").read_text().splitlines()]
     steps = [x for x in lines if "step" in x]
     assert lines[0]["event"] == "start" and [s["step"] for s in steps] == list(range(1, 9))
