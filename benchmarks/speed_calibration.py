@@ -18,7 +18,7 @@ import json
 import sys
 from pathlib import Path
 
-from trainfit.estimate.compute import Hardware, estimate_speed, flops_per_token
+from trainfit.estimate.speed import Hardware, estimate_speed, flops_per_token
 from trainfit.models import from_hf_config, get_model
 from trainfit.workload import Workload
 

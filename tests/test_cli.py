@@ -67,7 +67,7 @@ def test_config_option(tmp_path, capsys):
     (["memory", "Qwen3-9B"], "did you mean"),
     (["memory", "Qwen3-8B", "--gpus", "3", "--tp", "2"], "not divisible"),
     (["memory", "--config", "/nonexistent/x"], "no config file"),
-    (["memory", "Qwen3-8B", "--gpu-mem", "-1"], "must be positive"),
+    (["memory", "Qwen3-8B", "--gpu-mem", "-1"], "must be >"),
 ])
 def test_user_errors_are_clear(argv, needle, capsys):
     assert main(argv) == 2

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from trainfit.cost import (
+from trainfit.plan.cost import (
     CostError,
     Price,
     SpotPolicy,

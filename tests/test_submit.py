@@ -130,7 +130,7 @@ def test_submit_refuses_a_job_check_rejects(tmp_path, creds, capsys):
     p = tmp_path / "dlc_job.json"
     p.write_text(json.dumps(body))
     rc, out, err = _run(["submit", str(p), "--yes"], capsys)
-    assert rc == 2 and "lingjun-vpc" in err
+    assert rc == 2 and "lingjun-needs-vpc" in err
 
 
 @pytest.mark.parametrize("content,needle", [("{oops", "not valid JSON"), ('{"a": 1}', "not a PAI-DLC")])

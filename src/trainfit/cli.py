@@ -14,7 +14,8 @@ from typing import Sequence
 
 from trainfit.errors import TrainfitError
 
-COMMANDS = ("models", "memory", "trace", "plan", "catalog", "render", "check", "submit", "watch", "diagnose")
+COMMANDS = ("models", "memory", "trace", "plan", "catalog", "render", "check", "submit", "serve", "watch",
+            "diagnose", "calibrate")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -63,7 +64,10 @@ def _quiet_sdk_loggers() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     _quiet_sdk_loggers()
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # argparse printed its one-line error (or --help); keep its exit code (2 = usage)
+        return e.code if isinstance(e.code, int) else 2
     if args.version:
         from trainfit import __version__
 

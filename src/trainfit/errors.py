@@ -64,6 +64,61 @@ class MissingExtraError(TrainfitError):
     code = "missing-extra"
 
 
+class PlanError(TrainfitError):
+    """A plan request that cannot be searched (no tokens, a bad objective...)."""
+
+    code = "bad-plan-request"
+
+
+class PlanFileError(TrainfitError):
+    """A plan file (``trainfit plan --json``) that cannot be read, has another schema version or another shape."""
+
+    code = "bad-plan-file"
+
+
+class CostError(TrainfitError):
+    """Invalid cost inputs (negative hours, a discount outside 0-1...)."""
+
+    code = "bad-cost"
+
+
+class RenderError(TrainfitError):
+    """A render request that cannot produce a consistent set of files."""
+
+    code = "render-error"
+
+
+class CheckInputError(TrainfitError):
+    """A file ``trainfit check`` cannot read: missing, too large, not text, malformed, or of unknown kind."""
+
+    code = "bad-check-input"
+
+
+class SubmitError(TrainfitError):
+    """A job that cannot be submitted (bad file, refused by the service, no credentials)."""
+
+    code = "submit-error"
+
+
+class NetworkError(TrainfitError):
+    """A cloud API that could not be reached in time (DNS, connection, TLS, deadline): not a quota answer."""
+
+    code = "network-error"
+
+
+class InputError(TrainfitError):
+    """A value from the user or a file that fails the input gate (not finite, out of range, too deep, too big)."""
+
+    code = "bad-input"
+
+
+class RolloutMemoryError(TrainfitError):
+    """RL sizing: the rollout engine's KV-cache pool cannot hold one full sequence (or its weights do not fit
+    in the memory the engine is allowed to use)."""
+
+    code = "rollout-kv-pool"
+
+
 def did_you_mean(name: str, candidates: list[str] | tuple[str, ...], n: int = 3) -> list[str]:
     """Closest candidates to ``name`` (case-insensitive), best first."""
     import difflib

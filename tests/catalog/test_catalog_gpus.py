@@ -75,12 +75,12 @@ def test_instances():
 def test_catalog_import_stays_light_and_lazy():
     code = (
         "import sys\n"
-        "import trainfit.catalog, trainfit.platforms, trainfit._cli.catalog\n"
+        "import trainfit.catalog, trainfit.rules, trainfit._cli.catalog\n"
         "from trainfit.catalog import _store\n"
         "assert _store.bundled_rows.cache_info().currsize == 0, 'CSV read at import'\n"
         "from trainfit.catalog import get_gpu\n"
         "assert get_gpu('A100').mem_gib == 80\n"
-        "from trainfit.platforms import evaluate_instance\n"
+        "from trainfit.rules import evaluate_instance\n"
         "evaluate_instance('generic-8xH100', nodes=2)\n"
         "bad = [m for m in ('pandas', 'torch', 'transformers') if m in sys.modules]\n"
         "assert not bad, bad\n"

@@ -18,7 +18,7 @@ pytest.importorskip("alibabacloud_pai_dlc20201203")
 pytest.importorskip("alibabacloud_credentials")
 
 from trainfit.catalog import _store, get_gpu, get_instance  # noqa: E402
-from trainfit.catalog.refresh import cache_file, refresh  # noqa: E402
+from trainfit.providers.alibaba.refresh import cache_file, refresh  # noqa: E402
 from trainfit.cli import main  # noqa: E402
 from trainfit.errors import CatalogError  # noqa: E402
 

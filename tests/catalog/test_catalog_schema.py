@@ -163,3 +163,42 @@ def test_instance_rows_are_consistent():
             assert r["provider"] == "generic" and r["price_per_hour"] == ""
         if r["provider"] == "alibaba":
             assert r["instance_type"].startswith(("ecs.", "ml."))
+
+
+def _is_path_like(source: str) -> bool:
+    return any(s in source for s in ("shared/", "pai-facts", ".ipynb;", "reference/")) and "http" not in source
+
+
+@pytest.mark.parametrize("name,rows", [("gpus.csv", GPUS), ("instances.csv", INSTANCES)])
+def test_sources_are_public_urls_not_files(name, rows):
+    for r in rows:
+        label = r.get("name") or r.get("instance_type")
+        assert not _is_path_like(r["source"]), f"{name}: {label} cites a file: {r['source']}"
+        if r.get("provider") in ("alibaba", "tencent"):
+            assert r["source"].startswith("http"), f"{label}: source must start with a URL"
+            for part in r["source"].split(";"):
+                assert part.strip().startswith("http"), f"{label}: {part!r} is not a URL"
+
+
+def test_rentable_rows_cover_the_gpus_people_ask_about():
+    full = [r for r in INSTANCES if r["provider"] in ("alibaba", "tencent") and r["gpu"] and r["gpu_count"]
+            and r["ram_gib"] and r["source"].startswith("http")]
+    assert len(full) >= 40
+    gpus = {normalize_gpu_name(r["gpu"]) for r in full}
+    for want in ("A10", "L20", "V100-16GB", "V100-32GB", "T4", "A100-40GB-SXM"):
+        assert normalize_gpu_name(want) in gpus, want
+    for r in full:
+        # a multi-GPU node states how its GPUs talk, or leaves it empty; never 'none'
+        if int(r["gpu_count"]) > 1:
+            assert r["intra_node_link"] in ("nvlink", "pcie", ""), r["instance_type"]
+
+
+def test_ecs_rows_match_the_documented_vcpu_naming_rule():
+    # ECS doc: Nxlarge = 4N vCPU (xlarge = 4); checked independently of the table the rows came from
+    for r in INSTANCES:
+        m = re.match(r"ecs\.[a-z0-9-]+\.(\d*)xlarge$", r["instance_type"])
+        if m and r["vcpu"]:
+            n = int(m.group(1) or 1)
+            if r["instance_type"] == "ecs.gn6v-c10g1.20xlarge":
+                continue  # the doc lists 82 vCPUs for this 20xlarge type
+            assert int(r["vcpu"]) == 4 * n, r["instance_type"]

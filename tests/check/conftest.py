@@ -1,3 +1,3 @@
-"""Share the rendered job folders of tests/render with the check tests."""
+"""Share the rendered job folders of tests/launch with the check tests."""
 
-from tests.render.conftest import rendered  # noqa: F401  (pytest fixture)
+from tests.launch.conftest import rendered  # noqa: F401  (pytest fixture)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.render.conftest import SCENARIOS
+from tests.launch.conftest import SCENARIOS
 from trainfit.check import CheckInputError, check_file
 from trainfit.cli import main
 
@@ -16,16 +16,16 @@ FX = Path(__file__).parent.parent / "fixtures" / "check"
 EXPECTED = {
     "dlc_unknown_instance.json": {"unknown-instance-type"},
     "dlc_memory_wont_fit.json": {"memory-fit"},
-    "launch_world_size.sh": {"world-size-misuse", "rank-misuse"},
-    "dlc_spot_no_checkpoint.json": {"spot-no-checkpoint", "spot-no-resume"},
-    "skypilot_spot_no_checkpoint.yaml": {"spot-no-checkpoint", "spot-no-resume"},
-    "pai_submit_spot.sh": {"spot-no-checkpoint", "spot-no-resume", "nnodes-hardcoded", "rank-misuse"},
-    "dlc_lingjun_no_vpc.json": {"lingjun-vpc"},
-    "dlc_public_cap.json": {"public-gpu-cap"},
-    "dlc_region_mismatch.json": {"region-mismatch"},
+    "launch_world_size.sh": {"dlc-world-size-is-nodes", "dlc-node-rank-not-rank-env"},
+    "dlc_spot_no_checkpoint.json": {"spot-needs-checkpoints"},
+    "skypilot_spot_no_checkpoint.yaml": {"spot-needs-checkpoints"},
+    "pai_submit_spot.sh": {"spot-needs-checkpoints", "launcher", "dlc-node-rank-not-rank-env"},
+    "dlc_lingjun_no_vpc.json": {"lingjun-needs-vpc"},
+    "dlc_public_cap.json": {"pai-public-quota"},
+    "dlc_region_mismatch.json": {"region-must-match"},
     "dlc_lingjun_custom_image.json": {"lingjun-custom-image-rdma"},
     "ds_global_batch.json": {"global-batch"},
-    "pytorchjob_nnodes.yaml": {"nnodes-hardcoded", "nproc-mismatch"},
+    "pytorchjob_nnodes.yaml": {"launcher"},
 }
 
 
@@ -50,7 +50,7 @@ def test_memory_rule_names_the_numbers():
 
 def test_region_option_is_compared():
     res = check_file(FX / "dlc_memory_wont_fit.json", region="cn-shanghai")
-    assert "region-mismatch" in {v.rule for v in res.violations}
+    assert "region-must-match" in {v.rule for v in res.violations}
 
 
 @pytest.mark.parametrize("name", list(SCENARIOS))
@@ -103,3 +103,17 @@ def test_huge_and_binary_files(tmp_path):
         check_file(binf)
     with pytest.raises(CheckInputError, match="cannot read"):
         check_file(tmp_path / "missing.json")
+
+
+def test_two_node_script_with_local_master_and_certain_oom():
+    """Issue 9: a 2 x 8 GPU launch script saying --nnodes=1 --master_addr=localhost, batch 8 x 8192 tokens of
+    Qwen3-14B with ZeRO-2: every mistake is found at once."""
+    res = check_file(FX / "launch_two_nodes_local.sh", nodes=2, gpus_per_node=8, gpu="H800")
+    by_rule = {}
+    for v in res.violations:
+        by_rule.setdefault(v.rule, []).append(v)
+    launcher = " ".join(v.message for v in by_rule.get("launcher", []))
+    assert "--nnodes=1 but the job has 2 nodes" in launcher and "localhost" in launcher
+    mem = by_rule["memory-fit"][0]
+    assert mem.severity == "error" and "Qwen3-14B full" in mem.message and "zero2" in mem.message
+    assert "8192" in mem.message and "H800" in mem.message

@@ -112,17 +112,44 @@ def test_claim_14b_zero2_two_a100():
 
 
 def test_fit_answers():
+    from trainfit.estimate.fit import SAFETY_MARGIN_DEFAULT
+
+    lim = 80.0 * (1 - SAFETY_MARGIN_DEFAULT)
     fa = fit_answer(M8, Workload(seq_len=2048), 80.0)
-    assert fa.fits and fa.headroom_gib > 0
+    assert fa.fits and fa.decision.headroom_gib > 0 and fa.decision.verdict == "fits"
     assert fa.max_micro_batch >= 1
-    assert estimate_memory(M8, Workload(seq_len=2048, micro_batch=fa.max_micro_batch)).reserved_gib <= 80
-    assert estimate_memory(M8, Workload(seq_len=2048, micro_batch=fa.max_micro_batch + 1)).reserved_gib > 80
-    assert estimate_memory(M8, Workload(seq_len=fa.max_seq_len)).reserved_gib <= 80
-    assert estimate_memory(M8, Workload(seq_len=fa.max_seq_len + 128)).reserved_gib > 80
+    assert estimate_memory(M8, Workload(seq_len=2048, micro_batch=fa.max_micro_batch)).reserved_gib <= lim
+    assert estimate_memory(M8, Workload(seq_len=2048, micro_batch=fa.max_micro_batch + 1)).reserved_gib > lim
+    assert estimate_memory(M8, Workload(seq_len=fa.max_seq_len)).reserved_gib <= lim
+    assert estimate_memory(M8, Workload(seq_len=fa.max_seq_len + 128)).reserved_gib > lim
     no = fit_answer(M8, Workload(seq_len=2048), 24.0)
-    assert not no.fits and no.suggestions
+    assert not no.fits and no.decision.verdict == "oom" and no.suggestions
     for s in no.suggestions:
-        assert estimate_memory(M8, Workload(seq_len=2048).with_(**s.options)).reserved_gib <= 24
+        assert estimate_memory(M8, Workload(seq_len=2048).with_(**s.options)).reserved_gib <= 24 * (1 - SAFETY_MARGIN_DEFAULT)
+
+
+def test_one_fit_decision_bands():
+    from trainfit.estimate.fit import decide_fit
+
+    est = estimate_memory(M8, Workload(method="lora"))
+    r = est.reserved_gib
+    assert decide_fit(est, usable_gib=r / 0.9).verdict == "fits"
+    assert decide_fit(est, usable_gib=r / 0.99).verdict == "tight"
+    assert decide_fit(est, usable_gib=r * 0.99).verdict == "oom"
+    # host RAM: unknown is reported as unknown, never as fits, once it is above the floor
+    off = estimate_memory(M8, Workload(gpus=8, strategy="zero3", offload="all"))
+    d = decide_fit(off, usable_gib=80.0, gpus_per_node=8)
+    assert off.host_ram_gib > 64 and d.verdict == "unknown" and d.host_verdict == "unknown"
+    assert decide_fit(off, usable_gib=80.0, gpus_per_node=8, host_ram_gib=off.host_ram_gib / 2).verdict == "oom"
+    assert decide_fit(off, usable_gib=80.0, gpus_per_node=8, host_ram_gib=off.host_ram_gib * 2).verdict == "fits"
+
+
+def test_fsdp_hint_says_it_changes_optimizer_precision():
+    m = get_model("Qwen3-14B")
+    fa = fit_answer(m, Workload(gpus=8, strategy="zero2", micro_batch=8), 80.0)
+    hints = [s for s in fa.suggestions if s.options.get("strategy") == "fsdp"]
+    for s in hints:
+        assert "pure-bf16" in s.why and "amp-bf16" in s.why
 
 
 # ------------------------------------------------------------------ properties

@@ -17,11 +17,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sub = p.add_subparsers(dest="catalog_command", metavar="ACTION")
 
     s = sub.add_parser("show", help="print the catalog")
-    s.add_argument("what", nargs="?", choices=("gpus", "instances"), default="gpus")
+    s.add_argument("what", nargs="?", choices=("gpus", "instances", "prices"), default="gpus")
     s.add_argument("--provider", help="instances: alibaba | tencent | generic | private")
     s.add_argument("--resource-class", dest="resource_class",
                    help="instances: pai-public | pai-lingjun | pai-eas | tencent-tione | generic ...")
     s.add_argument("--gpu", help="instances with this GPU (name or alias)")
+    s.add_argument("--instance-type", dest="instance_type", help="prices: only this instance type")
+    s.add_argument("--region", help="prices: this region (plus prices whose region is not stated)")
+    s.add_argument("--billing", choices=("payg", "subscription", "spot"), help="prices: only this billing")
     s.add_argument("--json", action="store_true", help="print JSON instead of a table")
     s.set_defaults(func=_show)
 
@@ -30,11 +33,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     v.add_argument("--json", action="store_true")
     v.set_defaults(func=_validate)
 
-    r = sub.add_parser("refresh", help="fetch live specs (PAI-DLC ListEcsSpecs) into the user cache")
-    r.add_argument("--provider", required=True, choices=("pai",), help="only pai today")
-    r.add_argument("--region", required=True, help="region id, e.g. cn-hangzhou, cn-wulanchabu, ap-southeast-1")
-    r.add_argument("--endpoint", help="API endpoint host (default pai-dlc.<region>.aliyuncs.com)")
+    r = sub.add_parser("refresh", help="fetch live specs or prices (PAI-DLC, ECS, Tencent CVM) into the user cache")
+    r.add_argument("--provider", required=True, choices=("pai", "ecs", "tencent"),
+                   help="pai: PAI-DLC ListEcsSpecs; ecs: Alibaba ECS DescribeInstanceTypes (--prices: DescribePrice "
+                        "+ DescribeSpotPriceHistory); tencent: CVM DescribeInstanceTypeConfigs (--prices: "
+                        "InquiryPriceRunInstances)")
+    r.add_argument("--region", required=True, help="region id, e.g. cn-hangzhou, cn-wulanchabu, ap-guangzhou")
+    r.add_argument("--prices", action="store_true", help="ecs/tencent: fetch prices instead of specs")
+    r.add_argument("--instance-type", dest="instance_types", action="append", metavar="TYPE",
+                   help="with --prices: price only this type (repeatable; default: the provider's GPU types "
+                        "in the catalog)")
+    r.add_argument("--zone", help="tencent --prices: availability zone to quote (default: the first listed)")
+    r.add_argument("--image-id", dest="image_id", help="tencent --prices: image id to quote with (required by "
+                                                       "InquiryPriceRunInstances)")
+    r.add_argument("--currency", default="CNY", help="tencent --prices: currency your account is billed in "
+                                                    "(the API states amounts in CNY; international-site accounts: USD)")
+    r.add_argument("--endpoint", help="API endpoint host (default: the SDK's regional endpoint)")
     r.add_argument("--timeout", type=float, default=15.0, help="seconds per request (default 15)")
+    r.add_argument("--total-timeout", dest="total_timeout", type=float,
+                   help="seconds for the whole refresh (default: max(60, 4 x --timeout))")
     r.add_argument("--protocol", choices=("https", "http"), default="https",
                    help="https (default); http only for a local proxy or test server")
     r.add_argument("--json", action="store_true")
@@ -98,6 +115,8 @@ def _show(args: argparse.Namespace) -> int:
                [[g.name, g.mem_gib, g.mem_type, g.mem_bandwidth_gbps, g.bf16_dense_tflops, g.fp8_dense_tflops,
                  g.nvlink_gbps, g.form_factor, g.verified, g.aliases] for g in gpus])
         return 0
+    if args.what == "prices":
+        return _show_prices(args)
     rows = list_instances(provider=args.provider, resource_class=args.resource_class, gpu=args.gpu)
     if args.json:
         json.dump([r.to_dict() for r in rows], sys.stdout, indent=2, ensure_ascii=False)
@@ -105,12 +124,56 @@ def _show(args: argparse.Namespace) -> int:
         return 0
     cols = ["instance type", "class", "gpu", "n", "vCPU", "RAM GiB", "intra", "inter", "Gbit/s", "price/h",
             "regions", "verified"]
-    _table("Instances (- = not known; prices only where published or in your overlay)", cols,
+    _table("Instances (- = not known; pay-as-you-go prices only where published or in your overlay: "
+           "`catalog show prices` gives sources and dates)", cols,
            [[r.instance_type, r.resource_class, r.gpu, r.gpu_count, r.vcpu, r.ram_gib, r.intra_node_link,
              r.inter_node, r.inter_node_gbit_per_s,
-             None if r.price_per_hour is None else f"{r.price_per_hour:g} {r.currency}", r.regions, r.verified]
+             _price_cell(r), r.regions, r.verified]
             for r in rows])
     return 0
+
+
+def _price_cell(inst: Any) -> str | None:
+    """Pay-as-you-go price of an instance from the price table or the row itself (``catalog show prices``
+    says where it comes from)."""
+    from trainfit.catalog.prices import price_for_instance
+
+    p = price_for_instance(inst)
+    return None if p is None else f"{p.price_per_hour:g} {p.currency}"
+
+
+def _show_prices(args: argparse.Namespace) -> int:
+    from trainfit.catalog.prices import current_prices, prices_for
+
+    if args.instance_type:
+        rows = prices_for(args.provider or "", args.resource_class, args.instance_type, region=args.region,
+                          billing=args.billing) if args.provider else [
+            r for r in current_prices() if r.instance_type.lower() == args.instance_type.lower()]
+    else:
+        rows = [r for r in current_prices()
+                if (not args.provider or r.provider == args.provider.lower())
+                and (not args.resource_class or r.resource_class == args.resource_class.lower())
+                and (not args.billing or r.billing == args.billing)
+                and (not args.region or r.region in (None, args.region))]
+    if args.json:
+        json.dump([r.to_dict() for r in rows], sys.stdout, indent=2, ensure_ascii=False)
+        print()
+        return 0
+    _table("Prices (per instance-hour, in the source's currency; never converted)",
+           ["instance type", "provider", "class", "region", "billing", "price/h", "spot paid", "as of", "verified",
+            "source"],
+           [[r.instance_type, r.provider, r.resource_class, r.region, r.billing,
+             None if r.price_per_hour is None else f"{r.price_per_hour:g} {r.currency}", r.spot_discount,
+             r.as_of, r.verified, _short_source(r.source)] for r in rows])
+    return 0
+
+
+def _short_source(src: str, n: int = 48) -> str:
+    """The source shortened for a table (``--json`` prints it whole)."""
+    from urllib.parse import unquote
+
+    s = unquote(src)
+    return s if len(s) <= n else s[: n - 1] + "…"
 
 
 def _validate(args: argparse.Namespace) -> int:
@@ -119,11 +182,14 @@ def _validate(args: argparse.Namespace) -> int:
     from trainfit.catalog._store import bundled_rows, overlay_path
     from trainfit.catalog.overlay import validate_overlay
     from trainfit.errors import CatalogError
-    from trainfit.platforms.rules import load_rules
+    from trainfit.rules import load_rules
 
     problems: list[str] = []
     checked: list[str] = []
-    for what, fn in (("bundled catalog", bundled_rows), ("platform rules", load_rules)):
+    from trainfit.catalog.prices import bundled_price_rows
+
+    for what, fn in (("bundled catalog", bundled_rows), ("bundled prices", bundled_price_rows),
+                     ("platform rules", load_rules)):
         try:
             fn()
             checked.append(what)
@@ -152,7 +218,14 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _refresh(args: argparse.Namespace) -> int:
-    from trainfit.catalog.refresh import refresh
+    if args.provider in ("ecs", "tencent"):
+        return _refresh_cloud(args)
+    if args.prices:
+        from trainfit.errors import CatalogError
+
+        raise CatalogError("--prices is not available for --provider pai (ListEcsSpecs already reports the "
+                           "spot discount)", fix="use --provider ecs --prices for ECS list and spot prices")
+    from trainfit.providers.alibaba.refresh import refresh
 
     res = refresh(args.provider, args.region, endpoint=args.endpoint, protocol=args.protocol,
                   timeout_s=args.timeout)
@@ -167,8 +240,36 @@ def _refresh(args: argparse.Namespace) -> int:
     return 0
 
 
+def _refresh_cloud(args: argparse.Namespace) -> int:
+    kw = dict(prices=args.prices, instance_types=args.instance_types, endpoint=args.endpoint,
+              protocol=args.protocol, timeout_s=args.timeout, total_timeout_s=args.total_timeout)
+    if args.provider == "ecs":
+        from trainfit.providers.alibaba.ecs_refresh import refresh_ecs
+
+        res = refresh_ecs(args.region, **kw)
+        api = "ECS DescribePrice/DescribeSpotPriceHistory" if args.prices else "ECS DescribeInstanceTypes"
+    else:
+        from trainfit.providers.tencent.refresh import refresh_tencent
+
+        res = refresh_tencent(args.region, zone=args.zone, image_id=args.image_id, currency=args.currency, **kw)
+        api = "CVM InquiryPriceRunInstances" if args.prices else "CVM DescribeInstanceTypeConfigs"
+    out = {"provider": args.provider, "region": res.region, "path": str(res.path), "instances": res.instances,
+           "new_gpus": list(res.new_gpus), "prices": res.prices, "skipped": list(res.skipped),
+           "fetched_at": res.fetched_at}
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return 0
+    what = f"{res.prices} price rows" if args.prices else f"{res.instances} GPU instance types"
+    print(f"{what} from {api} ({res.region}) cached in {res.path}")
+    if res.new_gpus:
+        print("GPU types not in the catalog (memory only, compute unknown): " + ", ".join(res.new_gpus))
+    if res.skipped:
+        print(f"not sold in {res.region} (skipped): " + ", ".join(res.skipped))
+    return 0
+
+
 def _rules(args: argparse.Namespace) -> int:
-    from trainfit.platforms.rules import load_rules, rules_for_claim
+    from trainfit.rules import load_rules, rules_for_claim
 
     rules = rules_for_claim(args.claim) if args.claim else list(load_rules())
     if args.json:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from trainfit._cli.common import add_json_option, print_json
+from trainfit._cli.common import add_json_option, int_arg, print_json
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -18,14 +18,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--region", help="the region you will submit to (checked against the spec)")
     p.add_argument("--gpu", help="GPU model, when the spec does not say (for the memory check)")
     p.add_argument("--instance-type", help="instance type, when the spec does not say")
+    p.add_argument("--nodes", type=int_arg("--nodes", 1, 65_536), help="nodes the job runs on, when the spec does not say")
+    p.add_argument("--gpus-per-node", type=int_arg("--gpus-per-node", 1, 64),
+                   help="GPUs per node, when the spec does not say")
     add_json_option(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from trainfit.check import check_file
+    from trainfit.service import check_file
 
-    res = check_file(args.file, region=args.region, gpu=args.gpu, instance_type=args.instance_type)
+    res = check_file(args.file, region=args.region, gpu=args.gpu, instance_type=args.instance_type, nodes=args.nodes,
+                     gpus_per_node=args.gpus_per_node)
     if args.json:
         print_json(res.to_dict())
         return 0 if res.ok else 1

@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(data)
         return 0
-    from trainfit.render.tables import make_console
+    from trainfit._cli.tables import make_console
     from rich.table import Table
 
     t = Table(title="trainfit models (exact counts from the configs)")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from trainfit._cli.common import add_json_option, print_json
+from trainfit._cli.common import add_json_option, float_arg, print_json
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -18,6 +18,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--region", default="cn-hangzhou", help="region id (default cn-hangzhou)")
     p.add_argument("--endpoint", help="API endpoint (default pai-dlc.REGION.aliyuncs.com)")
     p.add_argument("--protocol", default="https", choices=("https", "http"), help=argparse.SUPPRESS)
+    p.add_argument("--timeout", type=float_arg("--timeout", 0, 600, lo_open=True), default=30.0,
+                   help="total seconds for the request (default 30)")
     p.add_argument("--no-check", action="store_true", help="submit even when `trainfit check` finds errors")
     add_json_option(p)
     p.set_defaults(func=run)
@@ -26,16 +28,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from trainfit.check import check_file
-    from trainfit.submit import SubmitError, load_job, submit
+    from trainfit.service import submit_job
 
-    path, _ = load_job(args.path)
-    res_check = check_file(path, region=args.region)
-    if args.yes and not res_check.ok and not args.no_check:
-        first = next(v for v in res_check.violations if v.severity == "error")
-        raise SubmitError(f"`trainfit check` found {res_check.errors} error(s) in {path}, e.g. {first.rule}: "
-                          f"{first.message}", fix=f"{first.fix}; or pass --no-check")
-    res = submit(path, region=args.region, yes=args.yes, endpoint=args.endpoint, protocol=args.protocol)
+    res, res_check = submit_job(args.path, region=args.region, yes=args.yes, gate=not args.no_check,
+                                endpoint=args.endpoint, protocol=args.protocol, timeout_s=args.timeout)
     if args.json:
         out = res.to_dict()
         out["check"] = res_check.to_dict()

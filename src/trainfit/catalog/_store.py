@@ -247,7 +247,7 @@ def _build(ov_key, cache_keys) -> Catalog:
     warns: list[str] = []
 
     if cache_keys:
-        from trainfit.catalog.refresh import read_cache_file
+        from trainfit.catalog.cache import read_cache_file
 
         for ck in cache_keys:
             path = Path(ck[0])

@@ -46,7 +46,7 @@ from typing import Any
 from trainfit.catalog._schema import GPU_COLUMNS, INSTANCE_COLUMNS, Column, parse_row
 from trainfit.errors import CatalogError
 
-_TOP_KEYS = ("gpus", "instances")
+_TOP_KEYS = ("gpus", "instances", "prices")  # prices: parsed by trainfit.catalog.prices
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -141,6 +141,12 @@ def validate_overlay(path: str | Path) -> list[str]:
     from trainfit.catalog._store import bundled_rows, cross_check, gpu_key, instance_key, merge_rows
 
     ov, problems = parse_overlay(path)
+    from trainfit.catalog.prices import overlay_price_rows
+
+    try:
+        overlay_price_rows(Path(path).expanduser())
+    except CatalogError as e:
+        problems = problems + e.message.split("\n  ")[1:]
     if problems:
         return problems
     g_base, i_base = bundled_rows()

@@ -1,7 +1,18 @@
-"""Fit answers: does a workload fit a GPU of a given memory, how much room is left, the largest
-micro-batch and sequence length that fit, and the cheapest settings changes that would make it fit.
+"""The one fit decision, and the answers built on it: does a workload fit a GPU (and its node's host RAM), how
+much room is left, the largest micro-batch and sequence length that fit, and the cheapest settings changes that
+would make it fit.
 
-"Fits" compares ``reserved_gib`` (what the GPU really needs, overhead included) with the GPU memory.
+:func:`decide_fit` is the only place that turns memory numbers into a verdict; ``memory``, ``plan``,
+``render``, ``check``, ``submit`` and the web page all call it:
+
+* ``fits``: ``reserved_gib`` <= usable GPU memory x (1 - margin), and host RAM known and sufficient (or small
+  enough that any GPU server has it, :data:`HOST_RAM_FLOOR_GIB_PER_GPU`);
+* ``tight``: inside the safety margin (usable x (1 - margin) < reserved <= usable), or host RAM within 90-100 %;
+* ``oom``: more than the GPU's usable memory, or more host RAM than the node has;
+* ``unknown``: the GPU part fits but the node's host RAM is unknown and the job needs more than the floor.
+
+``reserved_gib`` is what the GPU really needs (tensor peak plus allocator and CUDA/NCCL overhead); usable
+memory is the GPU record's ``usable_mem_gib`` (ECC on GDDR6).
 """
 
 from __future__ import annotations
@@ -12,6 +23,104 @@ from trainfit.errors import WorkloadError
 from trainfit.estimate.memory import MemoryEstimate, OverheadModel, DEFAULT_OVERHEAD, estimate_memory
 from trainfit.models.shapes import ModelShape
 from trainfit.workload import Workload
+
+#: Fraction of usable GPU memory kept free (allocator spikes, NCCL growth, version drift): inside it a job is
+#: ``tight``. A documented assumption; a 138.7/140 GiB job that OOMed in a published report (1 % headroom)
+#: sits inside it.
+SAFETY_MARGIN_DEFAULT = 0.05
+#: Fraction of host RAM the job may use (the OS, data loaders and page cache need the rest).
+HOST_RAM_USABLE = 0.9
+#: Host RAM per GPU that any GPU server has (the smallest GPU instances in the catalog carry 15-30 GiB for one
+#: GPU): a job needing less than this per GPU of a node with unknown RAM is not held up as ``unknown``.
+HOST_RAM_FLOOR_GIB_PER_GPU = 8.0
+VERDICTS = ("fits", "tight", "oom", "unknown")
+_ORDER = {"fits": 0, "unknown": 1, "tight": 2, "oom": 3}
+
+
+@dataclass(frozen=True, kw_only=True)
+class FitDecision:
+    """The verdict of one workload on one GPU (and node), with the numbers behind it."""
+
+    verdict: str
+    """fits | tight | oom | unknown (see module docstring)."""
+    gpu_verdict: str
+    """fits | tight | oom for GPU memory alone."""
+    host_verdict: str
+    """fits | tight | oom | unknown for the node's host RAM."""
+    reserved_gib: float
+    usable_gib: float
+    """GPU memory a process can use (after ECC on GDDR6)."""
+    margin: float
+    headroom_gib: float
+    """``usable_gib - reserved_gib`` (negative when it does not fit)."""
+    host_ram_need_gib: float
+    """Host RAM the job needs per node."""
+    host_ram_gib: float | None
+    """Host RAM of the node; None = unknown."""
+    reasons: tuple[str, ...] = ()
+    """One line per part that is not ``fits``."""
+
+    @property
+    def fits(self) -> bool:
+        return self.verdict == "fits"
+
+    @property
+    def binding(self) -> str | None:
+        """``gpu`` or ``host``: the part that decided a verdict other than fits."""
+        if self.verdict == "fits":
+            return None
+        return "gpu" if _ORDER[self.gpu_verdict] >= _ORDER[self.host_verdict] else "host"
+
+    def to_dict(self) -> dict:
+        return {"verdict": self.verdict, "gpu_verdict": self.gpu_verdict, "host_verdict": self.host_verdict,
+                "reserved_gib": self.reserved_gib, "usable_gib": self.usable_gib, "margin": self.margin,
+                "headroom_gib": self.headroom_gib, "host_ram_need_gib": self.host_ram_need_gib,
+                "host_ram_gib": self.host_ram_gib, "reasons": list(self.reasons)}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "FitDecision":
+        return cls(**{**d, "reasons": tuple(d.get("reasons") or ())})
+
+
+def decide_fit(est: MemoryEstimate, *, usable_gib: float, gpus_per_node: int = 1, host_ram_gib: float | None = None,
+               margin: float = SAFETY_MARGIN_DEFAULT) -> FitDecision:
+    """The verdict for a memory estimate on a GPU with ``usable_gib`` and a node with ``host_ram_gib``."""
+    if not usable_gib > 0:
+        raise WorkloadError(f"GPU memory must be positive, got {usable_gib}")
+    if not 0 <= margin < 0.5:
+        raise WorkloadError(f"the safety margin must be in [0, 0.5), got {margin}")
+    r = est.reserved_gib
+    reasons: list[str] = []
+    if r > usable_gib:
+        gv = "oom"
+        reasons.append(f"needs {r:.1f} GiB per GPU > {usable_gib:.4g} GiB usable")
+    elif r > usable_gib * (1 - margin):
+        gv = "tight"
+        reasons.append(f"needs {r:.1f} GiB per GPU: inside the {margin:.0%} safety margin of {usable_gib:.4g} GiB "
+                       "(allocator spikes can push it over)")
+    else:
+        gv = "fits"
+    need = est.host_ram_gib
+    if host_ram_gib is None:
+        if need <= HOST_RAM_FLOOR_GIB_PER_GPU * max(1, gpus_per_node):
+            hv = "fits"
+        else:
+            hv = "unknown"
+            reasons.append(f"needs ~{need:,.0f} GiB host RAM per node; the node's RAM is unknown (pass "
+                           "--host-ram or an instance type whose RAM the catalog knows)")
+    elif need > host_ram_gib:
+        hv = "oom"
+        reasons.append(f"needs {need:,.0f} GiB host RAM per node > {host_ram_gib:g} GiB")
+    elif need > host_ram_gib * HOST_RAM_USABLE:
+        hv = "tight"
+        reasons.append(f"needs {need:,.0f} GiB host RAM per node: over {HOST_RAM_USABLE:.0%} of {host_ram_gib:g} GiB")
+    else:
+        hv = "fits"
+    verdict = max((gv, hv), key=lambda v: _ORDER[v])
+    return FitDecision(verdict=verdict, gpu_verdict=gv, host_verdict=hv, reserved_gib=r, usable_gib=usable_gib,
+                       margin=margin, headroom_gib=usable_gib - r, host_ram_need_gib=need, host_ram_gib=host_ram_gib,
+                       reasons=tuple(reasons))
+
 
 #: Longest sequence searched (tokens); the model's own context limit is reported separately.
 MAX_SEQ_SEARCH = 1 << 20
@@ -38,20 +147,21 @@ class Suggestion:
 
 @dataclass(frozen=True, kw_only=True)
 class FitAnswer:
-    gpu_mem_gib: float
-    fits: bool
-    headroom_gib: float
-    """GPU memory minus reserved memory (negative when it does not fit)."""
+    decision: FitDecision
+    """The one verdict (:func:`decide_fit`)."""
     max_micro_batch: int
-    """Largest micro-batch that fits at this sequence length (0 = not even 1)."""
+    """Largest micro-batch whose GPU verdict is ``fits`` at this sequence length (0 = not even 1)."""
     max_seq_len: int
-    """Longest sequence (multiple of 128) that fits at this micro-batch (0 = none)."""
+    """Longest sequence (multiple of 128) whose GPU verdict is ``fits`` at this micro-batch (0 = none)."""
     suggestions: tuple[Suggestion, ...] = field(default=())
     """When it does not fit: changes that make it fit, cheapest (least slowdown) first."""
 
+    @property
+    def fits(self) -> bool:
+        return self.decision.fits
+
     def to_dict(self) -> dict:
-        return {"gpu_mem_gib": self.gpu_mem_gib, "fits": self.fits, "headroom_gib": round(self.headroom_gib, 2),
-                "max_micro_batch": self.max_micro_batch, "max_seq_len": self.max_seq_len,
+        return {**self.decision.to_dict(), "max_micro_batch": self.max_micro_batch, "max_seq_len": self.max_seq_len,
                 "suggestions": [s.to_dict() for s in self.suggestions]}
 
 
@@ -82,19 +192,27 @@ def _largest(lo: int, hi: int, ok) -> int:
     return good
 
 
-def max_micro_batch(m: ModelShape, wl: Workload, gpu_mem_gib: float, ov: OverheadModel = DEFAULT_OVERHEAD) -> int:
-    return max(0, _largest(1, MAX_MB_SEARCH, lambda b: _reserved(m, wl.with_(micro_batch=b), ov) <= gpu_mem_gib))
+def _limit(usable_gib: float, margin: float) -> float:
+    return usable_gib * (1 - margin)
 
 
-def max_seq_len(m: ModelShape, wl: Workload, gpu_mem_gib: float, ov: OverheadModel = DEFAULT_OVERHEAD) -> int:
+def max_micro_batch(m: ModelShape, wl: Workload, usable_gib: float, ov: OverheadModel = DEFAULT_OVERHEAD, *,
+                    margin: float = SAFETY_MARGIN_DEFAULT) -> int:
+    lim = _limit(usable_gib, margin)
+    return max(0, _largest(1, MAX_MB_SEARCH, lambda b: _reserved(m, wl.with_(micro_batch=b), ov) <= lim))
+
+
+def max_seq_len(m: ModelShape, wl: Workload, usable_gib: float, ov: OverheadModel = DEFAULT_OVERHEAD, *,
+                margin: float = SAFETY_MARGIN_DEFAULT) -> int:
     unit = 128 * wl.cp
+    lim = _limit(usable_gib, margin)
 
     def ok(k: int) -> bool:
         try:
             w = wl.with_(seq_len=k * unit)
         except WorkloadError:
             return False
-        return _reserved(m, w, ov) <= gpu_mem_gib
+        return _reserved(m, w, ov) <= lim
 
     return max(0, _largest(1, MAX_SEQ_SEARCH // unit, ok)) * unit
 
@@ -149,27 +267,43 @@ def _candidates(m: ModelShape, wl: Workload) -> list[tuple[str, dict, str]]:
     return c
 
 
-def fit_answer(m: ModelShape, wl: Workload, gpu_mem_gib: float, *, estimate: MemoryEstimate | None = None,
-               overhead: OverheadModel = DEFAULT_OVERHEAD, max_suggestions: int = 3) -> FitAnswer:
-    """Fit of ``wl`` on a GPU with ``gpu_mem_gib`` of memory (see module docstring)."""
-    if gpu_mem_gib <= 0:
-        raise WorkloadError(f"GPU memory must be positive, got {gpu_mem_gib}")
+def _semantics_note(m: ModelShape, wl: Workload, opts: dict, ov: OverheadModel) -> str:
+    """A hint that moves between DeepSpeed ZeRO (always fp32 master weights and states) and FSDP/DDP under pure
+    bf16 (bf16 states) changes the optimizer's precision, not only the sharding: say so, with the number."""
+    new = opts.get("strategy", wl.strategy)
+    ds_old, ds_new = wl.strategy.startswith("zero"), new.startswith("zero")
+    if ds_old == ds_new or wl.precision != "bf16" or wl.method not in ("full", "freeze"):
+        return ""
+    if ds_old and not ds_new:
+        try:
+            amp = _reserved(m, wl.with_(**opts, precision="amp-bf16"), ov)
+        except WorkloadError:
+            return ""
+        return (f"; note: {new} here means pure-bf16 weights and optimizer states (DeepSpeed ZeRO keeps fp32 master "
+                f"weights and states); with --precision amp-bf16 it needs {amp:.1f} GiB")
+    return "; note: DeepSpeed ZeRO keeps fp32 master weights and optimizer states even under bf16"
+
+
+def fit_answer(m: ModelShape, wl: Workload, usable_gib: float, *, estimate: MemoryEstimate | None = None,
+               overhead: OverheadModel = DEFAULT_OVERHEAD, max_suggestions: int = 3, host_ram_gib: float | None = None,
+               margin: float = SAFETY_MARGIN_DEFAULT) -> FitAnswer:
+    """Fit of ``wl`` on a GPU with ``usable_gib`` of usable memory (see module docstring)."""
     est = estimate or estimate_memory(m, wl, overhead=overhead)
-    fits = est.reserved_gib <= gpu_mem_gib
+    decision = decide_fit(est, usable_gib=usable_gib, gpus_per_node=min(wl.gpus, wl.gpus_per_node),
+                          host_ram_gib=host_ram_gib, margin=margin)
     sugg: list[Suggestion] = []
-    if not fits:
+    if decision.gpu_verdict != "fits":
+        lim = _limit(usable_gib, margin)
         for label, opts, why in _candidates(m, wl):
             try:
                 w2 = wl.with_(**opts)
             except WorkloadError:
                 continue
             r = _reserved(m, w2, overhead)
-            if r <= gpu_mem_gib:
+            if r <= lim:
+                why = why + _semantics_note(m, wl, opts, overhead)
                 sugg.append(Suggestion(change=label, options=opts, reserved_gib=r, fits=True, why=why))
                 if len(sugg) >= max_suggestions:
                     break
-    return FitAnswer(
-        gpu_mem_gib=gpu_mem_gib, fits=fits, headroom_gib=gpu_mem_gib - est.reserved_gib,
-        max_micro_batch=max_micro_batch(m, wl, gpu_mem_gib, overhead),
-        max_seq_len=max_seq_len(m, wl, gpu_mem_gib, overhead), suggestions=tuple(sugg),
-    )
+    return FitAnswer(decision=decision, max_micro_batch=max_micro_batch(m, wl, usable_gib, overhead, margin=margin),
+                     max_seq_len=max_seq_len(m, wl, usable_gib, overhead, margin=margin), suggestions=tuple(sugg))

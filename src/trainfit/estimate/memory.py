@@ -97,6 +97,23 @@ class MemoryEstimate:
             "assumptions": list(self.assumptions),
         }
 
+    def to_exact_dict(self) -> dict:
+        """Every field unrounded (the typed Plan's lossless JSON); :meth:`from_dict` reads it back."""
+        return {"model": self.model, "params": self.params.to_dict(), "tensor_peak_gib": self.tensor_peak_gib,
+                "reserved_gib": self.reserved_gib, "peak_phase": self.peak_phase,
+                "breakdown_gib": dict(self.breakdown_gib), "phases_gib": dict(self.phases_gib),
+                "host_ram_gib": self.host_ram_gib,
+                "activation_bytes_per_token_layer": self.activation_bytes_per_token_layer,
+                "assumptions": list(self.assumptions)}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "MemoryEstimate":
+        return cls(model=d["model"], params=ParamCounts(**d["params"]), tensor_peak_gib=d["tensor_peak_gib"],
+                   reserved_gib=d["reserved_gib"], peak_phase=d["peak_phase"], breakdown_gib=dict(d["breakdown_gib"]),
+                   phases_gib=dict(d["phases_gib"]), host_ram_gib=d["host_ram_gib"],
+                   activation_bytes_per_token_layer=d["activation_bytes_per_token_layer"],
+                   assumptions=tuple(d.get("assumptions") or ()))
+
 
 # --------------------------------------------------------------------------------------- state bytes
 @dataclass(frozen=True)
@@ -290,6 +307,16 @@ def _state_bytes(m: ModelShape, wl: Workload) -> _States:
 
 def _any_layer_tensor(m: ModelShape) -> ParamTensor:
     return next(t for t in m.tensors() if t.layer_type != "global")
+
+
+def model_state_gib(model: ModelShape, workload: Workload) -> dict[str, float]:
+    """Per-GPU model states of ``workload`` in GiB, as the worst rank holds them between steps:
+    ``weights`` (incl. PEFT adapters), ``gradients``, ``optimizer`` (incl. fp32 master copies) and
+    ``offloaded_host`` (bytes in host RAM). Used by the RL phases (what the trainer leaves on the GPU
+    while the rollout engine runs)."""
+    st = _cached_states(model, workload)
+    return {"weights": st.weights / GIB, "gradients": st.gradients / GIB, "optimizer": st.optimizer / GIB,
+            "offloaded_host": st.offloaded_host / GIB}
 
 
 # --------------------------------------------------------------------------------------- activations

@@ -31,7 +31,7 @@ class ParamCounts:
 
     def to_dict(self) -> dict[str, int]:
         return {"total": self.total, "trainable": self.trainable, "active": self.active,
-                "embedding": self.embedding, "largest_tensor": self.largest_tensor}
+                "embedding": self.embedding, "largest_tensor": self.largest_tensor, "lora_adapter": self.lora_adapter}
 
 
 def lora_targeted(t: ParamTensor, targets: tuple[str, ...]) -> bool:

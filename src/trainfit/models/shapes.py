@@ -162,6 +162,19 @@ class ModelShape:
         object.__setattr__(self, "_layer_params", tuple(
             sum(t.numel for t in self.layer_tensors(i)) for i in range(self.num_layers)))
 
+    # ------------------------------------------------------------------ serialisation
+    def to_dict(self) -> dict:
+        """Every public field (JSON-ready); :func:`model_from_dict` rebuilds the same shape."""
+        from dataclasses import fields as _fields
+
+        out = {}
+        for f in _fields(self):
+            if f.name.startswith("_"):
+                continue
+            v = getattr(self, f.name)
+            out[f.name] = list(v) if isinstance(v, tuple) else v
+        return out
+
     # ------------------------------------------------------------------ structure
     @property
     def arch(self) -> Arch:
@@ -328,3 +341,20 @@ class ModelShape:
     @property
     def max_layer_params(self) -> int:
         return max(self._layer_params)
+
+
+def model_from_dict(d: dict) -> ModelShape:
+    """The :class:`ModelShape` of :meth:`ModelShape.to_dict` (validated like any other)."""
+    from dataclasses import fields as _fields
+
+    if not isinstance(d, dict):
+        raise ModelConfigError("a model must be an object of ModelShape fields")
+    names = {f.name for f in _fields(ModelShape) if not f.name.startswith("_")}
+    unknown = set(d) - names
+    if unknown:
+        raise ModelConfigError(f"unknown model field(s) {sorted(unknown)[:5]}")
+    kw = {k: (tuple(v) if isinstance(v, list) else v) for k, v in d.items()}
+    try:
+        return ModelShape(**kw)
+    except TypeError as e:
+        raise ModelConfigError(f"the model fields do not make a model: {e}") from None

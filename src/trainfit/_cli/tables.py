@@ -1,0 +1,119 @@
+"""Rich tables for the CLI (rendering only: every number comes from the core's result dicts)."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+VERDICT_LABEL = {"fits": "fits", "tight": "tight (inside the safety margin)", "oom": "does not fit (OOM)",
+                 "unknown": "unknown (host RAM)"}
+TERM_LABELS = {
+    "weights": "weights",
+    "gradients": "gradients",
+    "optimizer": "optimizer states (+fp32 master)",
+    "activations": "activations (saved for backward)",
+    "logits_loss": "logits + loss (fp32)",
+    "temporaries": "temporaries (step, buckets, gathers)",
+    "overhead": "overhead (CUDA context, allocator)",
+}
+
+
+def make_console() -> Console:
+    """A console that does not squeeze tables to 80 columns when output is piped."""
+    c = Console()
+    if not c.is_terminal:
+        c = Console(width=140)
+    return c
+
+
+def print_memory(out: dict, console: Console | None = None) -> None:
+    c = console or make_console()
+    wl = out["workload"]
+    p = out["params"]
+    title = (f"{out['model']}: {wl['method']}, seq {wl['seq_len']}, micro-batch {wl['micro_batch']}, "
+             f"{wl['precision']}, {wl['optimizer']}, GC {'on' if wl['grad_ckpt'] else 'off'}, "
+             f"{wl['gpus']} GPU(s) {wl['strategy']}")
+    t = Table(title=title, title_justify="left")
+    t.add_column("term")
+    t.add_column("GiB / GPU", justify="right")
+    t.add_column("share", justify="right")
+    total = out["reserved_gib"] or 1.0
+    for k, label in TERM_LABELS.items():
+        v = out["breakdown_gib"].get(k, 0.0)
+        t.add_row(label, f"{v:,.2f}", f"{100 * v / total:.0f}%")
+    t.add_section()
+    t.add_row("tensor peak (max_memory_allocated)", f"{out['tensor_peak_gib']:,.2f}", "")
+    t.add_row("[bold]reserved (nvidia-smi)[/bold]", f"[bold]{out['reserved_gib']:,.2f}[/bold]", "")
+    c.print(t)
+    c.print(f"peak phase: [bold]{out['peak_phase']}[/bold]   "
+            f"params: total {p['total']:,}  trainable {p['trainable']:,}  active {p['active']:,}   "
+            f"host RAM/node: {out['host_ram_gib']:,.0f} GiB")
+    if out.get("gpu_mem_gib") is not None:
+        name = out.get("gpu") or "GPU"
+        colour = {"fits": "green", "tight": "yellow", "oom": "red", "unknown": "yellow"}[out["verdict"]]
+        c.print(f"[{colour}]{VERDICT_LABEL[out['verdict']]}[/{colour}] on {name} ({out['gpu_mem_gib']:.4g} GiB usable): "
+                f"headroom {out['headroom_gib']:.2f} GiB")
+        for reason in out["fit"]["reasons"]:
+            c.print(f"  - {escape(reason)}")
+        c.print(f"largest micro-batch at seq {wl['seq_len']}: {out['max_micro_batch']}   "
+                f"longest seq at micro-batch {wl['micro_batch']}: {out['max_seq_len']:,}")
+        for s in out.get("suggestions", []):
+            c.print(f"  try [bold]{s['change']}[/bold]: {s['reserved_gib']:.1f} GiB ({s['why']})")
+    for a in out.get("assumptions", []):
+        c.print(f"[dim]- {escape(a)}[/dim]")
+
+
+def _money(v, cur) -> str:
+    if v is None:
+        return "-"
+    sym = {"CNY": "¥", "USD": "$"}.get(cur or "", (cur or "") + " ")
+    return f"{sym}{v:,.0f}"
+
+
+def print_plan(out: dict, top: int = 10, console: Console | None = None) -> None:
+    c = console or make_console()
+    w = out["workload"]
+    c.print(f"[bold]{w['model']}[/bold] {w['method']}, seq {w['seq_len']}, {w['tokens'] / 1e9:g}B tokens, "
+            f"{w['precision']}, objective: {w['objective']}" + (", spot" if w.get("spot") else ""))
+    plans = out["plans"]
+    pareto = set(out.get("pareto", []))
+    if plans:
+        t = Table(title_justify="left")
+        for col, j in (("#", "right"), ("instance type", "left"), ("GPU", "left"), ("nodes×GPUs", "right"),
+                       ("settings", "left"), ("GiB/GPU", "right"), ("tok/s", "right"), ("MFU", "right"),
+                       ("hours", "right"), ("GPU-h", "right"), ("cost", "right")):
+            t.add_column(col, justify=j)
+        for i, p in enumerate(plans[:top]):
+            s = p["settings"]
+            st = s["strategy"] + (f"+off:{s['offload']}" if s["offload"] != "none" else "")
+            if s["ep"] > 1:
+                st += f" ep{s['ep']}"
+            if s["tp"] > 1:
+                st += f" tp{s['tp']}"
+            st += f" mb{s['micro_batch']}" + (" GC" if s["grad_ckpt"] else "")
+            mark = "*" if i in pareto else ""
+            t.add_row(f"{i + 1}{mark}", p["instance_type"], p["gpu"], f"{p['nodes']}×{p['gpus_per_node']}", st,
+                      f"{p['per_gpu_gib']:.1f}/{p['gpu_mem_gib']:g}", f"{p['tokens_per_s']:,.0f}",
+                      f"{p['mfu']:.0%}", f"{p['hours']:,.1f}", f"{p['gpu_hours']:,.0f}",
+                      _money(p["cost"], p["currency"]))
+        c.print(t)
+        c.print("[dim]* on the time-vs-cost Pareto frontier (GPU-hours stand in for cost where no price is "
+                "known)[/dim]")
+        best = plans[0]
+        if best["cost"] is None:
+            c.print("[yellow]no prices in the catalog for these instance types: ranked by GPU-hours. Add "
+                    "price_per_hour and currency in ~/.config/trainfit/catalog.yaml (see docs/catalog.md).[/yellow]")
+        for i, p in enumerate(plans[:top]):
+            for wmsg in p.get("warnings", []):
+                c.print(f"[yellow]#{i + 1} warning:[/yellow] {escape(wmsg)}")
+    else:
+        c.print("[red]no instance type fits these limits[/red]")
+    if out["rejected"]:
+        t = Table(title="rejected", title_justify="left")
+        t.add_column("instance type")
+        t.add_column("why")
+        t.add_column("fix")
+        for r in out["rejected"]:
+            t.add_row(escape(r["instance_type"]), escape(f"[{r['code']}] {r['reason']}"), escape(r.get("fix") or ""))
+        c.print(t)

@@ -1,0 +1,89 @@
+"""Refresh caches: one JSON file per provider and region under the cache dir, written atomically and read
+back with every row validated (the third layer of the effective catalog, see ``_store.py``).
+
+Provider-specific refresh code (``trainfit.providers.<provider>.refresh``) builds the rows; this module only
+stores and reads them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from trainfit.catalog._schema import GPU_COLUMNS, INSTANCE_COLUMNS, parse_row
+from trainfit.errors import CatalogError
+
+CACHE_FORMAT = "trainfit-refresh/1"
+
+
+def _short(e: BaseException, n: int = 300) -> str:
+    s = " ".join(str(e).split())
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def cache_file(provider: str, region: str) -> Path:
+    from trainfit.catalog._store import cache_dir
+
+    safe = "".join(ch for ch in region if ch.isalnum() or ch in "-_")
+    return cache_dir() / "catalog" / f"{provider}-{safe}.json"
+
+
+
+def _gpu_update_columns(row: dict[str, Any]):
+    from dataclasses import replace
+
+    if "verified" in row:
+        return GPU_COLUMNS
+    return tuple(replace(c, required=c.name in ("name", "source", "as_of")) for c in GPU_COLUMNS)
+
+
+
+def write_cache_atomic(path: Path, payload: dict[str, Any]) -> None:
+    """Write JSON to ``path`` via a temporary file in the same folder and ``os.replace``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(path.parent))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(payload, f, indent=1, ensure_ascii=False)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+
+def read_cache_file(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Typed (gpu rows, instance rows) of a refresh cache; raises :class:`CatalogError` when corrupt."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise CatalogError(f"unreadable refresh cache ({_short(e, 120)})") from None
+    if not isinstance(data, dict) or data.get("format") != CACHE_FORMAT:
+        raise CatalogError(f"not a {CACHE_FORMAT} file")
+    gpus, insts, problems = [], [], []
+    for section, sink in (("gpus", gpus), ("instances", insts)):
+        items = data.get(section)
+        if not isinstance(items, list):
+            raise CatalogError(f"'{section}' is not a list")
+        for i, raw in enumerate(items):
+            if not isinstance(raw, dict):
+                problems.append(f"{section}[{i}] is not an object")
+                continue
+            cols = _gpu_update_columns(raw) if section == "gpus" else INSTANCE_COLUMNS
+            row, probs = parse_row(cols, raw, f"{section}[{i}]")
+            problems += probs
+            # keep only the fields the cache states, so a GPU update does not blank other fields
+            sink.append({k: row[k] for k in raw if k in row})
+    if problems:
+        raise CatalogError("invalid rows: " + "; ".join(problems[:5]))
+    return gpus, insts
+
+

@@ -1,0 +1,53 @@
+"""``trainfit check``: lint a job spec before it fails on the cluster.
+
+:func:`check_file` reads one file (PAI-DLC CreateJob JSON, ``pai dlc job submit`` command, shell launch
+script, Kubeflow PyTorchJob, SkyPilot task, DeepSpeed JSON, LLaMA-Factory YAML) and returns every
+violation at once, each with a rule id, a severity, a message and a fix. Bad input (missing, huge, binary,
+malformed or of unknown kind) raises one :class:`CheckInputError` instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from trainfit.check.facts import CheckInputError, JobFacts, read_facts
+from trainfit.check.rules import ERROR, CheckOptions, Violation, run_rules
+
+__all__ = ["CheckInputError", "CheckOptions", "CheckResult", "Violation", "check_file"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class CheckResult:
+    path: str
+    kind: str
+    violations: tuple[Violation, ...]
+    notes: tuple[str, ...] = ()
+
+    @property
+    def errors(self) -> int:
+        return sum(1 for v in self.violations if v.severity == ERROR)
+
+    @property
+    def ok(self) -> bool:
+        return self.errors == 0
+
+    def to_dict(self) -> dict:
+        return {"file": self.path, "kind": self.kind, "ok": self.ok,
+                "violations": [v.to_dict() for v in self.violations], "notes": list(self.notes)}
+
+
+def check_facts(facts: JobFacts, options: CheckOptions | None = None) -> CheckResult:
+    vs = run_rules(facts, options or CheckOptions())
+    order = {"error": 0, "warning": 1, "info": 2}
+    vs = sorted(vs, key=lambda v: order.get(v.severity, 3))
+    return CheckResult(path=facts.path, kind=facts.kind, violations=tuple(vs), notes=tuple(facts.notes))
+
+
+def check_file(path: str | Path, *, region: str | None = None, gpu: str | None = None,
+               instance_type: str | None = None, nodes: int | None = None,
+               gpus_per_node: int | None = None) -> CheckResult:
+    """Check one job file; see the module docstring."""
+    facts = read_facts(path)
+    return check_facts(facts, CheckOptions(region=region, gpu=gpu, instance_type=instance_type, nodes=nodes,
+                                           gpus_per_node=gpus_per_node))

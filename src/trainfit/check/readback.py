@@ -1,0 +1,124 @@
+"""Read a job file's training settings back into a :class:`~trainfit.workload.Workload`, then ask the same memory
+model and the same fit decision as ``memory`` and ``plan``.
+
+What the file states wins (the launcher's node and GPU counts, the ms-swift / LLaMA-Factory arguments, the
+DeepSpeed config they point to); what it does not state comes from its trainfit header (the machine-readable
+``trainfit-plan {...}`` line that ``render`` writes), then from ``check``'s options. The readers sit next to the
+writers (``launch/_common.py``, ``launch/llamafactory.py``, ``launch/deepspeed.py``) and share their tables, so a
+rendered file reads back to exactly the plan's workload.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from trainfit.check.facts import JobFacts
+from trainfit.errors import TrainfitError
+
+
+@dataclass(frozen=True, kw_only=True)
+class Readback:
+    model: Any
+    workload: Any
+    estimate: Any
+    decision: Any
+    gpu: str
+    planned_gib: float | None
+    """reserved_gib of the plan in the file's header (None without a header)."""
+    assumed: tuple[str, ...] = ()
+
+
+def _model_name(f: JobFacts) -> str | None:
+    for k in ("model", "model_name_or_path", "model_id_or_path"):
+        v = f.train.get(k)
+        if v:
+            return v
+    plan = f.header.get("plan") or {}
+    return plan.get("model") if isinstance(plan.get("model"), str) else None
+
+
+def read_workload(f: JobFacts, o: Any) -> Readback | Any | None:
+    """A :class:`Readback`, a Violation when the settings cannot be modelled, or None when the file says nothing
+    about training (no model, or a model outside the registry)."""
+    from trainfit.check.rules import INFO, WARNING, Violation, _catalog_instance, _gpus_per_node
+    from trainfit.estimate.fit import decide_fit
+    from trainfit.estimate.memory import estimate_memory
+    from trainfit.launch._common import swift_workload
+    from trainfit.launch.deepspeed import strategy_from_config
+    from trainfit.launch.llamafactory import llamafactory_workload
+    from trainfit.models import get_model
+    from trainfit.workload import Workload
+
+    plan = f.header.get("plan") if isinstance(f.header.get("plan"), dict) else {}
+    name = _model_name(f)
+    if not name:
+        return None
+    try:
+        model = get_model(name)
+    except TrainfitError:
+        return None  # a local path or another family: nothing to model
+    if not f.engine and not f.ds_config and not plan:
+        return None
+    kw: dict[str, Any] = {}
+    assumed: list[str] = []
+    base = plan.get("workload") if isinstance(plan.get("workload"), dict) else None
+    if base:
+        kw.update({k: (tuple(v) if isinstance(v, list) else v) for k, v in base.items()})
+    nodes = f.nodes or o.nodes or plan.get("nodes") or 1
+    gpn = _gpus_per_node(f) or o.gpus_per_node or plan.get("gpus_per_node") or 1
+    gpus = nodes * gpn
+    if f.engine in ("swift", "megatron"):
+        got, assumed = swift_workload(f.train, num_layers=model.num_layers, gpus=gpus)
+        kw.update(got)
+    elif f.engine == "llamafactory":
+        got, assumed = llamafactory_workload(f.train, num_layers=model.num_layers)
+        kw.update(got)
+    if f.ds_config:
+        kw.update(strategy_from_config(f.ds_config))
+    elif f.engine in ("swift", "llamafactory") and "strategy" not in kw and not base:
+        kw["strategy"] = "ddp"
+    if base and f.engine and not f.ds_config and "deepspeed" not in f.train and kw.get("strategy", "").startswith("zero") \
+            and f.engine != "megatron":
+        assumed.append("DeepSpeed config not found beside the file: ZeRO stage taken from the trainfit header")
+    kw["gpus"], kw["gpus_per_node"] = gpus, gpn
+    try:
+        wl = Workload(**kw)
+        est = estimate_memory(model, wl)
+    except (TrainfitError, TypeError) as e:
+        msg = getattr(e, "message", str(e))
+        return Violation(rule="memory-fit", severity=WARNING,
+                         message=f"the training settings could not be modelled: {msg}",
+                         fix=getattr(e, "fix", None) or "check the parallel sizes against the GPU count")
+    gpu = o.gpu or f.gpu
+    inst = None
+    for it in [o.instance_type, *f.instance_types, plan.get("instance_type")]:
+        if it:
+            inst, _ = _catalog_instance(it)
+            if inst is not None:
+                break
+    if not gpu and inst is not None:
+        gpu = inst.gpu
+    gpu = gpu or plan.get("gpu")
+    if not gpu:
+        return None
+    from trainfit.catalog.gpus import get_gpu
+
+    try:
+        g = get_gpu(gpu)
+    except TrainfitError:
+        if plan.get("gpu") and plan["gpu"] != gpu:
+            g = get_gpu(plan["gpu"])
+        else:
+            return Violation(rule="memory-fit", severity=INFO,
+                             message=f"GPU {gpu} is not in the catalog, so the fit was not checked",
+                             fix="pass --gpu NAME (e.g. H800) or add the GPU to your catalog overlay")
+    if g.usable_mem_gib is None:
+        return Violation(rule="memory-fit", severity=INFO,
+                         message=f"GPU {g.name}'s memory is not in the catalog, so the fit was not checked",
+                         fix="pass --gpu NAME (e.g. H800) or add the GPU to your catalog overlay")
+    decision = decide_fit(est, usable_gib=g.usable_mem_gib, gpus_per_node=gpn,
+                          host_ram_gib=getattr(inst, "ram_gib", None))
+    planned = plan.get("reserved_gib") if isinstance(plan.get("reserved_gib"), (int, float)) else None
+    return Readback(model=model, workload=wl, estimate=est, decision=decision, gpu=g.name, planned_gib=planned,
+                    assumed=tuple(assumed))

@@ -1,0 +1,357 @@
+"""The rules of ``trainfit check``: parse (``facts.py``) -> facts -> the same platform rules as the planner
+(``trainfit.rules``, data in ``providers/*/rules.yaml``) + the same memory model and fit decision as
+``memory``/``plan`` (``readback.py``) + job-level checks of the launcher and batch arithmetic. :func:`run_rules`
+runs them all, so every problem is reported at once.
+
+Job-level rule ids (here): unknown-instance-type, memory-fit, launcher (nnodes/nproc/master address/node rank
+inconsistent with the job), global-batch, batch-mismatch, placeholder, settings-differ-from-plan,
+shell-injection. Every platform rule id comes from the YAML (pai-public-quota, lingjun-needs-vpc,
+spot-needs-checkpoints, region-must-match, dlc-world-size-is-nodes, dlc-node-rank-not-rank-env, dlc-body-size...).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from trainfit.check.facts import JobFacts
+from trainfit.check.shell import is_torchrun
+from trainfit.errors import TrainfitError
+
+ERROR, WARNING, INFO = "error", "warning", "info"
+#: PAI public resource group: "maximum 2 GPU cards and 8 CPU cores" unless raised (DLC doc, pai-facts 1.3).
+PUBLIC_GPU_CAP = 2
+#: CreateJob: all parameters together at most 65,536 bytes (DLC CreateJob API doc).
+DLC_BODY_LIMIT = 65_536
+#: Official PAI registries; other images on Lingjun need RDMA libraries installed by hand.
+PAI_REGISTRIES = ("dsw-registry", "registry.", "registry-vpc.", "pai-dlc")
+_VAR = r"(?<![A-Za-z0-9_])%s\b"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Violation:
+    rule: str
+    severity: str
+    message: str
+    fix: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"rule": self.rule, "severity": self.severity, "message": self.message, "fix": self.fix}
+
+
+@dataclass(frozen=True, kw_only=True)
+class CheckOptions:
+    region: str | None = None
+    gpu: str | None = None
+    instance_type: str | None = None
+    nodes: int | None = None
+    """Nodes the job runs on, when the file does not say."""
+    gpus_per_node: int | None = None
+
+
+def _refs(value: str, var: str) -> bool:
+    """``value`` reads shell variable ``var`` ($VAR, ${VAR}, ${VAR:-x}, $((VAR / 8)))."""
+    return "$" in value and re.search(_VAR % var, value) is not None
+
+
+def _catalog_instance(name: str):
+    """(catalog row or None, all names). A catalog or overlay that cannot be read raises: check never skips its
+    catalog rules silently."""
+    from trainfit.catalog.instances import list_instances
+
+    rows = list_instances()
+    hit = next((r for r in rows if r.instance_type.lower() == name.strip().lower()), None)
+    return hit, [r.instance_type for r in rows]
+
+
+def _is_lingjun(name: str) -> bool:
+    hit, _ = _catalog_instance(name)
+    if hit is not None:
+        return hit.resource_class == "pai-lingjun"
+    return re.match(r"^ml\.gu\d+[a-z]*f\.", name.strip(), re.IGNORECASE) is not None
+
+
+def _gpus_per_node(f: JobFacts) -> int | None:
+    if f.gpus_per_node:
+        return f.gpus_per_node
+    for it in f.instance_types:
+        hit, _ = _catalog_instance(it)
+        if hit is not None and hit.gpu_count:
+            return hit.gpu_count
+    v = f.header.get("gpus_per_node")
+    if v:
+        return int(v)
+    for _, s in f.scripts:
+        for cmd in s.commands:
+            if is_torchrun(cmd):
+                v = cmd.flags().get("nproc_per_node") or cmd.flags().get("nproc-per-node")
+                if v and v.isdigit():
+                    return int(v)
+        v = s.assignments.get("NPROC_PER_NODE")
+        if v and v.isdigit():
+            return int(v)
+    v = f.header.get("gpus_per_node")
+    return int(v) if v else None
+
+
+# ------------------------------------------------------------------------------------------------ rules
+def rule_unknown_instance(f: JobFacts, o: CheckOptions) -> list[Violation]:
+    out = []
+    for it in dict.fromkeys(f.instance_types):
+        if "REPLACE_ME" in it:
+            continue
+        hit, names = _catalog_instance(it)
+        if names is None or hit is not None:
+            continue
+        from trainfit.errors import did_you_mean
+
+        sugg = did_you_mean(it, names)
+        out.append(Violation(
+            rule="unknown-instance-type", severity=ERROR,
+            message=f"instance type '{it}' is not in the catalog" + (f" (did you mean {' or '.join(sugg)}?)" if sugg else ""),
+            fix=(f"use {sugg[0]}; " if sugg else "") + "`trainfit catalog show instances` lists known types; "
+                "`trainfit catalog refresh --provider pai` fetches the live PAI list"))
+    return out
+
+
+def _int(v: Any) -> int | None:
+    try:
+        return int(str(v))
+    except (TypeError, ValueError):
+        return None
+
+
+def rule_batch(f: JobFacts, o: CheckOptions) -> list[Violation]:
+    out: list[Violation] = []
+    t = f.train
+    ds = f.ds_config or {}
+    mb = _int(t.get("per_device_train_batch_size") or t.get("micro_batch_size"))
+    ga = _int(t.get("gradient_accumulation_steps"))
+    ds_mb, ds_ga, ds_tbs = (_int(ds.get("train_micro_batch_size_per_gpu")), _int(ds.get("gradient_accumulation_steps")),
+                            _int(ds.get("train_batch_size")))
+    for name, a, b in (("micro-batch", mb, ds_mb), ("gradient accumulation", ga, ds_ga)):
+        if a is not None and b is not None and a != b:
+            out.append(Violation(rule="batch-mismatch", severity=ERROR,
+                                 message=f"{name}: the training arguments say {a}, the DeepSpeed config {b}",
+                                 fix="make them equal (or write \"auto\" in the DeepSpeed config)"))
+    mb = mb if mb is not None else ds_mb
+    ga = ga if ga is not None else (ds_ga if ds_ga is not None else (1 if f.engine in ("swift", "llamafactory") else None))
+    gpn = _gpus_per_node(f)
+    nodes = f.nodes
+    mp = 1
+    for k in ("tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size"):
+        mp *= _int(t.get(k)) or 1
+    gpus = gpn * nodes if (gpn and nodes) else None
+    dp = gpus // mp if gpus and gpus % mp == 0 else None
+    if ds_tbs is not None and mb and ga:
+        if dp is not None and ds_tbs != mb * ga * dp:
+            out.append(Violation(
+                rule="global-batch", severity=ERROR,
+                message=f"DeepSpeed train_batch_size {ds_tbs} != micro-batch {mb} x accumulation {ga} x "
+                        f"{dp} data-parallel GPUs = {mb * ga * dp}: DeepSpeed refuses to start",
+                fix=f"set train_batch_size to {mb * ga * dp} (or \"auto\"), or change the micro-batch/accumulation"))
+        elif dp is None and ds_tbs % (mb * ga):
+            out.append(Violation(
+                rule="global-batch", severity=ERROR,
+                message=f"DeepSpeed train_batch_size {ds_tbs} is not a multiple of micro-batch {mb} x accumulation "
+                        f"{ga}: no GPU count makes it consistent",
+                fix="set train_batch_size = micro-batch x accumulation x GPUs"))
+    gbs = _int(t.get("global_batch_size"))
+    if gbs is not None and mb and dp:
+        if gbs % (mb * dp):
+            out.append(Violation(
+                rule="global-batch", severity=ERROR,
+                message=f"global_batch_size {gbs} is not a multiple of micro_batch_size {mb} x {dp} data-parallel "
+                        "ranks: Megatron refuses to start",
+                fix=f"use a multiple of {mb * dp}"))
+    return out
+
+
+def rule_placeholders(f: JobFacts, o: CheckOptions) -> list[Violation]:
+    if not f.placeholders:
+        return []
+    return [Violation(rule="placeholder", severity=WARNING,
+                      message="values still to fill in: " + ", ".join(f.placeholders[:6]),
+                      fix="replace every REPLACE_ME (VPC ids, OSS bucket, ...) or pass them to `trainfit render`")]
+
+
+def _int_s(v: Any) -> int | None:
+    return int(v) if isinstance(v, str) and v.strip().isdigit() else (v if isinstance(v, int) else None)
+
+
+def _resume(f: JobFacts) -> bool:
+    t = f.train
+    if t.get("resume_from_checkpoint") or t.get("load") or (t.get("mcore_model") and t.get("finetune") == "false"):
+        return True
+    if f.engine == "llamafactory" and str(t.get("overwrite_output_dir", "false")).lower() != "true" \
+            and t.get("output_dir"):
+        return True  # LLaMA-Factory resumes from the last checkpoint-N in output_dir by itself
+    for _, s in f.scripts:
+        if re.search(r"resume_from_checkpoint|--auto[-_]resume|--finetune\s+false|--load\s", s.text):
+            return True
+    return False
+
+
+def _checkpointing(f: JobFacts) -> tuple[bool | None, str | None]:
+    out_dir = f.train.get("output_dir") or f.train.get("save")
+    if not f.scripts and f.kind in ("deepspeed",):
+        return None, None
+    on_mount = bool(out_dir) and any(out_dir.rstrip("/").startswith(m.rstrip("/")) for m in f.mounts)
+    if f.mounts and on_mount:
+        return True, None
+    why = (f"output_dir {out_dir} is not on it" if (f.mounts and out_dir) else
+           ("no output_dir/save path was found" if f.mounts else "the job mounts no persistent storage"))
+    return False, why + " (mount OSS/NAS/CPFS, a PVC or a bucket and write output_dir with save_steps under it; " \
+                        "`trainfit render --spot` wires this)"
+
+
+def job_context(f: JobFacts, o: CheckOptions):
+    """The :class:`trainfit.rules.JobContext` of a checked file: what the platform rules read."""
+    from trainfit.rules import JobContext
+
+    inst = None
+    plan = f.header.get("plan") if isinstance(f.header.get("plan"), dict) else {}
+    for it in [*f.instance_types, o.instance_type, plan.get("instance_type")]:
+        if isinstance(it, str) and it:
+            inst, _ = _catalog_instance(it)
+            if inst is not None:
+                break
+    lingjun = any(_is_lingjun(t) for t in f.instance_types)
+    rclass = getattr(inst, "resource_class", None)
+    if lingjun:
+        rclass = "pai-lingjun"
+    elif f.platform == "pai-dlc" and (f.resource_id or f.spot):
+        rclass = "pai-quota" if f.resource_id else "pai-spot"
+    elif f.platform == "pai-dlc" and rclass is None:
+        rclass = "pai-public"
+    region_sources = dict(f.regions)
+    if o.region:
+        region_sources["--region"] = o.region
+    for it in f.instance_types:
+        hit, _ = _catalog_instance(it)
+        regs = tuple(getattr(hit, "regions", ()) or ()) if hit is not None else ()
+        if regs and region_sources and not any(r in regs for r in region_sources.values()):
+            region_sources[f"instance {it} (seen only in {', '.join(regs)})"] = regs[0]
+    custom = [i for i in f.images if not i.startswith(PAI_REGISTRIES) and "REPLACE_ME" not in i]
+    rdma = any("rdma" in (k + v).lower() for k, v in f.envs.items()) or \
+        any("rdma" in c.lower() for _, s in f.scripts for c in s.comments)
+    ckpt, why = _checkpointing(f) if f.spot else (None, None)
+    vpc = None
+    if f.vpc is not None:
+        vpc = isinstance(f.vpc, dict) and bool(f.vpc.get("VpcId"))
+    elif f.kind == "dlc-json":
+        vpc = False
+    platform = "pai-dlc" if f.platform == "pai-dlc" else ("tencent-tione" if f.platform == "tencent-tione" else
+                                                          "generic")
+    tp = _int_s(f.train.get("tensor_model_parallel_size")) or 1
+    return JobContext(platform=platform, resource_class=rclass, instance=inst, nodes=f.nodes or o.nodes or 1,
+                      gpus_per_node=_gpus_per_node(f) or o.gpus_per_node, spot=f.spot,
+                      region=o.region or next(iter(f.regions.values()), None), vpc=vpc, tp=tp,
+                      custom_image=bool(custom) if f.images else None, checkpointing=ckpt, checkpoint_detail=why,
+                      resume=_resume(f) if f.spot else None, scripts=tuple(f.scripts), images=tuple(custom),
+                      rdma_noted=rdma, region_sources=region_sources,
+                      body_bytes=f.body_bytes if f.kind == "dlc-json" else None)
+
+
+def rule_platform(f: JobFacts, o: CheckOptions) -> list[Violation]:
+    """The platform rules of ``providers/*/rules.yaml`` (one evaluator, the planner's too) on what the file states."""
+    from trainfit.rules import evaluate
+
+    if f.kind == "deepspeed":
+        return []  # a DeepSpeed config alone says nothing about the platform
+    return [Violation(rule=v.rule, severity=v.severity, message=v.message, fix=v.fix or "")
+            for v in evaluate(job_context(f, o))]
+
+
+def rule_launcher(f: JobFacts, o: CheckOptions) -> list[Violation]:
+    """torchrun's node count, GPUs per node and master address against the job (any platform)."""
+    from trainfit.check.shell import is_torchrun
+
+    out: list[Violation] = []
+    nodes = f.nodes or o.nodes
+    gpn = _gpus_per_node(f) or o.gpus_per_node
+    for where, s in f.scripts:
+        for cmd in s.commands:
+            if not is_torchrun(cmd):
+                continue
+            fl = {k.replace("-", "_"): v for k, v in cmd.flags().items()}
+            nn = fl.get("nnodes", "")
+            literal_nodes = int(nn) if nn.strip().isdigit() else None
+            if nodes and nodes > 1 and literal_nodes is not None and literal_nodes != nodes:
+                out.append(Violation(rule="launcher", severity=ERROR,
+                                     message=f"{where} line {cmd.line}: --nnodes={nn} but the job has {nodes} nodes",
+                                     fix="use --nnodes=$WORLD_SIZE (PAI-DLC) or the job's node count"))
+            multi = (nodes or 1) > 1 or (literal_nodes or 1) > 1
+            addr = fl.get("master_addr", "")
+            if multi and addr.strip() in ("localhost", "127.0.0.1", "::1", "0.0.0.0"):
+                out.append(Violation(rule="launcher", severity=ERROR,
+                                     message=f"{where} line {cmd.line}: --master_addr={addr} on a multi-node job: the "
+                                             "other nodes cannot reach it",
+                                     fix="use --master_addr=$MASTER_ADDR (set by PAI-DLC, Kubeflow and SkyPilot)"))
+            if multi and "node_rank" not in fl and f.platform != "pai-dlc":
+                out.append(Violation(rule="launcher", severity=ERROR,
+                                     message=f"{where} line {cmd.line}: multi-node torchrun without --node_rank: every "
+                                             "node would claim rank 0", fix="add --node_rank=$RANK (or $NODE_RANK)"))
+            v = fl.get("nproc_per_node", "")
+            if gpn and v.isdigit() and int(v) != gpn:
+                out.append(Violation(rule="launcher", severity=WARNING,
+                                     message=f"{where} line {cmd.line}: --nproc_per_node={v} but a node has {gpn} GPU(s)",
+                                     fix="use --nproc_per_node=$NPROC_PER_NODE (PAI-DLC sets it) or the node's GPU count"))
+    return out
+
+
+def rule_memory(f: JobFacts, o: CheckOptions) -> list[Violation]:
+    """The memory model and the one fit decision on the training settings the file states."""
+    from trainfit.check.readback import read_workload
+
+    got = read_workload(f, o)
+    if got is None:
+        return []
+    if isinstance(got, Violation):
+        return [got]
+    rb = got
+    out: list[Violation] = []
+    d = rb.decision
+    where = (f"{rb.model.name} {rb.workload.method}, seq {rb.workload.seq_len}, micro-batch {rb.workload.micro_batch}, "
+             f"{rb.workload.strategy}" + (f"+offload {rb.workload.offload}" if rb.workload.offload != "none" else "")
+             + (f", ep {rb.workload.ep}" if rb.workload.ep > 1 else "") + (f", tp {rb.workload.tp}" if rb.workload.tp > 1 else "")
+             + f" on {rb.workload.gpus} GPU(s)")
+    extra = f" (assumed {', '.join(rb.assumed)})" if rb.assumed else ""
+    if d.verdict == "oom":
+        out.append(Violation(rule="memory-fit", severity=ERROR,
+                             message=f"{where}: {'; '.join(d.reasons)} on {rb.gpu}{extra}",
+                             fix="`trainfit memory` with these settings and --gpu lists changes that fit (ZeRO-3, "
+                                 "offload, smaller micro-batch, LoRA, more GPUs)"))
+    elif d.verdict == "tight":
+        out.append(Violation(rule="memory-fit", severity=WARNING, message=f"{where}: {'; '.join(d.reasons)}{extra}",
+                             fix="leave room: a smaller micro-batch, gradient checkpointing or more sharding"))
+    elif d.verdict == "unknown":
+        out.append(Violation(rule="memory-fit", severity=INFO, message=f"{where}: {'; '.join(d.reasons)}",
+                             fix="check the node's host RAM before renting"))
+    planned = rb.planned_gib
+    if planned is not None and abs(planned - rb.estimate.reserved_gib) > 0.01:
+        out.append(Violation(rule="settings-differ-from-plan", severity=INFO,
+                             message=f"the file's settings need {rb.estimate.reserved_gib:.2f} GiB per GPU; its trainfit "
+                                     f"header planned {planned:.2f} GiB (edited since it was rendered?)",
+                             fix="re-render from the plan, or re-plan with the new settings"))
+    return out
+
+
+def rule_injection(f: JobFacts, o: CheckOptions) -> list[Violation]:
+    try:
+        from trainfit.check.injection import find_injection
+    except ImportError:
+        return []
+    return [v if isinstance(v, Violation) else Violation(**v) for v in find_injection(f)]
+
+
+RULES: tuple[Callable[[JobFacts, CheckOptions], list[Violation]], ...] = (
+    rule_unknown_instance, rule_memory, rule_launcher, rule_batch, rule_placeholders, rule_platform, rule_injection)
+
+
+def run_rules(f: JobFacts, o: CheckOptions) -> list[Violation]:
+    out: list[Violation] = []
+    for rule in RULES:
+        out.extend(rule(f, o))
+    return out

@@ -1,2 +1,0 @@
-"""Parsers (``parse``) and rules (``rules``) behind ``trainfit check``; the public API is
-:mod:`trainfit.check`."""

@@ -1,0 +1,171 @@
+"""Job files from a plan: one small module per target, each with ``FILES``, ``applies(ctx)`` and
+``render(ctx) -> {filename: text}``.
+
+:func:`build_context` turns a model, a workload, an optional instance type and an optional plan summary
+into a :class:`RenderContext`; :func:`render` runs the chosen targets and returns a :class:`RenderResult`
+(files plus notes on targets that were skipped); :func:`write` puts the files and a ``README.md`` carrying
+the plan into a folder.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from importlib import import_module
+from pathlib import Path
+from typing import Any
+
+from trainfit.errors import RenderError
+from trainfit.launch._context import (CKPT_MOUNT, PAI_IMAGE, PLACEHOLDER, RenderContext, RenderOptions,
+                                      is_lingjun_type, model_repo_id, slug)
+
+#: Render targets -> the module that writes them. Engine targets live here in ``launch/``; platform targets
+#: (job specs of one provider) live in that provider's folder.
+TARGET_MODULES: dict[str, str] = {
+    "deepspeed": "trainfit.launch.deepspeed",
+    "swift": "trainfit.launch.swift",
+    "llamafactory": "trainfit.launch.llamafactory",
+    "torchrun": "trainfit.launch.torchrun",
+    "dlc": "trainfit.providers.alibaba.dlc_writer",
+    "pytorchjob": "trainfit.providers.generic.pytorchjob",
+    "skypilot": "trainfit.providers.generic.skypilot",
+}
+TARGETS: tuple[str, ...] = tuple(TARGET_MODULES)
+
+__all__ = ["TARGETS", "RenderContext", "RenderError", "RenderOptions", "RenderResult", "build_context", "render",
+           "write"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class RenderResult:
+    files: dict[str, str]
+    """File name -> text, in target order."""
+    skipped: dict[str, str] = field(default_factory=dict)
+    """Target -> why it does not apply to this plan (only when rendering ``all``)."""
+    context: RenderContext
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"files": sorted(self.files), "skipped": dict(self.skipped), "summary": self.context.summary}
+
+
+def _steps(plan: Any) -> int | None:
+    """Optimizer steps that train the plan's token budget: tokens / (global batch x sequence length)."""
+    if not plan.tokens:
+        return None
+    wl = plan.workload
+    return max(1, math.ceil(plan.tokens / (wl.global_batch * wl.seq_len)))
+
+
+def _save_steps(plan: Any, step_seconds: float | None, max_steps: int | None) -> int:
+    """Checkpoint interval in steps: the plan's optimal interval on spot (Young/Daly, in its notes as
+    ``checkpoint_interval_hours``), else every 200 steps (HF's common choice), never more than the run."""
+    hours = getattr(plan, "checkpoint_interval_hours", None)
+    if hours and step_seconds:
+        n = max(1, int(hours * 3600 / step_seconds))
+    else:
+        n = 200
+    return min(n, max_steps) if max_steps else n
+
+
+def build_context(plan: Any, options: RenderOptions | None = None) -> RenderContext:
+    """A consistent :class:`RenderContext` from a typed plan and render options (no catalog look-ups)."""
+    o = options or RenderOptions()
+    inst = plan.instance
+    regions = tuple(getattr(inst, "regions", ()) or ()) if inst is not None else ()
+    lingjun = plan.resource_class == "pai-lingjun" or (inst is None and is_lingjun_type(plan.instance_type))
+    region = o.region or plan.region or (regions[0] if len(regions) == 1 else
+                                         ("cn-wulanchabu" if lingjun else "cn-hangzhou"))
+    if regions and region not in regions:
+        raise RenderError(f"{plan.instance_type} is documented only in {', '.join(regions)}, not {region}",
+                          fix=f"use --region {regions[0]} or another instance type")
+    name = slug(o.job_name or f"{plan.model.name}-{plan.workload.method}")
+    img = o.image or PAI_IMAGE.format(region=region)
+    custom = bool(o.image) and not o.image.startswith(("dsw-registry", "registry.", "registry-vpc."))
+    vpc = o.vpc
+    if vpc is None and lingjun:
+        vpc = {"VpcId": f"vpc-{PLACEHOLDER}", "SwitchId": f"vsw-{PLACEHOLDER}", "SecurityGroupId": f"sg-{PLACEHOLDER}"}
+    max_steps = None if o.epochs is not None else _steps(plan)
+    save = o.save_steps or _save_steps(plan, plan.step_seconds, max_steps)
+    return RenderContext(
+        plan=plan, model_id=model_repo_id(plan.model), region=region, image=img, custom_image=custom,
+        dataset=o.dataset or "AI-ModelScope/alpaca-gpt4-data-en", job_name=name,
+        checkpoint_uri=o.checkpoint_uri or f"oss://{PLACEHOLDER}-bucket/trainfit/{name}/",
+        vpc=dict(vpc) if vpc else None, workspace_id=o.workspace_id, resource_id=o.resource_id,
+        learning_rate=o.learning_rate, epochs=o.epochs, max_steps=max_steps, save_steps=save,
+        spot_discount_limit=o.spot_discount_limit)
+
+
+def _module(target: str):
+    return import_module(TARGET_MODULES[target])
+
+
+def render(ctx: RenderContext, targets: list[str] | tuple[str, ...] | str = "all") -> RenderResult:
+    """Render ``targets`` (names from :data:`TARGETS`, or ``all``)."""
+    if isinstance(targets, str):
+        targets = [t.strip() for t in targets.split(",") if t.strip()]
+    want_all = "all" in targets
+    chosen = list(TARGETS) if want_all else list(dict.fromkeys(targets))
+    unknown = [t for t in chosen if t not in TARGETS]
+    if unknown:
+        from trainfit.errors import did_you_mean
+
+        sugg = did_you_mean(unknown[0], list(TARGETS) + ["all"], n=1)
+        raise RenderError(f"unknown render target '{unknown[0]}'",
+                          fix=(f"did you mean {sugg[0]}? " if sugg else "") + "targets: " + ", ".join(TARGETS) + ", all")
+    files: dict[str, str] = {}
+    skipped: dict[str, str] = {}
+    for t in chosen:
+        mod = _module(t)
+        why = mod.applies(ctx)
+        if why:
+            if not want_all:
+                fitting = [x for x in TARGETS if not _module(x).applies(ctx)]
+                raise RenderError(f"target {t} does not apply to this plan: {why}",
+                                  fix="targets that fit this plan: " + ", ".join(fitting))
+            skipped[t] = why
+            continue
+        files.update(mod.render(ctx))
+    return RenderResult(files=files, skipped=skipped, context=ctx)
+
+
+def readme(result: RenderResult) -> str:
+    ctx = result.context
+    lines = ["# Job files rendered by trainfit", ""]
+    lines += [f"- {ln}" for ln in ctx.header_lines()]
+    lines += ["", "## Files", ""]
+    for name in result.files:
+        lines.append(f"- `{name}`")
+    if result.skipped:
+        lines += ["", "## Targets not rendered", ""]
+        lines += [f"- {t}: {why}" for t, why in result.skipped.items()]
+    lines += ["", "## Notes", "",
+              "- `dlc_job.json` is a PAI-DLC CreateJob body; JSON carries no comments, so its plan header is this "
+              "file (and `dlc_submit.sh`). `ds_config.json` carries it in a top-level `_trainfit` key, which "
+              "DeepSpeed's config reader ignores.",
+              f"- Checkpoints: `{ctx.checkpoint_uri}` mounted at `{CKPT_MOUNT}`; output and checkpoints go to "
+              f"`{ctx.ckpt_dir}`; the launch scripts resume from the newest checkpoint there.",
+              f"- Values containing `{PLACEHOLDER}` must be filled in before submitting (`trainfit check` "
+              "lists them).",
+              "- Next: `trainfit check FILE` on any of these, then `trainfit submit DIR` (dry run) and "
+              "`trainfit submit DIR --yes`.", ""]
+    return "\n".join(lines)
+
+
+def write(result: RenderResult, out_dir: str | Path) -> list[Path]:
+    """Write the files and README.md into ``out_dir`` (created); shell scripts are made executable."""
+    out = Path(out_dir)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise RenderError(f"cannot create {out}: {e.strerror or e}", fix="choose another --out folder") from None
+    written: list[Path] = []
+    for name, text in {**result.files, "README.md": readme(result)}.items():
+        p = out / name
+        try:
+            p.write_text(text, encoding="utf-8")
+            if name.endswith(".sh"):
+                p.chmod(0o755)
+        except OSError as e:
+            raise RenderError(f"cannot write {p}: {e.strerror or e}", fix="check the folder's permissions") from None
+        written.append(p)
+    return written

@@ -1,0 +1,238 @@
+"""What every render target reads: one frozen :class:`RenderContext` built from a model, a workload, an
+optional instance type and an optional plan summary (memory, speed, cost).
+
+Nothing here imports torch, transformers or pandas, looks up the catalog or recomputes memory: the plan
+carries every fact.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from trainfit.errors import RenderError, TrainfitError
+from trainfit.models.shapes import ModelShape
+from trainfit.workload import Workload
+
+#: Where the checkpoint store (OSS, a PVC, a SkyPilot bucket) is mounted in every rendered job.
+CKPT_MOUNT = "/mnt/checkpoints"
+#: PAI's Qwen3 Megatron image (Pai-Megatron-Patch recipe; tag read in the DLC doc, see pai-facts 4).
+PAI_IMAGE = "dsw-registry-vpc.{region}.cr.aliyuncs.com/pai/pai-megatron-patch:25.04"
+#: Lingjun spec names: ml.gu7ef.8xlarge-gu100, ml.gu7xf..., ml.gu8xf..., ml.gu8tf.8.46xlarge.
+_LINGJUN_RE = re.compile(r"^ml\.gu\d+[a-z]*f\.", re.IGNORECASE)
+PLACEHOLDER = "REPLACE_ME"
+
+
+def is_lingjun_type(instance_type: str | None) -> bool:
+    """True for Lingjun spec names (``ml.gu7xf.8xlarge-gu108``...) by their pattern (used when the plan carries no
+    catalog record for the instance)."""
+    return bool(instance_type) and bool(_LINGJUN_RE.match(instance_type.strip()))
+
+
+def model_repo_id(model: ModelShape) -> str:
+    """Hugging Face / ModelScope id of a registry model (``Qwen/Qwen3-8B``)."""
+    name = model.name
+    return name if "/" in name else f"Qwen/{name}"
+
+
+def slug(text: str, limit: int = 40) -> str:
+    s = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+    return (s[:limit].rstrip("-")) or "job"
+
+
+@dataclass(frozen=True, kw_only=True)
+class RenderOptions:
+    """Where and how the job runs, beyond the plan: every string here is checked by the input gate
+    (:mod:`trainfit.inputs`) before it can reach a script or a job file."""
+
+    region: str | None = None
+    """Region id; default: the instance's only documented region, else cn-wulanchabu (Lingjun) / cn-hangzhou."""
+    workspace_id: str | None = None
+    resource_id: str | None = None
+    """PAI resource quota id (empty = public resources)."""
+    image: str | None = None
+    dataset: str | None = None
+    """Dataset id or path (default: a public sample dataset)."""
+    job_name: str | None = None
+    checkpoint_uri: str | None = None
+    vpc: dict[str, str] | None = None
+    learning_rate: float | None = None
+    epochs: float | None = None
+    """Epochs over the dataset; default: the plan's token budget decides the steps (``max_steps``)."""
+    save_steps: int | None = None
+    """Checkpoint interval in steps; default: from the plan's checkpoint interval (spot) or 200."""
+    spot_discount_limit: float | None = None
+
+    def __post_init__(self) -> None:
+        from trainfit import inputs
+
+        for name, kind in (("region", "region"), ("workspace_id", "workspace_id"), ("resource_id", "resource_id"),
+                           ("image", "image"), ("dataset", "dataset"), ("job_name", "job_name"),
+                           ("checkpoint_uri", "uri")):
+            v = getattr(self, name)
+            if v is not None:
+                object.__setattr__(self, name, inputs.as_ident(name, v, kind))
+        if self.vpc is not None:
+            object.__setattr__(self, "vpc", {k: inputs.as_ident(k, v, "vpc") for k, v in self.vpc.items()})
+        if self.learning_rate is not None:
+            object.__setattr__(self, "learning_rate", inputs.as_float("learning_rate", self.learning_rate,
+                                                                      lo=0, hi=1, lo_open=True))
+        if self.epochs is not None:
+            object.__setattr__(self, "epochs", inputs.as_float("epochs", self.epochs, lo=0, hi=10_000, lo_open=True))
+        if self.save_steps is not None:
+            object.__setattr__(self, "save_steps", inputs.as_int("save_steps", self.save_steps, lo=1, hi=10**9))
+        if self.spot_discount_limit is not None:
+            object.__setattr__(self, "spot_discount_limit", inputs.as_float(
+                "spot_discount_limit", self.spot_discount_limit, lo=0, hi=1, lo_open=True))
+
+
+@dataclass(frozen=True, kw_only=True)
+class RenderContext:
+    """Everything a target needs: the typed plan and the render options. Built by
+    :func:`trainfit.launch.build_context`; nothing here looks up the catalog or recomputes memory."""
+
+    plan: Any
+    """The :class:`~trainfit.plan.types.Plan`."""
+    model_id: str
+    region: str
+    image: str
+    custom_image: bool = False
+    dataset: str = "AI-ModelScope/alpaca-gpt4-data-en"
+    job_name: str = "trainfit-job"
+    checkpoint_uri: str = ""
+    vpc: dict[str, str] | None = None
+    workspace_id: str | None = None
+    resource_id: str | None = None
+    learning_rate: float | None = None
+    epochs: float | None = None
+    max_steps: int | None = None
+    """Optimizer steps for the plan's token budget (tokens / (global batch x seq len)); None = use epochs."""
+    save_steps: int = 200
+    spot_discount_limit: float | None = None
+
+    # ---- the plan's facts, for the targets
+    @property
+    def model(self) -> ModelShape:
+        return self.plan.model
+
+    @property
+    def workload(self) -> Workload:
+        return self.plan.workload
+
+    @property
+    def instance_type(self) -> str | None:
+        return self.plan.instance_type
+
+    @property
+    def gpu(self) -> str | None:
+        return self.plan.gpu
+
+    @property
+    def gpu_mem_gib(self) -> float | None:
+        return self.plan.gpu_mem_gib
+
+    @property
+    def gpus_per_instance(self) -> int | None:
+        return getattr(self.plan.instance, "gpu_count", None)
+
+    @property
+    def lingjun(self) -> bool:
+        return self.plan.resource_class == "pai-lingjun" or (
+            self.plan.instance is None and is_lingjun_type(self.plan.instance_type))
+
+    @property
+    def spot(self) -> bool:
+        return self.plan.spot
+
+    @property
+    def ckpt_dir(self) -> str:
+        return f"{CKPT_MOUNT}/{self.job_name}"
+
+    @property
+    def nodes(self) -> int:
+        return self.workload.nodes
+
+    @property
+    def gpus_per_node(self) -> int:
+        return min(self.workload.gpus, self.workload.gpus_per_node)
+
+    @property
+    def megatron(self) -> bool:
+        return self.workload.uses_megatron
+
+    @property
+    def lr(self) -> float:
+        if self.learning_rate is not None:
+            return self.learning_rate
+        return 1e-5 if self.workload.method in ("full", "freeze") else 1e-4
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        """The plan's numbers for headers (memory, fit, speed, cost)."""
+        p = self.plan
+        return {"source": p.source, "verdict": p.fit.verdict,
+                "memory": {"reserved_gib": p.memory.reserved_gib, "tensor_peak_gib": p.memory.tensor_peak_gib,
+                           "peak_phase": p.memory.peak_phase, "gpu_mem_gib": p.gpu_mem_gib,
+                           "verdict": p.fit.verdict, "fits": p.fit.fits},
+                "speed": None if p.tokens_per_s is None else {"tokens_per_s": p.tokens_per_s,
+                                                              "step_seconds": p.step_seconds, "mfu": p.mfu},
+                "cost": None if p.hours is None else {"hours": p.hours, "gpu_hours": p.gpu_hours, "cost": p.cost,
+                                                      "currency": p.currency, "tokens": p.tokens}}
+
+    def facts_line(self) -> str:
+        """One machine-readable line that ``trainfit check`` reads back: the facts a file may not state itself
+        (model, GPU, instance, layout) and the planned memory, as compact JSON."""
+        import json
+
+        p = self.plan
+        facts = {"model": p.model.name, "gpu": p.gpu, "instance_type": p.instance_type,
+                 "provider": p.provider, "resource_class": p.resource_class, "nodes": self.nodes,
+                 "gpus_per_node": self.gpus_per_node, "reserved_gib": p.memory.reserved_gib,
+                 "verdict": p.fit.verdict, "workload": p.workload.to_dict()}
+        return "trainfit-plan " + json.dumps(facts, separators=(",", ":"), ensure_ascii=True)
+
+    def header_lines(self) -> list[str]:
+        """The plan this file came from, one fact a line (no comment markers)."""
+        wl = self.workload
+        s = self.summary
+        lines = [
+            f"rendered by trainfit from: {s.get('source', 'trainfit')}",
+            f"model {self.model_id}; method {wl.method}; seq_len {wl.seq_len}; micro_batch {wl.micro_batch}; "
+            f"grad_accum {wl.grad_accum}; global_batch {wl.global_batch}; gpus {wl.gpus} "
+            f"({self.nodes} node(s) x {self.gpus_per_node}); strategy {wl.strategy}; offload {wl.offload}; "
+            f"precision {wl.precision}; tp {wl.tp} pp {wl.pp} ep {wl.ep} cp {wl.cp}",
+            f"instance {self.instance_type or 'not set'}; gpu {self.gpu or 'not set'}; "
+            f"{'spot' if self.spot else 'on-demand'}; region {self.region}",
+        ]
+        mem = s["memory"]
+        lines.append(f"memory: {_num(mem.get('reserved_gib'))} GiB per GPU reserved (tensor peak "
+                     f"{_num(mem.get('tensor_peak_gib'))} GiB, {mem.get('peak_phase', '?')}) of "
+                     f"{_num(mem.get('gpu_mem_gib'))} GiB usable: {s['verdict'].upper() if s['verdict'] != 'fits' else 'fits'}")
+        speed = s.get("speed")
+        lines.append("speed: " + (f"{_num(speed.get('tokens_per_s'), 0)} tokens/s, "
+                                  f"{_num(speed.get('step_seconds'))} s/step, MFU {_num(speed.get('mfu'))}"
+                                  if speed else "not estimated (no trainfit plan given)"))
+        cost = s.get("cost")
+        if cost and cost.get("cost") is not None:
+            text = (f"{_num(cost.get('cost'))} {cost.get('currency') or ''} for {_num(cost.get('hours'))} h "
+                    f"({_num(cost.get('gpu_hours'))} GPU-hours)")
+        elif cost:
+            text = (f"no price in the catalog; {_num(cost.get('hours'))} h "
+                    f"({_num(cost.get('gpu_hours'))} GPU-hours)")
+        else:
+            text = "not estimated (no trainfit plan given)"
+        lines.append("cost: " + text)
+        if self.max_steps:
+            lines.append(f"budget: {self.max_steps} optimizer steps = {_num(self.plan.tokens, 0)} tokens / "
+                         f"(global batch {wl.global_batch} x seq_len {wl.seq_len}); checkpoint every {self.save_steps} steps")
+        lines.append(self.facts_line())
+        return lines
+
+
+def _num(v: Any, nd: int = 2) -> str:
+    if v is None:
+        return "?"
+    if isinstance(v, (int, float)):
+        return f"{v:,.{nd}f}" if nd else f"{v:,.0f}"
+    return str(v)

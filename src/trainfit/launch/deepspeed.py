@@ -1,0 +1,94 @@
+"""``ds_config.json``: a DeepSpeed config with the plan's ZeRO stage, offload, precision and batch sizes.
+
+The header goes into a top-level ``"_trainfit"`` key: DeepSpeed's ``DeepSpeedConfig`` reads only the keys
+it knows at the top level (its pydantic sub-configs such as ``zero_optimization`` forbid extra keys, the
+top level does not), which the tests check against the real class. Batch sizes are numbers, not ``"auto"``,
+and equal the ms-swift / LLaMA-Factory arguments rendered from the same plan (HF's integration raises
+when they differ).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from trainfit.launch._context import RenderContext, RenderError
+
+FILES = ("ds_config.json",)
+
+
+def applies(ctx: RenderContext) -> str | None:
+    """None when the target applies to this plan, else why not."""
+    if ctx.megatron:
+        return "the plan uses Megatron parallelism (tp/pp/ep/cp > 1); ms-swift `megatron sft` needs no DeepSpeed config"
+    if not ctx.workload.strategy.startswith("zero"):
+        return f"the plan's strategy is {ctx.workload.strategy}, not DeepSpeed ZeRO"
+    return None
+
+
+def ds_config(ctx: RenderContext, *, with_header: bool = True) -> dict[str, Any]:
+    wl = ctx.workload
+    if not wl.strategy.startswith("zero"):
+        raise RenderError(f"strategy {wl.strategy} is not a DeepSpeed ZeRO stage",
+                          fix="use --strategy zero1, zero2 or zero3 for the deepspeed target")
+    stage = int(wl.strategy[-1])
+    zero: dict[str, Any] = {"stage": stage, "overlap_comm": True, "contiguous_gradients": True,
+                            "reduce_bucket_size": 500_000_000}
+    if stage <= 2:
+        zero["allgather_bucket_size"] = 500_000_000
+    else:
+        zero.update({"stage3_prefetch_bucket_size": 50_000_000, "stage3_param_persistence_threshold": 100_000,
+                     "stage3_gather_16bit_weights_on_model_save": True})
+    if wl.offload in ("optimizer", "all"):
+        zero["offload_optimizer"] = {"device": "cpu", "pin_memory": True}
+    if wl.offload == "all":
+        zero["offload_param"] = {"device": "cpu", "pin_memory": True}
+    cfg: dict[str, Any] = {}
+    if with_header:
+        cfg["_trainfit"] = {"header": ctx.header_lines()}
+    cfg.update({
+        "train_batch_size": wl.global_batch,
+        "train_micro_batch_size_per_gpu": wl.micro_batch,
+        "gradient_accumulation_steps": wl.grad_accum,
+        "gradient_clipping": 1.0,
+        "zero_optimization": zero,
+        "steps_per_print": 100,
+        "wall_clock_breakdown": False,
+    })
+    if wl.precision == "fp16":
+        cfg["fp16"] = {"enabled": True, "loss_scale": 0, "initial_scale_power": 16}
+    else:
+        cfg["bf16"] = {"enabled": True}
+    return cfg
+
+
+def render(ctx: RenderContext) -> dict[str, str]:
+    return {"ds_config.json": json.dumps(ds_config(ctx), indent=2, ensure_ascii=False) + "\n"}
+
+
+def strategy_from_config(cfg: dict) -> dict:
+    """Workload fields a DeepSpeed config states (the inverse of :func:`ds_config`): strategy (ZeRO stage),
+    offload, micro-batch, gradient accumulation and 16-bit format."""
+    kw: dict = {}
+    zero = cfg.get("zero_optimization") if isinstance(cfg.get("zero_optimization"), dict) else {}
+    stage = zero.get("stage")
+    if stage in (1, 2, 3):
+        kw["strategy"] = f"zero{stage}"
+    elif stage == 0:
+        kw["strategy"] = "ddp"
+
+    def dev(key: str) -> str | None:
+        v = zero.get(key)
+        return v.get("device") if isinstance(v, dict) else None
+
+    if dev("offload_param") in ("cpu", "nvme"):
+        kw["offload"] = "all"
+    elif dev("offload_optimizer") in ("cpu", "nvme"):
+        kw["offload"] = "optimizer"
+    elif stage in (1, 2, 3):
+        kw["offload"] = "none"
+    for key, name in (("train_micro_batch_size_per_gpu", "micro_batch"), ("gradient_accumulation_steps", "grad_accum")):
+        v = cfg.get(key)
+        if isinstance(v, int) and not isinstance(v, bool) and v > 0:
+            kw[name] = v
+    return kw

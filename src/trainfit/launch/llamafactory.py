@@ -1,0 +1,124 @@
+"""``llamafactory.yaml``: the same run as a LLaMA-Factory ``llamafactory-cli train`` config.
+
+Resume: LLaMA-Factory resumes by itself from the newest ``checkpoint-N`` in ``output_dir`` when
+``resume_from_checkpoint`` is unset and ``overwrite_output_dir`` is false (``hparams/parser.py``); the
+output directory is on the checkpoint mount, so a restarted spot job continues. Pass
+``resume_from_checkpoint=PATH`` on the command line to pick a checkpoint by hand.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+
+from trainfit.launch._common import OPTIMIZERS, dump_yaml, hash_header
+from trainfit.launch._context import RenderContext
+
+FILES = ("llamafactory.yaml",)
+DS_PATH = "ds_config.json"
+LF_ATTN = {"flash": "fa2", "sdpa": "sdpa", "eager": "disabled"}
+
+
+#: Workload precision -> LLaMA-Factory flags (``pure_bf16``: bf16 weights and optimizer states, no fp32 copy).
+LF_PRECISION = {"bf16": {"bf16": True, "pure_bf16": True}, "amp-bf16": {"bf16": True}, "fp16": {"fp16": True}}
+
+
+def applies(ctx: RenderContext) -> str | None:
+    if ctx.megatron:
+        return ("the plan uses Megatron parallelism (tp/pp/ep/cp > 1); LLaMA-Factory's default trainer runs "
+                "data parallel only")
+    if ctx.workload.strategy == "fsdp":
+        return "the plan uses FSDP, which LLaMA-Factory takes from an accelerate config file (not rendered)"
+    if ctx.workload.precision not in LF_PRECISION:
+        return f"precision {ctx.workload.precision} is not a LLaMA-Factory training precision"
+    return None
+
+
+def config(ctx: RenderContext) -> dict[str, Any]:
+    wl = ctx.workload
+    ftype = {"full": "full", "freeze": "freeze", "lora": "lora", "qlora": "lora"}[wl.method]
+    c: dict[str, Any] = {"model_name_or_path": ctx.model_id, "trust_remote_code": True, "stage": "sft",
+                         "do_train": True, "finetuning_type": ftype}
+    if ftype == "lora":
+        targets = ["all"] if wl.lora_targets == ("all-linear",) else list(wl.lora_targets)
+        c.update({"lora_rank": wl.lora_rank, "lora_alpha": wl.lora_alpha, "lora_target": ",".join(targets)})
+    if wl.method == "qlora":
+        c.update({"quantization_bit": 4, "quantization_method": "bnb"})
+    if wl.method == "freeze":
+        c["freeze_trainable_layers"] = wl.freeze_trainable_layers
+    dataset = ctx.dataset if "/" not in ctx.dataset else "alpaca_en_demo"
+    c.update({"dataset": dataset, "template": "qwen3", "cutoff_len": wl.seq_len,
+              "per_device_train_batch_size": wl.micro_batch, "gradient_accumulation_steps": wl.grad_accum,
+              "learning_rate": ctx.lr, "lr_scheduler_type": "cosine",
+              "optim": OPTIMIZERS[wl.optimizer], "flash_attn": LF_ATTN[wl.attention]})
+    if ctx.max_steps:
+        c["max_steps"] = ctx.max_steps
+    else:
+        c["num_train_epochs"] = float(ctx.epochs if ctx.epochs is not None else 1)
+    c.update(LF_PRECISION[wl.precision])
+    if not wl.grad_ckpt:
+        c["disable_gradient_checkpointing"] = True
+    if wl.loss == "fused":
+        c["enable_liger_kernel"] = True
+    if wl.strategy.startswith("zero"):
+        c["deepspeed"] = DS_PATH
+    c.update({"output_dir": ctx.ckpt_dir, "overwrite_output_dir": False, "save_steps": ctx.save_steps,
+              "save_total_limit": 2, "logging_steps": 10, "report_to": "none"})
+    return c
+
+
+def render(ctx: RenderContext) -> dict[str, str]:
+    body = dump_yaml(config(ctx))
+    note = ("# resume_from_checkpoint: unset on purpose -- LLaMA-Factory resumes from the newest checkpoint-N\n"
+            "# in output_dir (on the checkpoint mount) because overwrite_output_dir is false.\n")
+    if ctx.workload.gpus > 1:
+        note += ("# multi-GPU: FORCE_TORCHRUN=1 NNODES=$WORLD_SIZE NODE_RANK=$RANK "
+                 "llamafactory-cli train llamafactory.yaml  (ds_config.json beside it)\n")
+    out = {"llamafactory.yaml": hash_header(ctx, "llamafactory.yaml: LLaMA-Factory train config") + note + body}
+    if ctx.workload.strategy.startswith("zero"):
+        from trainfit.launch import deepspeed
+
+        out.update(deepspeed.render(ctx))
+    return out
+
+
+def llamafactory_workload(c: dict, *, num_layers: int | None = None) -> tuple[dict, list[str]]:
+    """Workload fields of a LLaMA-Factory config (the inverse of :func:`config`)."""
+    kw: dict = {}
+    assumed: list[str] = []
+    s = {k: ("" if v is None else str(v).lower() if isinstance(v, bool) else str(v)) for k, v in c.items()}
+    ftype = s.get("finetuning_type", "")
+    if ftype == "lora":
+        kw["method"] = "qlora" if s.get("quantization_bit") == "4" else "lora"
+        tg = s.get("lora_target", "all")
+        kw["lora_targets"] = ("all-linear",) if tg in ("all", "") else tuple(x.strip() for x in tg.split(",") if x.strip())
+    elif ftype == "freeze":
+        kw["method"] = "freeze"
+        if s.get("freeze_trainable_layers", "").isdigit():
+            kw["freeze_trainable_layers"] = int(s["freeze_trainable_layers"])
+    else:
+        kw["method"] = "full"
+        if not ftype:
+            assumed.append("full fine-tuning")
+    for k, name in (("lora_rank", "lora_rank"), ("lora_alpha", "lora_alpha"), ("cutoff_len", "seq_len"),
+                    ("per_device_train_batch_size", "micro_batch"), ("gradient_accumulation_steps", "grad_accum")):
+        if s.get(k, "").isdigit():
+            kw[name] = int(s[k])
+    if "seq_len" not in kw:
+        assumed.append("seq_len 2048 (cutoff_len not set)")
+    if s.get("fp16") == "true":
+        kw["precision"] = "fp16"
+    elif s.get("pure_bf16") == "true":
+        kw["precision"] = "bf16"
+    elif s.get("bf16") == "true":
+        kw["precision"] = "amp-bf16"
+    inv_attn = {v: k for k, v in LF_ATTN.items()}
+    if s.get("flash_attn") in inv_attn:
+        kw["attention"] = inv_attn[s["flash_attn"]]
+    inv_opt = {v: k for k, v in OPTIMIZERS.items()}
+    if s.get("optim") in inv_opt:
+        kw["optimizer"] = inv_opt[s["optim"]]
+    kw["grad_ckpt"] = s.get("disable_gradient_checkpointing") != "true"
+    kw["loss"] = "fused" if s.get("enable_liger_kernel") == "true" else "standard"
+    return kw, assumed

@@ -1,0 +1,253 @@
+"""Every user option, defined once: name, type, range, default and help. The CLI builds its argparse options
+from this table and the web API validates its JSON bodies with it, so both accept the same values and say the
+same thing when a value is wrong (the parsing goes through :mod:`trainfit.inputs`, the one input gate).
+
+An option's ``name`` is the field name (``seq_len``); the CLI flag is ``--seq-len``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+from trainfit import inputs
+from trainfit.errors import InputError, did_you_mean
+from trainfit.workload import (ATTENTIONS, LOSSES, METHODS, OFFLOADS, OPTIMIZERS, PRECISIONS, STRATEGIES,
+                               Workload)
+
+#: Documented ranges of the input gate (docs/security.md).
+MAX_GPUS = 65_536
+MAX_PARALLEL = 1024
+MAX_MICRO_BATCH = 65_536
+MAX_LORA_RANK = 65_536
+MAX_TOKENS = 1e15
+
+
+@dataclass(frozen=True, kw_only=True)
+class Option:
+    """One option of the CLI and the web API."""
+
+    name: str
+    """Field name (``seq_len``); CLI flag ``--seq-len`` unless ``flag`` says otherwise."""
+    parse: Callable[[str, Any], Any]
+    """``parse(field, raw) -> value`` through :mod:`trainfit.inputs` (raises InputError)."""
+    default: Any = None
+    help: str = ""
+    choices: tuple[str, ...] | None = None
+    flag: str | None = None
+    group: str = "training request"
+    metavar: str | None = None
+
+    @property
+    def cli_flag(self) -> str:
+        return self.flag or "--" + self.name.replace("_", "-")
+
+
+def _int(lo: int = 1, hi: int | None = None) -> Callable[[str, Any], int]:
+    return lambda f, v: inputs.as_int(f, v, lo=lo, hi=hi)
+
+
+def _float(lo: float | None = None, hi: float | None = None, lo_open: bool = False) -> Callable[[str, Any], float]:
+    return lambda f, v: inputs.as_float(f, v, lo=lo, hi=hi, lo_open=lo_open)
+
+
+def _choice(choices: tuple[str, ...]) -> Callable[[str, Any], str]:
+    return lambda f, v: inputs.as_choice(f, v, choices)
+
+
+def _targets(field: str, raw: Any) -> tuple[str, ...]:
+    items = raw.split(",") if isinstance(raw, str) else raw
+    if not isinstance(items, (list, tuple)):
+        raise inputs._bad(field, raw, "must be a comma-separated list of module names")
+    out = tuple(inputs.as_ident(field, str(t), "module") for t in items if str(t).strip())
+    if not out:
+        raise inputs._bad(field, raw, "is empty", "use all-linear or a list such as q_proj,v_proj")
+    return out
+
+
+_D = Workload()
+#: Workload fields as options (memory, trace, plan, render, web).
+WORKLOAD_OPTIONS: tuple[Option, ...] = (
+    Option(name="method", parse=_choice(METHODS), default=_D.method, choices=METHODS,
+           help="full | lora | qlora | freeze (default: full)"),
+    Option(name="lora_rank", parse=_int(1, MAX_LORA_RANK), default=_D.lora_rank, help=f"LoRA rank (default {_D.lora_rank})"),
+    Option(name="lora_alpha", parse=_int(1, MAX_LORA_RANK * 16), default=_D.lora_alpha,
+           help=f"LoRA alpha (default {_D.lora_alpha})"),
+    Option(name="lora_targets", parse=_targets, default=_D.lora_targets,
+           help="comma-separated module names or all-linear (default)"),
+    Option(name="freeze_trainable_layers", flag="--freeze-layers", parse=_int(1, 10_000),
+           default=_D.freeze_trainable_layers, help="for --method freeze: how many last layers train (default 2)"),
+    Option(name="seq_len", parse=lambda f, v: inputs.as_seq_len(f, v), default=_D.seq_len,
+           help=f"tokens per sample: 4096 or 4k (default {_D.seq_len})"),
+    Option(name="micro_batch", parse=_int(1, MAX_MICRO_BATCH), default=_D.micro_batch,
+           help="samples per GPU per step (default 1)"),
+    Option(name="grad_accum", parse=_int(1, 1_000_000), default=_D.grad_accum,
+           help="gradient accumulation steps (default 1)"),
+    Option(name="grad_ckpt", parse=inputs.as_bool, default=_D.grad_ckpt,
+           help="gradient checkpointing (default on; --no-grad-ckpt turns it off)"),
+    Option(name="attention", parse=_choice(ATTENTIONS), default=_D.attention, choices=ATTENTIONS,
+           help="sdpa | flash | eager (default sdpa)"),
+    Option(name="loss", parse=_choice(LOSSES), default=_D.loss, choices=LOSSES,
+           help="standard (fp32 logits) | fused (Liger-style)"),
+    Option(name="precision", parse=_choice(PRECISIONS), default=_D.precision, choices=PRECISIONS,
+           help="bf16 (pure) | amp-bf16 | fp16 | fp8 (default bf16)"),
+    Option(name="optimizer", parse=_choice(OPTIMIZERS), default=_D.optimizer, choices=OPTIMIZERS,
+           help="default adamw-fused"),
+    Option(name="gpus", parse=_int(1, MAX_GPUS), default=_D.gpus, group="distribution",
+           help="GPUs in the job, all nodes (default 1)"),
+    Option(name="gpus_per_node", parse=_int(1, 64), default=None, group="distribution",
+           help="GPUs per node (default: min(gpus, 8))"),
+    Option(name="strategy", parse=_choice(STRATEGIES), default=_D.strategy, choices=STRATEGIES, group="distribution",
+           help="ddp | zero1 | zero2 | zero3 | fsdp (default ddp)"),
+    Option(name="offload", parse=_choice(OFFLOADS), default=_D.offload, choices=OFFLOADS, group="distribution",
+           help="none | optimizer | all"),
+    Option(name="tp", parse=_int(1, MAX_PARALLEL), default=1, group="distribution", help="tensor parallel size (default 1)"),
+    Option(name="pp", parse=_int(1, MAX_PARALLEL), default=1, group="distribution", help="pipeline parallel size (default 1)"),
+    Option(name="ep", parse=_int(1, MAX_PARALLEL), default=1, group="distribution", help="expert parallel size (default 1)"),
+    Option(name="cp", parse=_int(1, MAX_PARALLEL), default=1, group="distribution", help="context parallel size (default 1)"),
+    Option(name="sequence_parallel", parse=inputs.as_bool, default=True, group="distribution",
+           help="Megatron sequence parallelism with --tp > 1 (default on; --no-sequence-parallel turns it off)"),
+)
+WORKLOAD_OPTION_NAMES = tuple(o.name for o in WORKLOAD_OPTIONS)
+_BY_NAME = {o.name: o for o in WORKLOAD_OPTIONS}
+_NEGATABLE = {"grad_ckpt": "--no-grad-ckpt", "sequence_parallel": "--no-sequence-parallel"}
+
+
+def _argparse_type(opt: Option) -> Callable[[str], Any]:
+    def conv(text: str) -> Any:
+        try:
+            return opt.parse(opt.cli_flag, text)
+        except InputError as e:
+            raise argparse.ArgumentTypeError(e.message + (f" ({e.fix})" if e.fix else "")) from None
+    conv.__name__ = opt.name
+    return conv
+
+
+def add_options(p: argparse.ArgumentParser, options: tuple[Option, ...] = WORKLOAD_OPTIONS, *,
+                unset_defaults: bool = False) -> None:
+    """Add ``options`` to an argparse parser, grouped. ``unset_defaults``: every default is None (plan: an
+    option the user did not give is searched, not pinned)."""
+    groups: dict[str, Any] = {}
+    for o in options:
+        g = groups.get(o.group) or groups.setdefault(o.group, p.add_argument_group(o.group))
+        default = None if unset_defaults else o.default
+        if o.name in _NEGATABLE:
+            g.add_argument(o.cli_flag, dest=o.name, action="store_true", default=default, help=o.help)
+            g.add_argument(_NEGATABLE[o.name], dest=o.name, action="store_false", help=argparse.SUPPRESS)
+            continue
+        kw: dict[str, Any] = {"dest": o.name, "default": default, "help": o.help, "type": _argparse_type(o)}
+        if o.choices:
+            kw["metavar"] = "{" + ",".join(o.choices) + "}"
+        if o.metavar:
+            kw["metavar"] = o.metavar
+        g.add_argument(o.cli_flag, **kw)
+
+
+def parse_options(raw: Mapping[str, Any], options: tuple[Option, ...] = WORKLOAD_OPTIONS, *,
+                  allowed_extra: tuple[str, ...] = (), defaults: bool = True) -> dict[str, Any]:
+    """Validate a mapping of option values (a web request body). Unknown keys are an error with "did you mean";
+    missing keys take the option default (or are left out when ``defaults`` is False)."""
+    by_name = {o.name: o for o in options}
+    out: dict[str, Any] = {}
+    for k, v in raw.items():
+        if k in allowed_extra:
+            continue
+        o = by_name.get(k)
+        if o is None:
+            sugg = did_you_mean(str(k), list(by_name) + list(allowed_extra), n=1)
+            err = InputError(f"unknown option {str(k)[:60]!r}", fix=f"did you mean {sugg[0]}?" if sugg else
+                             "see the API docs (/docs) for the fields")
+            err.field = str(k)  # type: ignore[attr-defined]
+            raise err
+        out[k] = None if v is None else o.parse(k, v)
+    if defaults:
+        for o in options:
+            out.setdefault(o.name, o.default)
+    return out
+
+
+def workload_from_values(values: Mapping[str, Any]) -> Workload:
+    """A Workload from parsed option values (``gpus_per_node`` None -> min(gpus, 8))."""
+    kw = {k: values[k] for k in WORKLOAD_OPTION_NAMES if values.get(k) is not None}
+    if kw.get("gpus_per_node") is None:
+        kw["gpus_per_node"] = min(kw.get("gpus", 1), 8)
+    return Workload(**kw)
+
+
+def _ident(kind: str) -> Callable[[str, Any], str]:
+    return lambda f, v: inputs.as_ident(f, v, kind)
+
+
+def _count(lo: float = 1, hi: float = MAX_TOKENS) -> Callable[[str, Any], int]:
+    return lambda f, v: inputs.as_count(f, v, lo=lo, hi=hi)
+
+
+def _rules(field: str, raw: Any) -> tuple[str, ...]:
+    items = [raw] if isinstance(raw, str) else raw
+    if not isinstance(items, (list, tuple)):
+        raise inputs._bad(field, raw, "must be a list of rule ids")
+    return tuple(inputs.as_ident(field, str(x), "job_name") for x in items)
+
+
+#: Options of ``trainfit plan`` beyond the workload (and of ``POST /api/plan``).
+PLAN_OPTIONS: tuple[Option, ...] = (
+    Option(name="tokens", parse=_count(), group="job", help="training tokens in total (2B, 500M...)"),
+    Option(name="dataset_tokens", parse=_count(), group="job", help="tokens in the dataset (with --epochs)"),
+    Option(name="epochs", parse=_float(0, 10_000, lo_open=True), default=1.0, group="job",
+           help="epochs over --dataset-tokens (default 1)"),
+    Option(name="global_batch", parse=_int(1, 10**9), group="job",
+           help="samples per optimizer step (default: no constraint)"),
+    Option(name="objective", parse=_choice(("cost", "time")), default="cost", choices=("cost", "time"), group="search",
+           help="rank by cost (default) or time"),
+    Option(name="budget", parse=_float(0, 1e12, lo_open=True), group="search",
+           help="maximum cost (in the instance's currency)"),
+    Option(name="deadline", parse=_float(0, 1e6, lo_open=True), group="search", metavar="HOURS",
+           help="maximum wall-clock hours"),
+    Option(name="provider", parse=_choice(("alibaba", "tencent", "generic", "private")), group="search",
+           choices=("alibaba", "tencent", "generic", "private"), help="alibaba | tencent | generic (default: all)"),
+    Option(name="resource_class", parse=_ident("job_name"), group="search",
+           help="pai-public | pai-lingjun | tencent-tione | generic ..."),
+    Option(name="region", parse=_ident("region"), group="search", help="e.g. cn-hangzhou, cn-wulanchabu"),
+    Option(name="spot", parse=inputs.as_bool, default=False, group="search",
+           help="spot / preemptible instances (竞价实例)"),
+    Option(name="interruption_rate", parse=_float(0, 10), group="search", metavar="PER_NODE_HOUR",
+           help="spot interruptions per node-hour (default: see docs/cost-model.md)"),
+    Option(name="checkpoint_interval", parse=_float(0, 1e4, lo_open=True), group="search", metavar="HOURS",
+           help="hours between checkpoints (spot; default: the Young/Daly optimum)"),
+    Option(name="max_gpus", parse=_int(1, MAX_GPUS), default=64, group="search",
+           help="largest job to consider (default 64)"),
+    Option(name="framework", parse=_choice(("hf-trainer", "deepspeed", "fsdp2", "megatron")), group="search",
+           choices=("hf-trainer", "deepspeed", "fsdp2", "megatron"),
+           help="engine profile of the speed model (default: what the strategy implies)"),
+    Option(name="gpu", parse=_ident("gpu"), group="search", metavar="NAME", help="only instance types with this GPU"),
+    Option(name="instance_type", parse=_ident("instance_type"), group="search", help="only this instance type"),
+    Option(name="ignore_rule", parse=_rules, default=(), group="search", metavar="RULE_ID",
+           help="do not enforce a platform rule (e.g. pai-public-quota when your quota was raised); repeatable"),
+)
+
+
+def plan_request_from_values(model: Any, values: Mapping[str, Any]) -> Any:
+    """A :class:`~trainfit.plan.search.PlanRequest` from parsed option values (workload + plan options). Workload
+    layout fields that are set are pinned; the others are searched."""
+    from trainfit.errors import WorkloadError
+    from trainfit.plan.search import PIN_FIELDS, PlanRequest
+
+    pins = {k: values[k] for k in PIN_FIELDS if values.get(k) is not None}
+    base = {k: values[k] for k in WORKLOAD_OPTION_NAMES if k not in PIN_FIELDS and values.get(k) is not None}
+    # validate the pinned fields together with the rest once, for a clear error
+    Workload(**{**base, **pins, "gpus_per_node": pins.get("gpus_per_node", min(pins.get("gpus", 1), 8))})
+    tokens = values.get("tokens")
+    if tokens is None:
+        if values.get("dataset_tokens") is None:
+            raise WorkloadError("how many tokens to train on?", fix="pass --tokens 2B or --dataset-tokens 500M --epochs 3")
+        tokens = values["dataset_tokens"] * (values.get("epochs") or 1.0)
+    return PlanRequest(
+        model=model, workload=Workload(**base), tokens=float(tokens), pins=pins, global_batch=values.get("global_batch"),
+        objective=values.get("objective") or "cost", budget=values.get("budget"), deadline_hours=values.get("deadline"),
+        provider=values.get("provider"), region=values.get("region"), resource_class=values.get("resource_class"),
+        gpu=values.get("gpu"), instance_type=values.get("instance_type"), spot=bool(values.get("spot")),
+        max_gpus=values.get("max_gpus") or 64, framework=values.get("framework"),
+        ignore_rules=frozenset(values.get("ignore_rule") or ()),
+        interruption_rate_per_node_hour=values.get("interruption_rate"),
+        checkpoint_interval_hours=values.get("checkpoint_interval"))

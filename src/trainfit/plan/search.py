@@ -1,0 +1,434 @@
+"""The planner: which instance type, how many nodes, which settings — ranked, with every rejection
+explained.
+
+For a :class:`PlanRequest` it searches instance types (catalog, filtered by provider / region / GPU) x
+node counts x strategies (DDP, ZeRO-1/2/3, FSDP, CPU offload, expert parallelism for MoE) x gradient
+checkpointing x micro-batch, keeps what fits GPU memory (``reserved_gib`` plus a safety margin) and host
+RAM, estimates speed (``estimate/compute.py``), time and cost (``cost.py``), applies the platform rules
+(``platforms/rules.py``), and ranks by cost or time. Per instance type it keeps the best configuration;
+instance types with no feasible configuration are returned as rejections with a code, a reason and a fix.
+
+Pure: no I/O beyond the lazily loaded bundled catalog; no torch.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from trainfit.errors import PlanError, TrainfitError, WorkloadError
+from trainfit.estimate.fit import HOST_RAM_USABLE, SAFETY_MARGIN_DEFAULT, decide_fit
+from trainfit.estimate.memory import MemoryEstimate, estimate_memory
+from trainfit.models.shapes import ModelShape
+from trainfit.plan.types import Plan, PlanResult, Rejection
+from trainfit.workload import LAYOUT_FIELDS, Workload
+
+Objective = Literal["cost", "time"]
+
+#: The safety margin of the one fit decision (``estimate/fit.py``); ``PlanRequest.memory_margin`` changes it.
+MEMORY_MARGIN_DEFAULT = SAFETY_MARGIN_DEFAULT
+NODE_COUNTS = (1, 2, 4, 8, 16, 32, 64, 128)
+MAX_MICRO_BATCH = 16
+#: Strategies in order of expected speed (fastest first) for one GPU and for several.
+_SINGLE = (("ddp", "none"), ("zero2", "optimizer"), ("zero3", "all"))
+_MULTI = (("ddp", "none"), ("zero1", "none"), ("zero2", "none"), ("fsdp", "none"), ("zero3", "none"),
+          ("zero1", "optimizer"), ("zero3", "optimizer"), ("zero3", "all"), ("fsdp", "all"))
+#: What Megatron (tp/pp/ep/cp > 1) can run: plain data parallel, or its distributed optimizer (= ZeRO-1), with
+#: optional optimizer CPU offload.
+_MEGATRON = (("ddp", "none"), ("zero1", "none"), ("zero1", "optimizer"))
+#: Platform rules that are warnings for `trainfit check` (a quota can be raised) but that the planner
+#: treats as limits, so that a recommended plan runs without a support ticket. ``ignore_rules`` lifts them.
+PLANNER_BLOCKING_RULES = frozenset({"pai-public-quota"})
+#: Pinnable distribution / settings fields (the same names as Workload's).
+PIN_FIELDS = LAYOUT_FIELDS
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlanRequest:
+    """What to plan: the model, the training request and the search limits."""
+
+    model: ModelShape
+    workload: Workload
+    """Method, sequence, precision, optimizer... Distribution fields are searched unless pinned."""
+    tokens: float
+    """Training tokens in total (all epochs)."""
+    pins: dict[str, Any] = field(default_factory=dict)
+    """Workload fields fixed by the user (gpus, strategy, micro_batch...); the rest is searched."""
+    global_batch: int | None = None
+    """Samples per optimizer step; None = no constraint (gradient accumulation 1)."""
+    objective: Objective = "cost"
+    budget: float | None = None
+    """Maximum cost in the instance's currency."""
+    deadline_hours: float | None = None
+    provider: str | None = None
+    region: str | None = None
+    resource_class: str | None = None
+    gpu: str | None = None
+    instance_type: str | None = None
+    spot: bool = False
+    max_gpus: int = 64
+    framework: str | None = None
+    memory_margin: float = MEMORY_MARGIN_DEFAULT
+    ignore_rules: frozenset[str] = frozenset()
+    """Rule ids not to enforce (e.g. ``pai-public-quota`` when your quota was raised)."""
+    interruption_rate_per_node_hour: float | None = None
+    checkpoint_interval_hours: float | None = None
+
+    def __post_init__(self) -> None:
+        if not self.tokens or self.tokens <= 0:
+            raise PlanError("--tokens must be positive", fix="e.g. --tokens 2B, or --dataset-tokens 500M --epochs 3")
+        if self.objective not in ("cost", "time"):
+            raise PlanError(f"objective must be cost or time, got {self.objective!r}")
+        if self.max_gpus < 1:
+            raise PlanError("--max-gpus must be >= 1")
+        unknown = set(self.pins) - set(PIN_FIELDS)
+        if unknown:
+            raise PlanError(f"cannot pin {sorted(unknown)}")
+        if not 0 <= self.memory_margin < 0.5:
+            raise PlanError("memory margin must be in [0, 0.5)")
+
+
+# ------------------------------------------------------------------------------------------ search
+def _instances(req: PlanRequest) -> list[Any]:
+    from trainfit.catalog.instances import list_instances
+
+    out = []
+    for inst in list_instances():
+        if req.provider and inst.provider.lower() != req.provider.lower():
+            continue
+        if req.resource_class and inst.resource_class != req.resource_class:
+            continue
+        if req.instance_type and inst.instance_type.lower() != req.instance_type.lower():
+            continue
+        out.append(inst)
+    if req.instance_type and not out:
+        from trainfit.catalog.instances import get_instance
+
+        out.append(get_instance(req.instance_type))  # raises with "did you mean"
+    return out
+
+
+def _gpu_of(inst: Any) -> Any:
+    try:
+        g = inst.gpu_spec
+        return g() if callable(g) else g
+    except TrainfitError:  # an unknown GPU reference is a rejection, not a crash
+        return None
+
+
+@dataclass
+class _Best:
+    """The closest miss for an instance type, to explain its rejection."""
+
+    need_gib: float = math.inf
+    need_wl: Workload | None = None
+    rule: Any = None
+    host: tuple[float, float] | None = None
+    other: tuple[str, str, str | None] | None = None
+
+
+def _configs(req: PlanRequest, model: ModelShape, gpn: int, nodes: int) -> list[Workload]:
+    """Candidate workloads for one node layout, fastest strategies first."""
+    base = req.workload
+    pins = req.pins
+    gpus = gpn * nodes
+    strategies = _SINGLE if gpus == 1 else _MULTI
+    if "strategy" in pins:
+        strategies = tuple((s, o) for s, o in strategies if s == pins["strategy"]) or ((pins["strategy"], "none"),)
+    if "offload" in pins:
+        strategies = tuple({(s, pins["offload"]) for s, _ in strategies})
+    eps = [pins.get("ep", 1)]
+    if "ep" not in pins and model.is_moe and gpus >= 8 and base.method == "full":
+        for e in (gpn, gpus):
+            if e > 1 and model.num_experts % e == 0 and e not in eps:
+                eps.append(e)
+    mp_pinned = max(pins.get("tp", 1), pins.get("pp", 1), pins.get("cp", 1)) > 1
+    gcs = [pins["grad_ckpt"]] if "grad_ckpt" in pins else [False, True]
+    out = []
+    for s, o in strategies:
+        for ep in eps:
+            if (ep > 1 or mp_pinned) and (s, o) not in _MEGATRON and "strategy" not in pins:
+                continue  # Megatron layouts shard optimizer states only (distributed optimizer)
+            for gc in gcs:
+                kw = dict(gpus=gpus, gpus_per_node=gpn, strategy=s, offload=o, grad_ckpt=gc, ep=ep,
+                          tp=pins.get("tp", 1), pp=pins.get("pp", 1), cp=pins.get("cp", 1), micro_batch=1,
+                          grad_accum=pins.get("grad_accum", 1))
+                try:
+                    out.append(base.with_(**kw))
+                except WorkloadError:
+                    continue
+    return out
+
+
+_LEAN_ORDER = {("ddp", "none"): 0, ("zero1", "none"): 1, ("zero2", "none"): 2, ("fsdp", "none"): 3,
+               ("zero3", "none"): 4, ("zero1", "optimizer"): 5, ("zero2", "optimizer"): 5, ("zero3", "optimizer"): 6, ("fsdp", "optimizer"): 6,
+               ("zero3", "all"): 7, ("fsdp", "all"): 7}
+
+
+def _families(configs: list[Workload]) -> list[list[Workload]]:
+    """Candidates split by optimizer-state semantics: DeepSpeed ZeRO vs the rest (DDP, FSDP)."""
+    zero = [w for w in configs if w.strategy.startswith("zero")]
+    other = [w for w in configs if not w.strategy.startswith("zero")]
+    return [f for f in (zero, other) if f]
+
+
+def _leanness(w: Workload) -> tuple:
+    """Order candidates by how little memory they need (more sharding, offload, GC, expert parallelism)."""
+    return (_LEAN_ORDER.get((w.strategy, w.offload), 0), w.grad_ckpt, w.ep)
+
+
+def _fit_micro_batch(model: ModelShape, wl: Workload, limit_gib: float, cap: int) -> tuple[Workload, MemoryEstimate] | None:
+    """The largest micro-batch <= cap that fits (None if even 1 does not)."""
+    est = estimate_memory(model, wl)
+    if est.reserved_gib > limit_gib:
+        return None
+    best = (wl, est)
+    b = 2
+    while b <= cap:
+        w2 = wl._with_batch(b)
+        e2 = estimate_memory(model, w2)
+        if e2.reserved_gib > limit_gib:
+            break
+        best = (w2, e2)
+        b *= 2
+    return best
+
+
+def plan(req: PlanRequest) -> PlanResult:
+    """Search, evaluate and rank (see module docstring)."""
+    from trainfit.plan.cost import SpotPolicy, estimate_cost, price_from_catalog
+    from trainfit.estimate.speed import estimate_speed, hardware_from_catalog, training_time
+    from trainfit.rules import evaluate_instance
+
+    model = req.model
+    plans: list[Plan] = []
+    rejected: list[Rejection] = []
+    gpu_filter = None
+    if req.gpu:
+        from trainfit.catalog.gpus import get_gpu
+
+        gpu_filter = get_gpu(req.gpu)
+    spot_policy = None
+    if req.spot:
+        kw = {}
+        if req.interruption_rate_per_node_hour is not None:
+            kw["interruption_rate_per_node_hour"] = req.interruption_rate_per_node_hour
+        if req.checkpoint_interval_hours is not None:
+            kw["checkpoint_interval_hours"] = req.checkpoint_interval_hours
+        spot_policy = SpotPolicy(**kw)
+
+    config_cache: dict[tuple[int, int], list[Workload]] = {}
+    for inst in _instances(req):
+        it = inst.instance_type
+        gpu = _gpu_of(inst)
+        if gpu is None or not inst.gpu_count:
+            if gpu_filter is not None:
+                continue  # cannot tell whether it has the requested GPU
+            rejected.append(Rejection(instance_type=it, provider=inst.provider, code="unknown-gpu",
+                                      reason=f"GPU model or count of {it} is not in the catalog",
+                                      fix="add gpu and gpu_count for it in ~/.config/trainfit/catalog.yaml"))
+            continue
+        if gpu_filter is not None and gpu.name != gpu_filter.name:
+            continue
+        if req.region and inst.regions and req.region not in inst.regions:
+            rejected.append(Rejection(instance_type=it, provider=inst.provider, code="region",
+                                      reason=f"not listed in region {req.region} (listed: {', '.join(inst.regions)})",
+                                      fix="drop --region or pick one of the listed regions"))
+            continue
+        if gpu.mem_gib is None:
+            rejected.append(Rejection(instance_type=it, provider=inst.provider, code="unknown-gpu-memory",
+                                      reason=f"memory of {gpu.name} is unknown (unverified catalog entry)",
+                                      fix="set mem_gib for it in the catalog overlay"))
+            continue
+        usable = gpu.usable_mem_gib
+        limit = usable * (1 - req.memory_margin)
+        try:
+            hw_by_nodes: dict[int, Any] = {}
+            best_here: tuple[float, Plan] | None = None
+            miss = _Best()
+            layouts: list[tuple[int, int]] = []
+            if "gpus" in req.pins:
+                g = req.pins["gpus"]
+                gpn = req.pins.get("gpus_per_node", min(g, inst.gpu_count))
+                if gpn > inst.gpu_count or g % gpn:
+                    rejected.append(Rejection(instance_type=it, provider=inst.provider, code="layout",
+                                              reason=f"{g} GPUs in nodes of {gpn} do not fit {it} "
+                                                     f"({inst.gpu_count} GPUs per instance)",
+                                              fix="choose --gpus as a multiple of the instance's GPU count"))
+                    continue
+                layouts = [(gpn, g // gpn)]
+            else:
+                gpn = req.pins.get("gpus_per_node", inst.gpu_count)
+                layouts = [(gpn, n) for n in NODE_COUNTS if gpn * n <= req.max_gpus]
+                if not layouts:
+                    rejected.append(Rejection(instance_type=it, provider=inst.provider, code="max-gpus",
+                                              reason=f"{gpn} GPUs per instance > --max-gpus {req.max_gpus}",
+                                              fix="raise --max-gpus"))
+                    continue
+            for gpn, nodes in layouts:
+                all_v = [v for v in evaluate_instance(inst, nodes=nodes, gpus=gpn, spot=req.spot, region=req.region)
+                         if v.rule not in req.ignore_rules]
+                viol = [v for v in all_v if v.severity == "error" or v.rule in PLANNER_BLOCKING_RULES]
+                rule_warnings = tuple(f"{v.rule}: {v.message}" for v in all_v if v.severity == "warning")
+                if viol:
+                    miss.rule = miss.rule or viol[0]
+                    continue
+                found = None
+                ck = (gpn, nodes)
+                if ck not in config_cache:
+                    config_cache[ck] = _configs(req, model, gpn, nodes)
+                configs = config_cache[ck]
+                if not configs:
+                    continue
+                # the least memory-hungry candidate of each family first (DeepSpeed ZeRO keeps fp32 master
+                # weights and states, FSDP/DDP under pure bf16 do not, so neither family is always leaner): if
+                # none of them fits, nothing on this layout will
+                leans = [max(fam, key=_leanness) for fam in _families(configs)]
+                e_leans = [(estimate_memory(model, w._with_batch(req.pins.get("micro_batch", 1))), w) for w in leans]
+                e_lean, lean = min(e_leans, key=lambda x: x[0].reserved_gib)
+                if e_lean.reserved_gib > limit:
+                    if e_lean.reserved_gib < miss.need_gib:
+                        miss.need_gib, miss.need_wl = e_lean.reserved_gib, lean
+                    continue
+                for wl in configs:
+                    cap = req.pins.get("micro_batch", MAX_MICRO_BATCH)
+                    if req.global_batch:
+                        cap = min(cap, max(1, req.global_batch // wl.dp))
+                    if "micro_batch" in req.pins:
+                        wl = wl.with_(micro_batch=req.pins["micro_batch"])
+                        est = estimate_memory(model, wl)
+                        fitted = (wl, est) if est.reserved_gib <= limit else None
+                    else:
+                        fitted = _fit_micro_batch(model, wl, limit, cap)
+                    if fitted is None:
+                        e1 = estimate_memory(model, wl._with_batch(req.pins.get("micro_batch", 1)))
+                        if e1.reserved_gib < miss.need_gib:
+                            miss.need_gib, miss.need_wl = e1.reserved_gib, wl
+                        continue
+                    wl, est = fitted
+                    if inst.ram_gib and est.host_ram_gib > inst.ram_gib * HOST_RAM_USABLE:
+                        miss.host = (est.host_ram_gib, inst.ram_gib)
+                        continue  # the one fit decision below would say oom/tight too; skip the speed model
+                    if req.global_batch:
+                        ga = max(1, math.ceil(req.global_batch / (wl.micro_batch * wl.dp)))
+                        if ga != wl.grad_accum:
+                            wl = wl._with_batch(wl.micro_batch, ga)
+                            est = estimate_memory(model, wl)
+                            if est.reserved_gib > limit:
+                                continue
+                    found = (wl, est)
+                    break  # strategies are ordered fastest first; the first that fits is kept
+                if found is None:
+                    continue
+                wl, est = found
+                fit = decide_fit(est, usable_gib=usable, gpus_per_node=gpn, host_ram_gib=inst.ram_gib,
+                                 margin=req.memory_margin)
+                if fit.verdict in ("oom", "tight"):
+                    if fit.host_verdict in ("oom", "tight"):
+                        miss.host = (est.host_ram_gib, inst.ram_gib)
+                    continue
+                hw = hw_by_nodes.get(gpn) or hardware_from_catalog(gpu, inst, gpus_per_node=gpn)
+                hw_by_nodes[gpn] = hw
+                sp = estimate_speed(model, wl, hw, framework=req.framework)
+                tt = training_time(sp, req.tokens)
+                price = price_from_catalog(inst)
+                c = estimate_cost(hours=tt.hours, gpus=wl.gpus, price=price, spot=spot_policy, instance_type=it)
+                cost = c.cost
+                on_demand = c.cost
+                if req.spot and c.spot is not None and c.spot.expected_cost is not None:
+                    cost = c.spot.expected_cost
+                notes = []
+                if c.fix and cost is None:
+                    notes.append(c.fix)
+                p = Plan(model=model, provider=inst.provider, resource_class=inst.resource_class, instance_type=it,
+                         instance=inst, gpu=gpu.name, gpu_spec=gpu, gpus_per_node=gpn, nodes=nodes, workload=wl,
+                         memory=est, fit=fit, gpu_mem_gib=usable, tokens=req.tokens,
+                         tokens_per_s=sp.tokens_per_s, step_seconds=sp.step_seconds, mfu=sp.mfu, framework=sp.framework,
+                         hours=tt.hours, gpu_hours=tt.gpu_hours, cost=cost, currency=c.currency, spot=req.spot,
+                         on_demand_cost=on_demand, region=req.region, notes=tuple(notes),
+                         warnings=tuple(fit.reasons) + tuple(sp.warnings) + rule_warnings)
+                if req.deadline_hours is not None and p.hours > req.deadline_hours:
+                    miss.other = ("deadline", f"{p.hours:.1f} h > deadline {req.deadline_hours:g} h",
+                                  "more nodes or a faster GPU")
+                    continue
+                if req.budget is not None:
+                    if p.cost is None:
+                        miss.other = ("unknown-price", f"no price for {it}; cannot check --budget",
+                                      "add price_per_hour in ~/.config/trainfit/catalog.yaml")
+                        continue
+                    if p.cost > req.budget:
+                        miss.other = ("over-budget", f"{p.cost:,.0f} {p.currency} > budget {req.budget:,.0f}",
+                                      "fewer tokens, a cheaper instance or --spot")
+                        continue
+                score = _score(req, p)
+                if best_here is None or score < best_here[0]:
+                    best_here = (score, p)
+            if best_here is not None:
+                plans.append(best_here[1])
+            else:
+                rejected.append(_explain(inst, gpu, limit, miss, req))
+        except TrainfitError as e:
+            rejected.append(Rejection(instance_type=it, provider=inst.provider, code=e.code, reason=e.message, fix=e.fix))
+    plans.sort(key=lambda p: _score(req, p))
+    return PlanResult(request=req, plans=tuple(plans), rejected=tuple(rejected), pareto=_pareto(plans))
+
+
+def _score(req: PlanRequest, p: Plan) -> tuple:
+    # a plan whose verdict is not a clean "fits" (host RAM unknown) is never ranked above one that is
+    unsure = p.fit.verdict != "fits"
+    if req.objective == "time":
+        return (unsure, p.hours, p.cost if p.cost is not None else math.inf, p.gpu_hours)
+    # cost: priced plans first by cost; unpriced ones after, by GPU-hours
+    return (unsure, 0 if p.cost is not None else 1, p.cost if p.cost is not None else p.gpu_hours, p.hours)
+
+
+def _pareto(plans: list[Plan]) -> tuple[int, ...]:
+    def c(p: Plan) -> float:
+        return p.cost if p.cost is not None else p.gpu_hours
+
+    idx = []
+    for i, p in enumerate(plans):
+        dominated = any((q.hours <= p.hours and c(q) <= c(p)) and (q.hours < p.hours or c(q) < c(p)) for q in plans)
+        if not dominated:
+            idx.append(i)
+    return tuple(sorted(idx, key=lambda i: plans[i].hours))
+
+
+def _explain(inst: Any, gpu: Any, limit: float, miss: _Best, req: PlanRequest) -> Rejection:
+    it = inst.instance_type
+    if miss.need_wl is not None and math.isfinite(miss.need_gib):
+        w = miss.need_wl
+        fix = _memory_fix(req, w, gpu)
+        if miss.rule is not None:
+            fix = (f"larger layouts are blocked by {miss.rule.rule} ({miss.rule.message}); "
+                   f"pass --ignore-rule {miss.rule.rule} if your quota allows more, or: " + fix)
+        return Rejection(instance_type=it, provider=inst.provider, code="memory",
+                         reason=(f"needs {miss.need_gib:.1f} GiB/GPU > {limit:.1f} usable "
+                                 f"({gpu.usable_mem_gib:g} GiB less a "
+                                 f"{req.memory_margin:.0%} margin; best try: {w.gpus} GPU, {w.strategy}"
+                                 f"{'+offload ' + w.offload if w.offload != 'none' else ''}, "
+                                 f"GC {'on' if w.grad_ckpt else 'off'}, micro-batch {w.micro_batch})"),
+                         fix=fix)
+    if miss.host is not None:
+        return Rejection(instance_type=it, provider=inst.provider, code="host-ram",
+                         reason=f"needs {miss.host[0]:.0f} GiB host RAM per node > {miss.host[1]:g} x {HOST_RAM_USABLE:.0%}",
+                         fix="less offload or an instance with more RAM")
+    if miss.rule is not None:
+        v = miss.rule
+        return Rejection(instance_type=it, provider=inst.provider, code=v.rule, reason=v.message, fix=v.fix)
+    if miss.other is not None:
+        code, reason, fix = miss.other
+        return Rejection(instance_type=it, provider=inst.provider, code=code, reason=reason, fix=fix)
+    return Rejection(instance_type=it, provider=inst.provider, code="no-config",
+                     reason="no configuration within the limits", fix="raise --max-gpus")
+
+
+def _memory_fix(req: PlanRequest, w: Workload, gpu: Any) -> str:
+    if "gpus" in req.pins:
+        return "more GPUs (--gpus), --strategy zero3, or --method lora"
+    if req.workload.method == "full":
+        return f"more GPUs (up to --max-gpus {req.max_gpus} were tried), --method lora, or a GPU with more memory"
+    if req.workload.method == "lora":
+        return "--method qlora, a shorter --seq-len, or a GPU with more memory"
+    return "a shorter --seq-len or a GPU with more memory"

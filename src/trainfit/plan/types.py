@@ -1,0 +1,211 @@
+"""The typed plan: one frozen value for a chosen configuration (model, workload, GPU, instance, memory, fit
+verdict, speed, time, cost, warnings) that flows from ``plan`` (or ``memory``) into ``render``, ``check``,
+``submit``, ``diagnose`` and the web page. Nothing downstream recomputes it.
+
+``Plan.to_dict()`` / ``Plan.from_dict()`` round-trip losslessly (floats are written unrounded; JSON keeps them
+exactly) and carry :data:`PLAN_SCHEMA`; a file with another schema is a clear :class:`PlanFileError`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from trainfit.errors import PlanFileError, TrainfitError
+from trainfit.estimate.fit import FitDecision
+from trainfit.estimate.memory import MemoryEstimate
+from trainfit.models.shapes import ModelShape, model_from_dict
+from trainfit.workload import Workload
+
+#: Schema of plan JSON (``trainfit plan --json`` and every plan inside it). Version 1 was the unversioned
+#: output of trainfit 0.1 (rounded numbers, no model, no fit verdict); it cannot be read back losslessly.
+PLAN_SCHEMA = "trainfit.plan/2"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Plan:
+    """One planned configuration: where it runs, how it is laid out, and what it needs and costs."""
+
+    model: ModelShape
+    workload: Workload
+    """Every training setting, the layout (gpus, gpus_per_node, strategy, tp/pp/ep/cp) included."""
+    gpu: str
+    """Canonical GPU name (catalog)."""
+    gpu_spec: Any
+    """The catalog's :class:`~trainfit.catalog.gpus.GPU` record as it was when planned."""
+    instance: Any = None
+    """The catalog's :class:`~trainfit.catalog.instances.Instance` record, or None (a GPU without an instance)."""
+    provider: str = "generic"
+    resource_class: str = "generic"
+    instance_type: str | None = None
+    gpus_per_node: int
+    nodes: int
+    memory: MemoryEstimate
+    fit: FitDecision
+    """The verdict (:func:`trainfit.estimate.fit.decide_fit`)."""
+    gpu_mem_gib: float
+    """Usable memory of one GPU (after ECC on GDDR6)."""
+    tokens: float | None = None
+    """Training tokens the time and cost are for (None: memory only)."""
+    tokens_per_s: float | None = None
+    step_seconds: float | None = None
+    mfu: float | None = None
+    framework: str | None = None
+    """Engine profile of the speed estimate."""
+    hours: float | None = None
+    gpu_hours: float | None = None
+    cost: float | None = None
+    currency: str | None = None
+    on_demand_cost: float | None = None
+    spot: bool = False
+    region: str | None = None
+    notes: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+    source: str = "trainfit plan"
+    """What produced it (``trainfit plan``, ``trainfit memory``...)."""
+
+    def __post_init__(self) -> None:
+        if self.nodes * self.gpus_per_node < self.workload.gpus or self.nodes < 1:
+            raise PlanFileError(f"plan layout {self.nodes} x {self.gpus_per_node} GPUs does not hold "
+                                f"{self.workload.gpus} GPUs", fix="regenerate the plan with `trainfit plan`")
+
+    # ------------------------------------------------------------------------------------------ views
+    @property
+    def verdict(self) -> str:
+        return self.fit.verdict
+
+    @property
+    def per_gpu_gib(self) -> float:
+        return self.memory.reserved_gib
+
+    @property
+    def lingjun(self) -> bool:
+        return self.resource_class == "pai-lingjun"
+
+    def settings(self) -> dict[str, Any]:
+        w = self.workload
+        return {"strategy": w.strategy, "offload": w.offload, "grad_ckpt": w.grad_ckpt, "micro_batch": w.micro_batch,
+                "grad_accum": w.grad_accum, "gpus": w.gpus, "gpus_per_node": w.gpus_per_node, "tp": w.tp,
+                "pp": w.pp, "ep": w.ep, "cp": w.cp, "precision": w.precision, "optimizer": w.optimizer,
+                "attention": w.attention, "loss": w.loss, "method": w.method, "seq_len": w.seq_len}
+
+    # ------------------------------------------------------------------------------------------ JSON
+    def to_dict(self) -> dict[str, Any]:
+        """Lossless JSON-ready dict: summary keys first (what tables and scripts read), then the typed parts."""
+        return {
+            "schema": PLAN_SCHEMA, "source": self.source,
+            "provider": self.provider, "resource_class": self.resource_class, "instance_type": self.instance_type,
+            "gpu": self.gpu, "gpus_per_node": self.gpus_per_node, "nodes": self.nodes, "settings": self.settings(),
+            "verdict": self.fit.verdict, "per_gpu_gib": self.memory.reserved_gib, "gpu_mem_gib": self.gpu_mem_gib,
+            "tensor_peak_gib": self.memory.tensor_peak_gib, "peak_phase": self.memory.peak_phase,
+            "host_ram_gib": self.memory.host_ram_gib, "tokens": self.tokens,
+            "tokens_per_s": self.tokens_per_s, "step_seconds": self.step_seconds, "mfu": self.mfu,
+            "framework": self.framework, "hours": self.hours, "gpu_hours": self.gpu_hours, "cost": self.cost,
+            "currency": self.currency, "on_demand_cost": self.on_demand_cost, "spot": self.spot,
+            "region": self.region, "notes": list(self.notes), "warnings": list(self.warnings),
+            "model": self.model.to_dict(), "workload": self.workload.to_dict(),
+            "memory": self.memory.to_exact_dict(), "fit": self.fit.to_dict(),
+            "gpu_spec": self.gpu_spec.to_dict(), "instance": None if self.instance is None else self.instance.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, d: Any, *, where: str = "plan") -> "Plan":
+        """The Plan of :meth:`to_dict`; anything else (another schema, a missing part) is a PlanFileError."""
+        if not isinstance(d, dict):
+            raise PlanFileError(f"{where} is not an object", fix="regenerate it with `trainfit plan --json`")
+        schema = d.get("schema")
+        if schema != PLAN_SCHEMA:
+            raise PlanFileError(
+                f"{where} has schema {schema!r}; this trainfit reads {PLAN_SCHEMA!r}"
+                + (" (plans written by trainfit 0.1 carry no schema and rounded numbers)" if schema is None else ""),
+                fix="regenerate the plan with this version: `trainfit plan ... --json > plan.json`")
+        from trainfit.catalog.gpus import GPU
+        from trainfit.catalog.instances import Instance
+
+        try:
+            wl = d["workload"]
+            workload = Workload(**{**wl, "lora_targets": tuple(wl["lora_targets"])})
+            gpu_spec = _typed(GPU, d["gpu_spec"])
+            inst = None if d.get("instance") is None else _typed(Instance, d["instance"])
+            return cls(
+                model=model_from_dict(d["model"]), workload=workload, gpu=d["gpu"], gpu_spec=gpu_spec, instance=inst,
+                provider=d["provider"], resource_class=d["resource_class"], instance_type=d["instance_type"],
+                gpus_per_node=d["gpus_per_node"], nodes=d["nodes"], memory=MemoryEstimate.from_dict(d["memory"]),
+                fit=FitDecision.from_dict(d["fit"]), gpu_mem_gib=d["gpu_mem_gib"], tokens=d.get("tokens"),
+                tokens_per_s=d.get("tokens_per_s"), step_seconds=d.get("step_seconds"), mfu=d.get("mfu"),
+                framework=d.get("framework"), hours=d.get("hours"), gpu_hours=d.get("gpu_hours"), cost=d.get("cost"),
+                currency=d.get("currency"), on_demand_cost=d.get("on_demand_cost"), spot=bool(d.get("spot")),
+                region=d.get("region"), notes=tuple(d.get("notes") or ()), warnings=tuple(d.get("warnings") or ()),
+                source=str(d.get("source") or "trainfit plan"))
+        except PlanFileError:
+            raise
+        except TrainfitError as e:
+            raise PlanFileError(f"{where} does not describe a valid plan: {e.message}",
+                                fix=e.fix or "regenerate it with `trainfit plan --json`") from None
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise PlanFileError(f"{where} does not have the plan's shape ({type(e).__name__}: {str(e)[:80]})",
+                                fix="regenerate it with `trainfit plan --json`") from None
+
+
+def _typed(cls: type, d: Any) -> Any:
+    if not isinstance(d, dict):
+        raise TypeError(f"{cls.__name__} must be an object")
+    names = {f.name for f in fields(cls)}
+    return cls(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in d.items() if k in names})
+
+
+@dataclass(frozen=True, kw_only=True)
+class Rejection:
+    instance_type: str
+    code: str
+    reason: str
+    fix: str | None = None
+    provider: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"instance_type": self.instance_type, "provider": self.provider, "code": self.code,
+                "reason": self.reason, "fix": self.fix}
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlanResult:
+    request: Any
+    """The :class:`~trainfit.plan.search.PlanRequest`."""
+    plans: tuple[Plan, ...]
+    rejected: tuple[Rejection, ...]
+    pareto: tuple[int, ...]
+    """Indices into ``plans`` on the time-vs-cost frontier (GPU-hours stand in for cost without prices)."""
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def best(self) -> Plan | None:
+        return self.plans[0] if self.plans else None
+
+    def to_dict(self) -> dict[str, Any]:
+        from trainfit.plan.search import PIN_FIELDS
+
+        req = self.request
+        wl = req.workload
+        w = {k: v for k, v in wl.to_dict().items() if k not in PIN_FIELDS or k in req.pins}
+        w.update({"model": req.model.name, "tokens": req.tokens, "global_batch": req.global_batch,
+                  "objective": req.objective, "spot": req.spot, "pins": dict(req.pins)})
+        return {"schema": PLAN_SCHEMA, "workload": w, "plans": [p.to_dict() for p in self.plans],
+                "pareto": list(self.pareto), "rejected": [r.to_dict() for r in self.rejected],
+                "notes": list(self.notes)}
+
+
+def plans_from_document(doc: Any, *, where: str = "plan file") -> list[Plan]:
+    """Every plan of a ``trainfit plan --json`` document (or of a single plan's JSON)."""
+    if isinstance(doc, dict) and "plans" not in doc and "model" in doc:
+        return [Plan.from_dict(doc, where=where)]
+    if not isinstance(doc, dict) or doc.get("schema") != PLAN_SCHEMA:
+        got = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
+        raise PlanFileError(f"{where} has schema {got!r}; this trainfit reads {PLAN_SCHEMA!r}",
+                            fix="regenerate it with this version: `trainfit plan ... --json > plan.json`")
+    plans = doc.get("plans")
+    if not isinstance(plans, list):
+        raise PlanFileError(f"{where} has no 'plans' list", fix="regenerate it with `trainfit plan --json`")
+    if not plans:
+        raise PlanFileError(f"{where} holds no plan (nothing fitted)",
+                            fix="see its 'rejected' list, or rerun `trainfit plan` with other options")
+    return [Plan.from_dict(p, where=f"{where}, plan {i + 1}") for i, p in enumerate(plans)]

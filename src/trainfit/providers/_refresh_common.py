@@ -1,0 +1,155 @@
+"""Shared pieces of the cloud refresh commands: a total deadline, error classification, cache writing.
+
+Every refresh classifies a failure into one of: missing credentials, refused credentials, throttling or
+quota, timeout, network error (connection refused, DNS, TLS, reset), malformed answer, or other API
+error, each a :class:`~trainfit.errors.CatalogError` with a fix. A network error is never reported as a
+quota problem and vice versa.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from trainfit.errors import CatalogError
+
+
+def short(e: BaseException | str, n: int = 300) -> str:
+    s = " ".join(str(e).split())
+    return s if len(s) <= n else s[: n - 3] + "..."
+
+
+@dataclass(kw_only=True)
+class Deadline:
+    """A total time budget for one refresh (all pages and all calls together)."""
+
+    total_s: float
+    """Seconds for the whole refresh."""
+    per_call_s: float
+    """Upper bound of one call's connect/read timeout, in seconds."""
+    what: str
+    """API name for messages, e.g. ``ECS DescribeInstanceTypes in cn-hangzhou``."""
+    started: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not self.total_s > 0 or not self.per_call_s > 0:
+            raise CatalogError(f"{self.what}: timeouts must be positive", fix="pass a positive --timeout")
+        self.started = time.monotonic()
+
+    def remaining_s(self) -> float:
+        return self.total_s - (time.monotonic() - self.started)
+
+    def call_timeout_s(self) -> float:
+        """Timeout for the next call; raises a timeout error when the budget is spent."""
+        left = self.remaining_s()
+        if left <= 0.05:
+            raise CatalogError(f"{self.what} timed out: the whole refresh took more than {self.total_s:g} s",
+                               fix="retry with a larger --timeout, or limit the instance types; "
+                                   "the cache was left as it was")
+        return min(self.per_call_s, left)
+
+
+_NETWORK_NEEDLES = ("connection refused", "connectionerror", "connection reset", "connection aborted",
+                    "name or service not known", "nodename nor servname", "temporary failure in name resolution",
+                    "failed to resolve", "no route to host", "network is unreachable", "remote end closed",
+                    "max retries exceeded", "newconnectionerror", "ssl", "certificate", "eof occurred",
+                    "remotedisconnected", "broken pipe", "cannot connect", "connect call failed")
+_THROTTLE_NEEDLES = ("throttl", "quota", "flow control", "requestlimitexceeded", "limitexceeded",
+                     "too many requests", "servicebusy")
+_AUTH_NEEDLES = ("accesskey", "signature", "forbidden", "unauthorized", "noauth", "nopermission",
+                 "authfailure", "secretid", "invalidcredential", "sts token", "unauthorizedoperation")
+
+
+def classify(e: BaseException, *, what: str, timeout_s: float, cred_fix: str) -> CatalogError:
+    """One :class:`CatalogError` for an exception raised by an official SDK during ``what``."""
+    code = str(getattr(e, "code", "") or getattr(e, "get_code", lambda: "")() or "")
+    status = getattr(e, "status_code", None) or getattr(e, "statusCode", None)
+    text = short(e)
+    low = f"{type(e).__name__} {code} {text}".lower()
+    if "unable to load credentials" in low or "credentialexception" in type(e).__name__.lower() or \
+            "no credential" in low:
+        return CatalogError(f"no credentials found for {what}: {text}", fix=cred_fix)
+    if "timed out" in low or "timeout" in low:
+        return CatalogError(f"{what} timed out (limit {timeout_s:g} s per call): {text}",
+                            fix="check the network/proxy or retry with a larger --timeout; "
+                                "the cache was left as it was")
+    if any(k in low for k in _NETWORK_NEEDLES) or isinstance(e, (ConnectionError, OSError)) and not code:
+        return CatalogError(f"network error calling {what}: {text}",
+                            fix="check the network, proxy and --endpoint; the cache was left as it was")
+    if status == 429 or any(k in low for k in _THROTTLE_NEEDLES):
+        return CatalogError(f"{what} was throttled or hit an API quota ({code or status}): {text}",
+                            fix="wait and retry, or limit the instance types; the cache was left as it was")
+    if status in (401, 403) or any(k in low for k in _AUTH_NEEDLES):
+        return CatalogError(f"{what} refused the credentials ({code or status}): {text}", fix=cred_fix)
+    if ("parse" in low or "decode" in low) and "json" in low:
+        return CatalogError(f"{what} answered something that is not JSON: {text}",
+                            fix="check --endpoint/proxy settings; the cache was left as it was")
+    if status is not None or code:
+        return CatalogError(f"{what} failed ({code or status}): {text}",
+                            fix="check the region id and the endpoint; the cache was left as it was")
+    return CatalogError(f"{what} failed: {type(e).__name__}: {text}",
+                        fix="check the network, region id and endpoint; the cache was left as it was")
+
+
+def today() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).date().isoformat()
+
+
+def now_iso() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
+
+
+def write_cache(path: Path, *, provider: str, region: str, sdk: str, gpus: list[dict[str, Any]] | None = None,
+                instances: list[dict[str, Any]] | None = None, prices: list[dict[str, Any]] | None = None) -> str:
+    """Validate nothing more and write a ``trainfit-refresh/1`` cache atomically; returns fetched_at.
+
+    Callers validate every row before calling this (nothing is written on any problem).
+    """
+    from trainfit.catalog._store import reset_cache
+    from trainfit.catalog.prices import reset_price_cache
+    from trainfit.catalog.cache import CACHE_FORMAT, write_cache_atomic
+
+    fetched = now_iso()
+    payload: dict[str, Any] = {"format": CACHE_FORMAT, "provider": provider, "region": region,
+                               "fetched_at": fetched, "sdk": sdk, "gpus": gpus or [], "instances": instances or []}
+    if prices is not None:
+        payload["prices"] = prices
+    write_cache_atomic(path, payload)
+    reset_cache()
+    reset_price_cache()
+    return fetched
+
+
+def sdk_version(dist: str) -> str:
+    try:
+        from importlib.metadata import version
+
+        return f"{dist} {version(dist)}"
+    except Exception:  # noqa: BLE001
+        return dist
+
+
+def resolve_gpu(spec: str | None, mem_gib: float | None, index: dict) -> tuple[Any, str]:
+    """(catalog GPU or None, note) for a GPU name reported by a cloud API plus its per-GPU memory (GiB).
+
+    A bare family name resolves to the catalog's flagship variant (``A100`` -> the 80 GB SXM part), which is
+    wrong when the API reports 40 GB; so the reported memory must agree with the catalog row (within
+    2 GiB), else ``<name>-<memory>GB`` is tried, else no GPU is assigned (the note says why).
+    """
+    from trainfit.catalog.gpus import normalize_gpu_name
+
+    if not spec or not spec.strip():
+        return None, ""
+    known = index.get(normalize_gpu_name(spec))
+    if known is None:
+        return None, ""
+    if mem_gib is None or not mem_gib or known.mem_gib is None or abs(known.mem_gib - mem_gib) <= 2:
+        return known, ""
+    alt = index.get(normalize_gpu_name(f"{spec}-{int(round(mem_gib))}GB"))
+    if alt is not None and alt.mem_gib is not None and abs(alt.mem_gib - mem_gib) <= 2:
+        return alt, f"{spec!r} with {mem_gib:g} GiB read as {alt.name}"
+    return None, (f"{spec!r} resolves to {known.name} ({known.mem_gib:g} GiB) but the API reports {mem_gib:g} GiB: "
+                  "gpu left unset")

@@ -1,0 +1,294 @@
+"""``trainfit catalog refresh --provider pai``: live GPU specs from Alibaba PAI-DLC ``ListEcsSpecs``.
+
+Uses the official SDK ``alibabacloud_pai_dlc20201203`` (extra ``pai``) with credentials from the standard
+Alibaba Cloud credential chain (``alibabacloud_credentials`` default client: environment variables,
+``~/.alibabacloud/credentials``, ``~/.aliyun/config.json``, ECS RAM role, OIDC...). trainfit never reads,
+prints or stores the credentials itself.
+
+Flow: page through ``GET /api/v1/ecsspecs?AcceleratorType=GPU&ResourceType=ECS|Lingjun``, validate every
+spec (types, ranges, required fields), and only then write ``<cache dir>/catalog/pai-<region>.json``
+atomically (temporary file in the same folder + ``os.replace``). Any failure (auth, timeout, malformed
+answer) raises :class:`~trainfit.errors.CatalogError` and leaves the existing cache untouched.
+
+Unit notes (the SDK documents ``Memory`` as "MiB or GiB" and ``GpuMemory`` without a unit): a ``Memory``
+value of 8192 or more is read as MiB (no GPU node has 8 TiB of host memory), smaller values as GiB;
+``GpuMemory`` of 1024 or more is read as MiB, smaller as GB (=GiB, as the EAS example's "24 GB" for GU30).
+The raw values are kept in each row's ``notes``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from trainfit.catalog._schema import GPU_COLUMNS, INSTANCE_COLUMNS, parse_row, to_csv_value
+from trainfit.catalog.cache import CACHE_FORMAT, _gpu_update_columns, cache_file, write_cache_atomic
+from trainfit.errors import CatalogError, MissingExtraError
+
+PAI_PIP = "pip install 'trainfit[pai]'"
+_RESOURCE_CLASS = {"ECS": "pai-public", "Lingjun": "pai-lingjun"}
+_PAGE_SIZE = 100
+_MAX_PAGES = 100
+
+
+@dataclass(frozen=True, kw_only=True)
+class RefreshResult:
+    provider: str
+    region: str
+    path: Path
+    instances: int
+    new_gpus: tuple[str, ...]
+    fetched_at: str
+
+
+# ------------------------------------------------------------------------------------------- SDK
+
+def _import_sdk():
+    try:
+        from alibabacloud_pai_dlc20201203 import models
+        from alibabacloud_pai_dlc20201203.client import Client
+        from alibabacloud_tea_openapi.utils_models import Config
+        from darabonba.runtime import RuntimeOptions
+    except ImportError as e:
+        raise MissingExtraError(f"the Alibaba PAI SDK is not installed ({e.name})", fix=PAI_PIP) from None
+    return Client, models, Config, RuntimeOptions
+
+
+def _default_credential():
+    try:
+        from alibabacloud_credentials.client import Client as CredentialClient
+    except ImportError as e:
+        raise MissingExtraError(f"alibabacloud-credentials is not installed ({e.name})", fix=PAI_PIP) from None
+    try:
+        return CredentialClient()  # the default credential chain
+    except Exception as e:  # noqa: BLE001 - the chain raises its own types
+        raise CatalogError(f"no Alibaba Cloud credentials found: {_short(e)}", fix=_CRED_FIX) from None
+
+
+_CRED_FIX = ("set ALIBABA_CLOUD_ACCESS_KEY_ID and ALIBABA_CLOUD_ACCESS_KEY_SECRET, or configure "
+             "~/.alibabacloud/credentials (`aliyun configure`); the key needs PAI-DLC read access")
+
+
+def _short(e: BaseException, n: int = 300) -> str:
+    s = " ".join(str(e).split())
+    return s if len(s) <= n else s[: n - 3] + "..."
+
+
+def _classify(e: BaseException, region: str, timeout_s: float) -> CatalogError:
+    code = str(getattr(e, "code", "") or "")
+    status = getattr(e, "status_code", None)
+    text = _short(e)
+    low = (code + " " + text).lower()
+    if "unable to load credentials" in low or "credentialexception" in type(e).__name__.lower():
+        return CatalogError(f"no Alibaba Cloud credentials found for PAI-DLC ListEcsSpecs in {region}: {text}",
+                            fix=_CRED_FIX)
+    if status in (401, 403) or any(k in low for k in ("accesskey", "signature", "forbidden", "unauthorized",
+                                                         "noauth", "nopermission", "credential", "sts token")):
+        return CatalogError(f"PAI-DLC ListEcsSpecs in {region} refused the credentials ({code or status}): {text}",
+                            fix=_CRED_FIX)
+    if "timed out" in low or "timeout" in low:
+        return CatalogError(f"PAI-DLC ListEcsSpecs in {region} timed out after {timeout_s:g} s",
+                            fix="check the network/proxy or retry with a larger --timeout")
+    if "parse" in low and "json" in low:
+        return CatalogError(f"PAI-DLC ListEcsSpecs in {region} answered something that is not JSON: {text}",
+                            fix="check --endpoint/proxy settings; the cache was left as it was")
+    if status is not None or code:
+        return CatalogError(f"PAI-DLC ListEcsSpecs in {region} failed ({code or status}): {text}",
+                            fix="check the region id (e.g. cn-hangzhou, cn-wulanchabu) and the endpoint")
+    return CatalogError(f"PAI-DLC ListEcsSpecs in {region} failed: {type(e).__name__}: {text}",
+                        fix="check the network, region id and endpoint; the cache was left as it was")
+
+
+def fetch_pai_specs(region: str, *, endpoint: str | None = None, protocol: str = "https", timeout_s: float = 15.0,
+                    resource_types: tuple[str, ...] = ("ECS", "Lingjun"), credential: Any = None) -> list[dict]:
+    """Raw ``EcsSpec`` maps (the API's field names) for GPU specs in ``region``; raises CatalogError."""
+    Client, models, Config, RuntimeOptions = _import_sdk()
+    cred = credential if credential is not None else _default_credential()
+    ms = int(timeout_s * 1000)
+    config = Config(credential=cred, region_id=region, endpoint=endpoint or f"pai-dlc.{region}.aliyuncs.com",
+                    protocol=protocol, read_timeout=ms, connect_timeout=ms)
+    try:
+        client = Client(config)
+    except Exception as e:  # noqa: BLE001
+        raise _classify(e, region, timeout_s) from None
+    specs: list[dict] = []
+    for rtype in resource_types:
+        page = 1
+        while True:
+            req = models.ListEcsSpecsRequest(accelerator_type="GPU", resource_type=rtype, page_number=page,
+                                             page_size=_PAGE_SIZE)
+            runtime = RuntimeOptions(autoretry=False, read_timeout=ms, connect_timeout=ms)
+            try:
+                resp = client.list_ecs_specs_with_options(req, {}, runtime)
+            except Exception as e:  # noqa: BLE001 - the SDK raises several unrelated types
+                raise _classify(e, region, timeout_s) from None
+            body = getattr(resp, "body", None)
+            if body is None:
+                raise CatalogError(f"PAI-DLC ListEcsSpecs in {region} returned a malformed response (no parsable body, "
+                                   f"HTTP {getattr(resp, 'status_code', '?')})",
+                                   fix="the cache was left as it was; retry later or check --endpoint")
+            try:
+                m = body.to_map()
+            except Exception as e:  # noqa: BLE001
+                raise CatalogError(f"PAI-DLC ListEcsSpecs in {region}: malformed response ({_short(e)})",
+                                   fix="the cache was left as it was") from None
+            items = m.get("EcsSpecs")
+            total = m.get("TotalCount")
+            if not isinstance(items, list):
+                raise CatalogError(f"PAI-DLC ListEcsSpecs in {region}: malformed response (EcsSpecs is "
+                                   f"{type(items).__name__}, not a list)", fix="the cache was left as it was")
+            if total is not None and (not isinstance(total, int) or isinstance(total, bool) or total < 0):
+                raise CatalogError(f"PAI-DLC ListEcsSpecs in {region}: malformed TotalCount {total!r}",
+                                   fix="the cache was left as it was")
+            specs.extend(items)
+            got = sum(1 for s in specs if isinstance(s, dict) and s.get("ResourceType", rtype) == rtype)
+            if not items or total is None or got >= total or page >= _MAX_PAGES:
+                break
+            page += 1
+    return specs
+
+
+# ----------------------------------------------------------------------------------- conversion
+
+def _num(spec: dict, key: str, *, integer: bool = False, required: bool = True, where: str) -> Any:
+    v = spec.get(key)
+    if v is None:
+        if required:
+            raise ValueError(f"{where}: {key} is missing")
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise ValueError(f"{where}: {key}={v!r} is not a number")
+    if integer and not float(v).is_integer():
+        raise ValueError(f"{where}: {key}={v!r} is not a whole number")
+    if v < 0:
+        raise ValueError(f"{where}: {key}={v!r} is negative")
+    return int(v) if integer else float(v)
+
+
+def specs_to_rows(specs: list[Any], region: str, *, today: str | None = None
+                  ) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
+    """Validate raw specs and turn them into catalog rows (CSV-style string values).
+
+    Raises :class:`CatalogError` listing every problem when any spec is malformed.
+    """
+    from trainfit.catalog._store import current_catalog
+    from trainfit.catalog.gpus import normalize_gpu_name
+
+    today = today or _dt.date.today().isoformat()
+    source = f"Alibaba PAI-DLC ListEcsSpecs, region {region} (alibabacloud_pai_dlc20201203)"
+    index = current_catalog().gpu_index
+    problems: list[str] = []
+    inst_rows: list[dict[str, str]] = []
+    gpu_rows: dict[str, dict[str, str]] = {}
+    for i, spec in enumerate(specs):
+        where = f"EcsSpecs[{i}]"
+        try:
+            if not isinstance(spec, dict):
+                raise ValueError(f"{where}: not an object")
+            itype = spec.get("InstanceType")
+            if not isinstance(itype, str) or not itype.strip():
+                raise ValueError(f"{where}: InstanceType is missing")
+            where = f"{where} ({itype})"
+            rtype = spec.get("ResourceType") or "ECS"
+            if rtype not in _RESOURCE_CLASS:
+                raise ValueError(f"{where}: ResourceType={rtype!r} is not ECS or Lingjun")
+            gpu_count = _num(spec, "Gpu", integer=True, where=where)
+            cpu = _num(spec, "Cpu", integer=True, where=where)
+            mem = _num(spec, "Memory", required=False, where=where)
+            gpu_mem = _num(spec, "GpuMemory", required=False, where=where)
+            disc = _num(spec, "NonProtectSpotDiscount", required=False, where=where)
+            if disc is not None and disc > 1:
+                raise ValueError(f"{where}: NonProtectSpotDiscount={disc} is above 1")
+            gtype = spec.get("GpuType")
+            if gtype is not None and not isinstance(gtype, str):
+                raise ValueError(f"{where}: GpuType={gtype!r} is not a string")
+            for k in ("IsAvailable",):
+                if spec.get(k) is not None and not isinstance(spec.get(k), bool):
+                    raise ValueError(f"{where}: {k}={spec.get(k)!r} is not a boolean")
+        except ValueError as e:
+            problems.append(str(e))
+            continue
+        if not gpu_count:
+            continue  # CPU-only spec slipped through the filter
+        ram_gib = None if mem is None else (mem / 1024 if mem >= 8192 else mem)
+        gpu_name = ""
+        if gtype and gtype.strip():
+            known = index.get(normalize_gpu_name(gtype))
+            gpu_mem_gib = None if gpu_mem is None or gpu_mem == 0 else (gpu_mem / 1024 if gpu_mem >= 1024 else gpu_mem)
+            if known is not None:
+                gpu_name = known.name
+                if known.mem_gib is None and gpu_mem_gib is not None:
+                    gpu_rows[gpu_name] = {"name": gpu_name, "mem_gib": to_csv_value(gpu_mem_gib),
+                                          "source": source, "as_of": today,
+                                          "notes": f"GpuMemory={gpu_mem:g} from ListEcsSpecs (unit not documented)"}
+            else:
+                gpu_name = gtype.strip()
+                gpu_rows[gpu_name] = {"name": gpu_name, "vendor": "unknown", "pai_codes": gpu_name,
+                                      "mem_gib": to_csv_value(gpu_mem_gib), "verified": "no", "source": source,
+                                      "as_of": today,
+                                      "notes": f"GPU type reported by ListEcsSpecs; GpuMemory={gpu_mem} "
+                                               "(unit not documented); model and compute unknown"}
+        notes = [f"Memory={mem:g}" if mem is not None else "Memory not reported",
+                 f"GpuMemory={gpu_mem:g}" if gpu_mem is not None else ""]
+        for k in ("IsAvailable", "SpotStockStatus", "PaymentTypes", "DefaultGPUDriver"):
+            if spec.get(k) not in (None, "", []):
+                notes.append(f"{k}={spec.get(k)}")
+        inst_rows.append({
+            "provider": "alibaba", "resource_class": _RESOURCE_CLASS[rtype], "instance_type": itype.strip(),
+            "gpu": gpu_name, "gpu_count": str(gpu_count), "vcpu": str(cpu) if cpu else "",
+            "ram_gib": to_csv_value(round(ram_gib, 2)) if ram_gib else "",
+            "regions": region, "spot_discount": to_csv_value(disc) if disc else "",
+            "verified": "yes", "source": source, "as_of": today,
+            "notes": "; ".join(n for n in notes if n) + " (live API)",
+        })
+    if problems:
+        raise CatalogError("PAI-DLC ListEcsSpecs returned malformed specs:\n  " + "\n  ".join(problems),
+                           fix="the cache was left as it was; report this if the API changed")
+    # Check the rows against the catalog schema too (ranges, enums), before anything is written.
+    for r in inst_rows:
+        _, probs = parse_row(INSTANCE_COLUMNS, r, f"instance {r['instance_type']}")
+        problems += probs
+    for r in gpu_rows.values():
+        _, probs = parse_row(_gpu_update_columns(r), r, f"gpu {r['name']}")
+        problems += probs
+    if problems:
+        raise CatalogError("PAI-DLC ListEcsSpecs returned values outside the catalog schema:\n  "
+                           + "\n  ".join(problems), fix="the cache was left as it was")
+    return list(gpu_rows.values()), inst_rows
+
+
+def refresh(provider: str, region: str, *, endpoint: str | None = None, protocol: str = "https",
+            timeout_s: float = 15.0, credential: Any = None) -> RefreshResult:
+    """Fetch, validate and cache live specs for ``provider`` (only ``pai`` today) in ``region``."""
+    if provider.lower() not in ("pai", "alibaba"):
+        raise CatalogError(f"refresh is not available for provider {provider!r}",
+                           fix="use --provider pai; for other clouds add rows to your overlay")
+    if not region or not region.strip():
+        raise CatalogError("refresh needs a region", fix="pass --region, e.g. cn-hangzhou or cn-wulanchabu")
+    region = region.strip()
+    specs = fetch_pai_specs(region, endpoint=endpoint, protocol=protocol, timeout_s=timeout_s,
+                            credential=credential)
+    if not specs:
+        raise CatalogError(f"PAI-DLC ListEcsSpecs in {region} returned no GPU specs",
+                           fix="check the region id; the cache was left as it was")
+    gpus, insts = specs_to_rows(specs, region)
+    fetched = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
+    path = cache_file("pai", region)
+    try:
+        from importlib.metadata import version
+
+        sdk = f"alibabacloud_pai_dlc20201203 {version('alibabacloud_pai_dlc20201203')}"
+    except Exception:  # noqa: BLE001
+        sdk = "alibabacloud_pai_dlc20201203"
+    write_cache_atomic(path, {"format": CACHE_FORMAT, "provider": "pai", "region": region, "fetched_at": fetched,
+                              "sdk": sdk, "gpus": gpus, "instances": insts})
+    from trainfit.catalog._store import reset_cache
+
+    reset_cache()
+    return RefreshResult(provider="pai", region=region, path=path, instances=len(insts),
+                         new_gpus=tuple(g["name"] for g in gpus if "verified" in g), fetched_at=fetched)

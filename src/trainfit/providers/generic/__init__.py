@@ -1,0 +1,1 @@
+"""Provider: see docs/architecture.md."""

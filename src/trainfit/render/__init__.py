@@ -1,1 +1,0 @@
-"""Renderers: terminal tables now; job files (DeepSpeed, ms-swift, DLC...) later."""

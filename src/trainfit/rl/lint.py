@@ -1,0 +1,118 @@
+"""Known OOM patterns of RL launch settings, as pure functions (``check`` hooks them in).
+
+Each rule takes the model, the policy Workload, the RLConfig and the usable GPU memory and returns
+:class:`Finding` records (same fields as ``trainfit.checks.rules.Violation``):
+
+* ``rl-util-too-high``: colocated engine whose ``gpu_memory_utilization`` leaves less than the trainer's
+  residual (weights, optimizer states, reference, critic, CUDA context) free; vLLM refuses to start or
+  the trainer runs out of memory beside it;
+* ``rl-colocate-no-sleep``: colocated engine that keeps its weights and KV cache while the trainer runs;
+* ``rl-kv-pool``: the engine's KV pool holds no full prompt + response sequence;
+* ``rl-unfused-logits``: fp32 logits of long responses materialised in full (no fused/chunked log-probs);
+* ``rl-phase-oom``: a phase (rollout, train, sync) needs more than the GPU has.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from trainfit.models.shapes import ModelShape
+from trainfit.rl.config import RLConfig
+from trainfit.rl.memory import RLMemoryEstimate, estimate_rl_memory
+from trainfit.workload import Workload
+
+#: Response length from which unfused logits are flagged (fp32 logits of one 8k-token sequence of a
+#: 152k vocabulary are 4.6 GiB, and the standard loss keeps ~3 such buffers).
+UNFUSED_LOGITS_MIN_RESPONSE = 8192
+
+
+@dataclass(frozen=True, kw_only=True)
+class Finding:
+    rule: str
+    severity: str
+    """``error`` (will run out of memory / refuse to start) or ``warning``."""
+    message: str
+    fix: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"rule": self.rule, "severity": self.severity, "message": self.message, "fix": self.fix}
+
+
+def rule_util_too_high(est: RLMemoryEstimate, rl: RLConfig) -> list[Finding]:
+    if not (rl.has_rollout and rl.colocate) or rl.trainer_offload:
+        return []
+    budget = rl.rollout_util * est.gpu_mem_gib
+    free = est.gpu_mem_gib - est.trainer_residual_gib
+    if budget <= free:
+        return []
+    ok = max(0.0, free / est.gpu_mem_gib)
+    return [Finding(rule="rl-util-too-high", severity="error",
+                    message=(f"rollout utilisation {rl.rollout_util:g} asks for {budget:.1f} GiB but the trainer's "
+                             f"residual ({est.trainer_residual_gib:.1f} GiB: weights, optimizer states, reference, "
+                             f"critic) leaves {free:.1f} GiB of {est.gpu_mem_gib:g}"),
+                    fix=f"lower the utilisation to <= {ok:.2f}, or offload the trainer during rollout "
+                        "(ms-swift --offload_model/--offload_optimizer, verl actor fsdp_config param/optimizer_offload)")]
+
+
+def rule_colocate_no_sleep(est: RLMemoryEstimate, rl: RLConfig) -> list[Finding]:
+    if not (rl.has_rollout and rl.colocate) or rl.engine_sleep:
+        return []
+    sev = "error" if est.phases_gib["train"] > est.gpu_mem_gib else "warning"
+    return [Finding(rule="rl-colocate-no-sleep", severity=sev,
+                    message=(f"the colocated engine keeps its {rl.rollout_util * est.gpu_mem_gib:.1f} GiB (weights + "
+                             f"KV cache) during the policy update: train phase {est.phases_gib['train']:.1f} GiB"),
+                    fix="let the engine sleep during training (ms-swift --sleep_level 1, verl "
+                        "rollout.free_cache_engine=True, OpenRLHF --vllm_enable_sleep, TRL vllm_enable_sleep_mode)")]
+
+
+def rule_kv_pool(est: RLMemoryEstimate, rl: RLConfig) -> list[Finding]:
+    if not rl.has_rollout or (est.max_concurrent_seqs or 0) >= 1:
+        return []
+    return [Finding(rule="rl-kv-pool", severity="error",
+                    message=(f"the engine's KV pool ({est.kv_pool_gib:.2f} GiB/GPU) holds no {rl.seq_len}-token "
+                             f"sequence ({est.kv_gib_per_seq:.2f} GiB)"),
+                    fix="raise the engine's gpu_memory_utilization or tensor-parallel size, or shorten "
+                        "the prompt/response limits")]
+
+
+def rule_unfused_logits(est: RLMemoryEstimate, rl: RLConfig, wl: Workload) -> list[Finding]:
+    if rl.algo == "dpo" or wl.loss != "standard" or rl.response_len < UNFUSED_LOGITS_MIN_RESPONSE:
+        return []
+    logits = est.train.breakdown_gib.get("logits_loss", 0.0) if hasattr(est.train, "breakdown_gib") else 0.0
+    return [Finding(rule="rl-unfused-logits", severity="warning",
+                    message=(f"{rl.response_len}-token responses with unfused log-probs: {logits:.1f} GiB of fp32 "
+                             "logits at the policy-update peak"),
+                    fix="use fused / chunked log-probs (verl actor_rollout_ref.model.use_fused_kernels=True, "
+                        "ms-swift --use_liger_kernel true; trainfit --loss fused)")]
+
+
+def rule_phase_oom(est: RLMemoryEstimate) -> list[Finding]:
+    over = [p for p, v in est.phases_gib.items() if v > est.gpu_mem_gib]
+    if not over:
+        return []
+    return [Finding(rule="rl-phase-oom", severity="error",
+                    message="; ".join(f"{p} phase needs {est.phases_gib[p]:.1f} GiB/GPU > {est.gpu_mem_gib:g}"
+                                      for p in over),
+                    fix="trainfit memory --rl ... --gpu ... shows the terms of each phase")]
+
+
+def lint_rl(model: ModelShape, wl: Workload, rl: RLConfig, gpu_mem_gib: float) -> list[Finding]:
+    """All RL rules over one configuration (errors first)."""
+    est = estimate_rl_memory(model, wl, rl, gpu_mem_gib, strict=False)
+    out = (rule_util_too_high(est, rl) + rule_colocate_no_sleep(est, rl) + rule_kv_pool(est, rl)
+           + rule_unfused_logits(est, rl, wl) + rule_phase_oom(est))
+    return sorted(out, key=lambda f: f.severity != "error")
+
+
+def lint_rl_launch(text: str, gpu_mem_gib: float) -> tuple[list[Finding], object]:
+    """Read a verl / ms-swift command, resolve its model from the registry, and lint it. Returns the
+    findings and the :class:`~trainfit.rl.launch.ParsedRL`."""
+    from trainfit.errors import WorkloadError
+    from trainfit.models import get_model
+    from trainfit.rl.launch import parse_rl_launch
+
+    parsed = parse_rl_launch(text)
+    if not parsed.model:
+        raise WorkloadError("the command names no model", fix="set actor_rollout_ref.model.path / --model")
+    model = get_model(parsed.model)
+    return lint_rl(model, parsed.workload_obj(), parsed.rl, gpu_mem_gib), parsed

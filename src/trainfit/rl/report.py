@@ -1,0 +1,33 @@
+"""One call for the service layer: memory per phase, speed and time of an RL job as a JSON-ready dict."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainfit.models.shapes import ModelShape
+from trainfit.rl.config import RLConfig
+from trainfit.workload import Workload
+
+
+def rl_report(model: ModelShape, workload: Workload, rl: RLConfig, gpu_mem_gib: float, *, gpu: Any = None,
+              steps: int | None = None, strict: bool = True, host_ram_gib: float | None = None) -> dict[str, Any]:
+    """``{"config", phases_gib, kv_pool_gib, max_concurrent_seqs, binding_phase, fits, ...}`` of
+    :func:`~trainfit.rl.memory.estimate_rl_memory`; with a catalog ``gpu`` record also ``speed`` (step-time
+    split), and with ``steps`` also ``time`` (hours, GPU-hours). The workload's ``seq_len`` is replaced by
+    prompt + response. The policy update's MemoryEstimate is under the ``"_train"`` key (not JSON)."""
+    from trainfit.rl.memory import estimate_rl_memory
+
+    wl = workload.with_(seq_len=rl.seq_len) if workload.seq_len != rl.seq_len else workload
+    est = estimate_rl_memory(model, wl, rl, gpu_mem_gib, strict=strict, host_ram_gib=host_ram_gib)
+    out: dict[str, Any] = {"config": rl.to_dict(), **est.to_dict()}
+    if gpu is not None:
+        from trainfit.rl.speed import _speed_api, estimate_rl_speed, rl_hours
+
+        hw = _speed_api().hardware_from_catalog(gpu)
+        sp = estimate_rl_speed(model, wl, rl, hw, est)
+        out["speed"] = sp.to_dict()
+        if steps:
+            out["time"] = {k: round(v, 3) for k, v in rl_hours(sp, steps, wl.gpus).items()}
+    out["_train"] = est.train
+    out["_workload"] = wl
+    return out

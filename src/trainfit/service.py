@@ -1,0 +1,288 @@
+"""The service layer: every command's logic as functions over typed values. The CLI (``_cli/``), the web API
+(``web/``) and the training-time tools call these and only parse and present what comes back.
+
+* :func:`memory_report` - per-GPU memory, the one fit verdict, largest micro-batch / sequence, hints;
+* :func:`make_plan` - the ranked plans (:class:`~trainfit.plan.types.PlanResult`);
+* :func:`plan_for` - one typed :class:`~trainfit.plan.types.Plan` for a given workload on a given GPU or
+  instance type (what ``render MODEL options`` renders);
+* :func:`load_plan` - a Plan back from ``trainfit plan --json`` output;
+* :func:`render_plan` - job files from a Plan (no recomputation);
+* :func:`check_file` - every finding of a job file (the same rules and the same fit decision);
+* :func:`submit_job` - dry run or send a rendered PAI-DLC job.
+
+Each ``*_from_options`` helper turns a mapping of option values (CLI flags as field names, or a web request
+body) into the typed request through :mod:`trainfit.options`, the one input gate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from trainfit.errors import InputError, PlanFileError, UnknownGPUError, WorkloadError
+from trainfit.estimate.fit import SAFETY_MARGIN_DEFAULT, FitAnswer, decide_fit, fit_answer
+from trainfit.estimate.memory import MemoryEstimate, estimate_memory
+from trainfit.models.shapes import ModelShape
+from trainfit.workload import Workload
+
+#: Largest plan file read (a plan of every catalog row is far below).
+MAX_PLAN_BYTES = 8 * 2**20
+#: Largest config.json read.
+MAX_CONFIG_BYTES = 1 * 2**20
+
+
+# ---------------------------------------------------------------------------------------------- model
+
+def resolve_model(name: str | None = None, *, config: str | Path | Mapping[str, Any] | None = None) -> ModelShape:
+    """A registry model by name, or any supported config (a path to config.json / a model folder, or the parsed
+    dict, e.g. pasted into the web page)."""
+    from trainfit.models import from_hf_config, get_model, load_config_path
+
+    if config is not None:
+        if isinstance(config, Mapping):
+            from trainfit.inputs import check_depth
+
+            check_depth(config, what="config.json")
+            return from_hf_config(config, name=str(config.get("_name_or_path") or "custom"), source="pasted config")
+        return load_config_path(config)
+    if not name:
+        raise WorkloadError("no model given", fix="name one (e.g. Qwen3-8B) or pass --config PATH")
+    return get_model(name)
+
+
+# --------------------------------------------------------------------------------------------- memory
+
+@dataclass(frozen=True, kw_only=True)
+class MemoryReport:
+    """What ``trainfit memory`` reports."""
+
+    model: ModelShape
+    workload: Workload
+    estimate: MemoryEstimate
+    gpu: str | None = None
+    """Canonical GPU name, when a GPU was named."""
+    usable_gib: float | None = None
+    """Usable memory of that GPU (or ``--gpu-mem``); None = no fit question asked."""
+    host_ram_gib: float | None = None
+    answer: FitAnswer | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out = self.estimate.to_dict()
+        out["workload"] = self.workload.to_dict()
+        out.update({"gpu": self.gpu, "gpu_mem_gib": self.usable_gib, "host_ram_node_gib": self.host_ram_gib,
+                    "verdict": None, "fits": None, "fit": None, "headroom_gib": None, "max_micro_batch": None,
+                    "max_seq_len": None, "suggestions": []})
+        if self.answer is not None:
+            a = self.answer
+            out.update({"verdict": a.decision.verdict, "fits": a.decision.fits, "fit": a.decision.to_dict(),
+                        "headroom_gib": round(a.decision.headroom_gib, 2), "max_micro_batch": a.max_micro_batch,
+                        "max_seq_len": a.max_seq_len, "suggestions": [s.to_dict() for s in a.suggestions]})
+        return out
+
+
+def gpu_usable_gib(gpu: str) -> tuple[str, float]:
+    """(canonical name, usable GiB) of a catalog GPU; UnknownGPUError when unknown or its memory is unknown."""
+    from trainfit.catalog.gpus import get_gpu
+
+    g = get_gpu(gpu)
+    if g.usable_mem_gib is None:
+        raise UnknownGPUError(f"the catalog does not know the memory of {g.name}", fix="pass --gpu-mem GIB")
+    return g.name, g.usable_mem_gib
+
+
+def memory_report(model: ModelShape, workload: Workload, *, gpu: str | None = None, gpu_mem_gib: float | None = None,
+                  host_ram_gib: float | None = None, instance_type: str | None = None,
+                  margin: float = SAFETY_MARGIN_DEFAULT) -> MemoryReport:
+    """Memory by term and, with a GPU (name, ``gpu_mem_gib`` or an instance type), the one fit verdict."""
+    est = estimate_memory(model, workload)
+    name, usable = None, None
+    if instance_type:
+        from trainfit.catalog.instances import get_instance
+
+        inst = get_instance(instance_type)
+        if inst.gpu:
+            gpu = gpu or inst.gpu
+        if host_ram_gib is None:
+            host_ram_gib = inst.ram_gib
+    if gpu:
+        name, usable = gpu_usable_gib(gpu)
+    if gpu_mem_gib is not None:
+        usable = gpu_mem_gib
+    answer = None
+    if usable is not None:
+        answer = fit_answer(model, workload, usable, estimate=est, host_ram_gib=host_ram_gib, margin=margin)
+    return MemoryReport(model=model, workload=workload, estimate=est, gpu=name, usable_gib=usable,
+                        host_ram_gib=host_ram_gib, answer=answer)
+
+
+MEMORY_EXTRA = ("model", "config", "gpu", "gpu_mem", "host_ram", "instance_type")
+
+
+def memory_from_options(values: Mapping[str, Any]) -> MemoryReport:
+    """``memory`` from a mapping of option values (the web API body; the CLI parses flags the same way)."""
+    from trainfit import inputs
+    from trainfit.options import parse_options, workload_from_values
+
+    wl_vals = parse_options(values, allowed_extra=MEMORY_EXTRA)
+    model = resolve_model(values.get("model"), config=values.get("config"))
+    gpu = values.get("gpu")
+    if gpu is not None:
+        gpu = inputs.as_ident("gpu", gpu, "gpu")
+    gm = values.get("gpu_mem")
+    hr = values.get("host_ram")
+    it = values.get("instance_type")
+    return memory_report(model, workload_from_values(wl_vals), gpu=gpu,
+                         gpu_mem_gib=None if gm is None else inputs.as_float("gpu_mem", gm, lo=0, hi=4096, lo_open=True),
+                         host_ram_gib=None if hr is None else inputs.as_float("host_ram", hr, lo=0, hi=1e6, lo_open=True),
+                         instance_type=None if it is None else inputs.as_ident("instance_type", it, "instance_type"))
+
+
+# ----------------------------------------------------------------------------------------------- plan
+
+def make_plan(request: Any) -> Any:
+    """Search, evaluate and rank (:func:`trainfit.plan.search.plan`)."""
+    from trainfit.plan.search import plan
+
+    return plan(request)
+
+
+def plan_for(model: ModelShape, workload: Workload, *, gpu: str | None = None, instance_type: str | None = None,
+             gpu_mem_gib: float | None = None, tokens: float | None = None, spot: bool = False,
+             region: str | None = None, framework: str | None = None,
+             margin: float = SAFETY_MARGIN_DEFAULT, source: str = "trainfit render (no plan file)") -> Any:
+    """One typed Plan for ``workload`` on a GPU or an instance type: memory and the fit verdict always; speed when
+    the GPU's compute is known; time and cost when ``tokens`` is given."""
+    from trainfit.catalog.gpus import GPU, get_gpu
+    from trainfit.plan.types import Plan
+
+    inst = None
+    if instance_type:
+        from trainfit.catalog.instances import get_instance
+
+        inst = get_instance(instance_type)
+        gpu = gpu or inst.gpu
+        if inst.gpu_count and workload.gpus_per_node > inst.gpu_count and workload.gpus > inst.gpu_count:
+            from trainfit.errors import RenderError
+
+            raise RenderError(
+                f"{inst.instance_type} has {inst.gpu_count} GPU(s) per node but the workload puts "
+                f"{min(workload.gpus, workload.gpus_per_node)} on each node",
+                fix=f"use --gpus-per-node {inst.gpu_count} (and a multiple of it for --gpus) or a larger instance")
+    if gpu:
+        g = get_gpu(gpu)
+    elif gpu_mem_gib is not None:
+        g = GPU(name="custom", mem_gib=gpu_mem_gib, source="--gpu-mem", as_of="")
+    else:
+        raise WorkloadError("which GPU? a plan needs the GPU (or an instance type) it runs on",
+                            fix="pass --gpu NAME (A10, H800...) or --instance-type TYPE, or render --plan plan.json")
+    usable = gpu_mem_gib if gpu_mem_gib is not None else g.usable_mem_gib
+    if usable is None:
+        raise UnknownGPUError(f"the catalog does not know the memory of {g.name}", fix="pass --gpu-mem GIB")
+    est = estimate_memory(model, workload)
+    gpn = min(workload.gpus, workload.gpus_per_node)
+    fit = decide_fit(est, usable_gib=usable, gpus_per_node=gpn,
+                     host_ram_gib=getattr(inst, "ram_gib", None), margin=margin)
+    speed: dict[str, Any] = {}
+    warnings: list[str] = list(fit.reasons)
+    if g.bf16_dense_tflops or g.fp16_dense_tflops:
+        from trainfit.estimate.speed import estimate_speed, hardware_from_catalog, training_time
+
+        try:
+            sp = estimate_speed(model, workload, hardware_from_catalog(g, inst, gpus_per_node=gpn), framework=framework)
+        except WorkloadError as e:
+            warnings.append(f"speed not estimated: {e.message}")
+        else:
+            speed = {"tokens_per_s": sp.tokens_per_s, "step_seconds": sp.step_seconds, "mfu": sp.mfu,
+                     "framework": sp.framework}
+            warnings += list(sp.warnings)
+            if tokens:
+                tt = training_time(sp, tokens)
+                speed.update({"hours": tt.hours, "gpu_hours": tt.gpu_hours})
+    return Plan(model=model, workload=workload, gpu=g.name, gpu_spec=g, instance=inst,
+                provider=getattr(inst, "provider", "generic"), resource_class=getattr(inst, "resource_class", "generic"),
+                instance_type=getattr(inst, "instance_type", None), gpus_per_node=gpn, nodes=workload.nodes,
+                memory=est, fit=fit, gpu_mem_gib=usable, tokens=tokens, spot=spot, region=region,
+                warnings=tuple(warnings), source=source, **speed)
+
+
+def load_plan(path: str | Path, pick: int = 1) -> Any:
+    """Plan ``pick`` (1 = first) of a ``trainfit plan --json`` file."""
+    from trainfit.inputs import loads_json, read_text_file
+    from trainfit.plan.types import plans_from_document
+
+    text = read_text_file(path, max_bytes=MAX_PLAN_BYTES, what="plan file", error=PlanFileError,
+                          fix="write it with `trainfit plan ... --json > plan.json`")
+    doc = loads_json(text, what=f"plan file {path}", error=PlanFileError)
+    plans = plans_from_document(doc, where=f"plan file {path}")
+    if not 1 <= pick <= len(plans):
+        raise PlanFileError(f"--pick {pick} is out of range: the file has {len(plans)} plan(s)",
+                            fix=f"use --pick 1..{len(plans)}")
+    return plans[pick - 1]
+
+
+# --------------------------------------------------------------------------------------------- render
+
+def render_plan(plan: Any, options: Any = None, targets: str | list[str] | tuple[str, ...] = "all") -> Any:
+    """Job files for ``plan`` (a :class:`~trainfit.launch.RenderResult`); nothing is recomputed."""
+    from trainfit.launch import build_context, render
+
+    return render(build_context(plan, options), targets)
+
+
+def write_rendered(result: Any, out_dir: str | Path) -> list[Path]:
+    from trainfit.launch import write
+
+    if not str(out_dir).strip():
+        raise InputError("--out is empty", fix="name a folder, e.g. --out job/")
+    return write(result, out_dir)
+
+
+# ---------------------------------------------------------------------------------------------- check
+
+def check_file(path: str | Path, *, region: str | None = None, gpu: str | None = None,
+               instance_type: str | None = None, nodes: int | None = None, gpus_per_node: int | None = None) -> Any:
+    """Every finding of a job file (:class:`~trainfit.check.CheckResult`)."""
+    from trainfit import inputs
+    from trainfit.check import check_file as _check
+
+    if region is not None:
+        region = inputs.as_ident("--region", region, "region")
+    if gpu is not None:
+        from trainfit.catalog.gpus import get_gpu
+
+        gpu = get_gpu(gpu).name  # an unknown GPU is an error with "did you mean", never silently ignored
+    if instance_type is not None:
+        instance_type = inputs.as_ident("--instance-type", instance_type, "instance_type")
+    return _check(path, region=region, gpu=gpu, instance_type=instance_type, nodes=nodes, gpus_per_node=gpus_per_node)
+
+
+# --------------------------------------------------------------------------------------------- submit
+
+def submit_job(path: str | Path, *, region: str, yes: bool = False, gate: bool = True, **kw: Any) -> Any:
+    """Check the job (the same rules as ``trainfit check``), then dry-run or send it through the official SDK.
+    With ``gate`` (default) an error-level finding stops a real submission. Returns (SubmitResult, CheckResult)."""
+    from trainfit import inputs
+    from trainfit.errors import SubmitError
+    from trainfit.providers.alibaba.submit import load_job, submit
+
+    region = inputs.as_ident("--region", region, "region")
+    p, _ = load_job(path)
+    res_check = check_file(p, region=region)
+    if gate and not res_check.ok and yes:
+        first = next(v for v in res_check.violations if v.severity == "error")
+        raise SubmitError(f"`trainfit check` found {res_check.errors} error(s) in {p}, e.g. {first.rule}: "
+                          f"{first.message}", fix=f"{first.fix}; or pass --no-check")
+    return submit(p, region=region, yes=yes, **kw), res_check
+
+
+@dataclass(frozen=True, kw_only=True)
+class Catalogs:
+    gpus: tuple = field(default=())
+    instances: tuple = field(default=())
+
+
+def catalogs() -> Catalogs:
+    from trainfit.catalog import list_gpus, list_instances
+
+    return Catalogs(gpus=tuple(list_gpus()), instances=tuple(list_instances()))
