@@ -35,7 +35,6 @@ from trainfit.watch.metrics import REQUIRED_KEYS
 
 SEVERITIES = ("info", "warning", "critical")
 MAX_METRICS_BYTES = 512 * 2**20
-MAX_PLAN_BYTES = 5 * 2**20
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -181,29 +180,17 @@ def load_metrics(path: str | Path) -> tuple[list[dict[str, Any]], list[dict[str,
 
 def _plan_prediction(path: str | Path, pick: int = 1) -> tuple[float | None, float | None, float | None]:
     """``(tokens_per_s, reserved_gib, gpu_mem_gib)`` that plan ``pick`` (1 = first) of a ``trainfit plan
-    --json`` file predicts: ``plans[i].tokens_per_s``, ``plans[i].per_gpu_gib``, ``plans[i].gpu_mem_gib``.
-
-    The one place that knows the plan file's shape (to switch to the typed Plan later).
+    --json`` file predicts, read as the typed :class:`~trainfit.plan.types.Plan` (``tokens_per_s``,
+    ``per_gpu_gib``, ``gpu_mem_gib``). The one place diagnose reads a plan; errors are PlanFileError.
     """
-    from trainfit._io import read_json_limited
+    from trainfit.service import load_plan
 
-    doc = read_json_limited(path, max_bytes=MAX_PLAN_BYTES, error=MetricsError, what="plan file",
-                            fix="write it with `trainfit plan ... --json > plan.json`")
-    plans = doc.get("plans") if isinstance(doc, dict) else None
-    if not isinstance(plans, list) or not plans:
-        raise MetricsError(f"plan file {path} has no 'plans' list", fix="pass the JSON `trainfit plan --json` wrote")
-    if not 1 <= pick <= len(plans):
-        raise MetricsError(f"--pick {pick} is out of range: the file has {len(plans)} plan(s)",
-                           fix=f"use --pick 1..{len(plans)}")
-    plan = plans[pick - 1]
-    if not isinstance(plan, dict):
-        raise MetricsError(f"plan {pick} of {path} is not an object", fix="regenerate it with `trainfit plan`")
+    plan = load_plan(path, pick)
 
-    def num(key: str) -> float | None:
-        v = plan.get(key)
-        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 else None
+    def pos(v: float | None) -> float | None:
+        return float(v) if isinstance(v, (int, float)) and v > 0 else None
 
-    return num("tokens_per_s"), num("per_gpu_gib"), num("gpu_mem_gib")
+    return pos(plan.tokens_per_s), pos(plan.per_gpu_gib), pos(plan.gpu_mem_gib)
 
 
 # --------------------------------------------------------------------------- analysis

@@ -9,7 +9,7 @@ import pytest
 
 from trainfit.cli import main
 from trainfit.diagnose import Thresholds, _plan_prediction, diagnose, load_metrics, young_daly_interval_s
-from trainfit.errors import MetricsError
+from trainfit.errors import MetricsError, PlanFileError
 
 
 def _steps(n=30, *, wait=0.0, step=1.0, loss=None, **extra):
@@ -111,8 +111,11 @@ def test_plan_comparison_ratios_from_a_real_plan_file(tmp_path, capsys):
     near = reserved * 1.2 / gpu_mem  # the plan fills most of the GPU, so 1.2x may be near its limit
     assert ("memory-near-limit" in codes) == (near >= 0.90)
     assert rc == (1 if near >= 0.95 else 0)
-    with pytest.raises(MetricsError):
+    with pytest.raises(PlanFileError):
         _plan_prediction(plan_path, len(doc["plans"]) + 1)
+    (tmp_path / "old.json").write_text(json.dumps({"plans": [{"tokens_per_s": 1.0}]}))  # unversioned 0.1 file
+    with pytest.raises(PlanFileError):
+        _plan_prediction(tmp_path / "old.json")
 
 
 def test_load_metrics_keeps_the_last_record_of_a_replayed_step(tmp_path):
@@ -149,3 +152,21 @@ def test_cli_exit_code_and_text(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "critical input-bound" in out.replace("  ", " ") and "fix:" in out
     assert main(["diagnose", str(tmp_path / "missing.jsonl")]) == 2
+
+
+def test_diagnose_with_a_plan_imports_no_heavy_module(tmp_path):
+    import subprocess
+    import sys
+
+    metrics = _write(tmp_path / "m.jsonl", [{"event": "start"}], _steps())
+    plan = tmp_path / "plan.json"
+    code = ("import contextlib, sys; from trainfit.cli import main\n"
+            f"with open({str(plan)!r}, 'w') as f, contextlib.redirect_stdout(f): main(['plan', 'Qwen3-0.6B', "
+            "'--tokens', '100M', '--json'])\n"
+            f"with contextlib.redirect_stdout(sys.stderr): main(['diagnose', {str(metrics)!r}, '--plan', "
+            f"{str(plan)!r}, '--json'])\n"
+            "bad = [m for m in ('torch', 'transformers', 'prometheus_client', 'pandas') if m in sys.modules]\n"
+            "print(bad); sys.exit(1 if bad else 0)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr[-2000:]
+    assert '"speed_ratio"' in r.stderr
