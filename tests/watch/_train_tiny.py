@@ -135,8 +135,9 @@ def main(argv=None) -> int:
                       train_dataset=Synthetic(float(os.environ.get("TINY_SLOW_DATA", "0"))),
                       callbacks=[Hooks()] if a.no_callback else [Hooks(), cb])
     trainer.train(resume_from_checkpoint=resume_from(ckpt_dir))
-    state = {k: v.detach().clone() for k, v in trainer.model.state_dict().items()}
-    torch.save(state, os.path.join(a.out, "final.pt"))
+    if trainer.is_world_process_zero():
+        state = {k: v.detach().clone() for k, v in trainer.model.state_dict().items()}
+        torch.save(state, os.path.join(a.out, "final.pt"))
     return 0
 
 

@@ -98,3 +98,43 @@ def test_hf_callback_attached_by_watch(tmp_path):
     assert not (out / "metrics.jsonl").exists()  # the script's own callback was not used
     steps = [json.loads(x)["step"] for x in (tmp_path / "m.jsonl").read_text().splitlines() if '"step"' in x]
     assert steps == [1, 2, 3]
+
+
+@pytest.mark.slow
+def test_two_ranks_stop_together_and_resume_bitwise(tmp_path):
+    """DDP with 2 CPU ranks (gloo) under torchrun: both ranks stop at the notice's step (one all_reduce),
+    every rank saves its RNG state, rank 0 marks the checkpoint complete; the relaunch ends bitwise equal
+    to an uninterrupted 2-rank run."""
+    import shutil
+    import subprocess
+    import sys
+
+    from resume_harness import TRAIN, _env
+
+    torchrun = shutil.which("torchrun", path=os.path.dirname(sys.executable)) or shutil.which("torchrun")
+    if torchrun is None:
+        pytest.skip("torchrun not found")
+
+    def job(out, **env):
+        return [torchrun, "--standalone", "--nproc_per_node", "2", TRAIN, str(out), "--steps", "6"]
+
+    base = subprocess.Popen(job(tmp_path / "base"), env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    out = tmp_path / "run"
+    watch = [sys.executable, "-m", "trainfit.cli", "watch", "--notice-file", str(tmp_path / "notice"),
+             "--poll-seconds", "0.02", "--stop-file", str(tmp_path / "stop"), "--checkpoint-dir", str(out / "ckpt"),
+             "--", *job(out)]
+    r = subprocess.run(watch, env=_env(TINY_NOTICE_AT="2", TINY_NOTICE_FILE=str(tmp_path / "notice")),
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 143, r.stderr[-3000:]
+    cp = out / "ckpt" / "checkpoint-2"
+    assert json.loads((cp / "trainfit-complete.json").read_text())["world_size"] == 2
+    assert (cp / "rng_state_0.pth").exists() and (cp / "rng_state_1.pth").exists()
+    (tmp_path / "notice").unlink()
+    r = subprocess.run(watch, env=_env(), capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert f"resume from {cp}" in r.stderr
+    base_out, _ = base.communicate(timeout=300)
+    assert base.returncode == 0, base_out[-2000:]
+    ref, got = torch.load(tmp_path / "base" / "final.pt"), torch.load(out / "final.pt")
+    assert [k for k in ref if not torch.equal(ref[k], got[k])] == []
