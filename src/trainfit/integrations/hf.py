@@ -35,6 +35,7 @@ import math
 import os
 import sys
 import time
+from collections import deque
 from pathlib import Path
 from typing import Any
 
@@ -197,8 +198,8 @@ class TrainfitCallback(TrainerCallback):
         """True when on_train_begin had to reload converted (MoE) weights, see repair_converted_resume."""
         self.stopped = False
         """True once a stop request was honoured (checkpoint saved, training stopped)."""
-        self.records: list[dict[str, Any]] = []
-        """The step records of this process (also on ranks that write no file)."""
+        self.records: deque[dict[str, Any]] = deque(maxlen=10_000)
+        """The last 10,000 step records of this process (also on ranks that write no file)."""
         self._stopping = False
         self._file = None
         self._pending: dict[str, Any] | None = None
