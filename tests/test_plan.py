@@ -68,7 +68,7 @@ def test_objective_time_sorts_by_hours():
 
 
 def test_public_resource_group_cap():
-    res = plan(_req("Qwen3-14B", provider="alibaba", resource_class="pai-public"))
+    res = plan(_req("Qwen3-14B", provider="alibaba", resource_class="pai-public", max_days=3650))
     assert res.plans
     for p in res.plans:
         assert p.workload.gpus <= 2
@@ -132,3 +132,38 @@ def test_cli_plan_json(capsys):
 def test_cli_plan_needs_tokens(capsys):
     assert main(["plan", "Qwen3-8B"]) == 2
     assert "--tokens" in capsys.readouterr().err
+
+
+def test_practical_plans_only():
+    """Issue 11: a real Alibaba instance that finishes within 14 days ranks first; slower ones are rejected
+    with a reason; FSDP layouts are searched on their own merits (235B on 40 x A100 fits only with FSDP)."""
+    res = plan(_req("Qwen3-14B", provider="alibaba", tokens=2e9))
+    assert res.best is not None and res.best.provider == "alibaba" and res.best.hours <= 14 * 24
+    assert all(p.hours <= 14 * 24 for p in res.plans)
+    assert any(r.code == "too-slow" for r in res.rejected)
+    big = plan(_req("Qwen3-235B-A22B", gpu="A100-80GB", tokens=1e9,
+                    pins={"gpus": 40, "gpus_per_node": 8, "offload": "none"}))
+    assert big.best is not None and big.best.workload.strategy == "fsdp"
+
+
+def test_spot_costs_time_and_money(tmp_path, monkeypatch):
+    """With a price overlay, --spot changes both hours and cost, and the plan carries the price's source."""
+    ov = tmp_path / "catalog.yaml"
+    ov.write_text(
+        "instances:\n"
+        "  - {provider: generic, resource_class: generic, instance_type: generic-8xH100, price_per_hour: 200.0,\n"
+        "     currency: CNY, spot_discount: 0.3, source: 'https://example.com/price', as_of: '2026-12-01'}\n")
+    monkeypatch.setenv("TRAINFIT_CATALOG_OVERLAY", str(ov))
+    from trainfit.catalog._store import reset_cache
+
+    reset_cache()
+    try:
+        kw = dict(instance_type="generic-8xH100", tokens=5e9)
+        od = plan(_req("Qwen3-8B", **kw)).best
+        sp = plan(_req("Qwen3-8B", spot=True, **kw)).best
+    finally:
+        monkeypatch.delenv("TRAINFIT_CATALOG_OVERLAY")
+        reset_cache()
+    assert od.cost is not None and sp.cost is not None and "https://example.com/price" in od.price_source
+    assert sp.hours > od.hours and sp.cost < od.cost and sp.expected_interruptions > 0
+    assert sp.checkpoint_interval_hours and sp.spot_price_fraction == 0.3

@@ -204,6 +204,8 @@ PLAN_OPTIONS: tuple[Option, ...] = (
            help="maximum cost (in the instance's currency)"),
     Option(name="deadline", parse=_float(0, 1e6, lo_open=True), group="search", metavar="HOURS",
            help="maximum wall-clock hours"),
+    Option(name="max_days", parse=_float(0, 3650, lo_open=True), default=14.0, group="search", metavar="DAYS",
+           help="reject plans that run longer than this (default 14 days)"),
     Option(name="provider", parse=_choice(("alibaba", "tencent", "generic", "private")), group="search",
            choices=("alibaba", "tencent", "generic", "private"), help="alibaba | tencent | generic (default: all)"),
     Option(name="resource_class", parse=_ident("job_name"), group="search",

@@ -162,13 +162,15 @@ def plan_for(model: ModelShape, workload: Workload, *, gpu: str | None = None, i
 
         inst = get_instance(instance_type)
         gpu = gpu or inst.gpu
-        if inst.gpu_count and workload.gpus_per_node > inst.gpu_count and workload.gpus > inst.gpu_count:
+        gpn_used = min(workload.gpus, workload.gpus_per_node)
+        if inst.gpu_count and gpn_used != inst.gpu_count:
             from trainfit.errors import RenderError
 
             raise RenderError(
-                f"{inst.instance_type} has {inst.gpu_count} GPU(s) per node but the workload puts "
-                f"{min(workload.gpus, workload.gpus_per_node)} on each node",
-                fix=f"use --gpus-per-node {inst.gpu_count} (and a multiple of it for --gpus) or a larger instance")
+                f"{inst.instance_type} has {inst.gpu_count} GPU(s) per node but the workload puts {gpn_used} on each "
+                "node (launchers start one process per GPU of the node, and the whole node is billed)",
+                fix=f"use --gpus-per-node {inst.gpu_count} and a multiple of it for --gpus, or an instance type with "
+                    f"{gpn_used} GPU(s)")
     if gpu:
         g = get_gpu(gpu)
     elif gpu_mem_gib is not None:

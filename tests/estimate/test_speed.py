@@ -278,7 +278,8 @@ def test_hardware_from_catalog_units():
     assert pcie_node.intra_node_gbytes_per_s == 63.0
 
 
-def test_hardware_from_real_catalog_if_present():
-    catalog = pytest.importorskip("trainfit.catalog")
+def test_hardware_from_real_catalog():
+    from trainfit import catalog
+
     hw = hardware_from_catalog(catalog.get_gpu("A100"))
     assert hw.gpu_class == "ampere" and math.isclose(hw.peak_tflops, 312)

@@ -106,7 +106,8 @@ def test_skypilot_task_loads_in_skypilot(rendered, name):
     sky = pytest.importorskip("sky")
     d, _ = rendered[name]
     task = sky.Task.from_yaml(str(d / "skypilot.yaml"))
-    assert task.num_nodes == SCENARIOS[name]["wl"]["gpus"] // SCENARIOS[name]["wl"]["gpus_per_node"] or 1
+    wl = SCENARIOS[name]["wl"]
+    assert task.num_nodes == max(1, wl["gpus"] // wl["gpus_per_node"])
 
 
 @functools.lru_cache(maxsize=1)

@@ -14,6 +14,7 @@ from _trace_tiny import tiny_qwen3, tiny_qwen3_moe
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
+pytestmark = pytest.mark.slow  # real torch/transformers steps on the CPU (seconds each)
 
 
 def _act_bytes_per_token(s):

@@ -71,6 +71,19 @@ def _money(v, cur) -> str:
     return f"{sym}{v:,.0f}"
 
 
+def _age(as_of: str | None) -> str:
+    """'as of 2026-12-01 (2 days old)' from an ISO date."""
+    import datetime as dt
+
+    if not as_of:
+        return "date unknown"
+    try:
+        days = (dt.date.today() - dt.date.fromisoformat(str(as_of)[:10])).days
+    except ValueError:
+        return f"as of {as_of}"
+    return f"as of {as_of} ({days} days old)"
+
+
 def print_plan(out: dict, top: int = 10, console: Console | None = None) -> None:
     c = console or make_console()
     w = out["workload"]
@@ -105,6 +118,10 @@ def print_plan(out: dict, top: int = 10, console: Console | None = None) -> None
             c.print("[yellow]no prices in the catalog for these instance types: ranked by GPU-hours. Add "
                     "price_per_hour and currency in ~/.config/trainfit/catalog.yaml (see docs/catalog.md).[/yellow]")
         for i, p in enumerate(plans[:top]):
+            if p.get("price_per_hour") is not None:
+                c.print(f"[dim]#{i + 1} price: {p['price_per_hour']:,.2f} {p.get('currency') or ''} per instance-hour "
+                        f"(pay-as-you-go{', spot pays ' + format(p['spot_price_fraction'], '.0%') if p.get('spot_price_fraction') else ''}"
+                        f"), {escape(_age(p.get('price_as_of')))}, source: {escape(str(p.get('price_source'))[:160])}[/dim]")
             for wmsg in p.get("warnings", []):
                 c.print(f"[yellow]#{i + 1} warning:[/yellow] {escape(wmsg)}")
     else:

@@ -17,7 +17,6 @@ from typing import Any, Callable
 
 from trainfit.check.facts import JobFacts
 from trainfit.check.shell import is_torchrun
-from trainfit.errors import TrainfitError
 
 ERROR, WARNING, INFO = "error", "warning", "info"
 #: PAI public resource group: "maximum 2 GPU cards and 8 CPU cores" unless raised (DLC doc, pai-facts 1.3).

@@ -168,7 +168,8 @@ def swift_workload(args: dict[str, str], *, num_layers: int | None, gpus: int | 
         mp = kw.get("tp", 1) * kw.get("pp", 1) * kw.get("cp", 1)
         if gbs.isdigit() and gpus and gpus % mp == 0 and int(gbs) % (mb * (gpus // mp)) == 0:
             kw["grad_accum"] = int(gbs) // (mb * (gpus // mp))
-        kw["sequence_parallel"] = _flag(args.get("sequence_parallel")) is not False
+        # written "true" only with tp > 1 (it means nothing without tensor parallelism): keep the default there
+        kw["sequence_parallel"] = kw.get("tp", 1) == 1 or _flag(args.get("sequence_parallel")) is not False
         kw["grad_ckpt"] = args.get("recompute_granularity", "full") != "none"
         kw["strategy"] = "zero1" if _flag(args.get("use_distributed_optimizer")) else "ddp"
         if _flag(args.get("optimizer_cpu_offload")):

@@ -8,10 +8,9 @@ carries every fact.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from trainfit.errors import RenderError, TrainfitError
 from trainfit.models.shapes import ModelShape
 from trainfit.workload import Workload
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from trainfit.launch._context import RenderContext, RenderError
+from trainfit.errors import RenderError
+from trainfit.launch._context import RenderContext
 
 FILES = ("ds_config.json",)
 

@@ -27,7 +27,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from trainfit.errors import CostError, TrainfitError
+from trainfit.errors import CostError
 
 OVERLAY_PATH = "~/.config/trainfit/catalog.yaml"
 
@@ -252,3 +252,43 @@ def price_from_catalog(instance: Any) -> Price:
         spot_price_fraction=num("spot_discount"),
         source=str(get("source") or ""),
     )
+
+
+CHECKPOINT_WRITE_GBYTES_PER_S_DEFAULT = 1.0
+"""Assumption: each node writes its shard of a checkpoint at 1 GB/s to the mounted store (OSS through JindoFuse,
+NAS, a PVC). Alibaba documents no OSS throughput per mount; set your own with the overlay (docs/cost-model.md)."""
+
+CHECKPOINT_BYTES_PER_TRAINABLE_PARAM = 16.0
+"""What a resumable checkpoint holds per trainable parameter: the 16-bit weight (2), an fp32 master copy (4) and
+two fp32 Adam moments (8), plus 2 for gradients-free metadata slack; frozen base weights are not saved."""
+
+
+def checkpoint_write_hours(*, trainable_params: int, nodes: int,
+                           write_gbytes_per_s: float = CHECKPOINT_WRITE_GBYTES_PER_S_DEFAULT) -> float:
+    """Training stall per checkpoint: the checkpoint split over the nodes, each writing at ``write_gbytes_per_s``."""
+    if write_gbytes_per_s <= 0 or nodes < 1:
+        raise CostError("write bandwidth and nodes must be positive")
+    size_gb = trainable_params * CHECKPOINT_BYTES_PER_TRAINABLE_PARAM / 1e9
+    return size_gb / (write_gbytes_per_s * nodes) / 3600.0
+
+
+def young_daly_interval_hours(*, write_hours: float, interruptions_per_job_hour: float) -> float | None:
+    """The checkpoint interval that minimises expected lost time (Young 1974, Daly 2006): sqrt(2 C / lambda), with
+    C the stall per checkpoint and lambda the interruption rate of the whole job. None when lambda is 0."""
+    if interruptions_per_job_hour <= 0:
+        return None
+    return math.sqrt(2.0 * max(write_hours, 1e-6) / interruptions_per_job_hour)
+
+
+def spot_elapsed_hours(*, hours: float, instances: int, policy: SpotPolicy) -> tuple[float | None, float | None]:
+    """(expected wall-clock hours on spot, expected interruptions) for ``hours`` of productive training: checkpoint
+    stalls, lost work since the last checkpoint and restarts included (module docstring). (None, None) when
+    interruptions come faster than checkpoints save work."""
+    lam = policy.interruption_rate_per_node_hour * instances
+    c = policy.checkpoint_interval_hours
+    productive = hours * (1 + policy.checkpoint_write_hours / c)
+    waste = lam * (c / 2 + policy.restart_hours)
+    if waste >= 1:
+        return None, None
+    elapsed = productive / (1 - waste)
+    return elapsed, lam * elapsed

@@ -74,6 +74,8 @@ class PlanRequest:
     """Rule ids not to enforce (e.g. ``pai-public-quota`` when your quota was raised)."""
     interruption_rate_per_node_hour: float | None = None
     checkpoint_interval_hours: float | None = None
+    max_days: float = 14.0
+    """Plans that run longer than this many days (wall clock) are rejected as impractical."""
 
     def __post_init__(self) -> None:
         if not self.tokens or self.tokens <= 0:
@@ -128,9 +130,9 @@ class _Best:
     other: tuple[str, str, str | None] | None = None
 
 
-def _configs(req: PlanRequest, model: ModelShape, gpn: int, nodes: int) -> list[Workload]:
+def _configs(req: PlanRequest, model: ModelShape, gpn: int, nodes: int, precision: str | None = None) -> list[Workload]:
     """Candidate workloads for one node layout, fastest strategies first."""
-    base = req.workload
+    base = req.workload if precision is None else req.workload.with_(precision=precision)
     pins = req.pins
     gpus = gpn * nodes
     strategies = _SINGLE if gpus == 1 else _MULTI
@@ -197,181 +199,231 @@ def _fit_micro_batch(model: ModelShape, wl: Workload, limit_gib: float, cap: int
 
 def plan(req: PlanRequest) -> PlanResult:
     """Search, evaluate and rank (see module docstring)."""
-    from trainfit.plan.cost import SpotPolicy, estimate_cost, price_from_catalog
-    from trainfit.estimate.speed import estimate_speed, hardware_from_catalog, training_time
-    from trainfit.rules import evaluate_instance
-
-    model = req.model
-    plans: list[Plan] = []
-    rejected: list[Rejection] = []
     gpu_filter = None
     if req.gpu:
         from trainfit.catalog.gpus import get_gpu
 
         gpu_filter = get_gpu(req.gpu)
-    spot_policy = None
-    if req.spot:
-        kw = {}
-        if req.interruption_rate_per_node_hour is not None:
-            kw["interruption_rate_per_node_hour"] = req.interruption_rate_per_node_hour
-        if req.checkpoint_interval_hours is not None:
-            kw["checkpoint_interval_hours"] = req.checkpoint_interval_hours
-        spot_policy = SpotPolicy(**kw)
-
+    plans: list[Plan] = []
+    rejected: list[Rejection] = []
     config_cache: dict[tuple[int, int], list[Workload]] = {}
     for inst in _instances(req):
-        it = inst.instance_type
-        gpu = _gpu_of(inst)
-        if gpu is None or not inst.gpu_count:
-            if gpu_filter is not None:
-                continue  # cannot tell whether it has the requested GPU
-            rejected.append(Rejection(instance_type=it, provider=inst.provider, code="unknown-gpu",
-                                      reason=f"GPU model or count of {it} is not in the catalog",
-                                      fix="add gpu and gpu_count for it in ~/.config/trainfit/catalog.yaml"))
-            continue
-        if gpu_filter is not None and gpu.name != gpu_filter.name:
-            continue
-        if req.region and inst.regions and req.region not in inst.regions:
-            rejected.append(Rejection(instance_type=it, provider=inst.provider, code="region",
-                                      reason=f"not listed in region {req.region} (listed: {', '.join(inst.regions)})",
-                                      fix="drop --region or pick one of the listed regions"))
-            continue
-        if gpu.mem_gib is None:
-            rejected.append(Rejection(instance_type=it, provider=inst.provider, code="unknown-gpu-memory",
-                                      reason=f"memory of {gpu.name} is unknown (unverified catalog entry)",
-                                      fix="set mem_gib for it in the catalog overlay"))
-            continue
-        usable = gpu.usable_mem_gib
-        limit = usable * (1 - req.memory_margin)
         try:
-            hw_by_nodes: dict[int, Any] = {}
-            best_here: tuple[float, Plan] | None = None
-            miss = _Best()
-            layouts: list[tuple[int, int]] = []
-            if "gpus" in req.pins:
-                g = req.pins["gpus"]
-                gpn = req.pins.get("gpus_per_node", min(g, inst.gpu_count))
-                if gpn > inst.gpu_count or g % gpn:
-                    rejected.append(Rejection(instance_type=it, provider=inst.provider, code="layout",
-                                              reason=f"{g} GPUs in nodes of {gpn} do not fit {it} "
-                                                     f"({inst.gpu_count} GPUs per instance)",
-                                              fix="choose --gpus as a multiple of the instance's GPU count"))
-                    continue
-                layouts = [(gpn, g // gpn)]
+            got = _instance_gpu(req, inst, gpu_filter)
+            if got is None:
+                continue
+            if isinstance(got, Rejection):
+                rejected.append(got)
+                continue
+            gpu, stated = got
+            layouts = _layouts(req, inst)
+            if isinstance(layouts, Rejection):
+                rejected.append(layouts)
+                continue
+            best, miss = _best_on_instance(req, inst, gpu, stated, layouts, config_cache)
+            if best is not None:
+                plans.append(best)
             else:
-                gpn = req.pins.get("gpus_per_node", inst.gpu_count)
-                layouts = [(gpn, n) for n in NODE_COUNTS if gpn * n <= req.max_gpus]
-                if not layouts:
-                    rejected.append(Rejection(instance_type=it, provider=inst.provider, code="max-gpus",
-                                              reason=f"{gpn} GPUs per instance > --max-gpus {req.max_gpus}",
-                                              fix="raise --max-gpus"))
-                    continue
-            for gpn, nodes in layouts:
-                all_v = [v for v in evaluate_instance(inst, nodes=nodes, gpus=gpn, spot=req.spot, region=req.region)
-                         if v.rule not in req.ignore_rules]
-                viol = [v for v in all_v if v.severity == "error" or v.rule in PLANNER_BLOCKING_RULES]
-                rule_warnings = tuple(f"{v.rule}: {v.message}" for v in all_v if v.severity == "warning")
-                if viol:
-                    miss.rule = miss.rule or viol[0]
-                    continue
-                found = None
-                ck = (gpn, nodes)
-                if ck not in config_cache:
-                    config_cache[ck] = _configs(req, model, gpn, nodes)
-                configs = config_cache[ck]
-                if not configs:
-                    continue
-                # the least memory-hungry candidate of each family first (DeepSpeed ZeRO keeps fp32 master
-                # weights and states, FSDP/DDP under pure bf16 do not, so neither family is always leaner): if
-                # none of them fits, nothing on this layout will
-                leans = [max(fam, key=_leanness) for fam in _families(configs)]
-                e_leans = [(estimate_memory(model, w._with_batch(req.pins.get("micro_batch", 1))), w) for w in leans]
-                e_lean, lean = min(e_leans, key=lambda x: x[0].reserved_gib)
-                if e_lean.reserved_gib > limit:
-                    if e_lean.reserved_gib < miss.need_gib:
-                        miss.need_gib, miss.need_wl = e_lean.reserved_gib, lean
-                    continue
-                for wl in configs:
-                    cap = req.pins.get("micro_batch", MAX_MICRO_BATCH)
-                    if req.global_batch:
-                        cap = min(cap, max(1, req.global_batch // wl.dp))
-                    if "micro_batch" in req.pins:
-                        wl = wl.with_(micro_batch=req.pins["micro_batch"])
-                        est = estimate_memory(model, wl)
-                        fitted = (wl, est) if est.reserved_gib <= limit else None
-                    else:
-                        fitted = _fit_micro_batch(model, wl, limit, cap)
-                    if fitted is None:
-                        e1 = estimate_memory(model, wl._with_batch(req.pins.get("micro_batch", 1)))
-                        if e1.reserved_gib < miss.need_gib:
-                            miss.need_gib, miss.need_wl = e1.reserved_gib, wl
-                        continue
-                    wl, est = fitted
-                    if inst.ram_gib and est.host_ram_gib > inst.ram_gib * HOST_RAM_USABLE:
-                        miss.host = (est.host_ram_gib, inst.ram_gib)
-                        continue  # the one fit decision below would say oom/tight too; skip the speed model
-                    if req.global_batch:
-                        ga = max(1, math.ceil(req.global_batch / (wl.micro_batch * wl.dp)))
-                        if ga != wl.grad_accum:
-                            wl = wl._with_batch(wl.micro_batch, ga)
-                            est = estimate_memory(model, wl)
-                            if est.reserved_gib > limit:
-                                continue
-                    found = (wl, est)
-                    break  # strategies are ordered fastest first; the first that fits is kept
-                if found is None:
-                    continue
-                wl, est = found
-                fit = decide_fit(est, usable_gib=usable, gpus_per_node=gpn, host_ram_gib=inst.ram_gib,
-                                 margin=req.memory_margin)
-                if fit.verdict in ("oom", "tight"):
-                    if fit.host_verdict in ("oom", "tight"):
-                        miss.host = (est.host_ram_gib, inst.ram_gib)
-                    continue
-                hw = hw_by_nodes.get(gpn) or hardware_from_catalog(gpu, inst, gpus_per_node=gpn)
-                hw_by_nodes[gpn] = hw
-                sp = estimate_speed(model, wl, hw, framework=req.framework)
-                tt = training_time(sp, req.tokens)
-                price = price_from_catalog(inst)
-                c = estimate_cost(hours=tt.hours, gpus=wl.gpus, price=price, spot=spot_policy, instance_type=it)
-                cost = c.cost
-                on_demand = c.cost
-                if req.spot and c.spot is not None and c.spot.expected_cost is not None:
-                    cost = c.spot.expected_cost
-                notes = []
-                if c.fix and cost is None:
-                    notes.append(c.fix)
-                p = Plan(model=model, provider=inst.provider, resource_class=inst.resource_class, instance_type=it,
-                         instance=inst, gpu=gpu.name, gpu_spec=gpu, gpus_per_node=gpn, nodes=nodes, workload=wl,
-                         memory=est, fit=fit, gpu_mem_gib=usable, tokens=req.tokens,
-                         tokens_per_s=sp.tokens_per_s, step_seconds=sp.step_seconds, mfu=sp.mfu, framework=sp.framework,
-                         hours=tt.hours, gpu_hours=tt.gpu_hours, cost=cost, currency=c.currency, spot=req.spot,
-                         on_demand_cost=on_demand, region=req.region, notes=tuple(notes),
-                         warnings=tuple(fit.reasons) + tuple(sp.warnings) + rule_warnings)
-                if req.deadline_hours is not None and p.hours > req.deadline_hours:
-                    miss.other = ("deadline", f"{p.hours:.1f} h > deadline {req.deadline_hours:g} h",
-                                  "more nodes or a faster GPU")
-                    continue
-                if req.budget is not None:
-                    if p.cost is None:
-                        miss.other = ("unknown-price", f"no price for {it}; cannot check --budget",
-                                      "add price_per_hour in ~/.config/trainfit/catalog.yaml")
-                        continue
-                    if p.cost > req.budget:
-                        miss.other = ("over-budget", f"{p.cost:,.0f} {p.currency} > budget {req.budget:,.0f}",
-                                      "fewer tokens, a cheaper instance or --spot")
-                        continue
-                score = _score(req, p)
-                if best_here is None or score < best_here[0]:
-                    best_here = (score, p)
-            if best_here is not None:
-                plans.append(best_here[1])
-            else:
-                rejected.append(_explain(inst, gpu, limit, miss, req))
+                rejected.append(_explain(inst, gpu, gpu.usable_mem_gib * (1 - req.memory_margin), miss, req))
         except TrainfitError as e:
-            rejected.append(Rejection(instance_type=it, provider=inst.provider, code=e.code, reason=e.message, fix=e.fix))
+            rejected.append(Rejection(instance_type=inst.instance_type, provider=inst.provider, code=e.code,
+                                      reason=e.message, fix=e.fix))
     plans.sort(key=lambda p: _score(req, p))
     return PlanResult(request=req, plans=tuple(plans), rejected=tuple(rejected), pareto=_pareto(plans))
+
+
+def _instance_gpu(req: PlanRequest, inst: Any, gpu_filter: Any) -> tuple[Any, str] | Rejection | None:
+    """(GPU record, note) of an instance; a Rejection when it cannot be planned; None when --gpu filters it out."""
+    it = inst.instance_type
+    gpu = _gpu_of(inst)
+    stated = ""
+    undocumented = gpu is None or gpu.mem_gib is None  # e.g. PAI code names (GU108) no public source maps
+    if undocumented and inst.gpu_count and gpu_filter is not None and req.resource_class:
+        # the user says which GPU this resource class has (e.g. what the PAI console shows for a Lingjun quota)
+        stated = (f"GPU of {it} ({inst.gpu or 'not named'}) is not publicly documented: planned as "
+                  f"{gpu_filter.name} because you passed --gpu {req.gpu}")
+        gpu = gpu_filter
+    if gpu is None or not inst.gpu_count:
+        if gpu_filter is not None:
+            return None  # cannot tell whether it has the requested GPU
+        return Rejection(instance_type=it, provider=inst.provider, code="unknown-gpu",
+                         reason=f"GPU model or count of {it} is not in the catalog",
+                         fix="add gpu and gpu_count for it in ~/.config/trainfit/catalog.yaml, or with "
+                             "--resource-class pass --gpu NAME (what your console shows)")
+    if gpu_filter is not None and gpu.name != gpu_filter.name:
+        return None
+    if req.region and inst.regions and req.region not in inst.regions:
+        return Rejection(instance_type=it, provider=inst.provider, code="region",
+                         reason=f"not listed in region {req.region} (listed: {', '.join(inst.regions)})",
+                         fix="drop --region or pick one of the listed regions")
+    if gpu.mem_gib is None:
+        return Rejection(instance_type=it, provider=inst.provider, code="unknown-gpu-memory",
+                         reason=f"memory of {gpu.name} is unknown (no public source maps it)",
+                         fix="set mem_gib for it in the catalog overlay, `trainfit catalog refresh --provider pai`, "
+                             "or with --resource-class pass --gpu NAME")
+    return gpu, stated
+
+
+def _layouts(req: PlanRequest, inst: Any) -> list[tuple[int, int]] | Rejection:
+    """(GPUs per node, nodes) layouts to try on ``inst``."""
+    it = inst.instance_type
+    if "gpus" in req.pins:
+        g = req.pins["gpus"]
+        gpn = req.pins.get("gpus_per_node", min(g, inst.gpu_count))
+        if gpn > inst.gpu_count or g % gpn:
+            return Rejection(instance_type=it, provider=inst.provider, code="layout",
+                             reason=f"{g} GPUs in nodes of {gpn} do not fit {it} ({inst.gpu_count} GPUs per instance)",
+                             fix="choose --gpus as a multiple of the instance's GPU count")
+        return [(gpn, g // gpn)]
+    gpn = req.pins.get("gpus_per_node", inst.gpu_count)
+    layouts = [(gpn, n) for n in NODE_COUNTS if gpn * n <= req.max_gpus]
+    if not layouts:
+        return Rejection(instance_type=it, provider=inst.provider, code="max-gpus",
+                         reason=f"{gpn} GPUs per instance > --max-gpus {req.max_gpus}", fix="raise --max-gpus")
+    return layouts
+
+
+def _best_on_instance(req: PlanRequest, inst: Any, gpu: Any, stated: str, layouts: list[tuple[int, int]],
+                      config_cache: dict) -> tuple[Plan | None, _Best]:
+    """The best plan on one instance type over its layouts, and the closest miss when none fits."""
+    from trainfit.rules import evaluate_instance
+
+    miss = _Best()
+    best: tuple[tuple, Plan] | None = None
+    limit = gpu.usable_mem_gib * (1 - req.memory_margin)
+    precision, prec_note = _precision_for(req, gpu)
+    if prec_note:
+        stated = "; ".join(x for x in (stated, prec_note) if x)
+    for gpn, nodes in layouts:
+        all_v = [v for v in evaluate_instance(inst, nodes=nodes, gpus=gpn, spot=req.spot, region=req.region)
+                 if v.rule not in req.ignore_rules]
+        viol = [v for v in all_v if v.severity == "error" or v.rule in PLANNER_BLOCKING_RULES]
+        if viol:
+            miss.rule = miss.rule or viol[0]
+            continue
+        key = (gpn, nodes, precision)
+        if key not in config_cache:
+            config_cache[key] = _configs(req, req.model, gpn, nodes, precision)
+        found = _fit_layout(req, config_cache[key], limit, miss, inst)
+        if found is None:
+            continue
+        wl, est = found
+        fit = decide_fit(est, usable_gib=gpu.usable_mem_gib, gpus_per_node=gpn, host_ram_gib=inst.ram_gib,
+                         margin=req.memory_margin)
+        if fit.verdict in ("oom", "tight"):
+            if fit.host_verdict in ("oom", "tight"):
+                miss.host = (est.host_ram_gib, inst.ram_gib)
+            continue
+        rule_warnings = tuple(f"{v.rule}: {v.message}" for v in all_v if v.severity == "warning")
+        p = _evaluate(req, inst, gpu, gpn, nodes, wl, est, fit, ((stated,) if stated else ()) + rule_warnings)
+        if p is None or not _within_limits(req, p, miss):
+            continue
+        score = _score(req, p)
+        if best is None or score < best[0]:
+            best = (score, p)
+    return (best[1] if best else None), miss
+
+
+def _precision_for(req: PlanRequest, gpu: Any) -> tuple[str | None, str]:
+    """bf16 on a GPU without bf16 tensor cores (V100, T4) is planned as fp16 mixed precision (fp32 master weights),
+    with its memory and speed, and the row says so. (None, "") when the requested precision runs as it is."""
+    p = req.workload.precision
+    if p in ("bf16", "amp-bf16") and gpu.bf16_dense_tflops is None and gpu.fp16_dense_tflops:
+        return "fp16", (f"{gpu.name} has no bf16: planned with fp16 mixed precision (fp32 master weights, loss "
+                        "scaling), its memory and speed")
+    return None, ""
+
+
+def _fit_layout(req: PlanRequest, configs: list[Workload], limit: float, miss: _Best,
+                inst: Any) -> tuple[Workload, MemoryEstimate] | None:
+    """The fastest candidate of one layout that fits GPU memory (largest micro-batch) and host RAM."""
+    model = req.model
+    if not configs:
+        return None
+    # the least memory-hungry candidate of each family first (DeepSpeed ZeRO keeps fp32 master weights and states,
+    # FSDP/DDP under pure bf16 do not, so neither family is always leaner): if none fits, nothing on this layout will
+    leans = [max(fam, key=_leanness) for fam in _families(configs)]
+    e_lean, lean = min(((estimate_memory(model, w._with_batch(req.pins.get("micro_batch", 1))), w) for w in leans),
+                       key=lambda x: x[0].reserved_gib)
+    if e_lean.reserved_gib > limit:
+        if e_lean.reserved_gib < miss.need_gib:
+            miss.need_gib, miss.need_wl = e_lean.reserved_gib, lean
+        return None
+    for wl in configs:
+        cap = req.pins.get("micro_batch", MAX_MICRO_BATCH)
+        if req.global_batch:
+            cap = min(cap, max(1, req.global_batch // wl.dp))
+        if "micro_batch" in req.pins:
+            wl = wl.with_(micro_batch=req.pins["micro_batch"])
+            est = estimate_memory(model, wl)
+            fitted = (wl, est) if est.reserved_gib <= limit else None
+        else:
+            fitted = _fit_micro_batch(model, wl, limit, cap)
+        if fitted is None:
+            e1 = estimate_memory(model, wl._with_batch(req.pins.get("micro_batch", 1)))
+            if e1.reserved_gib < miss.need_gib:
+                miss.need_gib, miss.need_wl = e1.reserved_gib, wl
+            continue
+        wl, est = fitted
+        if inst.ram_gib and est.host_ram_gib > inst.ram_gib * HOST_RAM_USABLE:
+            miss.host = (est.host_ram_gib, inst.ram_gib)
+            continue
+        if req.global_batch:
+            ga = max(1, math.ceil(req.global_batch / (wl.micro_batch * wl.dp)))
+            if ga != wl.grad_accum:
+                wl = wl._with_batch(wl.micro_batch, ga)
+                est = estimate_memory(model, wl)
+                if est.reserved_gib > limit:
+                    continue
+        return wl, est  # strategies are ordered fastest first; the first that fits is kept
+    return None
+
+
+def _evaluate(req: PlanRequest, inst: Any, gpu: Any, gpn: int, nodes: int, wl: Workload, est: MemoryEstimate,
+              fit: Any, warnings: tuple[str, ...]) -> Plan | None:
+    """Speed, time and cost of one fitting configuration, as a typed Plan."""
+    from trainfit.estimate.speed import estimate_speed, hardware_from_catalog, training_time
+    from trainfit.plan.pricing import time_and_cost
+
+    sp = estimate_speed(req.model, wl, hardware_from_catalog(gpu, inst, gpus_per_node=gpn), framework=req.framework)
+    tt = training_time(sp, req.tokens)
+    tc = time_and_cost(inst=inst, hours=tt.hours, gpus=wl.gpus, trainable_params=est.params.trainable, nodes=nodes,
+                       spot=req.spot, region=req.region, interruption_rate=req.interruption_rate_per_node_hour,
+                       checkpoint_interval_hours=req.checkpoint_interval_hours)
+    if not tc.feasible:
+        return None
+    return Plan(model=req.model, provider=inst.provider, resource_class=inst.resource_class,
+                instance_type=inst.instance_type, instance=inst, gpu=gpu.name, gpu_spec=gpu, gpus_per_node=gpn,
+                nodes=nodes, workload=wl, memory=est, fit=fit, gpu_mem_gib=gpu.usable_mem_gib, tokens=req.tokens,
+                tokens_per_s=sp.tokens_per_s, step_seconds=sp.step_seconds, mfu=sp.mfu, framework=sp.framework,
+                hours=tc.hours, gpu_hours=tc.gpu_hours, cost=tc.cost, currency=tc.currency, spot=req.spot,
+                on_demand_cost=tc.on_demand_cost, spot_price_fraction=tc.spot_price_fraction,
+                expected_interruptions=tc.expected_interruptions, checkpoint_interval_hours=tc.checkpoint_interval_hours,
+                price_per_hour=tc.price_per_hour, price_source=tc.price_source, price_as_of=tc.price_as_of,
+                region=req.region, notes=tc.notes,
+                warnings=warnings[:1] + tuple(fit.reasons) + tuple(sp.warnings) + tc.warnings + warnings[1:])
+
+
+def _within_limits(req: PlanRequest, p: Plan, miss: _Best) -> bool:
+    """Deadline, wall-clock limit and budget; records the closest miss."""
+    limit_h = req.max_days * 24
+    if p.hours > limit_h:
+        miss.other = ("too-slow", f"{p.hours:,.0f} h ({p.hours / 24:.1f} days) > --max-days {req.max_days:g}",
+                      "more GPUs, a faster GPU, fewer tokens, or raise --max-days")
+        return False
+    if req.deadline_hours is not None and p.hours > req.deadline_hours:
+        miss.other = ("deadline", f"{p.hours:.1f} h > deadline {req.deadline_hours:g} h", "more nodes or a faster GPU")
+        return False
+    if req.budget is not None:
+        if p.cost is None:
+            miss.other = ("unknown-price", f"no price for {p.instance_type}; cannot check --budget",
+                          "add price_per_hour in ~/.config/trainfit/catalog.yaml")
+            return False
+        if p.cost > req.budget:
+            miss.other = ("over-budget", f"{p.cost:,.0f} {p.currency} > budget {req.budget:,.0f}",
+                          "fewer tokens, a cheaper instance or --spot")
+            return False
+    return True
 
 
 def _score(req: PlanRequest, p: Plan) -> tuple:
@@ -397,6 +449,9 @@ def _pareto(plans: list[Plan]) -> tuple[int, ...]:
 
 def _explain(inst: Any, gpu: Any, limit: float, miss: _Best, req: PlanRequest) -> Rejection:
     it = inst.instance_type
+    if miss.other is not None:  # something fitted but broke a limit (time, deadline, budget): the nearest miss
+        code, reason, fix = miss.other
+        return Rejection(instance_type=it, provider=inst.provider, code=code, reason=reason, fix=fix)
     if miss.need_wl is not None and math.isfinite(miss.need_gib):
         w = miss.need_wl
         fix = _memory_fix(req, w, gpu)

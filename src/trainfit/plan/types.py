@@ -58,6 +58,18 @@ class Plan:
     currency: str | None = None
     on_demand_cost: float | None = None
     spot: bool = False
+    spot_price_fraction: float | None = None
+    """Fraction of the pay-as-you-go price paid on spot (None = unknown: priced on demand)."""
+    expected_interruptions: float | None = None
+    """Spot: expected reclaims over the run."""
+    checkpoint_interval_hours: float | None = None
+    """Spot: the checkpoint interval the hours assume (Young/Daly optimum unless you set one)."""
+    price_per_hour: float | None = None
+    """Pay-as-you-go price of one instance (node) per hour, in ``currency``."""
+    price_source: str | None = None
+    """Where the price came from (URL, refresh cache, overlay)."""
+    price_as_of: str | None = None
+    """Date of the price (ISO)."""
     region: str | None = None
     notes: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
@@ -102,7 +114,9 @@ class Plan:
             "tokens_per_s": self.tokens_per_s, "step_seconds": self.step_seconds, "mfu": self.mfu,
             "framework": self.framework, "hours": self.hours, "gpu_hours": self.gpu_hours, "cost": self.cost,
             "currency": self.currency, "on_demand_cost": self.on_demand_cost, "spot": self.spot,
-            "region": self.region, "notes": list(self.notes), "warnings": list(self.warnings),
+            "spot_price_fraction": self.spot_price_fraction, "expected_interruptions": self.expected_interruptions,
+            "checkpoint_interval_hours": self.checkpoint_interval_hours, "price_per_hour": self.price_per_hour,
+            "price_source": self.price_source, "price_as_of": self.price_as_of, "region": self.region, "notes": list(self.notes), "warnings": list(self.warnings),
             "model": self.model.to_dict(), "workload": self.workload.to_dict(),
             "memory": self.memory.to_exact_dict(), "fit": self.fit.to_dict(),
             "gpu_spec": self.gpu_spec.to_dict(), "instance": None if self.instance is None else self.instance.to_dict(),
@@ -135,6 +149,9 @@ class Plan:
                 tokens_per_s=d.get("tokens_per_s"), step_seconds=d.get("step_seconds"), mfu=d.get("mfu"),
                 framework=d.get("framework"), hours=d.get("hours"), gpu_hours=d.get("gpu_hours"), cost=d.get("cost"),
                 currency=d.get("currency"), on_demand_cost=d.get("on_demand_cost"), spot=bool(d.get("spot")),
+                spot_price_fraction=d.get("spot_price_fraction"), expected_interruptions=d.get("expected_interruptions"),
+                checkpoint_interval_hours=d.get("checkpoint_interval_hours"), price_per_hour=d.get("price_per_hour"),
+                price_source=d.get("price_source"), price_as_of=d.get("price_as_of"),
                 region=d.get("region"), notes=tuple(d.get("notes") or ()), warnings=tuple(d.get("warnings") or ()),
                 source=str(d.get("source") or "trainfit plan"))
         except PlanFileError:

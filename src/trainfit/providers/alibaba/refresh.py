@@ -19,14 +19,11 @@ The raw values are kept in each row's ``notes``.
 from __future__ import annotations
 
 import datetime as _dt
-import json
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trainfit.catalog._schema import GPU_COLUMNS, INSTANCE_COLUMNS, parse_row, to_csv_value
+from trainfit.catalog._schema import INSTANCE_COLUMNS, parse_row, to_csv_value
 from trainfit.catalog.cache import CACHE_FORMAT, _gpu_update_columns, cache_file, write_cache_atomic
 from trainfit.errors import CatalogError, MissingExtraError
 

@@ -1,0 +1,235 @@
+"""One function per rule kind (``check.kind`` in the YAML): ``(rule, JobContext) -> [Violation]``."""
+
+from __future__ import annotations
+
+import re
+from typing import Callable
+
+from trainfit.rules.types import JobContext, Rule, Violation
+
+# --------------------------------------------------------------------------------------- evaluating
+
+def _v(rule: Rule, message: str, severity: str | None = None) -> Violation:
+    return Violation(rule=rule.id, severity=severity or rule.severity, message=message, fix=rule.fix,
+                     why=rule.why, source=rule.source)
+
+
+def _max_gpus(rule: Rule, ctx: JobContext) -> list[Violation]:
+    total = ctx.total_gpus
+    cap = rule.params["max"]
+    if total is not None and total > cap:
+        return [_v(rule, f"{total} GPUs requested, over the cap of {cap}: {rule.title}")]
+    return []
+
+
+def _max_vcpu(rule: Rule, ctx: JobContext) -> list[Violation]:
+    vcpu = getattr(ctx.instance, "vcpu", None)
+    cap = rule.params["max"]
+    if vcpu is not None and vcpu * ctx.nodes > cap:
+        return [_v(rule, f"{vcpu * ctx.nodes} vCPUs requested, over the cap of {cap}: {rule.title}")]
+    return []
+
+
+def _requires_vpc(rule: Rule, ctx: JobContext) -> list[Violation]:
+    if ctx.vpc is False:
+        return [_v(rule, f"{rule.title}; this job has no VPC")]
+    if ctx.vpc is None:
+        return [_v(rule, f"{rule.title}; make sure UserVpc is set", severity="info")]
+    return []
+
+
+def _when_spot_ok(rule: Rule, ctx: JobContext) -> bool:
+    return not rule.params.get("when_spot") or ctx.spot
+
+
+def _region_in(rule: Rule, ctx: JobContext) -> list[Violation]:
+    if ctx.region is None or not _when_spot_ok(rule, ctx):
+        return []
+    allowed = [str(r) for r in rule.params["regions"]]
+    if ctx.region not in allowed:
+        return [_v(rule, f"region {ctx.region}: {rule.title} ({', '.join(allowed)})")]
+    return []
+
+
+def _job_type_in(rule: Rule, ctx: JobContext) -> list[Violation]:
+    if ctx.job_type is None or not _when_spot_ok(rule, ctx):
+        return []
+    allowed = [str(t) for t in rule.params["types"]]
+    if ctx.job_type not in allowed:
+        return [_v(rule, f"job type {ctx.job_type}: {rule.title}")]
+    return []
+
+
+def _spot_ckpt(rule: Rule, ctx: JobContext) -> list[Violation]:
+    if not ctx.spot:
+        return []
+    out = []
+    if ctx.checkpointing is False:
+        out.append(_v(rule, "spot instances can be reclaimed at any time, but checkpoints would not survive: "
+                            + (ctx.checkpoint_detail or rule.title)))
+    elif ctx.checkpointing is None:
+        out.append(_v(rule, rule.title + "; is checkpointing on?", severity="info"))
+    if ctx.resume is False:
+        out.append(_v(rule, "spot job without resume: after a preemption the restarted job would start from step 0"))
+    return out
+
+
+def _multinode_rdma(rule: Rule, ctx: JobContext) -> list[Violation]:
+    if ctx.nodes <= 1:
+        return []
+    net = getattr(ctx.instance, "inter_node", None)
+    name = getattr(ctx.instance, "instance_type", "this instance")
+    if net == "rdma":
+        return []
+    if net is None:
+        return [_v(rule, f"{ctx.nodes} nodes of {name}, whose inter-node network is not documented; "
+                         "without RDMA multi-node training is slow", severity="info")]
+    return [_v(rule, f"{ctx.nodes} nodes of {name} over {net}: {rule.title}")]
+
+
+def _regions_match(rule: Rule, ctx: JobContext) -> list[Violation]:
+    named = {k: v for k, v in (("resources", ctx.region), ("workspace", ctx.workspace_region),
+                               ("storage", ctx.storage_region)) if v}
+    named.update(ctx.region_sources)
+    if len(set(named.values())) > 1:
+        desc = ", ".join(f"{k} in {v}" for k, v in named.items())
+        return [_v(rule, f"regions differ ({desc}); {rule.title}")]
+    return []
+
+
+def _storage_vpc(rule: Rule, ctx: JobContext) -> list[Violation]:
+    kinds = [str(s).lower() for s in rule.params["storage"]]
+    if ctx.storage and ctx.storage.lower() in kinds and ctx.vpc is False:
+        return [_v(rule, f"{ctx.storage} storage without a VPC: {rule.title}")]
+    return []
+
+
+def _no_vpc(rule: Rule, ctx: JobContext) -> list[Violation]:
+    return [_v(rule, rule.title)] if ctx.vpc is False else []
+
+
+def _command(rule: Rule, ctx: JobContext) -> list[Violation]:
+    if not ctx.command:
+        return []
+    m = re.search(str(rule.params["pattern"]), ctx.command)
+    if m:
+        return [_v(rule, f"launch command has {m.group(0)!r}: {rule.title}")]
+    return []
+
+
+def _custom_image(rule: Rule, ctx: JobContext) -> list[Violation]:
+    if not ctx.custom_image or ctx.rdma_noted:
+        return []
+    img = next(iter(ctx.images), "")
+    return [_v(rule, f"{rule.title}" + (f": {img}" if img else "") + " (PAI images carry them; without them NCCL "
+                     "falls back to TCP)")]
+
+
+def _pcie_tp(rule: Rule, ctx: JobContext) -> list[Violation]:
+    link = getattr(ctx.instance, "intra_node_link", None)
+    if ctx.tp > 1 and link == "pcie":
+        return [_v(rule, f"tensor parallel size {ctx.tp} on {getattr(ctx.instance, 'instance_type', 'a node')} "
+                         "whose GPUs talk over PCIe")]
+    return []
+
+
+_VAR = r"(?<![A-Za-z0-9_])%s\b"
+
+
+def _refs(value: str, var: str) -> bool:
+    """``value`` reads shell variable ``var`` ($VAR, ${VAR}, ${VAR:-x}, $((VAR / 8)))."""
+    return "$" in value and re.search(_VAR % var, value) is not None
+
+
+def _launch_values(ctx: JobContext):
+    """(where, line, key, value) of every launcher setting in the job's scripts: torchrun flags and the
+    NNODES/NODE_RANK/NPROC_PER_NODE variables ms-swift and LLaMA-Factory read."""
+    from trainfit.check.shell import is_torchrun
+
+    for where, s in ctx.scripts:
+        for cmd in s.commands:
+            if is_torchrun(cmd):
+                for k, v in cmd.flags().items():
+                    k = k.replace("-", "_")
+                    if k in ("nproc_per_node", "nnodes", "node_rank", "master_addr", "master_port"):
+                        yield where, cmd.line, k, v
+            for k, v in cmd.env.items():
+                if k in ("NPROC_PER_NODE", "NNODES", "NODE_RANK"):
+                    yield where, cmd.line, k.lower(), v
+
+
+def _launch_world_size(rule: Rule, ctx: JobContext) -> list[Violation]:
+    """PAI-DLC's WORLD_SIZE counts nodes: it belongs in --nnodes, never in --nproc_per_node or divided."""
+    out = []
+    for where, line, key, val in _launch_values(ctx):
+        if key == "nproc_per_node" and _refs(val, "WORLD_SIZE"):
+            out.append(_v(rule, f"{where} line {line}: {key}={val}: WORLD_SIZE is the number of nodes, not the GPUs "
+                                "of a node"))
+        elif key == "nnodes" and (_refs(val, "RANK") or _refs(val, "NPROC_PER_NODE") or _refs(val, "LOCAL_RANK")
+                                  or (_refs(val, "WORLD_SIZE") and "/" in val)):
+            out.append(_v(rule, f"{where} line {line}: {key}={val}: WORLD_SIZE already counts nodes (it is not the "
+                                "number of processes)"))
+    if ctx.command and not ctx.scripts:
+        m = re.search(str(rule.params.get("pattern", r"--nproc[_-]per[_-]node[= ]+[\"']?\$\{?WORLD_SIZE\}?")),
+                      ctx.command)
+        if m:
+            out.append(_v(rule, f"launch command has {m.group(0)!r}: {rule.title}"))
+    return out
+
+
+def _launch_node_rank(rule: Rule, ctx: JobContext) -> list[Violation]:
+    """PAI-DLC's RANK is the node index: it belongs in --node_rank; the master comes from MASTER_ADDR/PORT."""
+    out = []
+    seen_rank: dict[tuple[str, int], bool] = {}
+    multi: dict[tuple[str, int], bool] = {}
+    for where, line, key, val in _launch_values(ctx):
+        if key == "node_rank":
+            seen_rank[(where, line)] = True
+            if _refs(val, "WORLD_SIZE") or _refs(val, "LOCAL_RANK"):
+                out.append(_v(rule, f"{where} line {line}: {key}={val}: the node rank is RANK (the node index)"))
+        elif key in ("master_addr", "master_port") and _refs(val, "RANK") and not _refs(val, "MASTER_ADDR"):
+            out.append(_v(rule, f"{where} line {line}: {key}={val}: the master address/port is built from RANK; "
+                                "use MASTER_ADDR/MASTER_PORT"))
+        elif key == "nnodes" and (_refs(val, "WORLD_SIZE") or (val.isdigit() and int(val) > 1)):
+            multi[(where, line)] = True
+        elif key == "nnodes" and ctx.nodes > 1:
+            multi[(where, line)] = True
+        if key == "nnodes" and "nnodes" in rule.params.get("also", ()):
+            pass
+    for k in multi:
+        if k not in seen_rank and any(w == k[0] for w, _ in ctx.scripts):
+            out.append(_v(rule, f"{k[0]} line {k[1]}: multi-node torchrun without --node_rank: every node would "
+                                "claim rank 0"))
+    if ctx.command and not ctx.scripts:
+        m = re.search(r"--nnodes[= ]+[\"']?\$\{?NPROC_PER_NODE\}?", ctx.command)
+        if m:
+            out.append(_v(rule, f"launch command has {m.group(0)!r}: {rule.title}"))
+    return out
+
+
+def _max_body(rule: Rule, ctx: JobContext) -> list[Violation]:
+    cap = rule.params["max"]
+    if ctx.body_bytes is not None and ctx.body_bytes > cap:
+        return [_v(rule, f"the CreateJob body is {ctx.body_bytes:,} bytes; {rule.title} ({cap:,})")]
+    return []
+
+
+_CHECKS: dict[str, Callable[[Rule, JobContext], list[Violation]]] = {
+    "max_gpus_per_job": _max_gpus,
+    "max_vcpu_per_job": _max_vcpu,
+    "requires_vpc": _requires_vpc,
+    "region_in": _region_in,
+    "job_type_in": _job_type_in,
+    "spot_needs_checkpoint": _spot_ckpt,
+    "multinode_needs_rdma": _multinode_rdma,
+    "regions_match": _regions_match,
+    "storage_needs_vpc": _storage_vpc,
+    "no_vpc": _no_vpc,
+    "command_pattern": _command,
+    "custom_image_needs_rdma": _custom_image,
+    "pcie_tensor_parallel": _pcie_tp,
+    "launch_world_size": _launch_world_size,
+    "launch_node_rank": _launch_node_rank,
+    "max_body_bytes": _max_body,
+    "fact": lambda rule, ctx: [],
+}

@@ -1,0 +1,111 @@
+"""Issue 9's property: over a grid of more than 200 plans (every registry model x full/LoRA x GPUs, node counts and
+strategies, MoE with expert parallelism, multi-node), `render --target all` -> `check` on every file agrees with
+the plan: the memory check reads back from each file equals the plan's to 0.01 GiB, the verdict is the same, and
+no file of a plan that fits has an error-level finding."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+
+from trainfit.check import check_file
+from trainfit.errors import TrainfitError
+from trainfit.launch import RenderOptions
+from trainfit.models import get_model, model_names
+from trainfit.service import plan_for, render_plan, write_rendered
+from trainfit.workload import Workload
+
+#: (instance type, GPU to state when the catalog does not name it)
+WHERE = [("ecs.gn7i-c8g1.2xlarge", None), ("ecs.gn8is-8x.32xlarge", None), ("ml.gu7xf.c96m1600.8-gu108", "H800"),
+         ("generic-8xH100", None), ("generic-8xA100-80GB", None), ("generic-1xA100-80GB", None)]
+LAYOUTS = [("ddp", "none"), ("zero1", "none"), ("zero2", "none"), ("zero3", "none"), ("fsdp", "none"),
+           ("zero2", "optimizer"), ("zero3", "all"), ("fsdp", "all")]
+VPC = {"VpcId": "vpc-t", "SwitchId": "vsw-t", "SecurityGroupId": "sg-t"}
+
+
+def _grid(n: int = 230, seed: int = 7) -> list[tuple]:
+    combos = []
+    for model, method, (it, gpu), (strategy, offload), nodes in itertools.product(
+            model_names(), ("full", "lora"), WHERE, LAYOUTS, (1, 2)):
+        combos.append((model, method, it, gpu, strategy, offload, nodes, 1))
+    for model in ("Qwen3-30B-A3B", "Qwen3-235B-A22B", "Qwen3-Next-80B-A3B"):  # MoE with expert parallelism
+        for (it, gpu), nodes, strategy in itertools.product(WHERE[1:5], (1, 2), ("ddp", "zero1")):
+            combos.append((model, "full", it, gpu, strategy, "none", nodes, 8))
+    rnd = random.Random(seed)
+    rnd.shuffle(combos)
+    return combos[:n]
+
+
+def _plans(limit: int = 230):
+    out = []
+    for model, method, it, gpu, strategy, offload, nodes, ep in _grid(limit * 3):
+        m = get_model(model)
+        from trainfit.catalog.instances import get_instance
+
+        gpn = get_instance(it).gpu_count
+        try:
+            wl = Workload(method=method, strategy=strategy, offload=offload, gpus=gpn * nodes, gpus_per_node=gpn,
+                          ep=ep, seq_len=2048, micro_batch=1)
+            p = plan_for(m, wl, instance_type=it, gpu=gpu, tokens=1e8)
+        except TrainfitError:
+            continue
+        out.append(p)
+        if len(out) >= limit:
+            break
+    return out
+
+
+PLANS = _plans()
+
+
+def test_grid_is_big_enough():
+    assert len(PLANS) >= 200
+    assert {p.workload.strategy for p in PLANS} >= {"ddp", "zero1", "zero2", "zero3", "fsdp"}
+    assert any(p.workload.ep > 1 for p in PLANS) and any(p.nodes > 1 for p in PLANS)
+    assert {p.fit.verdict for p in PLANS} >= {"fits", "oom"}
+
+
+@pytest.mark.slow
+def test_render_then_check_agrees_with_the_plan(tmp_path):
+    checked = 0
+    for i, p in enumerate(PLANS):
+        res = render_plan(p, RenderOptions(checkpoint_uri="oss://bkt/ckpt/", vpc=VPC), "all")
+        d = tmp_path / str(i)
+        write_rendered(res, d)
+        for name in res.files:
+            r = check_file(d / name)
+            mem = [v for v in r.violations if v.rule == "memory-fit"]
+            differ = [v for v in r.violations if v.rule == "settings-differ-from-plan"]
+            assert not differ, (name, p.settings(), differ[0].message)
+            if p.fit.verdict == "oom":
+                assert any(v.severity == "error" for v in mem), (name, p.settings())
+            elif p.fit.verdict == "tight":
+                assert mem and mem[0].severity == "warning", (name, p.settings())
+            else:
+                errors = [v for v in r.violations if v.severity == "error"]
+                assert not errors, (name, p.instance_type, p.settings(), [e.to_dict() for e in errors])
+            checked += 1
+    assert checked >= 1000
+
+
+def test_readback_equals_the_plan_to_a_hundredth_of_a_gib(tmp_path):
+    """The memory check reads back from each rendered file (not from its header) equals the plan's."""
+    from trainfit.check.facts import read_facts
+    from trainfit.check.readback import read_workload
+    from trainfit.check.rules import CheckOptions
+
+    for i, p in enumerate(PLANS[:60]):
+        res = render_plan(p, RenderOptions(checkpoint_uri="oss://bkt/ckpt/", vpc=VPC), "all")
+        d = tmp_path / str(i)
+        write_rendered(res, d)
+        for name in res.files:
+            if name == "README.md":
+                continue
+            f = read_facts(d / name)
+            rb = read_workload(f, CheckOptions())
+            assert rb is not None and not hasattr(rb, "rule"), (name, rb)
+            assert abs(rb.estimate.reserved_gib - p.memory.reserved_gib) <= 0.01, (name, p.settings())
+            assert rb.decision.verdict == p.fit.verdict, (name, p.settings())
+            assert rb.workload == p.workload, (name, rb.workload, p.workload)
