@@ -365,10 +365,14 @@ def _plan_findings(timed, steps, plan, th: Thresholds, input_bound: bool):
 
 
 def young_daly_interval_s(save_seconds: float, interruptions_per_hour: float) -> float:
-    """Optimal seconds between checkpoints, ``sqrt(2 * C / lambda)`` (Young 1974; Daly 2006)."""
+    """Optimal seconds between checkpoints, ``sqrt(2 * C / lambda)`` (Young 1974; Daly 2006): the planner's
+    :func:`trainfit.plan.cost.young_daly_interval_hours`, in seconds, for the observed save time."""
+    from trainfit.plan.cost import young_daly_interval_hours
+
     if save_seconds <= 0 or interruptions_per_hour <= 0:
         raise MetricsError("save time and interruption rate must be > 0")
-    return math.sqrt(2 * save_seconds / (interruptions_per_hour / 3600.0))
+    hours = young_daly_interval_hours(write_hours=save_seconds / 3600.0, interruptions_per_job_hour=interruptions_per_hour)
+    return hours * 3600.0
 
 
 def _checkpoint_findings(steps, timed, events, th: Thresholds, rate: float | None) -> list[Finding]:

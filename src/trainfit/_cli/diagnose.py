@@ -18,7 +18,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--plan", metavar="PLAN.json", help="`trainfit plan --json` output to compare with")
     p.add_argument("--pick", type=int, default=1, metavar="N", help="which plan of --plan, 1 = first (default 1)")
     p.add_argument("--interruptions-per-hour", type=float, metavar="RATE",
-                   help="expected interruptions (preemptions, failures) per hour, for the optimal checkpoint interval")
+                   help="expected interruptions (preemptions, failures) per hour of the whole job, for the optimal "
+                        "checkpoint interval (`trainfit plan --spot` states the rate it assumes)")
     p.add_argument("--warmup-steps", type=int, default=1,
                    help="steps left out of timing at the start of each launch (default 1)")
     add_json_option(p)
