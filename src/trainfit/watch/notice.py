@@ -91,7 +91,7 @@ PROVIDERS: dict[str, NoticeSource] = {s.provider: s for s in (
                     "is stopped",
         headers=(("Metadata-Flavor", "Google"),),
         time_format="bool",
-        source="https://cloud.google.com/compute/docs/instances/spot#preemption-process",
+        source="https://cloud.google.com/compute/docs/instances/spot",
     ),
     NoticeSource(
         provider="azure",
