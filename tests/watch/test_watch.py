@@ -254,3 +254,19 @@ def test_core_does_not_import_torch_or_prometheus():
             f"bad=[m for m in {heavy!r} if m in sys.modules]; print(bad); sys.exit(1 if bad else 0)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_env())
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_hf_callback_hook_is_installed_and_chains_the_shadowed_sitecustomize(tmp_path):
+    from trainfit.integrations.hf_autoload import AUTOLOAD_DIR
+
+    other = tmp_path / "site"
+    other.mkdir()
+    (other / "sitecustomize.py").write_text(f"open({str(tmp_path / 'ran')!r}, 'w').close()\n")
+    env = _env()
+    env["PYTHONPATH"] = os.pathsep.join([AUTOLOAD_DIR, str(other), env["PYTHONPATH"]])
+    code = ("import sys; from trainfit.integrations.hf_autoload import _TrainerHook; "
+            "ok = any(isinstance(f, _TrainerHook) for f in sys.meta_path); "
+            "heavy = 'transformers' in sys.modules; sys.exit(0 if ok and not heavy else 1)")
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "ran").exists()  # the sitecustomize we shadow still ran
