@@ -135,6 +135,8 @@ def load_metrics(path: str | Path) -> tuple[list[dict[str, Any]], list[dict[str,
 
     Step records (with ``step``) are deduplicated by step, keeping the last one (steps replayed after a
     restart), and sorted; the record right after each ``start`` event gets ``"_first_after_start": True``.
+    A line that is not JSON is an error, except where a killed run can leave one: the last line of the
+    file, or the line just before a ``start`` event (it is skipped and counted in a ``truncated`` event).
     """
     p = Path(path)
     try:
@@ -148,7 +150,10 @@ def load_metrics(path: str | Path) -> tuple[list[dict[str, Any]], list[dict[str,
     events: list[dict[str, Any]] = []
     by_step: dict[int, dict[str, Any]] = {}
     after_start = False
-    with open(p, encoding="utf-8") as f:
+    pending: tuple[int, str] | None = None  # a line that is not JSON: a write cut short by a kill?
+    truncated = 0
+    pending_seen = False
+    with open(p, encoding="utf-8", errors="replace") as f:
         for n, line in enumerate(f, 1):
             line = line.strip()
             if not line:
@@ -156,7 +161,17 @@ def load_metrics(path: str | Path) -> tuple[list[dict[str, Any]], list[dict[str,
             try:
                 rec = json.loads(line)
             except ValueError as e:
-                raise MetricsError(f"{p}:{n} is not JSON: {e}", fix="each line must be one JSON object") from None
+                if pending_seen:  # two bad lines in a row: damaged, report the first
+                    break
+                pending = (n, str(e))
+                if not (events or by_step):  # not a metrics file
+                    break
+                pending_seen = True
+                continue
+            if pending is not None:
+                if not (isinstance(rec, dict) and rec.get("event") == "start"):
+                    break
+                pending, pending_seen, truncated = None, False, truncated + 1
             if not isinstance(rec, dict):
                 raise MetricsError(f"{p}:{n} is not a JSON object", fix="each line must be one JSON object")
             if "step" not in rec:
@@ -172,6 +187,13 @@ def load_metrics(path: str | Path) -> tuple[list[dict[str, Any]], list[dict[str,
                 rec["_first_after_start"] = True
                 after_start = False
             by_step[rec["step"]] = rec
+        else:  # no break: only the last line may be cut short
+            if pending is not None and (events or by_step):
+                pending, truncated = None, truncated + 1
+    if pending is not None:
+        raise MetricsError(f"{p}:{pending[0]} is not JSON: {pending[1]}", fix="each line must be one JSON object")
+    if truncated:
+        events.append({"event": "truncated", "lines": truncated})
     steps = [by_step[k] for k in sorted(by_step)]
     if not steps:
         raise MetricsError(f"{p} has no step records", fix="was TrainfitCallback added to the Trainer's callbacks?")

@@ -130,6 +130,19 @@ def test_load_metrics_keeps_the_last_record_of_a_replayed_step(tmp_path):
     assert len(events) == 2
 
 
+def test_a_line_cut_short_by_a_kill_is_skipped(tmp_path):
+    good = [json.dumps(r) for r in _steps(n=4)]
+    start = json.dumps({"event": "start"})
+    (tmp_path / "a.jsonl").write_text("\n".join([start, *good[:2], good[2][:17], start, *good[2:]]) + "\n")
+    events, steps = load_metrics(tmp_path / "a.jsonl")
+    assert [r["step"] for r in steps] == [1, 2, 3, 4] and events[-1] == {"event": "truncated", "lines": 1}
+    (tmp_path / "b.jsonl").write_text("\n".join([start, *good, good[0][:9]]))  # cut at the very end
+    assert len(load_metrics(tmp_path / "b.jsonl")[1]) == 4
+    (tmp_path / "c.jsonl").write_text("\n".join([start, good[0], good[1][:9], good[2]]))  # damage mid-run
+    with pytest.raises(MetricsError, match="c.jsonl:3"):
+        load_metrics(tmp_path / "c.jsonl")
+
+
 def test_bad_metrics_files(tmp_path):
     (tmp_path / "a.jsonl").write_text('{"step": 1, "step_seconds": 1}\n')
     with pytest.raises(MetricsError, match="data_wait_seconds"):

@@ -228,6 +228,11 @@ class TrainfitCallback(TrainerCallback):
         if self.metrics_path is not None and self._writer:
             self.metrics_path.parent.mkdir(parents=True, exist_ok=True)
             self._file = open(self.metrics_path, "a", encoding="utf-8")
+            if self._file.tell() > 0:  # a killed launch may have cut its last line short: start a new one
+                with open(self.metrics_path, "rb") as prev:
+                    prev.seek(-1, os.SEEK_END)
+                    if prev.read(1) != b"\n":
+                        self._file.write("\n")
             self._write({"event": "start", "time_unix": time.time(), "world_size": self._world_size,
                          "start_step": state.global_step, "max_steps": state.max_steps,
                          "save_steps": getattr(args, "save_steps", None),
