@@ -101,11 +101,13 @@ def test_hf_callback_attached_by_watch(tmp_path):
 
 
 @pytest.mark.slow
-def test_two_ranks_stop_together_and_resume_bitwise(tmp_path):
-    """DDP with 2 CPU ranks (gloo) under torchrun: both ranks stop at the notice's step (one all_reduce),
-    every rank saves its RNG state, rank 0 marks the checkpoint complete; the relaunch ends bitwise equal
-    to an uninterrupted 2-rank run."""
+def test_two_nodes_stop_together_and_resume_bitwise(tmp_path):
+    """Two "nodes" (one torchrun and one ``watch`` each, one CPU rank each, gloo) on this machine. Only node
+    0 gets the notice; both ranks stop at its step (one all_reduce), every rank saves its RNG state, rank 0
+    marks the checkpoint complete, and both watches exit 143 (node 1 learns of the clean stop from the ack
+    its local rank 0 writes). The relaunch of both ends bitwise equal to an uninterrupted 2-rank run."""
     import shutil
+    import socket
     import subprocess
     import sys
 
@@ -114,26 +116,39 @@ def test_two_ranks_stop_together_and_resume_bitwise(tmp_path):
     torchrun = shutil.which("torchrun", path=os.path.dirname(sys.executable)) or shutil.which("torchrun")
     if torchrun is None:
         pytest.skip("torchrun not found")
-
-    def job(out, **env):
-        return [torchrun, "--standalone", "--nproc_per_node", "2", TRAIN, str(out), "--steps", "6"]
-
-    base = subprocess.Popen(job(tmp_path / "base"), env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True)
     out = tmp_path / "run"
-    watch = [sys.executable, "-m", "trainfit.cli", "watch", "--notice-file", str(tmp_path / "notice"),
-             "--poll-seconds", "0.02", "--stop-file", str(tmp_path / "stop"), "--checkpoint-dir", str(out / "ckpt"),
-             "--", *job(out)]
-    r = subprocess.run(watch, env=_env(TINY_NOTICE_AT="2", TINY_NOTICE_FILE=str(tmp_path / "notice")),
-                       capture_output=True, text=True, timeout=300)
-    assert r.returncode == 143, r.stderr[-3000:]
+    base = subprocess.Popen([torchrun, "--standalone", "--nproc_per_node", "2", TRAIN, str(tmp_path / "base"),
+                             "--steps", "6"], env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+    def launch(notice_at: int | None) -> list[subprocess.CompletedProcess]:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        procs = []
+        for node in (0, 1):
+            env = _env()
+            if notice_at and node == 0:
+                env.update(TINY_NOTICE_AT=str(notice_at), TINY_NOTICE_FILE=str(tmp_path / "notice"))
+            cmd = [sys.executable, "-m", "trainfit.cli", "watch", "--poll-seconds", "0.02",
+                   "--stop-file", str(tmp_path / f"stop-node{node}"), "--checkpoint-dir", str(out / "ckpt")]
+            if node == 0:
+                cmd += ["--notice-file", str(tmp_path / "notice")]
+            cmd += ["--", torchrun, "--nnodes", "2", "--nproc_per_node", "1", "--node_rank", str(node),
+                    "--master_addr", "127.0.0.1", "--master_port", str(port), TRAIN, str(out), "--steps", "6"]
+            procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                          text=True))
+        return [subprocess.CompletedProcess(p.args, p.wait(timeout=300), "", p.stderr.read()) for p in procs]
+
+    first = launch(notice_at=2)
+    assert [r.returncode for r in first] == [143, 143], [r.stderr[-2000:] for r in first]
+    assert all("trainer stopped at step 2" in r.stderr for r in first)
     cp = out / "ckpt" / "checkpoint-2"
     assert json.loads((cp / "trainfit-complete.json").read_text())["world_size"] == 2
     assert (cp / "rng_state_0.pth").exists() and (cp / "rng_state_1.pth").exists()
     (tmp_path / "notice").unlink()
-    r = subprocess.run(watch, env=_env(), capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr[-3000:]
-    assert f"resume from {cp}" in r.stderr
+    second = launch(notice_at=None)
+    assert [r.returncode for r in second] == [0, 0], [r.stderr[-2000:] for r in second]
+    assert all(f"resume from {cp}" in r.stderr for r in second)
     base_out, _ = base.communicate(timeout=300)
     assert base.returncode == 0, base_out[-2000:]
     ref, got = torch.load(tmp_path / "base" / "final.pt"), torch.load(out / "final.pt")

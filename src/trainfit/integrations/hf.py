@@ -339,7 +339,9 @@ class TrainfitCallback(TrainerCallback):
         if marker_writer:
             mark_complete(cp, step=state.global_step, world_size=self._world_size)
         if self._stopping:
-            if self._writer and self.stop_file:
+            # every node's ``watch`` waits for an ack on its own (local) stop-file path, also on nodes that got
+            # no notice (their ranks stopped through the all_reduce), so local rank 0 of each node writes one
+            if state.is_local_process_zero and self.stop_file:
                 write_json_atomic(ack_path(self.stop_file), {"step": state.global_step, "checkpoint": str(cp)})
             self.stopped = True
         self._mark = time.perf_counter()

@@ -2,9 +2,9 @@
 
 ``watch`` starts the training command with ``TRAINFIT_STOP_FILE`` set to a path that does not exist yet.
 On a preemption notice it writes that file (JSON: reason, source, deadline). The trainer's callback checks
-for the file at every optimizer-step boundary; when it appears, every rank agrees to stop, the Trainer
-saves a checkpoint, rank 0 writes the completion marker into it and then the acknowledgement file
-``<stop file>.ack`` (JSON: step, checkpoint). ``watch`` then exits with :data:`RESTART_EXIT_CODE` so the
+for the file at every optimizer-step boundary; when it appears on any node, every rank agrees to stop, the
+Trainer saves a checkpoint, rank 0 writes the completion marker into it and local rank 0 of every node
+writes the acknowledgement file ``<stop file>.ack`` (JSON: step, checkpoint) for that node's ``watch``. ``watch`` then exits with :data:`RESTART_EXIT_CODE` so the
 platform restarts the job, and the relaunch resumes from the newest complete checkpoint.
 """
 
