@@ -103,3 +103,25 @@ def test_refresh_without_credentials_is_one_clear_error(tmp_path):
                        capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode != 0
     assert "credentials" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_core_commands_never_import_heavy_libraries(tmp_path):
+    """plan, memory, check and render run without torch, transformers, pandas, web or metrics libraries."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, io, contextlib\n"
+        "from trainfit.cli import main\n"
+        f"out = {str(tmp_path)!r}\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    assert main(['memory', 'Qwen3-8B', '--gpu', 'A10', '--json']) == 0\n"
+        "    assert main(['plan', 'Qwen3-8B', '--tokens', '1B', '--json']) in (0, 1)\n"
+        "    assert main(['render', 'Qwen3-8B', '--gpu', 'H100', '--out', out]) == 0\n"
+        "    main(['check', out + '/launch.sh'])\n"
+        "heavy = ('torch', 'transformers', 'pandas', 'fastapi', 'uvicorn', 'starlette', 'prometheus_client', 'peft')\n"
+        "bad = [m for m in heavy if m in sys.modules]\n"
+        "assert not bad, bad\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]

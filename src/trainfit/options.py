@@ -38,6 +38,8 @@ class Option:
     flag: str | None = None
     group: str = "training request"
     metavar: str | None = None
+    negatable: bool = False
+    """A yes/no option: ``--name`` sets True, ``--no-name`` False (default None = not given)."""
 
     @property
     def cli_flag(self) -> str:
@@ -135,6 +137,13 @@ def add_options(p: argparse.ArgumentParser, options: tuple[Option, ...] = WORKLO
         if o.name in _NEGATABLE:
             g.add_argument(o.cli_flag, dest=o.name, action="store_true", default=default, help=o.help)
             g.add_argument(_NEGATABLE[o.name], dest=o.name, action="store_false", help=argparse.SUPPRESS)
+            continue
+        if o.negatable:
+            g.add_argument(o.cli_flag, dest=o.name, action=argparse.BooleanOptionalAction, default=default,
+                           help=o.help)
+            continue
+        if o.parse is inputs.as_bool:  # a plain switch (--spot)
+            g.add_argument(o.cli_flag, dest=o.name, action="store_true", default=default, help=o.help)
             continue
         kw: dict[str, Any] = {"dest": o.name, "default": default, "help": o.help, "type": _argparse_type(o)}
         if o.choices:
@@ -239,7 +248,20 @@ def plan_request_from_values(model: Any, values: Mapping[str, Any]) -> Any:
     base = {k: values[k] for k in WORKLOAD_OPTION_NAMES if k not in PIN_FIELDS and values.get(k) is not None}
     # validate the pinned fields together with the rest once, for a clear error
     Workload(**{**base, **pins, "gpus_per_node": pins.get("gpus_per_node", min(pins.get("gpus", 1), 8))})
+    rl = rl_config_from_values(values)
     tokens = values.get("tokens")
+    if rl is not None:
+        for name, why in (("seq_len", "the sequence is --prompt-len + --response-len"),
+                          ("tokens", "the budget is --steps"), ("dataset_tokens", "the budget is --steps")):
+            if values.get(name) is not None:
+                raise WorkloadError(f"--{name.replace('_', '-')} does not apply to --rl: {why}",
+                                    fix=f"drop --{name.replace('_', '-')}")
+        if not values.get("steps"):
+            raise WorkloadError("how many RL steps? `plan --rl` ranks by the hours and cost of the steps",
+                                fix="pass --steps N (e.g. --steps 500)")
+        base["seq_len"] = rl.seq_len
+        # the sequences the RL steps train on (prompt + response tokens), for the plan's summary
+        tokens = float(values["steps"] * rl.seqs_per_step * rl.seq_len)
     if tokens is None:
         if values.get("dataset_tokens") is None:
             raise WorkloadError("how many tokens to train on?", fix="pass --tokens 2B or --dataset-tokens 500M --epochs 3")
@@ -252,4 +274,72 @@ def plan_request_from_values(model: Any, values: Mapping[str, Any]) -> Any:
         max_gpus=values.get("max_gpus") or 64, framework=values.get("framework"),
         ignore_rules=frozenset(values.get("ignore_rule") or ()),
         interruption_rate_per_node_hour=values.get("interruption_rate"),
-        checkpoint_interval_hours=values.get("checkpoint_interval"))
+        checkpoint_interval_hours=values.get("checkpoint_interval"), rl=rl,
+        steps=values.get("steps") if rl is not None else None)
+
+
+# ------------------------------------------------------------------------------------------------- RL
+def _rl_choices() -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    from trainfit.rl.config import ALGOS, ENGINES, FRAMEWORKS
+
+    return ALGOS, ENGINES, FRAMEWORKS
+
+
+_ALGOS, _ENGINES, _RL_FRAMEWORKS = _rl_choices()
+_RL_GROUP = "RL fine-tuning (default: none = SFT)"
+
+
+def _seq(field: str, raw: Any) -> int:
+    return inputs.as_seq_len(field, raw)
+
+
+#: RL options (issue 13) of ``memory``, ``plan`` and ``render`` (and of the web API's bodies). Every default
+#: is None: what the user does not set comes from ``--rl-framework``'s documented defaults, then from
+#: :class:`~trainfit.rl.RLConfig`'s own.
+RL_OPTIONS: tuple[Option, ...] = (
+    Option(name="rl", parse=_choice(_ALGOS), choices=_ALGOS, group=_RL_GROUP,
+           help="grpo | ppo | dpo: size the RL phases (rollout, train, weight sync) around the policy update"),
+    Option(name="rl_framework", parse=_choice(_RL_FRAMEWORKS), choices=_RL_FRAMEWORKS, group=_RL_GROUP,
+           help="fill unset RL options with this framework's documented defaults"),
+    Option(name="rollout_engine", parse=_choice(_ENGINES), choices=_ENGINES, group=_RL_GROUP,
+           help="vllm | sglang (default vllm)"),
+    Option(name="rollout_tp", parse=_int(1, MAX_PARALLEL), group=_RL_GROUP,
+           help="tensor-parallel size of each rollout engine"),
+    Option(name="rollout_util", parse=_float(0, 1, lo_open=True), group=_RL_GROUP, metavar="U",
+           help="engine gpu_memory_utilization / mem_fraction_static (0-1)"),
+    Option(name="prompt_len", parse=_seq, group=_RL_GROUP, help="prompt tokens (max)"),
+    Option(name="response_len", parse=_seq, group=_RL_GROUP, help="generated tokens (max)"),
+    Option(name="num_generations", parse=_int(1, 65_536), group=_RL_GROUP, help="responses per prompt"),
+    Option(name="rollout_batch", parse=_int(1, 10_000_000), group=_RL_GROUP, help="prompts per RL step"),
+    Option(name="colocate", parse=inputs.as_bool, negatable=True, group=_RL_GROUP,
+           help="engine shares the training GPUs (default: the framework's, else yes)"),
+    Option(name="ref", parse=inputs.as_bool, negatable=True, group=_RL_GROUP,
+           help="load a reference model (--no-ref: beta = 0)"),
+    Option(name="critic", parse=inputs.as_bool, negatable=True, group=_RL_GROUP,
+           help="PPO critic / value model (default: on for ppo)"),
+    Option(name="engine_sleep", parse=inputs.as_bool, negatable=True, group=_RL_GROUP,
+           help="engine releases weights + KV cache during the update (vLLM sleep level 1)"),
+    Option(name="trainer_offload", parse=inputs.as_bool, negatable=True, group=_RL_GROUP,
+           help="trainer weights/optimizer to host RAM during rollout"),
+    Option(name="ref_offload", parse=inputs.as_bool, negatable=True, group=_RL_GROUP,
+           help="reference weights in host RAM between its forward passes"),
+    Option(name="steps", parse=_int(1, 10_000_000), group=_RL_GROUP,
+           help="RL steps (hours and cost; `plan --rl` needs it)"),
+)
+RL_OPTION_NAMES = tuple(o.name for o in RL_OPTIONS)
+#: RLConfig fields set from the option of the same name (``rl`` is ``algo``; ``steps`` is not a config field).
+RL_CONFIG_FIELDS = ("rollout_engine", "rollout_tp", "rollout_util", "prompt_len", "response_len", "num_generations",
+                    "rollout_batch", "colocate", "ref", "critic", "engine_sleep", "trainer_offload", "ref_offload")
+
+
+def rl_config_from_values(values: Mapping[str, Any]) -> Any:
+    """The :class:`~trainfit.rl.RLConfig` of parsed option values, or None without ``rl`` (SFT). Unset fields
+    take ``rl_framework``'s documented defaults, then RLConfig's."""
+    algo = values.get("rl")
+    if not algo:
+        return None
+    from trainfit.rl.config import RLConfig
+
+    user: dict[str, Any] = {f: values.get(f) for f in RL_CONFIG_FIELDS}
+    user["algo"] = algo
+    return RLConfig.for_framework(values.get("rl_framework"), **user)

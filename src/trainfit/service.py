@@ -2,6 +2,8 @@
 (``web/``) and the training-time tools call these and only parse and present what comes back.
 
 * :func:`memory_report` - per-GPU memory, the one fit verdict, largest micro-batch / sequence, hints;
+* :func:`rl_memory_report` - RL fine-tuning (``--rl grpo|ppo|dpo``): memory per phase (rollout, train, sync),
+  KV pool, the verdict over all phases; with a catalog GPU the step time, with ``steps`` the hours;
 * :func:`make_plan` - the ranked plans (:class:`~trainfit.plan.types.PlanResult`);
 * :func:`plan_for` - one typed :class:`~trainfit.plan.types.Plan` for a given workload on a given GPU or
   instance type (what ``render MODEL options`` renders);
@@ -20,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from trainfit.errors import InputError, PlanFileError, UnknownGPUError, WorkloadError
+from trainfit.errors import InputError, PlanFileError, TrainfitError, UnknownGPUError, WorkloadError
 from trainfit.estimate.fit import SAFETY_MARGIN_DEFAULT, FitAnswer, decide_fit, fit_answer
 from trainfit.estimate.memory import MemoryEstimate, estimate_memory
 from trainfit.models.shapes import ModelShape
@@ -116,15 +118,86 @@ def memory_report(model: ModelShape, workload: Workload, *, gpu: str | None = No
                         host_ram_gib=host_ram_gib, answer=answer)
 
 
+@dataclass(frozen=True, kw_only=True)
+class RLMemoryReport:
+    """What ``trainfit memory --rl ...`` reports: the policy update's memory and the RL section."""
+
+    model: ModelShape
+    workload: Workload
+    """The policy update (its ``seq_len`` is prompt + response)."""
+    rl: Any
+    """The :class:`~trainfit.rl.RLConfig`."""
+    estimate: Any
+    """The :class:`~trainfit.rl.memory.RLMemoryEstimate` (per phase, KV pool, the verdict over all phases)."""
+    report: dict
+    """:func:`trainfit.rl.rl_report`'s JSON-ready part (config, phases, speed, time)."""
+    gpu: str | None = None
+    usable_gib: float
+    host_ram_gib: float | None = None
+    speed: Any = None
+    """The :class:`~trainfit.rl.speed.RLSpeedEstimate` (None without a catalog GPU)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        rep = self.report
+        out = self.estimate.train.to_dict()
+        out["workload"] = self.workload.to_dict()
+        out.update({"gpu": self.gpu, "gpu_mem_gib": self.usable_gib, "host_ram_node_gib": self.host_ram_gib,
+                    "verdict": rep["verdict"], "fits": rep["fits"], "fit": rep["fit"],
+                    "headroom_gib": round(rep["headroom_gib"], 2)})
+        out["rl"] = dict(rep)
+        return out
+
+
+def rl_memory_report(model: ModelShape, workload: Workload, rl: Any, *, gpu: str | None = None,
+                     gpu_mem_gib: float | None = None, host_ram_gib: float | None = None,
+                     instance_type: str | None = None, steps: int | None = None,
+                     margin: float | None = None) -> RLMemoryReport:
+    """RL sizing of ``rl`` around the policy update ``workload`` on a GPU (name, ``gpu_mem_gib`` or an instance
+    type): memory per phase and the one verdict over all phases; with a catalog GPU also the step time and, with
+    ``steps``, the hours. A KV pool below one sequence is a :class:`~trainfit.errors.RolloutMemoryError`."""
+    from trainfit.rl.report import rl_report
+
+    gpu_rec = None
+    if instance_type:
+        from trainfit.catalog.instances import get_instance
+
+        inst = get_instance(instance_type)
+        gpu = gpu or inst.gpu
+        if host_ram_gib is None:
+            host_ram_gib = inst.ram_gib
+    name, usable = None, None
+    if gpu:
+        from trainfit.catalog.gpus import get_gpu
+
+        gpu_rec = get_gpu(gpu)
+        name, usable = gpu_usable_gib(gpu)
+        usable = round(usable, 3)
+    if gpu_mem_gib is not None:
+        usable = gpu_mem_gib
+    if usable is None:
+        raise WorkloadError("--rl needs the GPU: the rollout engine's budget is a fraction of its memory",
+                            fix="pass --gpu NAME (e.g. H100), --gpu-mem GIB or --instance-type TYPE")
+    rep = rl_report(model, workload, rl, float(usable), gpu=gpu_rec, steps=steps, host_ram_gib=host_ram_gib,
+                    margin=margin)
+    rep.pop("_train")
+    wl = rep.pop("_workload")
+    est = rep.pop("_estimate")
+    sp = rep.pop("_speed", None)
+    return RLMemoryReport(model=model, workload=wl, rl=rl, estimate=est, report=rep, gpu=name, usable_gib=usable,
+                          host_ram_gib=host_ram_gib, speed=sp)
+
+
 MEMORY_EXTRA = ("model", "config", "gpu", "gpu_mem", "host_ram", "instance_type")
 
 
-def memory_from_options(values: Mapping[str, Any]) -> MemoryReport:
-    """``memory`` from a mapping of option values (the web API body; the CLI parses flags the same way)."""
+def memory_from_options(values: Mapping[str, Any]) -> MemoryReport | RLMemoryReport:
+    """``memory`` from a mapping of option values (the web API body; the CLI parses flags the same way). With
+    ``rl`` set (and the RL options of :data:`trainfit.options.RL_OPTIONS`) the :class:`RLMemoryReport`."""
     from trainfit import inputs
-    from trainfit.options import parse_options, workload_from_values
+    from trainfit.options import RL_OPTION_NAMES, RL_OPTIONS, parse_options, rl_config_from_values, workload_from_values
 
-    wl_vals = parse_options(values, allowed_extra=MEMORY_EXTRA)
+    wl_vals = parse_options(values, allowed_extra=MEMORY_EXTRA + RL_OPTION_NAMES)
+    rl_vals = parse_options({k: v for k, v in values.items() if k in RL_OPTION_NAMES}, RL_OPTIONS)
     model = resolve_model(values.get("model"), config=values.get("config"))
     gpu = values.get("gpu")
     if gpu is not None:
@@ -132,10 +205,15 @@ def memory_from_options(values: Mapping[str, Any]) -> MemoryReport:
     gm = values.get("gpu_mem")
     hr = values.get("host_ram")
     it = values.get("instance_type")
-    return memory_report(model, workload_from_values(wl_vals), gpu=gpu,
-                         gpu_mem_gib=None if gm is None else inputs.as_float("gpu_mem", gm, lo=0, hi=4096, lo_open=True),
-                         host_ram_gib=None if hr is None else inputs.as_float("host_ram", hr, lo=0, hi=1e6, lo_open=True),
-                         instance_type=None if it is None else inputs.as_ident("instance_type", it, "instance_type"))
+    kw = dict(gpu=gpu,
+              gpu_mem_gib=None if gm is None else inputs.as_float("gpu_mem", gm, lo=0, hi=4096, lo_open=True),
+              host_ram_gib=None if hr is None else inputs.as_float("host_ram", hr, lo=0, hi=1e6, lo_open=True),
+              instance_type=None if it is None else inputs.as_ident("instance_type", it, "instance_type"))
+    rl = rl_config_from_values(rl_vals)
+    if rl is not None:
+        wl = workload_from_values({**wl_vals, "seq_len": rl.seq_len})
+        return rl_memory_report(model, wl, rl, steps=rl_vals.get("steps"), **kw)
+    return memory_report(model, workload_from_values(wl_vals), **kw)
 
 
 # ----------------------------------------------------------------------------------------------- plan
@@ -150,9 +228,12 @@ def make_plan(request: Any) -> Any:
 def plan_for(model: ModelShape, workload: Workload, *, gpu: str | None = None, instance_type: str | None = None,
              gpu_mem_gib: float | None = None, tokens: float | None = None, spot: bool = False,
              region: str | None = None, framework: str | None = None,
-             margin: float = SAFETY_MARGIN_DEFAULT, source: str = "trainfit render (no plan file)") -> Any:
+             margin: float = SAFETY_MARGIN_DEFAULT, source: str = "trainfit render (no plan file)",
+             rl: Any = None, steps: int | None = None) -> Any:
     """One typed Plan for ``workload`` on a GPU or an instance type: memory and the fit verdict always; speed when
-    the GPU's compute is known; time and cost when ``tokens`` is given."""
+    the GPU's compute is known; time and cost when ``tokens`` is given. With ``rl`` (an
+    :class:`~trainfit.rl.RLConfig`) the RL plan: per-phase memory, the verdict over all phases, the RL step
+    time and, with ``steps``, hours and cost (:func:`trainfit.plan.rl.rl_plan`)."""
     from trainfit.catalog.gpus import GPU, get_gpu
     from trainfit.plan.types import Plan
 
@@ -181,8 +262,18 @@ def plan_for(model: ModelShape, workload: Workload, *, gpu: str | None = None, i
     usable = gpu_mem_gib if gpu_mem_gib is not None else g.usable_mem_gib
     if usable is None:
         raise UnknownGPUError(f"the catalog does not know the memory of {g.name}", fix="pass --gpu-mem GIB")
-    est = estimate_memory(model, workload)
     gpn = min(workload.gpus, workload.gpus_per_node)
+    if rl is not None:
+        from trainfit.plan.rl import fit_rollout_tp, rl_plan
+        from trainfit.rl.memory import estimate_rl_memory
+
+        rl, tp_warning = fit_rollout_tp(rl, gpn)
+        wl = workload.with_(seq_len=rl.seq_len) if workload.seq_len != rl.seq_len else workload
+        rest = estimate_rl_memory(model, wl, rl, usable, host_ram_gib=getattr(inst, "ram_gib", None), margin=margin)
+        return rl_plan(model, wl, rl, rest, gpu=g, usable=usable, gpus_per_node=gpn, inst=inst, steps=steps,
+                       spot=spot, region=region, margin=margin, source=source, strict_speed=False,
+                       rule_warnings=(tp_warning,) if tp_warning else ())
+    est = estimate_memory(model, workload)
     fit = decide_fit(est, usable_gib=usable, gpus_per_node=gpn,
                      host_ram_gib=getattr(inst, "ram_gib", None), margin=margin)
     speed: dict[str, Any] = {}
@@ -283,8 +374,237 @@ class Catalogs:
     gpus: tuple = field(default=())
     instances: tuple = field(default=())
 
+    def to_dict(self) -> dict[str, Any]:
+        """What ``trainfit catalog show gpus --json`` and ``... instances --json`` print, together."""
+        return {"gpus": [g.to_dict() for g in self.gpus], "instances": [i.to_dict() for i in self.instances]}
+
 
 def catalogs() -> Catalogs:
     from trainfit.catalog import list_gpus, list_instances
 
     return Catalogs(gpus=tuple(list_gpus()), instances=tuple(list_instances()))
+
+
+# ------------------------------------------------------------------------------- helpers for the web API
+# Small adapters so the web layer (``trainfit.web``) only parses HTTP and presents: every decision is here.
+
+def json_ready(obj: Any) -> Any:
+    """The JSON the CLI prints: NaN and infinity become null (as ``--json`` does), tuples become lists."""
+    import math
+
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: json_ready(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [json_ready(v) for v in obj]
+    return obj
+
+
+PLAN_EXTRA = ("model", "config")
+
+
+def plan_from_options(values: Mapping[str, Any]) -> Any:
+    """``plan`` from a mapping of option values (``POST /api/plan``), with the CLI's semantics: workload layout
+    options that are given are pinned, the others searched; plan options take their defaults."""
+    from trainfit.options import PLAN_OPTIONS, WORKLOAD_OPTIONS, parse_options, plan_request_from_values
+
+    parsed = parse_options(values, WORKLOAD_OPTIONS + PLAN_OPTIONS, allowed_extra=PLAN_EXTRA, defaults=False)
+    for o in PLAN_OPTIONS:
+        if parsed.get(o.name) is None:
+            parsed[o.name] = o.default
+    model = resolve_model(_opt_str(values, "model"), config=_config_value(values))
+    return make_plan(plan_request_from_values(model, parsed))
+
+
+def _opt_str(values: Mapping[str, Any], key: str) -> str | None:
+    v = values.get(key)
+    if v is None or v == "":
+        return None
+    if not isinstance(v, str):
+        err = InputError(f"{key}: must be a string; got {str(v)[:40]!r}", fix="e.g. Qwen3-8B")
+        err.field = key  # type: ignore[attr-defined]
+        raise err
+    return v
+
+
+def _config_value(values: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """A pasted config.json: a JSON object, or its text (parsed through the input gate). A path is not accepted
+    from the web: the server's files are not the user's."""
+    from trainfit import inputs
+
+    cfg = values.get("config")
+    if cfg is None or cfg == "":
+        return None
+    if isinstance(cfg, str):
+        if len(cfg) > MAX_CONFIG_BYTES:
+            raise inputs._bad("config", cfg[:20], f"is over the {MAX_CONFIG_BYTES:,}-byte limit")
+        try:
+            cfg = inputs.loads_json(cfg, what="config.json")
+        except InputError as e:
+            e.field = "config"  # type: ignore[attr-defined]
+            raise
+    if not isinstance(cfg, Mapping):
+        raise inputs._bad("config", cfg, "must be the JSON object of a config.json",
+                          'paste the whole file, e.g. {"model_type": "qwen3", ...}')
+    return cfg
+
+
+def memory_from_request(values: Mapping[str, Any]) -> MemoryReport:
+    """:func:`memory_from_options` where ``config`` is pasted text or an object, never a server path."""
+    vals = dict(values)
+    vals["model"] = _opt_str(values, "model")
+    vals["config"] = _config_value(values)
+    return memory_from_options(vals)
+
+
+#: RenderOptions fields accepted by :func:`render_from_options` (the ``render`` CLI's job options).
+RENDER_OPTION_FIELDS = ("region", "workspace_id", "resource_id", "image", "dataset", "job_name", "checkpoint_uri",
+                        "vpc", "learning_rate", "epochs", "save_steps", "spot_discount_limit")
+RENDER_EXTRA = ("model", "config", "gpu", "instance_type", "tokens", "spot", "plan", "pick", "target")
+
+
+def render_from_options(values: Mapping[str, Any]) -> Any:
+    """``render`` from a mapping (``POST /api/render``): a ``plan`` (one plan of ``plan --json``, or the whole
+    document with ``pick``), or the model and workload options with ``gpu`` / ``instance_type`` (and ``tokens``,
+    ``spot``) as ``trainfit render MODEL ...``; job options as RenderOptions fields; ``target`` (default all)."""
+    from trainfit import inputs
+    from trainfit.launch import RenderOptions
+    from trainfit.options import parse_options, workload_from_values
+    from trainfit.plan.types import plans_from_document
+
+    target = values.get("target") or "all"
+    if isinstance(target, (list, tuple)):
+        target = ",".join(str(t) for t in target)
+    if not isinstance(target, str) or len(target) > 500:
+        raise inputs._bad("target", target, "must be a comma-separated list of targets", "e.g. all or deepspeed,dlc")
+    ro = {k: values[k] for k in RENDER_OPTION_FIELDS if values.get(k) is not None}
+    if "vpc" in ro and not (isinstance(ro["vpc"], Mapping) and all(isinstance(v, str) for v in ro["vpc"].values())):
+        raise inputs._bad("vpc", ro["vpc"], "must be an object of strings",
+                          'e.g. {"VpcId": "vpc-x", "SwitchId": "vsw-x", "SecurityGroupId": "sg-x"}')
+    if "vpc" in ro:
+        ro["vpc"] = dict(ro["vpc"])
+    options = RenderOptions(**ro)
+    doc = values.get("plan")
+    if doc is not None:
+        inputs.check_depth(doc, what="plan", error=PlanFileError)
+        plans = plans_from_document(doc, where="plan")
+        pick = inputs.as_int("pick", values.get("pick", 1), lo=1, hi=len(plans))
+        plan = plans[pick - 1]
+    else:
+        wl_vals = parse_options(values, allowed_extra=RENDER_EXTRA + RENDER_OPTION_FIELDS)
+        model = resolve_model(_opt_str(values, "model"), config=_config_value(values))
+        gpu, it, tokens = values.get("gpu"), values.get("instance_type"), values.get("tokens")
+        plan = plan_for(model, workload_from_values(wl_vals),
+                        gpu=None if gpu in (None, "") else inputs.as_ident("gpu", gpu, "gpu"),
+                        instance_type=None if it in (None, "") else inputs.as_ident("instance_type", it, "instance_type"),
+                        tokens=None if tokens in (None, "") else float(inputs.as_count("tokens", tokens)),
+                        spot=inputs.as_bool("spot", values.get("spot", False)), region=options.region)
+    return render_plan(plan, options, target)
+
+
+def rendered_files(result: Any) -> dict[str, str]:
+    """File name -> text of what ``render --out DIR`` writes (the job files and README.md)."""
+    from trainfit.launch import readme
+
+    return {**result.files, "README.md": readme(result)}
+
+
+#: Largest uploaded job file (the same limit as ``trainfit check`` reading a file).
+MAX_CHECK_UPLOAD_BYTES = 2 * 2**20
+
+
+def check_upload(filename: str, data: bytes, *, region: str | None = None, gpu: str | None = None,
+                 instance_type: str | None = None) -> Any:
+    """:func:`check_file` on uploaded bytes: written to a private temporary folder under their base name (the
+    file kind is told by name and content), checked, and reported under ``filename``."""
+    import dataclasses
+    import os
+    import tempfile
+
+    from trainfit import inputs
+    from trainfit.errors import CheckInputError
+
+    base = os.path.basename(str(filename or "").replace("\\", "/")) or "job"
+    base = inputs.as_ident("file", base, "job_name")
+    if len(data) > MAX_CHECK_UPLOAD_BYTES:
+        raise CheckInputError(f"{base} is {len(data):,} bytes, over the {MAX_CHECK_UPLOAD_BYTES:,}-byte limit",
+                              fix="upload the job file itself")
+    with tempfile.TemporaryDirectory(prefix="trainfit-check-") as d:
+        p = Path(d) / base
+        tmp = str(p)
+
+        def clean(text: str) -> str:
+            return text.replace(tmp, base).replace(d, ".")
+
+        p.write_bytes(data)
+        try:
+            res = check_file(p, region=region or None, gpu=gpu or None, instance_type=instance_type or None)
+        except TrainfitError as e:  # report the upload's name, never the server's temporary path
+            e.message = clean(e.message)
+            e.fix = clean(e.fix) if e.fix else e.fix
+            e.args = (e.message,)
+            if getattr(e, "field", None) is None and e.code == "bad-check-input":
+                e.field = "file"  # type: ignore[attr-defined]
+            raise
+
+    return dataclasses.replace(
+        res, path=base, notes=tuple(clean(n) for n in res.notes),
+        violations=tuple(dataclasses.replace(v, message=clean(v.message), fix=clean(v.fix)) for v in res.violations))
+
+
+def model_rows() -> list[dict[str, Any]]:
+    """The bundled registry as ``trainfit models --json`` prints it."""
+    from trainfit.models import get_model, model_names
+
+    out = []
+    for name in model_names():
+        m = get_model(name)
+        out.append({
+            "name": name, "hf_id": f"Qwen/{name}", "model_type": m.model_type, "arch": m.arch,
+            "layers": m.num_layers, "hidden_size": m.hidden_size, "heads": m.num_heads, "kv_heads": m.num_kv_heads,
+            "experts": m.num_experts, "experts_per_token": m.experts_per_token,
+            "max_position_embeddings": m.max_position_embeddings, "tie_word_embeddings": m.tie_word_embeddings,
+            "params_total": m.total_params, "params_active": m.active_params,
+            "params_embedding": m.embedding_params, "largest_tensor": m.largest_tensor_params,
+            "source": m.source,
+        })
+    return out
+
+
+def option_specs() -> dict[str, list[dict[str, Any]]]:
+    """The option table (name, CLI flag, group, default, choices, help) for forms and docs."""
+    from trainfit.options import PLAN_OPTIONS, WORKLOAD_OPTIONS
+
+    def spec(o: Any) -> dict[str, Any]:
+        return {"name": o.name, "flag": o.cli_flag, "group": o.group, "default": json_ready(o.default),
+                "choices": None if o.choices is None else list(o.choices), "help": o.help}
+
+    return {"workload": [spec(o) for o in WORKLOAD_OPTIONS], "plan": [spec(o) for o in PLAN_OPTIONS]}
+
+
+#: The request field an error is about, by error code (input-gate errors carry their own ``field``).
+ERROR_FIELDS = {"unknown-model": "model", "bad-model-config": "config", "unknown-gpu": "gpu",
+                "bad-plan-file": "plan", "bad-check-input": "file"}
+
+
+def error_field(err: Exception) -> str | None:
+    """The field to point at for ``err`` (a web form highlights it)."""
+    return getattr(err, "field", None) or ERROR_FIELDS.get(getattr(err, "code", ""))
+
+
+def error_fix(err: Exception) -> str | None:
+    """The fix to show for ``err``: its own, else the option table's help of the field at fault (what the value
+    must be), so a web form always says how to correct a field."""
+    fix = getattr(err, "fix", None)
+    if fix:
+        return fix
+    field = error_field(err)
+    if field:
+        from trainfit.options import PLAN_OPTIONS, WORKLOAD_OPTIONS
+
+        for o in WORKLOAD_OPTIONS + PLAN_OPTIONS:
+            if o.name == field and o.help:
+                return f"{o.name}: {o.help}"
+        return f"correct {field} (the API docs at /docs list each field)"
+    return None

@@ -65,7 +65,8 @@ def test_rendered_files_pass(rendered, name):
 def test_cli_json_shape_and_exit_codes(capsys):
     assert main(["check", str(FX / "launch_world_size.sh"), "--json"]) == 1
     out = json.loads(capsys.readouterr().out)
-    assert set(out["violations"][0]) == {"rule", "severity", "message", "fix"}
+    assert {"rule", "severity", "message", "fix"} <= set(out["violations"][0]) <= {"rule", "severity", "message", "fix", "source"}
+    assert out["violations"][0]["source"]  # platform rules say where they come from
     assert main(["check", str(FX / "dlc_lingjun_custom_image.json")]) == 0  # warnings only
     capsys.readouterr()
 

@@ -239,4 +239,5 @@ def test_cli_render_bad_plan_is_one_clear_error(tmp_path, capsys, content, pick,
 
 
 def test_targets_list_is_complete():
-    assert TARGETS == ("deepspeed", "swift", "llamafactory", "torchrun", "dlc", "pytorchjob", "skypilot")
+    assert TARGETS == ("deepspeed", "swift", "llamafactory", "torchrun", "dlc", "pytorchjob", "skypilot", "verl",
+                       "swift_grpo")

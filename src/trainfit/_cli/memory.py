@@ -33,12 +33,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def compute(args: argparse.Namespace):
-    if getattr(args, "rl", None):  # RL sizing (issue 13); the lead re-homes this into the service layer
-        from trainfit._cli.rl_options import compute_rl_memory
+    from trainfit.options import rl_config_from_values
+    from trainfit.service import memory_report, rl_memory_report
 
-        return compute_rl_memory(args)
-    from trainfit.service import memory_report
-
+    rl = rl_config_from_values(vars(args))
+    if rl is not None:  # RL sizing (issue 13): memory per phase
+        return rl_memory_report(model_from_args(args), workload_from_args(args, seq_len=rl.seq_len), rl,
+                                gpu=args.gpu, gpu_mem_gib=args.gpu_mem, host_ram_gib=args.host_ram,
+                                instance_type=args.instance_type, steps=args.steps)
     return memory_report(model_from_args(args), workload_from_args(args), gpu=args.gpu, gpu_mem_gib=args.gpu_mem,
                          host_ram_gib=args.host_ram, instance_type=args.instance_type)
 

@@ -15,21 +15,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def rows() -> list[dict]:
-    from trainfit.models import get_model, model_names
+    from trainfit.service import model_rows
 
-    out = []
-    for name in model_names():
-        m = get_model(name)
-        out.append({
-            "name": name, "hf_id": f"Qwen/{name}", "model_type": m.model_type, "arch": m.arch,
-            "layers": m.num_layers, "hidden_size": m.hidden_size, "heads": m.num_heads, "kv_heads": m.num_kv_heads,
-            "experts": m.num_experts, "experts_per_token": m.experts_per_token,
-            "max_position_embeddings": m.max_position_embeddings, "tie_word_embeddings": m.tie_word_embeddings,
-            "params_total": m.total_params, "params_active": m.active_params,
-            "params_embedding": m.embedding_params, "largest_tensor": m.largest_tensor_params,
-            "source": m.source,
-        })
-    return out
+    return model_rows()
 
 
 def run(args: argparse.Namespace) -> int:

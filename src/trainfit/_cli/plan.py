@@ -23,15 +23,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_options(p, tuple(o for o in PLAN_OPTIONS if o.name != "ignore_rule"))
     p.add_argument("--ignore-rule", action="append", default=[], metavar="RULE_ID", type=ident_arg("--ignore-rule", "job_name"),
                    help="do not enforce a platform rule (e.g. pai-public-quota when your quota was raised)")
+    from trainfit._cli.rl_options import add_rl_options
+
+    add_rl_options(p)
     p.add_argument("--top", type=int_arg("--top", 1, 10_000), default=10, help="plans to show (default 10)")
     add_json_option(p)
     p.set_defaults(func=run)
 
 
 def build_request(args: argparse.Namespace):
-    from trainfit.options import PLAN_OPTIONS, WORKLOAD_OPTION_NAMES, plan_request_from_values
+    from trainfit.options import PLAN_OPTIONS, RL_OPTION_NAMES, WORKLOAD_OPTION_NAMES, plan_request_from_values
 
-    values = {k: getattr(args, k) for k in WORKLOAD_OPTION_NAMES + tuple(o.name for o in PLAN_OPTIONS)}
+    names = WORKLOAD_OPTION_NAMES + tuple(o.name for o in PLAN_OPTIONS) + RL_OPTION_NAMES
+    values = {k: getattr(args, k) for k in names}
     return plan_request_from_values(model_from_args(args), values)
 
 

@@ -1,6 +1,6 @@
 """``trainfit render``: job files (DeepSpeed, ms-swift, LLaMA-Factory, torchrun, PAI-DLC, PyTorchJob,
-SkyPilot) from a typed plan: ``--plan plan.json --pick N``, or the model and settings (as for ``memory``) with the
-GPU or instance type they run on."""
+SkyPilot; verl and ms-swift RL launches for ``--rl`` plans) from a typed plan: ``--plan plan.json --pick N``,
+or the model and settings (as for ``memory``) with the GPU or instance type they run on."""
 
 from __future__ import annotations
 
@@ -55,6 +55,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="epochs over the dataset instead of the plan's token budget")
     g.add_argument("--save-steps", type=int_arg("--save-steps", 1, 10**9),
                    help="checkpoint every N steps (default: from the plan, else 200)")
+    from trainfit._cli.rl_options import add_rl_options
+
+    add_rl_options(p)
     add_json_option(p)
     p.set_defaults(func=run)
 
@@ -77,8 +80,12 @@ def plan_from_args(args: argparse.Namespace):
 
     if args.plan:
         return service.load_plan(args.plan, args.pick)
+    from trainfit.options import rl_config_from_values
+
+    rl = rl_config_from_values(vars(args))
     return service.plan_for(model_from_args(args), workload_from_args(args), gpu=args.gpu,
-                            instance_type=args.instance_type, tokens=args.tokens, spot=args.spot, region=args.region)
+                            instance_type=args.instance_type, tokens=args.tokens, spot=args.spot, region=args.region,
+                            rl=rl, steps=args.steps if rl is not None else None)
 
 
 def compute(args: argparse.Namespace):

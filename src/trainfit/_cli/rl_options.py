@@ -1,106 +1,27 @@
 """RL options (``--rl grpo|ppo|dpo`` and the rollout settings) and their ``memory`` output.
 
-``add_rl_options(parser)`` adds the options to any command; ``rl_config_from_args(args)`` builds the
-:class:`~trainfit.rl.RLConfig` (framework defaults fill what the user did not set);
-``compute_rl_memory(args)`` is what ``trainfit memory --rl ...`` returns (the SFT memory dict of the policy
-update plus an ``rl`` section); ``print_rl_memory(out)`` prints the per-phase table.
+The options are defined once in :data:`trainfit.options.RL_OPTIONS`; ``add_rl_options(parser)`` attaches them
+to a command; ``rl_config_from_args(args)`` builds the :class:`~trainfit.rl.RLConfig` (framework defaults fill
+what the user did not set);
+``print_rl_memory(out)`` prints the per-phase table. The logic is in :func:`trainfit.service.rl_memory_report`.
 """
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
-from trainfit import inputs
-from trainfit._cli.common import _arg, float_arg, int_arg
-from trainfit.rl.config import ALGOS, ENGINES, FRAMEWORKS, RLConfig
-
-
-def _seq(name: str):
-    return _arg(lambda t: inputs.as_seq_len(name, t))
-
-#: RLConfig fields set from options of the same name (None = not given on the command line).
-_RL_OPTION_FIELDS = ("rollout_engine", "rollout_tp", "rollout_util", "prompt_len", "response_len",
-                     "num_generations", "rollout_batch", "colocate", "ref", "critic", "engine_sleep",
-                     "trainer_offload", "ref_offload")
+from trainfit.options import RL_OPTIONS, add_options, rl_config_from_values
+from trainfit.rl.config import RLConfig
 
 
 def add_rl_options(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("RL fine-tuning (default: none = SFT)")
-    g.add_argument("--rl", choices=ALGOS, default=None, help="grpo | ppo | dpo: size the RL phases (rollout, "
-                   "train, weight sync) around the policy update")
-    g.add_argument("--rl-framework", choices=FRAMEWORKS, default=None,
-                   help="fill unset RL options with this framework's documented defaults")
-    g.add_argument("--rollout-engine", choices=ENGINES, default=None, help="vllm | sglang (default vllm)")
-    g.add_argument("--rollout-tp", type=int_arg("--rollout-tp", 1, 1024), default=None, help="tensor-parallel size of each rollout engine")
-    g.add_argument("--rollout-util", type=float_arg("--rollout-util", 0, 1, lo_open=True), default=None, metavar="U",
-                   help="engine gpu_memory_utilization / mem_fraction_static (0-1)")
-    g.add_argument("--prompt-len", type=_seq("--prompt-len"), default=None, help="prompt tokens (max)")
-    g.add_argument("--response-len", type=_seq("--response-len"), default=None, help="generated tokens (max)")
-    g.add_argument("--num-generations", type=int_arg("--num-generations", 1, 65_536), default=None, help="responses per prompt")
-    g.add_argument("--rollout-batch", type=int_arg("--rollout-batch", 1, 10_000_000), default=None, help="prompts per RL step")
-    g.add_argument("--colocate", action=argparse.BooleanOptionalAction, default=None,
-                   help="engine shares the training GPUs (default: the framework's, else yes)")
-    g.add_argument("--ref", action=argparse.BooleanOptionalAction, default=None,
-                   help="load a reference model (--no-ref: beta = 0)")
-    g.add_argument("--critic", action=argparse.BooleanOptionalAction, default=None,
-                   help="PPO critic / value model (default: on for ppo)")
-    g.add_argument("--engine-sleep", action=argparse.BooleanOptionalAction, default=None,
-                   help="engine releases weights + KV cache during the update (vLLM sleep level 1)")
-    g.add_argument("--trainer-offload", action=argparse.BooleanOptionalAction, default=None,
-                   help="trainer weights/optimizer to host RAM during rollout")
-    g.add_argument("--ref-offload", action=argparse.BooleanOptionalAction, default=None,
-                   help="reference weights in host RAM between its forward passes")
-    g.add_argument("--steps", type=int_arg("--steps", 1, 10_000_000), default=None, help="RL steps, for hours (needs --gpu)")
+    """The RL options of :data:`trainfit.options.RL_OPTIONS` (the table the web API validates with too)."""
+    add_options(p, RL_OPTIONS)
 
 
 def rl_config_from_args(args: argparse.Namespace) -> RLConfig | None:
     """The RLConfig of the command line, or None without ``--rl``."""
-    algo = getattr(args, "rl", None)
-    if not algo:
-        return None
-    user: dict[str, Any] = {f: getattr(args, f, None) for f in _RL_OPTION_FIELDS}
-    user["algo"] = algo
-    return RLConfig.for_framework(getattr(args, "rl_framework", None), **user)
-
-
-def _gpu_from_args(args: argparse.Namespace) -> tuple[Any, str | None, float | None]:
-    gpu, name, mem = None, None, None
-    if getattr(args, "gpu", None):
-        from trainfit.catalog.gpus import get_gpu
-        from trainfit.errors import UnknownGPUError
-
-        gpu = get_gpu(args.gpu)
-        if gpu.mem_gib is None:
-            raise UnknownGPUError(f"the catalog does not know the memory of {gpu.name}", fix="pass --gpu-mem GIB")
-        name, mem = gpu.name, round(gpu.usable_mem_gib, 3)
-    if getattr(args, "gpu_mem", None) is not None:
-        mem = args.gpu_mem
-    return gpu, name, mem
-
-
-def compute_rl_memory(args: argparse.Namespace) -> dict:
-    """``trainfit memory --rl ...``: the policy update's memory dict plus ``rl`` (per phase, KV pool,
-    concurrent sequences, binding phase; with --gpu also speed and, with --steps, hours)."""
-    from trainfit._cli.common import model_from_args, workload_from_args
-    from trainfit.errors import WorkloadError
-    from trainfit.rl.report import rl_report
-
-    rl = rl_config_from_args(args)
-    model = model_from_args(args)
-    wl = workload_from_args(args, seq_len=rl.seq_len)
-    gpu, gpu_name, mem = _gpu_from_args(args)
-    if mem is None:
-        raise WorkloadError("--rl needs the GPU: the rollout engine's budget is a fraction of its memory",
-                            fix="pass --gpu NAME (e.g. H100) or --gpu-mem GIB")
-    rep = rl_report(model, wl, rl, float(mem), gpu=gpu, steps=getattr(args, "steps", None),
-                    host_ram_gib=getattr(args, "host_ram", None))
-    out = rep.pop("_train").to_dict()
-    out["workload"] = rep.pop("_workload").to_dict()
-    out.update({"gpu": gpu_name, "gpu_mem_gib": mem, "verdict": rep["verdict"], "fits": rep["fits"],
-                "fit": rep["fit"], "headroom_gib": round(rep["headroom_gib"], 2)})
-    out["rl"] = rep
-    return out
+    return rl_config_from_values(vars(args))
 
 
 PHASE_LABELS = {"rollout": "rollout (engine + trainer residual)", "train": "train (policy update + ref/critic)",

@@ -6,17 +6,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from trainfit.estimate.memory import TERM_LABELS
+
 VERDICT_LABEL = {"fits": "fits", "tight": "tight (inside the safety margin)", "oom": "does not fit (OOM)",
                  "unknown": "unknown (host RAM)"}
-TERM_LABELS = {
-    "weights": "weights",
-    "gradients": "gradients",
-    "optimizer": "optimizer states (+fp32 master)",
-    "activations": "activations (saved for backward)",
-    "logits_loss": "logits + loss (fp32)",
-    "temporaries": "temporaries (step, buckets, gathers)",
-    "overhead": "overhead (CUDA context, allocator)",
-}
 
 
 def make_console() -> Console:
@@ -87,8 +80,16 @@ def _age(as_of: str | None) -> str:
 def print_plan(out: dict, top: int = 10, console: Console | None = None) -> None:
     c = console or make_console()
     w = out["workload"]
-    c.print(f"[bold]{w['model']}[/bold] {w['method']}, seq {w['seq_len']}, {w['tokens'] / 1e9:g}B tokens, "
-            f"{w['precision']}, objective: {w['objective']}" + (", spot" if w.get("spot") else ""))
+    rl = w.get("rl")
+    if rl:
+        c.print(f"[bold]{w['model']}[/bold] {rl['algo']} ({rl.get('rl_framework') or 'trainfit defaults'}), "
+                f"{w['method']}, prompt {rl['prompt_len']} + response {rl['response_len']}, "
+                f"{rl['num_generations']} generations x {rl['rollout_batch']} prompts, {w.get('steps')} steps, "
+                f"{rl['rollout_engine']} util {rl['rollout_util']:g}, {w['precision']}, objective: {w['objective']}"
+                + (", spot" if w.get("spot") else ""))
+    else:
+        c.print(f"[bold]{w['model']}[/bold] {w['method']}, seq {w['seq_len']}, {w['tokens'] / 1e9:g}B tokens, "
+                f"{w['precision']}, objective: {w['objective']}" + (", spot" if w.get("spot") else ""))
     plans = out["plans"]
     pareto = set(out.get("pareto", []))
     if plans:
@@ -105,14 +106,16 @@ def print_plan(out: dict, top: int = 10, console: Console | None = None) -> None
             if s["tp"] > 1:
                 st += f" tp{s['tp']}"
             st += f" mb{s['micro_batch']}" + (" GC" if s["grad_ckpt"] else "")
+            if p.get("rl"):
+                st += f" {p['rl']['binding_phase']}-bound, KV {p['rl']['max_concurrent_seqs']} seqs"
             mark = "*" if i in pareto else ""
             t.add_row(f"{i + 1}{mark}", p["instance_type"], p["gpu"], f"{p['nodes']}×{p['gpus_per_node']}", st,
                       f"{p['per_gpu_gib']:.1f}/{p['gpu_mem_gib']:g}", f"{p['tokens_per_s']:,.0f}",
-                      f"{p['mfu']:.0%}", f"{p['hours']:,.1f}", f"{p['gpu_hours']:,.0f}",
+                      "-" if p["mfu"] is None else f"{p['mfu']:.0%}", f"{p['hours']:,.1f}", f"{p['gpu_hours']:,.0f}",
                       _money(p["cost"], p["currency"]))
         c.print(t)
-        c.print("[dim]* on the time-vs-cost Pareto frontier (GPU-hours stand in for cost where no price is "
-                "known)[/dim]")
+        c.print("[dim]* on the time-vs-cost Pareto frontier (cost when every plan has a price in one currency, else "
+                "GPU-hours for all)[/dim]")
         best = plans[0]
         if best["cost"] is None:
             c.print("[yellow]no prices in the catalog for these instance types: ranked by GPU-hours. Add "

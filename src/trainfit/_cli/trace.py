@@ -9,15 +9,8 @@ import argparse
 
 from trainfit._cli.common import (add_json_option, add_model_argument, add_workload_options, model_from_args,
                                   print_json, workload_from_args)
+from trainfit.estimate.memory import TERM_LABELS
 
-_LABELS = {
-    "weights": "weights (parameters)",
-    "gradients": "gradients",
-    "optimizer": "optimizer states",
-    "activations": "activations (saved in forward)",
-    "logits_loss": "logits + loss (S x V tensors)",
-    "temporaries": "temporaries (backward / optimizer)",
-}
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -83,7 +76,7 @@ def _render(r) -> None:  # type: ignore[no-untyped-def]
     t.add_column("share", justify="right")
     peak = r.tensor_peak_gib or 1.0
     for k, v in r.breakdown_gib.items():
-        t.add_row(_LABELS.get(k, k), f"{v:.2f}", f"{100 * v / peak:.0f}%")
+        t.add_row(TERM_LABELS.get(k, k), f"{v:.2f}", f"{100 * v / peak:.0f}%")
     t.add_row("[bold]peak allocated tensors[/bold]", f"[bold]{r.tensor_peak_gib:.2f}[/bold]", "", end_section=True)
     con.print(t)
     p = r.params

@@ -51,6 +51,10 @@ def read_workload(f: JobFacts, o: Any) -> Readback | Any | None:
     from trainfit.workload import Workload
 
     plan = f.header.get("plan") if isinstance(f.header.get("plan"), dict) else {}
+    from trainfit.check.rules import _rl_text
+
+    if plan.get("rl") or _rl_text(f) is not None:
+        return None  # an RL launch: sized per phase by rule_rl
     name = _model_name(f)
     if not name:
         return None

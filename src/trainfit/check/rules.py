@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 from trainfit.check.facts import JobFacts
 from trainfit.check.shell import is_torchrun
+from trainfit.rules.types import Violation
 
 ERROR, WARNING, INFO = "error", "warning", "info"
 #: PAI public resource group: "maximum 2 GPU cards and 8 CPU cores" unless raised (DLC doc, pai-facts 1.3).
@@ -26,17 +27,6 @@ DLC_BODY_LIMIT = 65_536
 #: Official PAI registries; other images on Lingjun need RDMA libraries installed by hand.
 PAI_REGISTRIES = ("dsw-registry", "registry.", "registry-vpc.", "pai-dlc")
 _VAR = r"(?<![A-Za-z0-9_])%s\b"
-
-
-@dataclass(frozen=True, kw_only=True)
-class Violation:
-    rule: str
-    severity: str
-    message: str
-    fix: str
-
-    def to_dict(self) -> dict[str, str]:
-        return {"rule": self.rule, "severity": self.severity, "message": self.message, "fix": self.fix}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -65,10 +55,10 @@ def _catalog_instance(name: str):
 
 
 def _is_lingjun(name: str) -> bool:
+    from trainfit.providers.alibaba.lingjun import is_lingjun
+
     hit, _ = _catalog_instance(name)
-    if hit is not None:
-        return hit.resource_class == "pai-lingjun"
-    return re.match(r"^ml\.gu\d+[a-z]*f\.", name.strip(), re.IGNORECASE) is not None
+    return is_lingjun(name, hit)
 
 
 def _gpus_per_node(f: JobFacts) -> int | None:
@@ -259,14 +249,11 @@ def rule_platform(f: JobFacts, o: CheckOptions) -> list[Violation]:
 
     if f.kind == "deepspeed":
         return []  # a DeepSpeed config alone says nothing about the platform
-    return [Violation(rule=v.rule, severity=v.severity, message=v.message, fix=v.fix or "")
-            for v in evaluate(job_context(f, o))]
+    return evaluate(job_context(f, o))
 
 
 def rule_launcher(f: JobFacts, o: CheckOptions) -> list[Violation]:
     """torchrun's node count, GPUs per node and master address against the job (any platform)."""
-    from trainfit.check.shell import is_torchrun
-
     out: list[Violation] = []
     nodes = f.nodes or o.nodes
     gpn = _gpus_per_node(f) or o.gpus_per_node
@@ -337,6 +324,52 @@ def rule_memory(f: JobFacts, o: CheckOptions) -> list[Violation]:
     return out
 
 
+def _rl_text(f: JobFacts) -> str | None:
+    for _, s in f.scripts:
+        if "verl.trainer.main_ppo" in s.text or re.search(r"\bswift\s+rlhf\b", s.text):
+            return s.text
+    return None
+
+
+def rule_rl(f: JobFacts, o: CheckOptions) -> list[Violation]:
+    """RL launches (verl main_ppo, ``swift rlhf``): read back and sized per phase with the same model and fit
+    decision as ``memory --rl`` / ``plan --rl``, plus the RL lints (utilization vs the trainer's residual,
+    colocation without sleep/offload, KV pool below one sequence, unfused logits at long responses)."""
+    text = _rl_text(f)
+    if text is None:
+        return []
+    from trainfit.errors import TrainfitError as _TE
+    from trainfit.rl.lint import lint_rl_launch
+
+    plan = f.header.get("plan") if isinstance(f.header.get("plan"), dict) else {}
+    usable = (plan.get("rl") or {}).get("gpu_mem_gib") if isinstance(plan.get("rl"), dict) and not o.gpu else None
+    gpu = o.gpu or f.gpu or plan.get("gpu")
+    inst = None
+    for it in [o.instance_type, *f.instance_types, plan.get("instance_type")]:
+        if isinstance(it, str) and it:
+            inst, _ = _catalog_instance(it)
+            if inst is not None:
+                break
+    if gpu is None and inst is not None:
+        gpu = inst.gpu
+    if usable is None and gpu:
+        from trainfit.catalog.gpus import get_gpu
+
+        try:
+            usable = get_gpu(gpu).usable_mem_gib
+        except _TE:
+            usable = None
+    if usable is None:
+        return [Violation(rule="memory-fit", severity=INFO, message="the GPU of this RL job is unknown, so its "
+                          "memory was not checked", fix="pass --gpu NAME (e.g. H100)")]
+    try:
+        findings, _ = lint_rl_launch(text, usable, model=plan.get("model"), host_ram_gib=getattr(inst, "ram_gib", None))
+    except _TE as e:
+        return [Violation(rule="memory-fit", severity=WARNING,
+                          message=f"the RL settings could not be modelled: {e.message}", fix=e.fix or "")]
+    return list(findings)
+
+
 def rule_injection(f: JobFacts, o: CheckOptions) -> list[Violation]:
     try:
         from trainfit.check.injection import find_injection
@@ -346,7 +379,8 @@ def rule_injection(f: JobFacts, o: CheckOptions) -> list[Violation]:
 
 
 RULES: tuple[Callable[[JobFacts, CheckOptions], list[Violation]], ...] = (
-    rule_unknown_instance, rule_memory, rule_launcher, rule_batch, rule_placeholders, rule_platform, rule_injection)
+    rule_unknown_instance, rule_memory, rule_rl, rule_launcher, rule_batch, rule_placeholders, rule_platform,
+    rule_injection)
 
 
 def run_rules(f: JobFacts, o: CheckOptions) -> list[Violation]:

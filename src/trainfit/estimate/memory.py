@@ -43,6 +43,17 @@ DS_PREFETCH_BUCKET = 50_000_000
 #: torch DDP bucket_cap_mb default (25 MB); the Reducer keeps flat buckets covering all gradients.
 PHASES = ("forward", "backward", "optimizer")
 TERMS = ("weights", "gradients", "optimizer", "activations", "logits_loss", "temporaries")
+#: The memory terms, once: key -> label (``overhead`` only in ``reserved_gib``). Tables, the trace report and the
+#: web page all read this.
+TERM_LABELS = {
+    "weights": "weights",
+    "gradients": "gradients",
+    "optimizer": "optimizer states (+fp32 master)",
+    "activations": "activations (saved for backward)",
+    "logits_loss": "logits + loss (fp32)",
+    "temporaries": "temporaries (step, buckets, gathers)",
+    "overhead": "overhead (CUDA context, allocator)",
+}
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -29,11 +29,16 @@ TARGET_MODULES: dict[str, str] = {
     "dlc": "trainfit.providers.alibaba.dlc_writer",
     "pytorchjob": "trainfit.providers.generic.pytorchjob",
     "skypilot": "trainfit.providers.generic.skypilot",
+    "verl": "trainfit.launch.verl",
+    "swift_grpo": "trainfit.launch.swift_grpo",
 }
 TARGETS: tuple[str, ...] = tuple(TARGET_MODULES)
+#: Targets that write RL fine-tuning launches (``plan --rl``); the others write supervised fine-tuning jobs.
+#: ``all`` means the targets of the plan's kind.
+RL_TARGETS: tuple[str, ...] = ("verl", "swift_grpo")
 
-__all__ = ["TARGETS", "RenderContext", "RenderError", "RenderOptions", "RenderResult", "build_context", "render",
-           "write"]
+__all__ = ["RL_TARGETS", "TARGETS", "RenderContext", "RenderError", "RenderOptions", "RenderResult", "build_context",
+           "render", "write"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -73,8 +78,7 @@ def build_context(plan: Any, options: RenderOptions | None = None) -> RenderCont
     inst = plan.instance
     regions = tuple(getattr(inst, "regions", ()) or ()) if inst is not None else ()
     lingjun = plan.resource_class == "pai-lingjun" or (inst is None and is_lingjun_type(plan.instance_type))
-    region = o.region or plan.region or (regions[0] if len(regions) == 1 else
-                                         ("cn-wulanchabu" if lingjun else "cn-hangzhou"))
+    region = o.region or plan.region or (regions[0] if regions else ("cn-wulanchabu" if lingjun else "cn-hangzhou"))
     if regions and region not in regions:
         raise RenderError(f"{plan.instance_type} is documented only in {', '.join(regions)}, not {region}",
                           fix=f"use --region {regions[0]} or another instance type")
@@ -84,7 +88,10 @@ def build_context(plan: Any, options: RenderOptions | None = None) -> RenderCont
     vpc = o.vpc
     if vpc is None and lingjun:
         vpc = {"VpcId": f"vpc-{PLACEHOLDER}", "SwitchId": f"vsw-{PLACEHOLDER}", "SecurityGroupId": f"sg-{PLACEHOLDER}"}
-    max_steps = None if o.epochs is not None else _steps(plan)
+    if getattr(plan, "rl", None) is not None:  # RL: the planned RL steps (rollout + update rounds)
+        max_steps = plan.rl.get("steps")
+    else:
+        max_steps = None if o.epochs is not None else _steps(plan)
     save = o.save_steps or _save_steps(plan, plan.step_seconds, max_steps)
     return RenderContext(
         plan=plan, model_id=model_repo_id(plan.model), region=region, image=img, custom_image=custom,
@@ -104,7 +111,9 @@ def render(ctx: RenderContext, targets: list[str] | tuple[str, ...] | str = "all
     if isinstance(targets, str):
         targets = [t.strip() for t in targets.split(",") if t.strip()]
     want_all = "all" in targets
-    chosen = list(TARGETS) if want_all else list(dict.fromkeys(targets))
+    rl_plan = getattr(ctx.plan, "rl", None) is not None
+    kind = [t for t in TARGETS if (t in RL_TARGETS) == rl_plan]
+    chosen = kind if want_all else list(dict.fromkeys(targets))
     unknown = [t for t in chosen if t not in TARGETS]
     if unknown:
         from trainfit.errors import did_you_mean
@@ -119,7 +128,7 @@ def render(ctx: RenderContext, targets: list[str] | tuple[str, ...] | str = "all
         why = mod.applies(ctx)
         if why:
             if not want_all:
-                fitting = [x for x in TARGETS if not _module(x).applies(ctx)]
+                fitting = [x for x in kind if not _module(x).applies(ctx)]
                 raise RenderError(f"target {t} does not apply to this plan: {why}",
                                   fix="targets that fit this plan: " + ", ".join(fitting))
             skipped[t] = why

@@ -249,3 +249,23 @@ def dump_yaml(data: object) -> str:
 
     _Dumper.add_representer(str, _str)
     return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=1000)
+
+
+# ------------------------------------------------------------------------------------------------- RL
+def is_rl(ctx: RenderContext) -> bool:
+    return getattr(ctx.plan, "rl", None) is not None
+
+
+def sft_only(ctx: RenderContext) -> str | None:
+    """The reason an SFT target does not apply to an RL plan (None for SFT plans)."""
+    if is_rl(ctx):
+        return (f"the plan is RL fine-tuning (--rl {ctx.plan.rl['algo']}); this target writes a supervised "
+                "fine-tuning launch (render --target verl or swift_grpo)")
+    return None
+
+
+def rl_only(ctx: RenderContext) -> str | None:
+    """The reason an RL target does not apply to an SFT plan (None for RL plans)."""
+    if not is_rl(ctx):
+        return "the plan is supervised fine-tuning; RL launch files need a plan made with --rl grpo|ppo|dpo"
+    return None

@@ -18,15 +18,14 @@ from trainfit.workload import Workload
 CKPT_MOUNT = "/mnt/checkpoints"
 #: PAI's Qwen3 Megatron image (Pai-Megatron-Patch recipe; tag read in the DLC doc, see pai-facts 4).
 PAI_IMAGE = "dsw-registry-vpc.{region}.cr.aliyuncs.com/pai/pai-megatron-patch:25.04"
-#: Lingjun spec names: ml.gu7ef.8xlarge-gu100, ml.gu7xf..., ml.gu8xf..., ml.gu8tf.8.46xlarge.
-_LINGJUN_RE = re.compile(r"^ml\.gu\d+[a-z]*f\.", re.IGNORECASE)
 PLACEHOLDER = "REPLACE_ME"
 
 
 def is_lingjun_type(instance_type: str | None) -> bool:
-    """True for Lingjun spec names (``ml.gu7xf.8xlarge-gu108``...) by their pattern (used when the plan carries no
-    catalog record for the instance)."""
-    return bool(instance_type) and bool(_LINGJUN_RE.match(instance_type.strip()))
+    """True for Lingjun spec names by their pattern (used when the plan carries no catalog record)."""
+    from trainfit.providers.alibaba.lingjun import is_lingjun_name
+
+    return is_lingjun_name(instance_type)
 
 
 def model_repo_id(model: ModelShape) -> str:
@@ -189,6 +188,12 @@ class RenderContext:
                  "provider": p.provider, "resource_class": p.resource_class, "nodes": self.nodes,
                  "gpus_per_node": self.gpus_per_node, "reserved_gib": p.memory.reserved_gib,
                  "verdict": p.fit.verdict, "workload": p.workload.to_dict()}
+        rl = getattr(p, "rl", None)
+        if rl is not None:  # RL plan: reserved_gib is the binding phase's peak
+            facts["rl"] = {"algo": rl["algo"], "rl_framework": rl.get("rl_framework"), "gpu_mem_gib": p.gpu_mem_gib,
+                           "phases_gib": rl["phases_gib"], "binding_phase": rl["binding_phase"],
+                           "kv_pool_gib": rl.get("kv_pool_gib"), "max_concurrent_seqs": rl.get("max_concurrent_seqs"),
+                           "steps": rl.get("steps")}
         return "trainfit-plan " + json.dumps(facts, separators=(",", ":"), ensure_ascii=True)
 
     def header_lines(self) -> list[str]:
@@ -222,7 +227,23 @@ class RenderContext:
         else:
             text = "not estimated (no trainfit plan given)"
         lines.append("cost: " + text)
-        if self.max_steps:
+        rl = getattr(self.plan, "rl", None)
+        if rl is not None:
+            ph = rl["phases_gib"]
+            fw = rl.get("rl_framework") or "trainfit defaults"
+            if rl["algo"] == "dpo":  # offline pairs: no rollout engine
+                lines.append(f"rl: dpo ({fw}), prompt {rl['prompt_len']} + response {rl['response_len']}, "
+                             f"{rl['rollout_batch']} preference pairs per step, {rl.get('steps') or '?'} steps; "
+                             f"GiB per GPU: train {_num(ph.get('train'))}")
+            else:
+                lines.append(
+                    f"rl: {rl['algo']} ({fw}), {rl['rollout_engine']} tp {rl['rollout_tp']} util "
+                    f"{rl['rollout_util']:g}, prompt {rl['prompt_len']} + response {rl['response_len']}, "
+                    f"{rl['num_generations']} generations x {rl['rollout_batch']} prompts per step, "
+                    f"{rl.get('steps') or '?'} steps; GiB per GPU: rollout {_num(ph.get('rollout'))}, train "
+                    f"{_num(ph.get('train'))}, sync {_num(ph.get('sync'))} (binding: {rl['binding_phase']}); KV pool "
+                    f"{_num(rl.get('kv_pool_gib'))} GiB = {rl.get('max_concurrent_seqs')} sequences")
+        elif self.max_steps:
             lines.append(f"budget: {self.max_steps} optimizer steps = {_num(self.plan.tokens, 0)} tokens / "
                          f"(global batch {wl.global_batch} x seq_len {wl.seq_len}); checkpoint every {self.save_steps} steps")
         lines.append(self.facts_line())

@@ -13,6 +13,7 @@ import json
 from typing import Any
 
 from trainfit.errors import RenderError
+from trainfit.launch._common import sft_only
 from trainfit.launch._context import RenderContext
 
 FILES = ("ds_config.json",)
@@ -20,6 +21,8 @@ FILES = ("ds_config.json",)
 
 def applies(ctx: RenderContext) -> str | None:
     """None when the target applies to this plan, else why not."""
+    if (why := sft_only(ctx)):  # an RL plan renders with the verl / swift_grpo targets
+        return why
     if ctx.megatron:
         return "the plan uses Megatron parallelism (tp/pp/ep/cp > 1); ms-swift `megatron sft` needs no DeepSpeed config"
     if not ctx.workload.strategy.startswith("zero"):

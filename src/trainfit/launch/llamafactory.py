@@ -12,7 +12,7 @@ from typing import Any
 
 
 
-from trainfit.launch._common import OPTIMIZERS, dump_yaml, hash_header
+from trainfit.launch._common import OPTIMIZERS, dump_yaml, hash_header, sft_only
 from trainfit.launch._context import RenderContext
 
 FILES = ("llamafactory.yaml",)
@@ -25,6 +25,8 @@ LF_PRECISION = {"bf16": {"bf16": True, "pure_bf16": True}, "amp-bf16": {"bf16": 
 
 
 def applies(ctx: RenderContext) -> str | None:
+    if (why := sft_only(ctx)):  # an RL plan renders with the verl / swift_grpo targets
+        return why
     if ctx.megatron:
         return ("the plan uses Megatron parallelism (tp/pp/ep/cp > 1); LLaMA-Factory's default trainer runs "
                 "data parallel only")

@@ -8,14 +8,16 @@ names.
 
 from __future__ import annotations
 
-from trainfit.launch._common import (swift_unsupported, ds_config_snippet, format_args, hash_header, install_snippet,
-                                             resume_snippet, swift_args, swift_entry)
+from trainfit.launch._common import (ds_config_snippet, format_args, hash_header, install_snippet,
+                                             resume_snippet, sft_only, swift_args, swift_entry, swift_unsupported)
 from trainfit.launch._context import RenderContext
 
 FILES = ("swift_sft.sh",)
 
 
 def applies(ctx: RenderContext) -> str | None:
+    if (why := sft_only(ctx)):  # an RL plan renders with the verl / swift_grpo targets
+        return why
     return swift_unsupported(ctx)
 
 

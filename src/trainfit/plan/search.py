@@ -76,6 +76,10 @@ class PlanRequest:
     checkpoint_interval_hours: float | None = None
     max_days: float = 14.0
     """Plans that run longer than this many days (wall clock) are rejected as impractical."""
+    rl: Any = None
+    """RL fine-tuning (:class:`~trainfit.rl.RLConfig`), None = SFT: candidates are evaluated by ``plan/rl.py``."""
+    steps: int | None = None
+    """RL steps (hours = RL step time x steps); required with ``rl``."""
 
     def __post_init__(self) -> None:
         if not self.tokens or self.tokens <= 0:
@@ -89,6 +93,10 @@ class PlanRequest:
             raise PlanError(f"cannot pin {sorted(unknown)}")
         if not 0 <= self.memory_margin < 0.5:
             raise PlanError("memory margin must be in [0, 0.5)")
+        if self.rl is not None:
+            from trainfit.plan.rl import check_rl_request
+
+            check_rl_request(self)
 
 
 # ------------------------------------------------------------------------------------------ search
@@ -301,6 +309,18 @@ def _best_on_instance(req: PlanRequest, inst: Any, gpu: Any, stated: str, layout
         if viol:
             miss.rule = miss.rule or viol[0]
             continue
+        if req.rl is not None:  # RL fine-tuning: per-phase memory, RL step time x steps (plan/rl.py)
+            from trainfit.plan.rl import evaluate_rl_layout
+
+            warn = ((stated,) if stated else ()) + tuple(f"{v.rule}: {v.message}" for v in all_v
+                                                         if v.severity == "warning")
+            p = evaluate_rl_layout(req, inst=inst, gpu=gpu, gpn=gpn, nodes=nodes, usable=gpu.usable_mem_gib,
+                                   miss=miss, rule_warnings=warn, precision=precision)
+            if p is not None and _within_limits(req, p, miss):
+                score = _score(req, p)
+                if best is None or score < best[0]:
+                    best = (score, p)
+            continue
         key = (gpn, nodes, precision)
         if key not in config_cache:
             config_cache[key] = _configs(req, req.model, gpn, nodes, precision)
@@ -436,8 +456,13 @@ def _score(req: PlanRequest, p: Plan) -> tuple:
 
 
 def _pareto(plans: list[Plan]) -> tuple[int, ...]:
+    """Plans on the time-vs-money frontier. Money is compared only in one unit: cost when every plan has a price in
+    the same currency, else GPU-hours for all (a cost in CNY, a cost in USD and GPU-hours never meet)."""
+    currencies = {p.currency for p in plans if p.cost is not None}
+    priced = all(p.cost is not None for p in plans) and len(currencies) == 1
+
     def c(p: Plan) -> float:
-        return p.cost if p.cost is not None else p.gpu_hours
+        return p.cost if priced else p.gpu_hours
 
     idx = []
     for i, p in enumerate(plans):
@@ -480,6 +505,9 @@ def _explain(inst: Any, gpu: Any, limit: float, miss: _Best, req: PlanRequest) -
 
 
 def _memory_fix(req: PlanRequest, w: Workload, gpu: Any) -> str:
+    if req.rl is not None:
+        return ("a lower --rollout-util, --trainer-offload / --ref-offload, --rollout-tp > 1, shorter "
+                "--prompt-len/--response-len, more GPUs or --method lora")
     if "gpus" in req.pins:
         return "more GPUs (--gpus), --strategy zero3, or --method lora"
     if req.workload.method == "full":

@@ -75,11 +75,31 @@ class Plan:
     warnings: tuple[str, ...] = ()
     source: str = "trainfit plan"
     """What produced it (``trainfit plan``, ``trainfit memory``...)."""
+    rl: dict | None = None
+    """RL fine-tuning (``--rl grpo|ppo|dpo``), None for SFT: every :class:`~trainfit.rl.RLConfig` field (``algo``,
+    ``rollout_util``...) and the planned numbers ``phases_gib`` (rollout/train/sync), ``peak_gib``,
+    ``binding_phase``, ``kv_pool_gib``, ``max_concurrent_seqs``, ``steps`` and ``speed`` (the step-time split).
+    For an RL plan ``memory`` is the policy update's estimate with ``reserved_gib`` = the binding phase's peak
+    and the RL host RAM (what the fit decision judged), ``step_seconds`` is one RL step and ``tokens`` the
+    sequence tokens of all steps."""
 
     def __post_init__(self) -> None:
         if self.nodes * self.gpus_per_node < self.workload.gpus or self.nodes < 1:
             raise PlanFileError(f"plan layout {self.nodes} x {self.gpus_per_node} GPUs does not hold "
                                 f"{self.workload.gpus} GPUs", fix="regenerate the plan with `trainfit plan`")
+        if self.rl is not None:
+            if not isinstance(self.rl, dict) or "algo" not in self.rl:
+                raise PlanFileError("the plan's 'rl' part is not an RL configuration",
+                                    fix="regenerate the plan with `trainfit plan --rl ...`")
+            self.rl_config()  # validates the RL fields
+
+    def rl_config(self) -> Any:
+        """The :class:`~trainfit.rl.RLConfig` of an RL plan (None for SFT)."""
+        if self.rl is None:
+            return None
+        from trainfit.rl.config import RL_FIELD_NAMES, RLConfig
+
+        return RLConfig(**{k: v for k, v in self.rl.items() if k in RL_FIELD_NAMES})
 
     # ------------------------------------------------------------------------------------------ views
     @property
@@ -120,6 +140,7 @@ class Plan:
             "model": self.model.to_dict(), "workload": self.workload.to_dict(),
             "memory": self.memory.to_exact_dict(), "fit": self.fit.to_dict(),
             "gpu_spec": self.gpu_spec.to_dict(), "instance": None if self.instance is None else self.instance.to_dict(),
+            "rl": None if self.rl is None else _json_copy(self.rl),
         }
 
     @classmethod
@@ -153,7 +174,8 @@ class Plan:
                 checkpoint_interval_hours=d.get("checkpoint_interval_hours"), price_per_hour=d.get("price_per_hour"),
                 price_source=d.get("price_source"), price_as_of=d.get("price_as_of"),
                 region=d.get("region"), notes=tuple(d.get("notes") or ()), warnings=tuple(d.get("warnings") or ()),
-                source=str(d.get("source") or "trainfit plan"))
+                source=str(d.get("source") or "trainfit plan"),
+                rl=None if d.get("rl") is None else _json_copy(d["rl"]))
         except PlanFileError:
             raise
         except TrainfitError as e:
@@ -162,6 +184,15 @@ class Plan:
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise PlanFileError(f"{where} does not have the plan's shape ({type(e).__name__}: {str(e)[:80]})",
                                 fix="regenerate it with `trainfit plan --json`") from None
+
+
+def _json_copy(v: Any) -> Any:
+    """A deep copy of JSON-shaped data (dicts, lists, scalars); tuples become lists, as JSON writes them."""
+    if isinstance(v, dict):
+        return {str(k): _json_copy(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_json_copy(x) for x in v]
+    return v
 
 
 def _typed(cls: type, d: Any) -> Any:
@@ -206,6 +237,9 @@ class PlanResult:
         w = {k: v for k, v in wl.to_dict().items() if k not in PIN_FIELDS or k in req.pins}
         w.update({"model": req.model.name, "tokens": req.tokens, "global_batch": req.global_batch,
                   "objective": req.objective, "spot": req.spot, "pins": dict(req.pins)})
+        rl = getattr(req, "rl", None)
+        if rl is not None:
+            w.update({"rl": rl.to_dict(), "steps": getattr(req, "steps", None)})
         return {"schema": PLAN_SCHEMA, "workload": w, "plans": [p.to_dict() for p in self.plans],
                 "pareto": list(self.pareto), "rejected": [r.to_dict() for r in self.rejected],
                 "notes": list(self.notes)}

@@ -80,6 +80,9 @@ def write_verl(model_name: str, rl: RLConfig, wl: Workload) -> str:
         ("actor_rollout_ref.model.path", _hf_id(model_name)),
         ("actor_rollout_ref.model.enable_gradient_checkpointing", _b(wl.grad_ckpt)),
         ("actor_rollout_ref.model.use_fused_kernels", _b(wl.loss == "fused")),
+        # one optimizer step per RL step (verl requires train_batch_size >= ppo_mini_batch_size, default 256;
+        # verl/workers/config/actor.py validate)
+        ("actor_rollout_ref.actor.ppo_mini_batch_size", rl.rollout_batch),
         ("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", wl.micro_batch),
         ("actor_rollout_ref.actor.use_kl_loss", _b(rl.ref)),
         ("actor_rollout_ref.actor.kl_loss_coef", VERL_KL_COEF if rl.ref else 0.0),
@@ -92,12 +95,18 @@ def write_verl(model_name: str, rl: RLConfig, wl: Workload) -> str:
         ("actor_rollout_ref.rollout.free_cache_engine", _b(rl.engine_sleep)),
         ("actor_rollout_ref.rollout.max_num_batched_tokens", rl.max_num_batched_tokens),
         ("actor_rollout_ref.rollout.max_num_seqs", rl.max_num_seqs),
+        # log-prob passes need a micro-batch (verl/utils/config.py check_mutually_exclusive); forward-only, so
+        # the policy update's micro-batch is within the planned memory
+        ("actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu", wl.micro_batch),
+        ("actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu", wl.micro_batch),
         ("actor_rollout_ref.ref.fsdp_config.param_offload", _b(rl.ref_offload)),
     ]
     if wl.method in ("lora", "qlora"):
         kv += [("actor_rollout_ref.model.lora_rank", wl.lora_rank),
                ("actor_rollout_ref.model.lora_alpha", wl.lora_alpha),
-               ("actor_rollout_ref.model.target_modules", ",".join(wl.lora_targets))]
+               # a Hydra list for several modules (a bare a,b on Hydra's command line is a sweep)
+               ("actor_rollout_ref.model.target_modules", wl.lora_targets[0] if len(wl.lora_targets) == 1
+                else "[" + ",".join(wl.lora_targets) + "]")]
     if rl.has_critic:
         kv += [("critic.model.path", _hf_id(model_name)),
                ("critic.model.enable_gradient_checkpointing", _b(wl.grad_ckpt)),
@@ -177,11 +186,14 @@ def write_swift(model_name: str, rl: RLConfig, wl: Workload) -> str:
         raise WorkloadError(f"ms-swift rlhf runs DDP or DeepSpeed; --strategy {wl.strategy} does not map",
                             fix="use --strategy zero2 or zero3")
     args: list[tuple[str, Any]] = [("rlhf_type", rl.algo), ("model", _hf_id(model_name)),
-                                   ("train_type", "full" if wl.method == "full" else wl.method),
+                                   # ms-swift 4.x: tuner_type (train_type before 4.0); QLoRA = LoRA on 4-bit bnb weights
+                                   ("tuner_type", "full" if wl.method == "full" else "lora"),
                                    ("torch_dtype", "bfloat16")]
+    if wl.method == "qlora":
+        args += [("quant_method", "bnb"), ("quant_bits", 4), ("bnb_4bit_quant_type", "nf4")]
     if wl.method in ("lora", "qlora"):
         args += [("lora_rank", wl.lora_rank), ("lora_alpha", wl.lora_alpha),
-                 ("target_modules", " ".join(wl.lora_targets))]
+                 ("target_modules", tuple(wl.lora_targets))]
     if wl.strategy != "ddp":
         ds = _SWIFT_DS.get((wl.strategy, wl.offload))
         if ds is None:
@@ -206,7 +218,9 @@ def write_swift(model_name: str, rl: RLConfig, wl: Workload) -> str:
     env = f"NPROC_PER_NODE={min(wl.gpus, wl.gpus_per_node)}"
     if wl.nodes > 1:
         env += f" NNODES={wl.nodes}"
-    body = " \\\n    ".join(f"--{k} {shlex.quote(str(v))}" for k, v in args)
+    # a list option (target_modules) is one shell word per item: ms-swift reads them with nargs
+    body = " \\\n    ".join(f"--{k} " + (" ".join(shlex.quote(str(x)) for x in v) if isinstance(v, tuple)
+                                            else shlex.quote(str(v))) for k, v in args)
     return f"{env} \\\nswift rlhf \\\n    {body}\n"
 
 
@@ -266,7 +280,9 @@ def parse_swift(text: str) -> ParsedRL:
         offload = "all" if strategy == "zero3" else "optimizer"
     gpn = int(env.get("NPROC_PER_NODE", "1"))
     nodes = int(env.get("NNODES", "1"))
-    tt = g("train_type", g("tuner_type", "lora"))
+    tt = g("tuner_type", g("train_type", "lora"))
+    if tt == "lora" and g("quant_bits") == "4":
+        tt = "qlora"
     wl: dict[str, Any] = {
         "method": tt if tt in ("full", "lora", "qlora") else "lora",
         "micro_batch": int(g("per_device_train_batch_size", "1")),

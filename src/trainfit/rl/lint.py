@@ -10,11 +10,15 @@ Each rule takes the model, the policy Workload, the RLConfig and the usable GPU 
 * ``rl-kv-pool``: the engine's KV pool holds no full prompt + response sequence;
 * ``rl-unfused-logits``: fp32 logits of long responses materialised in full (no fused/chunked log-probs);
 * ``rl-phase-oom``: a phase (rollout, train, sync) needs more than the GPU has.
+
+For ``check``: :func:`size_rl_launch` reads a command back and sizes it (the verdict of the one fit decision
+over all phases); :func:`lint_rl_launch` returns the findings of the rules above for a command.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from trainfit.rules.types import Violation
+
 
 from trainfit.models.shapes import ModelShape
 from trainfit.rl.config import RLConfig
@@ -26,16 +30,8 @@ from trainfit.workload import Workload
 UNFUSED_LOGITS_MIN_RESPONSE = 8192
 
 
-@dataclass(frozen=True, kw_only=True)
-class Finding:
-    rule: str
-    severity: str
-    """``error`` (will run out of memory / refuse to start) or ``warning``."""
-    message: str
-    fix: str
-
-    def to_dict(self) -> dict[str, str]:
-        return {"rule": self.rule, "severity": self.severity, "message": self.message, "fix": self.fix}
+#: RL findings are the same records as every other check's (rule, severity, message, fix).
+Finding = Violation
 
 
 def rule_util_too_high(est: RLMemoryEstimate, rl: RLConfig) -> list[Finding]:
@@ -96,23 +92,44 @@ def rule_phase_oom(est: RLMemoryEstimate) -> list[Finding]:
                     fix="trainfit memory --rl ... --gpu ... shows the terms of each phase")]
 
 
-def lint_rl(model: ModelShape, wl: Workload, rl: RLConfig, gpu_mem_gib: float) -> list[Finding]:
-    """All RL rules over one configuration (errors first)."""
-    est = estimate_rl_memory(model, wl, rl, gpu_mem_gib, strict=False)
+def lint_rl(model: ModelShape, wl: Workload, rl: RLConfig, gpu_mem_gib: float, *,
+            host_ram_gib: float | None = None, estimate: RLMemoryEstimate | None = None) -> list[Finding]:
+    """All RL rules over one configuration (errors first). ``estimate``: the configuration's
+    :func:`estimate_rl_memory` when the caller has it already."""
+    est = estimate or estimate_rl_memory(model, wl, rl, gpu_mem_gib, strict=False, host_ram_gib=host_ram_gib)
+    return _rules(est, rl, wl)
+
+
+def _rules(est: RLMemoryEstimate, rl: RLConfig, wl: Workload) -> list[Finding]:
     out = (rule_util_too_high(est, rl) + rule_colocate_no_sleep(est, rl) + rule_kv_pool(est, rl)
            + rule_unfused_logits(est, rl, wl) + rule_phase_oom(est))
     return sorted(out, key=lambda f: f.severity != "error")
 
 
-def lint_rl_launch(text: str, gpu_mem_gib: float) -> tuple[list[Finding], object]:
-    """Read a verl / ms-swift command, resolve its model from the registry, and lint it. Returns the
-    findings and the :class:`~trainfit.rl.launch.ParsedRL`."""
+def size_rl_launch(text: str, gpu_mem_gib: float, *, model: str | ModelShape | None = None,
+                   host_ram_gib: float | None = None, margin: float | None = None) -> tuple[object, RLMemoryEstimate]:
+    """Read a verl / ms-swift command back and size it with the same model as ``memory --rl`` / ``plan --rl``:
+    ``(ParsedRL, RLMemoryEstimate)``; the estimate's ``verdict`` is the one fit decision over all phases.
+    ``model``: a registry name or ModelShape that overrides the command's model path (e.g. the ``model`` of a
+    rendered file's ``trainfit-plan`` line when the command points at a local folder)."""
     from trainfit.errors import WorkloadError
     from trainfit.models import get_model
     from trainfit.rl.launch import parse_rl_launch
 
     parsed = parse_rl_launch(text)
-    if not parsed.model:
-        raise WorkloadError("the command names no model", fix="set actor_rollout_ref.model.path / --model")
-    model = get_model(parsed.model)
-    return lint_rl(model, parsed.workload_obj(), parsed.rl, gpu_mem_gib), parsed
+    if model is None:
+        if not parsed.model:
+            raise WorkloadError("the command names no model", fix="set actor_rollout_ref.model.path / --model")
+        model = parsed.model
+    shape = get_model(model) if isinstance(model, str) else model
+    est = estimate_rl_memory(shape, parsed.workload_obj(), parsed.rl, gpu_mem_gib, strict=False,
+                             host_ram_gib=host_ram_gib, margin=margin)
+    return parsed, est
+
+
+def lint_rl_launch(text: str, gpu_mem_gib: float, *, model: str | ModelShape | None = None,
+                   host_ram_gib: float | None = None) -> tuple[list[Finding], object]:
+    """Read a verl / ms-swift command, resolve its model from the registry (or ``model``), and lint it. Returns
+    the findings and the :class:`~trainfit.rl.launch.ParsedRL`."""
+    parsed, est = size_rl_launch(text, gpu_mem_gib, model=model, host_ram_gib=host_ram_gib)
+    return _rules(est, parsed.rl, parsed.workload_obj()), parsed

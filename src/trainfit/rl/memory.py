@@ -174,11 +174,13 @@ def _policy_weight_bytes(model: ModelShape) -> float:
 
 
 def estimate_rl_memory(model: ModelShape, workload: Workload, rl: RLConfig, gpu_mem_gib: float, *,
-                       strict: bool = True, host_ram_gib: float | None = None) -> RLMemoryEstimate:
+                       strict: bool = True, host_ram_gib: float | None = None,
+                       margin: float | None = None) -> RLMemoryEstimate:
     """Per-GPU memory of ``rl`` around the policy update ``workload`` on GPUs with ``gpu_mem_gib`` usable.
 
     With ``strict`` (the default) a KV pool that cannot hold one full sequence raises
     :class:`~trainfit.errors.RolloutMemoryError` with a fix; without it the estimate reports ``fits=False``.
+    ``margin``: the safety margin of the fit decision (None = its default).
     """
     from trainfit.estimate.memory import estimate_memory, model_state_gib
 
@@ -325,7 +327,8 @@ def estimate_rl_memory(model: ModelShape, workload: Workload, rl: RLConfig, gpu_
     from trainfit.estimate.fit import decide_fit
 
     dec = decide_fit(_replace(train, reserved_gib=peak, host_ram_gib=host), usable_gib=float(gpu_mem_gib),
-                     gpus_per_node=procs, host_ram_gib=host_ram_gib)
+                     gpus_per_node=procs, host_ram_gib=host_ram_gib,
+                     **({} if margin is None else {"margin": margin}))
     fit = dec.to_dict()
     verdict = dec.verdict
     if max_seqs is not None and max_seqs < 1:

@@ -10,15 +10,18 @@ from trainfit.workload import Workload
 
 
 def rl_report(model: ModelShape, workload: Workload, rl: RLConfig, gpu_mem_gib: float, *, gpu: Any = None,
-              steps: int | None = None, strict: bool = True, host_ram_gib: float | None = None) -> dict[str, Any]:
+              steps: int | None = None, strict: bool = True, host_ram_gib: float | None = None,
+              margin: float | None = None) -> dict[str, Any]:
     """``{"config", phases_gib, kv_pool_gib, max_concurrent_seqs, binding_phase, fits, ...}`` of
     :func:`~trainfit.rl.memory.estimate_rl_memory`; with a catalog ``gpu`` record also ``speed`` (step-time
     split), and with ``steps`` also ``time`` (hours, GPU-hours). The workload's ``seq_len`` is replaced by
-    prompt + response. The policy update's MemoryEstimate is under the ``"_train"`` key (not JSON)."""
+    prompt + response. The policy update's MemoryEstimate is under the ``"_train"`` key, the
+    :class:`~trainfit.rl.memory.RLMemoryEstimate` under ``"_estimate"`` and the RLSpeedEstimate (with a GPU)
+    under ``"_speed"`` (not JSON)."""
     from trainfit.rl.memory import estimate_rl_memory
 
     wl = workload.with_(seq_len=rl.seq_len) if workload.seq_len != rl.seq_len else workload
-    est = estimate_rl_memory(model, wl, rl, gpu_mem_gib, strict=strict, host_ram_gib=host_ram_gib)
+    est = estimate_rl_memory(model, wl, rl, gpu_mem_gib, strict=strict, host_ram_gib=host_ram_gib, margin=margin)
     out: dict[str, Any] = {"config": rl.to_dict(), **est.to_dict()}
     if gpu is not None:
         from trainfit.rl.speed import _speed_api, estimate_rl_speed, rl_hours
@@ -26,8 +29,10 @@ def rl_report(model: ModelShape, workload: Workload, rl: RLConfig, gpu_mem_gib: 
         hw = _speed_api().hardware_from_catalog(gpu)
         sp = estimate_rl_speed(model, wl, rl, hw, est)
         out["speed"] = sp.to_dict()
+        out["_speed"] = sp
         if steps:
             out["time"] = {k: round(v, 3) for k, v in rl_hours(sp, steps, wl.gpus).items()}
     out["_train"] = est.train
+    out["_estimate"] = est
     out["_workload"] = wl
     return out

@@ -42,13 +42,22 @@ def _applies(patterns: tuple[str, ...], names: tuple[str | None, ...]) -> bool:
 
 @dataclass(frozen=True, kw_only=True)
 class Violation:
+    """One finding, of a platform rule (``rules/``), a job-level check (``check/``) or an RL lint (``rl/lint``)."""
+
     rule: str
     """Rule id."""
     severity: str
+    """error | warning | info."""
     message: str
     fix: str
     why: str = ""
     source: str = ""
+
+    def to_dict(self) -> dict[str, str]:
+        d = {"rule": self.rule, "severity": self.severity, "message": self.message, "fix": self.fix}
+        if self.source:
+            d["source"] = self.source
+        return d
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -91,7 +91,7 @@ def main(swift_root: str, lf_root: str) -> None:
     here = Path(__file__).parent
     specs = {
         "ms_swift": (Path(swift_root), "ms-swift==4.6.0", {
-            "sft": ["SftArguments"], "megatron_sft": ["MegatronSftArguments"]}),
+            "sft": ["SftArguments"], "megatron_sft": ["MegatronSftArguments"], "rlhf": ["RLHFArguments"]}),
         "llamafactory": (Path(lf_root), "llamafactory==0.9.5", {
             "train": ["ModelArguments", "DataArguments", "TrainingArguments", "FinetuningArguments",
                       "GeneratingArguments"]}),

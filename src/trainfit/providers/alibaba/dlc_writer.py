@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from trainfit.launch._common import hash_header, q, swift_unsupported
+from trainfit.launch._common import hash_header, q, sft_only, swift_unsupported
 from trainfit.launch._context import CKPT_MOUNT, RenderContext
 from trainfit.launch.torchrun import launch_script
 
@@ -25,6 +25,8 @@ AIMASTER_ARGS = "--job-execution-mode Async --enable-job-restart True --max-num-
 def applies(ctx: RenderContext) -> str | None:
     """A DLC job needs an Alibaba PAI instance type: a generic template or another cloud's type is never written
     into ``EcsSpec``."""
+    if (why := sft_only(ctx)):  # an RL plan renders with the verl / swift_grpo targets
+        return why
     p = ctx.plan
     if p.provider != "alibaba" or not p.instance_type:
         where = f"{p.instance_type} ({p.provider})" if p.instance_type else f"a {p.gpu} without an instance type"

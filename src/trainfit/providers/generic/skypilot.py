@@ -13,8 +13,8 @@ from typing import Any
 
 
 
-from trainfit.launch._common import (swift_unsupported, ds_config_snippet, dump_yaml, format_args, hash_header, install_snippet,
-                                             resume_snippet, swift_args, swift_entry)
+from trainfit.launch._common import (ds_config_snippet, dump_yaml, format_args, hash_header, install_snippet,
+                                             resume_snippet, sft_only, swift_args, swift_entry, swift_unsupported)
 from trainfit.launch._context import CKPT_MOUNT, RenderContext
 
 FILES = ("skypilot.yaml",)
@@ -25,6 +25,8 @@ SKY_GPU = {"A100-80GB-SXM": "A100-80GB", "A100-80GB-PCIe": "A100-80GB", "A100-40
 
 
 def applies(ctx: RenderContext) -> str | None:
+    if (why := sft_only(ctx)):  # an RL plan renders with the verl / swift_grpo targets
+        return why
     return swift_unsupported(ctx)
 
 

@@ -1,0 +1,272 @@
+"""RL fine-tuning in the planner (``trainfit plan --rl grpo --steps N``): the candidates and the evaluation of one
+node layout, called by :func:`trainfit.plan.search.plan` when ``request.rl`` is set.
+
+For every candidate layout (strategy x offload x gradient checkpointing x micro-batch, fastest first) the RL
+per-phase memory (:func:`trainfit.rl.memory.estimate_rl_memory`: rollout, train, weight sync) gives the verdict
+over all phases through the one fit decision (:func:`trainfit.estimate.fit.decide_fit` on the binding phase's
+peak and the RL host RAM, an empty KV pool being ``oom``); the first that fits is kept. Its hours are the RL
+step time (:func:`trainfit.rl.speed.estimate_rl_speed`) x ``steps``, its cost price x instance-hours through
+:func:`trainfit.plan.pricing.time_and_cost` (the cost model of ``plan/cost.py``, spot interruptions included).
+
+Candidates are limited to layouts the launch writers of :mod:`trainfit.rl.launch` express: verl's FSDP backend
+(``fsdp``, optimizer offload), ms-swift's DDP / DeepSpeed presets (``ddp``, ``zero2``, ``zero3``,
+``zero2_offload``, ``zero3_offload``); without ``--rl-framework`` both. No tensor/pipeline/expert/context
+parallelism (the writers emit data-parallel trainers), and the rollout engine is colocated (the engines of a
+non-colocated job run on GPUs the plan would not count).
+
+:func:`rl_plan` turns one evaluated layout into the typed :class:`~trainfit.plan.types.Plan` (also used by
+:func:`trainfit.service.plan_for` for ``render MODEL --rl ...`` without a plan file).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import fields, replace
+from typing import Any
+
+from trainfit.errors import PlanError, WorkloadError
+from trainfit.estimate.fit import SAFETY_MARGIN_DEFAULT, decide_fit
+from trainfit.estimate.memory import MemoryEstimate
+from trainfit.models.shapes import ModelShape
+from trainfit.plan.types import Plan
+from trainfit.workload import Workload
+
+#: (strategy, offload) per framework, fastest first, for one GPU and for several. Each pair is one the
+#: framework's writer (``trainfit.rl.launch``) writes and its reader reads back to the same pair.
+_VERL = (("fsdp", "none"), ("fsdp", "optimizer"))
+_SWIFT_SINGLE = (("ddp", "none"), ("zero2", "optimizer"), ("zero3", "all"))
+_SWIFT_MULTI = (("ddp", "none"), ("zero2", "none"), ("zero3", "none"), ("zero2", "optimizer"), ("zero3", "all"))
+_ANY_SINGLE = (("ddp", "none"), ("fsdp", "none"), ("zero2", "optimizer"), ("fsdp", "optimizer"), ("zero3", "all"))
+_ANY_MULTI = (("ddp", "none"), ("zero2", "none"), ("fsdp", "none"), ("zero3", "none"), ("zero2", "optimizer"),
+              ("fsdp", "optimizer"), ("zero3", "all"))
+#: Largest policy-update micro-batch the search tries (as the SFT search's MAX_MICRO_BATCH).
+MAX_RL_MICRO_BATCH = 16
+
+
+def rl_strategies(framework: str | None, gpus: int) -> tuple[tuple[str, str], ...]:
+    """(strategy, offload) candidates that ``framework``'s launch writer expresses, fastest first."""
+    if framework == "verl":
+        return _VERL
+    if framework == "ms-swift":
+        return _SWIFT_SINGLE if gpus == 1 else _SWIFT_MULTI
+    return _ANY_SINGLE if gpus == 1 else _ANY_MULTI
+
+
+def fit_rollout_tp(rl: Any, gpus_per_node: int) -> tuple[Any, str | None]:
+    """``rl`` with a rollout tensor-parallel size that divides the GPUs of a node (an engine's tensor-parallel
+    group sits inside one node; verl's default tp 2 cannot run on one GPU), and the warning saying so."""
+    if not rl.has_rollout or gpus_per_node % rl.rollout_tp == 0:
+        return rl, None
+    tp = max(d for d in range(1, min(rl.rollout_tp, gpus_per_node) + 1) if gpus_per_node % d == 0)
+    return rl.with_(rollout_tp=tp), (f"rollout tp {rl.rollout_tp} does not divide the {gpus_per_node} GPU(s) of a "
+                                     f"node: planned with rollout tp {tp}")
+
+
+def check_rl_request(req: Any) -> None:
+    """Reject RL requests the planner cannot lay out (a PlanError with a fix)."""
+    rl = req.rl
+    if not req.steps:
+        raise PlanError("how many RL steps? `plan --rl` ranks by hours and cost of the steps",
+                        fix="pass --steps N (e.g. --steps 500)")
+    if rl.has_rollout and not rl.colocate:
+        raise PlanError("`plan --rl` lays out colocated jobs (engine and trainer share the GPUs); the engine GPUs of "
+                        "a non-colocated job are not counted",
+                        fix="drop --no-colocate, or size it with `trainfit memory --rl ... --no-colocate`")
+    if rl.algo == "dpo" and rl.rl_framework == "verl":
+        raise PlanError("verl has no offline DPO trainer", fix="use --rl-framework ms-swift for --rl dpo")
+    par = {k: req.pins[k] for k in ("tp", "pp", "ep", "cp") if req.pins.get(k, 1) != 1}
+    if par:
+        raise PlanError("RL launch files run data-parallel trainers (verl FSDP, ms-swift DeepSpeed); "
+                        + ", ".join(f"--{k} {v}" for k, v in par.items()) + " does not map",
+                        fix="drop --tp/--pp/--ep/--cp for --rl")
+    if req.pins.get("strategy") is not None:
+        allowed = {s for s, _ in rl_strategies(rl.rl_framework, 2)} | {s for s, _ in rl_strategies(rl.rl_framework, 1)}
+        if req.pins["strategy"] not in allowed:
+            raise PlanError(f"--strategy {req.pins['strategy']} has no launch file for "
+                            f"{rl.rl_framework or 'verl or ms-swift'}",
+                            fix="use one of " + ", ".join(sorted(allowed)))
+
+
+def rl_configs(req: Any, gpn: int, nodes: int) -> list[Workload]:
+    """Candidate policy-update workloads of one node layout, fastest first (micro-batch 1)."""
+    rl = req.rl
+    gpus = gpn * nodes
+    pins = req.pins
+    strategies = rl_strategies(rl.rl_framework, gpus)
+    if "strategy" in pins:
+        strategies = tuple(p for p in strategies if p[0] == pins["strategy"])
+    if "offload" in pins:
+        strategies = tuple(p for p in strategies if p[1] == pins["offload"])
+    gcs = [pins["grad_ckpt"]] if "grad_ckpt" in pins else [False, True]
+    out = []
+    for s, o in strategies:
+        for gc in gcs:
+            try:
+                out.append(req.workload.with_(gpus=gpus, gpus_per_node=gpn, strategy=s, offload=o, grad_ckpt=gc,
+                                              tp=1, pp=1, ep=1, cp=1, micro_batch=1, seq_len=rl.seq_len,
+                                              grad_accum=pins.get("grad_accum", 1)))
+            except WorkloadError:
+                continue
+    return out
+
+
+def memory_view(est: Any) -> MemoryEstimate:
+    """The Plan's ``memory`` for an RL estimate: the policy update's estimate with ``reserved_gib`` = the binding
+    phase's peak, the RL host RAM, ``peak_phase`` ``rl-<phase>`` and the binding phase's terms as the breakdown
+    (they add up to the peak): exactly what the fit decision judged."""
+    train = est.train
+    terms = est.terms_gib.get(est.binding_phase) or {"policy_update": est.peak_gib}
+    return replace(train, reserved_gib=est.peak_gib, host_ram_gib=est.host_ram_gib,
+                   peak_phase=f"rl-{est.binding_phase}", breakdown_gib=dict(terms),
+                   assumptions=tuple(train.assumptions) + tuple(est.assumptions))
+
+
+def rl_summary(rl: Any, est: Any, *, steps: int | None, speed: Any = None) -> dict[str, Any]:
+    """The Plan's ``rl`` part: every RLConfig field (as set, ``critic`` None = the algorithm's default) and the
+    planned numbers."""
+    d: dict[str, Any] = {f.name: getattr(rl, f.name) for f in fields(rl)}
+    d.update({"phases_gib": dict(est.phases_gib), "peak_gib": est.peak_gib, "binding_phase": est.binding_phase,
+              "kv_pool_gib": est.kv_pool_gib, "kv_gib_per_seq": est.kv_gib_per_seq,
+              "max_concurrent_seqs": est.max_concurrent_seqs, "host_ram_gib": est.host_ram_gib,
+              "steps": steps, "seqs_per_step": rl.seqs_per_step,
+              "speed": None if speed is None else speed.to_dict(), "rl_warnings": list(est.warnings)})
+    return d
+
+
+def rl_plan(model: ModelShape, wl: Workload, rl: Any, est: Any, *, gpu: Any, usable: float, gpus_per_node: int,
+            inst: Any = None, steps: int | None = None, hw: Any = None, spot: bool = False, region: str | None = None,
+            margin: float = SAFETY_MARGIN_DEFAULT, interruption_rate: float | None = None,
+            checkpoint_interval_hours: float | None = None, rule_warnings: tuple[str, ...] = (),
+            source: str = "trainfit plan", strict_speed: bool = True) -> Plan | None:
+    """One typed RL :class:`Plan` from an evaluated layout: the fit decision on :func:`memory_view`, the RL step
+    time when the GPU's compute is known, with ``steps`` the hours and, on an instance type, the cost
+    (:func:`trainfit.plan.pricing.time_and_cost`: price x instance-hours, spot interruptions included).
+    ``strict_speed`` (the planner): a speed-model error (no compute peak or memory bandwidth in the catalog) is
+    raised, so the instance type is rejected with it, and None is returned when spot interruptions outpace the
+    checkpoints; otherwise (``render`` without a plan file) they become warnings."""
+    from trainfit.errors import CatalogError, TrainfitError
+
+    mem = memory_view(est)
+    fit = decide_fit(mem, usable_gib=usable, gpus_per_node=gpus_per_node,
+                     host_ram_gib=getattr(inst, "ram_gib", None), margin=margin)
+    if est.max_concurrent_seqs is not None and est.max_concurrent_seqs < 1:
+        fit = replace(fit, verdict="oom", gpu_verdict="oom",
+                      reasons=fit.reasons + (f"the KV pool holds no {rl.seq_len}-token sequence",))
+    warnings = list(rule_warnings[:1]) + list(fit.reasons) + list(est.warnings) + list(rule_warnings[1:])
+    notes: list[str] = []
+    sp = None
+    timing: dict[str, Any] = {}
+    try:
+        if not (gpu.bf16_dense_tflops or gpu.fp16_dense_tflops):
+            raise CatalogError(f"{gpu.name}: the catalog has no compute peak; the RL step time needs it",
+                               fix="add bf16_dense_tflops for the GPU in ~/.config/trainfit/catalog.yaml")
+        from trainfit.estimate.speed import hardware_from_catalog
+        from trainfit.rl.speed import estimate_rl_speed
+
+        sp = estimate_rl_speed(model, wl, rl, hw or hardware_from_catalog(gpu, inst, gpus_per_node=gpus_per_node), est)
+    except TrainfitError as e:
+        if strict_speed:
+            raise
+        warnings.append(f"RL speed not estimated: {e.message}")
+    if sp is not None:
+        seq_tokens = rl.seqs_per_step * rl.seq_len
+        timing = {"step_seconds": sp.step_seconds, "tokens_per_s": seq_tokens / sp.step_seconds,
+                  "framework": rl.rl_framework}
+        if steps:
+            hours = sp.step_seconds * steps / 3600
+            timing.update({"hours": hours, "gpu_hours": hours * wl.gpus, "tokens": float(steps * seq_tokens)})
+            if inst is not None:
+                from trainfit.plan.pricing import time_and_cost
+
+                tc = time_and_cost(inst=inst, hours=hours, gpus=wl.gpus, trainable_params=est.train.params.trainable,
+                                   nodes=wl.nodes, spot=spot, region=region, interruption_rate=interruption_rate,
+                                   checkpoint_interval_hours=checkpoint_interval_hours)
+                if not tc.feasible and strict_speed:
+                    return None
+                timing.update({"hours": tc.hours, "gpu_hours": tc.gpu_hours, "cost": tc.cost,
+                               "on_demand_cost": tc.on_demand_cost, "currency": tc.currency,
+                               "spot_price_fraction": tc.spot_price_fraction,
+                               "expected_interruptions": tc.expected_interruptions,
+                               "checkpoint_interval_hours": tc.checkpoint_interval_hours,
+                               "price_per_hour": tc.price_per_hour, "price_source": tc.price_source,
+                               "price_as_of": tc.price_as_of})
+                notes += list(tc.notes)
+                warnings += list(tc.warnings)
+    return Plan(model=model, workload=wl, gpu=gpu.name, gpu_spec=gpu, instance=inst,
+                provider=getattr(inst, "provider", "generic"), resource_class=getattr(inst, "resource_class", "generic"),
+                instance_type=getattr(inst, "instance_type", None), gpus_per_node=gpus_per_node, nodes=wl.nodes,
+                memory=mem, fit=fit, gpu_mem_gib=usable, spot=spot, region=region, notes=tuple(notes),
+                warnings=tuple(dict.fromkeys(warnings)), source=source,
+                rl=rl_summary(rl, est, steps=steps, speed=sp), **timing)
+
+
+def evaluate_rl_layout(req: Any, *, inst: Any, gpu: Any, gpn: int, nodes: int, usable: float, miss: Any,
+                       hw: Any = None, rule_warnings: tuple[str, ...] = (), precision: str | None = None) -> Plan | None:
+    """The best RL plan of one node layout of one instance type (None when nothing fits; ``miss`` records the
+    closest miss for the rejection). Candidates fastest first; the first that fits is kept with the largest
+    micro-batch that fits. ``precision``: what the SFT planner would train in on this GPU (fp16 where it has no
+    bf16), which the RL writers cannot express: such GPUs are rejected."""
+    from trainfit.rl.memory import estimate_rl_memory
+
+    rl = req.rl
+    model = req.model
+    limit = usable * (1 - req.memory_margin)
+    if precision is not None and precision != req.workload.precision:
+        # the SFT planner would train in fp16 here (no bf16 on this GPU); verl and ms-swift RL launches run bf16
+        miss.other = ("precision", f"{gpu.name} has no bf16; the RL launch files train and generate in bf16",
+                      "a GPU with bf16 (A10, L20, A100, H100...)")
+        return None
+    rl, tp_warning = fit_rollout_tp(rl, gpn)
+    if tp_warning:
+        rule_warnings = (tp_warning,) + tuple(rule_warnings)
+
+    def est_of(w: Workload) -> Any:
+        return estimate_rl_memory(model, w, rl, usable, strict=False, host_ram_gib=inst.ram_gib,
+                                  margin=req.memory_margin)
+
+    def ok(e: Any) -> bool:
+        return e.verdict not in ("oom", "tight")
+
+    for wl in rl_configs(req, gpn, nodes):
+        cap = req.pins.get("micro_batch")
+        if cap is None:
+            cap = max(1, min(MAX_RL_MICRO_BATCH, math.ceil(rl.seqs_per_step / wl.dp)))
+            b = 1
+        else:
+            b = cap
+        w1 = wl._with_batch(b, wl.grad_accum)
+        e1 = est_of(w1)
+        if not ok(e1):
+            if e1.peak_gib > limit:
+                if e1.peak_gib < miss.need_gib:
+                    miss.need_gib, miss.need_wl = e1.peak_gib, w1
+            elif e1.max_concurrent_seqs is not None and e1.max_concurrent_seqs < 1:
+                miss.other = ("kv-pool", f"the rollout KV pool ({e1.kv_pool_gib:.2f} GiB/GPU) holds no "
+                              f"{rl.seq_len}-token sequence ({e1.kv_gib_per_seq:.2f} GiB)",
+                              "raise --rollout-util or --rollout-tp, or shorten --prompt-len/--response-len")
+            elif e1.fit.get("host_verdict") in ("oom", "tight"):
+                miss.host = (e1.host_ram_gib, inst.ram_gib)
+            continue
+        best = (w1, e1)
+        b *= 2
+        while b <= cap and "micro_batch" not in req.pins:
+            w2 = wl._with_batch(b, wl.grad_accum)
+            e2 = est_of(w2)
+            if not ok(e2):
+                break
+            best = (w2, e2)
+            b *= 2
+        w, e = best
+        p = rl_plan(model, w, rl, e, gpu=gpu, usable=usable, gpus_per_node=gpn, inst=inst, steps=req.steps,
+                    hw=hw, spot=req.spot, region=req.region, margin=req.memory_margin,
+                    interruption_rate=req.interruption_rate_per_node_hour,
+                    checkpoint_interval_hours=req.checkpoint_interval_hours, rule_warnings=rule_warnings)
+        if p is None:
+            miss.other = ("spot-infeasible", "spot interruptions come faster than checkpoints save the work",
+                          "drop --spot or use fewer nodes")
+        return p
+    return None
+
+
+__all__ = ["MAX_RL_MICRO_BATCH", "check_rl_request", "evaluate_rl_layout", "fit_rollout_tp", "memory_view", "rl_configs", "rl_plan",
+           "rl_strategies", "rl_summary"]

@@ -1,0 +1,159 @@
+"""The FastAPI application: JSON endpoints over :mod:`trainfit.service` and the static page.
+
+No logic of its own: each endpoint validates JSON types (pydantic), hands the fields to one service function and
+returns its dict as the CLI's ``--json`` would print it. Every :class:`~trainfit.errors.TrainfitError` becomes a
+422 carrying the code, the message, the fix and (for input-gate errors) the field.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, File, Form, Request, UploadFile
+from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import FileResponse, Response
+from fastapi.staticfiles import StaticFiles
+
+from trainfit import __version__, service
+from trainfit.errors import InputError, TrainfitError
+from trainfit.web.schemas import (CatalogResponse, CheckResponse, ErrorResponse, MemoryRequest, MemoryResponse,
+                                  PlanRequest, PlanResponse, RenderRequest)
+
+STATIC = Path(__file__).parent / "static"
+
+#: Nothing but this origin: the page works offline and cannot leak a request elsewhere.
+CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; "
+       "connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; "
+       "frame-ancestors 'none'")
+#: Largest request body: a plan document (service.MAX_PLAN_BYTES) with room for JSON around it.
+MAX_BODY_BYTES = service.MAX_PLAN_BYTES + 2 * 2**20
+CSP_DOCS = CSP.replace("script-src 'self'", "script-src 'self' 'unsafe-inline'")
+ERRORS: dict[int | str, dict[str, Any]] = {422: {"model": ErrorResponse, "description": "refused, with the fix"}}
+
+
+def _json(obj: Any, status: int = 200) -> Response:
+    body = json.dumps(service.json_ready(obj), ensure_ascii=False, allow_nan=False)
+    return Response(body, status_code=status, media_type="application/json")
+
+
+def _error(code: str, message: str, fix: str | None, field: str | None) -> Response:
+    return _json({"error": {"code": code, "message": message, "fix": fix, "field": field}}, 422)
+
+
+def _json_type(v: Any) -> str:
+    return {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}.get(type(v), "number")
+
+
+def _body(req: Any) -> dict[str, Any]:
+    """The fields the client sent (unset ones are left out, so the service applies the CLI's defaults)."""
+    return req.model_dump(exclude_unset=True)
+
+
+def create_app() -> FastAPI:
+    import inspect
+
+    limit = {"max_body_size": MAX_BODY_BYTES} if "max_body_size" in inspect.signature(FastAPI).parameters else {}
+    app = FastAPI(title="trainfit", version=__version__, docs_url=None, redoc_url=None, **limit,
+                  description="Will a training job fit, how fast, what it costs, and its job files: the "
+                              "`trainfit` CLI as a JSON API. /api/memory and /api/plan answer exactly what "
+                              "`trainfit memory --json` and `trainfit plan --json` print.")
+
+    @app.exception_handler(TrainfitError)
+    async def _trainfit_error(request: Request, err: TrainfitError) -> Response:
+        return _error(err.code, err.message, service.error_fix(err), service.error_field(err))
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation_error(request: Request, err: RequestValidationError) -> Response:
+        errors = list(err.errors()) or [{}]
+        first = errors[0]
+        loc = [str(x) for x in first.get("loc", ()) if x != "body"]
+        field = loc[0] if loc else None
+        msg = first.get("msg", "invalid request")
+        same = [e for e in errors if [str(x) for x in e.get("loc", ()) if x != "body"][:1] == loc[:1]]
+        if field and len(same) > 1:  # a union of JSON types: say which types, not each member's complaint
+            msg = f"must be a number, a string or true/false, not a JSON {_json_type(first.get('input'))}"
+        what = f"{field}: {msg}" if field else msg
+        return _error(InputError.code, what, "send a JSON object with the fields listed at /docs", field)
+
+    @app.middleware("http")
+    async def _headers(request: Request, call_next: Any) -> Response:
+        size = request.headers.get("content-length", "")
+        if size.isdigit() and int(size) > MAX_BODY_BYTES:
+            resp = _json({"error": {"code": InputError.code, "message": f"the request body is {int(size):,} bytes, "
+                                    f"over the {MAX_BODY_BYTES:,}-byte limit", "fix": "send the job file or plan itself",
+                                    "field": None}}, 413)
+        else:
+            resp = await call_next(request)
+        # Swagger UI (/docs) starts itself with an inline script; everything else runs under the strict policy
+        resp.headers.setdefault("Content-Security-Policy",
+                                CSP_DOCS if request.url.path == "/docs" else CSP)
+        resp.headers.setdefault("X-Content-Type-Options", "nosniff")
+        resp.headers.setdefault("Referrer-Policy", "no-referrer")
+        return resp
+
+    @app.post("/api/memory", response_model=MemoryResponse, responses=ERRORS, tags=["api"],
+              summary="per-GPU memory and the fit verdict (= trainfit memory --json)")
+    def memory(req: MemoryRequest) -> Response:  # type: ignore[valid-type]
+        return _json(service.memory_from_request(_body(req)).to_dict())
+
+    @app.post("/api/plan", response_model=PlanResponse, responses=ERRORS, tags=["api"],
+              summary="ranked plans, rejections and the cost-time frontier (= trainfit plan --json)")
+    def plan(req: PlanRequest) -> Response:  # type: ignore[valid-type]
+        return _json(service.plan_from_options(_body(req)).to_dict())
+
+    @app.post("/api/render", responses={**ERRORS, 200: {"content": {"application/zip": {}},
+                                                         "description": "a zip of the job files and README.md"}},
+              response_class=Response, tags=["api"], summary="job files as a zip (= trainfit render --out DIR)")
+    def render(req: RenderRequest) -> Response:  # type: ignore[valid-type]
+        result = service.render_from_options(_body(req))
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+            for name, text in service.rendered_files(result).items():
+                info = zipfile.ZipInfo(f"trainfit-job/{name}", date_time=(2020, 1, 1, 0, 0, 0))
+                info.external_attr = (0o755 if name.endswith(".sh") else 0o644) << 16
+                info.compress_type = zipfile.ZIP_DEFLATED
+                z.writestr(info, text)
+        return Response(buf.getvalue(), media_type="application/zip",
+                        headers={"Content-Disposition": 'attachment; filename="trainfit-job.zip"'})
+
+    @app.post("/api/check", response_model=CheckResponse, responses=ERRORS, tags=["api"],
+              summary="lint one uploaded job file (= trainfit check FILE --json)")
+    async def check(file: UploadFile = File(..., description="the job file (DLC JSON, launch script, YAML...)"),
+                    region: str | None = Form(None), gpu: str | None = Form(None),
+                    instance_type: str | None = Form(None)) -> Response:
+        data = await file.read(service.MAX_CHECK_UPLOAD_BYTES + 1)
+        res = service.check_upload(file.filename or "job", data, region=region, gpu=gpu,
+                                   instance_type=instance_type)
+        return _json(res.to_dict())
+
+    @app.get("/api/models", tags=["api"], summary="the bundled models (= trainfit models --json)")
+    def models() -> Response:
+        return _json(service.model_rows())
+
+    @app.get("/api/catalog", response_model=CatalogResponse, tags=["api"], summary="GPU and instance catalogs")
+    def catalog() -> Response:
+        return _json(service.catalogs().to_dict())
+
+    @app.get("/api/options", tags=["api"], summary="the option table the CLI and this API share")
+    def options() -> Response:
+        return _json(service.option_specs())
+
+    @app.get("/docs", include_in_schema=False)
+    def docs() -> Response:
+        # the vendored Swagger UI: FastAPI's default loads it from a CDN, and the site must work offline
+        return get_swagger_ui_html(openapi_url="/openapi.json", title="trainfit API",
+                                   swagger_js_url="/static/vendor/swagger-ui/swagger-ui-bundle.js",
+                                   swagger_css_url="/static/vendor/swagger-ui/swagger-ui.css",
+                                   swagger_favicon_url="data:,")
+
+    @app.get("/", include_in_schema=False)
+    def index() -> FileResponse:
+        return FileResponse(STATIC / "index.html", media_type="text/html; charset=utf-8")
+
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    return app

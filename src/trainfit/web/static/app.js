@@ -1,0 +1,395 @@
+// trainfit page: a form over the JSON API (/api/memory, /api/plan, /api/render, /api/check). No logic of its own:
+// it sends the fields, draws what comes back. Loads nothing from outside this origin.
+"use strict";
+
+const I18N = {
+  en: {
+    tagline: "Will it fit, how fast, what it costs, and how to launch it.",
+    model: "Model", model_name: "Registry model", paste_config: "…or paste a config.json (used instead of the model)",
+    training: "Training", method: "Method", seq_len: "Sequence length", micro_batch: "Micro-batch",
+    gpus: "GPUs", gpu: "GPU", more_options: "More options", plan_options: "Plan", tokens: "Training tokens",
+    objective: "Rank by", by_cost: "cost", by_time: "time", provider: "Provider", btn_memory: "Memory",
+    btn_plan: "Plan", memory_title: "Memory per GPU", download: "Download job files (zip)",
+    compare: "Compare settings", plan_title: "Plans", rejected: "Rejected instance types",
+    apply: "apply", only_gpu: "Only GPU", show_all: "Show all {n} plans", y_axis: "Chart", y_opt_cost: "hours vs cost (priced plans)",
+    y_opt_gpu_hours: "hours vs GPU-hours (all plans)", job_region: "Region for the job files",
+    frontier_unpriced: "The frontier's plans have no price: switch the chart to GPU-hours.",
+    pareto_hint: "Each point is a plan; the line joins the cost–time frontier (Pareto): nothing is both faster and cheaper.",
+    check_title: "Check a job file", btn_check: "Check", footer: "Estimates from trainfit; every number has a source in the docs.",
+    any: "(any)", default: "(default)", none_gpu: "(no GPU: memory only)", searched: "searched",
+    verdict_fits: "fits", verdict_tight: "tight", verdict_oom: "OOM", verdict_unknown: "unknown", verdict_none: "no GPU",
+    reserved: "reserved", of: "of", usable: "usable", headroom: "Headroom", max_mb: "Largest micro-batch",
+    max_seq: "Longest sequence", peak_phase: "Peak phase", host_ram: "Host RAM / node", params: "Parameters",
+    trainable: "trainable", rank: "#", instance: "Instance type", gpu_x: "GPUs", nodes: "Nodes", strategy: "Strategy",
+    mb: "Micro-batch", verdict: "Verdict", gib: "GiB/GPU", hours: "Hours", gpu_hours: "GPU-hours", cost: "Cost",
+    files: "Files", reason: "Reason", fix: "Fix", fix_label: "fix", plans_found: "{n} plans, {r} instance types rejected; ranked by {o}.",
+    y_cost: "cost ({c})", y_gpu_hours: "GPU-hours", x_hours: "hours (wall clock)",
+    frontier: "frontier", all_plans: "plans", no_plans: "No plan fits: see the rejections below.",
+    check_ok: "no problems found", findings: "{n} finding(s), {e} error(s)", loading: "working…",
+    t_weights: "weights", t_gradients: "gradients", t_optimizer: "optimizer", t_activations: "activations",
+    t_logits_loss: "logits & loss", t_temporaries: "temporaries", t_overhead: "overhead (CUDA, allocator)",
+  },
+  zh: {
+    tagline: "能不能装下、多快、多少钱、怎么启动。",
+    model: "模型", model_name: "内置模型", paste_config: "…或粘贴 config.json（代替上面的模型）",
+    training: "训练", method: "方法", seq_len: "序列长度", micro_batch: "微批大小",
+    gpus: "GPU 数", gpu: "GPU", more_options: "更多选项", plan_options: "规划", tokens: "训练 token 数",
+    objective: "排序依据", by_cost: "成本", by_time: "时间", provider: "云厂商", btn_memory: "显存",
+    btn_plan: "规划", memory_title: "每卡显存", download: "下载任务文件（zip）",
+    compare: "对比不同设置", plan_title: "方案", rejected: "被排除的实例类型",
+    apply: "应用", only_gpu: "仅限 GPU", show_all: "显示全部 {n} 个方案", y_axis: "图表", y_opt_cost: "小时 vs 成本（有价格的方案）",
+    y_opt_gpu_hours: "小时 vs GPU 小时（全部方案）", job_region: "任务文件的地域",
+    frontier_unpriced: "前沿上的方案没有价格：请把图表切换到 GPU 小时。",
+    pareto_hint: "每个点是一个方案；连线是成本–时间帕累托前沿：没有方案比它们既更快又更便宜。",
+    check_title: "检查任务文件", btn_check: "检查", footer: "trainfit 的估算；每个数字在文档中都有来源。",
+    any: "（任意）", default: "（默认）", none_gpu: "（不选 GPU：只算显存）", searched: "搜索",
+    verdict_fits: "装得下", verdict_tight: "偏紧", verdict_oom: "显存不足", verdict_unknown: "未知", verdict_none: "未选 GPU",
+    reserved: "预留", of: "/", usable: "可用", headroom: "余量", max_mb: "最大微批", max_seq: "最长序列",
+    peak_phase: "峰值阶段", host_ram: "每节点内存", params: "参数量", trainable: "可训练",
+    rank: "#", instance: "实例类型", gpu_x: "GPU", nodes: "节点", strategy: "策略", mb: "微批",
+    verdict: "结论", gib: "GiB/卡", hours: "小时", gpu_hours: "GPU 小时", cost: "成本", files: "文件",
+    reason: "原因", fix: "修改建议", fix_label: "建议", plans_found: "{n} 个方案，排除 {r} 个实例类型；按{o}排序。",
+    y_cost: "成本（{c}）", y_gpu_hours: "GPU 小时", x_hours: "小时（墙钟）",
+    frontier: "前沿", all_plans: "方案", no_plans: "没有方案装得下：见下方排除原因。",
+    check_ok: "未发现问题", findings: "{n} 条发现，{e} 个错误", loading: "计算中…",
+    t_weights: "权重", t_gradients: "梯度", t_optimizer: "优化器状态", t_activations: "激活",
+    t_logits_loss: "logits 与损失", t_temporaries: "临时张量", t_overhead: "开销（CUDA、分配器）",
+  },
+};
+const TERM_COLORS = { weights: "#3465a4", gradients: "#73a33f", optimizer: "#c17d11", activations: "#75507b",
+  logits_loss: "#cc0000", temporaries: "#4e9a9a", overhead: "#888a85" };
+const SHOWN_PLANS = 12;  // rows shown before "show all" (the CLI shows 10 by default)
+const MAIN_FIELDS = new Set(["method", "seq_len", "micro_batch", "gpus"]);
+const $ = (sel) => document.querySelector(sel);
+const state = { lang: "en", specs: null, lastMemory: null, lastMemoryBody: null, lastPlan: null, history: [], chart: null };
+
+function t(key, vars) {
+  let s = (I18N[state.lang] && I18N[state.lang][key]) || I18N.en[key] || key;
+  for (const [k, v] of Object.entries(vars || {})) s = s.replace("{" + k + "}", v);
+  return s;
+}
+function el(tag, attrs, ...kids) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === "class") e.className = v; else if (k === "text") e.textContent = v; else e.setAttribute(k, v);
+  }
+  for (const kid of kids) if (kid != null) e.append(kid);
+  return e;
+}
+const fmt = (x, d = 1) => (x == null ? "–" : Number(x).toLocaleString(state.lang === "zh" ? "zh-CN" : "en-US",
+  { maximumFractionDigits: d, minimumFractionDigits: d }));
+
+function setLang(lang) {
+  state.lang = lang === "zh" ? "zh" : "en";
+  document.documentElement.lang = state.lang === "zh" ? "zh-CN" : "en";
+  try { localStorage.setItem("trainfit-lang", state.lang); } catch (e) { /* private mode */ }
+  document.querySelectorAll("[data-i18n]").forEach((n) => { n.textContent = t(n.dataset.i18n); });
+  document.querySelectorAll(".lang button").forEach((b) => b.classList.toggle("active", b.dataset.lang === state.lang));
+  document.querySelectorAll("option[data-i18n-opt]").forEach((o) => { o.textContent = t(o.dataset.i18nOpt); });
+  if (state.lastMemory) showMemory(state.lastMemory, false);
+  if (state.lastPlan) showPlan(state.lastPlan);
+}
+
+async function api(path, body) {
+  const r = await fetch(path, body === undefined ? {} : {
+    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
+  if (r.status === 422) { const e = await r.json(); throw e.error; }
+  if (!r.ok) throw { message: `HTTP ${r.status}`, fix: null };
+  return r;
+}
+
+function option(value, label, i18nKey) {
+  const o = el("option", { value }, label);
+  if (i18nKey) o.dataset.i18nOpt = i18nKey;
+  return o;
+}
+
+function buildForm(specs, models, catalog) {
+  const byName = Object.fromEntries(specs.workload.concat(specs.plan).map((o) => [o.name, o]));
+  const msel = $("#model");
+  for (const m of models) msel.append(option(m.name, `${m.name} (${fmt(m.params_total / 1e9, 1)}B)`));
+  msel.value = models.some((m) => m.name === "Qwen3-8B") ? "Qwen3-8B" : models[0].name;
+  for (const c of byName.method.choices) $("#method").append(option(c, c));
+  $("#method").value = byName.method.default;
+  const gsel = $("#gpu");
+  gsel.append(option("", t("none_gpu"), "none_gpu"));
+  for (const g of catalog.gpus) gsel.append(option(g.name, `${g.name} (${g.mem_gib} GiB)`));
+  gsel.value = catalog.gpus.some((g) => g.name === "A10") ? "A10" : "";
+  const pg = $("#plan_gpu");
+  pg.append(option("", t("any"), "any"));
+  for (const g of catalog.gpus) pg.append(option(g.name, g.name));
+  const psel = $("#provider");
+  psel.append(option("", t("any"), "any"));
+  for (const c of byName.provider.choices) psel.append(option(c, c));
+  // every other workload option, generically from the one option table
+  const more = $("#more-fields");
+  for (const o of specs.workload) {
+    if (MAIN_FIELDS.has(o.name)) continue;
+    let input;
+    if (o.choices || typeof o.default === "boolean") {
+      input = el("select", { name: o.name, id: "f-" + o.name });
+      input.append(option("", t("default"), "default"));
+      for (const c of o.choices || ["true", "false"]) input.append(option(c, c));
+    } else {
+      input = el("input", { name: o.name, id: "f-" + o.name,
+        placeholder: o.default == null ? "" : Array.isArray(o.default) ? o.default.join(",") : String(o.default) });
+    }
+    input.title = o.help;
+    more.append(el("label", { title: o.help }, el("span", { text: o.name }), input));
+  }
+}
+
+const WORKLOAD_KEYS = () => state.specs.workload.map((o) => o.name);
+function collect(action) {
+  const f = $("#form");
+  const body = {};
+  const cfg = f.config.value.trim();
+  if (cfg) body.config = cfg; else body.model = f.model.value;
+  // memory: "gpu" is the GPU it runs on; plan: "plan_gpu" keeps only instance types with that GPU
+  const keys = WORKLOAD_KEYS().concat(action === "plan" ? ["tokens", "objective", "provider", "plan_gpu"] : ["gpu"]);
+  for (const k of keys) {
+    const n = f.elements[k];
+    if (!n) continue;
+    const v = (n.value || "").trim();
+    if (v !== "") body[k === "plan_gpu" ? "gpu" : k] = v;
+  }
+  return body;
+}
+
+function showError(err) {
+  const box = $("#error");
+  document.querySelectorAll(".invalid").forEach((n) => n.classList.remove("invalid"));
+  if (!err) { box.hidden = true; return; }
+  box.hidden = false;
+  box.replaceChildren(el("div", { text: err.message }), err.fix ? el("div", { text: `${t("fix_label")}: ${err.fix}` }) : null);
+  if (err.field) {
+    const f0 = $("#form");
+    const n = f0.elements[err.field === "gpu" && state.lastAction === "plan" ? "plan_gpu" : err.field];
+    if (n && n.classList) { n.classList.add("invalid"); if (n.closest("details")) n.closest("details").open = true; }
+  }
+}
+
+function memBar(d, small) {
+  const cap = d.gpu_mem_gib || 0;
+  const total = d.reserved_gib;
+  const scale = Math.max(total, cap) || 1;
+  const bar = el("div", { class: "bar" + (small ? " small" : "") });
+  for (const [term, gib] of Object.entries(d.breakdown_gib)) {
+    if (gib <= 0) continue;
+    const seg = el("div", { class: "seg", title: `${t("t_" + term)}: ${fmt(gib, 2)} GiB`, "data-term": term },
+      small ? "" : `${t("t_" + term)} ${fmt(gib, 1)}`);
+    seg.style.width = (100 * gib / scale) + "%";
+    seg.style.background = TERM_COLORS[term] || "#999";
+    bar.append(seg);
+  }
+  if (cap) {
+    const c = el("div", { class: "cap" }, small ? null : el("span", { text: `${t("usable")} ${fmt(cap, 1)} GiB` }));
+    c.style.left = (100 * cap / scale) + "%";
+    bar.append(c);
+  }
+  return bar;
+}
+
+function verdictOf(d) { return d.verdict || "none"; }
+
+function showMemory(d, record = true) {
+  state.lastMemory = d;
+  $("#memory-view").hidden = false;
+  const v = verdictOf(d);
+  const vb = $("#verdict");
+  vb.className = "verdict " + v; vb.textContent = t("verdict_" + v); vb.dataset.verdict = v;
+  $("#mem-summary").textContent = `${d.model} · ${d.workload.method} · ${t("reserved")} ${fmt(d.reserved_gib, 1)} GiB` +
+    (d.gpu_mem_gib ? ` ${t("of")} ${fmt(d.gpu_mem_gib, 1)} GiB ${t("usable")}` + (d.gpu ? ` (${d.gpu})` : "") : "");
+  $("#bar").replaceWith(Object.assign(memBar(d, false), { id: "bar" }));
+  $("#legend").replaceChildren(...Object.entries(d.breakdown_gib).map(([term, gib]) => {
+    const i = el("i"); i.style.background = TERM_COLORS[term] || "#999";
+    return el("span", {}, i, `${t("t_" + term)} ${fmt(gib, 2)} GiB`);
+  }));
+  const facts = [[t("headroom"), d.headroom_gib == null ? "–" : `${fmt(d.headroom_gib, 2)} GiB`],
+    [t("max_mb"), d.max_micro_batch == null ? "–" : String(d.max_micro_batch)],
+    [t("max_seq"), d.max_seq_len == null ? "–" : String(d.max_seq_len)],
+    [t("peak_phase"), d.peak_phase], [t("host_ram"), `${fmt(d.host_ram_gib, 1)} GiB`],
+    [t("params"), `${fmt(d.params.total / 1e9, 2)}B (${t("trainable")} ${fmt(d.params.trainable / 1e6, 1)}M)`]];
+  $("#mem-facts").replaceChildren(...facts.flatMap(([k, v2]) => [el("dt", { text: k }), el("dd", { text: v2 })]));
+  $("#mem-facts").querySelectorAll("dd")[1].id = "max-micro-batch";
+  $("#suggestions").replaceChildren(...(d.suggestions || []).map((s) => {
+    const b = el("button", { type: "button", class: "apply" }, t("apply"));
+    b.addEventListener("click", () => applyOptions(s.options || {}));
+    return el("li", {}, el("code", { text: s.change }), ` → ${fmt(s.reserved_gib, 1)} GiB` +
+      (s.fits === true ? ` (${t("verdict_fits")})` : "") + (s.why ? ` — ${s.why} ` : " "), b);
+  }));
+  $("#download-memory").hidden = !d.gpu;
+  if (record) {
+    const w = d.workload;
+    state.history.unshift({ d, label: `${d.model} ${w.method} seq ${w.seq_len} mb ${w.micro_batch} ×${w.gpus} ${w.strategy}` +
+      (d.gpu ? ` ${d.gpu}` : "") });
+    state.history = state.history.slice(0, 6);
+  }
+  $("#history").replaceChildren(...state.history.map((h) => {
+    const v3 = verdictOf(h.d);
+    return el("div", { class: "hrow" }, el("span", { text: h.label }), memBar(h.d, true),
+      el("span", { class: "verdict " + v3, text: `${fmt(h.d.reserved_gib, 1)} GiB` }));
+  }));
+}
+
+// y of the chart: cost (plans with a price) or GPU-hours (every plan). The frontier drawn is the service's
+// (res.pareto), plotted with the chosen measure; nothing is recomputed here.
+function chartMetric(res) {
+  const sel = $("#y-metric");
+  const priced = res.plans.filter((p) => p.cost != null).length;
+  if (!sel.dataset.touched) sel.value = priced && priced === res.plans.length ? "cost" : "gpu_hours";
+  sel.querySelector("option[value=cost]").disabled = !priced;
+  return sel.value;
+}
+
+function paretoChart(res) {
+  const plans = res.plans;
+  const metric = chartMetric(res);
+  const yOf = (p) => (metric === "cost" ? p.cost : p.gpu_hours);
+  const pts = plans.map((p, i) => ({ x: p.hours, y: yOf(p), i })).filter((p) => p.x != null && p.y != null);
+  const front = res.pareto.map((i) => ({ x: plans[i].hours, y: yOf(plans[i]), i }))
+    .filter((p) => p.x != null && p.y != null).sort((a, b) => a.x - b.x);
+  const curs = [...new Set(plans.filter((p) => p.cost != null).map((p) => p.currency || "?"))].join(", ");
+  $("#chart-note").textContent = metric === "cost" && res.pareto.length && !front.length ? t("frontier_unpriced") : "";
+  if (state.chart) state.chart.destroy();
+  if (typeof Chart === "undefined") return;
+  const label = (ctx) => {
+    const p = plans[ctx.raw.i];
+    return `#${ctx.raw.i + 1} ${p.instance_type || p.gpu} ×${p.nodes}: ${fmt(p.hours, 1)} h, ` +
+      (metric === "cost" ? `${fmt(p.cost, 0)} ${p.currency || ""}` : `${fmt(p.gpu_hours, 1)} GPU-h`);
+  };
+  state.chart = new Chart($("#pareto"), {
+    type: "scatter",
+    data: { datasets: [
+      { label: t("frontier"), data: front, showLine: true, borderColor: "#2962c8", backgroundColor: "#2962c8",
+        pointRadius: 5, order: 0 },
+      { label: t("all_plans"), data: pts, borderColor: "#7b8794", backgroundColor: "rgba(123,135,148,.45)",
+        pointRadius: 4, order: 1 },
+    ] },
+    options: { animation: false, responsive: true, maintainAspectRatio: false,
+      plugins: { tooltip: { callbacks: { label } } },
+      scales: { x: { type: "logarithmic", title: { display: true, text: t("x_hours") } },
+                y: { type: "logarithmic", title: { display: true,
+                     text: metric === "cost" ? t("y_cost", { c: curs }) : t("y_gpu_hours") } } } },
+  });
+}
+
+function showPlan(res) {
+  state.lastPlan = res;
+  $("#plan-view").hidden = false;
+  const obj = res.workload.objective === "time" ? t("by_time") : t("by_cost");
+  $("#plan-summary").textContent = res.plans.length ? t("plans_found", { n: res.plans.length, r: res.rejected.length, o: obj })
+    : t("no_plans");
+  paretoChart(res);
+  const pareto = new Set(res.pareto);
+  const head = ["rank", "instance", "gpu_x", "nodes", "strategy", "mb", "verdict", "gib", "hours", "gpu_hours", "cost", "files"];
+  $("#plans thead").replaceChildren(el("tr", {}, ...head.map((h) => el("th", { text: t(h) }))));
+  $("#plans tbody").replaceChildren(...res.plans.map((p, i) => {
+    const s = p.settings;
+    const btn = el("button", { type: "button", "data-pick": String(i) }, "zip");
+    btn.addEventListener("click", () => {
+      const region = $("#job-region").value.trim();
+      downloadZip(region ? { plan: p, region } : { plan: p });
+    });
+    const cells = [String(i + 1), p.instance_type || "–", `${p.gpus_per_node}× ${p.gpu}`, String(p.nodes),
+      `${s.strategy}${s.offload !== "none" ? "+" + s.offload : ""}${s.grad_ckpt ? " ckpt" : ""}`, String(s.micro_batch),
+      t("verdict_" + p.verdict), fmt(p.per_gpu_gib, 1), fmt(p.hours, 1), fmt(p.gpu_hours, 1),
+      p.cost == null ? "–" : `${fmt(p.cost, 0)} ${p.currency || ""}`];
+    const tr = el("tr", { class: (pareto.has(i) ? "pareto" : "") + (i >= SHOWN_PLANS ? " extra" : "") },
+      ...cells.map((c, j) => el("td", { class: j >= 7 || j === 0 || j === 3 || j === 5 ? "num" : "", text: c })), el("td", {}, btn));
+    return tr;
+  }));
+  const more = $("#show-all");
+  more.hidden = res.plans.length <= SHOWN_PLANS;
+  more.textContent = t("show_all", { n: res.plans.length });
+  $("#plans").classList.toggle("collapsed", !state.showAll);
+  $("#rejected-count").textContent = ` (${res.rejected.length})`;
+  $("#rejected thead").replaceChildren(el("tr", {}, ...["instance", "reason", "fix"].map((h) => el("th", { text: t(h) }))));
+  $("#rejected tbody").replaceChildren(...res.rejected.map((r) =>
+    el("tr", {}, el("td", { text: r.instance_type }), el("td", { text: r.reason }), el("td", { text: r.fix || "" }))));
+  $("#plan-notes").replaceChildren(...res.notes.map((n) => el("li", { text: n })));
+}
+
+function applyOptions(opts) {
+  const f = $("#form");
+  for (const [k, v] of Object.entries(opts)) {
+    const n = f.elements[k];
+    if (!n) continue;
+    n.value = Array.isArray(v) ? v.join(",") : String(v);
+    if (n.closest("details")) n.closest("details").open = true;
+  }
+  run("memory");
+}
+
+async function downloadZip(body) {
+  try {
+    const r = await api("/api/render", body);
+    const blob = await r.blob();
+    const a = el("a", { href: URL.createObjectURL(blob), download: "trainfit-job.zip" });
+    document.body.append(a); a.click(); a.remove();
+    setTimeout(() => URL.revokeObjectURL(a.href), 10000);
+  } catch (e) { showError(e); }
+}
+
+async function run(action) {
+  showError(null);
+  const body = collect(action);
+  state.lastAction = action;
+  const started = performance.now();
+  const btn = action === "plan" ? $("#run-plan") : $("#run-memory");
+  btn.disabled = true;
+  try {
+    const r = await api("/api/" + action, body);
+    const d = await r.json();
+    if (action === "plan") showPlan(d); else { state.lastMemoryBody = body; showMemory(d); }
+    document.body.dataset.lastMs = String(Math.round(performance.now() - started));
+    document.body.dataset.readyAt = String(Math.round(performance.now()));  // ms since the page was requested
+    document.body.dataset.ready = action;
+  } catch (e) {
+    showError(e);
+    document.body.dataset.ready = "error";
+  } finally { btn.disabled = false; }
+}
+
+async function check(ev) {
+  ev.preventDefault();
+  const f = $("#check-file").files[0];
+  if (!f) return;
+  const fd = new FormData(); fd.append("file", f);
+  const out = $("#check-result");
+  try {
+    const r = await fetch("/api/check", { method: "POST", body: fd });
+    const d = await r.json();
+    if (r.status === 422) { out.replaceChildren(el("div", { class: "error", text: `${d.error.message} (${d.error.fix || ""})` })); return; }
+    const errors = d.violations.filter((v) => v.severity === "error").length;
+    out.replaceChildren(el("p", { text: `${d.file} (${d.kind}): ` + (d.violations.length ? t("findings", { n: d.violations.length, e: errors }) : t("check_ok")) }),
+      el("ul", {}, ...d.violations.map((v) => el("li", { text: `${v.severity} ${v.rule}: ${v.message} — ${t("fix_label")}: ${v.fix}` }))));
+  } catch (e) { out.textContent = String(e); }
+}
+
+async function init() {
+  let lang = "en";
+  try { lang = localStorage.getItem("trainfit-lang") || ((navigator.language || "").startsWith("zh") ? "zh" : "en"); } catch (e) { /* */ }
+  const q = new URLSearchParams(location.search);
+  if (q.get("lang")) lang = q.get("lang");
+  state.lang = lang;
+  const [specs, models, catalog] = await Promise.all(["/api/options", "/api/models", "/api/catalog"].map((p) => api(p).then((r) => r.json())));
+  state.specs = specs;
+  buildForm(specs, models, catalog);
+  document.querySelectorAll(".lang button").forEach((b) => b.addEventListener("click", () => setLang(b.dataset.lang)));
+  let action = "memory";
+  document.querySelectorAll("#form button[type=submit]").forEach((b) => b.addEventListener("click", () => { action = b.dataset.action; }));
+  $("#form").addEventListener("submit", (ev) => { ev.preventDefault(); run(action); });
+  $("#download-memory").addEventListener("click", () => downloadZip(state.lastMemoryBody));
+  $("#check-form").addEventListener("submit", check);
+  $("#show-all").addEventListener("click", () => { state.showAll = true; $("#plans").classList.remove("collapsed"); $("#show-all").hidden = true; });
+  $("#y-metric").addEventListener("change", (ev) => { ev.target.dataset.touched = "1"; if (state.lastPlan) paretoChart(state.lastPlan); });
+  // the form can be filled from the address (?model=Qwen3-8B&method=lora&run=plan): shareable links
+  const f = $("#form");
+  for (const [k, v] of q.entries()) if (f.elements[k] && k !== "run") f.elements[k].value = v;
+  setLang(lang);
+  document.body.dataset.loaded = "1";
+  if (q.get("run") === "memory" || q.get("run") === "plan") await run(q.get("run"));
+}
+
+document.addEventListener("DOMContentLoaded", () => { init().catch((e) => showError(e)); });
