@@ -270,3 +270,18 @@ def test_hf_callback_hook_is_installed_and_chains_the_shadowed_sitecustomize(tmp
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "ran").exists()  # the sitecustomize we shadow still ran
+
+
+def test_sigterm_after_a_notice_moves_the_deadline_earlier(tmp_path):
+    w = subprocess.Popen(_watch(tmp_path, "--notice-file", str(tmp_path / "notice"), "--lead-seconds", "600",
+                                "--sigterm-lead-seconds", "1", "--margin-seconds", "0.2", "--kill-grace-seconds",
+                                "0.5", trainer=("--ignore-stop", "--steps", "100000")),
+                         env=_env(), stderr=subprocess.PIPE, text=True)
+    _wait_for(tmp_path / "info.json")
+    (tmp_path / "notice").write_text("")
+    _wait_for(tmp_path / "stop")
+    t0 = time.time()
+    w.send_signal(signal.SIGTERM)
+    _, err = w.communicate(timeout=60)
+    assert w.returncode == 143, err
+    assert time.time() - t0 < 5 and "deadline moves" in err  # not the notice's 600 s

@@ -10,6 +10,7 @@ Exit code:
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import subprocess
@@ -187,6 +188,12 @@ def run_watch(cfg: WatchConfig) -> int:
                     log(f"preemption notice from {notice.source} ({notice.reason!r}); "
                         f"{notice.deadline_unix - now:.0f} s left; asked the trainer to checkpoint and stop")
             else:
+                if sigterm_at and notice.source != "sigterm" and \
+                        sigterm_at[0] + cfg.sigterm_lead_seconds < notice.deadline_unix:
+                    # the scheduler's SIGTERM after a cloud notice: its grace period may end first
+                    notice = dataclasses.replace(notice, source="sigterm",
+                                                 deadline_unix=sigterm_at[0] + cfg.sigterm_lead_seconds)
+                    log(f"SIGTERM: the deadline moves to {notice.deadline_unix - now:.0f} s from now")
                 if term_sent_at is None and now >= notice.deadline_unix - cfg.margin_seconds:
                     log("deadline reached before the trainer stopped: SIGTERM to its process group")
                     _killpg(pgid, signal.SIGTERM)
