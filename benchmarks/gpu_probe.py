@@ -11,7 +11,8 @@ transformers / peft / torch code, resets the peak counters after step 1, and rec
 * step time (tokens/s) vs trainfit's speed model for that GPU.
 
 Results go to benchmarks/results/gpu_probe.json; docs/accuracy.md quotes them and docs/memory-model.md §6
-uses them to set the overhead terms (CUDA context, allocator slack).
+uses them to set the overhead terms (CUDA context, allocator slack). ``trainfit calibrate
+benchmarks/results/gpu_probe.json`` folds the measured tokens/s into the user's speed calibration.
 
     python benchmarks/gpu_probe.py --list          # the configurations and trainfit's predictions (no GPU)
     python benchmarks/gpu_probe.py                 # run all that fit (needs CUDA and the trace extra)
@@ -169,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
             m = json.loads(r.stdout.strip().splitlines()[-1]) if ok else {"error": r.stderr[-2000:]}
         except subprocess.TimeoutExpired:
             m = {"error": f"timeout after {a.timeout} s"}
-        rec = {"predicted": p, "measured": m, "seconds": round(time.perf_counter() - t0, 1),
+        rec = {"config": c, "predicted": p, "measured": m, "seconds": round(time.perf_counter() - t0, 1),
                "date": datetime.now(timezone.utc).isoformat(timespec="seconds")}
         if "max_allocated_gib" in m:
             rec["tensor_peak_error_pct"] = round((p["tensor_peak_gib"] - m["max_allocated_gib"])

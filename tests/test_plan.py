@@ -167,3 +167,22 @@ def test_spot_costs_time_and_money(tmp_path, monkeypatch):
     assert od.cost is not None and sp.cost is not None and "https://example.com/price" in od.price_source
     assert sp.hours > od.hours and sp.cost < od.cost and sp.expected_interruptions > 0
     assert sp.checkpoint_interval_hours and sp.spot_price_fraction == 0.3
+
+
+def test_max_days_reaches_the_planner(capsys):
+    import json
+
+    from trainfit.cli import main
+
+    argv = ["plan", "Qwen3-32B", "--tokens", "1B", "--method", "full", "--gpu", "A100-80GB", "--gpus", "1", "--json"]
+    assert main(argv) in (0, 1)
+    short = json.loads(capsys.readouterr().out)
+    assert main(argv + ["--max-days", "3650"]) in (0, 1)
+    long = json.loads(capsys.readouterr().out)
+    assert not short["plans"] and long["plans"]
+
+
+def test_spot_interruptions_count_nodes_not_gpus():
+    p = plan(_req("Qwen3-8B", gpu="H100", pins={"gpus": 8}, spot=True, instance_type="generic-8xH100")).best
+    assert p.nodes == 1 and p.expected_interruptions < 0.02 * p.hours * 1.01 + 1e-9
+    assert abs(p.gpu_hours - p.hours * 8) < 1e-6

@@ -228,9 +228,12 @@ PLAN_OPTIONS: tuple[Option, ...] = (
            help="hours between checkpoints (spot; default: the Young/Daly optimum)"),
     Option(name="max_gpus", parse=_int(1, MAX_GPUS), default=64, group="search",
            help="largest job to consider (default 64)"),
-    Option(name="framework", parse=_choice(("hf-trainer", "deepspeed", "fsdp2", "megatron")), group="search",
-           choices=("hf-trainer", "deepspeed", "fsdp2", "megatron"),
-           help="engine profile of the speed model (default: what the strategy implies)"),
+    Option(name="framework", parse=_choice(("hf-trainer", "deepspeed", "fsdp2", "automodel", "megatron")),
+           group="search", choices=("hf-trainer", "deepspeed", "fsdp2", "automodel", "megatron"),
+           help="engine whose kernels the speed model times: hf-trainer/deepspeed (HF code, eager MoE expert "
+                "loop), fsdp2 (native PyTorch FSDP2, grouped-GEMM experts), automodel (NeMo AutoModel: FSDP2 + "
+                "TransformerEngine + DeepEP), megatron (Megatron-Core: TE, grouped GEMM, FP8) "
+                "(default: what the strategy implies)"),
     Option(name="gpu", parse=_ident("gpu"), group="search", metavar="NAME", help="only instance types with this GPU"),
     Option(name="instance_type", parse=_ident("instance_type"), group="search", help="only this instance type"),
     Option(name="ignore_rule", parse=_rules, default=(), group="search", metavar="RULE_ID",
@@ -269,6 +272,7 @@ def plan_request_from_values(model: Any, values: Mapping[str, Any]) -> Any:
     return PlanRequest(
         model=model, workload=Workload(**base), tokens=float(tokens), pins=pins, global_batch=values.get("global_batch"),
         objective=values.get("objective") or "cost", budget=values.get("budget"), deadline_hours=values.get("deadline"),
+        max_days=values.get("max_days") or 14.0,
         provider=values.get("provider"), region=values.get("region"), resource_class=values.get("resource_class"),
         gpu=values.get("gpu"), instance_type=values.get("instance_type"), spot=bool(values.get("spot")),
         max_gpus=values.get("max_gpus") or 64, framework=values.get("framework"),

@@ -176,7 +176,9 @@ def test_rdma_keeps_multi_node_close_to_single_node(q8):
     one = estimate_speed(q8, Workload(seq_len=8192, micro_batch=2, gpus=8, strategy="fsdp"), H100, framework="fsdp2")
     many = estimate_speed(q8, Workload(seq_len=8192, micro_batch=2, gpus=128, strategy="fsdp"), H100,
                           framework="fsdp2")
-    assert 0.9 < many.tokens_per_s_per_gpu / one.tokens_per_s_per_gpu <= 1.0
+    # communication stays mostly hidden; the optimizer step shrinks with 16x more shards, so the ratio may
+    # exceed 1 by the optimizer's share of the step (< 1%)
+    assert 0.9 < many.tokens_per_s_per_gpu / one.tokens_per_s_per_gpu <= 1.01
 
 
 def test_pipeline_bubble_formula(q8):

@@ -20,8 +20,10 @@ SCENARIOS = {
                                                   seq_len=4096, micro_batch=1, grad_accum=4),
                   kw=dict(instance_type="ml.gu7xf.8xlarge-gu108", gpu="H800", spot=True, vpc=LINGJUN_VPC,
                           checkpoint_uri="oss://bkt/ckpt/")),
-    # Qwen3-30B-A3B full with Megatron (tp 2, ep 4) on Lingjun, on-demand with a quota.
-    "megatron": dict(model="Qwen3-30B-A3B", wl=dict(method="full", gpus=16, gpus_per_node=8, tp=2, ep=4,
+    # Qwen3-30B-A3B full with Megatron (tp 2, ep 4, distributed optimizer) on Lingjun, on-demand with a quota.
+    # (Experts are not tensor-parallel under ms-swift's default expert TP 1: without the distributed optimizer
+    # each rank would keep 12 B of optimizer state for 7.3B expert parameters and not fit 80 GB.)
+    "megatron": dict(model="Qwen3-30B-A3B", wl=dict(method="full", gpus=16, gpus_per_node=8, tp=2, ep=4, strategy="zero1",
                                                      seq_len=4096, micro_batch=1, grad_accum=8),
                      kw=dict(instance_type="ml.gu7xf.8xlarge-gu108", gpu="H800", resource_id="quota-test",
                              vpc=LINGJUN_VPC, checkpoint_uri="oss://bkt/ckpt/")),

@@ -26,6 +26,7 @@ from trainfit.estimate.activations import (LayerTraining, expert_lora_merged_byt
                                            layer_bytes_per_token)
 from trainfit.estimate.params import (ParamCounts, count_params, freeze_trainable_layer_ids, lora_params_of,
                                       lora_targeted)
+from trainfit.estimate.runtime import megatron_layer_bytes_per_token, runtime_terms
 from trainfit.models.shapes import ModelShape, ParamTensor
 from trainfit.workload import ALL_LINEAR, Workload
 
@@ -140,6 +141,7 @@ class _States:
     grad_global: float  # grads of non-layer tensors (embedding, head, final norm)
     grad_embedding: float  # the (untied) input-embedding grad: allocated last, by embedding backward
     trainable_sharded: float  # trainable elements in this rank's optimizer partition
+    trainable_rank: float  # trainable elements this rank computes gradients for (before ZeRO sharding)
     tied_grad: float  # bytes of one tied embedding/LM-head gradient (unsharded), else 0
     notes: tuple[str, ...]
 
@@ -154,9 +156,11 @@ def _trainable_tensor_elems(m: ModelShape, wl: Workload, t: ParamTensor) -> int:
 
 
 def _mp_shard(wl: Workload, t: ParamTensor) -> float:
-    """Fraction of one copy of ``t`` a rank holds under tensor / expert parallelism."""
+    """Fraction of one copy of ``t`` a rank holds under tensor / expert parallelism. With expert
+    parallelism the experts are not tensor-parallel (expert TP 1: ms-swift's default and the usual MoE
+    layout); without it they split over TP like every linear."""
     f = 1.0
-    if wl.tp > 1 and t.kind in ("linear", "expert", "embedding", "lm_head"):
+    if wl.tp > 1 and (t.kind in ("linear", "embedding", "lm_head") or (t.kind == "expert" and wl.ep == 1)):
         f /= wl.tp
     if wl.ep > 1 and t.kind == "expert":
         f /= wl.ep
@@ -228,7 +232,9 @@ def _state_bytes(m: ModelShape, wl: Workload) -> _States:
     tied_grad = 0.0
     for t in m.tensors():
         f = _mp_shard(wl, t)
-        d_t = max(1.0, dp / wl.ep) if (t.kind == "expert" and wl.ep > 1) else float(dp)
+        # experts with expert TP 1: the tensor-parallel ranks hold whole experts, so the expert data-parallel
+        # group (which shards their optimizer / ZeRO state) is dp * tp / ep (Megatron MoE parallel folding)
+        d_t = max(1.0, dp * wl.tp / wl.ep) if (t.kind == "expert" and wl.ep > 1) else float(dp)
         if t.layer_type == "global":
             if wl.pp > 1 and t.kind in ("lm_head", "norm"):
                 continue  # last stage; the worst (first) stage holds the embedding
@@ -312,7 +318,8 @@ def _state_bytes(m: ModelShape, wl: Workload) -> _States:
                    grad_temp_bwd=grad_temp_bwd, weights_gathered=gathered, offloaded_host=offload_host,
                    grad_by_ids=tuple((frozenset(k), v) for k, v in grad_by_ids.items()),
                    grad_global=grad_global, grad_embedding=grad_embedding,
-                   trainable_sharded=trainable_sharded, tied_grad=tied_grad if grads else 0.0,
+                   trainable_sharded=trainable_sharded, trainable_rank=trainable_rank,
+                   tied_grad=tied_grad if grads else 0.0,
                    notes=tuple(notes))
 
 
@@ -421,7 +428,10 @@ def _act_profile(m: ModelShape, key: Workload) -> _ActProfile:
         tr = _layer_training(m, wl, i)
         k = (_layer_kind(m, i), tr)
         if k not in memo:
-            v = layer_bytes_per_token(m, wl, i, tr, seq=S) / tpd
+            if wl.uses_megatron and m.arch != "next":  # Megatron-Core's own saved set (estimate/runtime.py)
+                v = megatron_layer_bytes_per_token(m, i) / tpd
+            else:
+                v = layer_bytes_per_token(m, wl, i, tr, seq=S) / tpd
             if wl.precision == "fp8":
                 v *= 0.75
             fx = expert_lora_merged_bytes(m, wl, tr, ep=wl.ep, tp=wl.tp) if m.is_moe_layer(i) else 0.0
@@ -586,6 +596,12 @@ def _estimate(m: ModelShape, wl: Workload, overhead: OverheadModel) -> MemoryEst
                   2 * h * T / tpd + ddp_buckets + 2 * st.tied_grad))
     # optimizer step
     cands.append(("optimizer", st.weights, st.gradients, st.optimizer, 0.0, 0.0, st.step_temp + ddp_buckets))
+    # engine runtime allocations the trace does not see (estimate/runtime.py), alive the whole step
+    rt = runtime_terms(wl, trainable_rank_elems=st.trainable_rank)
+    if rt:
+        extra = sum(t.bytes for t in rt)
+        cands = [(c[0], c[1], c[2] + extra) + tuple(c[3:]) for c in cands]
+        assumptions += [t.note for t in rt]
     phases_total: dict[str, float] = {}
     peak = cands[0]
     for c in cands:

@@ -12,7 +12,8 @@ Formulas, conventions and sources: ``docs/speed-model.md``. In short:
   (``freeze``) need no backward; gradient checkpointing re-runs one forward of every layer that has a
   backward.
 * **Time** per optimizer step = ``compute / (1 - bubble) + exposed communication + CPU optimizer``,
-  ``compute = hardware FLOPs per GPU / (peak * efficiency)``; efficiency from ``mfu_table``.
+  ``compute`` from the engine model (``estimate/engines.py``: GEMMs, attention, element-wise traffic,
+  kernel launches, MoE expert loop, optimizer step per engine family).
 * **Communication**: ring collectives ``bytes * (n-1)/n / (link * link_efficiency)`` per pass; DP/ZeRO/
   FSDP volume per strategy, TP all-reduce per layer, EP all-to-all per MoE layer, CP KV exchange,
   pipeline point-to-point, CPU-offload PCIe traffic. A documented fraction of DP/CP/EP/offload traffic hides
@@ -27,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from trainfit.errors import CatalogError, WorkloadError
-from trainfit.estimate.efficiency import FRAMEWORKS, GPU_CLASSES, Efficiency, lookup_efficiency, moe_width_factor
+from trainfit.estimate.efficiency import FRAMEWORKS, GPU_CLASSES
 from trainfit.estimate.params import (count_params, freeze_trainable_layer_ids, lora_adapter_shapes, lora_rank_of,
                                       lora_targeted)
 from trainfit.models.shapes import ModelShape, ParamTensor
@@ -489,16 +490,23 @@ def _base_bytes(model: ModelShape, wl: Workload) -> float:
 
 
 def estimate_speed(model: ModelShape, workload: Workload, hardware: Hardware, *, framework: str | None = None,
-                   efficiency: float | None = None) -> SpeedEstimate:
+                   efficiency: float | None = None, virtual_pp: int = 1, compiled: bool = False,
+                   recompute_fraction: float = 0.0, constants: Any = None,
+                   use_calibration: bool = True) -> SpeedEstimate:
     """Tokens/s, step time and MFU of ``workload`` on ``hardware`` (see ``docs/speed-model.md``).
 
-    ``framework`` picks the efficiency profile (hf-trainer, deepspeed, fsdp2, megatron; default from the
-    workload). ``efficiency`` overrides the table (executed-FLOPs utilisation while computing, 0-1).
+    ``framework`` picks the engine family (hf-trainer, deepspeed, fsdp2, megatron; default from the
+    workload) whose kernels ``estimate/engines.py`` times. ``efficiency`` replaces the engine model by a
+    fixed executed-FLOPs utilisation (0-1). ``virtual_pp``: interleaved pipeline stages per GPU (Megatron
+    VP); ``compiled``: torch.compile; ``recompute_fraction``: selective recompute share of the forward (see
+    ``engines.features``); ``constants``: :class:`engines.EngineConstants` (default: fitted);
+    ``use_calibration``: apply a measured calibration of this GPU and engine family from the user's overlay
+    (``trainfit calibrate``; ignored when ``constants`` are given).
     """
     wl, hw = workload, hardware
     fw = framework or default_framework(wl)
-    if fw not in FRAMEWORKS:
-        raise WorkloadError(f"unknown framework {fw!r}", fix="use one of " + ", ".join(FRAMEWORKS))
+    if fw not in FRAMEWORKS and fw != "automodel":
+        raise WorkloadError(f"unknown framework {fw!r}", fix="use one of " + ", ".join(FRAMEWORKS + ("automodel",)))
     warnings: list[str] = []
     assumptions: list[str] = []
 
@@ -522,27 +530,37 @@ def estimate_speed(model: ModelShape, workload: Workload, hardware: Hardware, *,
     if precision in ("bf16", "amp-bf16") and not hw.supports_bf16:
         warnings.append(f"{hw.name} has no bf16 tensor cores: bf16 matmuls fall back to slow paths; use fp16. "
                         f"Estimated at the fp16 peak, which is optimistic")
-    model_type = "moe" if model.is_moe else "dense"
-    eff_rec: Efficiency | None = None
-    if efficiency is None:
-        width = moe_width_factor(model.hidden_size, model.moe_intermediate_size) if model.is_moe else None
-        eff_rec = lookup_efficiency(framework=fw, model_type=model_type, gpu_class=hw.gpu_class,
-                                    method=wl.method, precision=precision, moe_width=width)
-        eff = eff_rec.value
-        assumptions.append(
-            f"compute efficiency {eff:.3f} = {fw}/{model_type} {eff_rec.base} x {hw.gpu_class} "
-            f"{eff_rec.gpu_class_factor} x {wl.method} {eff_rec.method_factor} x {precision} "
-            f"{eff_rec.precision_factor}"
-            + (f" x expert width {eff_rec.moe_width_factor:.2f}" if model.is_moe else "")
-            + (" (contains assumptions)" if eff_rec.assumption else ""))
+    eff_sources: tuple[str, ...] = ()
+    flops_per_gpu_step = fl.hardware_flops * tokens_per_step / gpus
+    if efficiency is None:  # engine model: kernels of this engine family (estimate/engines.py)
+        from trainfit.estimate import engines
+
+        ec = constants or engines.DEFAULT_CONSTANTS
+        feat = engines.features(model, wl.with_(precision=precision), hw, fw, flops=fl, compiled=compiled,
+                                trainable_params=float(count_params(model, wl).trainable),
+                                recompute_fraction=recompute_fraction)
+        et = engines.compute_time(feat, ec)
+        compute_s = et.seconds
+        if use_calibration and constants is None:
+            from trainfit.estimate.calibration import calibration_for
+
+            cal = calibration_for(hw.name, feat.family)
+            if cal is not None:
+                compute_s /= cal.factor
+                assumptions.append(cal.line())
+        eff = flops_per_gpu_step / (peak * 1e12 * compute_s)
+        assumptions += engines.describe(ec, feat.family)
+        eff_sources = tuple(engines.CONSTANT_SOURCES.values())
+        warnings.extend(feat.notes)
+        if et.launch_bound:
+            warnings.append(f"kernel-launch bound: the CPU issues kernels for {et.launch_seconds:.3g} s per step, "
+                            f"longer than the GPU needs ({et.gemm_seconds + et.attention_seconds + et.elementwise_seconds:.3g} s)")
     else:
         if not 0 < efficiency <= 1:
             raise WorkloadError(f"efficiency must be in (0, 1], got {efficiency}")
         eff = efficiency
         assumptions.append(f"compute efficiency {eff:.3f} given by the caller")
-
-    flops_per_gpu_step = fl.hardware_flops * tokens_per_step / gpus
-    compute_s = flops_per_gpu_step / (peak * 1e12 * eff)
+        compute_s = flops_per_gpu_step / (peak * 1e12 * eff)
 
     # ---- topology
     link_eff = hw.link_efficiency
@@ -568,7 +586,7 @@ def estimate_speed(model: ModelShape, workload: Workload, hardware: Hardware, *,
     train_param_bytes = 4.0 if wl.precision == "amp-bf16" else 2.0  # trained weights are never 4-bit
     # gradients travel in the weight dtype, except fp32 master weights (amp-bf16) and torchtitan-style FSDP2,
     # whose config default ``mixed_precision_reduce = "float32"`` reduce-scatters in fp32
-    grad_bytes = 4.0 if (wl.precision == "amp-bf16" or fw == "fsdp2") else 2.0
+    grad_bytes = 4.0 if (wl.precision == "amp-bf16" or fw in ("fsdp2", "automodel")) else 2.0
     trainable = float(count_params(model, wl).trainable)
 
     # ---- data parallel (ZeRO / FSDP / DDP); experts replicate over dp/ep
@@ -615,12 +633,13 @@ def estimate_speed(model: ModelShape, workload: Workload, hardware: Hardware, *,
         moe_layers = model.n_moe_layers / wl.pp
         send = tokens_mb / wl.tp * model.experts_per_token * model.hidden_size * act_bytes
         n_a2a = moe_layers * (4 + (2 if wl.grad_ckpt else 0))
-        g_in = min(wl.ep, g_node)
+        g_in = min(wl.ep, max(1, g_node // wl.tp))  # EP ranks are spaced tp apart (Megatron order tp, ep)
         t_intra = send * (g_in - 1) / wl.ep / (intra * 1e9 * link_eff)
         t_inter = 0.0
         where = "intra"
         if nodes > 1 and wl.ep * wl.tp > g_node:
-            t_inter = g_in * send * (wl.ep - g_in) / wl.ep / ((inter or intra) * 1e9 * link_eff)
+            # every GPU of the node sends its off-node share through the node's NICs
+            t_inter = g_node * send * (wl.ep - g_in) / wl.ep / ((inter or intra) * 1e9 * link_eff)
             where = "inter"
         secs = m * n_a2a * max(t_intra, t_inter)
         terms.append(CommTerm(name="ep-alltoall", seconds=secs, overlap=EP_OVERLAP, link=where,
@@ -672,7 +691,9 @@ def estimate_speed(model: ModelShape, workload: Workload, hardware: Hardware, *,
             warnings.append("GPU memory bandwidth unknown: QLoRA dequantize time not counted")
 
     # ---- combine
-    bubble = pipeline_bubble_fraction(wl.pp, m)
+    if virtual_pp < 1:
+        raise WorkloadError(f"virtual_pp must be >= 1, got {virtual_pp}")
+    bubble = pipeline_bubble_fraction(wl.pp, m * virtual_pp)  # interleaving divides the bubble by vp
     pipe_s = (compute_s + dequant_s) / (1 - bubble)
     bubble_s = pipe_s - compute_s - dequant_s
     comm_total = sum(t.seconds for t in terms)
@@ -691,7 +712,7 @@ def estimate_speed(model: ModelShape, workload: Workload, hardware: Hardware, *,
         "every sequence is seq_len tokens long (packed or padded), no document masking",
         f"ring collectives at {link_eff:.0%} of link bandwidth; DP overlap {OVERLAP[wl.strategy]:.0%} "
         f"({wl.strategy}), hidden traffic <= compute time",
-        f"TP and PP traffic not overlapped, EP all-to-all {EP_OVERLAP:.0%}; optimizer step on GPU not counted",
+        f"TP and PP traffic not overlapped, EP all-to-all {EP_OVERLAP:.0%}",
     ]
     if model.n_linear_attention_layers:
         assumptions.append(f"Gated DeltaNet layers: chunked linear-attention FLOPs (chunk {GDN_CHUNK_SIZE}), "
@@ -703,7 +724,7 @@ def estimate_speed(model: ModelShape, workload: Workload, hardware: Hardware, *,
         comm_seconds_exposed=exposed, cpu_seconds=cpu_s, dequant_seconds=dequant_s, gpus=gpus,
         model_flops_per_token=fl.model_flops, hardware_flops_per_token=fl.hardware_flops, framework=fw,
         comm=tuple(terms), flops=fl, assumptions=tuple(assumptions), warnings=tuple(warnings),
-        efficiency_sources=eff_rec.sources if eff_rec else (),
+        efficiency_sources=eff_sources,
     )
 
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from trainfit.plan.cost import (SpotPolicy, checkpoint_write_hours, estimate_cost, spot_elapsed_hours,
+from trainfit.plan.cost import (CHECKPOINT_BYTES_PER_TRAINABLE_PARAM, CHECKPOINT_WRITE_GBYTES_PER_S_DEFAULT,
+                                SpotPolicy, checkpoint_write_hours, estimate_cost, spot_elapsed_hours,
                                 young_daly_interval_hours)
 from trainfit.plan.cost import Price
 
@@ -56,7 +57,10 @@ def time_and_cost(*, inst: Any, hours: float, gpus: int, trainable_params: int, 
                                             currency=payg.currency, gpus_per_instance=per,
                                             spot_price_fraction=frac if frac and 0 < frac <= 1 else None,
                                             source=payg.source)
-    c = estimate_cost(hours=hours, gpus=gpus, price=price, instance_type=inst.instance_type)
+    # without a price the instance still has its GPUs: nodes, not GPUs, are billed and interrupted
+    c = estimate_cost(hours=hours, gpus=gpus, instance_type=inst.instance_type,
+                      price=price or Price(instance_type=inst.instance_type, price_per_instance_hour=None,
+                                           gpus_per_instance=per))
     notes: list[str] = []
     warnings: list[str] = []
     if c.cost is None:
@@ -83,8 +87,10 @@ def time_and_cost(*, inst: Any, hours: float, gpus: int, trainable_params: int, 
                            checkpoint_interval_hours=policy.checkpoint_interval_hours, feasible=False,
                            notes=tuple(notes), **base)
     inst_hours = elapsed * c.instances
+    size_gb = trainable_params * CHECKPOINT_BYTES_PER_TRAINABLE_PARAM / 1e9
     warnings.append(f"spot: {interruptions:.1f} expected interruptions, +{elapsed - hours:.1f} h; checkpoint every "
-                    f"{policy.checkpoint_interval_hours * 60:.0f} min (Young/Daly for a {write_h * 3600:.0f} s save and "
+                    f"{policy.checkpoint_interval_hours * 60:.0f} min (Young/Daly: a {size_gb:,.0f} GB checkpoint at "
+                    f"{CHECKPOINT_WRITE_GBYTES_PER_S_DEFAULT:g} GB/s per node = {write_h * 3600:.0f} s, "
                     f"{policy.interruption_rate_per_node_hour:g} reclaims per node-hour)")
     cost = None
     if price is not None and price.spot_price_fraction is not None:

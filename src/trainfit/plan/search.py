@@ -4,7 +4,7 @@ explained.
 For a :class:`PlanRequest` it searches instance types (catalog, filtered by provider / region / GPU) x
 node counts x strategies (DDP, ZeRO-1/2/3, FSDP, CPU offload, expert parallelism for MoE) x gradient
 checkpointing x micro-batch, keeps what fits GPU memory (``reserved_gib`` plus a safety margin) and host
-RAM, estimates speed (``estimate/compute.py``), time and cost (``cost.py``), applies the platform rules
+RAM, estimates speed (``estimate/speed.py``), time and cost (``cost.py``), applies the platform rules
 (``platforms/rules.py``), and ranks by cost or time. Per instance type it keeps the best configuration;
 instance types with no feasible configuration are returned as rejections with a code, a reason and a fix.
 
@@ -252,7 +252,7 @@ def _instance_gpu(req: PlanRequest, inst: Any, gpu_filter: Any) -> tuple[Any, st
                   f"{gpu_filter.name} because you passed --gpu {req.gpu}")
         gpu = gpu_filter
     if gpu is None or not inst.gpu_count:
-        if gpu_filter is not None:
+        if gpu_filter is not None and not req.instance_type:
             return None  # cannot tell whether it has the requested GPU
         return Rejection(instance_type=it, provider=inst.provider, code="unknown-gpu",
                          reason=f"GPU model or count of {it} is not in the catalog",
@@ -477,6 +477,10 @@ def _explain(inst: Any, gpu: Any, limit: float, miss: _Best, req: PlanRequest) -
     if miss.other is not None:  # something fitted but broke a limit (time, deadline, budget): the nearest miss
         code, reason, fix = miss.other
         return Rejection(instance_type=it, provider=inst.provider, code=code, reason=reason, fix=fix)
+    if miss.host is not None:  # a config fitted GPU memory but not host RAM: nearer than a GPU-memory miss
+        return Rejection(instance_type=it, provider=inst.provider, code="host-ram",
+                         reason=f"needs {miss.host[0]:.0f} GiB host RAM per node > {miss.host[1]:g} x {HOST_RAM_USABLE:.0%}",
+                         fix="less offload or an instance with more RAM")
     if miss.need_wl is not None and math.isfinite(miss.need_gib):
         w = miss.need_wl
         fix = _memory_fix(req, w, gpu)
@@ -490,10 +494,6 @@ def _explain(inst: Any, gpu: Any, limit: float, miss: _Best, req: PlanRequest) -
                                  f"{'+offload ' + w.offload if w.offload != 'none' else ''}, "
                                  f"GC {'on' if w.grad_ckpt else 'off'}, micro-batch {w.micro_batch})"),
                          fix=fix)
-    if miss.host is not None:
-        return Rejection(instance_type=it, provider=inst.provider, code="host-ram",
-                         reason=f"needs {miss.host[0]:.0f} GiB host RAM per node > {miss.host[1]:g} x {HOST_RAM_USABLE:.0%}",
-                         fix="less offload or an instance with more RAM")
     if miss.rule is not None:
         v = miss.rule
         return Rejection(instance_type=it, provider=inst.provider, code=v.rule, reason=v.message, fix=v.fix)

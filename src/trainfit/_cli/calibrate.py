@@ -1,0 +1,48 @@
+"""``trainfit calibrate RESULTS``: fold a GPU probe's measured speed into the user's calibration overlay."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from trainfit._cli.common import add_json_option, print_json
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "calibrate", help="fold measured tokens/s (benchmarks/gpu_probe.py results) into the speed model",
+        description="Compare each run of a GPU probe results file (benchmarks/gpu_probe.py) with the speed "
+                    "model's prediction for the same configuration on that GPU, and store the median "
+                    "measured/predicted factor per GPU and engine family in the calibration overlay "
+                    "($TRAINFIT_CALIBRATION, else ~/.config/trainfit/calibration.yaml). Later estimates on that "
+                    "GPU say 'calibrated on <GPU>, <date>'.")
+    p.add_argument("results", help="gpu_probe results JSON (benchmarks/results/gpu_probe.json)")
+    p.add_argument("--gpu", metavar="NAME", help="catalog GPU the probe ran on (default: from the device name)")
+    p.add_argument("--dry-run", action="store_true", help="print the factors, write nothing")
+    add_json_option(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from trainfit.errors import WorkloadError
+    from trainfit.estimate.calibration import calibration_path, fold, save
+
+    path = Path(args.results)
+    try:
+        results = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise WorkloadError(f"cannot read probe results {path}: {e}",
+                            fix="pass the JSON that benchmarks/gpu_probe.py wrote") from None
+    cals = fold(results, source=str(path), gpu=args.gpu)
+    written = None if args.dry_run else save(cals)
+    out = {"calibrations": [{"gpu": c.gpu, "family": c.family, "factor": round(c.factor, 4), "runs": c.runs,
+                             "date": c.date, "spread": list(c.spread)} for c in cals],
+           "written": str(written) if written else None, "overlay": str(calibration_path())}
+    if args.json:
+        print_json(out)
+        return 0
+    for c in cals:
+        print(c.line())
+    print(f"wrote {written}" if written else "dry run: nothing written")
+    return 0

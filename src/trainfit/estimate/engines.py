@@ -1,0 +1,423 @@
+"""Per-engine compute time: how long one optimizer step's kernels take on one GPU, by engine family.
+
+The speed model (``estimate/speed.py``) adds communication, pipeline bubbles and CPU optimizer time to
+what this module returns. Here the GPU work of one step is split by the kind of kernel that runs it:
+
+* **GEMMs** (attention projections, dense MLP, shared experts, LM head, routed experts, LoRA adapters) at
+  ``peak x gemm_efficiency[family] x gpu_class_factor x size(d)`` where ``size(d) = d / (d + gemm_half_dim)``
+  and ``d`` is the smallest dimension of the GEMM (tokens per micro-batch, or tokens per expert; the
+  weight's narrower side; the LoRA rank). This one law gives the known slow cases: small expert GEMMs of
+  fine-grained MoE, the LoRA adapter matmuls, small hidden sizes. FP8 runs the GEMMs (only) on the FP8
+  peak at ``fp8_gemm_efficiency``.
+* **Attention core** (flash attention, causal FLOPs) at ``attention_relative`` of the GEMM efficiency;
+  Gated DeltaNet at ``LINEAR_ATTENTION_RELATIVE`` (assumption).
+* **Memory-bound element-wise kernels** (norms, residual adds, RoPE, SwiGLU, MoE permute/unpermute, casts):
+  ``elementwise_bytes[family] x (h + I_act) x 2`` bytes per token and layer per pass over HBM bandwidth;
+  ``I_act`` is the MLP width a token touches (``k x (I_expert + h)`` for routed experts, which also counts
+  the permutation copies). ``torch.compile`` keeps ``compile_elementwise_factor`` of that traffic.
+  Cross-entropy reads/writes fp32 logits (``CE_BYTES_PER_LOGIT`` per vocabulary entry and token).
+* **Kernel launches**: eager PyTorch issues ``KERNELS_PER_LAYER[family]`` kernels per layer and pass, the
+  Hugging Face MoE block another ``KERNELS_PER_EXPERT`` per routed expert it visits (the eager expert
+  loop), at ``launch_seconds`` each on the CPU. The GPU time and the CPU launch time overlap: a
+  micro-batch takes the longer of the two.
+* **Optimizer step**: AdamW reads and writes ``OPTIMIZER_BYTES_PER_PARAM`` per local trainable parameter
+  over HBM, not overlapped.
+
+Engine families (``--framework``): ``hf-trainer`` and ``deepspeed`` run Hugging Face modeling code
+(eager kernels, MoE expert loop); ``fsdp2`` is native PyTorch FSDP2 engines (torchtitan, NeMo AutoModel,
+llm-foundry/Composer FSDP) with grouped-GEMM experts and fused dispatch; ``megatron`` is Megatron-Core
+(Megatron-LM, NeMo, Megatron-Bridge, ms-swift Megatron) with TransformerEngine, grouped GEMM and FP8.
+
+The fitted constants (:data:`DEFAULT_CONSTANTS`) come from ``benchmarks/speed_loso.py`` over the published
+runs in ``benchmarks/data/throughput.yaml``; each one's value, what fixed it and its prior are in
+:data:`CONSTANT_SOURCES` and appear in a speed estimate's ``assumptions``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+from trainfit.errors import WorkloadError
+from trainfit.models.shapes import ModelShape
+from trainfit.workload import Workload
+
+FAMILY_OF: dict[str, str] = {"hf-trainer": "hf", "deepspeed": "hf", "fsdp2": "native", "megatron": "megatron",
+                             "automodel": "megatron"}
+"""``--framework`` -> kernel family it runs. ``automodel`` (NVIDIA NeMo AutoModel) shards like ``fsdp2`` but
+runs TransformerEngine linears/norms/attention, grouped-GEMM experts and DeepEP dispatch, i.e. the
+Megatron-Core kernels (its performance summary lists "TE + DeepEP" for every MoE run)."""
+FAMILIES: tuple[str, ...] = ("hf", "native", "megatron")
+
+# ---------------------------------------------------------------------------------------------- fixed
+KERNELS_PER_LAYER: dict[str, float] = {"hf": 40.0, "native": 30.0, "megatron": 16.0}
+"""Assumption: kernels launched per decoder layer and forward pass (backward counts as two passes).
+Counted from the op sequence of a Llama/Qwen decoder layer: eager HF issues ~40 (2 RMSNorm of ~6 ops each,
+4 projections, RoPE ~10 ops, SDPA, SwiGLU 3 ops, 2 residual adds, casts), native PyTorch engines fuse
+RMSNorm/RoPE partly (~30), Megatron-Core with TransformerEngine fuses norm+GEMM, RoPE, bias-SwiGLU (~16)."""
+
+KERNELS_PER_MOE_LAYER: float = 20.0
+"""Assumption: extra kernels of a grouped-GEMM MoE layer (router GEMM, softmax/top-k, permute, grouped
+GEMMs, unpermute, dispatch/combine)."""
+
+KERNELS_PER_LORA_LINEAR: float = 5.0
+"""Assumption: extra kernels per LoRA-adapted linear and pass under PEFT (dropout, A matmul, B matmul,
+scaling, add); QLoRA adds ``KERNELS_PER_QLORA_LINEAR`` (bitsandbytes dequantize). Megatron-family engines
+fuse the adapter into the linear's kernels and are not charged."""
+KERNELS_PER_QLORA_LINEAR: float = 1.0
+
+KERNELS_PER_EXPERT: float = 10.0
+"""Assumption: kernels per visited expert in the Hugging Face eager expert loop (``where``/index of the
+routed tokens, gather, gate/up/down matmuls, SiLU, mul, routing-weight mul, ``index_add_``)."""
+
+COMPILED_KERNEL_FACTOR: float = 0.4
+"""Assumption: ``torch.compile`` (torchtitan/NeMo AutoModel ``compile``) fuses element-wise chains, leaving
+~40% of the eager kernel launches."""
+
+LINEAR_ATTENTION_RELATIVE: float = 0.25
+"""Assumption: chunked Gated DeltaNet kernels (flash-linear-attention, Triton) reach a quarter of the GEMM
+efficiency on their operation count (small per-head matmuls and a triangular solve per chunk)."""
+
+CE_BYTES_PER_LOGIT: float = 12.0
+"""Cross-entropy traffic per logit and token: the fp32 logits are written by the LM head GEMM's epilogue,
+read by softmax, the gradient written and read back: ~3 fp32 passes = 12 bytes."""
+
+OPTIMIZER_BYTES_PER_PARAM: float = 30.0
+"""AdamW step per trainable parameter: read fp32 weight, fp32 grad, two fp32 moments (16 B), write weight
+and moments (12 B), write the bf16 compute copy (2 B). Memory-bound; fused/foreach kernels stream it once."""
+
+HBM_EFFICIENCY: float = 0.8
+"""Assumption: streaming kernels reach ~80% of the datasheet HBM/GDDR bandwidth."""
+
+MEM_BANDWIDTH_FALLBACK_GBYTES_PER_S: float = 2000.0
+"""Assumption used when the catalog has no memory bandwidth for the GPU (A100-class HBM2e)."""
+
+ZERO3_INTER_NODE_FACTOR: float = 2.0
+"""Assumption: a ZeRO-3 fetch whose all-gather crosses nodes costs twice the intra-node latency
+(network round trip ~10-20 us vs NVLink ~5 us, plus the ring's longer critical path)."""
+
+GPU_CLASS_FACTOR_FIXED: dict[str, float] = {"ada": 0.85, "volta": 0.8, "turing": 0.6}
+"""Assumption (no published runs with full settings in the calibration set): GEMM efficiency of these
+classes relative to Hopper. Ada (L20/L40S/4090) GEMMs sustain a similar fraction of their lower peak but
+are power-capped; V100 lacks bf16; T4 is power-capped at 70 W."""
+
+
+# ---------------------------------------------------------------------------------------------- fitted
+@dataclass(frozen=True, kw_only=True)
+class EngineConstants:
+    """The global constants of the engine model. Defaults are the fitted values (see module docstring)."""
+
+    gemm_eff_megatron: float = 0.72
+    """Fraction of the 16-bit peak a large Megatron-Core/TransformerEngine GEMM sustains in training."""
+    gemm_eff_native: float = 0.66
+    """Same for native PyTorch engines (torch.mm/cuBLAS through FSDP2/Composer, grouped_mm experts)."""
+    gemm_eff_hf: float = 0.62
+    """Same for Hugging Face modeling code under the Trainer/DeepSpeed."""
+    elem_bytes_megatron: float = 6.0
+    """Element-wise HBM traffic per token, layer and pass in units of ``(h + I_act) x 2`` bytes."""
+    elem_bytes_native: float = 10.0
+    elem_bytes_hf: float = 14.0
+    gemm_half_dim: float = 128.0
+    """GEMM size at which efficiency is half its large-GEMM value: ``size(d) = d / (d + gemm_half_dim)``."""
+    attention_relative_megatron: float = 0.8
+    """Flash-attention efficiency on causal FLOPs relative to the GEMM efficiency: TransformerEngine's
+    cuDNN fused attention (Hopper-specific kernels)."""
+    attention_relative_native: float = 0.6
+    """Same for PyTorch SDPA / flash-attn 2 / Triton flash attention (native engines and Hugging Face code)."""
+    ampere_factor: float = 1.15
+    """GEMM efficiency of Ampere (A100/A800/A10) relative to Hopper: a larger share of a lower peak."""
+    fp8_eff_megatron: float = 0.55
+    """Fraction of the FP8 peak a large FP8 GEMM sustains in training: TransformerEngine recipes."""
+    fp8_eff_native: float = 0.5
+    """Same for torchao float8 (torchtitan); also used for FP8 under Hugging Face code."""
+    launch_seconds: float = 8e-6
+    """CPU time per eager kernel launch (PyTorch dispatch + autograd bookkeeping)."""
+    compile_elementwise_factor: float = 0.5
+    """Share of element-wise traffic left after ``torch.compile`` fuses element-wise chains."""
+    moe_elementwise_factor: float = 1.0
+    """Multiplier on the routed-expert part of the element-wise traffic (``k x (I_expert + h)``): router
+    softmax/top-k, permute and unpermute copies, probability scaling, padding of the grouped GEMM."""
+    fp8_cast_bytes: float = 2.0
+    """FP8 only: extra HBM traffic per token, layer and pass in units of ``(h + I_act) x 2`` bytes for
+    quantising activations and gradients (amax, scale, cast) before each FP8 GEMM."""
+    expert_sync_seconds: float = 3e-5
+    """Hugging Face eager expert loop: host time per visited expert and pass that does not overlap the GPU
+    (``torch.where``/``nonzero`` on the routing mask synchronises the host with the GPU once per expert)."""
+    zero3_fetch_seconds: float = 5e-4
+    """DeepSpeed ZeRO-3: exposed latency per fetch of a small module's parameters (pre-forward hook,
+    all-gather launch and wait) that no compute hides: each expert's linears of the eager MoE loop."""
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if not isinstance(v, (int, float)) or v <= 0:
+                raise WorkloadError(f"engine constant {f.name} must be positive, got {v!r}")
+        for f in ("gemm_eff_megatron", "gemm_eff_native", "gemm_eff_hf", "fp8_eff_megatron", "fp8_eff_native"):
+            if getattr(self, f) > 1:
+                raise WorkloadError(f"engine constant {f} is a fraction of peak and must be <= 1")
+
+    def with_(self, **kw: float) -> "EngineConstants":
+        return replace(self, **kw)
+
+    def gemm_eff(self, family: str) -> float:
+        return getattr(self, f"gemm_eff_{family}")
+
+    def elem_bytes(self, family: str) -> float:
+        return getattr(self, f"elem_bytes_{family}")
+
+    def attention_relative(self, family: str) -> float:
+        return self.attention_relative_megatron if family == "megatron" else self.attention_relative_native
+
+    def fp8_eff(self, family: str) -> float:
+        return self.fp8_eff_megatron if family == "megatron" else self.fp8_eff_native
+
+
+PRIORS = EngineConstants()
+"""The prior values (before fitting): the defaults above as written from first principles."""
+
+FIT_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(EngineConstants))
+
+DEFAULT_CONSTANTS = EngineConstants()
+"""Replaced below by the fitted values from benchmarks/results/speed_loso.json (``all_sources`` fit)."""
+
+CONSTANT_SOURCES: dict[str, str] = {}
+"""One line per constant: value, prior and what fixed it (filled with the fitted values below)."""
+
+
+# ---------------------------------------------------------------------------------------------- features
+@dataclass(frozen=True, kw_only=True)
+class EngineFeatures:
+    """Everything about one step on one GPU that does not depend on the fitted constants."""
+
+    family: str
+    gpu_class: str
+    fp8: bool
+    compiled: bool
+    peak16_tflops: float
+    peak_fp8_tflops: float | None
+    mem_gbytes_per_s: float
+    dense_gemm_flops: float
+    """Per GPU per step: attention projections, dense MLP, shared experts, router, LM head."""
+    expert_gemm_flops: float
+    lora_flops: float
+    attention_flops: float
+    linear_attention_flops: float
+    dense_dim: float
+    expert_dim: float
+    lora_dim: float
+    elementwise_units: float
+    """Element-wise bytes per step for ``elem_bytes = 1`` (dense part: ``h`` + dense/shared MLP width)."""
+    moe_elementwise_units: float = 0.0
+    """Element-wise bytes per step of the routed-expert part (``k x (I_expert + h)``) for factor 1."""
+    ce_bytes: float
+    layer_kernel_units: float
+    """Layer-passes per step (x kernels per layer)."""
+    moe_kernel_units: float
+    """MoE-layer passes per step (grouped MoE kernels)."""
+    expert_kernel_units: float
+    """Expert visits per step in the eager expert loop (0 for grouped engines)."""
+    optimizer_seconds: float
+    zero3_fetches: float = 0.0
+    """Exposed-latency ZeRO-3 module fetches per step (expert linears of the eager loop), inter-node weighted."""
+    notes: tuple[str, ...] = field(default=())
+
+
+@dataclass(frozen=True, kw_only=True)
+class EngineTime:
+    """Compute time of one optimizer step on one GPU (no communication, no bubble)."""
+
+    seconds: float
+    """max(GPU kernel time, CPU launch time) + optimizer step."""
+    gemm_seconds: float
+    attention_seconds: float
+    elementwise_seconds: float
+    launch_seconds: float
+    expert_loop_seconds: float
+    """Serial part of the eager expert loop: host syncs and launches per expert, and the expert GEMMs."""
+    zero3_fetch_seconds: float
+    optimizer_seconds: float
+    launch_bound: bool
+
+
+def _size(d: float, half: float) -> float:
+    return d / (d + half) if d > 0 else 0.0
+
+
+def features(model: ModelShape, wl: Workload, hw: Any, framework: str, *, flops: Any,
+             compiled: bool = False, trainable_params: float | None = None,
+             recompute_fraction: float = 0.0) -> EngineFeatures:
+    """Constant-independent quantities of one step (``flops`` is ``compute.flops_per_token``'s result).
+
+    ``recompute_fraction``: share of the layers' forward re-run by selective activation checkpointing when
+    ``grad_ckpt`` is off (torchtitan's per-op SAC re-runs every second matmul of a layer: ~0.36 of a Llama
+    layer's forward FLOPs); 0 without it.
+    """
+    family = FAMILY_OF.get(framework)
+    if family is None:
+        raise WorkloadError(f"unknown framework {framework!r}", fix="use one of " + ", ".join(FAMILY_OF))
+    notes: list[str] = []
+    gpus = wl.gpus
+    m = wl.grad_accum
+    tokens_step_gpu = wl.micro_batch * wl.seq_len * m * wl.dp / gpus  # tokens each GPU's FLOPs correspond to
+    fwd = flops.forward_flops
+    ratio = flops.hardware_flops / fwd if fwd else 0.0  # executed passes per forward (3 full, 4 with GC)
+    if recompute_fraction and not wl.grad_ckpt and fwd:
+        layer_fwd = sum(l.forward for l in flops.layers if l.has_backward)
+        ratio += recompute_fraction * layer_fwd / fwd
+    expert_fwd = 0.0
+    if model.is_moe:
+        for t in model.tensors():
+            if t.kind == "expert":
+                expert_fwd += 2.0 * t.total / t.experts * model.experts_per_token
+    dense_fwd = flops.forward_matmul_flops - expert_fwd + flops.forward_lm_head_flops
+    per = tokens_step_gpu * ratio
+    mb_tokens = wl.micro_batch * wl.seq_len / wl.cp  # tokens of one micro-batch on one GPU (before TP)
+    h = model.hidden_size
+    dense_dim = min(mb_tokens, h / wl.tp, max(1.0, (model.intermediate_size or h) / wl.tp))
+    expert_dim = 0.0
+    visited = 0.0
+    if model.is_moe:
+        E, k, Ie = model.num_experts, model.experts_per_token, model.moe_intermediate_size
+        if family == "hf":
+            tok_per_expert = mb_tokens * k / E  # no expert parallelism in HF code: every rank runs all experts
+            visited = min(float(E), mb_tokens * k)
+        else:
+            tok_per_expert = mb_tokens / wl.tp * wl.ep * k / E  # each rank gets its experts' tokens from ep ranks
+        expert_dim = min(tok_per_expert, float(Ie), float(h))
+    lora_dim = float(wl.lora_rank) if wl.method in ("lora", "qlora") else 0.0
+
+    # element-wise: per token per layer (h + I_act) x 2 bytes x passes; SP splits it over TP ranks
+    layers = model.num_layers
+    i_dense = float(model.intermediate_size or 0)
+    units = moe_units_b = 0.0
+    for i in range(layers):
+        if model.is_moe_layer(i):
+            units += (h + model.shared_expert_intermediate_size) * 2.0
+            moe_units_b += model.experts_per_token * (model.moe_intermediate_size + h) * 2.0
+        else:
+            units += (h + i_dense) * 2.0
+    # tokens_step_gpu is already divided by tp*pp*cp: a stage's share of the layers, and sequence
+    # parallelism's share of the tokens; without SP every TP rank repeats the element-wise work
+    scale = tokens_step_gpu * ratio * (1 if wl.sequence_parallel or wl.tp == 1 else wl.tp)
+    units *= scale
+    moe_units_b *= scale
+    ce = tokens_step_gpu * model.vocab_size * CE_BYTES_PER_LOGIT  # vocab-parallel over TP
+    passes = ratio  # forward-pass equivalents per token
+    layer_units = m * (layers / wl.pp) * passes  # every micro-batch crosses this stage's layers
+    lora_kernel_units = 0.0
+    if wl.method in ("lora", "qlora") and family != "megatron":
+        from trainfit.estimate.params import lora_targeted
+
+        adapted = sum(t.count for t in model.tensors() if t.layer_type != "global" and t.kind in ("linear", "expert")
+                      and lora_targeted(t, wl.lora_targets)) / max(1, layers)
+        k_lora = KERNELS_PER_LORA_LINEAR + (KERNELS_PER_QLORA_LINEAR if wl.method == "qlora" else 0.0)
+        lora_kernel_units = layer_units * adapted * k_lora / KERNELS_PER_LAYER[family]
+    moe_units = m * (model.n_moe_layers / wl.pp) * passes if model.is_moe else 0.0
+    expert_units = m * (model.n_moe_layers / wl.pp) * passes * visited if family == "hf" else 0.0
+    zero3_fetches = 0.0
+    if family == "hf" and model.is_moe and wl.strategy == "zero3":
+        fetch_passes = 2 + (1 if wl.grad_ckpt else 0)  # forward, backward (+ recompute forward)
+        zero3_fetches = m * model.n_moe_layers * visited * 3 * fetch_passes  # gate, up, down per expert
+        if wl.nodes > 1:
+            zero3_fetches *= ZERO3_INTER_NODE_FACTOR
+
+    # optimizer: local trainable parameters (sharded by ZeRO/FSDP over dp, by tp/pp; experts by ep)
+    tp_pp = wl.tp * wl.pp
+    trainable = float(trainable_params if trainable_params is not None else model.total_params)
+    shard = wl.dp if wl.strategy in ("zero1", "zero2", "zero3", "fsdp") else 1
+    local = trainable / tp_pp / shard
+    bw = getattr(hw, "mem_gbytes_per_s", None)
+    if not bw:
+        bw = MEM_BANDWIDTH_FALLBACK_GBYTES_PER_S
+        notes.append(f"memory bandwidth of {getattr(hw, 'name', 'the GPU')} unknown: assumed "
+                     f"{MEM_BANDWIDTH_FALLBACK_GBYTES_PER_S:.0f} GB/s")
+    opt_s = 0.0 if wl.offload != "none" else local * OPTIMIZER_BYTES_PER_PARAM / (bw * 1e9 * HBM_EFFICIENCY)
+    return EngineFeatures(
+        family=family, gpu_class=hw.gpu_class, fp8=wl.precision == "fp8" and bool(hw.peak_fp8_tflops),
+        compiled=compiled, peak16_tflops=hw.peak_tflops, peak_fp8_tflops=hw.peak_fp8_tflops,
+        mem_gbytes_per_s=bw,
+        dense_gemm_flops=dense_fwd * per, expert_gemm_flops=expert_fwd * per,
+        lora_flops=flops.forward_lora_flops * per, attention_flops=flops.forward_attention_flops * per,
+        linear_attention_flops=flops.forward_linear_attention_flops * per,
+        dense_dim=dense_dim, expert_dim=expert_dim, lora_dim=lora_dim,
+        elementwise_units=units, moe_elementwise_units=moe_units_b, ce_bytes=ce,
+        layer_kernel_units=layer_units + lora_kernel_units, moe_kernel_units=moe_units,
+        expert_kernel_units=expert_units, optimizer_seconds=opt_s, zero3_fetches=zero3_fetches,
+        notes=tuple(notes),
+    )
+
+
+def class_factor(c: EngineConstants, gpu_class: str) -> float:
+    if gpu_class == "hopper":
+        return 1.0
+    if gpu_class == "ampere":
+        return c.ampere_factor
+    return GPU_CLASS_FACTOR_FIXED.get(gpu_class, 0.6)
+
+
+def compute_time(f: EngineFeatures, c: EngineConstants) -> EngineTime:
+    """Step compute time from features and constants (cheap: used inside the fit loop)."""
+    e16 = min(0.95, c.gemm_eff(f.family) * class_factor(c, f.gpu_class))
+    r16 = f.peak16_tflops * 1e12 * e16
+    if f.fp8 and f.peak_fp8_tflops:
+        rmm = f.peak_fp8_tflops * 1e12 * min(0.95, c.fp8_eff(f.family) * class_factor(c, f.gpu_class))
+    else:
+        rmm = r16
+    half = c.gemm_half_dim
+    expert = f.expert_gemm_flops / (rmm * _size(f.expert_dim, half)) if f.expert_gemm_flops else 0.0
+    gemm = (f.dense_gemm_flops / (rmm * _size(f.dense_dim, half))
+            + (f.lora_flops / (r16 * _size(f.lora_dim, half)) if f.lora_flops else 0.0))
+    attn = (f.attention_flops / (r16 * min(1.0, c.attention_relative(f.family)))
+            + f.linear_attention_flops / (r16 * LINEAR_ATTENTION_RELATIVE))
+    bw = f.mem_gbytes_per_s * 1e9 * HBM_EFFICIENCY
+    elem_factor = c.elem_bytes(f.family) * (c.compile_elementwise_factor if f.compiled else 1.0)
+    act_units = f.elementwise_units + f.moe_elementwise_units
+    elem = (f.elementwise_units * elem_factor + f.moe_elementwise_units * elem_factor * c.moe_elementwise_factor
+            + (act_units * c.fp8_cast_bytes if f.fp8 else 0.0) + f.ce_bytes) / bw
+    k_layer = KERNELS_PER_LAYER[f.family] * (COMPILED_KERNEL_FACTOR if f.compiled else 1.0)
+    cpu = (f.layer_kernel_units * k_layer + f.moe_kernel_units * KERNELS_PER_MOE_LAYER) * c.launch_seconds
+    if f.expert_kernel_units:  # eager loop: each expert syncs the host, so its launches and GEMMs serialise
+        loop = expert + f.expert_kernel_units * (KERNELS_PER_EXPERT * c.launch_seconds + c.expert_sync_seconds)
+        gpu = gemm + attn + elem
+    else:
+        loop = 0.0
+        gemm += expert
+        gpu = gemm + attn + elem
+    z3 = f.zero3_fetches * c.zero3_fetch_seconds
+    return EngineTime(seconds=max(gpu, cpu) + loop + z3 + f.optimizer_seconds, gemm_seconds=gemm,
+                      attention_seconds=attn, elementwise_seconds=elem, launch_seconds=cpu,
+                      expert_loop_seconds=loop, zero3_fetch_seconds=z3, optimizer_seconds=f.optimizer_seconds,
+                      launch_bound=cpu > gpu)
+
+
+def describe(c: EngineConstants, family: str) -> list[str]:
+    """Assumption lines for a speed estimate (the constants this family used and their sources)."""
+    kf = "megatron" if family == "megatron" else "native"
+    names = [f"gemm_eff_{family}", f"elem_bytes_{family}", "gemm_half_dim", f"attention_relative_{kf}",
+             "ampere_factor", f"fp8_eff_{kf}", "launch_seconds", "compile_elementwise_factor",
+             "moe_elementwise_factor", "fp8_cast_bytes", "expert_sync_seconds", "zero3_fetch_seconds"]
+    out = [f"engine model ({family}): GEMMs at peak x {c.gemm_eff(family):.3f} x d/(d+{c.gemm_half_dim:.0f}), "
+           f"flash attention x {c.attention_relative(family):.2f}, element-wise {c.elem_bytes(family):.1f} x (h+I)x2 B "
+           f"per token-layer-pass over HBM x {HBM_EFFICIENCY}, {c.launch_seconds * 1e6:.1f} us per eager kernel"]
+    out += [CONSTANT_SOURCES[n] for n in names if n in CONSTANT_SOURCES]
+    return out
+
+
+def _load_fitted() -> None:
+    """Set DEFAULT_CONSTANTS from the committed fit (data file next to this module)."""
+    global DEFAULT_CONSTANTS
+    from trainfit.estimate import engine_fit_data as data  # generated by benchmarks/speed_loso.py
+
+    DEFAULT_CONSTANTS = EngineConstants(**data.FITTED)
+    for name in FIT_FIELDS:
+        CONSTANT_SOURCES[name] = (
+            f"{name} = {data.FITTED[name]:.4g} (prior {getattr(PRIORS, name):.4g}): fitted by "
+            f"benchmarks/speed_loso.py on {data.N_ROWS} published runs from {data.N_SOURCES} sources "
+            f"(benchmarks/data/throughput.yaml, {data.FIT_DATE})")
+
+
+try:
+    _load_fitted()
+except ImportError:  # pragma: no cover - before the first fit
+    for _n in FIT_FIELDS:
+        CONSTANT_SOURCES[_n] = f"{_n} = {getattr(PRIORS, _n):.4g}: prior (assumption), not fitted yet"

@@ -1,0 +1,76 @@
+"""Runtime memory beyond what a fake-tensor trace of the Hugging Face training step sees.
+
+``estimate/memory.py`` reproduces the exact tensor peak of the traced HF code. Real jobs run under engines
+that allocate more, or differently; this module lists those terms (``runtime_terms``) and memory.py adds
+them to every phase. The verdict stays :func:`trainfit.estimate.fit.decide_fit`. Checked on the real-world corpus of
+``benchmarks/fit_corpus.py`` (``docs/accuracy.md``, "Real-world fit corpus"); none of these terms applies
+to the single-GPU HF configurations of the trace grid, so ``benchmarks/memory_accuracy.py`` is unchanged.
+
+Terms:
+
+* **Megatron-Core activations.** For Megatron layouts the saved activations per token and layer are those
+  TransformerEngine keeps (:func:`megatron_layer_bytes_per_token`), not the Hugging Face layer's (about 30 %
+  fewer for a Llama-style layer: the fused SwiGLU recomputes its activation, norms keep no fp32 copies).
+* **Megatron fp32 main gradients.** Megatron-Core accumulates and all-reduces gradients of bf16 models in
+  fp32 (``accumulate_allreduce_grads_in_fp32`` is forced on for ``--bf16``; the DDP wrapper keeps a
+  contiguous fp32 ``main_grad`` buffer of every local parameter, not sharded by the distributed
+  optimizer). memory.py counts bf16 gradients; the extra 2 bytes per local trainable parameter are added
+  for Megatron layouts (tp/pp/ep/cp > 1, ``Workload.uses_megatron``) when the weights train (full/freeze).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from trainfit.workload import Workload
+
+def megatron_layer_bytes_per_token(m, i: int) -> float:
+    """Activation bytes Megatron-Core (TransformerEngine, flash attention, bf16) saves for backward per token
+    of decoder layer ``i`` without recomputation (before the sequence-parallel split).
+
+    Attention: the LayerNormLinear input and normalised output (2h), Q/K/V for the flash-attention backward
+    (nh*hd + 2*nkv*hd), the attention output that is also the output projection's input (nh*hd). Dense MLP:
+    LayerNormLinear input and output (2h), fc1 output gate+up (2I; TE's fused SwiGLU recomputes the activation
+    in backward), fc2 input (I). MoE MLP: 2h, router logits in fp32 (2E elements), and per routed copy the
+    dispatched token, fc1 output, fc2 input and the combine input: k*(2h + 3*I_e); shared expert as a dense MLP.
+    Elements x 2 bytes. The Hugging Face layer (what memory.py traces) also keeps the SiLU output and the
+    gate*up product, norm fp32 intermediates and the router's one-hot masks: ~45 % more for Llama-3-8B.
+    """
+    h, nh, hd, nkv = m.hidden_size, m.num_heads, m.head_dim, m.num_kv_heads
+    attn = 2 * h + 2 * nh * hd + 2 * nkv * hd
+    if m.is_moe_layer(i):
+        k, Ie, E = m.experts_per_token, m.moe_intermediate_size, m.num_experts
+        mlp = 2 * h + 2 * E + k * (2 * h + 3 * Ie)
+        if m.shared_expert_intermediate_size:
+            mlp += 3 * m.shared_expert_intermediate_size
+    else:
+        mlp = 2 * h + 3 * m.intermediate_size
+    return 2.0 * (attn + mlp)
+
+
+MEGATRON_MAIN_GRAD_EXTRA_BYTES = 2.0
+"""fp32 ``main_grad`` (4 B) minus the bf16 gradient (2 B) memory.py already counts, per local parameter."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class RuntimeTerm:
+    """One runtime allocation that the trace does not see (bytes on the worst rank)."""
+
+    name: str
+    bytes: float
+    phase: str
+    """Phases it is alive in: ``all`` (whole step) or ``backward+optimizer``."""
+    note: str
+
+
+def runtime_terms(wl: Workload, *, trainable_rank_elems: float) -> tuple[RuntimeTerm, ...]:
+    """Extra allocations of the engine implied by ``wl`` (``trainable_rank_elems``: trainable elements this
+    rank computes gradients for, after tensor/expert/pipeline sharding, before ZeRO sharding)."""
+    out: list[RuntimeTerm] = []
+    if wl.uses_megatron and wl.method in ("full", "freeze") and wl.strategy in ("ddp", "zero1"):
+        out.append(RuntimeTerm(
+            name="megatron-fp32-main-grad", bytes=trainable_rank_elems * MEGATRON_MAIN_GRAD_EXTRA_BYTES,
+            phase="all",
+            note="Megatron-Core keeps fp32 main_grad buffers of every local parameter (bf16 training forces "
+                 "accumulate_allreduce_grads_in_fp32); +2 B/param over the bf16 gradients counted"))
+    return tuple(out)
