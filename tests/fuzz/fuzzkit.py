@@ -528,7 +528,7 @@ _HEREDOC = re.compile(r"<<-?\s*'([A-Za-z_]+)'\n(.*?)\n\1\n", re.S)
 #: First words of the commands trainfit's scripts run (anything else in a script is an injected command).
 KNOWN_COMMANDS = {"set", "export", ":", "command", "cat", "mkdir", "if", "torchrun", "swift", "megatron", "cd",
                   "pai", "pip", "llamafactory-cli", "ls", "awk", "sort", "tail", "cut", "[", "head", "echo",
-                  "dirname"}
+                  "dirname", "break", "trainfit"}
 
 
 def _bash_commands(text: str) -> tuple[list[list[str]], list[str], list[str]]:
@@ -543,6 +543,8 @@ def _bash_commands(text: str) -> tuple[list[list[str]], list[str], list[str]]:
     class V(bashlex.ast.nodevisitor):
         def visitcommand(self, node, parts):
             words = [p.word for p in parts if p.kind == "word"]
+            while words and words[0] == "$WATCH":  # rendered scripts prefix the launcher with `trainfit watch`
+                words = words[1:]
             assigns.extend(p.word for p in parts if p.kind == "assignment")
             if words:
                 commands.append(words)

@@ -68,7 +68,7 @@ def test_spot_wires_checkpoint_and_resume(rendered):
     assert body["DataSources"] == [{"Uri": "oss://bkt/ckpt/", "MountPath": "/mnt/checkpoints", "MountAccess": "RW"}]
     assert body["Settings"]["EnableErrorMonitoringInAIMaster"] is True
     for f in ("launch.sh", "swift_sft.sh"):
-        assert "--resume_from_checkpoint $LAST" in res.files[f]
+        assert "--resume_from_checkpoint $d" in res.files[f]
         assert "--output_dir /mnt/checkpoints/" in res.files[f]
     lf = yaml.safe_load(res.files["llamafactory.yaml"])
     assert lf["output_dir"].startswith("/mnt/checkpoints/") and lf["overwrite_output_dir"] is False
@@ -240,4 +240,4 @@ def test_cli_render_bad_plan_is_one_clear_error(tmp_path, capsys, content, pick,
 
 def test_targets_list_is_complete():
     assert TARGETS == ("deepspeed", "swift", "llamafactory", "torchrun", "dlc", "pytorchjob", "skypilot", "verl",
-                       "swift_grpo")
+                       "swift_grpo", "monitoring")

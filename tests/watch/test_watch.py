@@ -285,3 +285,34 @@ def test_sigterm_after_a_notice_moves_the_deadline_earlier(tmp_path):
     _, err = w.communicate(timeout=60)
     assert w.returncode == 143, err
     assert time.time() - t0 < 5 and "deadline moves" in err  # not the notice's 600 s
+
+
+def test_render_wires_watch_and_monitoring(tmp_path):
+    """`render` wraps the launch line in `trainfit watch` (when installed), resumes only from a complete checkpoint,
+    and `--target monitoring` writes a Prometheus scrape config and a Grafana dashboard that parse."""
+    import json
+    import subprocess
+
+    import yaml
+
+    from trainfit.cli import main
+
+    out = tmp_path / "job"
+    assert main(["render", "Qwen3-8B", "--method", "lora", "--gpu", "H100", "--target", "torchrun,monitoring",
+                 "--out", str(out)]) == 0
+    text = (out / "launch.sh").read_text()
+    assert "$WATCH torchrun" in text and "trainfit watch --checkpoint-dir" in text and "--hf-callback" in text
+    assert "trainfit-complete.json" in text
+    assert subprocess.run(["bash", "-n", str(out / "launch.sh")]).returncode == 0
+    assert yaml.safe_load((out / "prometheus-scrape.yaml").read_text())
+    assert json.loads((out / "grafana-dashboard.json").read_text())["panels"]
+    # resume picks the newest complete checkpoint, skipping one whose save never finished
+    ck = tmp_path / "ck"
+    for step, marker in ((100, "trainfit-complete.json"), (200, "trainfit-saving.json")):
+        (ck / f"checkpoint-{step}").mkdir(parents=True)
+        (ck / f"checkpoint-{step}" / marker).write_text("{}")
+    start = text.index("RESUME=\"\"")
+    end = text.index("WATCH=\"\"")
+    snippet = f"CKPT_DIR={ck}\n" + text[start:end] + 'echo "$RESUME"\n'
+    r = subprocess.run(["sh", "-c", snippet], capture_output=True, text=True)
+    assert r.stdout.strip() == f"--resume_from_checkpoint {ck}/checkpoint-100"

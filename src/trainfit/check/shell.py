@@ -163,10 +163,21 @@ def parse_script(text: str) -> Script:
                 else:
                     break
             assignments.update(env)
+            words = unwrap_watch(words)
             if words:
                 commands.append(Command(words=words, line=lineno, text=part, env=env))
     return Script(commands=commands, assignments=assignments, heredocs=heredocs, comments=comments, text=text,
                   unparsed=unparsed)
+
+
+def unwrap_watch(words: list[str]) -> list[str]:
+    """The training command inside ``trainfit watch [options] -- CMD ...`` (and the ``$WATCH`` prefix that rendered
+    scripts put in front of it), so the rules read the real launcher."""
+    while words and words[0] in ("$WATCH", "${WATCH}", "${WATCH:-}"):
+        words = words[1:]
+    if len(words) >= 2 and words[0].endswith("trainfit") and words[1] == "watch" and "--" in words:
+        words = words[words.index("--") + 1:]
+    return words
 
 
 def is_torchrun(cmd: Command) -> bool:

@@ -31,11 +31,14 @@ TARGET_MODULES: dict[str, str] = {
     "skypilot": "trainfit.providers.generic.skypilot",
     "verl": "trainfit.launch.verl",
     "swift_grpo": "trainfit.launch.swift_grpo",
+    "monitoring": "trainfit.launch.monitoring",
 }
 TARGETS: tuple[str, ...] = tuple(TARGET_MODULES)
 #: Targets that write RL fine-tuning launches (``plan --rl``); the others write supervised fine-tuning jobs.
 #: ``all`` means the targets of the plan's kind.
 RL_TARGETS: tuple[str, ...] = ("verl", "swift_grpo")
+#: Targets rendered only when named (not part of ``all``).
+ON_REQUEST: tuple[str, ...] = ("monitoring",)
 
 __all__ = ["RL_TARGETS", "TARGETS", "RenderContext", "RenderError", "RenderOptions", "RenderResult", "build_context",
            "render", "write"]
@@ -134,7 +137,7 @@ def render(ctx: RenderContext, targets: list[str] | tuple[str, ...] | str = "all
         targets = [t.strip() for t in targets.split(",") if t.strip()]
     want_all = "all" in targets
     rl_plan = getattr(ctx.plan, "rl", None) is not None
-    kind = [t for t in TARGETS if (t in RL_TARGETS) == rl_plan]
+    kind = [t for t in TARGETS if (t in RL_TARGETS) == rl_plan and t not in ON_REQUEST]
     chosen = kind if want_all else list(dict.fromkeys(targets))
     unknown = [t for t in chosen if t not in TARGETS]
     if unknown:

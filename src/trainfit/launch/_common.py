@@ -226,12 +226,32 @@ def resume_snippet(ctx: RenderContext) -> str:
         return (f'CKPT_DIR={q(ctx.ckpt_dir)}\nmkdir -p "$CKPT_DIR"\nRESUME=""\n'
                 '# Megatron checkpoints: resume (weights, optimizer, iteration) when one was written before.\n'
                 'if [ -f "$CKPT_DIR/latest_checkpointed_iteration.txt" ]; then\n'
-                '    RESUME="--mcore_model $CKPT_DIR --finetune false"\nfi\n')
+                '    RESUME="--mcore_model $CKPT_DIR --finetune false"\nfi\n'
+                '# Megatron has no HF Trainer callback: no `trainfit watch` wrapper (SIGTERM still stops it)\n'
+                'WATCH=""\n')
     return (f'CKPT_DIR={q(ctx.ckpt_dir)}\nmkdir -p "$CKPT_DIR"\nRESUME=""\n'
-            '# Resume from the newest checkpoint-N in the checkpoint mount (a spot restart lands here).\n'
-            'LAST=$(ls -d "$CKPT_DIR"/checkpoint-* 2>/dev/null | awk -F- \'{print $NF" "$0}\' | sort -n '
-            '| tail -n 1 | cut -d" " -f2-)\n'
-            'if [ -n "$LAST" ]; then\n    RESUME="--resume_from_checkpoint $LAST"\nfi\n')
+            '# Resume from the newest COMPLETE checkpoint-N in the checkpoint mount (a spot restart lands here):\n'
+            '# skip one that trainfit started to save but never finished (trainfit-saving.json without\n'
+            '# trainfit-complete.json, docs/watch.md).\n'
+            'for d in $(ls -d "$CKPT_DIR"/checkpoint-* 2>/dev/null | awk -F- \'{print $NF" "$0}\' | sort -rn '
+            '| cut -d" " -f2-); do\n'
+            '    if [ -f "$d/trainfit-complete.json" ] || [ ! -f "$d/trainfit-saving.json" ]; then\n'
+            '        RESUME="--resume_from_checkpoint $d"\n        break\n    fi\ndone\n' + watch_snippet(ctx))
+
+
+def watch_snippet(ctx: RenderContext) -> str:
+    """POSIX sh that sets ``$WATCH`` to ``trainfit watch ... --`` when trainfit is installed in the image: a spot
+    reclaim notice (the provider's metadata, SIGTERM) becomes a checkpoint at the next step boundary and exit 143
+    (the platform restarts the job), and every step's metrics go to JSONL and Prometheus (port 9400 + local rank).
+    Empty otherwise, so the launch line runs as it is."""
+    provider = {"alibaba": "alibaba", "tencent": "tencent"}.get(ctx.plan.provider) if ctx.spot else None
+    # $CKPT_DIR is a validated path without spaces (RenderOptions), so the unquoted expansion splits only here
+    opts = ('--checkpoint-dir $CKPT_DIR --hf-callback --metrics-path $CKPT_DIR/metrics.jsonl --prometheus-port 9400'
+            + (f" --provider {provider}" if provider else ""))
+    return ('WATCH=""\n'
+            '# spot-safe stop at a step boundary and per-step metrics (pip install trainfit[watch] in the image)\n'
+            'if command -v trainfit >/dev/null 2>&1; then\n'
+            f'    WATCH="trainfit watch {opts} --"\nfi\n')
 
 
 def ds_config_snippet(ctx: RenderContext) -> str:

@@ -32,6 +32,6 @@ def render(ctx: RenderContext) -> dict[str, str]:
         f"export NPROC_PER_NODE=\"${{NPROC_PER_NODE:-{ctx.gpus_per_node}}}\"\n"
         "export MASTER_ADDR=\"${MASTER_ADDR:-127.0.0.1}\"\nexport MASTER_PORT=\"${MASTER_PORT:-29500}\"\n"
         + install_snippet(ctx) + ds_config_snippet(ctx) + resume_snippet(ctx) +
-        f"# shellcheck disable=SC2086\n{cmd} \\\n{format_args(swift_args(ctx))} \\\n    $RESUME\n"
+        f"# shellcheck disable=SC2086\n$WATCH {cmd} \\\n{format_args(swift_args(ctx))} \\\n    $RESUME\n"
     )
     return {"swift_sft.sh": text}

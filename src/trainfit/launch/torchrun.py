@@ -35,7 +35,7 @@ def launch_script(ctx: RenderContext, *, what: str = "launch.sh: torchrun launch
         f": \"${{WORLD_SIZE:=1}}\" \"${{RANK:=0}}\" \"${{NPROC_PER_NODE:={ctx.gpus_per_node}}}\" "
         "\"${MASTER_ADDR:=127.0.0.1}\" \"${MASTER_PORT:=29500}\"\n"
         + env + install_snippet(ctx) + ds_config_snippet(ctx) + resume_snippet(ctx) +
-        f"# shellcheck disable=SC2086\n{TORCHRUN} \\\n    -m {module} \\\n{format_args(swift_args(ctx))} \\\n    $RESUME\n"
+        f"# shellcheck disable=SC2086\n$WATCH {TORCHRUN} \\\n    -m {module} \\\n{format_args(swift_args(ctx))} \\\n    $RESUME\n"
     )
 
 

@@ -31,7 +31,7 @@ def _script(ctx: RenderContext) -> str:
     _, module = swift_entry(ctx)
     return ("set -eu\n" + ("export CUDA_DEVICE_MAX_CONNECTIONS=1\n" if ctx.megatron else "")
             + install_snippet(ctx) + ds_config_snippet(ctx) + resume_snippet(ctx)
-            + f"torchrun --nnodes={ctx.nodes} --node_rank=$RANK --nproc_per_node={ctx.gpus_per_node} "
+            + f"$WATCH torchrun --nnodes={ctx.nodes} --node_rank=$RANK --nproc_per_node={ctx.gpus_per_node} "
               "--master_addr=$MASTER_ADDR --master_port=$MASTER_PORT \\\n"
             + f"    -m {module} \\\n{format_args(swift_args(ctx))} \\\n    $RESUME\n")
 

@@ -44,7 +44,7 @@ def task(ctx: RenderContext) -> dict[str, Any]:
     run = ("set -eu\n" + ("export CUDA_DEVICE_MAX_CONNECTIONS=1\n" if ctx.megatron else "")
            + "MASTER_ADDR=$(echo \"$SKYPILOT_NODE_IPS\" | head -n1)\n"
            + ds_config_snippet(ctx) + resume_snippet(ctx)
-           + "torchrun --nnodes=$SKYPILOT_NUM_NODES --node_rank=$SKYPILOT_NODE_RANK "
+           + "$WATCH torchrun --nnodes=$SKYPILOT_NUM_NODES --node_rank=$SKYPILOT_NODE_RANK "
              "--nproc_per_node=$SKYPILOT_NUM_GPUS_PER_NODE --master_addr=$MASTER_ADDR --master_port=29500 \\\n"
            + f"    -m {module} \\\n{format_args(swift_args(ctx))} \\\n    $RESUME\n")
     return {

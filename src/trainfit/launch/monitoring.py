@@ -1,0 +1,23 @@
+"""``render --target monitoring``: a Prometheus scrape config for the metrics ``trainfit watch --hf-callback``
+exports (port 9400 + local rank on every node) and a Grafana dashboard of them (step time, tokens/s, MFU, data
+wait, loss, grad norm, memory, GPU utilisation). Not part of ``--target all``: ask for it by name."""
+
+from __future__ import annotations
+
+from trainfit.launch._context import RenderContext
+
+FILES = ("prometheus-scrape.yaml", "grafana-dashboard.json")
+IN_ALL = False
+
+
+def applies(ctx: RenderContext) -> str | None:
+    if ctx.megatron:
+        return "Megatron runs have no HF Trainer callback to export metrics (docs/watch.md)"
+    return None
+
+
+def render(ctx: RenderContext) -> dict[str, str]:
+    from trainfit.watch.monitoring import monitoring_files
+
+    k8s = "default" if ctx.plan.provider in ("generic", "private") else None
+    return monitoring_files(job=ctx.job_name, port=9400, gpus_per_node=ctx.gpus_per_node, kubernetes_namespace=k8s)
