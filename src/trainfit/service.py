@@ -13,7 +13,10 @@
 * :func:`submit_job` - dry run or send a rendered PAI-DLC job.
 
 Each ``*_from_options`` helper turns a mapping of option values (CLI flags as field names, or a web request
-body) into the typed request through :mod:`trainfit.options`, the one input gate.
+body) into the typed request through :mod:`trainfit.options`, the one input gate. The web API's adapters
+(``plan_from_options``, ``memory_from_request``, ``render_from_options``, ``check_upload``, ``json_ready``,
+``model_rows``, ``option_specs``, ``error_field``, ``error_fix``...) live in :mod:`trainfit.service_web` and are
+re-exported here.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from trainfit.errors import InputError, PlanFileError, TrainfitError, UnknownGPUError, WorkloadError
+from trainfit.errors import InputError, PlanFileError, UnknownGPUError, WorkloadError
 from trainfit.estimate.fit import SAFETY_MARGIN_DEFAULT, FitAnswer, decide_fit, fit_answer
 from trainfit.estimate.memory import MemoryEstimate, estimate_memory
 from trainfit.models.shapes import ModelShape
@@ -387,225 +390,9 @@ def catalogs() -> Catalogs:
 
 
 # ------------------------------------------------------------------------------- helpers for the web API
-# Small adapters so the web layer (``trainfit.web``) only parses HTTP and presents: every decision is here.
-
-def json_ready(obj: Any) -> Any:
-    """The JSON the CLI prints: NaN and infinity become null (as ``--json`` does), tuples become lists."""
-    import math
-
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, dict):
-        return {k: json_ready(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [json_ready(v) for v in obj]
-    return obj
-
-
-PLAN_EXTRA = ("model", "config")
-
-
-def plan_from_options(values: Mapping[str, Any]) -> Any:
-    """``plan`` from a mapping of option values (``POST /api/plan``), with the CLI's semantics: workload layout
-    options that are given are pinned, the others searched; plan options take their defaults."""
-    from trainfit.options import PLAN_OPTIONS, WORKLOAD_OPTIONS, parse_options, plan_request_from_values
-
-    parsed = parse_options(values, WORKLOAD_OPTIONS + PLAN_OPTIONS, allowed_extra=PLAN_EXTRA, defaults=False)
-    for o in PLAN_OPTIONS:
-        if parsed.get(o.name) is None:
-            parsed[o.name] = o.default
-    model = resolve_model(_opt_str(values, "model"), config=_config_value(values))
-    return make_plan(plan_request_from_values(model, parsed))
-
-
-def _opt_str(values: Mapping[str, Any], key: str) -> str | None:
-    v = values.get(key)
-    if v is None or v == "":
-        return None
-    if not isinstance(v, str):
-        err = InputError(f"{key}: must be a string; got {str(v)[:40]!r}", fix="e.g. Qwen3-8B")
-        err.field = key  # type: ignore[attr-defined]
-        raise err
-    return v
-
-
-def _config_value(values: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """A pasted config.json: a JSON object, or its text (parsed through the input gate). A path is not accepted
-    from the web: the server's files are not the user's."""
-    from trainfit import inputs
-
-    cfg = values.get("config")
-    if cfg is None or cfg == "":
-        return None
-    if isinstance(cfg, str):
-        if len(cfg) > MAX_CONFIG_BYTES:
-            raise inputs._bad("config", cfg[:20], f"is over the {MAX_CONFIG_BYTES:,}-byte limit")
-        try:
-            cfg = inputs.loads_json(cfg, what="config.json")
-        except InputError as e:
-            e.field = "config"  # type: ignore[attr-defined]
-            raise
-    if not isinstance(cfg, Mapping):
-        raise inputs._bad("config", cfg, "must be the JSON object of a config.json",
-                          'paste the whole file, e.g. {"model_type": "qwen3", ...}')
-    return cfg
-
-
-def memory_from_request(values: Mapping[str, Any]) -> MemoryReport:
-    """:func:`memory_from_options` where ``config`` is pasted text or an object, never a server path."""
-    vals = dict(values)
-    vals["model"] = _opt_str(values, "model")
-    vals["config"] = _config_value(values)
-    return memory_from_options(vals)
-
-
-#: RenderOptions fields accepted by :func:`render_from_options` (the ``render`` CLI's job options).
-RENDER_OPTION_FIELDS = ("region", "workspace_id", "resource_id", "image", "dataset", "job_name", "checkpoint_uri",
-                        "vpc", "learning_rate", "epochs", "save_steps", "spot_discount_limit")
-RENDER_EXTRA = ("model", "config", "gpu", "instance_type", "tokens", "spot", "plan", "pick", "target")
-
-
-def render_from_options(values: Mapping[str, Any]) -> Any:
-    """``render`` from a mapping (``POST /api/render``): a ``plan`` (one plan of ``plan --json``, or the whole
-    document with ``pick``), or the model and workload options with ``gpu`` / ``instance_type`` (and ``tokens``,
-    ``spot``) as ``trainfit render MODEL ...``; job options as RenderOptions fields; ``target`` (default all)."""
-    from trainfit import inputs
-    from trainfit.launch import RenderOptions
-    from trainfit.options import parse_options, workload_from_values
-    from trainfit.plan.types import plans_from_document
-
-    target = values.get("target") or "all"
-    if isinstance(target, (list, tuple)):
-        target = ",".join(str(t) for t in target)
-    if not isinstance(target, str) or len(target) > 500:
-        raise inputs._bad("target", target, "must be a comma-separated list of targets", "e.g. all or deepspeed,dlc")
-    ro = {k: values[k] for k in RENDER_OPTION_FIELDS if values.get(k) is not None}
-    if "vpc" in ro and not (isinstance(ro["vpc"], Mapping) and all(isinstance(v, str) for v in ro["vpc"].values())):
-        raise inputs._bad("vpc", ro["vpc"], "must be an object of strings",
-                          'e.g. {"VpcId": "vpc-x", "SwitchId": "vsw-x", "SecurityGroupId": "sg-x"}')
-    if "vpc" in ro:
-        ro["vpc"] = dict(ro["vpc"])
-    options = RenderOptions(**ro)
-    doc = values.get("plan")
-    if doc is not None:
-        inputs.check_depth(doc, what="plan", error=PlanFileError)
-        plans = plans_from_document(doc, where="plan")
-        pick = inputs.as_int("pick", values.get("pick", 1), lo=1, hi=len(plans))
-        plan = plans[pick - 1]
-    else:
-        wl_vals = parse_options(values, allowed_extra=RENDER_EXTRA + RENDER_OPTION_FIELDS)
-        model = resolve_model(_opt_str(values, "model"), config=_config_value(values))
-        gpu, it, tokens = values.get("gpu"), values.get("instance_type"), values.get("tokens")
-        plan = plan_for(model, workload_from_values(wl_vals),
-                        gpu=None if gpu in (None, "") else inputs.as_ident("gpu", gpu, "gpu"),
-                        instance_type=None if it in (None, "") else inputs.as_ident("instance_type", it, "instance_type"),
-                        tokens=None if tokens in (None, "") else float(inputs.as_count("tokens", tokens)),
-                        spot=inputs.as_bool("spot", values.get("spot", False)), region=options.region)
-    return render_plan(plan, options, target)
-
-
-def rendered_files(result: Any) -> dict[str, str]:
-    """File name -> text of what ``render --out DIR`` writes (the job files and README.md)."""
-    from trainfit.launch import readme
-
-    return {**result.files, "README.md": readme(result)}
-
-
-#: Largest uploaded job file (the same limit as ``trainfit check`` reading a file).
-MAX_CHECK_UPLOAD_BYTES = 2 * 2**20
-
-
-def check_upload(filename: str, data: bytes, *, region: str | None = None, gpu: str | None = None,
-                 instance_type: str | None = None) -> Any:
-    """:func:`check_file` on uploaded bytes: written to a private temporary folder under their base name (the
-    file kind is told by name and content), checked, and reported under ``filename``."""
-    import dataclasses
-    import os
-    import tempfile
-
-    from trainfit import inputs
-    from trainfit.errors import CheckInputError
-
-    base = os.path.basename(str(filename or "").replace("\\", "/")) or "job"
-    base = inputs.as_ident("file", base, "job_name")
-    if len(data) > MAX_CHECK_UPLOAD_BYTES:
-        raise CheckInputError(f"{base} is {len(data):,} bytes, over the {MAX_CHECK_UPLOAD_BYTES:,}-byte limit",
-                              fix="upload the job file itself")
-    with tempfile.TemporaryDirectory(prefix="trainfit-check-") as d:
-        p = Path(d) / base
-        tmp = str(p)
-
-        def clean(text: str) -> str:
-            return text.replace(tmp, base).replace(d, ".")
-
-        p.write_bytes(data)
-        try:
-            res = check_file(p, region=region or None, gpu=gpu or None, instance_type=instance_type or None)
-        except TrainfitError as e:  # report the upload's name, never the server's temporary path
-            e.message = clean(e.message)
-            e.fix = clean(e.fix) if e.fix else e.fix
-            e.args = (e.message,)
-            if getattr(e, "field", None) is None and e.code == "bad-check-input":
-                e.field = "file"  # type: ignore[attr-defined]
-            raise
-
-    return dataclasses.replace(
-        res, path=base, notes=tuple(clean(n) for n in res.notes),
-        violations=tuple(dataclasses.replace(v, message=clean(v.message), fix=clean(v.fix)) for v in res.violations))
-
-
-def model_rows() -> list[dict[str, Any]]:
-    """The bundled registry as ``trainfit models --json`` prints it."""
-    from trainfit.models import get_model, model_names
-
-    out = []
-    for name in model_names():
-        m = get_model(name)
-        out.append({
-            "name": name, "hf_id": f"Qwen/{name}", "model_type": m.model_type, "arch": m.arch,
-            "layers": m.num_layers, "hidden_size": m.hidden_size, "heads": m.num_heads, "kv_heads": m.num_kv_heads,
-            "experts": m.num_experts, "experts_per_token": m.experts_per_token,
-            "max_position_embeddings": m.max_position_embeddings, "tie_word_embeddings": m.tie_word_embeddings,
-            "params_total": m.total_params, "params_active": m.active_params,
-            "params_embedding": m.embedding_params, "largest_tensor": m.largest_tensor_params,
-            "source": m.source,
-        })
-    return out
-
-
-def option_specs() -> dict[str, list[dict[str, Any]]]:
-    """The option table (name, CLI flag, group, default, choices, help) for forms and docs."""
-    from trainfit.options import PLAN_OPTIONS, WORKLOAD_OPTIONS
-
-    def spec(o: Any) -> dict[str, Any]:
-        return {"name": o.name, "flag": o.cli_flag, "group": o.group, "default": json_ready(o.default),
-                "choices": None if o.choices is None else list(o.choices), "help": o.help}
-
-    return {"workload": [spec(o) for o in WORKLOAD_OPTIONS], "plan": [spec(o) for o in PLAN_OPTIONS]}
-
-
-#: The request field an error is about, by error code (input-gate errors carry their own ``field``).
-ERROR_FIELDS = {"unknown-model": "model", "bad-model-config": "config", "unknown-gpu": "gpu",
-                "bad-plan-file": "plan", "bad-check-input": "file"}
-
-
-def error_field(err: Exception) -> str | None:
-    """The field to point at for ``err`` (a web form highlights it)."""
-    return getattr(err, "field", None) or ERROR_FIELDS.get(getattr(err, "code", ""))
-
-
-def error_fix(err: Exception) -> str | None:
-    """The fix to show for ``err``: its own, else the option table's help of the field at fault (what the value
-    must be), so a web form always says how to correct a field."""
-    fix = getattr(err, "fix", None)
-    if fix:
-        return fix
-    field = error_field(err)
-    if field:
-        from trainfit.options import PLAN_OPTIONS, WORKLOAD_OPTIONS
-
-        for o in WORKLOAD_OPTIONS + PLAN_OPTIONS:
-            if o.name == field and o.help:
-                return f"{o.name}: {o.help}"
-        return f"correct {field} (the API docs at /docs list each field)"
-    return None
+# In trainfit.service_web; re-exported here so ``trainfit.service.X`` and ``from trainfit.service import X`` keep
+# working (imported last: service_web imports this module's functions inside its own).
+from trainfit.service_web import (ERROR_FIELDS, MAX_CHECK_UPLOAD_BYTES, PLAN_EXTRA, RENDER_EXTRA,  # noqa: E402,F401
+                                  RENDER_OPTION_FIELDS, _config_value, _opt_str, check_upload, error_field, error_fix,
+                                  json_ready, memory_from_request, model_rows, option_specs, plan_from_options,
+                                  render_from_options, rendered_files)

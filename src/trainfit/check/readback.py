@@ -38,20 +38,11 @@ def _model_name(f: JobFacts) -> str | None:
     return plan.get("model") if isinstance(plan.get("model"), str) else None
 
 
-def read_workload(f: JobFacts, o: Any) -> Readback | Any | None:
-    """A :class:`Readback`, a Violation when the settings cannot be modelled, or None when the file says nothing
-    about training (no model, or a model outside the registry)."""
-    from trainfit.check.rules import INFO, WARNING, Violation, _catalog_instance, _gpus_per_node
-    from trainfit.estimate.fit import decide_fit
-    from trainfit.estimate.memory import estimate_memory
-    from trainfit.launch._common import swift_workload
-    from trainfit.launch.deepspeed import strategy_from_config
-    from trainfit.launch.llamafactory import llamafactory_workload
-    from trainfit.models import get_model
-    from trainfit.workload import Workload
-
-    plan = f.header.get("plan") if isinstance(f.header.get("plan"), dict) else {}
+def _resolve_model(f: JobFacts, plan: dict) -> Any | None:
+    """The registry model the file trains, or None (an RL launch, no model, a model outside the registry, or a
+    file with neither an engine, a DeepSpeed config nor a trainfit header)."""
     from trainfit.check.rules import _rl_text
+    from trainfit.models import get_model
 
     if plan.get("rl") or _rl_text(f) is not None:
         return None  # an RL launch: sized per phase by rule_rl
@@ -64,6 +55,17 @@ def read_workload(f: JobFacts, o: Any) -> Readback | Any | None:
         return None  # a local path or another family: nothing to model
     if not f.engine and not f.ds_config and not plan:
         return None
+    return model
+
+
+def _workload_kwargs(f: JobFacts, o: Any, plan: dict, model: Any) -> tuple[dict[str, Any], list[str], int]:
+    """Workload keyword arguments: the header's workload, overridden by what the file states (launcher, engine
+    arguments, DeepSpeed config); with the assumptions made and the GPUs per node."""
+    from trainfit.check.rules import _gpus_per_node
+    from trainfit.launch._common import swift_workload
+    from trainfit.launch.deepspeed import strategy_from_config
+    from trainfit.launch.llamafactory import llamafactory_workload
+
     kw: dict[str, Any] = {}
     assumed: list[str] = []
     base = plan.get("workload") if isinstance(plan.get("workload"), dict) else None
@@ -86,14 +88,15 @@ def read_workload(f: JobFacts, o: Any) -> Readback | Any | None:
             and f.engine != "megatron":
         assumed.append("DeepSpeed config not found beside the file: ZeRO stage taken from the trainfit header")
     kw["gpus"], kw["gpus_per_node"] = gpus, gpn
-    try:
-        wl = Workload(**kw)
-        est = estimate_memory(model, wl)
-    except (TrainfitError, TypeError) as e:
-        msg = getattr(e, "message", str(e))
-        return Violation(rule="memory-fit", severity=WARNING,
-                         message=f"the training settings could not be modelled: {msg}",
-                         fix=getattr(e, "fix", None) or "check the parallel sizes against the GPU count")
+    return kw, assumed, gpn
+
+
+def _resolve_gpu(f: JobFacts, o: Any, plan: dict) -> tuple[Any, Any]:
+    """(GPU record, catalog instance or None): the GPU from the options, the file, its instance type or the
+    header. The record is None when nothing names a GPU, or a Violation when its memory is unknown."""
+    from trainfit.catalog.gpus import get_gpu
+    from trainfit.check.rules import INFO, Violation, _catalog_instance
+
     gpu = o.gpu or f.gpu
     inst = None
     for it in [o.instance_type, *f.instance_types, plan.get("instance_type")]:
@@ -105,9 +108,7 @@ def read_workload(f: JobFacts, o: Any) -> Readback | Any | None:
         gpu = inst.gpu
     gpu = gpu or plan.get("gpu")
     if not gpu:
-        return None
-    from trainfit.catalog.gpus import get_gpu
-
+        return None, inst
     try:
         g = get_gpu(gpu)
     except TrainfitError:
@@ -116,11 +117,38 @@ def read_workload(f: JobFacts, o: Any) -> Readback | Any | None:
         else:
             return Violation(rule="memory-fit", severity=INFO,
                              message=f"GPU {gpu} is not in the catalog, so the fit was not checked",
-                             fix="pass --gpu NAME (e.g. H800) or add the GPU to your catalog overlay")
+                             fix="pass --gpu NAME (e.g. H800) or add the GPU to your catalog overlay"), inst
     if g.usable_mem_gib is None:
         return Violation(rule="memory-fit", severity=INFO,
                          message=f"GPU {g.name}'s memory is not in the catalog, so the fit was not checked",
-                         fix="pass --gpu NAME (e.g. H800) or add the GPU to your catalog overlay")
+                         fix="pass --gpu NAME (e.g. H800) or add the GPU to your catalog overlay"), inst
+    return g, inst
+
+
+def read_workload(f: JobFacts, o: Any) -> Readback | Any | None:
+    """A :class:`Readback`, a Violation when the settings cannot be modelled, or None when the file says nothing
+    about training (no model, or a model outside the registry)."""
+    from trainfit.check.rules import WARNING, Violation
+    from trainfit.estimate.fit import decide_fit
+    from trainfit.estimate.memory import estimate_memory
+    from trainfit.workload import Workload
+
+    plan = f.header.get("plan") if isinstance(f.header.get("plan"), dict) else {}
+    model = _resolve_model(f, plan)
+    if model is None:
+        return None
+    kw, assumed, gpn = _workload_kwargs(f, o, plan, model)
+    try:
+        wl = Workload(**kw)
+        est = estimate_memory(model, wl)
+    except (TrainfitError, TypeError) as e:
+        msg = getattr(e, "message", str(e))
+        return Violation(rule="memory-fit", severity=WARNING,
+                         message=f"the training settings could not be modelled: {msg}",
+                         fix=getattr(e, "fix", None) or "check the parallel sizes against the GPU count")
+    g, inst = _resolve_gpu(f, o, plan)
+    if g is None or isinstance(g, Violation):
+        return g
     decision = decide_fit(est, usable_gib=g.usable_mem_gib, gpus_per_node=gpn,
                           host_ram_gib=getattr(inst, "ram_gib", None))
     planned = plan.get("reserved_gib") if isinstance(plan.get("reserved_gib"), (int, float)) else None

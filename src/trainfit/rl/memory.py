@@ -173,26 +173,63 @@ def _policy_weight_bytes(model: ModelShape) -> float:
     return model.total_params * 2.0
 
 
-def estimate_rl_memory(model: ModelShape, workload: Workload, rl: RLConfig, gpu_mem_gib: float, *,
-                       strict: bool = True, host_ram_gib: float | None = None,
-                       margin: float | None = None) -> RLMemoryEstimate:
-    """Per-GPU memory of ``rl`` around the policy update ``workload`` on GPUs with ``gpu_mem_gib`` usable.
+@dataclass(frozen=True, kw_only=True)
+class _Trainer:
+    """The policy update and what the trainer keeps beside it (bytes per GPU unless named ``_gib``)."""
 
-    With ``strict`` (the default) a KV pool that cannot hold one full sequence raises
-    :class:`~trainfit.errors.RolloutMemoryError` with a fix; without it the estimate reports ``fits=False``.
-    ``margin``: the safety margin of the fit decision (None = its default).
-    """
+    wl: Workload
+    """The policy update's workload at the RL sequence length (DPO: doubled micro-batch)."""
+    train: object
+    """Its :class:`~trainfit.estimate.memory.MemoryEstimate`."""
+    states_gib: dict
+    """:func:`~trainfit.estimate.memory.model_state_gib` of ``wl``."""
+    states_b: float
+    """Trainer weights + optimizer states."""
+    ref_b: float
+    """Reference weights per GPU (0 without a reference or with PEFT)."""
+    ref_gpu_b: float
+    """Reference weights resident on the GPU (0 when offloaded)."""
+    critic_b: float
+    """Critic weights + optimizer states (0 without a critic)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Engine:
+    """The rollout engine's share of one GPU (bytes; zeros / None without a rollout)."""
+
+    per_tok: int
+    """KV bytes per token per GPU."""
+    fixed: int
+    """Fixed per-sequence state per GPU (linear attention)."""
+    seq_b: float
+    """KV bytes of one prompt + response sequence (whole KV blocks)."""
+    weights_b: float
+    overhead_b: float
+    budget_b: float
+    """``rollout_util`` x GPU memory."""
+    pool_b: float | None
+    """Budget left for the KV cache (None without a rollout)."""
+    max_seqs: int | None
+    """Sequences the pool holds at once (None without a rollout)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Residual:
+    """What the trainer leaves on each GPU while a colocated engine generates (bytes)."""
+
+    states_b: float
+    ref_b: float
+    critic_b: float
+    total_b: float
+    """CUDA context + the three above."""
+
+
+def _train_phase(model: ModelShape, workload: Workload, rl: RLConfig, assumptions: list[str]) -> _Trainer:
+    """The policy update at prompt + response length, the reference model and the critic."""
     from trainfit.estimate.memory import estimate_memory, model_state_gib
 
-    if gpu_mem_gib is None or gpu_mem_gib <= 0:
-        raise RolloutMemoryError("RL sizing needs the GPU's memory (the engine's budget is a fraction of it)",
-                                 fix="pass --gpu NAME or --gpu-mem GIB")
-    mem = float(gpu_mem_gib) * GIB
-    assumptions: list[str] = []
-    warnings: list[str] = []
-    dpo = rl.algo == "dpo"
     wl = workload.with_(seq_len=rl.seq_len) if workload.seq_len != rl.seq_len else workload
-    if dpo:  # chosen and rejected are concatenated into one batch
+    if rl.algo == "dpo":  # chosen and rejected are concatenated into one batch
         wl = wl._with_batch(workload.micro_batch * 2)
         assumptions.append("DPO: chosen and rejected sequences in one micro-batch (2 x micro_batch)")
     train = estimate_memory(model, wl)
@@ -218,10 +255,16 @@ def estimate_rl_memory(model: ModelShape, workload: Workload, rl: RLConfig, gpu_
     if rl.has_critic:
         assumptions.append("critic: initialised from the policy (same shapes, method and sharding); its weights "
                            "and optimizer states stay on the GPU while the actor updates, and vice versa")
+    return _Trainer(wl=wl, train=train, states_gib=states, states_b=trainer_states, ref_b=ref_b, ref_gpu_b=ref_gpu,
+                    critic_b=critic_b)
 
+
+def _rollout_phase(model: ModelShape, rl: RLConfig, gpu_mem_gib: float, *, strict: bool,
+                   assumptions: list[str], warnings: list[str]) -> _Engine:
+    """The engine's weights, overhead and KV pool inside its utilisation budget; raises
+    :class:`~trainfit.errors.RolloutMemoryError` under ``strict`` when the pool holds no sequence."""
+    mem = float(gpu_mem_gib) * GIB
     per_tok, fixed, seq_b = _seq_kv_bytes(model, rl)
-    terms: dict[str, dict[str, float]] = {}
-    ctx = CUDA_CONTEXT_GIB * GIB
     eng_w = engine_weight_bytes(model, rl.rollout_tp) if rl.has_rollout else 0.0
     ov = engine_overhead_bytes(model, rl) if rl.has_rollout else {}
     eng_ov = sum(ov.values())
@@ -251,77 +294,101 @@ def estimate_rl_memory(model: ModelShape, workload: Workload, rl: RLConfig, gpu_
                            "profiling pass counted inside the utilisation budget (not measured)")
         if model.n_linear_attention_layers:
             assumptions.append("Qwen3-Next linear-attention state per sequence in bf16 (conv + recurrent state)")
+    return _Engine(per_tok=per_tok, fixed=fixed, seq_b=seq_b, weights_b=eng_w, overhead_b=eng_ov, budget_b=budget,
+                   pool_b=pool, max_seqs=max_seqs)
 
-    # trainer residual while the engine generates (colocated)
+
+def _trainer_residual(rl: RLConfig, tr: _Trainer, assumptions: list[str]) -> _Residual:
+    """What the trainer leaves on the GPU while a colocated engine generates."""
     if rl.trainer_offload:
         resid_states = 0.0
         assumptions.append("trainer weights and optimizer states offloaded to host RAM during rollout")
     else:
-        resid_states = trainer_states
-    resid_ref = 0.0 if (rl.trainer_offload or rl.ref_offload) else ref_b
-    resid_critic = 0.0 if rl.trainer_offload else critic_b
-    residual = ctx + resid_states + resid_ref + resid_critic
+        resid_states = tr.states_b
+    resid_ref = 0.0 if (rl.trainer_offload or rl.ref_offload) else tr.ref_b
+    resid_critic = 0.0 if rl.trainer_offload else tr.critic_b
+    total = CUDA_CONTEXT_GIB * GIB + resid_states + resid_ref + resid_critic
+    return _Residual(states_b=resid_states, ref_b=resid_ref, critic_b=resid_critic, total_b=total)
 
-    # bucket gathered per weight-sync transfer: one decoder layer (ZeRO-3/FSDP gather, or a LoRA merge) or the
-    # framework's bucket, whichever is larger
-    bucket = max(rl.sync_bucket_mb * 2**20, model.max_layer_params * 2.0) if rl.has_rollout else 0.0
 
+def _sync_bucket_bytes(model: ModelShape, rl: RLConfig) -> float:
+    """Bucket gathered per weight-sync transfer: one decoder layer (ZeRO-3/FSDP gather, or a LoRA merge) or the
+    framework's bucket, whichever is larger."""
+    return max(rl.sync_bucket_mb * 2**20, model.max_layer_params * 2.0) if rl.has_rollout else 0.0
+
+
+def _phase_terms(rl: RLConfig, tr: _Trainer, eng: _Engine, res: _Residual, bucket: float, gpu_mem_gib: float, *,
+                 assumptions: list[str], warnings: list[str]) -> tuple[dict[str, dict[str, float]], dict[str, float]]:
+    """What makes up the rollout, train and sync phases (GiB), and each phase's sum."""
+    terms: dict[str, dict[str, float]] = {}
     phases: dict[str, float] = {}
+    train, states, ref_gpu, critic_b = tr.train, tr.states_gib, tr.ref_gpu_b, tr.critic_b
     if not rl.has_rollout:
         phases["rollout"] = 0.0
         phases["sync"] = 0.0
         terms["train"] = {"policy_update": train.reserved_gib, "reference": ref_gpu / GIB}
         phases["train"] = train.reserved_gib + ref_gpu / GIB
+        return terms, phases
+    eng_w, eng_ov, pool, budget = eng.weights_b, eng.overhead_b, eng.pool_b, eng.budget_b
+    if rl.colocate:
+        terms["rollout"] = {"engine_weights": eng_w / GIB, "engine_overhead": eng_ov / GIB,
+                            "kv_pool": max(pool, 0.0) / GIB, "trainer_states": res.states_b / GIB,
+                            "reference": res.ref_b / GIB, "critic": res.critic_b / GIB, "cuda_context": CUDA_CONTEXT_GIB}
+        sleeping = ENGINE_CUDA_GRAPH_GIB * GIB if rl.engine_sleep else budget
+        if not rl.engine_sleep:
+            warnings.append("colocated engine without sleep/free_cache: its whole budget "
+                            f"({budget / GIB:.1f} GiB) stays allocated while the trainer runs")
+        terms["train"] = {"policy_update": train.reserved_gib, "reference": ref_gpu / GIB,
+                          "critic": critic_b / GIB, "engine_asleep": sleeping / GIB}
+        woken = eng_w + ENGINE_CUDA_GRAPH_GIB * GIB
+        terms["sync"] = {"engine_weights": woken / GIB, "bucket": bucket / GIB,
+                         "trainer_weights": states["weights"],
+                         "trainer_optimizer": 0.0 if rl.trainer_offload else states["optimizer"],
+                         "reference": res.ref_b / GIB, "critic": res.critic_b / GIB, "cuda_context": CUDA_CONTEXT_GIB}
     else:
-        if rl.colocate:
-            terms["rollout"] = {"engine_weights": eng_w / GIB, "engine_overhead": eng_ov / GIB,
-                                "kv_pool": max(pool, 0.0) / GIB, "trainer_states": resid_states / GIB,
-                                "reference": resid_ref / GIB, "critic": resid_critic / GIB, "cuda_context": CUDA_CONTEXT_GIB}
-            sleeping = ENGINE_CUDA_GRAPH_GIB * GIB if rl.engine_sleep else budget
-            if not rl.engine_sleep:
-                warnings.append("colocated engine without sleep/free_cache: its whole budget "
-                                f"({budget / GIB:.1f} GiB) stays allocated while the trainer runs")
-            terms["train"] = {"policy_update": train.reserved_gib, "reference": ref_gpu / GIB,
-                              "critic": critic_b / GIB, "engine_asleep": sleeping / GIB}
-            woken = eng_w + ENGINE_CUDA_GRAPH_GIB * GIB
-            terms["sync"] = {"engine_weights": woken / GIB, "bucket": bucket / GIB,
-                             "trainer_weights": states["weights"],
-                             "trainer_optimizer": 0.0 if rl.trainer_offload else states["optimizer"],
-                             "reference": resid_ref / GIB, "critic": resid_critic / GIB, "cuda_context": CUDA_CONTEXT_GIB}
-        else:
-            terms["rollout"] = {"engine_weights": eng_w / GIB, "engine_overhead": eng_ov / GIB,
-                                "kv_pool": max(pool, 0.0) / GIB, "cuda_context": CUDA_CONTEXT_GIB}
-            terms["train"] = {"policy_update": train.reserved_gib, "reference": ref_gpu / GIB,
-                              "critic": critic_b / GIB}
-            terms["sync"] = {"bucket": bucket / GIB, "trainer_weights": states["weights"],
-                             "trainer_optimizer": states["optimizer"], "reference": ref_gpu / GIB,
-                             "critic": critic_b / GIB, "cuda_context": CUDA_CONTEXT_GIB}
-            assumptions.append("engine on GPUs of its own (not colocated): the rollout phase is the engine GPUs' "
-                               "memory, train and sync the trainer GPUs'")
-        for p in RL_PHASES:
-            phases[p] = sum(terms[p].values())
-        if rl.colocate and not rl.trainer_offload:
-            free_for_engine = mem - residual
-            if budget > free_for_engine:
-                warnings.append(f"rollout utilisation {rl.rollout_util:g} asks for {budget / GIB:.1f} GiB but only "
-                                f"{free_for_engine / GIB:.1f} GiB are free beside the trainer's residual "
-                                f"({residual / GIB:.1f} GiB)")
-    binding = max(RL_PHASES, key=lambda p: phases[p])
-    peak = phases[binding]
-    # host RAM per node
-    procs = min(wl.gpus, wl.gpus_per_node)
+        terms["rollout"] = {"engine_weights": eng_w / GIB, "engine_overhead": eng_ov / GIB,
+                            "kv_pool": max(pool, 0.0) / GIB, "cuda_context": CUDA_CONTEXT_GIB}
+        terms["train"] = {"policy_update": train.reserved_gib, "reference": ref_gpu / GIB,
+                          "critic": critic_b / GIB}
+        terms["sync"] = {"bucket": bucket / GIB, "trainer_weights": states["weights"],
+                         "trainer_optimizer": states["optimizer"], "reference": ref_gpu / GIB,
+                         "critic": critic_b / GIB, "cuda_context": CUDA_CONTEXT_GIB}
+        assumptions.append("engine on GPUs of its own (not colocated): the rollout phase is the engine GPUs' "
+                           "memory, train and sync the trainer GPUs'")
+    for p in RL_PHASES:
+        phases[p] = sum(terms[p].values())
+    if rl.colocate and not rl.trainer_offload:
+        free_for_engine = float(gpu_mem_gib) * GIB - res.total_b
+        if budget > free_for_engine:
+            warnings.append(f"rollout utilisation {rl.rollout_util:g} asks for {budget / GIB:.1f} GiB but only "
+                            f"{free_for_engine / GIB:.1f} GiB are free beside the trainer's residual "
+                            f"({res.total_b / GIB:.1f} GiB)")
+    return terms, phases
+
+
+def _host_ram_gib(rl: RLConfig, tr: _Trainer, eng: _Engine, procs: int, warnings: list[str]) -> float:
+    """Host RAM per node: the training estimate's + sleeping engine weights + offloaded trainer/reference
+    (and the unfused-logits warning of long responses)."""
+    wl, train = tr.wl, tr.train
     host = train.host_ram_gib
     if rl.has_rollout and rl.engine_sleep:
-        host += eng_w / GIB * procs
+        host += eng.weights_b / GIB * procs
     if rl.trainer_offload and wl.offload == "none":
-        host += trainer_states / GIB * procs
+        host += tr.states_b / GIB * procs
     if rl.ref_offload:
-        host += ref_b / GIB * procs
+        host += tr.ref_b / GIB * procs
     if rl.algo != "dpo" and wl.loss == "standard" and rl.response_len >= 8192:
         logits = train.breakdown_gib.get("logits_loss", 0.0)
         warnings.append(f"unfused logits at {rl.response_len}-token responses ({logits:.1f} GiB of fp32 logits at "
                         "the peak): use fused/chunked log-probs (--loss fused; verl use_fused_kernels)")
-    # the one fit decision (estimate/fit.py) on the binding phase's peak and the RL host RAM
+    return host
+
+
+def _fit_decision(rl: RLConfig, train: object, eng: _Engine, peak: float, host: float, binding: str, *,
+                  gpu_mem_gib: float, procs: int, host_ram_gib: float | None,
+                  margin: float | None) -> tuple[dict, str]:
+    """The one fit decision (estimate/fit.py) on the binding phase's peak and the RL host RAM, as a dict and
+    its verdict (``oom`` also when the KV pool holds no sequence)."""
     from dataclasses import replace as _replace
 
     from trainfit.estimate.fit import decide_fit
@@ -331,17 +398,46 @@ def estimate_rl_memory(model: ModelShape, workload: Workload, rl: RLConfig, gpu_
                      **({} if margin is None else {"margin": margin}))
     fit = dec.to_dict()
     verdict = dec.verdict
-    if max_seqs is not None and max_seqs < 1:
+    if eng.max_seqs is not None and eng.max_seqs < 1:
         verdict = fit["verdict"] = fit["gpu_verdict"] = "oom"
         fit["reasons"] = list(fit["reasons"]) + [f"the KV pool holds no {rl.seq_len}-token sequence"]
     fit["binding_phase"] = binding
+    return fit, verdict
+
+
+def estimate_rl_memory(model: ModelShape, workload: Workload, rl: RLConfig, gpu_mem_gib: float, *,
+                       strict: bool = True, host_ram_gib: float | None = None,
+                       margin: float | None = None) -> RLMemoryEstimate:
+    """Per-GPU memory of ``rl`` around the policy update ``workload`` on GPUs with ``gpu_mem_gib`` usable.
+
+    With ``strict`` (the default) a KV pool that cannot hold one full sequence raises
+    :class:`~trainfit.errors.RolloutMemoryError` with a fix; without it the estimate reports ``fits=False``.
+    ``margin``: the safety margin of the fit decision (None = its default).
+    """
+    if gpu_mem_gib is None or gpu_mem_gib <= 0:
+        raise RolloutMemoryError("RL sizing needs the GPU's memory (the engine's budget is a fraction of it)",
+                                 fix="pass --gpu NAME or --gpu-mem GIB")
+    assumptions: list[str] = []
+    warnings: list[str] = []
+    tr = _train_phase(model, workload, rl, assumptions)
+    eng = _rollout_phase(model, rl, gpu_mem_gib, strict=strict, assumptions=assumptions, warnings=warnings)
+    res = _trainer_residual(rl, tr, assumptions)
+    bucket = _sync_bucket_bytes(model, rl)
+    terms, phases = _phase_terms(rl, tr, eng, res, bucket, gpu_mem_gib, assumptions=assumptions, warnings=warnings)
+    binding = max(RL_PHASES, key=lambda p: phases[p])
+    peak = phases[binding]
+    procs = min(tr.wl.gpus, tr.wl.gpus_per_node)
+    host = _host_ram_gib(rl, tr, eng, procs, warnings)
+    fit, verdict = _fit_decision(rl, tr.train, eng, peak, host, binding, gpu_mem_gib=gpu_mem_gib, procs=procs,
+                                 host_ram_gib=host_ram_gib, margin=margin)
+    pool = eng.pool_b
     return RLMemoryEstimate(
         model=model.name, algo=rl.algo, gpu_mem_gib=float(gpu_mem_gib), phases_gib=phases, binding_phase=binding,
         peak_gib=peak, fits=verdict == "fits", verdict=verdict, fit=fit,
         headroom_gib=float(gpu_mem_gib) - peak,
         kv_pool_gib=None if pool is None else max(pool, 0.0) / GIB,
-        kv_bytes_per_token=per_tok, kv_fixed_bytes_per_seq=fixed, kv_gib_per_seq=seq_b / GIB,
-        max_concurrent_seqs=max_seqs, engine_weights_gib=eng_w / GIB, engine_overhead_gib=eng_ov / GIB,
-        trainer_residual_gib=residual / GIB, ref_gib=ref_b / GIB, critic_gib=critic_b / GIB,
-        sync_bucket_gib=bucket / GIB, host_ram_gib=host, terms_gib=terms, train=train,
-        assumptions=tuple(assumptions), warnings=tuple(warnings))
+        kv_bytes_per_token=eng.per_tok, kv_fixed_bytes_per_seq=eng.fixed, kv_gib_per_seq=eng.seq_b / GIB,
+        max_concurrent_seqs=eng.max_seqs, engine_weights_gib=eng.weights_b / GIB,
+        engine_overhead_gib=eng.overhead_b / GIB, trainer_residual_gib=res.total_b / GIB, ref_gib=tr.ref_b / GIB,
+        critic_gib=tr.critic_b / GIB, sync_bucket_gib=bucket / GIB, host_ram_gib=host, terms_gib=terms,
+        train=tr.train, assumptions=tuple(assumptions), warnings=tuple(warnings))

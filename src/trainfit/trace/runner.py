@@ -89,6 +89,191 @@ def _require() -> tuple[Any, Any, Any]:
 
 
 # ---------------------------------------------------------------------------------------------- loop
+class _Progress:
+    """Calls ``progress(desc, done, total)`` once per unit of work (1 build + 3 per step)."""
+
+    def __init__(self, progress: Callable[[str, int, int], None] | None, steps: int) -> None:
+        self.progress = progress
+        self.total = 1 + steps * 3
+        self.done = 0
+
+    def tick(self, desc: str) -> None:
+        if self.progress is not None:
+            self.progress(desc, self.done, self.total)
+        self.done += 1
+
+    def finish(self) -> None:
+        if self.progress is not None:
+            self.progress("done", self.total, self.total)
+
+
+def _trace_notes(shape: ModelShape, w: Workload) -> tuple[str, list[str]]:
+    """The attention implementation the trace runs and the notes on what it approximates."""
+    notes: list[str] = []
+    attn = w.attention
+    if attn == "flash":
+        attn = "sdpa"
+        notes.append("attention flash traced as sdpa: the CPU SDPA kernel (_scaled_dot_product_flash_attention_for_cpu) "
+                     "saves out + logsumexp for backward, as flash-attention does")
+    if w.precision == "amp-bf16":
+        notes.append("amp-bf16: fp32 params/grads/states, CPU autocast(bf16) around forward+loss; CPU and CUDA "
+                     "autocast op lists differ slightly")
+    if w.method == "lora":
+        notes.append("LoRA adapters are fp32 (PEFT autocast_adapter_dtype=True default), dropout 0")
+    if shape.arch == "next":
+        notes.append("Gated DeltaNet layers traced with transformers' torch fallbacks (chunk_gated_delta_rule, "
+                     "causal_conv1d); the fla / causal-conv1d CUDA kernels save different tensors")
+    if w.strategy in ("ddp",) and w.gpus > 1:
+        notes.append("ddp: rank view without DDP gradient buckets (DDP adds ~1 bucket set, 25 MiB default)")
+    return attn, notes
+
+
+def _quiet(stack: contextlib.ExitStack) -> None:
+    """Silence library warnings and transformers logging, and apply the trace patches, until ``stack`` closes."""
+    from trainfit.trace import patches
+
+    stack.enter_context(warnings.catch_warnings())
+    warnings.simplefilter("ignore", FutureWarning)
+    warnings.simplefilter("ignore", DeprecationWarning)
+    warnings.filterwarnings("ignore", category=UserWarning)
+    warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"peft\.")
+    from transformers.utils import logging as tlog
+
+    old_verbosity = tlog.get_verbosity()
+    tlog.set_verbosity_error()
+    stack.callback(tlog.set_verbosity, old_verbosity)
+    stack.enter_context(patches.unpacked_sequences())
+    stack.enter_context(patches.peft_fake_moves())
+
+
+def _build_and_wrap(shape: ModelShape, w: Workload, peft: Any, notes: list[str], *, dtype: Any, attn: str,
+                    fake: bool, init_weights: bool) -> Any:
+    """The model in train mode with the method (LoRA / freeze) and activation checkpointing applied."""
+    from trainfit.trace.hf_build import build_model
+
+    model = build_model(shape, dtype=dtype, attn_implementation=attn, init_weights=init_weights)
+    if shape.is_moe:
+        impl = getattr(model.config, "_experts_implementation", None)
+        if impl == "eager" and fake:
+            raise NotTraceableError(f"{shape.name}: the eager MoE experts loop uses nonzero() (data-dependent)")
+        if impl:
+            notes.append(f"MoE experts implementation: {impl}")
+    model.train()
+    model = _apply_method(model, shape, w, peft, notes)
+    if w.grad_ckpt:
+        m = model.get_base_model() if hasattr(model, "get_base_model") else model
+        if hasattr(m, "activation_checkpointing_enable"):
+            m.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+        else:  # pragma: no cover - older transformers
+            m.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        if w.method in ("lora", "freeze"):
+            m.enable_input_require_grads()
+    return model
+
+
+def _track(stack: contextlib.ExitStack, model: Any, shape: ModelShape, w: Workload, trainable: list,
+           fsdp_mod: Any, *, rounding: bool) -> tuple[Any, dict[str, Any], list, int]:
+    """Enter the storage tracker, register the weights, the per-layer probe hooks and the gradient hooks.
+
+    ``fsdp_mod``: the :mod:`trainfit.trace.fsdp` module when the model is FSDP-sharded, else None.
+    Returns the tracker, the probe dict, the hook handles and the number of decoder layers."""
+    from trainfit.trace.tracker import StorageTracker
+
+    tokens = w.seq_len * w.micro_batch
+    tracker = StorageTracker(vocab_size=shape.vocab_size, tokens=tokens, rounding=rounding)
+    stack.enter_context(tracker)
+    if fsdp_mod is not None:
+        stack.enter_context(fsdp_mod.storage_resize_hooks(tracker))
+    for p in model.parameters():
+        tracker.track(p, "weights")
+    for b in model.buffers():
+        tracker.track(b, "weights")
+    if fsdp_mod is not None:
+        fsdp_mod.register_unsharded(model, tracker)
+
+    layers = _decoder_layers(model)
+    probe: dict[str, Any] = {"on": False, "pre": {}, "post": {}}
+    hooks = []
+    for i, layer in enumerate(layers):
+        hooks.append(layer.register_forward_pre_hook(_pre_hook(probe, tracker, i)))
+        hooks.append(layer.register_forward_hook(_post_hook(probe, tracker, i)))
+    for p in trainable:
+        if hasattr(p, "register_post_accumulate_grad_hook") and fsdp_mod is None:
+            p.register_post_accumulate_grad_hook(lambda q: tracker.set_category(q.grad, "gradients"))
+    return tracker, probe, hooks, len(layers)
+
+
+def _run_steps(torch: Any, model: Any, opt: Any, trainable: list, tracker: Any, probe: dict[str, Any],
+               shape: ModelShape, w: Workload, fsdp_mod: Any, *, steps: int, tick: Callable[[str], None]) -> list[float]:
+    """Run ``steps`` optimizer steps of ``w.grad_accum`` micro-batches each; the seconds of each step."""
+    autocast = (lambda: torch.autocast(device_type="cpu", dtype=torch.bfloat16)) \
+        if w.precision == "amp-bf16" else contextlib.nullcontext
+    V = shape.vocab_size
+    step_seconds: list[float] = []
+    for step in range(steps):
+        ts = time.perf_counter()
+        tracker.phase = "forward"
+        tracker.begin_step()
+        last = step == steps - 1
+        for micro in range(w.grad_accum):
+            tracker.phase = "forward"
+            if micro == 0:
+                tick(f"step {step + 1}/{steps}: forward")
+            probe["on"] = last and micro == 0
+            ids = torch.randint(0, V, (w.micro_batch, w.seq_len))
+            with autocast():
+                loss = model(input_ids=ids, labels=ids).loss
+                if w.grad_accum > 1:
+                    loss = loss / w.grad_accum
+            probe["on"] = False
+            del ids
+            tracker.mark("forward end")
+            tracker.phase = "backward"
+            if micro == 0:
+                tick(f"step {step + 1}/{steps}: backward")
+            loss.backward()
+            del loss
+            for p in trainable:
+                if p.grad is not None:
+                    tracker.set_category(p.grad, "gradients")
+            tracker.mark("backward end")
+        tracker.phase = "optimizer"
+        tick(f"step {step + 1}/{steps}: optimizer")
+        opt.step()
+        for st in opt.state.values():
+            for v in st.values():
+                if isinstance(v, torch.Tensor):
+                    tracker.set_category(v, "optimizer")
+        opt.zero_grad(set_to_none=True)
+        if fsdp_mod is not None:
+            fsdp_mod.register_unsharded(model, tracker)
+        tracker.mark("optimizer end")
+        step_seconds.append(time.perf_counter() - ts)
+    return step_seconds
+
+
+def _result(shape: ModelShape, w: Workload, summary: dict, history: list, *, params: dict[str, int],
+            elapsed: float, steps: int, step_seconds: list[float], per_layer: tuple[int, ...] | None,
+            notes: list[str], fake: bool) -> TraceResult:
+    return TraceResult(
+        model=shape.name,
+        workload=w.to_dict(),
+        tensor_peak_gib=summary["peak"] / GIB,
+        peak_bytes=int(summary["peak"]),
+        peak_phase=summary["peak_phase"] if summary["peak_phase"] != "setup" else "forward",
+        breakdown_gib={k: v / GIB for k, v in summary["breakdown"].items()},
+        params=params,
+        trace_seconds=elapsed,
+        steps=steps,
+        step_peaks_gib=tuple(h["peak"] / GIB for h in history),
+        step_seconds=tuple(step_seconds),
+        per_layer_activation_bytes=per_layer,
+        versions=versions(),
+        notes=tuple(notes),
+        fake=fake,
+    )
+
+
 def run_trace(
     shape: ModelShape,
     w: Workload,
@@ -113,182 +298,49 @@ def run_trace(
     torch, transformers, peft = _require()
     from torch._subclasses.fake_tensor import FakeTensorMode
 
-    from trainfit.trace import patches
-    from trainfit.trace.hf_build import build_model
-    from trainfit.trace.tracker import StorageTracker
+    # imported here, before FakeTensorMode is entered (as the helpers below import them again)
+    from trainfit.trace import hf_build, patches, tracker as _tracker_module  # noqa: F401
 
-    total_units = 1 + steps * 3
-    done = 0
-
-    def tick(desc: str) -> None:
-        nonlocal done
-        if progress is not None:
-            progress(desc, done, total_units)
-        done += 1
-
-    notes: list[str] = []
-    attn = w.attention
-    if attn == "flash":
-        attn = "sdpa"
-        notes.append("attention flash traced as sdpa: the CPU SDPA kernel (_scaled_dot_product_flash_attention_for_cpu) "
-                     "saves out + logsumexp for backward, as flash-attention does")
-    if w.precision == "amp-bf16":
-        notes.append("amp-bf16: fp32 params/grads/states, CPU autocast(bf16) around forward+loss; CPU and CUDA "
-                     "autocast op lists differ slightly")
-    if w.method == "lora":
-        notes.append("LoRA adapters are fp32 (PEFT autocast_adapter_dtype=True default), dropout 0")
-    if shape.arch == "next":
-        notes.append("Gated DeltaNet layers traced with transformers' torch fallbacks (chunk_gated_delta_rule, "
-                     "causal_conv1d); the fla / causal-conv1d CUDA kernels save different tensors")
-    if w.strategy in ("ddp",) and w.gpus > 1:
-        notes.append("ddp: rank view without DDP gradient buckets (DDP adds ~1 bucket set, 25 MiB default)")
-
+    prog = _Progress(progress, steps)
+    attn, notes = _trace_notes(shape, w)
     dtype = torch.bfloat16 if w.precision == "bf16" else torch.float32
     t0 = time.perf_counter()
-    tick("building model")
+    prog.tick("building model")
 
     stack = contextlib.ExitStack()
-    fsdp_ctx = None
+    fsdp_mod = None
     with stack:
-        stack.enter_context(warnings.catch_warnings())
-        warnings.simplefilter("ignore", FutureWarning)
-        warnings.simplefilter("ignore", DeprecationWarning)
-        warnings.filterwarnings("ignore", category=UserWarning)
-        warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"peft\.")
-        from transformers.utils import logging as tlog
-
-        old_verbosity = tlog.get_verbosity()
-        tlog.set_verbosity_error()
-        stack.callback(tlog.set_verbosity, old_verbosity)
-        stack.enter_context(patches.unpacked_sequences())
-        stack.enter_context(patches.peft_fake_moves())
+        _quiet(stack)
         if w.strategy == "fsdp" and w.gpus > 1:
             from trainfit.trace import fsdp as fsdp_mod
 
-            fsdp_ctx = stack.enter_context(fsdp_mod.fake_process_group(w.gpus))
+            stack.enter_context(fsdp_mod.fake_process_group(w.gpus))
             notes.append(fsdp_mod.NOTE)
         mode = FakeTensorMode(allow_non_fake_inputs=False) if fake else None
         if mode is not None:
             stack.enter_context(mode)
         if init_weights is None:
             init_weights = not fake
-        model = build_model(shape, dtype=dtype, attn_implementation=attn, init_weights=init_weights)
-        if shape.is_moe:
-            impl = getattr(model.config, "_experts_implementation", None)
-            if impl == "eager" and fake:
-                raise NotTraceableError(f"{shape.name}: the eager MoE experts loop uses nonzero() (data-dependent)")
-            if impl:
-                notes.append(f"MoE experts implementation: {impl}")
-        model.train()
-        model = _apply_method(model, shape, w, peft, notes)
-        if w.grad_ckpt:
-            m = model.get_base_model() if hasattr(model, "get_base_model") else model
-            if hasattr(m, "activation_checkpointing_enable"):
-                m.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
-            else:  # pragma: no cover - older transformers
-                m.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-            if w.method in ("lora", "freeze"):
-                m.enable_input_require_grads()
-        if fsdp_ctx is not None:
+        model = _build_and_wrap(shape, w, peft, notes, dtype=dtype, attn=attn, fake=fake, init_weights=init_weights)
+        if fsdp_mod is not None:
             fsdp_mod.shard(model, w)
         trainable = [p for p in model.parameters() if p.requires_grad]
         if not trainable:
             raise NotTraceableError(f"{shape.name}: no trainable parameters for method {w.method}")
         opt = _optimizer(torch, transformers, trainable, w)
         params = _param_counts(model, shape)
-
-        tokens = w.seq_len * w.micro_batch
-        tracker = StorageTracker(vocab_size=shape.vocab_size, tokens=tokens, rounding=rounding)
-        stack.enter_context(tracker)
-        if fsdp_ctx is not None:
-            stack.enter_context(fsdp_mod.storage_resize_hooks(tracker))
-        for p in model.parameters():
-            tracker.track(p, "weights")
-        for b in model.buffers():
-            tracker.track(b, "weights")
-        if fsdp_ctx is not None:
-            fsdp_mod.register_unsharded(model, tracker)
-
-        layers = _decoder_layers(model)
-        probe: dict[str, Any] = {"on": False, "pre": {}, "post": {}}
-        hooks = []
-        for i, layer in enumerate(layers):
-            hooks.append(layer.register_forward_pre_hook(_pre_hook(probe, tracker, i)))
-            hooks.append(layer.register_forward_hook(_post_hook(probe, tracker, i)))
-        for p in trainable:
-            if hasattr(p, "register_post_accumulate_grad_hook") and fsdp_ctx is None:
-                p.register_post_accumulate_grad_hook(lambda q: tracker.set_category(q.grad, "gradients"))
-
-        autocast = (lambda: torch.autocast(device_type="cpu", dtype=torch.bfloat16)) \
-            if w.precision == "amp-bf16" else contextlib.nullcontext
-        V = shape.vocab_size
-        step_seconds: list[float] = []
-        for step in range(steps):
-            ts = time.perf_counter()
-            tracker.phase = "forward"
-            tracker.begin_step()
-            last = step == steps - 1
-            for micro in range(w.grad_accum):
-                tracker.phase = "forward"
-                if micro == 0:
-                    tick(f"step {step + 1}/{steps}: forward")
-                probe["on"] = last and micro == 0
-                ids = torch.randint(0, V, (w.micro_batch, w.seq_len))
-                with autocast():
-                    loss = model(input_ids=ids, labels=ids).loss
-                    if w.grad_accum > 1:
-                        loss = loss / w.grad_accum
-                probe["on"] = False
-                del ids
-                tracker.mark("forward end")
-                tracker.phase = "backward"
-                if micro == 0:
-                    tick(f"step {step + 1}/{steps}: backward")
-                loss.backward()
-                del loss
-                for p in trainable:
-                    if p.grad is not None:
-                        tracker.set_category(p.grad, "gradients")
-                tracker.mark("backward end")
-            tracker.phase = "optimizer"
-            tick(f"step {step + 1}/{steps}: optimizer")
-            opt.step()
-            for st in opt.state.values():
-                for v in st.values():
-                    if isinstance(v, torch.Tensor):
-                        tracker.set_category(v, "optimizer")
-            opt.zero_grad(set_to_none=True)
-            if fsdp_ctx is not None:
-                fsdp_mod.register_unsharded(model, tracker)
-            tracker.mark("optimizer end")
-            step_seconds.append(time.perf_counter() - ts)
+        tracker, probe, hooks, n_layers = _track(stack, model, shape, w, trainable, fsdp_mod, rounding=rounding)
+        step_seconds = _run_steps(torch, model, opt, trainable, tracker, probe, shape, w, fsdp_mod, steps=steps,
+                                  tick=prog.tick)
         summary = tracker.step_summary()
         history = tracker.history + [summary]
         for h in hooks:
             h.remove()
         tracker.phase = "setup"
     elapsed = time.perf_counter() - t0
-    if progress is not None:
-        progress("done", total_units, total_units)
-
-    per_layer = _per_layer(probe, len(layers))
-    return TraceResult(
-        model=shape.name,
-        workload=w.to_dict(),
-        tensor_peak_gib=summary["peak"] / GIB,
-        peak_bytes=int(summary["peak"]),
-        peak_phase=summary["peak_phase"] if summary["peak_phase"] != "setup" else "forward",
-        breakdown_gib={k: v / GIB for k, v in summary["breakdown"].items()},
-        params=params,
-        trace_seconds=elapsed,
-        steps=steps,
-        step_peaks_gib=tuple(h["peak"] / GIB for h in history),
-        step_seconds=tuple(step_seconds),
-        per_layer_activation_bytes=per_layer,
-        versions=versions(),
-        notes=tuple(notes),
-        fake=fake,
-    )
+    prog.finish()
+    return _result(shape, w, summary, history, params=params, elapsed=elapsed, steps=steps,
+                   step_seconds=step_seconds, per_layer=_per_layer(probe, n_layers), notes=notes, fake=fake)
 
 
 def versions() -> dict[str, str]:

@@ -62,6 +62,16 @@ def create_app() -> FastAPI:
                   description="Will a training job fit, how fast, what it costs, and its job files: the "
                               "`trainfit` CLI as a JSON API. /api/memory and /api/plan answer exactly what "
                               "`trainfit memory --json` and `trainfit plan --json` print.")
+    _add_error_handlers(app)
+    _add_header_middleware(app)
+    _add_job_routes(app)
+    _add_reference_routes(app)
+    _add_page_routes(app)
+    return app
+
+
+def _add_error_handlers(app: FastAPI) -> None:
+    """TrainfitError and request validation errors become 422 with code, message, fix and field."""
 
     @app.exception_handler(TrainfitError)
     async def _trainfit_error(request: Request, err: TrainfitError) -> Response:
@@ -80,6 +90,10 @@ def create_app() -> FastAPI:
         what = f"{field}: {msg}" if field else msg
         return _error(InputError.code, what, "send a JSON object with the fields listed at /docs", field)
 
+
+def _add_header_middleware(app: FastAPI) -> None:
+    """The body-size limit (413) and the security headers of every response."""
+
     @app.middleware("http")
     async def _headers(request: Request, call_next: Any) -> Response:
         size = request.headers.get("content-length", "")
@@ -96,6 +110,22 @@ def create_app() -> FastAPI:
         resp.headers.setdefault("Referrer-Policy", "no-referrer")
         return resp
 
+
+def _zip_job(files: dict[str, str]) -> bytes:
+    """The rendered job files as a zip under ``trainfit-job/`` (fixed timestamps; scripts executable)."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, text in files.items():
+            info = zipfile.ZipInfo(f"trainfit-job/{name}", date_time=(2020, 1, 1, 0, 0, 0))
+            info.external_attr = (0o755 if name.endswith(".sh") else 0o644) << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            z.writestr(info, text)
+    return buf.getvalue()
+
+
+def _add_job_routes(app: FastAPI) -> None:
+    """/api/memory, /api/plan, /api/render and /api/check: one service call each."""
+
     @app.post("/api/memory", response_model=MemoryResponse, responses=ERRORS, tags=["api"],
               summary="per-GPU memory and the fit verdict (= trainfit memory --json)")
     def memory(req: MemoryRequest) -> Response:  # type: ignore[valid-type]
@@ -111,14 +141,7 @@ def create_app() -> FastAPI:
               response_class=Response, tags=["api"], summary="job files as a zip (= trainfit render --out DIR)")
     def render(req: RenderRequest) -> Response:  # type: ignore[valid-type]
         result = service.render_from_options(_body(req))
-        buf = io.BytesIO()
-        with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
-            for name, text in service.rendered_files(result).items():
-                info = zipfile.ZipInfo(f"trainfit-job/{name}", date_time=(2020, 1, 1, 0, 0, 0))
-                info.external_attr = (0o755 if name.endswith(".sh") else 0o644) << 16
-                info.compress_type = zipfile.ZIP_DEFLATED
-                z.writestr(info, text)
-        return Response(buf.getvalue(), media_type="application/zip",
+        return Response(_zip_job(service.rendered_files(result)), media_type="application/zip",
                         headers={"Content-Disposition": 'attachment; filename="trainfit-job.zip"'})
 
     @app.post("/api/check", response_model=CheckResponse, responses=ERRORS, tags=["api"],
@@ -131,6 +154,10 @@ def create_app() -> FastAPI:
                                    instance_type=instance_type)
         return _json(res.to_dict())
 
+
+def _add_reference_routes(app: FastAPI) -> None:
+    """/api/models, /api/catalog and /api/options: what the page's forms offer."""
+
     @app.get("/api/models", tags=["api"], summary="the bundled models (= trainfit models --json)")
     def models() -> Response:
         return _json(service.model_rows())
@@ -142,6 +169,10 @@ def create_app() -> FastAPI:
     @app.get("/api/options", tags=["api"], summary="the option table the CLI and this API share")
     def options() -> Response:
         return _json(service.option_specs())
+
+
+def _add_page_routes(app: FastAPI) -> None:
+    """The page, the vendored Swagger UI at /docs and the static files."""
 
     @app.get("/docs", include_in_schema=False)
     def docs() -> Response:
@@ -156,4 +187,3 @@ def create_app() -> FastAPI:
         return FileResponse(STATIC / "index.html", media_type="text/html; charset=utf-8")
 
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
-    return app
