@@ -11,6 +11,11 @@ IN_ALL = False
 
 
 def applies(ctx: RenderContext) -> str | None:
+    from trainfit.launch._common import sft_only
+
+    why = sft_only(ctx)
+    if why:
+        return why
     if ctx.megatron:
         return "Megatron runs have no HF Trainer callback to export metrics (docs/watch.md)"
     return None
