@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import NamedTuple
 
 from trainfit.estimate.activation_profile import ActProfile, act_divisor, autocast, cached_act_profile, eff_tokens
 from trainfit.estimate.params import ParamCounts, count_params
@@ -144,9 +145,9 @@ def estimate_memory(model: ModelShape, workload: Workload, *,
     return _estimate_cached(model, workload, overhead)
 
 
-@dataclass(frozen=True, kw_only=True)
-class _Step:
-    """What the phase walk of one training step needs (bytes on the worst rank)."""
+class _Step(NamedTuple):
+    """What the phase walk of one training step needs (bytes on the worst rank). A NamedTuple, not a frozen
+    dataclass: one is built per uncached estimate, and the planner makes thousands (benchmarks/cli_speed.py)."""
 
     m: ModelShape
     wl: Workload
@@ -162,7 +163,7 @@ class _Step:
     """Micro-batches whose activations are alive together (pipeline 1F1B)."""
     amp: bool
     """fp32 weights under autocast."""
-    saved: tuple[float, ...]
+    saved: list[float]
     """Saved bytes of each layer in ``prof.layer_ids`` for one micro-batch."""
     saved_total: float
     """All saved activations of the rank (incl. checkpointed inputs of frozen layers)."""
@@ -258,7 +259,7 @@ def _grad_of(st: ModelStates, i: int) -> float:
 def _sweep_candidate(s: _Step) -> _Cand | None:
     """The largest moment of the backward layer sweep, top to bottom: saved activations freed, gradients
     allocated; with checkpointing, one layer recomputed at a time."""
-    st, prof, wl, T, tpd = s.st, s.prof, s.wl, s.T, s.tpd
+    st, prof, wl, T, tpd, saved, in_flight, amp = s.st, s.prof, s.wl, s.T, s.tpd, s.saved, s.in_flight, s.amp
     h = s.m.hidden_size
     base_w, base_o, ga, ga_grads = s.base_w, st.optimizer, s.ga, s.ga_grads
     n = len(prof.layer_ids)
@@ -274,7 +275,7 @@ def _sweep_candidate(s: _Step) -> _Cand | None:
     uniform = (prof.uniform and _grad_of(st, prof.layer_ids[-1]) == _grad_of(st, prof.layer_ids[0])) if n else True
     if uniform and n > 2:
         g_layer = 0.0 if ga else _grad_of(st, prof.layer_ids[0])
-        step_saved = s.saved[0] * s.in_flight
+        step_saved = saved[0] * in_flight
         visits = ((n - 1, 0), (0, n - 1))  # (index, layers already done)
     else:
         visits = None
@@ -289,7 +290,7 @@ def _sweep_candidate(s: _Step) -> _Cand | None:
         recompute = 0.0
         if wl.grad_ckpt:
             recompute = prof.per_token[j] * T + prof.fixed[j]
-            if s.amp:
+            if amp:
                 recompute += 2.0 * prof.layer_params[j] * mp_any
         # the layer's own grads appear as its backward proceeds; the widest transients come first (MLP)
         act = remaining + recompute + aw
@@ -298,7 +299,7 @@ def _sweep_candidate(s: _Step) -> _Cand | None:
             best_total = tot
             best_sweep = ("backward", base_w, ga_grads + g_acc, base_o, act, 0.0, temp + st.grad_temp_bwd)
         if visits is None:
-            remaining -= s.saved[j] * s.in_flight
+            remaining -= saved[j] * in_flight
             if aw:
                 aw = max(0.0, aw - aw_step)
             if not ga:
@@ -363,7 +364,7 @@ def _build_step(m: ModelShape, wl: Workload, st: ModelStates, assumptions: list[
     loss_fwd_peak, loss_bwd_peak, loss_note = _loss_region(m, wl, T, head_trains)
     if loss_note:
         assumptions.append(loss_note)
-    return _Step(m=m, wl=wl, st=st, prof=prof, T=T, tpd=tpd, in_flight=in_flight, amp=amp, saved=tuple(saved),
+    return _Step(m=m, wl=wl, st=st, prof=prof, T=T, tpd=tpd, in_flight=in_flight, amp=amp, saved=saved,
                  saved_total=saved_total, frozen_ckpt=frozen_ckpt, autocast_w=autocast_w, final_norm=final_norm,
                  loss_fwd_peak=loss_fwd_peak, loss_bwd_peak=loss_bwd_peak)
 

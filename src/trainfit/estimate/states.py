@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import NamedTuple
 
 from trainfit.estimate.params import freeze_trainable_layer_ids, lora_params_of, lora_targeted
 from trainfit.models.shapes import ModelShape, ParamTensor
@@ -62,8 +63,7 @@ class ModelStates:
     """Assumptions the states rest on (shown with the estimate)."""
 
 
-@dataclass(frozen=True, kw_only=True)
-class _Storage:
+class _Storage(NamedTuple):
     """Bytes per element of the model states under one precision / strategy / method."""
 
     param: float
@@ -181,7 +181,11 @@ def _walk_tensors(m: ModelShape, wl: Workload, s: _Storage) -> _Sums:
     layers_here = set(rank_layers(m, wl))
     freeze_ids = set(freeze_trainable_layer_ids(m, wl)) if wl.method == "freeze" else set()
     carriers = _carriers(m)
-    acc = _Sums()
+    p_b, tp_b, g_b = s.param, s.trainable_param, s.grad
+    weights = grads = opt = 0.0
+    trainable_sharded = trainable_rank = largest_trainable = 0.0
+    grad_global = grad_embedding = tied_grad = 0.0
+    grad_by_ids: dict[tuple[int, ...], float] = {}
     for t in m.tensors():
         f = mp_shard(wl, t)
         # experts with expert TP 1: the tensor-parallel ranks hold whole experts, so the expert data-parallel
@@ -196,9 +200,9 @@ def _walk_tensors(m: ModelShape, wl: Workload, s: _Storage) -> _Sums:
         n_copies = len(ids)
         if not n_copies:
             continue
-        wb = NF4_BYTES if (wl.method == "qlora" and t.kind in ("linear", "expert")) else s.param
+        wb = NF4_BYTES if (wl.method == "qlora" and t.kind in ("linear", "expert")) else p_b
         w = t.numel * f * n_copies * wb
-        acc.weights += w / d_t if shard_w else w
+        weights += w / d_t if shard_w else w
         per_copy = _trainable_tensor_elems(m, wl, t) * f
         if wl.method == "freeze":
             tr_ids = tuple(i for i in ids if i in freeze_ids) if t.layer_type != "global" else ()
@@ -207,24 +211,26 @@ def _walk_tensors(m: ModelShape, wl: Workload, s: _Storage) -> _Sums:
         tr = per_copy * len(tr_ids)
         if tr <= 0:
             continue
-        acc.trainable_rank += tr
-        acc.trainable_sharded += tr / d_t if shard_o else tr
+        trainable_rank += tr
+        trainable_sharded += tr / d_t if shard_o else tr
         o = tr * _opt_bytes_per_elem(wl, t, s)
-        acc.opt += o / d_t if shard_o else o
+        opt += o / d_t if shard_o else o
         if peft:
-            acc.weights += tr * s.trainable_param / (d_t if shard_w else 1.0)  # adapters
-        acc.largest_trainable = max(acc.largest_trainable, per_copy)
-        gb = per_copy * s.grad / (d_t if shard_g else 1.0)
-        acc.grads += gb * len(tr_ids)
+            weights += tr * tp_b / (d_t if shard_w else 1.0)  # adapters
+        largest_trainable = max(largest_trainable, per_copy)
+        gb = per_copy * g_b / (d_t if shard_g else 1.0)
+        grads += gb * len(tr_ids)
         if t.kind == "embedding" and m.tie_word_embeddings and not shard_g:
-            acc.tied_grad = gb
+            tied_grad = gb
         if t.kind == "embedding" and not m.tie_word_embeddings:
-            acc.grad_embedding += gb
+            grad_embedding += gb
         elif t.layer_type == "global":
-            acc.grad_global += gb
+            grad_global += gb
         else:
-            acc.grad_by_ids[tr_ids] = acc.grad_by_ids.get(tr_ids, 0.0) + gb
-    return acc
+            grad_by_ids[tr_ids] = grad_by_ids.get(tr_ids, 0.0) + gb
+    return _Sums(weights=weights, grads=grads, opt=opt, trainable_sharded=trainable_sharded,
+                 trainable_rank=trainable_rank, largest_trainable=largest_trainable, grad_global=grad_global,
+                 grad_embedding=grad_embedding, grad_by_ids=grad_by_ids, tied_grad=tied_grad)
 
 
 def _strategy_buffers(m: ModelShape, wl: Workload, acc: _Sums, s: _Storage,
