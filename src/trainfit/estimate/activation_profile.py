@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from operator import attrgetter
 
 from trainfit.estimate.activations import (LayerTraining, expert_lora_merged_bytes, layer_backward_temp_per_token,
                                            layer_bytes_per_token)
@@ -118,12 +119,16 @@ _ACT_FIELDS = ("method", "lora_rank", "lora_alpha", "lora_targets", "freeze_trai
                "attention", "tp", "pp", "cp", "sequence_parallel")
 
 
+_act_fields = attrgetter(*_ACT_FIELDS)
+_PRECISION_AT = _ACT_FIELDS.index("precision")
+
+
 def _act_key(wl: Workload) -> tuple:
     # the sequence length matters only through eager attention's S x S scores
-    key = [getattr(wl, f) for f in _ACT_FIELDS]
+    key = _act_fields(wl)
     if wl.precision in ("amp-bf16", "fp16") and not autocast(wl):
-        key[_ACT_FIELDS.index("precision")] = "bf16"
-    return tuple(key) + (wl.seq_len if wl.attention == "eager" else wl.cp,)
+        key = key[:_PRECISION_AT] + ("bf16",) + key[_PRECISION_AT + 1:]
+    return key + (wl.seq_len if wl.attention == "eager" else wl.cp,)
 
 
 @lru_cache(maxsize=4096)

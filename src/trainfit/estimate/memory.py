@@ -178,23 +178,14 @@ class _Step(NamedTuple):
     loss_bwd_peak: float
     """Loss region at the start of backward."""
 
-    @property
-    def base_w(self) -> float:
-        return self.st.weights + self.st.weights_gathered
-
-    @property
-    def ga(self) -> bool:
-        return self.wl.grad_accum > 1
-
-    @property
-    def ga_grads(self) -> float:
-        """Grads alive across micro-batches."""
-        return self.st.gradients if self.ga else 0.0
-
-    @property
-    def aw(self) -> float:
-        """The autocast weight cache as backward starts (freed by then under checkpointing)."""
-        return self.autocast_w if not self.wl.grad_ckpt else 0.0
+    base_w: float
+    """Weights alive in forward and backward (incl. ZeRO-3/FSDP gathered layers)."""
+    ga: bool
+    """Gradient accumulation over micro-batches."""
+    ga_grads: float
+    """Grads alive across micro-batches."""
+    aw: float
+    """The autocast weight cache as backward starts (freed by then under checkpointing)."""
 
 
 def _step_notes(m: ModelShape, wl: Workload, in_flight: int) -> list[str]:
@@ -337,12 +328,13 @@ def _peak(cands: list[_Cand]) -> tuple[_Cand, dict[str, float]]:
     """The largest candidate (the first one on ties) and the largest total of each phase."""
     phases_total: dict[str, float] = {}
     peak = cands[0]
+    peak_tot = sum(peak[1:])
     for c in cands:
         tot = sum(c[1:])
         if tot > phases_total.get(c[0], -1.0):
             phases_total[c[0]] = tot
-        if tot > sum(peak[1:]):
-            peak = c
+        if tot > peak_tot:
+            peak, peak_tot = c, tot
     return peak, phases_total
 
 
@@ -364,9 +356,10 @@ def _build_step(m: ModelShape, wl: Workload, st: ModelStates, assumptions: list[
     loss_fwd_peak, loss_bwd_peak, loss_note = _loss_region(m, wl, T, head_trains)
     if loss_note:
         assumptions.append(loss_note)
-    return _Step(m=m, wl=wl, st=st, prof=prof, T=T, tpd=tpd, in_flight=in_flight, amp=amp, saved=saved,
-                 saved_total=saved_total, frozen_ckpt=frozen_ckpt, autocast_w=autocast_w, final_norm=final_norm,
-                 loss_fwd_peak=loss_fwd_peak, loss_bwd_peak=loss_bwd_peak)
+    ga = wl.grad_accum > 1
+    return _Step(m, wl, st, prof, T, tpd, in_flight, amp, saved, saved_total, frozen_ckpt, autocast_w, final_norm,
+                 loss_fwd_peak, loss_bwd_peak, st.weights + st.weights_gathered, ga, st.gradients if ga else 0.0,
+                 autocast_w if not wl.grad_ckpt else 0.0)
 
 
 def _estimate(m: ModelShape, wl: Workload, overhead: OverheadModel) -> MemoryEstimate:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from functools import lru_cache
+from operator import attrgetter
 from typing import NamedTuple
 
 from trainfit.estimate.params import freeze_trainable_layer_ids, lora_params_of, lora_targeted
@@ -114,23 +115,22 @@ def _storage(wl: Workload, notes: list[str]) -> _Storage:
     return _Storage(param=p_b, trainable_param=tp_b, grad=g_b, state=s_b, master=master)
 
 
-def _opt_bytes_per_elem(wl: Workload, t: ParamTensor, s: _Storage) -> float:
-    """Optimizer-state bytes per trainable element of ``t`` (incl. the fp32 master copy)."""
-    o = wl.optimizer
-    s_b = s.state
+def _opt_bytes_per_elem(o: str, peft: bool, t: ParamTensor, s_b: float, master: float) -> float:
+    """Optimizer-state bytes per trainable element of ``t`` under optimizer ``o`` (``s_b`` bytes per moment),
+    incl. the fp32 master copy (``master`` bytes)."""
     if o in ("adamw-fused", "adamw-foreach"):
         per = 2 * s_b
     elif o in ("adamw-8bit", "paged-adamw-8bit"):
         per = ADAM8_STATE_BYTES if t.numel >= 4096 else 8.0  # bnb keeps small tensors in 32-bit
     elif o == "sgd":
         per = 0.0
-    elif len(t.shape) >= 2 and wl.method not in ("lora", "qlora"):  # adafactor: factored 2nd moment (rows + cols)
+    elif len(t.shape) >= 2 and not peft:  # adafactor: factored second moment (rows + cols)
         rows = t.numel // t.shape[-1]
         cols = t.numel // t.shape[-2]
         per = (rows + cols) / t.numel * s_b
     else:
         per = s_b
-    return per + s.master
+    return per + master
 
 
 def _trainable_tensor_elems(m: ModelShape, wl: Workload, t: ParamTensor) -> int:
@@ -181,7 +181,7 @@ def _walk_tensors(m: ModelShape, wl: Workload, s: _Storage) -> _Sums:
     layers_here = set(rank_layers(m, wl))
     freeze_ids = set(freeze_trainable_layer_ids(m, wl)) if wl.method == "freeze" else set()
     carriers = _carriers(m)
-    p_b, tp_b, g_b = s.param, s.trainable_param, s.grad
+    p_b, tp_b, g_b, s_b, master, o_name = s.param, s.trainable_param, s.grad, s.state, s.master, wl.optimizer
     weights = grads = opt = 0.0
     trainable_sharded = trainable_rank = largest_trainable = 0.0
     grad_global = grad_embedding = tied_grad = 0.0
@@ -213,7 +213,7 @@ def _walk_tensors(m: ModelShape, wl: Workload, s: _Storage) -> _Sums:
             continue
         trainable_rank += tr
         trainable_sharded += tr / d_t if shard_o else tr
-        o = tr * _opt_bytes_per_elem(wl, t, s)
+        o = tr * _opt_bytes_per_elem(o_name, peft, t, s_b, master)
         opt += o / d_t if shard_o else o
         if peft:
             weights += tr * tp_b / (d_t if shard_w else 1.0)  # adapters
@@ -307,9 +307,8 @@ _STATE_FIELDS = ("method", "lora_rank", "lora_alpha", "lora_targets", "freeze_tr
                  "optimizer", "gpus", "strategy", "offload", "tp", "pp", "ep", "cp")
 
 
-def _states_key(wl: Workload) -> tuple:
-    """The fields that decide model states (cache key)."""
-    return tuple(getattr(wl, f) for f in _STATE_FIELDS)
+_states_key = attrgetter(*_STATE_FIELDS)
+"""The fields that decide model states (cache key): ``_states_key(wl)`` is their tuple."""
 
 
 @lru_cache(maxsize=4096)
