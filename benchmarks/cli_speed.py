@@ -29,7 +29,7 @@ PLAN_MODELS = ["Qwen3-0.6B", "Qwen3-8B", "Qwen3-14B", "Qwen3-32B", "Qwen3-30B-A3
 
 
 def in_process_plan_ms(name: str) -> float:
-    from trainfit.estimate import compute, memory
+    from trainfit.estimate import activation_profile, memory, speed, states
     from trainfit.models import get_model
     from trainfit.plan import PlanRequest, plan
     from trainfit.workload import Workload
@@ -37,8 +37,8 @@ def in_process_plan_ms(name: str) -> float:
     times = []
     for _ in range(7):
         # clear the per-model caches so every run searches from scratch
-        for f in (memory._estimate_cached, memory._cached_states_t, memory._act_profile_t, memory._cached_counts,
-                  compute._flops_cached):
+        for f in (memory._estimate_cached, states.cached_states_t, activation_profile.act_profile_t,
+                  memory._cached_counts, speed._flops_cached):
             f.cache_clear()
         m = get_model(name)
         t0 = time.perf_counter()

@@ -1,0 +1,335 @@
+"""Model states per GPU: weights, gradients, optimizer states (incl. fp32 master copies), the
+sharding / bucket buffers of the data-parallel strategy, and what offloading moves to host RAM.
+
+Part of the per-GPU memory model (:mod:`trainfit.estimate.memory` walks the training step on top of
+these numbers). Formulas, derivations and sources: docs/memory-model.md.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import lru_cache
+from operator import attrgetter
+from typing import NamedTuple
+
+from trainfit.estimate.params import freeze_trainable_layer_ids, lora_params_of, lora_targeted
+from trainfit.models.shapes import ModelShape, ParamTensor
+from trainfit.workload import Workload
+
+GIB = 2**30
+
+#: bytes per element of a 4-bit NF4 weight with bitsandbytes double quantisation: 4 bits + an 8-bit
+#: absmax per 64-block + an fp32 absmax per 256 of those (Dettmers et al., QLoRA, 2023, section 2).
+NF4_BYTES = 0.5 + 1 / 64 + 4 / (64 * 256)
+#: bitsandbytes 8-bit optimizer state: 1 byte + an fp32 absmax per 256-block, per moment.
+ADAM8_STATE_BYTES = 2 * (1 + 4 / 256)
+#: DeepSpeed defaults (deepspeed/runtime/zero/config.py): reduce_bucket_size and allgather_bucket_size
+#: 5e8 elements, stage3_prefetch_bucket_size 5e7 elements.
+DS_REDUCE_BUCKET = 500_000_000
+DS_PREFETCH_BUCKET = 50_000_000
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelStates:
+    """Model-state bytes on the worst rank (all values in bytes or elements, per GPU)."""
+
+    weights: float
+    """Weights on this rank (incl. PEFT adapters), after any parameter offload."""
+    gradients: float
+    """Full set of trainable grads on this rank at the end of backward."""
+    optimizer: float
+    """Optimizer states incl. fp32 master copies (0 when offloaded)."""
+    step_temp: float
+    """Optimizer-step temporaries."""
+    grad_temp_bwd: float
+    """Sharding / bucket buffers alive during backward."""
+    weights_gathered: float
+    """ZeRO-3/FSDP: unsharded layers alive during forward and backward."""
+    offloaded_host: float
+    """Bytes moved to host RAM (whole job per rank)."""
+    grad_by_ids: tuple
+    """((layer ids, grad bytes per layer on this rank), ...): per-layer grads, grouped."""
+    grad_global: float
+    """Grads of non-layer tensors (embedding, head, final norm)."""
+    grad_embedding: float
+    """The (untied) input-embedding grad: allocated last, by embedding backward."""
+    trainable_sharded: float
+    """Trainable elements in this rank's optimizer partition."""
+    trainable_rank: float
+    """Trainable elements this rank computes gradients for (before ZeRO sharding)."""
+    tied_grad: float
+    """Bytes of one tied embedding/LM-head gradient (unsharded), else 0."""
+    notes: tuple[str, ...]
+    """Assumptions the states rest on (shown with the estimate)."""
+
+
+class _Storage(NamedTuple):
+    """Bytes per element of the model states under one precision / strategy / method."""
+
+    param: float
+    """Frozen (or all, with full training) model weights."""
+    trainable_param: float
+    """PEFT adapter weights."""
+    grad: float
+    """Gradients."""
+    state: float
+    """One optimizer moment."""
+    master: float
+    """fp32 master copy (0 when the weights themselves are the master)."""
+
+
+@dataclass(kw_only=True)
+class _Sums:
+    """Running totals of the per-tensor walk (mutable, local to :func:`state_bytes`)."""
+
+    weights: float = 0.0
+    grads: float = 0.0
+    opt: float = 0.0
+    trainable_sharded: float = 0.0
+    trainable_rank: float = 0.0
+    largest_trainable: float = 0.0
+    grad_global: float = 0.0
+    grad_embedding: float = 0.0
+    grad_by_ids: dict = field(default_factory=dict)
+    tied_grad: float = 0.0
+
+
+def _storage(wl: Workload, notes: list[str]) -> _Storage:
+    zero = wl.strategy in ("zero1", "zero2", "zero3")
+    amp = wl.precision in ("amp-bf16", "fp16")
+    p_b = 4.0 if (amp and not zero) else 2.0  # DeepSpeed keeps bf16/fp16 model weights
+    # trainable storage: (param, grad, state dtype, fp32 master)
+    if wl.method in ("lora", "qlora") and not zero:
+        tp_b, g_b, s_b, master = 4.0, 4.0, 4.0, 0.0  # PEFT adapters in fp32 (autocast_adapter_dtype)
+    elif zero:
+        tp_b, g_b, s_b, master = 2.0, 2.0, 4.0, 4.0  # ZeRO: bf16 params/grads + fp32 master + fp32 states
+    elif amp:
+        tp_b, g_b, s_b, master = 4.0, 4.0, 4.0, 0.0
+    elif wl.precision == "fp8":
+        tp_b, g_b, s_b, master = 2.0, 4.0, 4.0, 4.0  # bf16 weights, fp32 main grads, fp32 master + states
+        notes.append("fp8: bf16 weights with fp32 main grads, master and Adam states (TransformerEngine/"
+                     "Megatron style); linear inputs saved in fp8; not traced")
+    else:
+        tp_b, g_b, s_b, master = 2.0, 2.0, 2.0, 0.0  # pure bf16: torch keeps states in the param dtype
+    return _Storage(param=p_b, trainable_param=tp_b, grad=g_b, state=s_b, master=master)
+
+
+def _opt_bytes_per_elem(o: str, peft: bool, t: ParamTensor, s_b: float, master: float) -> float:
+    """Optimizer-state bytes per trainable element of ``t`` under optimizer ``o`` (``s_b`` bytes per moment),
+    incl. the fp32 master copy (``master`` bytes)."""
+    if o in ("adamw-fused", "adamw-foreach"):
+        per = 2 * s_b
+    elif o in ("adamw-8bit", "paged-adamw-8bit"):
+        per = ADAM8_STATE_BYTES if t.numel >= 4096 else 8.0  # bnb keeps small tensors in 32-bit
+    elif o == "sgd":
+        per = 0.0
+    elif len(t.shape) >= 2 and not peft:  # adafactor: factored second moment (rows + cols)
+        rows = t.numel // t.shape[-1]
+        cols = t.numel // t.shape[-2]
+        per = (rows + cols) / t.numel * s_b
+    else:
+        per = s_b
+    return per + master
+
+
+def _trainable_tensor_elems(m: ModelShape, wl: Workload, t: ParamTensor) -> int:
+    """Trainable elements attached to one copy of tensor ``t``: itself, its LoRA adapters, or 0."""
+    if wl.method == "full":
+        return t.numel
+    if wl.method in ("lora", "qlora"):
+        return lora_params_of(t, wl.lora_rank) // t.count if lora_targeted(t, wl.lora_targets) else 0
+    return t.numel  # freeze: only on trainable layers (the caller filters)
+
+
+def mp_shard(wl: Workload, t: ParamTensor) -> float:
+    """Fraction of one copy of ``t`` a rank holds under tensor / expert parallelism. With expert
+    parallelism the experts are not tensor-parallel (expert TP 1: ms-swift's default and the usual MoE
+    layout); without it they split over TP like every linear."""
+    f = 1.0
+    if wl.tp > 1 and (t.kind in ("linear", "embedding", "lm_head") or (t.kind == "expert" and wl.ep == 1)):
+        f /= wl.tp
+    if wl.ep > 1 and t.kind == "expert":
+        f /= wl.ep
+    return f
+
+
+@lru_cache(maxsize=64)
+def _carriers(m: ModelShape) -> dict[str, tuple[int, ...]]:
+    """For each per-layer tensor name, the decoder layers that hold a copy."""
+    return {t.name: tuple(i for i in range(m.num_layers) if m.holds(t, i))
+            for t in m.tensors() if t.layer_type != "global"}
+
+
+def rank_layers(m: ModelShape, wl: Workload) -> range:
+    """Decoder layers on the worst rank: all of them, or the first pipeline stage."""
+    return range(math.ceil(m.num_layers / wl.pp)) if wl.pp > 1 else range(m.num_layers)
+
+
+def any_layer_tensor(m: ModelShape) -> ParamTensor:
+    """The first per-layer tensor (its kind decides the tensor-parallel share of a layer)."""
+    return next(t for t in m.tensors() if t.layer_type != "global")
+
+
+def _walk_tensors(m: ModelShape, wl: Workload, s: _Storage) -> _Sums:
+    """Weights, gradients and optimizer states of every tensor copy on the worst rank."""
+    dp = wl.dp * wl.cp  # ranks holding replicas of the same dense shard
+    shard_w = wl.strategy in ("zero3", "fsdp")
+    shard_g = wl.strategy in ("zero2", "zero3", "fsdp")
+    shard_o = wl.strategy != "ddp"
+    peft = wl.method in ("lora", "qlora")
+    layers_here = set(rank_layers(m, wl))
+    freeze_ids = set(freeze_trainable_layer_ids(m, wl)) if wl.method == "freeze" else set()
+    carriers = _carriers(m)
+    p_b, tp_b, g_b, s_b, master, o_name = s.param, s.trainable_param, s.grad, s.state, s.master, wl.optimizer
+    weights = grads = opt = 0.0
+    trainable_sharded = trainable_rank = largest_trainable = 0.0
+    grad_global = grad_embedding = tied_grad = 0.0
+    grad_by_ids: dict[tuple[int, ...], float] = {}
+    for t in m.tensors():
+        f = mp_shard(wl, t)
+        # experts with expert TP 1: the tensor-parallel ranks hold whole experts, so the expert data-parallel
+        # group (which shards their optimizer / ZeRO state) is dp * tp / ep (Megatron MoE parallel folding)
+        d_t = max(1.0, dp * wl.tp / wl.ep) if (t.kind == "expert" and wl.ep > 1) else float(dp)
+        if t.layer_type == "global":
+            if wl.pp > 1 and t.kind in ("lm_head", "norm"):
+                continue  # last stage; the worst (first) stage holds the embedding
+            ids: tuple[int, ...] = (0,)
+        else:
+            ids = carriers[t.name] if wl.pp == 1 else tuple(i for i in carriers[t.name] if i in layers_here)
+        n_copies = len(ids)
+        if not n_copies:
+            continue
+        wb = NF4_BYTES if (wl.method == "qlora" and t.kind in ("linear", "expert")) else p_b
+        w = t.numel * f * n_copies * wb
+        weights += w / d_t if shard_w else w
+        per_copy = _trainable_tensor_elems(m, wl, t) * f
+        if wl.method == "freeze":
+            tr_ids = tuple(i for i in ids if i in freeze_ids) if t.layer_type != "global" else ()
+        else:
+            tr_ids = ids
+        tr = per_copy * len(tr_ids)
+        if tr <= 0:
+            continue
+        trainable_rank += tr
+        trainable_sharded += tr / d_t if shard_o else tr
+        o = tr * _opt_bytes_per_elem(o_name, peft, t, s_b, master)
+        opt += o / d_t if shard_o else o
+        if peft:
+            weights += tr * tp_b / (d_t if shard_w else 1.0)  # adapters
+        largest_trainable = max(largest_trainable, per_copy)
+        gb = per_copy * g_b / (d_t if shard_g else 1.0)
+        grads += gb * len(tr_ids)
+        if t.kind == "embedding" and m.tie_word_embeddings and not shard_g:
+            tied_grad = gb
+        if t.kind == "embedding" and not m.tie_word_embeddings:
+            grad_embedding += gb
+        elif t.layer_type == "global":
+            grad_global += gb
+        else:
+            grad_by_ids[tr_ids] = grad_by_ids.get(tr_ids, 0.0) + gb
+    return _Sums(weights=weights, grads=grads, opt=opt, trainable_sharded=trainable_sharded,
+                 trainable_rank=trainable_rank, largest_trainable=largest_trainable, grad_global=grad_global,
+                 grad_embedding=grad_embedding, grad_by_ids=grad_by_ids, tied_grad=tied_grad)
+
+
+def _strategy_buffers(m: ModelShape, wl: Workload, acc: _Sums, s: _Storage,
+                      notes: list[str]) -> tuple[float, float, float]:
+    """(step temporaries, backward grad buffers, gathered weights) of the strategy and the optimizer."""
+    zero = wl.strategy in ("zero1", "zero2", "zero3")
+    step_temp = grad_temp_bwd = gathered = 0.0
+    layer_max = m.max_layer_params * mp_shard(wl, any_layer_tensor(m))
+    if wl.strategy == "ddp":
+        if wl.dp > 1:
+            grad_temp_bwd = acc.grads  # DDP Reducer: flat buckets covering every gradient
+            notes.append("DDP keeps gradient buckets the size of all gradients (gradient_as_bucket_view=False)")
+    elif zero:
+        grad_temp_bwd = min(DS_REDUCE_BUCKET, acc.trainable_rank) * s.grad
+        step_temp = 4.0 * acc.trainable_sharded  # fp32 copy of this rank's gradient partition
+        if wl.strategy == "zero3":
+            gathered = 2 * layer_max * 2.0 + DS_PREFETCH_BUCKET * 2.0
+            gathered = max(gathered, m.vocab_size * m.hidden_size * 2.0 / wl.tp * 2)
+    elif wl.strategy == "fsdp":
+        cb = 2.0  # bf16 compute params (pure bf16, or MixedPrecisionPolicy(param_dtype=bf16) under AMP)
+        # current layer + the next one prefetched, and the root group (embedding, head, final norm)
+        # that FSDP2 does not reshard after forward
+        root = (m.embedding_params + m.hidden_size) * cb / wl.tp
+        gathered = 2 * layer_max * cb + root * (1 - 1 / (wl.dp * wl.cp))
+        grad_temp_bwd = 2 * layer_max * s.grad  # unsharded grads of one layer before reduce-scatter
+        notes.append("FSDP2: each decoder layer and the root wrapped with fully_shard; one layer prefetched")
+    # optimizer-step temporaries of the optimizer itself
+    if wl.optimizer == "adamw-foreach" and not zero:
+        step_temp += acc.trainable_sharded * s.state  # _foreach_sqrt(exp_avg_sq)
+    elif wl.optimizer == "adafactor" and not zero:
+        step_temp += 3 * 4.0 * acc.largest_trainable  # fp32 copies of the param, grad and update
+    return step_temp, grad_temp_bwd, gathered
+
+
+def _offload(wl: Workload, acc: _Sums, step_temp: float, notes: list[str]) -> tuple[float, float]:
+    """Move offloaded states to host RAM (in ``acc``); returns (host bytes, step temporaries left)."""
+    offload_host = 0.0
+    if wl.offload in ("optimizer", "all"):
+        offload_host += acc.opt
+        acc.opt = 0.0
+        # ZeRO-Offload / FSDP2 CPUOffloadPolicy: reduced gradient partitions go to pinned host buffers (fp32 for
+        # DeepSpeed); on the GPU only the reduce bucket (and FSDP's unsharded layer grads) stay.
+        step_temp = 0.0
+        offload_host += 4.0 * acc.trainable_sharded
+        acc.grads = 0.0
+        acc.grad_by_ids = {}
+        acc.grad_global = acc.grad_embedding = 0.0
+        notes.append(f"offload={wl.offload}: optimizer states (and fp32 master) in host RAM, step on the CPU")
+    if wl.offload == "all":
+        offload_host += acc.weights
+        acc.weights = 0.0
+    return offload_host, step_temp
+
+
+def state_bytes(m: ModelShape, wl: Workload) -> ModelStates:
+    """Model states of ``wl`` on ``m`` for the worst rank (uncached; see :func:`cached_states`)."""
+    notes: list[str] = []
+    s = _storage(wl, notes)
+    acc = _walk_tensors(m, wl, s)
+    step_temp, grad_temp_bwd, gathered = _strategy_buffers(m, wl, acc, s, notes)
+    offload_host, step_temp = _offload(wl, acc, step_temp, notes)
+    if wl.optimizer == "paged-adamw-8bit":
+        notes.append("paged-adamw-8bit: states counted on the GPU; bitsandbytes can page them to host RAM")
+    return ModelStates(weights=acc.weights, gradients=acc.grads, optimizer=acc.opt, step_temp=step_temp,
+                       grad_temp_bwd=grad_temp_bwd, weights_gathered=gathered, offloaded_host=offload_host,
+                       grad_by_ids=tuple((frozenset(k), v) for k, v in acc.grad_by_ids.items()),
+                       grad_global=acc.grad_global, grad_embedding=acc.grad_embedding,
+                       trainable_sharded=acc.trainable_sharded, trainable_rank=acc.trainable_rank,
+                       tied_grad=acc.tied_grad if acc.grads else 0.0,
+                       notes=tuple(notes))
+
+
+_STATE_FIELDS = ("method", "lora_rank", "lora_alpha", "lora_targets", "freeze_trainable_layers", "precision",
+                 "optimizer", "gpus", "strategy", "offload", "tp", "pp", "ep", "cp")
+
+
+_states_key = attrgetter(*_STATE_FIELDS)
+"""The fields that decide model states (cache key): ``_states_key(wl)`` is their tuple."""
+
+
+@lru_cache(maxsize=4096)
+def cached_states_t(m: ModelShape, key: tuple) -> ModelStates:
+    """:func:`state_bytes` cached on the fields that decide it (``key`` from :func:`cached_states`)."""
+    kw = dict(zip(_STATE_FIELDS, key))
+    # gpus_per_node does not change model states; any value that makes a valid Workload will do
+    kw["gpus_per_node"] = kw["gpus"]
+    return state_bytes(m, Workload(**kw))
+
+
+def cached_states(m: ModelShape, wl: Workload) -> ModelStates:
+    """Model states of ``wl`` on ``m`` (cached)."""
+    return cached_states_t(m, _states_key(wl))
+
+
+def model_state_gib(model: ModelShape, workload: Workload) -> dict[str, float]:
+    """Per-GPU model states of ``workload`` in GiB, as the worst rank holds them between steps:
+    ``weights`` (incl. PEFT adapters), ``gradients``, ``optimizer`` (incl. fp32 master copies) and
+    ``offloaded_host`` (bytes in host RAM). Used by the RL phases (what the trainer leaves on the GPU
+    while the rollout engine runs)."""
+    st = cached_states(model, workload)
+    return {"weights": st.weights / GIB, "gradients": st.gradients / GIB, "optimizer": st.optimizer / GIB,
+            "offloaded_host": st.offloaded_host / GIB}
