@@ -11,8 +11,8 @@ from trainfit.cli import main
 from trainfit.errors import WorkloadError
 from trainfit.estimate import calibration
 from trainfit.estimate.speed import estimate_speed
-from trainfit.plan.hardware import hardware_for
 from trainfit.models import get_model
+from trainfit.plan.hardware import hardware_for
 from trainfit.workload import Workload
 
 CFG = {"model": "Qwen3-0.6B", "seq_len": 2048, "grad_ckpt": False}
