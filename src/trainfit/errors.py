@@ -128,3 +128,15 @@ def did_you_mean(name: str, candidates: list[str] | tuple[str, ...], n: int = 3)
     # Substring matches help for short inputs such as "8b" or "30b".
     subs = [c for lc, c in lowered.items() if name.lower() in lc and c not in hits]
     return [lowered[h] for h in hits] + sorted(subs, key=len)[: max(0, n - len(hits))]
+
+
+class WatchError(TrainfitError):
+    """``trainfit watch`` cannot run the command as asked (no command, bad option, unreadable notice source)."""
+
+    code = "watch"
+
+
+class MetricsError(TrainfitError):
+    """A metrics JSONL or plan JSON that ``trainfit diagnose`` cannot read."""
+
+    code = "bad-metrics"

@@ -244,7 +244,8 @@ def plan_for(model: ModelShape, workload: Workload, *, gpu: str | None = None, i
         inst = get_instance(instance_type)
         gpu = gpu or inst.gpu
         gpn_used = min(workload.gpus, workload.gpus_per_node)
-        if inst.gpu_count and gpn_used != inst.gpu_count:
+        whole = inst.provider not in ("generic", "private")  # a cloud spec is rented whole; a cluster node is shared
+        if inst.gpu_count and (gpn_used > inst.gpu_count or (whole and gpn_used != inst.gpu_count)):
             from trainfit.errors import RenderError
 
             raise RenderError(

@@ -20,7 +20,7 @@ pytest.importorskip("alibabacloud_credentials")
 from trainfit.catalog import _store, get_gpu, get_instance  # noqa: E402
 from trainfit.providers.alibaba.refresh import cache_file, refresh  # noqa: E402
 from trainfit.cli import main  # noqa: E402
-from trainfit.errors import CatalogError  # noqa: E402
+from trainfit.errors import CatalogError, NetworkError  # noqa: E402
 
 REGION = "cn-wulanchabu"
 AK_ID = "LTAI-test-key-id"
@@ -192,7 +192,7 @@ def test_refresh_timeout(server):
     path, before, _ = _seed_cache()
     server.mode = "slow"
     t = time.monotonic()
-    with pytest.raises(CatalogError) as ei:
+    with pytest.raises(NetworkError) as ei:
         _refresh(server, timeout_s=0.3)
     assert "timed out" in ei.value.message and time.monotonic() - t < 5
     assert path.read_bytes() == before

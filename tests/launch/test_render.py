@@ -224,7 +224,7 @@ def test_plan_json_round_trips_losslessly(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("content,pick,needle", [
-    ("{not json", 1, "not valid JSON"), (json.dumps({"plans": []}), 1, "schema"),
+    ("{not json", 1, "malformed JSON"), (json.dumps({"plans": []}), 1, "schema"),
     (json.dumps({"schema": "trainfit.plan/2", "plans": []}), 1, "holds no plan"),
     (json.dumps({"schema": "trainfit.plan/9", "plans": [{}]}), 1, "trainfit.plan/2"),
     (json.dumps({"schema": "trainfit.plan/2", "plans": [5]}), 1, "not an object"),

@@ -21,7 +21,7 @@ pytest.importorskip("alibabacloud_credentials")
 from trainfit.catalog import _store, get_gpu, get_instance  # noqa: E402
 from trainfit.catalog.prices import latest_price, latest_spot_discount  # noqa: E402
 from trainfit.cli import main  # noqa: E402
-from trainfit.errors import CatalogError  # noqa: E402
+from trainfit.errors import CatalogError, NetworkError  # noqa: E402
 from trainfit.providers.alibaba.ecs_refresh import cache_path, refresh_ecs  # noqa: E402
 
 REGION = "cn-hangzhou"
@@ -253,7 +253,7 @@ def test_network_error_is_reported_as_network_not_quota():
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
     s.close()  # nothing listens there now: connection refused
-    with pytest.raises(CatalogError) as ei:
+    with pytest.raises(NetworkError) as ei:
         refresh_ecs(REGION, endpoint=f"127.0.0.1:{port}", protocol="http", timeout_s=2)
     assert "network error" in ei.value.message and "quota" not in ei.value.message
 
@@ -262,12 +262,12 @@ def test_per_call_timeout_and_total_deadline(server):
     path, before = _seed(prices=True)
     server.mode = "slow"
     t = time.monotonic()
-    with pytest.raises(CatalogError) as ei:
+    with pytest.raises(NetworkError) as ei:
         _run(server, timeout_s=0.3)
     assert "timed out" in ei.value.message and time.monotonic() - t < 5
     server.mode = "ok"
     t = time.monotonic()
-    with pytest.raises(CatalogError) as ei:  # many calls, each fast, but a total budget of 0.2 s
+    with pytest.raises(NetworkError) as ei:  # many calls, each fast, but a total budget of 0.2 s
         _run(server, prices=True, total_timeout_s=0.2,
              instance_types=["ecs.gn7i-c8g1.2xlarge"] * 200)
     assert "whole refresh took more than 0.2 s" in ei.value.message and time.monotonic() - t < 5

@@ -19,7 +19,7 @@ pytest.importorskip("tencentcloud.cvm")
 from trainfit.catalog import get_gpu, get_instance  # noqa: E402
 from trainfit.catalog.prices import latest_price, latest_spot_discount  # noqa: E402
 from trainfit.cli import main  # noqa: E402
-from trainfit.errors import CatalogError  # noqa: E402
+from trainfit.errors import CatalogError, NetworkError  # noqa: E402
 from trainfit.providers.tencent.refresh import cache_path, default_credential, refresh_tencent  # noqa: E402
 
 REGION = "ap-guangzhou"
@@ -208,7 +208,7 @@ def test_network_error_is_not_a_quota_error():
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
     s.close()
-    with pytest.raises(CatalogError) as ei:
+    with pytest.raises(NetworkError) as ei:
         refresh_tencent(REGION, endpoint=f"127.0.0.1:{port}", protocol="http", timeout_s=2)
     assert "network error" in ei.value.message and "quota" not in ei.value.message
 
@@ -217,7 +217,7 @@ def test_timeout(server):
     path, before = _seed()
     server.mode = "slow"
     t = time.monotonic()
-    with pytest.raises(CatalogError) as ei:
+    with pytest.raises(NetworkError) as ei:
         _run(server, timeout_s=1)
     assert "timed out" in ei.value.message and time.monotonic() - t < 5
     assert path.read_bytes() == before

@@ -130,9 +130,11 @@ def test_plan_rl_evaluates_every_phase_through_the_one_fit_decision(tmp_path, ca
                            host_ram_gib=getattr(p.instance, "ram_gib", None))
         assert again == p.fit and p.fit.verdict in ("fits", "unknown")
         assert rl["max_concurrent_seqs"] >= 1 and rl["kv_pool_gib"] > 0
-        # hours = RL step time x steps; GPU-hours = hours x GPUs
+        # hours = RL step time x steps; GPU-hours = hours x the GPUs of the whole instances billed
         assert p.hours == pytest.approx(p.step_seconds * STEPS / 3600, rel=1e-9)
-        assert p.gpu_hours == pytest.approx(p.hours * p.workload.gpus, rel=1e-9)
+        per = p.instance.gpu_count
+        billed = -(-p.workload.gpus // per) * per
+        assert p.gpu_hours == pytest.approx(p.hours * billed, rel=1e-9)
         assert p.step_seconds == pytest.approx(rl["speed"]["step_seconds"], rel=1e-3)
         assert p.workload.seq_len == rl["prompt_len"] + rl["response_len"]
         assert (p.workload.tp, p.workload.pp, p.workload.ep, p.workload.cp) == (1, 1, 1, 1)

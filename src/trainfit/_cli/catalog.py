@@ -49,8 +49,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     r.add_argument("--currency", default="CNY", help="tencent --prices: currency your account is billed in "
                                                     "(the API states amounts in CNY; international-site accounts: USD)")
     r.add_argument("--endpoint", help="API endpoint host (default: the SDK's regional endpoint)")
-    r.add_argument("--timeout", type=float, default=15.0, help="seconds per request (default 15)")
-    r.add_argument("--total-timeout", dest="total_timeout", type=float,
+    from trainfit._cli.common import float_arg
+
+    r.add_argument("--timeout", type=float_arg("--timeout", 0, 600, lo_open=True), default=15.0,
+                   help="seconds per request (default 15)")
+    r.add_argument("--total-timeout", dest="total_timeout", type=float_arg("--total-timeout", 0, 3600, lo_open=True),
                    help="seconds for the whole refresh (default: max(60, 4 x --timeout))")
     r.add_argument("--protocol", choices=("https", "http"), default="https",
                    help="https (default); http only for a local proxy or test server")

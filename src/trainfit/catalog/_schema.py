@@ -41,6 +41,9 @@ class Column:
     max: float | None = None
     unit: str = ""
     help: str = ""
+    ident: str = ""
+    """A strict pattern of :data:`trainfit.inputs.PATTERNS` every value (every list item) must match: names that
+    reach job files and scripts carry no shell or YAML metacharacters."""
 
 
 def _c(name: str, kind: str, **kw: Any) -> Column:
@@ -48,7 +51,7 @@ def _c(name: str, kind: str, **kw: Any) -> Column:
 
 
 GPU_COLUMNS: tuple[Column, ...] = (
-    _c("name", "str", required=True, help="canonical name, e.g. A100-80GB-SXM"),
+    _c("name", "str", required=True, ident="gpu", help="canonical name, e.g. A100-80GB-SXM"),
     _c("aliases", "list", help="other names, semicolon-separated (nvidia-smi names, short names)"),
     _c("vendor", "str", help="nvidia, or unknown for cloud code names"),
     _c("arch", "str", help="architecture (volta, ampere, hopper, ada...)"),
@@ -63,7 +66,7 @@ GPU_COLUMNS: tuple[Column, ...] = (
     _c("fp8_dense_tflops", "float", min=0.1, max=100_000, unit="TFLOP/s, dense (no sparsity)"),
     _c("nvlink_gbps", "float", min=1, max=100_000, unit="GB/s per GPU, bidirectional; empty = none"),
     _c("pcie_gen", "int", min=1, max=7),
-    _c("pai_codes", "list", help="Alibaba PAI GPU code names this row stands for (GU30...)"),
+    _c("pai_codes", "list", ident="gpu", help="Alibaba PAI GPU code names this row stands for (GU30...)"),
     _c("verified", "bool", required=True, help="yes = numbers checked against the cited source"),
     _c("source", "str", required=True, help="URL(s) or document the numbers come from"),
     _c("as_of", "date", required=True, help="date the row was compiled (YYYY-MM-DD)"),
@@ -73,15 +76,15 @@ GPU_COLUMNS: tuple[Column, ...] = (
 INSTANCE_COLUMNS: tuple[Column, ...] = (
     _c("provider", "enum", required=True, choices=PROVIDERS),
     _c("resource_class", "enum", required=True, choices=RESOURCE_CLASSES),
-    _c("instance_type", "str", required=True, help="the provider's exact spec name"),
-    _c("gpu", "str", help="a name or alias in the GPU catalog; empty = model not documented"),
+    _c("instance_type", "str", required=True, ident="instance_type", help="the provider's exact spec name"),
+    _c("gpu", "str", ident="gpu", help="a name or alias in the GPU catalog; empty = model not documented"),
     _c("gpu_count", "int", min=0, max=1024),
     _c("vcpu", "int", min=1, max=4096),
     _c("ram_gib", "float", min=0.5, max=65_536, unit="GiB"),
     _c("intra_node_link", "enum", choices=INTRA_NODE_LINKS),
     _c("inter_node", "enum", choices=INTER_NODE),
     _c("inter_node_gbit_per_s", "float", min=0.1, max=100_000, unit="Gbit/s per node"),
-    _c("regions", "list", help="region ids, semicolon-separated; empty = not documented"),
+    _c("regions", "list", ident="region", help="region ids, semicolon-separated; empty = not documented"),
     _c("price_per_hour", "float", min=0, max=1_000_000, unit="currency per instance-hour"),
     _c("currency", "enum", choices=CURRENCIES),
     _c("spot_discount", "float", min=0, max=1, unit="fraction of the list price paid on spot (0-1)"),
@@ -107,22 +110,25 @@ def _is_empty(v: Any) -> bool:
 
 
 def _parse_float(v: Any) -> float:
-    if isinstance(v, bool):
-        raise ValueError("a boolean is not a number")
-    x = float(v)
-    if not math.isfinite(x):
+    """A finite number through the input gate (ASCII digits only; no inf/nan, no 5,000-digit integers)."""
+    from trainfit.inputs import InputError, as_float
+
+    try:
+        x = as_float("value", v)
+    except InputError as e:
+        raise ValueError(e.message.removeprefix("value: ")) from None
+    if not math.isfinite(x):  # pragma: no cover - as_float refuses these
         raise ValueError("not a finite number")
     return x
 
 
 def _parse_int(v: Any) -> int:
-    if isinstance(v, bool):
-        raise ValueError("a boolean is not a number")
-    if isinstance(v, float):
-        if not v.is_integer():
-            raise ValueError("not a whole number")
-        return int(v)
-    return int(str(v).strip())
+    from trainfit.inputs import InputError, as_int
+
+    try:
+        return as_int("value", v, lo=None)
+    except InputError as e:
+        raise ValueError(e.message.removeprefix("value: ")) from None
 
 
 def _parse_bool(v: Any) -> bool:
@@ -193,6 +199,15 @@ def parse_row(columns: tuple[Column, ...], raw: Mapping[str, Any], where: str) -
             problems.append(f"{where}: {col.name}={v!r}: {e}")
             out[col.name] = () if col.kind == "list" else None
             continue
+        if col.ident:
+            from trainfit.inputs import PATTERNS
+
+            bad = [x for x in (val if isinstance(val, tuple) else (val,)) if not PATTERNS[col.ident].fullmatch(x)]
+            if bad:
+                problems.append(f"{where}: {col.name}={str(bad[0])[:60]!r}: use letters, digits, '.', '_' and '-' "
+                                "only (no spaces, quotes or shell characters)")
+                out[col.name] = () if col.kind == "list" else None
+                continue
         if col.kind in ("float", "int"):
             if col.min is not None and val < col.min:
                 problems.append(f"{where}: {col.name}={val} is below {col.min} {col.unit}".rstrip())

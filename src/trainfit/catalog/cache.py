@@ -17,6 +17,8 @@ from trainfit.catalog._schema import GPU_COLUMNS, INSTANCE_COLUMNS, parse_row
 from trainfit.errors import CatalogError
 
 CACHE_FORMAT = "trainfit-refresh/1"
+#: Largest refresh cache read (a region's specs are a few hundred KB at most).
+MAX_CACHE_BYTES = 8 * 2**20
 
 
 def _short(e: BaseException, n: int = 300) -> str:
@@ -62,10 +64,11 @@ def write_cache_atomic(path: Path, payload: dict[str, Any]) -> None:
 
 def read_cache_file(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Typed (gpu rows, instance rows) of a refresh cache; raises :class:`CatalogError` when corrupt."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise CatalogError(f"unreadable refresh cache ({_short(e, 120)})") from None
+    from trainfit.inputs import loads_json, read_text_file
+
+    text = read_text_file(path, max_bytes=MAX_CACHE_BYTES, what="refresh cache", error=CatalogError,
+                          fix="delete it and run `trainfit catalog refresh` again")
+    data = loads_json(text, what=f"refresh cache {path}", error=CatalogError)
     if not isinstance(data, dict) or data.get("format") != CACHE_FORMAT:
         raise CatalogError(f"not a {CACHE_FORMAT} file")
     gpus, insts, problems = [], [], []
@@ -73,6 +76,8 @@ def read_cache_file(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, An
         items = data.get(section)
         if not isinstance(items, list):
             raise CatalogError(f"'{section}' is not a list")
+        if len(items) > 100_000:
+            raise CatalogError(f"'{section}' holds {len(items):,} rows, more than any provider lists")
         for i, raw in enumerate(items):
             if not isinstance(raw, dict):
                 problems.append(f"{section}[{i}] is not an object")

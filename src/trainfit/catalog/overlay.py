@@ -63,28 +63,43 @@ def _relaxed(columns: tuple[Column, ...], keep_required: set[str]) -> tuple[Colu
     return tuple(c if c.name in keep_required else replace(c, required=False) for c in columns)
 
 
-def safe_load_yaml(text: str) -> Any:
-    """``yaml.safe_load`` semantics, but dates stay strings so the schema reports bad ones itself."""
+#: Largest overlay read (a hand-written overlay is a few KB; a 30 MB one would slow every command).
+MAX_OVERLAY_BYTES = 1 * 2**20
+
+
+def _loader():
+    """``yaml.SafeLoader`` with dates kept as strings (so the schema reports bad ones itself)."""
     import yaml
 
-    class _Loader(yaml.SafeLoader):
+    class _Loader(getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader):  # type: ignore[misc]
         pass
 
     _Loader.add_constructor("tag:yaml.org,2002:timestamp", yaml.SafeLoader.construct_yaml_str)
-    return yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
+    return _Loader
+
+
+def safe_load_yaml(text: str) -> Any:
+    """``yaml.safe_load`` semantics through the input gate (no aliases, depth limit), dates kept as strings."""
+    from trainfit.inputs import loads_yaml_all
+
+    docs = loads_yaml_all(text, what="catalog overlay", error=CatalogError, loader=_loader())
+    if len(docs) > 1:
+        raise CatalogError("catalog overlay holds more than one YAML document", fix="keep one document")
+    return docs[0] if docs else None
 
 
 def _read_yaml(path: Path) -> tuple[Any, list[str]]:
-    import yaml
+    from trainfit.inputs import loads_yaml_all, read_text_file
 
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        return None, [f"{path}: cannot read ({getattr(e, 'strerror', None) or e})"]
-    try:
-        return safe_load_yaml(text), []
-    except (yaml.YAMLError, ValueError) as e:
-        return None, [f"{path}: not valid YAML: {e}"]
+        text = read_text_file(path, max_bytes=MAX_OVERLAY_BYTES, what="catalog overlay", error=CatalogError,
+                              fix="fix or remove the overlay file")
+        docs = loads_yaml_all(text, what=f"{path}", error=CatalogError, loader=_loader())
+    except CatalogError as e:
+        return None, [e.message.replace(": malformed YAML", ": not valid YAML", 1)]
+    if len(docs) > 1:
+        return None, [f"{path}: holds {len(docs)} YAML documents; an overlay is one mapping"]
+    return (docs[0] if docs else None), []
 
 
 def parse_overlay(path: str | Path, *, known_gpu_keys: set[str] | None = None,

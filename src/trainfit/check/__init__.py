@@ -48,6 +48,9 @@ def check_file(path: str | Path, *, region: str | None = None, gpu: str | None =
                instance_type: str | None = None, nodes: int | None = None,
                gpus_per_node: int | None = None) -> CheckResult:
     """Check one job file; see the module docstring."""
+    from trainfit.catalog._store import current_catalog
+
+    current_catalog()  # the catalog rules need it: an unreadable overlay or cache is an error here, not a skip
     facts = read_facts(path)
     return check_facts(facts, CheckOptions(region=region, gpu=gpu, instance_type=instance_type, nodes=nodes,
                                            gpus_per_node=gpus_per_node))

@@ -13,8 +13,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from trainfit.check.shell import Script, parse_script, training_args
 from trainfit.errors import CheckInputError, TrainfitError
 
@@ -58,42 +56,31 @@ class JobFacts:
 
 
 def read_text(path: str | Path) -> str:
-    p = Path(path)
-    try:
-        st = p.stat()
-    except OSError as e:
-        raise CheckInputError(f"cannot read {path}: {e.strerror or e}", fix="check the path") from None
-    if not p.is_file():
-        raise CheckInputError(f"{path} is not a file", fix="pass a job file (JSON, YAML or a shell script)")
-    if st.st_size > MAX_BYTES:
-        raise CheckInputError(f"{path} is {st.st_size / 2**20:.1f} MiB, over the {MAX_BYTES // 2**20} MiB limit "
-                              "for a job file", fix="pass the job spec itself, not data or logs")
-    data = p.read_bytes()
-    if b"\x00" in data[:8192]:
-        raise CheckInputError(f"{path} is a binary file", fix="pass a job file (JSON, YAML or a shell script)")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise CheckInputError(f"{path} is not UTF-8 text (byte {e.start})", fix="save it as UTF-8") from None
+    """UTF-8 text of a job file through the input gate (regular file, bounded read, no binary)."""
+    from trainfit.inputs import read_text_file
+
+    return read_text_file(path, max_bytes=MAX_BYTES, what="job file", error=CheckInputError,
+                          fix="pass a job file (JSON, YAML or a shell script)")
 
 
 def _load_json(text: str, path: str) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise CheckInputError(f"{path}: malformed JSON at line {e.lineno}, column {e.colno}: {e.msg}",
-                              fix="fix the JSON syntax (a JSON linter shows the spot)") from None
+    from trainfit.inputs import loads_json
+
+    return loads_json(text, what=str(path), error=CheckInputError)
 
 
 def _load_yaml(text: str, path: str) -> list[Any]:
+    from trainfit.inputs import loads_yaml_all
+
+    return loads_yaml_all(text, what=str(path), error=CheckInputError)
+
+
+def _is_file(p: Path) -> bool:
+    """``Path.is_file`` that says False for names the OS refuses (too long, NUL bytes) instead of raising."""
     try:
-        docs = [d for d in yaml.safe_load_all(text) if d is not None]
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise CheckInputError(f"{path}: malformed YAML{where}: {getattr(e, 'problem', None) or e}",
-                              fix="fix the YAML syntax (indentation, quotes, tabs)") from None
-    return docs
+        return Path(p).is_file()
+    except (OSError, ValueError):
+        return False
 
 
 def _type_error(path: str, what: str, expected: str, got: Any) -> CheckInputError:
@@ -104,11 +91,15 @@ def _type_error(path: str, what: str, expected: str, got: Any) -> CheckInputErro
 def _int(path: str, what: str, v: Any, *, default: int | None = None) -> int | None:
     if v is None:
         return default
-    if isinstance(v, bool) or not isinstance(v, int):
-        if isinstance(v, str) and v.strip().isdigit():
-            return int(v)
+    from trainfit.inputs import InputError, as_int
+
+    if isinstance(v, bool) or not isinstance(v, (int, float, str)):
         raise _type_error(path, what, "an integer", v)
-    return v
+    try:
+        return as_int(what, v, lo=0, hi=1_000_000)
+    except InputError as e:
+        raise CheckInputError(f"{path}: {what} must be an integer in [0, 1000000] ({e.message})",
+                              fix=f"write {what} as a whole number") from None
 
 
 def _plan_facts(line: str) -> dict | None:
@@ -153,9 +144,18 @@ def _add_script(f: JobFacts, where: str, text: str) -> None:
 
 
 def _placeholders(f: JobFacts, text: str) -> None:
-    for m in re.finditer(r"[A-Za-z0-9_./:-]*REPLACE_ME[A-Za-z0-9_./:-]*", text):
-        if m.group(0) not in f.placeholders:
-            f.placeholders.append(m.group(0))
+    # str.find + a bounded walk instead of a regex with a leading ``[...]*`` (quadratic on long runs)
+    ok = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./:-")
+    i = text.find("REPLACE_ME")
+    while i >= 0 and len(f.placeholders) < 100:
+        a, b = i, i + len("REPLACE_ME")
+        while a > 0 and i - a < 200 and text[a - 1] in ok:
+            a -= 1
+        while b < len(text) and b - i < 200 and text[b] in ok:
+            b += 1
+        if text[a:b] not in f.placeholders:
+            f.placeholders.append(text[a:b])
+        i = text.find("REPLACE_ME", b)
 
 
 def _region_of_image(f: JobFacts, image: str) -> None:
@@ -293,7 +293,7 @@ def _expand_cat(f: JobFacts, value: str) -> str:
     if not m:
         return value
     p = Path(f.path).parent / m.group(1)
-    if p.is_file():
+    if _is_file(p):
         return read_text(p)
     f.notes.append(f"{m.group(1)} (read by the command) is not beside the file, so it was not checked")
     return ""
@@ -303,7 +303,7 @@ def _pai_cli_body(f: JobFacts, src: str, is_json: bool) -> None:
     text = _expand_cat(f, src) if "$(" in src else src
     if not is_json:
         p = Path(f.path).parent / src
-        text = read_text(p) if p.is_file() else ""
+        text = read_text(p) if _is_file(p) else ""
     if not text.strip():
         return
     body = _load_json(text, f"{f.path} (request body)")
@@ -405,24 +405,24 @@ def _training_from_scripts(f: JobFacts, base: Path) -> None:
             f.train.update({k: v for k, v in flags.items()})
             if engine == "llamafactory":
                 cfg = next((w for w in cmd.words[2:] if w.endswith((".yaml", ".yml", ".json"))), None)
-                if cfg and (base / cfg).is_file():
+                if cfg and _is_file(base / cfg):
                     _llamafactory_file(f, base / cfg)
         for body in script.heredocs:
             try:
-                cfg = json.loads(body)
-            except json.JSONDecodeError:
+                cfg = _load_json(body, f"{f.path} (heredoc)")
+            except CheckInputError:
                 continue
             if isinstance(cfg, dict) and ("zero_optimization" in cfg or "train_micro_batch_size_per_gpu" in cfg):
                 f.ds_config = cfg
     ds = f.train.get("deepspeed")
     if ds and f.ds_config is None and ds.endswith(".json"):
         p = Path(ds) if Path(ds).is_absolute() else base / ds
-        if p.is_file():
+        if _is_file(p):
             try:
-                cfg = json.loads(read_text(p))
+                cfg = _load_json(read_text(p), str(p))
                 if isinstance(cfg, dict):
                     f.ds_config = cfg
-            except (CheckInputError, json.JSONDecodeError):
+            except CheckInputError:
                 f.notes.append(f"could not read the DeepSpeed config {ds}")
 
 
@@ -439,11 +439,11 @@ def _llamafactory(doc: dict, f: JobFacts, base: Path) -> None:
     ds = doc.get("deepspeed")
     if isinstance(ds, str) and ds.endswith(".json"):
         p = Path(ds) if Path(ds).is_absolute() else base / ds
-        if p.is_file():
+        if _is_file(p):
             try:
-                cfg = json.loads(read_text(p))
+                cfg = _load_json(read_text(p), str(p))
                 f.ds_config = cfg if isinstance(cfg, dict) else None
-            except (CheckInputError, json.JSONDecodeError):
+            except CheckInputError:
                 f.notes.append(f"could not read the DeepSpeed config {ds}")
 
 
@@ -471,7 +471,17 @@ def _unknown_mem(gpu: str) -> bool:
 
 
 def read_facts(path: str | Path) -> JobFacts:
-    """Parse ``path`` into :class:`JobFacts` (raises :class:`CheckInputError`)."""
+    """Parse ``path`` into :class:`JobFacts` (raises :class:`CheckInputError`): a value of the wrong type anywhere
+    in the file (a string where a mapping belongs, a list for a number...) is one clear error, never a traceback."""
+    try:
+        return _read_facts(path)
+    except (AttributeError, TypeError, KeyError, IndexError, ValueError, RecursionError) as e:
+        raise CheckInputError(f"{str(path)[:200]}: a field has the wrong type or shape ({type(e).__name__}: "
+                              f"{str(e)[:120]})", fix="compare the file with the format's documentation; "
+                              "`trainfit render` writes valid examples") from None
+
+
+def _read_facts(path: str | Path) -> JobFacts:
     p = Path(path)
     text = read_text(p)
     sp = str(path)

@@ -60,13 +60,48 @@ class Script:
     """Line numbers shlex could not split (unbalanced quotes)."""
 
 
+_SEPARATORS = re.compile(r"&&|\|\||;")
+_VAR_HEAD = re.compile(r"([A-Za-z_][A-Za-z0-9_]*):?=")
+
+
+def _default_assignments(line: str) -> list[tuple[str, str]]:
+    """``${VAR:=value}`` / ``${VAR=value}`` pairs of ``line``, in one linear pass (a regex with ``[^}]*`` is
+    quadratic on a line of many ``${A=`` and no ``}``)."""
+    out: list[tuple[str, str]] = []
+    close = -1
+    i = line.find("${")
+    while i >= 0:
+        m = _VAR_HEAD.match(line, i + 2)
+        if m:
+            if close < m.end():
+                close = line.find("}", m.end())
+                if close < 0:
+                    break
+            out.append((m.group(1), line[m.end():close]))
+        i = line.find("${", i + 2)
+    return out
+
+
 def parse_script(text: str) -> Script:
+    """Parse ``text``; every step is linear in its length, and a line longer than
+    :data:`trainfit.inputs.MAX_LINE_CHARS` is refused (:class:`~trainfit.errors.CheckInputError`)."""
+    from trainfit.inputs import MAX_LINE_CHARS
+
     raw = text.splitlines()
+    longest = max((len(ln) for ln in raw), default=0)
+    if longest > MAX_LINE_CHARS:
+        from trainfit.errors import CheckInputError
+
+        n = next(i for i, ln in enumerate(raw, 1) if len(ln) == longest)
+        raise CheckInputError(f"line {n} of the script is {longest:,} characters long, over the "
+                              f"{MAX_LINE_CHARS:,}-character limit for a line of a job script",
+                              fix="pass the job script itself (long data belongs in files the job reads)")
     heredocs: list[str] = []
     comments: list[str] = []
     logical: list[tuple[int, str]] = []
     i = 0
-    buf, start = "", 0
+    buf: list[str] = []
+    start = 0
     while i < len(raw):
         line = raw[i]
         stripped = line.strip()
@@ -87,22 +122,22 @@ def parse_script(text: str) -> Script:
             heredocs.append("\n".join(body))
             line = line[: m.start()]
         if line.rstrip().endswith("\\"):
-            buf += line.rstrip()[:-1] + " "
+            buf.append(line.rstrip()[:-1] + " ")
             i += 1
             continue
-        buf += line
-        logical.append((start, buf))
-        buf = ""
+        buf.append(line)
+        logical.append((start, "".join(buf)))
+        buf = []
         i += 1
     if buf:
-        logical.append((start, buf))
+        logical.append((start, "".join(buf)))
     commands: list[Command] = []
     assignments: dict[str, str] = {}
     unparsed: list[int] = []
     for lineno, line in logical:
-        for m in re.finditer(r"\$\{([A-Za-z_][A-Za-z0-9_]*):?=([^}]*)\}", line):
-            assignments.setdefault(m.group(1), m.group(2))
-        for part in re.split(r"\s*(?:&&|\|\||;)\s*", line):
+        for name, value in _default_assignments(line):
+            assignments.setdefault(name, value)
+        for part in _SEPARATORS.split(line):
             part = part.strip()
             if not part:
                 continue

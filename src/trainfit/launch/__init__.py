@@ -72,9 +72,31 @@ def _save_steps(plan: Any, step_seconds: float | None, max_steps: int | None) ->
     return min(n, max_steps) if max_steps else n
 
 
+def _check_plan_strings(plan: Any) -> None:
+    """Every string of the plan that a target writes into a script or a job file passes the input gate's strict
+    patterns (a plan file from elsewhere may carry anything)."""
+    from trainfit import inputs
+    from trainfit.errors import InputError
+
+    checks = [("instance_type", plan.instance_type, "instance_type"), ("gpu", plan.gpu, "gpu"),
+              ("region", plan.region, "region"), ("provider", plan.provider, "resource_id"),
+              ("resource_class", plan.resource_class, "resource_id"), ("model", model_repo_id(plan.model), "dataset")]
+    checks += [("lora_targets", t, "module") for t in plan.workload.lora_targets]
+    for field_name, value, kind in checks:
+        if value is None:
+            continue
+        try:
+            if inputs.as_ident(f"plan {field_name}", value, kind) != value:
+                raise inputs._bad(f"plan {field_name}", value, "has leading or trailing white space")
+        except InputError as e:
+            raise RenderError(f"the plan's {e.message}", fix="regenerate the plan with `trainfit plan --json`; "
+                              "trainfit never writes such a value into a job file") from None
+
+
 def build_context(plan: Any, options: RenderOptions | None = None) -> RenderContext:
     """A consistent :class:`RenderContext` from a typed plan and render options (no catalog look-ups)."""
     o = options or RenderOptions()
+    _check_plan_strings(plan)
     inst = plan.instance
     regions = tuple(getattr(inst, "regions", ()) or ()) if inst is not None else ()
     lingjun = plan.resource_class == "pai-lingjun" or (inst is None and is_lingjun_type(plan.instance_type))
@@ -140,13 +162,15 @@ def render(ctx: RenderContext, targets: list[str] | tuple[str, ...] | str = "all
 def readme(result: RenderResult) -> str:
     ctx = result.context
     lines = ["# Job files rendered by trainfit", ""]
-    lines += [f"- {ln}" for ln in ctx.header_lines()]
+    from trainfit.launch._common import comment_text
+
+    lines += [f"- {comment_text(ln)}" for ln in ctx.header_lines()]
     lines += ["", "## Files", ""]
     for name in result.files:
         lines.append(f"- `{name}`")
     if result.skipped:
         lines += ["", "## Targets not rendered", ""]
-        lines += [f"- {t}: {why}" for t, why in result.skipped.items()]
+        lines += [f"- {t}: {comment_text(why)}" for t, why in result.skipped.items()]
     lines += ["", "## Notes", "",
               "- `dlc_job.json` is a PAI-DLC CreateJob body; JSON carries no comments, so its plan header is this "
               "file (and `dlc_submit.sh`). `ds_config.json` carries it in a top-level `_trainfit` key, which "
@@ -165,8 +189,9 @@ def write(result: RenderResult, out_dir: str | Path) -> list[Path]:
     out = Path(out_dir)
     try:
         out.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise RenderError(f"cannot create {out}: {e.strerror or e}", fix="choose another --out folder") from None
+    except (OSError, ValueError) as e:
+        raise RenderError(f"cannot create {str(out)[:200]}: {getattr(e, 'strerror', None) or e}",
+                          fix="choose another --out folder") from None
     written: list[Path] = []
     for name, text in {**result.files, "README.md": readme(result)}.items():
         p = out / name
@@ -174,7 +199,8 @@ def write(result: RenderResult, out_dir: str | Path) -> list[Path]:
             p.write_text(text, encoding="utf-8")
             if name.endswith(".sh"):
                 p.chmod(0o755)
-        except OSError as e:
-            raise RenderError(f"cannot write {p}: {e.strerror or e}", fix="check the folder's permissions") from None
+        except (OSError, ValueError) as e:
+            raise RenderError(f"cannot write {str(p)[:200]}: {getattr(e, 'strerror', None) or e}",
+                              fix="check the folder's permissions") from None
         written.append(p)
     return written

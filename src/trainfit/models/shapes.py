@@ -66,6 +66,29 @@ class ParamTensor:
         return self.numel * self.count
 
 
+#: Documented ranges of every size field of a model (docs/security.md): far above any real model, low enough
+#: that a hostile config (``num_hidden_layers: 1e9``, zero heads) is one clear error, not a hang or a crash.
+SHAPE_LIMITS: dict[str, tuple[int, int]] = {
+    "num_layers": (1, 1000),
+    "hidden_size": (1, 1_000_000),
+    "intermediate_size": (0, 10_000_000),
+    "num_heads": (1, 65_536),
+    "num_kv_heads": (1, 65_536),
+    "head_dim": (1, 65_536),
+    "vocab_size": (1, 10_000_000),
+    "max_position_embeddings": (0, 2**31),
+    "num_experts": (0, 4096),
+    "experts_per_token": (0, 4096),
+    "moe_intermediate_size": (0, 10_000_000),
+    "shared_expert_intermediate_size": (0, 10_000_000),
+    "linear_num_key_heads": (0, 65_536),
+    "linear_num_value_heads": (0, 65_536),
+    "linear_key_head_dim": (0, 65_536),
+    "linear_value_head_dim": (0, 65_536),
+    "linear_conv_kernel_dim": (0, 1024),
+}
+
+
 @dataclass(frozen=True, kw_only=True)
 class ModelShape:
     """Architecture of one decoder-only model, as its Hugging Face config states it.
@@ -128,8 +151,21 @@ class ModelShape:
     def __post_init__(self) -> None:
         for fname in ("hidden_size", "num_layers", "num_heads", "num_kv_heads", "head_dim", "vocab_size"):
             v = getattr(self, fname)
-            if not isinstance(v, int) or v <= 0:
+            if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
                 raise ModelConfigError(f"{self.name}: {fname} must be a positive integer, got {v!r}")
+        for fname, (lo, hi) in SHAPE_LIMITS.items():
+            v = getattr(self, fname)
+            if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:
+                raise ModelConfigError(f"{str(self.name)[:80]!r}: {fname} must be an integer in [{lo}, {hi:,}], "
+                                       f"got {str(v)[:40]}", fix="pass a real Hugging Face config.json")
+        for fname in ("moe_layers", "layer_types"):
+            if len(getattr(self, fname)) > SHAPE_LIMITS["num_layers"][1]:
+                raise ModelConfigError(f"{fname} has more entries than any supported model")
+        if any(isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < self.num_layers for i in self.moe_layers):
+            raise ModelConfigError(f"{str(self.name)[:80]!r}: moe_layers must be layer indices in [0, {self.num_layers})")
+        if any(t not in ("full_attention", "linear_attention") for t in self.layer_types):
+            raise ModelConfigError(f"{str(self.name)[:80]!r}: layer_types entries must be full_attention or "
+                                   "linear_attention")
         if self.num_heads % self.num_kv_heads:
             raise ModelConfigError(
                 f"{self.name}: num_attention_heads ({self.num_heads}) is not a multiple of "

@@ -279,6 +279,11 @@ def _layouts(req: PlanRequest, inst: Any) -> list[tuple[int, int]] | Rejection:
     if "gpus" in req.pins:
         g = req.pins["gpus"]
         gpn = req.pins.get("gpus_per_node", min(g, inst.gpu_count))
+        if gpn < inst.gpu_count and inst.provider not in ("generic", "private"):  # a cloud spec is rented whole
+            return Rejection(instance_type=it, provider=inst.provider, code="partial-node",
+                             reason=f"{gpn} of the {inst.gpu_count} GPUs per {it} node: launchers start one process "
+                                    "per GPU of the node and the whole node is billed",
+                             fix=f"use --gpus-per-node {inst.gpu_count}, or an instance type with {gpn} GPU(s)")
         if gpn > inst.gpu_count or g % gpn:
             return Rejection(instance_type=it, provider=inst.provider, code="layout",
                              reason=f"{g} GPUs in nodes of {gpn} do not fit {it} ({inst.gpu_count} GPUs per instance)",

@@ -158,7 +158,7 @@ class Plan:
         from trainfit.catalog.instances import Instance
 
         try:
-            wl = d["workload"]
+            wl = _checked_fields(d, where)
             workload = Workload(**{**wl, "lora_targets": tuple(wl["lora_targets"])})
             gpu_spec = _typed(GPU, d["gpu_spec"])
             inst = None if d.get("instance") is None else _typed(Instance, d["instance"])
@@ -184,6 +184,40 @@ class Plan:
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise PlanFileError(f"{where} does not have the plan's shape ({type(e).__name__}: {str(e)[:80]})",
                                 fix="regenerate it with `trainfit plan --json`") from None
+
+
+#: Plan fields that are numbers (None = not estimated) and strings, as :meth:`Plan.to_dict` writes them.
+_NUMBER_FIELDS = ("tokens", "tokens_per_s", "step_seconds", "mfu", "hours", "gpu_hours", "cost", "on_demand_cost",
+                  "gpu_mem_gib", "spot_price_fraction", "expected_interruptions", "checkpoint_interval_hours",
+                  "price_per_hour")
+_STRING_FIELDS = ("gpu", "provider", "resource_class", "instance_type", "currency", "framework", "region", "source",
+                  "price_source", "price_as_of")
+
+
+def _checked_fields(d: dict, where: str) -> dict:
+    """Every scalar of a plan file through the input gate (finite non-negative numbers, counts in range, strings
+    that are strings) and the workload through the option table's ranges; returns the workload dict."""
+    from trainfit import inputs
+    from trainfit.errors import InputError
+    from trainfit.options import MAX_GPUS, WORKLOAD_OPTION_NAMES, parse_options
+
+    try:
+        for k in _NUMBER_FIELDS:
+            if d.get(k) is not None:
+                inputs.as_float(k, d[k], lo=0)
+        for k in ("gpus_per_node", "nodes"):
+            if k in d:  # a missing part is reported as a wrong shape below
+                inputs.as_int(k, d[k], lo=1, hi=MAX_GPUS)
+        for k in _STRING_FIELDS:
+            if d.get(k) is not None and not isinstance(d[k], str):
+                raise InputError(f"{k} must be a string, not {type(d[k]).__name__}")
+        wl = d["workload"]
+        if not isinstance(wl, dict):
+            raise InputError("workload must be an object")
+        parsed = parse_options({k: v for k, v in wl.items() if k in WORKLOAD_OPTION_NAMES}, defaults=False)
+    except InputError as e:
+        raise PlanFileError(f"{where}: {e.message}", fix="regenerate it with `trainfit plan --json`") from None
+    return {**wl, **{k: v for k, v in parsed.items() if v is not None}}
 
 
 def _json_copy(v: Any) -> Any:

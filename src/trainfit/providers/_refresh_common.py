@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trainfit.errors import CatalogError
+from trainfit.errors import CatalogError, NetworkError, TrainfitError
 
 
 def short(e: BaseException | str, n: int = 300) -> str:
@@ -46,10 +46,19 @@ class Deadline:
         """Timeout for the next call; raises a timeout error when the budget is spent."""
         left = self.remaining_s()
         if left <= 0.05:
-            raise CatalogError(f"{self.what} timed out: the whole refresh took more than {self.total_s:g} s",
+            raise NetworkError(f"{self.what} timed out: the whole refresh took more than {self.total_s:g} s",
                                fix="retry with a larger --timeout, or limit the instance types; "
                                    "the cache was left as it was")
         return min(self.per_call_s, left)
+
+    def run(self, fn: Any) -> Any:
+        """``fn()`` bounded by the time left of the whole refresh: a watchdog cuts off a server that trickles bytes
+        (each read succeeds, so per-call socket timeouts alone never fire)."""
+        from trainfit.providers._net import call_with_deadline
+
+        return call_with_deadline(fn, timeout_s=max(0.05, self.remaining_s()), what=self.what,
+                                  fix="check the network/proxy and --endpoint, or retry with a larger "
+                                      "--total-timeout; the cache was left as it was")
 
 
 _NETWORK_NEEDLES = ("connection refused", "connectionerror", "connection reset", "connection aborted",
@@ -63,8 +72,10 @@ _AUTH_NEEDLES = ("accesskey", "signature", "forbidden", "unauthorized", "noauth"
                  "authfailure", "secretid", "invalidcredential", "sts token", "unauthorizedoperation")
 
 
-def classify(e: BaseException, *, what: str, timeout_s: float, cred_fix: str) -> CatalogError:
-    """One :class:`CatalogError` for an exception raised by an official SDK during ``what``."""
+def classify(e: BaseException, *, what: str, timeout_s: float, cred_fix: str) -> TrainfitError:
+    """One error for an exception raised by an official SDK during ``what``: a
+    :class:`~trainfit.errors.NetworkError` when the service was not reached or did not answer in time, else a
+    :class:`CatalogError`."""
     code = str(getattr(e, "code", "") or getattr(e, "get_code", lambda: "")() or "")
     status = getattr(e, "status_code", None) or getattr(e, "statusCode", None)
     text = short(e)
@@ -73,11 +84,11 @@ def classify(e: BaseException, *, what: str, timeout_s: float, cred_fix: str) ->
             "no credential" in low:
         return CatalogError(f"no credentials found for {what}: {text}", fix=cred_fix)
     if "timed out" in low or "timeout" in low:
-        return CatalogError(f"{what} timed out (limit {timeout_s:g} s per call): {text}",
+        return NetworkError(f"{what} timed out (limit {timeout_s:g} s per call): {text}",
                             fix="check the network/proxy or retry with a larger --timeout; "
                                 "the cache was left as it was")
     if any(k in low for k in _NETWORK_NEEDLES) or isinstance(e, (ConnectionError, OSError)) and not code:
-        return CatalogError(f"network error calling {what}: {text}",
+        return NetworkError(f"network error calling {what}: {text}",
                             fix="check the network, proxy and --endpoint; the cache was left as it was")
     if status == 429 or any(k in low for k in _THROTTLE_NEEDLES):
         return CatalogError(f"{what} was throttled or hit an API quota ({code or status}): {text}",

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from trainfit.launch._common import hash_header, q, sft_only, swift_unsupported
+from trainfit.launch._common import comment_text, hash_header, q, sft_only, swift_unsupported
 from trainfit.launch._context import CKPT_MOUNT, RenderContext
 from trainfit.launch.torchrun import launch_script
 
@@ -94,11 +94,11 @@ def flag_command(ctx: RenderContext, body: dict[str, Any]) -> str:
 def render(ctx: RenderContext) -> dict[str, str]:
     body = job_body(ctx)
     sh = ("#!/usr/bin/env bash\n" + hash_header(ctx, "dlc_submit.sh: submit dlc_job.json's job with the PAI CLI")
-          + f"# checkpoint mount: {ctx.checkpoint_uri} -> {CKPT_MOUNT} (RW)\n"
+          + f"# checkpoint mount: {comment_text(ctx.checkpoint_uri)} -> {CKPT_MOUNT} (RW)\n"
             "# The body form sends dlc_job.json as it is (DataSources, UserVpc, Settings included); the same\n"
             "# body goes through the official SDK with `trainfit submit dlc_job.json --yes`.\n"
             "set -eu\ncd \"$(dirname \"$0\")\"\n"
             "pai dlc job submit --body-json \"$(cat dlc_job.json)\"\n"
             "# Flag form (no flag for the checkpoint mount, VPC or settings; use only for jobs without them):\n"
-          + "".join(f"#   {ln}\n" for ln in flag_command(ctx, body).splitlines()))
+          + "".join(f"#   {comment_text(ln)}\n" for ln in flag_command(ctx, body).splitlines()))
     return {"dlc_job.json": json.dumps(body, indent=2, ensure_ascii=False) + "\n", "dlc_submit.sh": sh}

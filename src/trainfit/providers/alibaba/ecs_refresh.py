@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from trainfit.catalog._schema import GPU_COLUMNS, INSTANCE_COLUMNS, parse_row, to_csv_value
-from trainfit.errors import CatalogError, MissingExtraError
+from trainfit.errors import CatalogError, MissingExtraError, TrainfitError
 from trainfit.providers._refresh_common import (Deadline, classify, resolve_gpu, sdk_version, short, today,
                                                 write_cache)
 
@@ -112,7 +112,9 @@ class _Api:
         ms = max(1, int(self.deadline.call_timeout_s() * 1000))
         runtime = self.RuntimeOptions(autoretry=False, read_timeout=ms, connect_timeout=ms, max_attempts=1)
         try:
-            resp = getattr(self.client, method)(request, runtime)
+            resp = self.deadline.run(lambda: getattr(self.client, method)(request, runtime))
+        except TrainfitError:
+            raise
         except Exception as e:  # noqa: BLE001 - the SDK raises several unrelated types
             raise classify(e, what=what, timeout_s=ms / 1000, cred_fix=CRED_FIX) from None
         body = getattr(resp, "body", None)

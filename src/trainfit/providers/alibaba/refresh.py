@@ -25,7 +25,7 @@ from typing import Any
 
 from trainfit.catalog._schema import INSTANCE_COLUMNS, parse_row, to_csv_value
 from trainfit.catalog.cache import CACHE_FORMAT, _gpu_update_columns, cache_file, write_cache_atomic
-from trainfit.errors import CatalogError, MissingExtraError
+from trainfit.errors import CatalogError, MissingExtraError, TrainfitError
 
 PAI_PIP = "pip install 'trainfit[pai]'"
 _RESOURCE_CLASS = {"ECS": "pai-public", "Lingjun": "pai-lingjun"}
@@ -76,7 +76,7 @@ def _short(e: BaseException, n: int = 300) -> str:
     return s if len(s) <= n else s[: n - 3] + "..."
 
 
-def _classify(e: BaseException, region: str, timeout_s: float) -> CatalogError:
+def _classify(e: BaseException, region: str, timeout_s: float) -> TrainfitError:
     code = str(getattr(e, "code", "") or "")
     status = getattr(e, "status_code", None)
     text = _short(e)
@@ -88,9 +88,17 @@ def _classify(e: BaseException, region: str, timeout_s: float) -> CatalogError:
                                                          "noauth", "nopermission", "credential", "sts token")):
         return CatalogError(f"PAI-DLC ListEcsSpecs in {region} refused the credentials ({code or status}): {text}",
                             fix=_CRED_FIX)
+    from trainfit.errors import NetworkError
+    from trainfit.providers._net import network_failure
+
     if "timed out" in low or "timeout" in low:
-        return CatalogError(f"PAI-DLC ListEcsSpecs in {region} timed out after {timeout_s:g} s",
+        return NetworkError(f"PAI-DLC ListEcsSpecs in {region} timed out after {timeout_s:g} s (network error; "
+                            "the cache was left as it was)",
                             fix="check the network/proxy or retry with a larger --timeout")
+    if "parse" not in low and network_failure(e):
+        return NetworkError(f"could not reach PAI-DLC ListEcsSpecs in {region} (network error; the cache was left "
+                            f"as it was): {type(e).__name__}: {text}",
+                            fix="check the network, proxy, region id and --endpoint")
     if "parse" in low and "json" in low:
         return CatalogError(f"PAI-DLC ListEcsSpecs in {region} answered something that is not JSON: {text}",
                             fix="check --endpoint/proxy settings; the cache was left as it was")
@@ -267,9 +275,17 @@ def refresh(provider: str, region: str, *, endpoint: str | None = None, protocol
                            fix="use --provider pai; for other clouds add rows to your overlay")
     if not region or not region.strip():
         raise CatalogError("refresh needs a region", fix="pass --region, e.g. cn-hangzhou or cn-wulanchabu")
-    region = region.strip()
-    specs = fetch_pai_specs(region, endpoint=endpoint, protocol=protocol, timeout_s=timeout_s,
-                            credential=credential)
+    from trainfit import inputs
+
+    # the region becomes part of the API host name: a strict pattern keeps "evil.example/x" out of it
+    region = inputs.as_ident("--region", region, "region")
+    from trainfit.providers._net import call_with_deadline
+
+    specs = call_with_deadline(
+        lambda: fetch_pai_specs(region, endpoint=endpoint, protocol=protocol, timeout_s=timeout_s,
+                                credential=credential),
+        timeout_s=timeout_s, what=f"PAI-DLC ListEcsSpecs in {region}",
+        fix="check the network/proxy and --endpoint, or retry with a larger --timeout; the cache was left as it was")
     if not specs:
         raise CatalogError(f"PAI-DLC ListEcsSpecs in {region} returned no GPU specs",
                            fix="check the region id; the cache was left as it was")

@@ -83,28 +83,43 @@ def _credential():
         raise SubmitError(f"no Alibaba Cloud credentials found: {_scrub(str(e))[:300]}", fix=_CRED_FIX) from None
 
 
-def _classify(e: Exception, region: str) -> SubmitError:
+def _classify(e: Exception, region: str, timeout_s: float = 30.0) -> TrainfitError:
+    """What went wrong, in words: credentials, the network (never reported as quota), quota/stock, or another
+    refusal of the service."""
+    from trainfit.errors import NetworkError
+    from trainfit.providers._net import network_failure, server_status
+
     code = str(getattr(e, "code", "") or "")
-    status = getattr(e, "status_code", None) or getattr(e, "statusCode", None)
+    status = server_status(e)
     msg = _scrub(str(getattr(e, "message", "") or e))[:400]
     low = (code + " " + msg).lower()
     if status in (401, 403) or any(k in low for k in ("invalidaccesskey", "signaturedoesnotmatch", "forbidden",
                                                       "nopermission", "unauthorized", "credential")):
         return SubmitError(f"PAI-DLC refused the credentials ({code or status}): {msg}", fix=_CRED_FIX)
-    if "quota" in low or "insufficient" in low or "exceed" in low or "stock" in low:
+    if network_failure(e):
+        return NetworkError(f"could not reach PAI-DLC in {region} (network error, nothing was submitted): "
+                            f"{type(e).__name__}: {msg}",
+                            fix="check the network, proxy, region and --endpoint; retry later")
+    answered = status is not None or bool(code)
+    if answered and any(k in low for k in ("quota", "insufficient", "stock", "exceeded the limit", "limitexceeded",
+                                           "quotaexceeded")):
         return SubmitError(f"PAI-DLC rejected the job for quota/stock ({code or status}): {msg}",
                            fix="use a resource quota (--resource-id), fewer GPUs, another region or spot; "
                                "public resources allow 2 GPUs per job unless raised")
-    if status is not None and int(status) >= 400:
+    if status is not None and int(status) >= 400 or code:
         return SubmitError(f"PAI-DLC CreateJob failed in {region} ({code or status}): {msg}",
                            fix="run `trainfit check dlc_job.json` and fix what it lists")
-    return SubmitError(f"could not reach PAI-DLC in {region}: {msg}", fix="check the network, region and endpoint")
+    return SubmitError(f"PAI-DLC CreateJob in {region} failed: {type(e).__name__}: {msg}",
+                       fix="check the network, region and endpoint")
 
 
 def submit(path: str | Path, *, region: str, yes: bool = False, endpoint: str | None = None,
            protocol: str = "https", credential: Any = None, timeout_s: float = 30.0) -> SubmitResult:
     """Dry run (default) or send the job at ``path``; see the module docstring."""
+    from trainfit import inputs
+
     _, body = load_job(path)
+    region = inputs.as_ident("--region", region, "region")  # part of the API host name
     ep = endpoint or f"pai-dlc.{region}.aliyuncs.com"
     if not yes:
         return SubmitResult(sent=False, region=region, endpoint=ep, body=body)
@@ -113,13 +128,20 @@ def submit(path: str | Path, *, region: str, yes: bool = False, endpoint: str | 
     ms = int(timeout_s * 1000)
     config = Config(credential=cred, region_id=region, endpoint=ep, protocol=protocol, read_timeout=ms,
                     connect_timeout=ms)
-    try:
+    from trainfit.providers._net import call_with_deadline
+
+    def send() -> Any:
         client = Client(config)
-        resp = client.create_job(models.CreateJobRequest().from_map(body))
+        return client.create_job(models.CreateJobRequest().from_map(body))
+
+    try:
+        resp = call_with_deadline(send, timeout_s=timeout_s, what=f"PAI-DLC CreateJob in {region}",
+                                  fix="check the network and endpoint; the job may or may not have been created: "
+                                      "look in the PAI console before sending it again")
     except TrainfitError:
         raise
     except Exception as e:  # the SDK raises Tea/Dara exceptions and transport errors
-        raise _classify(e, region) from None
+        raise _classify(e, region, timeout_s) from None
     rb = getattr(resp, "body", None)
     return SubmitResult(sent=True, region=region, endpoint=ep, body=body, job_id=getattr(rb, "job_id", None),
                         request_id=getattr(rb, "request_id", None))

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from trainfit.catalog._schema import GPU_COLUMNS, INSTANCE_COLUMNS, parse_row, to_csv_value
-from trainfit.errors import CatalogError, MissingExtraError
+from trainfit.errors import CatalogError, MissingExtraError, TrainfitError
 from trainfit.providers._refresh_common import (Deadline, classify, resolve_gpu, sdk_version, short, today,
                                                 write_cache)
 
@@ -109,7 +109,9 @@ class _Api:
         key = max(1, int(round(t)))  # the SDK takes whole seconds
         client = self._clients.get(key) or self._clients.setdefault(key, self._make(t))
         try:
-            resp = getattr(client, action)(request)
+            resp = self.deadline.run(lambda: getattr(client, action)(request))
+        except TrainfitError:
+            raise
         except Exception as e:  # noqa: BLE001 - TencentCloudSDKException and transport errors
             raise classify(e, what=what, timeout_s=key, cred_fix=CRED_FIX) from None
         try:

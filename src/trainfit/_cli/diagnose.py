@@ -1,0 +1,56 @@
+"""``trainfit diagnose METRICS.jsonl [--plan plan.json] [--json]``: what went wrong in a run and how to fix it."""
+
+from __future__ import annotations
+
+import argparse
+
+from trainfit._cli.common import add_json_option, print_json
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "diagnose", help="diagnose a run from its per-step metrics (input-bound, loss spikes, memory, vs plan)",
+        description="Read the per-step metrics JSONL that TrainfitCallback writes and report findings with "
+                    "code, severity, message and fix: input-bound, low-gpu-util, loss-spike, divergence, "
+                    "memory-near-limit, slower-than-plan / memory-above-plan (with --plan: measured vs "
+                    "predicted as ratios), checkpoint-interval. Exit code 1 when a finding is critical.")
+    p.add_argument("metrics", metavar="METRICS.jsonl", help="metrics file of the run")
+    p.add_argument("--plan", metavar="PLAN.json", help="`trainfit plan --json` output to compare with")
+    p.add_argument("--pick", type=int, default=1, metavar="N", help="which plan of --plan, 1 = first (default 1)")
+    p.add_argument("--interruptions-per-hour", type=float, metavar="RATE",
+                   help="expected interruptions (preemptions, failures) per hour of the whole job, for the optimal "
+                        "checkpoint interval (`trainfit plan --spot` states the rate it assumes)")
+    p.add_argument("--warmup-steps", type=int, default=1,
+                   help="steps left out of timing at the start of each launch (default 1)")
+    add_json_option(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from trainfit.diagnose import Thresholds, _plan_prediction, diagnose, load_metrics
+
+    events, steps = load_metrics(args.metrics)
+    plan = _plan_prediction(args.plan, args.pick) if args.plan else None
+    d = diagnose(events, steps, plan=plan, interruptions_per_hour=args.interruptions_per_hour,
+                 thresholds=Thresholds(warmup_steps=args.warmup_steps))
+    rc = 1 if d.worst == "critical" else 0
+    if args.json:
+        out = d.to_dict()
+        out["metrics"] = args.metrics
+        print_json(out)
+        return rc
+    s = d.summary
+    line = f"{args.metrics}: steps {s['first_step']}-{s['last_step']} ({d.steps} records, {s['launches']} launch(es))"
+    if s["median_step_seconds"] is not None:
+        line += f", median step {s['median_step_seconds']:.3g} s"
+    if s["median_tokens_per_s"] is not None:
+        line += f", {s['median_tokens_per_s']:,.0f} tokens/s"
+    print(line)
+    warnings = [f for f in d.findings if f.severity != "info"]
+    if not warnings:
+        print("  no problems found")
+    for f in d.findings:
+        print(f"  {f.severity:<8} {f.code}: {f.message}")
+        if f.fix:
+            print(f"           fix: {f.fix}")
+    return rc

@@ -1,0 +1,488 @@
+"""``trainfit diagnose``: read the per-step metrics of a run (JSONL from TrainfitCallback) and say what is
+wrong, why, and what to change; with a plan, compare measured speed and memory with the prediction.
+
+Pure logic, no torch: :func:`load_metrics` reads the file, :func:`diagnose` returns a :class:`Diagnosis`.
+
+Findings (code: when):
+
+* ``input-bound``: data wait is >= 10 % (warning) or >= 20 % (critical) of step time. This, not GPU
+  utilisation, is the test: utilisation counts the time any kernel runs, so it can read high while the GPU
+  does little, and it cannot tell a slow input pipeline from other host overhead.
+* ``low-gpu-util``: median NVML utilisation under 60 %.
+* ``loss-spike``: a loss above ``spike_ratio`` x the median of the previous 20 steps.
+* ``divergence``: a non-finite loss, or the last steps' median loss ``divergence_ratio`` x above the best
+  rolling median seen before.
+* ``memory-near-limit``: peak reserved memory >= 90 % (warning) / 95 % (critical) of the GPU's memory.
+* ``plan-comparison`` (info), ``slower-than-plan``, ``memory-above-plan``: measured vs predicted
+  tokens/s and reserved memory, as ratios.
+* ``checkpoint-interval``: the save interval vs the Young/Daly optimum ``sqrt(2 * save_seconds / rate)``
+  (J. W. Young, "A first order approximation to the optimum checkpoint interval", CACM 17(9), 1974,
+  https://doi.org/10.1145/361147.361115; J. T. Daly, FGCS 22(3), 2006,
+  https://doi.org/10.1016/j.future.2004.11.016) for the observed save time and the interruption rate.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from trainfit.errors import MetricsError
+from trainfit.watch.metrics import REQUIRED_KEYS
+
+SEVERITIES = ("info", "warning", "critical")
+MAX_METRICS_BYTES = 512 * 2**20
+
+
+@dataclass(frozen=True, kw_only=True)
+class Thresholds:
+    """When a finding fires. Defaults are the rules of thumb the issue states; all are options."""
+
+    input_warn: float = 0.10
+    """Data wait / step time at which ``input-bound`` warns."""
+    input_critical: float = 0.20
+    """Data wait / step time at which ``input-bound`` is critical."""
+    low_util: float = 0.60
+    """Median GPU utilisation (0-1) below which ``low-gpu-util`` warns."""
+    mem_warn: float = 0.90
+    """Peak reserved / GPU memory at which ``memory-near-limit`` warns."""
+    mem_critical: float = 0.95
+    """... and is critical."""
+    spike_ratio: float = 1.5
+    """Loss / median of the previous 20 steps that counts as a spike."""
+    divergence_ratio: float = 1.5
+    """Median loss of the last steps / best earlier rolling median that counts as divergence."""
+    slower_warn: float = 0.80
+    """Measured / predicted tokens/s below which ``slower-than-plan`` warns."""
+    slower_critical: float = 0.50
+    """... and is critical."""
+    memory_over: float = 1.10
+    """Measured / predicted reserved memory above which ``memory-above-plan`` warns."""
+    interval_off: float = 2.0
+    """Save interval more than this factor away from the optimum warns."""
+    warmup_steps: int = 1
+    """Steps left out of the timing statistics at the start of each launch (startup, compilation)."""
+
+    def __post_init__(self) -> None:
+        for name in ("input_warn", "input_critical", "low_util", "mem_warn", "mem_critical", "slower_warn",
+                     "slower_critical"):
+            v = getattr(self, name)
+            if not 0 < v <= 1:
+                raise MetricsError(f"threshold {name} must be in (0, 1]; got {v}")
+        if self.input_warn > self.input_critical or self.mem_warn > self.mem_critical:
+            raise MetricsError("a warning threshold is above its critical threshold")
+        if self.slower_critical > self.slower_warn:
+            raise MetricsError("slower_critical must be <= slower_warn")
+        for name in ("spike_ratio", "divergence_ratio", "memory_over", "interval_off"):
+            if getattr(self, name) <= 1:
+                raise MetricsError(f"threshold {name} must be > 1; got {getattr(self, name)}")
+        if self.warmup_steps < 0:
+            raise MetricsError(f"warmup_steps must be >= 0; got {self.warmup_steps}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Finding:
+    """One diagnosis."""
+
+    code: str
+    """Stable identifier (input-bound, low-gpu-util, ...)."""
+    severity: str
+    """info, warning or critical."""
+    message: str
+    """What was measured."""
+    fix: str
+    """What to change."""
+    data: dict[str, Any] = field(default_factory=dict)
+    """The numbers behind the message."""
+
+    def __post_init__(self) -> None:
+        if self.severity not in SEVERITIES:
+            raise ValueError(f"severity must be one of {SEVERITIES}; got {self.severity!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "severity": self.severity, "message": self.message, "fix": self.fix,
+                "data": self.data}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Diagnosis:
+    """Everything ``trainfit diagnose`` reports."""
+
+    steps: int
+    """Step records read (after keeping the last record of a step that ran twice)."""
+    summary: dict[str, Any]
+    """Medians and peaks of the run."""
+    plan: dict[str, Any] | None
+    """Predicted vs measured, when a plan was given."""
+    findings: tuple[Finding, ...]
+    """Worst first."""
+
+    @property
+    def worst(self) -> str | None:
+        return self.findings[0].severity if self.findings else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"steps": self.steps, "summary": self.summary, "plan": self.plan,
+                "findings": [f.to_dict() for f in self.findings]}
+
+
+# --------------------------------------------------------------------------- input
+def load_metrics(path: str | Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """``(events, steps)`` from a TrainfitCallback JSONL file.
+
+    Step records (with ``step``) are deduplicated by step, keeping the last one (steps replayed after a
+    restart), and sorted; the record right after each ``start`` event gets ``"_first_after_start": True``.
+    A line that is not JSON is an error, except where a killed run can leave one: the last line of the
+    file, or the line just before a ``start`` event (it is skipped and counted in a ``truncated`` event).
+    """
+    p = Path(path)
+    try:
+        size = p.stat().st_size
+    except OSError as e:
+        raise MetricsError(f"cannot read metrics file {p}: {e.strerror or e}",
+                           fix="pass the metrics_path of TrainfitCallback") from None
+    if size > MAX_METRICS_BYTES:
+        raise MetricsError(f"metrics file {p} is {size:,} bytes, over the {MAX_METRICS_BYTES:,}-byte limit",
+                           fix="pass a shorter file (e.g. tail -n 100000)")
+    events: list[dict[str, Any]] = []
+    by_step: dict[int, dict[str, Any]] = {}
+    after_start = False
+    pending: tuple[int, str] | None = None  # a line that is not JSON: a write cut short by a kill?
+    truncated = 0
+    pending_seen = False
+    with open(p, encoding="utf-8", errors="replace") as f:
+        for n, line in enumerate(f, 1):
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                rec = json.loads(line)
+            except ValueError as e:
+                if pending_seen:  # two bad lines in a row: damaged, report the first
+                    break
+                pending = (n, str(e))
+                if not (events or by_step):  # not a metrics file
+                    break
+                pending_seen = True
+                continue
+            if pending is not None:
+                if not (isinstance(rec, dict) and rec.get("event") == "start"):
+                    break
+                pending, pending_seen, truncated = None, False, truncated + 1
+            if not isinstance(rec, dict):
+                raise MetricsError(f"{p}:{n} is not a JSON object", fix="each line must be one JSON object")
+            if "step" not in rec:
+                events.append(rec)
+                after_start = rec.get("event") == "start" or after_start
+                continue
+            missing = [k for k in REQUIRED_KEYS if not isinstance(rec.get(k), (int, float))]
+            if missing or not isinstance(rec["step"], int):
+                raise MetricsError(f"{p}:{n}: step record without numeric {', '.join(missing) or 'step'}",
+                                   fix=f"every step record needs {', '.join(REQUIRED_KEYS)}")
+            rec = dict(rec)
+            if after_start:
+                rec["_first_after_start"] = True
+                after_start = False
+            by_step[rec["step"]] = rec
+        else:  # no break: only the last line may be cut short
+            if pending is not None and (events or by_step):
+                pending, truncated = None, truncated + 1
+    if pending is not None:
+        raise MetricsError(f"{p}:{pending[0]} is not JSON: {pending[1]}", fix="each line must be one JSON object")
+    if truncated:
+        events.append({"event": "truncated", "lines": truncated})
+    steps = [by_step[k] for k in sorted(by_step)]
+    if not steps:
+        raise MetricsError(f"{p} has no step records", fix="was TrainfitCallback added to the Trainer's callbacks?")
+    return events, steps
+
+
+def _plan_prediction(path: str | Path, pick: int = 1) -> tuple[float | None, float | None, float | None]:
+    """``(tokens_per_s, reserved_gib, gpu_mem_gib)`` that plan ``pick`` (1 = first) of a ``trainfit plan
+    --json`` file predicts, read as the typed :class:`~trainfit.plan.types.Plan` (``tokens_per_s``,
+    ``per_gpu_gib``, ``gpu_mem_gib``). The one place diagnose reads a plan; errors are PlanFileError.
+    """
+    from trainfit.service import load_plan
+
+    plan = load_plan(path, pick)
+
+    def pos(v: float | None) -> float | None:
+        return float(v) if isinstance(v, (int, float)) and v > 0 else None
+
+    return pos(plan.tokens_per_s), pos(plan.per_gpu_gib), pos(plan.gpu_mem_gib)
+
+
+# --------------------------------------------------------------------------- analysis
+def _vals(recs: list[dict[str, Any]], key: str) -> list[float]:
+    out = []
+    for r in recs:
+        v = r.get(key)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
+            out.append(float(v))
+    return out
+
+
+def _median(xs: list[float]) -> float | None:
+    return statistics.median(xs) if xs else None
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.0f} %"
+
+
+def _timing_records(steps: list[dict[str, Any]], warmup: int) -> list[dict[str, Any]]:
+    out = [r for i, r in enumerate(steps) if i >= warmup and not r.get("_first_after_start")]
+    return out or steps
+
+
+def _input_findings(timed, th: Thresholds) -> tuple[list[Finding], float | None]:
+    wait, total = sum(_vals(timed, "data_wait_seconds")), sum(_vals(timed, "step_seconds"))
+    if total <= 0:
+        return [], None
+    frac = wait / total
+    if frac < th.input_warn:
+        return [], frac
+    sev = "critical" if frac >= th.input_critical else "warning"
+    return [Finding(
+        code="input-bound", severity=sev,
+        message=f"{_pct(frac)} of step time is spent waiting for the next batch (median data wait "
+                f"{_median(_vals(timed, 'data_wait_seconds')):.3g} s of a {_median(_vals(timed, 'step_seconds')):.3g} s "
+                f"step); the GPU idles meanwhile",
+        fix="load data in parallel and ahead: raise dataloader_num_workers (e.g. to the CPU cores per GPU), "
+            "set dataloader_pin_memory and dataloader_prefetch_factor, tokenize and pack the dataset once "
+            "offline instead of on the fly, and read it from local disk/NVMe or a cache rather than remote "
+            "storage",
+        data={"data_wait_fraction": round(frac, 4), "warn_at": th.input_warn, "critical_at": th.input_critical})], frac
+
+
+def _util_findings(timed, th: Thresholds, input_bound: bool) -> list[Finding]:
+    util = _median(_vals(timed, "gpu_util"))
+    if util is None or util >= th.low_util:
+        return []
+    why = ("it is explained by the input wait above" if input_bound else
+           "the input pipeline is not the cause (data wait is small), so look at host overhead and communication")
+    return [Finding(
+        code="low-gpu-util", severity="warning",
+        message=f"median GPU utilisation is {_pct(util)}; {why}",
+        fix=("fix the input pipeline first (see input-bound)" if input_bound else
+             "raise the micro-batch (trainfit memory shows the largest that fits), cut host syncs (logging every "
+             "step, .item() calls), overlap communication (bucket sizes, fewer GPUs per job for small models), "
+             "or use a fused optimizer") +
+            "; note that utilisation only says a kernel was running, MFU says how much work it did",
+        data={"median_gpu_util": round(util, 4), "warn_below": th.low_util})]
+
+
+def _loss_findings(steps, events, th: Thresholds) -> list[Finding]:
+    losses = [(r["step"], r.get("loss")) for r in steps if isinstance(r.get("loss"), (int, float))]
+    if not losses:
+        return []
+    out: list[Finding] = []
+    clip = next((e.get("max_grad_norm") for e in reversed(events) if "max_grad_norm" in e), None)
+    clip_fix = (f"gradients are clipped at {clip}; lower it (e.g. to 0.5) or lower the learning rate"
+                if isinstance(clip, (int, float)) and clip > 0 else
+                "turn on gradient clipping (max_grad_norm=1.0)")
+    bad = [s for s, v in losses if not math.isfinite(v)]
+    finite = [(s, v) for s, v in losses if math.isfinite(v)]
+    if bad:
+        out.append(Finding(
+            code="divergence", severity="critical",
+            message=f"the loss is not finite at {len(bad)} step(s), first at step {bad[0]}",
+            fix=f"resume from a checkpoint before step {bad[0]} with half the learning rate and a longer warmup; "
+                f"{clip_fix}; with fp16 switch to bf16; check the batches at those steps for broken samples",
+            data={"nonfinite_steps": bad[:20]}))
+    spikes = []
+    grad = {r["step"]: r.get("grad_norm") for r in steps}
+    for i in range(5, len(finite)):
+        window = [v for _, v in finite[max(0, i - 20):i]]
+        med = statistics.median(window)
+        s, v = finite[i]
+        if med > 0 and v > th.spike_ratio * med:
+            spikes.append({"step": s, "loss": round(v, 4), "median_before": round(med, 4),
+                           "grad_norm": grad.get(s)})
+    if spikes:
+        first = spikes[0]
+        out.append(Finding(
+            code="loss-spike", severity="warning",
+            message=f"{len(spikes)} loss spike(s) above {th.spike_ratio}x the median of the previous steps; first "
+                    f"at step {first['step']}: {first['loss']} vs {first['median_before']}",
+            fix=f"lower the learning rate (e.g. by half) or lengthen the warmup; {clip_fix}; look at the "
+                "samples of the spiking steps (outliers, wrong labels, very long sequences)",
+            data={"spikes": spikes[:20], "spike_ratio": th.spike_ratio}))
+    n = len(finite)
+    if not bad and n >= 10:
+        tail = max(5, n // 10)
+        last = statistics.median([v for _, v in finite[-tail:]])
+        head = finite[:-tail]
+        rolling = [statistics.median([v for _, v in head[max(0, i - 4):i + 1]]) for i in range(4, len(head))]
+        best = min(rolling) if rolling else None
+        if best is not None and best > 0 and last > th.divergence_ratio * best:
+            out.append(Finding(
+                code="divergence", severity="critical",
+                message=f"the loss rose and stayed up: median of the last {tail} steps is {last:.4g}, "
+                        f"{last / best:.2f}x the best earlier level {best:.4g}",
+                fix=f"resume from the checkpoint before the rise with half the learning rate; {clip_fix}",
+                data={"last_median": round(last, 4), "best_median": round(best, 4)}))
+    return out
+
+
+def _memory_findings(steps, th: Thresholds, plan_gpu_mem: float | None) -> list[Finding]:
+    reserved = _vals(steps, "mem_reserved_gib")
+    gpu_mem = _median(_vals(steps, "gpu_mem_gib")) or plan_gpu_mem
+    if not reserved or not gpu_mem:
+        return []
+    peak = max(reserved)
+    frac = peak / gpu_mem
+    if frac < th.mem_warn:
+        return []
+    return [Finding(
+        code="memory-near-limit", severity="critical" if frac >= th.mem_critical else "warning",
+        message=f"peak reserved memory {peak:.1f} GiB is {_pct(frac)} of the GPU's {gpu_mem:.1f} GiB; a longer "
+                "batch or fragmentation will run out of memory",
+        fix="set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, lower the micro-batch and raise gradient "
+            "accumulation, or turn on gradient checkpointing; `trainfit memory` shows what fits",
+        data={"peak_reserved_gib": round(peak, 3), "gpu_mem_gib": round(gpu_mem, 3), "fraction": round(frac, 4)})]
+
+
+def _plan_findings(timed, steps, plan, th: Thresholds, input_bound: bool):
+    tps_pred, mem_pred, gpu_mem = plan
+    tps = _median(_vals(timed, "tokens_per_s"))
+    reserved = _vals(steps, "mem_reserved_gib")
+    peak = max(reserved) if reserved else None
+    cmp = {"predicted_tokens_per_s": tps_pred, "measured_tokens_per_s": round(tps, 1) if tps else None,
+           "speed_ratio": round(tps / tps_pred, 3) if tps and tps_pred else None,
+           "predicted_reserved_gib": mem_pred, "measured_reserved_gib": round(peak, 3) if peak else None,
+           "memory_ratio": round(peak / mem_pred, 3) if peak and mem_pred else None,
+           "gpu_mem_gib": gpu_mem}
+    parts = []
+    if cmp["speed_ratio"] is not None:
+        parts.append(f"speed {tps:,.0f} tokens/s measured vs {tps_pred:,.0f} predicted ({cmp['speed_ratio']:.2f}x)")
+    if cmp["memory_ratio"] is not None:
+        parts.append(f"memory {peak:.1f} GiB reserved vs {mem_pred:.1f} predicted ({cmp['memory_ratio']:.2f}x)")
+    out = [Finding(code="plan-comparison", severity="info",
+                   message="; ".join(parts) or "the run has no tokens/s or memory to compare with the plan",
+                   fix="" if parts else "record tokens (include_num_input_tokens_seen) and run on a GPU",
+                   data=cmp)]
+    r = cmp["speed_ratio"]
+    if r is not None and r < th.slower_warn:
+        out.append(Finding(
+            code="slower-than-plan", severity="critical" if r < th.slower_critical else "warning",
+            message=f"the run reaches {_pct(r)} of the planned tokens/s"
+                    + ("; the input wait explains part of it" if input_bound else ""),
+            fix="compare on the plan's GPU count and settings (micro-batch, attention kernel, precision, "
+                "gradient checkpointing); " + ("fix the input pipeline first; " if input_bound else "") +
+                "if it persists, report the ratio so the speed model can be calibrated",
+            data={k: cmp[k] for k in ("speed_ratio", "predicted_tokens_per_s", "measured_tokens_per_s")}))
+    m = cmp["memory_ratio"]
+    if m is not None and m > th.memory_over:
+        out.append(Finding(
+            code="memory-above-plan", severity="warning",
+            message=f"the run reserves {m:.2f}x the planned memory",
+            fix="check that the run uses the plan's micro-batch, sequence length, precision and sharding; "
+                "fragmentation shows here too (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True)",
+            data={k: cmp[k] for k in ("memory_ratio", "predicted_reserved_gib", "measured_reserved_gib")}))
+    return out, cmp
+
+
+def young_daly_interval_s(save_seconds: float, interruptions_per_hour: float) -> float:
+    """Optimal seconds between checkpoints, ``sqrt(2 * C / lambda)`` (Young 1974; Daly 2006): the planner's
+    :func:`trainfit.plan.cost.young_daly_interval_hours`, in seconds, for the observed save time."""
+    from trainfit.plan.cost import young_daly_interval_hours
+
+    if save_seconds <= 0 or interruptions_per_hour <= 0:
+        raise MetricsError("save time and interruption rate must be > 0")
+    hours = young_daly_interval_hours(write_hours=save_seconds / 3600.0, interruptions_per_job_hour=interruptions_per_hour)
+    return hours * 3600.0
+
+
+def _checkpoint_findings(steps, timed, events, th: Thresholds, rate: float | None) -> list[Finding]:
+    saves = [r for r in steps if isinstance(r.get("save_seconds"), (int, float))]
+    step_s = _median(_vals(timed, "step_seconds"))
+    if not saves:
+        if rate:
+            return [Finding(code="checkpoint-interval", severity="warning",
+                            message="no checkpoint save was recorded in this run",
+                            fix="save periodically (save_strategy='steps', save_steps=N) so a preempted run resumes",
+                            data={})]
+        return []
+    c = statistics.median([float(r["save_seconds"]) for r in saves])
+    times = [r["time_unix"] for r in saves if isinstance(r.get("time_unix"), (int, float))]
+    gaps = [b - a for a, b in zip(times, times[1:]) if b > a]
+    save_steps = next((e.get("save_steps") for e in reversed(events) if isinstance(e.get("save_steps"), int)), None)
+    if gaps:
+        interval = statistics.median(gaps)
+    elif save_steps and step_s:
+        interval = save_steps * step_s
+    else:
+        interval = None
+    data: dict[str, Any] = {"save_seconds": round(c, 3), "interval_seconds": round(interval, 1) if interval else None,
+                            "interruptions_per_hour": rate}
+    overhead = c / interval if interval else None
+    if rate is None:
+        msg = f"a checkpoint save takes {c:.3g} s"
+        if overhead is not None:
+            msg += f", every {interval:.3g} s ({_pct(overhead)} of the time)"
+        return [Finding(code="checkpoint-interval", severity="info", message=msg,
+                        fix="pass --interruptions-per-hour (e.g. your spot interruption rate) to get the optimal interval",
+                        data=data)]
+    opt = young_daly_interval_s(c, rate)
+    data["optimal_interval_seconds"] = round(opt, 1)
+    opt_steps = max(1, round(opt / step_s)) if step_s else None
+    data["optimal_save_steps"] = opt_steps
+    lam = rate / 3600.0
+    waste = (lambda t: c / t + lam * t / 2)  # save overhead + expected lost work per unit time (first order)
+    data["optimal_waste_fraction"] = round(waste(opt), 4)
+    if interval is None:
+        return [Finding(code="checkpoint-interval", severity="info",
+                        message=f"save {c:.3g} s; optimal interval {opt:.3g} s for {rate} interruptions/hour",
+                        fix=f"save every ~{opt_steps} steps" if opt_steps else "", data=data)]
+    data["waste_fraction"] = round(waste(interval), 4)
+    ratio = interval / opt
+    if 1 / th.interval_off <= ratio <= th.interval_off:
+        return [Finding(code="checkpoint-interval", severity="info",
+                        message=f"saving every {interval:.3g} s is close to the optimal {opt:.3g} s "
+                                f"(save {c:.3g} s, {rate} interruptions/hour)", fix="", data=data)]
+    return [Finding(
+        code="checkpoint-interval", severity="warning",
+        message=f"saving every {interval:.3g} s is {'too rare' if ratio > 1 else 'too often'}: the optimum for a "
+                f"{c:.3g} s save and {rate} interruptions/hour is {opt:.3g} s; expected loss "
+                f"{_pct(data['waste_fraction'])} of the time vs {_pct(data['optimal_waste_fraction'])}",
+        fix=f"set save_steps to about {opt_steps}" if opt_steps else f"save every ~{opt:.0f} s", data=data)]
+
+
+def diagnose(events: list[dict[str, Any]], steps: list[dict[str, Any]], *,
+             plan: tuple[float | None, float | None, float | None] | None = None,
+             interruptions_per_hour: float | None = None, thresholds: Thresholds | None = None) -> Diagnosis:
+    """Findings for one run; ``plan`` is what :func:`_plan_prediction` returns."""
+    th = thresholds or Thresholds()
+    if interruptions_per_hour is not None and not interruptions_per_hour > 0:
+        raise MetricsError(f"--interruptions-per-hour must be > 0; got {interruptions_per_hour}")
+    timed = _timing_records(steps, th.warmup_steps)
+    findings: list[Finding] = []
+    inp, frac = _input_findings(timed, th)
+    findings += inp
+    findings += _util_findings(timed, th, bool(inp))
+    findings += _loss_findings(steps, events, th)
+    findings += _memory_findings(steps, th, plan[2] if plan else None)
+    cmp = None
+    if plan is not None:
+        pf, cmp = _plan_findings(timed, steps, plan, th, bool(inp))
+        findings += pf
+    findings += _checkpoint_findings(steps, timed, events, th, interruptions_per_hour)
+    order = {s: i for i, s in enumerate(reversed(SEVERITIES))}
+    findings.sort(key=lambda f: order[f.severity])
+    summary = {
+        "first_step": steps[0]["step"], "last_step": steps[-1]["step"],
+        "median_step_seconds": _median(_vals(timed, "step_seconds")),
+        "data_wait_fraction": round(frac, 4) if frac is not None else None,
+        "median_tokens_per_s": _median(_vals(timed, "tokens_per_s")),
+        "median_mfu": _median(_vals(timed, "mfu")),
+        "median_gpu_util": _median(_vals(timed, "gpu_util")),
+        "peak_reserved_gib": max(_vals(steps, "mem_reserved_gib"), default=None),
+        "gpu_mem_gib": _median(_vals(steps, "gpu_mem_gib")),
+        "last_loss": next((r["loss"] for r in reversed(steps) if isinstance(r.get("loss"), (int, float))), None),
+        "launches": sum(1 for e in events if e.get("event") == "start"),
+    }
+    return Diagnosis(steps=len(steps), summary=summary, plan=cmp, findings=tuple(findings))

@@ -1,0 +1,222 @@
+"""The ``trainfit watch`` loop: run the trainer in its own process group, turn a preemption notice into a
+stop request, enforce the deadline, and choose the exit code that makes the platform restart the job.
+
+Exit code:
+
+* the trainer acknowledged a stop (checkpoint complete) or a notice came and the trainer had to be
+  stopped -> ``restart_exit_code`` (default 143, retryable for PyTorchJob ``restartPolicy: ExitCode``);
+* otherwise the trainer's own code (``128 + N`` when it died of signal N, as a shell reports it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from trainfit.errors import WatchError
+from trainfit.watch.checkpoint import latest_complete_checkpoint
+from trainfit.watch.notice import FilePoller, MetadataPoller, Notice, custom_source, provider_source
+from trainfit.watch.protocol import (RESTART_EXIT_CODE, RESUME_ENV, STOP_FILE_ENV, ack_path, read_json,
+                                     request_stop)
+
+
+def _stderr(msg: str) -> None:
+    print(f"trainfit watch: {msg}", file=sys.stderr, flush=True)
+
+
+@dataclass(frozen=True, kw_only=True)
+class WatchConfig:
+    """Everything ``trainfit watch`` was asked to do."""
+
+    command: tuple[str, ...]
+    """The training command and its arguments."""
+    stop_file: str | None = None
+    """Path of the stop request passed to the trainer in TRAINFIT_STOP_FILE; None: a fresh temp path."""
+    notice_file: str | None = None
+    """A file whose appearance is a preemption notice (custom schedulers, tests)."""
+    providers: tuple[str, ...] = ()
+    """Cloud metadata sources to poll (keys of trainfit.watch.notice.PROVIDERS)."""
+    metadata_url: str | None = None
+    """An extra metadata URL to poll (any 200 with a non-empty body that is not FALSE is a notice)."""
+    checkpoint_dir: str | None = None
+    """Trainer output dir: mark incomplete checkpoints and export TRAINFIT_RESUME_FROM before launch."""
+    poll_seconds: float = 5.0
+    """How often the metadata URLs and the notice file are polled."""
+    lead_seconds: float = 120.0
+    """Time left after a notice that states no time and whose source documents none."""
+    sigterm_lead_seconds: float = 30.0
+    """Time left after SIGTERM (Kubernetes' default terminationGracePeriodSeconds is 30)."""
+    margin_seconds: float = 10.0
+    """Stop the trainer forcibly this long before the deadline if it has not exited by then."""
+    kill_grace_seconds: float = 5.0
+    """Between SIGTERM and SIGKILL to the trainer's process group once the deadline is reached."""
+    restart_exit_code: int = RESTART_EXIT_CODE
+    """Exit code after a preemption stop."""
+    hf_callback: bool = False
+    """Attach TrainfitCallback to every HF Trainer of the command (sitecustomize hook on PYTHONPATH)."""
+    metrics_path: str | None = None
+    """TRAINFIT_METRICS_PATH for the attached callback."""
+    prometheus_port: int | None = None
+    """TRAINFIT_PROMETHEUS_PORT for the attached callback."""
+    log: Callable[[str], None] = field(default=_stderr, repr=False)
+    """Where progress messages go."""
+
+    def __post_init__(self) -> None:
+        if not self.command:
+            raise WatchError("no training command given", fix="trainfit watch [options] -- python train.py ...")
+        for name in ("poll_seconds", "lead_seconds", "sigterm_lead_seconds", "kill_grace_seconds"):
+            if getattr(self, name) <= 0:
+                raise WatchError(f"--{name.replace('_', '-')} must be > 0; got {getattr(self, name)}")
+        if self.margin_seconds < 0:
+            raise WatchError(f"--margin-seconds must be >= 0; got {self.margin_seconds}")
+        if not 1 <= self.restart_exit_code <= 255:
+            raise WatchError(f"--restart-exit-code must be in 1..255; got {self.restart_exit_code}")
+        if (self.metrics_path or self.prometheus_port is not None) and not self.hf_callback:
+            raise WatchError("--metrics-path and --prometheus-port configure the attached callback",
+                             fix="add --hf-callback, or pass them to TrainfitCallback in your script")
+        for p in self.providers:
+            provider_source(p)  # raises WatchError for an unknown name
+
+
+def _pdeathsig() -> None:  # pragma: no cover - runs in the child between fork and exec
+    """Let the kernel kill the trainer if ``watch`` itself dies (Linux only)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+
+
+def _killpg(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _returncode(rc: int) -> int:
+    return 128 - rc if rc < 0 else rc
+
+
+def run_watch(cfg: WatchConfig) -> int:
+    """Run ``cfg.command`` under watch; return the exit code ``trainfit watch`` should exit with."""
+    log = cfg.log
+    stop_file = cfg.stop_file or os.path.join(tempfile.mkdtemp(prefix="trainfit-watch-"), "stop")
+    for stale in (stop_file, str(ack_path(stop_file))):
+        try:
+            os.unlink(stale)
+        except FileNotFoundError:
+            pass
+    env = dict(os.environ)
+    env[STOP_FILE_ENV] = stop_file
+    if cfg.hf_callback:
+        from trainfit.integrations.hf_autoload import AUTOLOAD_DIR, METRICS_ENV, PORT_ENV
+
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (AUTOLOAD_DIR, env.get("PYTHONPATH")) if p)
+        if cfg.metrics_path:
+            env[METRICS_ENV] = cfg.metrics_path
+        if cfg.prometheus_port is not None:
+            env[PORT_ENV] = str(cfg.prometheus_port)
+    if cfg.checkpoint_dir:
+        cp = latest_complete_checkpoint(cfg.checkpoint_dir, mark_incomplete=True)
+        env[RESUME_ENV] = str(cp) if cp else ""
+        log(f"resume from {cp}" if cp else f"no complete checkpoint in {cfg.checkpoint_dir}: starting fresh")
+
+    pollers: list = []
+    if cfg.notice_file:
+        pollers.append(FilePoller(cfg.notice_file, lead_seconds=cfg.lead_seconds))
+    for name in cfg.providers:
+        pollers.append(MetadataPoller(provider_source(name), lead_seconds=cfg.lead_seconds))
+    if cfg.metadata_url:
+        pollers.append(MetadataPoller(custom_source(cfg.metadata_url), lead_seconds=cfg.lead_seconds))
+
+    sigterm_at: list[float] = []
+    interrupted: list[float] = []
+
+    def on_sigterm(signum, frame):  # noqa: ARG001
+        if not sigterm_at:
+            sigterm_at.append(time.time())
+
+    def on_sigint(signum, frame):  # noqa: ARG001
+        interrupted.append(time.time())
+
+    old_term = signal.signal(signal.SIGTERM, on_sigterm)
+    old_int = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        try:
+            proc = subprocess.Popen(list(cfg.command), env=env, start_new_session=True,
+                                    preexec_fn=_pdeathsig if sys.platform.startswith("linux") else None)
+        except OSError as e:
+            raise WatchError(f"cannot start {cfg.command[0]!r}: {e.strerror or e}",
+                             fix="check the command after --") from None
+        pgid = proc.pid  # start_new_session: the child leads its own process group
+        log(f"started pid {proc.pid} (process group {pgid}); stop file {stop_file}")
+        notice: Notice | None = None
+        next_poll = 0.0
+        term_sent_at: float | None = None
+        kill_sent = False
+        forwarded_int = 0
+        while True:
+            rc = proc.poll()
+            if rc is not None:
+                break
+            now = time.time()
+            if len(interrupted) > forwarded_int:  # Ctrl-C: pass it on, the trainer decides
+                forwarded_int = len(interrupted)
+                _killpg(pgid, signal.SIGINT)
+            if notice is None:
+                if sigterm_at:
+                    notice = Notice(source="sigterm", reason="SIGTERM from the scheduler",
+                                    deadline_unix=sigterm_at[0] + cfg.sigterm_lead_seconds)
+                elif pollers and now >= next_poll:
+                    for poller in pollers:
+                        notice = poller.poll(now)
+                        if notice:
+                            break
+                    next_poll = now + cfg.poll_seconds
+                if notice is not None:
+                    request_stop(stop_file, reason=notice.reason, source=notice.source,
+                                 deadline_unix=notice.deadline_unix)
+                    log(f"preemption notice from {notice.source} ({notice.reason!r}); "
+                        f"{notice.deadline_unix - now:.0f} s left; asked the trainer to checkpoint and stop")
+            else:
+                if sigterm_at and notice.source != "sigterm" and \
+                        sigterm_at[0] + cfg.sigterm_lead_seconds < notice.deadline_unix:
+                    # the scheduler's SIGTERM after a cloud notice: its grace period may end first
+                    notice = dataclasses.replace(notice, source="sigterm",
+                                                 deadline_unix=sigterm_at[0] + cfg.sigterm_lead_seconds)
+                    log(f"SIGTERM: the deadline moves to {notice.deadline_unix - now:.0f} s from now")
+                if term_sent_at is None and now >= notice.deadline_unix - cfg.margin_seconds:
+                    log("deadline reached before the trainer stopped: SIGTERM to its process group")
+                    _killpg(pgid, signal.SIGTERM)
+                    term_sent_at = now
+                elif term_sent_at is not None and not kill_sent and now >= term_sent_at + cfg.kill_grace_seconds:
+                    log("trainer still running: SIGKILL to its process group")
+                    _killpg(pgid, signal.SIGKILL)
+                    kill_sent = True
+            time.sleep(0.05 if notice is None else 0.02)
+        _killpg(pgid, signal.SIGKILL)  # leftovers of the trainer's group (orphaned workers)
+    finally:
+        signal.signal(signal.SIGTERM, old_term)
+        signal.signal(signal.SIGINT, old_int)
+
+    code = _returncode(rc)
+    ack = read_json(ack_path(stop_file))
+    if ack is not None:
+        log(f"trainer stopped at step {ack.get('step')} with a complete checkpoint {ack.get('checkpoint')}; "
+            f"exit {cfg.restart_exit_code} so the platform restarts the job")
+        return cfg.restart_exit_code
+    if notice is not None and (code != 0 or term_sent_at is not None):
+        log(f"trainer ended with {code} after the notice without acknowledging a checkpoint; "
+            f"exit {cfg.restart_exit_code} (restart resumes from the newest complete checkpoint)")
+        return cfg.restart_exit_code
+    log(f"trainer exited with {code}")
+    return code

@@ -1,0 +1,3 @@
+#!/bin/sh
+# café résumé
+torchrun -m swift.cli.sft --model Qwen/Qwen3-8B
