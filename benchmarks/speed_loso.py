@@ -40,7 +40,8 @@ sys.path.insert(0, str(HERE))
 
 from trainfit.catalog import get_gpu  # noqa: E402
 from trainfit.estimate import engines  # noqa: E402
-from trainfit.estimate.speed import estimate_speed, flops_per_token, hardware_from_catalog  # noqa: E402
+from trainfit.estimate.speed import estimate_speed, flops_per_token  # noqa: E402
+from trainfit.plan.hardware import hardware_for  # noqa: E402
 from trainfit.estimate.params import count_params  # noqa: E402
 from trainfit.models import from_hf_config, get_model  # noqa: E402
 from trainfit.workload import Workload  # noqa: E402
@@ -93,7 +94,7 @@ def load_rows(data: dict, raw_rows: list[dict]) -> list[Row]:
         g = data["gpus"][r["gpu"]]
         gpus_per_node = min(8, r["gpus"])
         over = {k: v for k, v in g.items() if k in ("mem_gbytes_per_s", "peak_tflops")}
-        hw = hardware_from_catalog(get_gpu(g["catalog"]), None, **over)
+        hw = hardware_for(get_gpu(g["catalog"]), None, **over)
         inter = r.get("inter_node_gbit_per_s")
         if inter:
             hw = type(hw)(**{**asdict_hw(hw), "inter_node_gbytes_per_s": inter / 8})

@@ -283,10 +283,11 @@ def plan_for(model: ModelShape, workload: Workload, *, gpu: str | None = None, i
     speed: dict[str, Any] = {}
     warnings: list[str] = list(fit.reasons)
     if g.bf16_dense_tflops or g.fp16_dense_tflops:
-        from trainfit.estimate.speed import estimate_speed, hardware_from_catalog, training_time
+        from trainfit.estimate.speed import estimate_speed, training_time
+        from trainfit.plan.hardware import hardware_for
 
         try:
-            sp = estimate_speed(model, workload, hardware_from_catalog(g, inst, gpus_per_node=gpn), framework=framework)
+            sp = estimate_speed(model, workload, hardware_for(g, inst, gpus_per_node=gpn), framework=framework)
         except WorkloadError as e:
             warnings.append(f"speed not estimated: {e.message}")
         else:

@@ -10,15 +10,16 @@ from trainfit.catalog import get_gpu
 from trainfit.cli import main
 from trainfit.errors import WorkloadError
 from trainfit.estimate import calibration
-from trainfit.estimate.speed import estimate_speed, hardware_from_catalog
+from trainfit.estimate.speed import estimate_speed
 from trainfit.models import get_model
+from trainfit.plan.hardware import hardware_for
 from trainfit.workload import Workload
 
 CFG = {"model": "Qwen3-0.6B", "seq_len": 2048, "grad_ckpt": False}
 
 
 def _results(tmp_path, ratio: float):
-    hw = hardware_from_catalog(get_gpu("H100"), None)
+    hw = hardware_for(get_gpu("H100"), None)
     pred = estimate_speed(get_model("Qwen3-0.6B"), Workload(seq_len=2048, grad_ckpt=False), hw,
                           framework="hf-trainer", use_calibration=False).tokens_per_s_per_gpu
     res = {"runs": {"a": {"config": CFG, "date": "2026-12-01T10:00:00+00:00",
@@ -34,7 +35,7 @@ def test_calibrate_folds_and_the_speed_model_uses_it(tmp_path, monkeypatch, caps
     probe, pred = _results(tmp_path, 0.8)
     assert main(["calibrate", str(probe)]) == 0
     assert "calibrated on H100-SXM" in capsys.readouterr().out
-    hw = hardware_from_catalog(get_gpu("H100"), None)
+    hw = hardware_for(get_gpu("H100"), None)
     s = estimate_speed(get_model("Qwen3-0.6B"), Workload(seq_len=2048, grad_ckpt=False), hw, framework="hf-trainer")
     assert any(a.startswith("calibrated on H100-SXM") for a in s.assumptions)
     assert s.tokens_per_s_per_gpu < pred  # slower by about the measured factor (compute part only)

@@ -12,7 +12,6 @@ from trainfit.estimate.speed import (
     Hardware,
     estimate_speed,
     flops_per_token,
-    hardware_from_catalog,
     linear_attention_flops,
     pipeline_bubble_fraction,
     ring_seconds,
@@ -28,7 +27,10 @@ from trainfit.estimate.efficiency import (
     moe_width_factor,
     table_rows,
 )
+from trainfit.catalog import GPU, Instance
+from trainfit.errors import CatalogError
 from trainfit.models import get_model
+from trainfit.plan.hardware import hardware_for
 from trainfit.workload import Workload
 
 # Qwen3-8B (config.json): hidden 4096, intermediate 12288, 36 layers, 32 q heads / 8 kv heads, head_dim 128,
@@ -266,22 +268,31 @@ def test_moe_width_factor():
     assert moe_width_factor(6144, 2560).assumption
 
 
-def test_hardware_from_catalog_units():
-    gpu = {"name": "H100-SXM", "arch": "hopper", "bf16_dense_tflops": 989, "fp8_dense_tflops": 1979,
-           "mem_bandwidth_gbps": 3350, "nvlink_gbps": 900, "pcie_gen": 5}
-    inst = {"gpu_count": 8, "intra_node_link": "nvlink", "inter_node_gbit_per_s": 3200}
-    hw = hardware_from_catalog(gpu, inst)
+def test_hardware_for_units():
+    gpu = GPU(name="H100-SXM", arch="hopper", bf16_dense_tflops=989, fp8_dense_tflops=1979,
+              mem_bandwidth_gbps=3350, nvlink_gbps=900, pcie_gen=5)
+    inst = Instance(provider="generic", resource_class="generic", instance_type="t-8xH100", gpu_count=8,
+                    intra_node_link="nvlink", inter_node_gbit_per_s=3200)
+    hw = hardware_for(gpu, inst)
     assert hw.intra_node_gbytes_per_s == 450  # 900 GB/s bidirectional -> one direction
     assert hw.inter_node_gbytes_per_s == 400  # 3200 Gbit/s -> GB/s
     assert hw.pcie_gbytes_per_s == 63.0 and hw.gpus_per_node == 8 and hw.gpu_class == "hopper"
-    t4 = hardware_from_catalog({"name": "T4", "arch": "turing", "fp16_dense_tflops": 65, "pcie_gen": 3})
+    t4 = hardware_for(GPU(name="T4", arch="turing", fp16_dense_tflops=65, pcie_gen=3))
     assert t4.peak_tflops == 65 and not t4.supports_bf16 and t4.intra_node_gbytes_per_s == 15.75
-    pcie_node = hardware_from_catalog(gpu, {"gpu_count": 8, "intra_node_link": "pcie"})
+    pcie_node = hardware_for(gpu, Instance(provider="generic", resource_class="generic", instance_type="t-pcie",
+                                           gpu_count=8, intra_node_link="pcie"))
     assert pcie_node.intra_node_gbytes_per_s == 63.0
+    rdma = hardware_for(gpu, Instance(provider="generic", resource_class="generic", instance_type="t-rdma",
+                                      gpu_count=4, inter_node="rdma"))
+    assert rdma.gpus_per_node == 4 and rdma.inter_node_gbytes_per_s == 50 and "RDMA" in rdma.notes[0]
+    with pytest.raises(CatalogError, match="no bf16/fp16"):
+        hardware_for(GPU(name="H100-SXM", arch="hopper"))
+    with pytest.raises(CatalogError, match="unknown architecture"):
+        hardware_for(GPU(name="X9", bf16_dense_tflops=100))
 
 
 def test_hardware_from_real_catalog():
     from trainfit import catalog
 
-    hw = hardware_from_catalog(catalog.get_gpu("A100"))
+    hw = hardware_for(catalog.get_gpu("A100"))
     assert hw.gpu_class == "ampere" and math.isclose(hw.peak_tflops, 312)

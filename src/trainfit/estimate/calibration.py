@@ -116,7 +116,8 @@ def _match_gpu(device: str) -> str:
 def fold(results: dict[str, Any], *, source: str, gpu: str | None = None) -> list[Calibration]:
     """Calibrations from a gpu_probe results dict (``{"runs": {id: {"config", "measured", "date"}}}``)."""
     from trainfit.catalog import get_gpu
-    from trainfit.estimate.speed import estimate_speed, hardware_from_catalog
+    from trainfit.estimate.speed import estimate_speed
+    from trainfit.plan.hardware import hardware_for  # the catalog adapter lives on the plan side
     from trainfit.models import get_model
     from trainfit.workload import Workload
 
@@ -128,7 +129,7 @@ def fold(results: dict[str, Any], *, source: str, gpu: str | None = None) -> lis
         if "tokens_per_s" not in m or not cfg:
             continue  # failed run, or a results file from a probe that did not record its configuration
         name = gpu or _match_gpu(str(m.get("device", "")))
-        hw = hardware_from_catalog(get_gpu(name), None)
+        hw = hardware_for(get_gpu(name), None)
         wl = Workload(**{k: v for k, v in cfg.items() if k != "model"})
         pred = estimate_speed(get_model(cfg["model"]), wl, hw, framework="hf-trainer", use_calibration=False)
         key = (hw.name, "hf")

@@ -243,35 +243,28 @@ def _size(d: float, half: float) -> float:
     return d / (d + half) if d > 0 else 0.0
 
 
-def features(model: ModelShape, wl: Workload, hw: Any, framework: str, *, flops: Any,
-             compiled: bool = False, trainable_params: float | None = None,
-             recompute_fraction: float = 0.0) -> EngineFeatures:
-    """Constant-independent quantities of one step (``flops`` is ``compute.flops_per_token``'s result).
-
-    ``recompute_fraction``: share of the layers' forward re-run by selective activation checkpointing when
-    ``grad_ckpt`` is off (torchtitan's per-op SAC re-runs every second matmul of a layer: ~0.36 of a Llama
-    layer's forward FLOPs); 0 without it.
-    """
-    family = FAMILY_OF.get(framework)
-    if family is None:
-        raise WorkloadError(f"unknown framework {framework!r}", fix="use one of " + ", ".join(FAMILY_OF))
-    notes: list[str] = []
-    gpus = wl.gpus
-    m = wl.grad_accum
-    tokens_step_gpu = wl.micro_batch * wl.seq_len * m * wl.dp / gpus  # tokens each GPU's FLOPs correspond to
+def _pass_ratio(wl: Workload, flops: Any, recompute_fraction: float) -> float:
+    """Executed passes per forward (3 full, 4 with GC), plus selective recompute's share."""
     fwd = flops.forward_flops
     ratio = flops.hardware_flops / fwd if fwd else 0.0  # executed passes per forward (3 full, 4 with GC)
     if recompute_fraction and not wl.grad_ckpt and fwd:
         layer_fwd = sum(l.forward for l in flops.layers if l.has_backward)
         ratio += recompute_fraction * layer_fwd / fwd
+    return ratio
+
+
+def _expert_forward_flops(model: ModelShape) -> float:
+    """Forward FLOPs per token of the routed experts (top-k of E)."""
     expert_fwd = 0.0
     if model.is_moe:
         for t in model.tensors():
             if t.kind == "expert":
                 expert_fwd += 2.0 * t.total / t.experts * model.experts_per_token
-    dense_fwd = flops.forward_matmul_flops - expert_fwd + flops.forward_lm_head_flops
-    per = tokens_step_gpu * ratio
-    mb_tokens = wl.micro_batch * wl.seq_len / wl.cp  # tokens of one micro-batch on one GPU (before TP)
+    return expert_fwd
+
+
+def _gemm_dims(model: ModelShape, wl: Workload, family: str, mb_tokens: float) -> tuple[float, float, float]:
+    """(dense GEMM size, expert GEMM size, experts visited per MoE layer in the eager loop)."""
     h = model.hidden_size
     dense_dim = min(mb_tokens, h / wl.tp, max(1.0, (model.intermediate_size or h) / wl.tp))
     expert_dim = 0.0
@@ -284,13 +277,16 @@ def features(model: ModelShape, wl: Workload, hw: Any, framework: str, *, flops:
         else:
             tok_per_expert = mb_tokens / wl.tp * wl.ep * k / E  # each rank gets its experts' tokens from ep ranks
         expert_dim = min(tok_per_expert, float(Ie), float(h))
-    lora_dim = float(wl.lora_rank) if wl.method in ("lora", "qlora") else 0.0
+    return dense_dim, expert_dim, visited
 
-    # element-wise: per token per layer (h + I_act) x 2 bytes x passes; SP splits it over TP ranks
-    layers = model.num_layers
+
+def _elementwise_units(model: ModelShape, wl: Workload, tokens_step_gpu: float, ratio: float) -> tuple[float, float]:
+    """(dense, routed-expert) element-wise bytes per step for ``elem_bytes = 1``: per token per layer
+    ``(h + I_act) x 2`` bytes x passes; SP splits it over TP ranks."""
+    h = model.hidden_size
     i_dense = float(model.intermediate_size or 0)
     units = moe_units_b = 0.0
-    for i in range(layers):
+    for i in range(model.num_layers):
         if model.is_moe_layer(i):
             units += (h + model.shared_expert_intermediate_size) * 2.0
             moe_units_b += model.experts_per_token * (model.moe_intermediate_size + h) * 2.0
@@ -299,10 +295,14 @@ def features(model: ModelShape, wl: Workload, hw: Any, framework: str, *, flops:
     # tokens_step_gpu is already divided by tp*pp*cp: a stage's share of the layers, and sequence
     # parallelism's share of the tokens; without SP every TP rank repeats the element-wise work
     scale = tokens_step_gpu * ratio * (1 if wl.sequence_parallel or wl.tp == 1 else wl.tp)
-    units *= scale
-    moe_units_b *= scale
-    ce = tokens_step_gpu * model.vocab_size * CE_BYTES_PER_LOGIT  # vocab-parallel over TP
-    passes = ratio  # forward-pass equivalents per token
+    return units * scale, moe_units_b * scale
+
+
+def _kernel_units(model: ModelShape, wl: Workload, family: str, passes: float,
+                  visited: float) -> tuple[float, float, float, float]:
+    """(layer kernel units incl. LoRA, grouped-MoE kernel units, eager expert visits, ZeRO-3 fetches) per step."""
+    m = wl.grad_accum
+    layers = model.num_layers
     layer_units = m * (layers / wl.pp) * passes  # every micro-batch crosses this stage's layers
     lora_kernel_units = 0.0
     if wl.method in ("lora", "qlora") and family != "megatron":
@@ -320,8 +320,13 @@ def features(model: ModelShape, wl: Workload, hw: Any, framework: str, *, flops:
         zero3_fetches = m * model.n_moe_layers * visited * 3 * fetch_passes  # gate, up, down per expert
         if wl.nodes > 1:
             zero3_fetches *= ZERO3_INTER_NODE_FACTOR
+    return layer_units + lora_kernel_units, moe_units, expert_units, zero3_fetches
 
-    # optimizer: local trainable parameters (sharded by ZeRO/FSDP over dp, by tp/pp; experts by ep)
+
+def _optimizer_seconds(model: ModelShape, wl: Workload, hw: Any, trainable_params: float | None,
+                       notes: list[str]) -> tuple[float, float]:
+    """(memory bandwidth used, GB/s; optimizer step seconds) for the local trainable parameters (sharded by
+    ZeRO/FSDP over dp, by tp/pp; experts by ep)."""
     tp_pp = wl.tp * wl.pp
     trainable = float(trainable_params if trainable_params is not None else model.total_params)
     shard = wl.dp if wl.strategy in ("zero1", "zero2", "zero3", "fsdp") else 1
@@ -332,6 +337,35 @@ def features(model: ModelShape, wl: Workload, hw: Any, framework: str, *, flops:
         notes.append(f"memory bandwidth of {getattr(hw, 'name', 'the GPU')} unknown: assumed "
                      f"{MEM_BANDWIDTH_FALLBACK_GBYTES_PER_S:.0f} GB/s")
     opt_s = 0.0 if wl.offload != "none" else local * OPTIMIZER_BYTES_PER_PARAM / (bw * 1e9 * HBM_EFFICIENCY)
+    return bw, opt_s
+
+
+def features(model: ModelShape, wl: Workload, hw: Any, framework: str, *, flops: Any,
+             compiled: bool = False, trainable_params: float | None = None,
+             recompute_fraction: float = 0.0) -> EngineFeatures:
+    """Constant-independent quantities of one step (``flops`` is ``speed.flops_per_token``'s result).
+
+    ``recompute_fraction``: share of the layers' forward re-run by selective activation checkpointing when
+    ``grad_ckpt`` is off (torchtitan's per-op SAC re-runs every second matmul of a layer: ~0.36 of a Llama
+    layer's forward FLOPs); 0 without it.
+    """
+    family = FAMILY_OF.get(framework)
+    if family is None:
+        raise WorkloadError(f"unknown framework {framework!r}", fix="use one of " + ", ".join(FAMILY_OF))
+    notes: list[str] = []
+    # tokens each GPU's FLOPs correspond to
+    tokens_step_gpu = wl.micro_batch * wl.seq_len * wl.grad_accum * wl.dp / wl.gpus
+    ratio = _pass_ratio(wl, flops, recompute_fraction)
+    expert_fwd = _expert_forward_flops(model)
+    dense_fwd = flops.forward_matmul_flops - expert_fwd + flops.forward_lm_head_flops
+    per = tokens_step_gpu * ratio
+    mb_tokens = wl.micro_batch * wl.seq_len / wl.cp  # tokens of one micro-batch on one GPU (before TP)
+    dense_dim, expert_dim, visited = _gemm_dims(model, wl, family, mb_tokens)
+    lora_dim = float(wl.lora_rank) if wl.method in ("lora", "qlora") else 0.0
+    units, moe_units_b = _elementwise_units(model, wl, tokens_step_gpu, ratio)
+    ce = tokens_step_gpu * model.vocab_size * CE_BYTES_PER_LOGIT  # vocab-parallel over TP
+    layer_units, moe_units, expert_units, zero3_fetches = _kernel_units(model, wl, family, ratio, visited)
+    bw, opt_s = _optimizer_seconds(model, wl, hw, trainable_params, notes)
     return EngineFeatures(
         family=family, gpu_class=hw.gpu_class, fp8=wl.precision == "fp8" and bool(hw.peak_fp8_tflops),
         compiled=compiled, peak16_tflops=hw.peak_tflops, peak_fp8_tflops=hw.peak_fp8_tflops,
@@ -341,7 +375,7 @@ def features(model: ModelShape, wl: Workload, hw: Any, framework: str, *, flops:
         linear_attention_flops=flops.forward_linear_attention_flops * per,
         dense_dim=dense_dim, expert_dim=expert_dim, lora_dim=lora_dim,
         elementwise_units=units, moe_elementwise_units=moe_units_b, ce_bytes=ce,
-        layer_kernel_units=layer_units + lora_kernel_units, moe_kernel_units=moe_units,
+        layer_kernel_units=layer_units, moe_kernel_units=moe_units,
         expert_kernel_units=expert_units, optimizer_seconds=opt_s, zero3_fetches=zero3_fetches,
         notes=tuple(notes),
     )

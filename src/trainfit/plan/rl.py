@@ -160,10 +160,10 @@ def rl_plan(model: ModelShape, wl: Workload, rl: Any, est: Any, *, gpu: Any, usa
         if not (gpu.bf16_dense_tflops or gpu.fp16_dense_tflops):
             raise CatalogError(f"{gpu.name}: the catalog has no compute peak; the RL step time needs it",
                                fix="add bf16_dense_tflops for the GPU in ~/.config/trainfit/catalog.yaml")
-        from trainfit.estimate.speed import hardware_from_catalog
+        from trainfit.plan.hardware import hardware_for
         from trainfit.rl.speed import estimate_rl_speed
 
-        sp = estimate_rl_speed(model, wl, rl, hw or hardware_from_catalog(gpu, inst, gpus_per_node=gpus_per_node), est)
+        sp = estimate_rl_speed(model, wl, rl, hw or hardware_for(gpu, inst, gpus_per_node=gpus_per_node), est)
     except TrainfitError as e:
         if strict_speed:
             raise

@@ -410,10 +410,11 @@ def _fit_layout(req: PlanRequest, configs: list[Workload], limit: float, miss: _
 def _evaluate(req: PlanRequest, inst: Any, gpu: Any, gpn: int, nodes: int, wl: Workload, est: MemoryEstimate,
               fit: Any, warnings: tuple[str, ...]) -> Plan | None:
     """Speed, time and cost of one fitting configuration, as a typed Plan."""
-    from trainfit.estimate.speed import estimate_speed, hardware_from_catalog, training_time
+    from trainfit.estimate.speed import estimate_speed, training_time
+    from trainfit.plan.hardware import hardware_for
     from trainfit.plan.pricing import time_and_cost
 
-    sp = estimate_speed(req.model, wl, hardware_from_catalog(gpu, inst, gpus_per_node=gpn), framework=req.framework)
+    sp = estimate_speed(req.model, wl, hardware_for(gpu, inst, gpus_per_node=gpn), framework=req.framework)
     tt = training_time(sp, req.tokens)
     tc = time_and_cost(inst=inst, hours=tt.hours, gpus=wl.gpus, trainable_params=est.params.trainable, nodes=nodes,
                        spot=req.spot, region=req.region, interruption_rate=req.interruption_rate_per_node_hour,

@@ -24,9 +24,10 @@ def rl_report(model: ModelShape, workload: Workload, rl: RLConfig, gpu_mem_gib: 
     est = estimate_rl_memory(model, wl, rl, gpu_mem_gib, strict=strict, host_ram_gib=host_ram_gib, margin=margin)
     out: dict[str, Any] = {"config": rl.to_dict(), **est.to_dict()}
     if gpu is not None:
-        from trainfit.rl.speed import _speed_api, estimate_rl_speed, rl_hours
+        from trainfit.plan.hardware import hardware_for
+        from trainfit.rl.speed import estimate_rl_speed, rl_hours
 
-        hw = _speed_api().hardware_from_catalog(gpu)
+        hw = hardware_for(gpu)
         sp = estimate_rl_speed(model, wl, rl, hw, est)
         out["speed"] = sp.to_dict()
         out["_speed"] = sp

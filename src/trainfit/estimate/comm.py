@@ -1,0 +1,282 @@
+"""Communication terms of one optimizer step, per GPU: ring collectives of data parallelism (DDP, ZeRO, FSDP),
+tensor-parallel all-reduces, expert-parallel all-to-all, context-parallel KV exchange, pipeline
+point-to-point, CPU-offload PCIe traffic (with the CPU optimizer step) and QLoRA dequantize traffic.
+Formulas and overlap assumptions: ``estimate/speed.py``'s module docstring and ``docs/speed-model.md``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from trainfit.estimate.hardware import Hardware
+from trainfit.models.shapes import ModelShape
+from trainfit.workload import Workload
+
+TCP_FALLBACK_GBYTES_PER_S = 25 / 8
+"""Assumption used when a multi-node job has no inter-node bandwidth: one 25 Gbit/s VPC NIC per node."""
+
+OVERLAP: dict[str, float] = {
+    "ddp": 0.7,
+    "zero1": 0.5,
+    "zero2": 0.7,
+    "zero3": 0.8,
+    "fsdp": 0.8,
+}
+"""Assumption: fraction of data-parallel traffic that runs concurrently with compute. DDP buckets its
+all-reduce during backward (the last bucket is exposed); ZeRO-1 all-gathers updated parameters after the
+optimizer step (not overlapped); ZeRO-2 reduce-scatters during backward (``overlap_comm``); ZeRO-3/FSDP
+prefetch the next layer's all-gather. Hidden traffic never exceeds the step's compute time."""
+
+EP_OVERLAP = 0.5
+"""Assumption: half the expert-parallel all-to-all runs under compute (Megatron-Core overlaps the
+dispatch/combine of one micro-batch with another's compute, ``overlap_moe_expert_parallel_comm``; without
+it nothing hides). Without this, the Qwen3 MoE calibration cases are predicted 10-30% slower."""
+
+CP_OVERLAP = 0.8
+"""Assumption: ring attention overlaps the KV exchange with the attention of the current block."""
+
+OFFLOAD_OVERLAP = 0.5
+"""Assumption: half the offload PCIe traffic overlaps backward (ZeRO-Offload streams gradients as buckets
+fill; the parameter upload after the CPU step is exposed)."""
+
+QLORA_BYTES_PER_PARAM = (4 + 8 / 64 + 32 / (64 * 256)) / 8
+"""NF4 with double quantization: 4 bits + 0.127 bits of quantization constants per parameter (QLoRA,
+Dettmers et al. 2023, section 3 'Double Quantization') = 0.516 bytes."""
+
+QLORA_DEQUANT_BYTES_PER_PARAM = QLORA_BYTES_PER_PARAM + 2.0
+"""Dequantizing one 4-bit weight reads 0.516 bytes and writes a 2-byte bf16 copy (bitsandbytes
+dequantizes the whole weight before the matmul)."""
+
+
+def ring_seconds(bytes_: float, n: int, gbytes_per_s: float, efficiency: float) -> float:
+    """One ring all-gather or reduce-scatter of a ``bytes_`` buffer over ``n`` ranks:
+    each rank sends ``bytes_ * (n-1)/n`` (an all-reduce is two of these)."""
+    if n <= 1 or bytes_ <= 0:
+        return 0.0
+    return bytes_ * (n - 1) / n / (gbytes_per_s * 1e9 * efficiency)
+
+
+def pipeline_bubble_fraction(pp: int, micro_batches: int) -> float:
+    """Idle fraction of a 1F1B / GPipe schedule: ``(pp-1) / (m + pp - 1)`` (Narayanan et al. 2021, eq. 1:
+    bubble time / ideal time = ``(p-1)/m``, so bubble / total = ``(p-1)/(m+p-1)``)."""
+    if pp <= 1:
+        return 0.0
+    return (pp - 1) / (micro_batches + pp - 1)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CommTerm:
+    """One communication term per optimizer step, per GPU."""
+
+    name: str
+    seconds: float
+    overlap: float
+    """Fraction that may hide behind compute (0 = always exposed)."""
+    link: str
+    """``intra`` (NVLink/PCIe in a node), ``inter`` (network), ``pcie`` (host) or ``cpu``."""
+    bytes_per_gpu: float
+
+
+def _param_split(model: ModelShape) -> tuple[float, float]:
+    """(non-expert params, routed-expert params) of the whole model."""
+    expert = float(sum(t.total for t in model.tensors() if t.kind == "expert"))
+    return model.total_params - expert, expert
+
+
+def _base_bytes(model: ModelShape, wl: Workload) -> float:
+    """Bytes of the (whole) model's weights as data parallelism gathers them."""
+    per = 4.0 if wl.precision == "amp-bf16" else 2.0
+    if wl.method == "qlora":
+        q = sum(t.total for t in model.tensors() if t.kind == "linear")
+        return q * QLORA_BYTES_PER_PARAM + (model.total_params - q) * per
+    return model.total_params * per
+
+
+
+@dataclass(frozen=True, kw_only=True)
+class Links:
+    """The links of one job's topology: per-direction bandwidths (GB/s) and the ring placement rule."""
+
+    intra: float
+    """Per-GPU bandwidth to the other GPUs of the node."""
+    inter: float | None
+    """Per-node network bandwidth (None: unknown, single node)."""
+    nodes: int
+    g_node: int
+    """GPUs per node the workload uses."""
+    link_eff: float
+    """Fraction of the link bandwidth ring collectives reach."""
+
+    def ring(self, group: int, stride: int) -> tuple[float, str]:
+        """Bandwidth of a ring of ``group`` ranks spaced ``stride`` apart (Megatron order: tp, cp, dp, pp)."""
+        if self.nodes > 1 and group * stride > self.g_node:
+            return min(self.intra, self.inter or self.intra), "inter"
+        return self.intra, "intra"
+
+
+def links_for(wl: Workload, hw: Hardware, warnings: list[str]) -> Links:
+    """The job's links; a multi-node job reports the hardware's notes and, without an inter-node bandwidth,
+    assumes :data:`TCP_FALLBACK_GBYTES_PER_S` (appended to ``warnings``)."""
+    nodes = wl.nodes
+    inter = hw.inter_node_gbytes_per_s
+    if nodes > 1:
+        warnings.extend(hw.notes)
+    if nodes > 1 and inter is None:
+        inter = TCP_FALLBACK_GBYTES_PER_S
+        warnings.append("multi-node job without an inter-node bandwidth: assumed one 25 Gbit/s NIC per node")
+    return Links(intra=hw.intra_node_gbytes_per_s, inter=inter, nodes=nodes, g_node=wl.gpus_per_node,
+                 link_eff=hw.link_efficiency)
+
+
+def dp_terms(model: ModelShape, wl: Workload, framework: str, links: Links, trainable: float) -> list[CommTerm]:
+    """Data parallel (ZeRO / FSDP / DDP) traffic; experts replicate over dp/ep, so they get their own term."""
+    terms: list[CommTerm] = []
+    m = wl.grad_accum
+    mp = wl.tp * wl.pp
+    dense_p, expert_p = _param_split(model)
+    base_bytes = _base_bytes(model, wl)
+    train_param_bytes = 4.0 if wl.precision == "amp-bf16" else 2.0  # trained weights are never 4-bit
+    # gradients travel in the weight dtype, except fp32 master weights (amp-bf16) and torchtitan-style FSDP2,
+    # whose config default ``mixed_precision_reduce = "float32"`` reduce-scatters in fp32
+    grad_bytes = 4.0 if (wl.precision == "amp-bf16" or framework in ("fsdp2", "automodel")) else 2.0
+    dp = wl.dp
+    for label, frac, group in (("dense", dense_p / model.total_params, dp),
+                               ("expert", expert_p / model.total_params, max(1, dp // wl.ep))):
+        if frac <= 0 or group <= 1:
+            continue
+        shard_div = mp * (wl.ep if label == "expert" else 1)
+        pbytes = base_bytes * frac / shard_div
+        gbytes = trainable * frac * grad_bytes / shard_div
+        bw, where = links.ring(group, wl.tp * wl.cp * (wl.ep if label == "expert" else 1))
+        s = wl.strategy
+        if s in ("ddp", "zero1"):
+            vol = 2 * gbytes  # all-reduce (ddp) = reduce-scatter + all-gather (zero1), once per step
+            if s == "zero1":
+                vol = gbytes + trainable * frac * train_param_bytes / shard_div
+        elif s == "zero2":
+            vol = m * gbytes + trainable * frac * train_param_bytes / shard_div
+        else:  # zero3 / fsdp: per micro-batch all-gather fwd + bwd, reduce-scatter grads
+            bwd_frac = 1.0
+            if wl.method == "freeze":
+                bwd_frac = trainable / model.total_params
+            vol = m * (pbytes * (1 + bwd_frac) + gbytes)
+        secs = ring_seconds(vol, group, bw, links.link_eff)
+        terms.append(CommTerm(name=f"dp-{s}-{label}", seconds=secs, overlap=OVERLAP[s], link=where,
+                              bytes_per_gpu=vol * (group - 1) / group))
+    return terms
+
+
+ACT_BYTES = 2.0
+"""bf16 activations."""
+
+
+def tp_term(model: ModelShape, wl: Workload, links: Links) -> CommTerm | None:
+    """Tensor parallel: 2 all-reduces per layer forward, 2 backward, 2 more with recompute."""
+    if wl.tp <= 1:
+        return None
+    tokens_mb = wl.micro_batch * wl.seq_len / wl.cp
+    layers_per_stage = model.num_layers / wl.pp
+    buf = tokens_mb * model.hidden_size * ACT_BYTES
+    n_ar = layers_per_stage * (4 + (2 if wl.grad_ckpt else 0))
+    bw, where = links.ring(wl.tp, 1)
+    m = wl.grad_accum
+    secs = m * n_ar * 2 * ring_seconds(buf, wl.tp, bw, links.link_eff)
+    return CommTerm(name="tp-allreduce", seconds=secs, overlap=0.0, link=where,
+                    bytes_per_gpu=m * n_ar * 2 * buf * (wl.tp - 1) / wl.tp)
+
+
+def ep_term(model: ModelShape, wl: Workload, links: Links) -> CommTerm | None:
+    """Expert parallel: dispatch + combine per MoE layer forward and backward (+ recompute)."""
+    if not (wl.ep > 1 and model.is_moe):
+        return None
+    g_node, intra, inter, link_eff = links.g_node, links.intra, links.inter, links.link_eff
+    tokens_mb = wl.micro_batch * wl.seq_len / wl.cp
+    moe_layers = model.n_moe_layers / wl.pp
+    send = tokens_mb / wl.tp * model.experts_per_token * model.hidden_size * ACT_BYTES
+    n_a2a = moe_layers * (4 + (2 if wl.grad_ckpt else 0))
+    g_in = min(wl.ep, max(1, g_node // wl.tp))  # EP ranks are spaced tp apart (Megatron order tp, ep)
+    t_intra = send * (g_in - 1) / wl.ep / (intra * 1e9 * link_eff)
+    t_inter = 0.0
+    where = "intra"
+    if links.nodes > 1 and wl.ep * wl.tp > g_node:
+        # every GPU of the node sends its off-node share through the node's NICs
+        t_inter = g_node * send * (wl.ep - g_in) / wl.ep / ((inter or intra) * 1e9 * link_eff)
+        where = "inter"
+    m = wl.grad_accum
+    secs = m * n_a2a * max(t_intra, t_inter)
+    return CommTerm(name="ep-alltoall", seconds=secs, overlap=EP_OVERLAP, link=where,
+                    bytes_per_gpu=m * n_a2a * send * (wl.ep - 1) / wl.ep)
+
+
+def cp_term(model: ModelShape, wl: Workload, links: Links) -> CommTerm | None:
+    """Context parallel: ring exchange of K,V per full-attention layer (fwd), K,V + dK,dV (bwd)."""
+    if wl.cp <= 1:
+        return None
+    tokens_mb = wl.micro_batch * wl.seq_len / wl.cp
+    kv = 2 * tokens_mb * model.num_kv_heads * model.head_dim * ACT_BYTES / wl.tp
+    n_full = model.n_full_attention_layers / wl.pp
+    per_layer = kv * (wl.cp - 1) * (3 + (1 if wl.grad_ckpt else 0))
+    bw, where = links.ring(wl.cp, wl.tp)
+    m = wl.grad_accum
+    secs = m * n_full * per_layer / (bw * 1e9 * links.link_eff)
+    return CommTerm(name="cp-kv", seconds=secs, overlap=CP_OVERLAP, link=where, bytes_per_gpu=m * n_full * per_layer)
+
+
+def pp_term(model: ModelShape, wl: Workload, links: Links) -> CommTerm | None:
+    """Pipeline point-to-point: activations forward, their gradients backward, per micro-batch."""
+    if wl.pp <= 1:
+        return None
+    tokens_mb = wl.micro_batch * wl.seq_len / wl.cp
+    buf = tokens_mb * model.hidden_size * ACT_BYTES / (wl.tp if wl.sequence_parallel else 1)
+    stage_gpus = wl.gpus // wl.pp
+    where = "inter" if links.nodes > 1 and stage_gpus >= links.g_node else "intra"
+    bw = min(links.intra, links.inter or links.intra) if where == "inter" else links.intra
+    m = wl.grad_accum
+    secs = m * 2 * buf / (bw * 1e9 * links.link_eff)
+    return CommTerm(name="pp-p2p", seconds=secs, overlap=0.0, link=where, bytes_per_gpu=m * 2 * buf)
+
+
+def comm_terms(model: ModelShape, wl: Workload, framework: str, links: Links, trainable: float) -> list[CommTerm]:
+    """All GPU-to-GPU terms in report order: data parallel (dense, expert), TP, EP, CP, PP."""
+    terms = dp_terms(model, wl, framework, links, trainable)
+    for term in (tp_term(model, wl, links), ep_term(model, wl, links), cp_term(model, wl, links),
+                 pp_term(model, wl, links)):
+        if term is not None:
+            terms.append(term)
+    return terms
+
+
+def offload_term(model: ModelShape, wl: Workload, hw: Hardware, links: Links, trainable: float,
+                 assumptions: list[str]) -> tuple[CommTerm | None, float]:
+    """CPU offload: (PCIe traffic term or None, CPU optimizer seconds per step, not overlapped)."""
+    if not (wl.offload != "none" and wl.strategy in ("zero1", "zero2", "zero3", "fsdp")):
+        return None, 0.0
+    m = wl.grad_accum
+    mp = wl.tp * wl.pp
+    dp = wl.dp
+    shard = trainable / max(1, dp) / mp
+    grad_trips = m if wl.strategy in ("zero2", "zero3", "fsdp") else 1
+    vol = shard * 2.0 * grad_trips + shard * 2.0  # bf16 grads down, bf16 params up
+    if wl.offload == "all":
+        vol += m * 2 * (_base_bytes(model, wl) / max(1, dp) / mp)  # parameter shard fetched for fwd and bwd
+    secs = vol / (hw.pcie_gbytes_per_s * 1e9 * links.link_eff)
+    term = CommTerm(name=f"offload-{wl.offload}-pcie", seconds=secs, overlap=OFFLOAD_OVERLAP, link="pcie",
+                    bytes_per_gpu=vol)
+    node_params = shard * min(links.g_node, wl.gpus)
+    cpu_s = node_params / hw.cpu_adam_params_per_s
+    assumptions.append(f"CPU Adam at {hw.cpu_adam_params_per_s:.3g} params/s per node, not overlapped")
+    return term, cpu_s
+
+
+def dequant_seconds(model: ModelShape, wl: Workload, hw: Hardware, warnings: list[str],
+                    assumptions: list[str]) -> float:
+    """QLoRA dequantize traffic (memory-bound) per step: forward, backward (+ recompute) per micro-batch."""
+    if wl.method != "qlora":
+        return 0.0
+    if not hw.mem_gbytes_per_s:
+        warnings.append("GPU memory bandwidth unknown: QLoRA dequantize time not counted")
+        return 0.0
+    mp = wl.tp * wl.pp
+    q = sum(t.total for t in model.tensors() if t.kind == "linear") / mp
+    assumptions.append("QLoRA dequantizes every 4-bit linear weight once per forward, backward and recompute")
+    return wl.grad_accum * (2 + (1 if wl.grad_ckpt else 0)) * q * QLORA_DEQUANT_BYTES_PER_PARAM / (
+        hw.mem_gbytes_per_s * 1e9)

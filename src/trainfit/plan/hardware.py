@@ -1,0 +1,96 @@
+"""Typed catalog adapter: the speed model's :class:`~trainfit.estimate.hardware.Hardware` record from the catalog's
+:class:`~trainfit.catalog.GPU` and :class:`~trainfit.catalog.Instance` rows. The only place that maps catalog
+field names (and their units) onto the speed model, so ``trainfit.estimate`` knows no catalog field."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainfit.catalog import GPU, Instance
+from trainfit.errors import CatalogError
+from trainfit.estimate.efficiency import GPU_CLASSES
+from trainfit.estimate.hardware import PCIE_GBYTES_PER_S, GpuClass, Hardware
+
+RDMA_FALLBACK_GBIT_PER_S = 400
+"""Assumption for nodes the catalog marks RDMA without a bandwidth: one 400 Gbit/s RoCE/InfiniBand port per
+node, the low end of GPU RDMA nodes (8 x 200-400 Gbit/s is common on H800/H100 nodes)."""
+
+_CLASS_BY_NAME: tuple[tuple[GpuClass, tuple[str, ...]], ...] = (
+    ("hopper", ("H100", "H800", "H200", "H20", "GH200")),
+    ("ampere", ("A100", "A800", "A10", "A30", "A40", "A6000", "3090")),
+    ("ada", ("L40", "L20", "L4", "4090", "6000 ADA")),
+    ("volta", ("V100",)),
+    ("turing", ("T4", "2080")),
+)
+
+ARCH_ALIASES: dict[str, GpuClass] = {
+    "hopper": "hopper", "ampere": "ampere", "ada": "ada", "ada lovelace": "ada", "ada-lovelace": "ada",
+    "lovelace": "ada", "volta": "volta", "turing": "turing", "pascal": "turing"}
+"""Catalog ``arch`` -> efficiency class. Pascal (P100, no tensor cores) is given Turing's factor
+(assumption: the lowest class)."""
+
+
+def gpu_class_from_name(name: str) -> GpuClass | None:
+    """Best-effort GPU class from a GPU model name (``H100-SXM-80GB`` -> hopper); None if unknown."""
+    up = name.upper()
+    for cls, keys in _CLASS_BY_NAME:
+        if any(k in up for k in keys):
+            return cls
+    return None
+
+
+def _pos(v: float | int | None) -> float | None:
+    """A positive catalog number as float; None for unknown, zero or negative."""
+    if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0:
+        return float(v)
+    return None
+
+
+def _node_links(gpu_name: str, instance: Instance) -> tuple[int, float | None, str | None, list[str]]:
+    """(GPUs per node, inter-node GB/s per node or None, intra-node link kind or None, notes) of a node."""
+    n = _pos(instance.gpu_count)
+    gbit = _pos(instance.inter_node_gbit_per_s)
+    inter = gbit / 8 if gbit else None
+    notes: list[str] = []
+    if inter is None and "rdma" in (instance.inter_node or "").lower():
+        inter = RDMA_FALLBACK_GBIT_PER_S / 8
+        notes.append(f"RDMA bandwidth of {gpu_name} nodes unknown: assumed {RDMA_FALLBACK_GBIT_PER_S} Gbit/s per node")
+    return (int(n) if n else 8), inter, (instance.intra_node_link or None), notes
+
+
+def hardware_for(gpu: GPU, instance: Instance | None = None, **overrides: Any) -> Hardware:
+    """:class:`Hardware` of catalog ``gpu`` (optionally in the node ``instance``).
+
+    Units as the catalog documents them: ``mem_bandwidth_gbps`` GB/s; ``nvlink_gbps`` GB/s *bidirectional*
+    per GPU (halved here: collectives use one direction); ``inter_node_gbit_per_s`` Gbit/s per node (divided
+    by 8). Without NVLink (``intra_node_link`` pcie or no NVLink figure) GPUs of a node talk over PCIe at the
+    ``pcie_gen`` x16 rate. Without an instance a node holds 8 GPUs. ``overrides`` replace any
+    :class:`Hardware` field.
+    """
+    name = gpu.name or "gpu"
+    arch = gpu.arch or None
+    gpu_class = (ARCH_ALIASES.get(arch.lower()) if arch else None) or gpu_class_from_name(name)
+    bf16 = _pos(gpu.bf16_dense_tflops)
+    nvlink = _pos(gpu.nvlink_gbps)
+    pcie_gen = _pos(gpu.pcie_gen)
+    pcie = PCIE_GBYTES_PER_S.get(int(pcie_gen), PCIE_GBYTES_PER_S[4]) if pcie_gen else PCIE_GBYTES_PER_S[4]
+    gpus_per_node, inter, link, notes = 8, None, None, []
+    if instance is not None:
+        gpus_per_node, inter, link, notes = _node_links(name, instance)
+    use_nvlink = nvlink is not None and (link is None or link.lower() in ("nvlink", "nvswitch"))
+    kw: dict[str, Any] = dict(
+        name=name, gpu_class=gpu_class, peak_tflops=bf16 or _pos(gpu.fp16_dense_tflops),
+        peak_fp8_tflops=_pos(gpu.fp8_dense_tflops), supports_bf16=bf16 is not None,
+        mem_gbytes_per_s=_pos(gpu.mem_bandwidth_gbps),
+        intra_node_gbytes_per_s=nvlink / 2 if use_nvlink else pcie,
+        inter_node_gbytes_per_s=inter, pcie_gbytes_per_s=pcie, gpus_per_node=gpus_per_node, notes=tuple(notes),
+    )
+    kw.update(overrides)
+    if not kw["peak_tflops"]:
+        raise CatalogError(f"GPU {name}: the catalog has no bf16/fp16 dense TFLOP/s",
+                           fix="add bf16_dense_tflops to its row in ~/.config/trainfit/catalog.yaml "
+                               "or pass peak_tflops=...")
+    if kw["gpu_class"] is None:
+        raise CatalogError(f"GPU {name}: unknown architecture {arch!r}",
+                           fix="pass gpu_class= one of " + ", ".join(GPU_CLASSES))
+    return Hardware(**kw)

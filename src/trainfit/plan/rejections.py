@@ -1,0 +1,62 @@
+"""Rejections of the planner: why an instance type has no kept configuration (a code, a reason and a fix), from
+the nearest miss the search (``search.py``) recorded on it."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+from trainfit.estimate.fit import HOST_RAM_USABLE
+from trainfit.plan.types import Rejection
+from trainfit.workload import Workload
+
+if TYPE_CHECKING:
+    from trainfit.plan.search import PlanRequest, _Best
+
+
+def explain_rejection(inst: Any, gpu: Any, limit: float, miss: _Best, req: PlanRequest) -> Rejection:
+    """Why no configuration of ``inst`` was kept: the nearest miss ``miss`` recorded while searching it
+    (``limit``: usable GiB per GPU after the margin)."""
+    it = inst.instance_type
+    if miss.other is not None:  # something fitted but broke a limit (time, deadline, budget): the nearest miss
+        code, reason, fix = miss.other
+        return Rejection(instance_type=it, provider=inst.provider, code=code, reason=reason, fix=fix)
+    if miss.host is not None:  # a config fitted GPU memory but not host RAM: nearer than a GPU-memory miss
+        return Rejection(instance_type=it, provider=inst.provider, code="host-ram",
+                         reason=f"needs {miss.host[0]:.0f} GiB host RAM per node > {miss.host[1]:g} x {HOST_RAM_USABLE:.0%}",
+                         fix="less offload or an instance with more RAM")
+    if miss.need_wl is not None and math.isfinite(miss.need_gib):
+        w = miss.need_wl
+        fix = _memory_fix(req, w, gpu)
+        if miss.rule is not None:
+            fix = (f"larger layouts are blocked by {miss.rule.rule} ({miss.rule.message}); "
+                   f"pass --ignore-rule {miss.rule.rule} if your quota allows more, or: " + fix)
+        return Rejection(instance_type=it, provider=inst.provider, code="memory",
+                         reason=(f"needs {miss.need_gib:.1f} GiB/GPU > {limit:.1f} usable "
+                                 f"({gpu.usable_mem_gib:g} GiB less a "
+                                 f"{req.memory_margin:.0%} margin; best try: {w.gpus} GPU, {w.strategy}"
+                                 f"{'+offload ' + w.offload if w.offload != 'none' else ''}, "
+                                 f"GC {'on' if w.grad_ckpt else 'off'}, micro-batch {w.micro_batch})"),
+                         fix=fix)
+    if miss.rule is not None:
+        v = miss.rule
+        return Rejection(instance_type=it, provider=inst.provider, code=v.rule, reason=v.message, fix=v.fix)
+    if miss.other is not None:
+        code, reason, fix = miss.other
+        return Rejection(instance_type=it, provider=inst.provider, code=code, reason=reason, fix=fix)
+    return Rejection(instance_type=it, provider=inst.provider, code="no-config",
+                     reason="no configuration within the limits", fix="raise --max-gpus")
+
+
+def _memory_fix(req: PlanRequest, w: Workload, gpu: Any) -> str:
+    """What to change when the best try still needs more GPU memory than the GPU has."""
+    if req.rl is not None:
+        return ("a lower --rollout-util, --trainer-offload / --ref-offload, --rollout-tp > 1, shorter "
+                "--prompt-len/--response-len, more GPUs or --method lora")
+    if "gpus" in req.pins:
+        return "more GPUs (--gpus), --strategy zero3, or --method lora"
+    if req.workload.method == "full":
+        return f"more GPUs (up to --max-gpus {req.max_gpus} were tried), --method lora, or a GPU with more memory"
+    if req.workload.method == "lora":
+        return "--method qlora, a shorter --seq-len, or a GPU with more memory"
+    return "a shorter --seq-len or a GPU with more memory"
