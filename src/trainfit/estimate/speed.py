@@ -30,7 +30,7 @@ from trainfit.estimate.comm import (CP_OVERLAP, EP_OVERLAP, OFFLOAD_OVERLAP, OVE
                                     QLORA_DEQUANT_BYTES_PER_PARAM, TCP_FALLBACK_GBYTES_PER_S, CommTerm, comm_terms,
                                     dequant_seconds, links_for, offload_term, pipeline_bubble_fraction,
                                     ring_seconds)
-from trainfit.estimate.flops import (GDN_CHUNK_SIZE, FlopsBreakdown, LayerFlops, _flops_cached,  # noqa: F401  # noqa: F401  (benchmarks/cli_speed.py clears this cache through speed)
+from trainfit.estimate.flops import (GDN_CHUNK_SIZE, FlopsBreakdown, LayerFlops, _flops_cached,  # noqa: F401
                                      flops_per_token, full_attention_flops, linear_attention_flops)
 from trainfit.estimate.hardware import (CPU_ADAM_PARAMS_PER_S_DEFAULT, LINK_EFFICIENCY_DEFAULT, PCIE_GBYTES_PER_S,
                                         GpuClass, Hardware)
