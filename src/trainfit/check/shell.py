@@ -82,12 +82,10 @@ def _default_assignments(line: str) -> list[tuple[str, str]]:
     return out
 
 
-def parse_script(text: str) -> Script:
-    """Parse ``text``; every step is linear in its length, and a line longer than
-    :data:`trainfit.inputs.MAX_LINE_CHARS` is refused (:class:`~trainfit.errors.CheckInputError`)."""
+def _refuse_long_lines(raw: list[str]) -> None:
+    """Raise :class:`~trainfit.errors.CheckInputError` when a line is over :data:`trainfit.inputs.MAX_LINE_CHARS`."""
     from trainfit.inputs import MAX_LINE_CHARS
 
-    raw = text.splitlines()
     longest = max((len(ln) for ln in raw), default=0)
     if longest > MAX_LINE_CHARS:
         from trainfit.errors import CheckInputError
@@ -96,8 +94,11 @@ def parse_script(text: str) -> Script:
         raise CheckInputError(f"line {n} of the script is {longest:,} characters long, over the "
                               f"{MAX_LINE_CHARS:,}-character limit for a line of a job script",
                               fix="pass the job script itself (long data belongs in files the job reads)")
-    heredocs: list[str] = []
-    comments: list[str] = []
+
+
+def _logical_lines(raw: list[str], heredocs: list[str], comments: list[str]) -> list[tuple[int, str]]:
+    """Join ``\\`` continuations into ``(first line number, text)`` pairs; heredoc bodies go to ``heredocs`` and
+    whole-line comments (outside a continuation) to ``comments``. One pass over ``raw``."""
     logical: list[tuple[int, str]] = []
     i = 0
     buf: list[str] = []
@@ -131,41 +132,66 @@ def parse_script(text: str) -> Script:
         i += 1
     if buf:
         logical.append((start, "".join(buf)))
+    return logical
+
+
+def _split_assignments(words: list[str]) -> tuple[list[str], dict[str, str]]:
+    """Strip leading ``VAR=value`` prefixes (and a whole ``export A=1 B=2``) off ``words``: the rest of the
+    words and the variables set."""
+    env: dict[str, str] = {}
+    while words:
+        m = _ASSIGN.match(words[0]) if not words[0].startswith("-") else None
+        if m and words[0] != "export":
+            env[m.group(1)] = m.group(2)
+            words = words[1:]
+        elif words[0] == "export" and len(words) > 1:
+            for w in words[1:]:
+                mm = _ASSIGN.match(w)
+                if mm:
+                    env[mm.group(1)] = mm.group(2)
+            words = []
+        else:
+            break
+    return words, env
+
+
+def _parse_line(lineno: int, line: str, commands: list[Command], assignments: dict[str, str],
+                unparsed: list[int]) -> None:
+    """Split one logical line at ``&&``, ``||`` and ``;`` and add its commands, assignments and, when ``shlex``
+    cannot split a part, its line number to ``unparsed``."""
+    for name, value in _default_assignments(line):
+        assignments.setdefault(name, value)
+    for part in _SEPARATORS.split(line):
+        part = part.strip()
+        if not part:
+            continue
+        try:
+            words = shlex.split(part, comments=True, posix=True)
+        except ValueError:
+            unparsed.append(lineno)
+            continue
+        if not words:
+            continue
+        words, env = _split_assignments(words)
+        assignments.update(env)
+        words = unwrap_watch(words)
+        if words:
+            commands.append(Command(words=words, line=lineno, text=part, env=env))
+
+
+def parse_script(text: str) -> Script:
+    """Parse ``text``; every step is linear in its length, and a line longer than
+    :data:`trainfit.inputs.MAX_LINE_CHARS` is refused (:class:`~trainfit.errors.CheckInputError`)."""
+    raw = text.splitlines()
+    _refuse_long_lines(raw)
+    heredocs: list[str] = []
+    comments: list[str] = []
+    logical = _logical_lines(raw, heredocs, comments)
     commands: list[Command] = []
     assignments: dict[str, str] = {}
     unparsed: list[int] = []
     for lineno, line in logical:
-        for name, value in _default_assignments(line):
-            assignments.setdefault(name, value)
-        for part in _SEPARATORS.split(line):
-            part = part.strip()
-            if not part:
-                continue
-            try:
-                words = shlex.split(part, comments=True, posix=True)
-            except ValueError:
-                unparsed.append(lineno)
-                continue
-            if not words:
-                continue
-            env: dict[str, str] = {}
-            while words:
-                m = _ASSIGN.match(words[0]) if not words[0].startswith("-") else None
-                if m and words[0] != "export":
-                    env[m.group(1)] = m.group(2)
-                    words = words[1:]
-                elif words[0] == "export" and len(words) > 1:
-                    for w in words[1:]:
-                        mm = _ASSIGN.match(w)
-                        if mm:
-                            env[mm.group(1)] = mm.group(2)
-                    words = []
-                else:
-                    break
-            assignments.update(env)
-            words = unwrap_watch(words)
-            if words:
-                commands.append(Command(words=words, line=lineno, text=part, env=env))
+        _parse_line(lineno, line, commands, assignments, unparsed)
     return Script(commands=commands, assignments=assignments, heredocs=heredocs, comments=comments, text=text,
                   unparsed=unparsed)
 

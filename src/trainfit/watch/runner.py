@@ -106,8 +106,9 @@ def _returncode(rc: int) -> int:
     return 128 - rc if rc < 0 else rc
 
 
-def run_watch(cfg: WatchConfig) -> int:
-    """Run ``cfg.command`` under watch; return the exit code ``trainfit watch`` should exit with."""
+def _child_env(cfg: WatchConfig) -> tuple[str, dict[str, str]]:
+    """The stop file (stale request and ack removed) and the trainer's environment: TRAINFIT_STOP_FILE, the
+    callback autoload hook with its settings, and TRAINFIT_RESUME_FROM when a checkpoint dir is watched."""
     log = cfg.log
     stop_file = cfg.stop_file or os.path.join(tempfile.mkdtemp(prefix="trainfit-watch-"), "stop")
     for stale in (stop_file, str(ack_path(stop_file))):
@@ -129,7 +130,11 @@ def run_watch(cfg: WatchConfig) -> int:
         cp = latest_complete_checkpoint(cfg.checkpoint_dir, mark_incomplete=True)
         env[RESUME_ENV] = str(cp) if cp else ""
         log(f"resume from {cp}" if cp else f"no complete checkpoint in {cfg.checkpoint_dir}: starting fresh")
+    return stop_file, env
 
+
+def _pollers(cfg: WatchConfig) -> list:
+    """The notice sources: the notice file first, then the providers' metadata, then the custom URL."""
     pollers: list = []
     if cfg.notice_file:
         pollers.append(FilePoller(cfg.notice_file, lead_seconds=cfg.lead_seconds))
@@ -137,7 +142,103 @@ def run_watch(cfg: WatchConfig) -> int:
         pollers.append(MetadataPoller(provider_source(name), lead_seconds=cfg.lead_seconds))
     if cfg.metadata_url:
         pollers.append(MetadataPoller(custom_source(cfg.metadata_url), lead_seconds=cfg.lead_seconds))
+    return pollers
 
+
+def _first_notice(cfg: WatchConfig, pollers: list, sigterm_at: list[float], now: float,
+                  next_poll: float) -> tuple[Notice | None, float]:
+    """A notice from SIGTERM or, when a poll is due, from the first poller that has one; and the next poll time."""
+    if sigterm_at:
+        return Notice(source="sigterm", reason="SIGTERM from the scheduler",
+                      deadline_unix=sigterm_at[0] + cfg.sigterm_lead_seconds), next_poll
+    notice: Notice | None = None
+    if pollers and now >= next_poll:
+        for poller in pollers:
+            notice = poller.poll(now)
+            if notice:
+                break
+        next_poll = now + cfg.poll_seconds
+    return notice, next_poll
+
+
+def _enforce_deadline(cfg: WatchConfig, notice: Notice, sigterm_at: list[float], pgid: int, now: float,
+                      term_sent_at: float | None, kill_sent: bool) -> tuple[Notice, float | None, bool]:
+    """After a notice: move the deadline up to a later SIGTERM's, then SIGTERM and, after the grace, SIGKILL the
+    trainer's group; return the notice, when SIGTERM was sent and whether SIGKILL was."""
+    log = cfg.log
+    if sigterm_at and notice.source != "sigterm" and \
+            sigterm_at[0] + cfg.sigterm_lead_seconds < notice.deadline_unix:
+        # the scheduler's SIGTERM after a cloud notice: its grace period may end first
+        notice = dataclasses.replace(notice, source="sigterm",
+                                     deadline_unix=sigterm_at[0] + cfg.sigterm_lead_seconds)
+        log(f"SIGTERM: the deadline moves to {notice.deadline_unix - now:.0f} s from now")
+    if term_sent_at is None and now >= notice.deadline_unix - cfg.margin_seconds:
+        log("deadline reached before the trainer stopped: SIGTERM to its process group")
+        _killpg(pgid, signal.SIGTERM)
+        term_sent_at = now
+    elif term_sent_at is not None and not kill_sent and now >= term_sent_at + cfg.kill_grace_seconds:
+        log("trainer still running: SIGKILL to its process group")
+        _killpg(pgid, signal.SIGKILL)
+        kill_sent = True
+    return notice, term_sent_at, kill_sent
+
+
+def _supervise(cfg: WatchConfig, proc: subprocess.Popen, stop_file: str, pollers: list, sigterm_at: list[float],
+               interrupted: list[float]) -> tuple[int, Notice | None, float | None]:
+    """Wait for the trainer, passing on Ctrl-C and acting on notices; its raw return code, the notice (None if
+    none came) and when the deadline SIGTERM was sent (None if never)."""
+    log = cfg.log
+    pgid = proc.pid  # start_new_session: the child leads its own process group
+    notice: Notice | None = None
+    next_poll = 0.0
+    term_sent_at: float | None = None
+    kill_sent = False
+    forwarded_int = 0
+    while True:
+        rc = proc.poll()
+        if rc is not None:
+            break
+        now = time.time()
+        if len(interrupted) > forwarded_int:  # Ctrl-C: pass it on, the trainer decides
+            forwarded_int = len(interrupted)
+            _killpg(pgid, signal.SIGINT)
+        if notice is None:
+            notice, next_poll = _first_notice(cfg, pollers, sigterm_at, now, next_poll)
+            if notice is not None:
+                request_stop(stop_file, reason=notice.reason, source=notice.source,
+                             deadline_unix=notice.deadline_unix)
+                log(f"preemption notice from {notice.source} ({notice.reason!r}); "
+                    f"{notice.deadline_unix - now:.0f} s left; asked the trainer to checkpoint and stop")
+        else:
+            notice, term_sent_at, kill_sent = _enforce_deadline(cfg, notice, sigterm_at, pgid, now, term_sent_at,
+                                                                kill_sent)
+        time.sleep(0.05 if notice is None else 0.02)
+    _killpg(pgid, signal.SIGKILL)  # leftovers of the trainer's group (orphaned workers)
+    return rc, notice, term_sent_at
+
+
+def _exit_code(cfg: WatchConfig, rc: int, stop_file: str, notice: Notice | None, term_sent_at: float | None) -> int:
+    """``restart_exit_code`` after an acknowledged stop or a notice the trainer did not survive cleanly; else the
+    trainer's own code."""
+    log = cfg.log
+    code = _returncode(rc)
+    ack = read_json(ack_path(stop_file))
+    if ack is not None:
+        log(f"trainer stopped at step {ack.get('step')} with a complete checkpoint {ack.get('checkpoint')}; "
+            f"exit {cfg.restart_exit_code} so the platform restarts the job")
+        return cfg.restart_exit_code
+    if notice is not None and (code != 0 or term_sent_at is not None):
+        log(f"trainer ended with {code} after the notice without acknowledging a checkpoint; "
+            f"exit {cfg.restart_exit_code} (restart resumes from the newest complete checkpoint)")
+        return cfg.restart_exit_code
+    log(f"trainer exited with {code}")
+    return code
+
+
+def run_watch(cfg: WatchConfig) -> int:
+    """Run ``cfg.command`` under watch; return the exit code ``trainfit watch`` should exit with."""
+    stop_file, env = _child_env(cfg)
+    pollers = _pollers(cfg)
     sigterm_at: list[float] = []
     interrupted: list[float] = []
 
@@ -157,66 +258,9 @@ def run_watch(cfg: WatchConfig) -> int:
         except OSError as e:
             raise WatchError(f"cannot start {cfg.command[0]!r}: {e.strerror or e}",
                              fix="check the command after --") from None
-        pgid = proc.pid  # start_new_session: the child leads its own process group
-        log(f"started pid {proc.pid} (process group {pgid}); stop file {stop_file}")
-        notice: Notice | None = None
-        next_poll = 0.0
-        term_sent_at: float | None = None
-        kill_sent = False
-        forwarded_int = 0
-        while True:
-            rc = proc.poll()
-            if rc is not None:
-                break
-            now = time.time()
-            if len(interrupted) > forwarded_int:  # Ctrl-C: pass it on, the trainer decides
-                forwarded_int = len(interrupted)
-                _killpg(pgid, signal.SIGINT)
-            if notice is None:
-                if sigterm_at:
-                    notice = Notice(source="sigterm", reason="SIGTERM from the scheduler",
-                                    deadline_unix=sigterm_at[0] + cfg.sigterm_lead_seconds)
-                elif pollers and now >= next_poll:
-                    for poller in pollers:
-                        notice = poller.poll(now)
-                        if notice:
-                            break
-                    next_poll = now + cfg.poll_seconds
-                if notice is not None:
-                    request_stop(stop_file, reason=notice.reason, source=notice.source,
-                                 deadline_unix=notice.deadline_unix)
-                    log(f"preemption notice from {notice.source} ({notice.reason!r}); "
-                        f"{notice.deadline_unix - now:.0f} s left; asked the trainer to checkpoint and stop")
-            else:
-                if sigterm_at and notice.source != "sigterm" and \
-                        sigterm_at[0] + cfg.sigterm_lead_seconds < notice.deadline_unix:
-                    # the scheduler's SIGTERM after a cloud notice: its grace period may end first
-                    notice = dataclasses.replace(notice, source="sigterm",
-                                                 deadline_unix=sigterm_at[0] + cfg.sigterm_lead_seconds)
-                    log(f"SIGTERM: the deadline moves to {notice.deadline_unix - now:.0f} s from now")
-                if term_sent_at is None and now >= notice.deadline_unix - cfg.margin_seconds:
-                    log("deadline reached before the trainer stopped: SIGTERM to its process group")
-                    _killpg(pgid, signal.SIGTERM)
-                    term_sent_at = now
-                elif term_sent_at is not None and not kill_sent and now >= term_sent_at + cfg.kill_grace_seconds:
-                    log("trainer still running: SIGKILL to its process group")
-                    _killpg(pgid, signal.SIGKILL)
-                    kill_sent = True
-            time.sleep(0.05 if notice is None else 0.02)
-        _killpg(pgid, signal.SIGKILL)  # leftovers of the trainer's group (orphaned workers)
+        cfg.log(f"started pid {proc.pid} (process group {proc.pid}); stop file {stop_file}")
+        rc, notice, term_sent_at = _supervise(cfg, proc, stop_file, pollers, sigterm_at, interrupted)
     finally:
         signal.signal(signal.SIGTERM, old_term)
         signal.signal(signal.SIGINT, old_int)
-
-    code = _returncode(rc)
-    ack = read_json(ack_path(stop_file))
-    if ack is not None:
-        log(f"trainer stopped at step {ack.get('step')} with a complete checkpoint {ack.get('checkpoint')}; "
-            f"exit {cfg.restart_exit_code} so the platform restarts the job")
-        return cfg.restart_exit_code
-    if notice is not None and (code != 0 or term_sent_at is not None):
-        log(f"trainer ended with {code} after the notice without acknowledging a checkpoint; "
-            f"exit {cfg.restart_exit_code} (restart resumes from the newest complete checkpoint)")
-        return cfg.restart_exit_code
-    log(f"trainer exited with {code}")
-    return code
+    return _exit_code(cfg, rc, stop_file, notice, term_sent_at)
