@@ -33,14 +33,15 @@ from pathlib import Path
 from typing import Any
 
 from trainfit.catalog._schema import GPU_COLUMNS, INSTANCE_COLUMNS, parse_row, to_csv_value
-from trainfit.errors import CatalogError, MissingExtraError, TrainfitError
+from trainfit.errors import CatalogError, TrainfitError
 from trainfit.providers._refresh_common import (Deadline, classify, resolve_gpu, sdk_version, short, today,
                                                 write_cache)
 
-PAI_PIP = "pip install 'trainfit[pai]'"
+from trainfit.providers.alibaba.client import (ECS_READ_CRED_FIX, PAI_PIP, Sdk, default_credential,  # noqa: F401
+                                               import_sdk, make_config, runtime_options)
+
 SDK_DIST = "alibabacloud_ecs20140526"
-CRED_FIX = ("set ALIBABA_CLOUD_ACCESS_KEY_ID and ALIBABA_CLOUD_ACCESS_KEY_SECRET, or configure "
-            "~/.alibabacloud/credentials (`aliyun configure`); the key needs ECS read access (ecs:Describe*)")
+CRED_FIX = ECS_READ_CRED_FIX
 _PAGE_SIZE = 100
 _MAX_PAGES = 100
 _NOT_SOLD = ("invalidinstancetype", "instancetype.notfound", "invalidparameter.instancetype",
@@ -67,26 +68,12 @@ def cache_path(region: str, *, prices: bool) -> Path:
 
 # ------------------------------------------------------------------------------------------- SDK
 
-def _import_sdk():
-    try:
-        from alibabacloud_ecs20140526 import models
-        from alibabacloud_ecs20140526.client import Client
-        from alibabacloud_tea_openapi.utils_models import Config
-        from darabonba.runtime import RuntimeOptions
-    except ImportError as e:
-        raise MissingExtraError(f"the Alibaba ECS SDK is not installed ({e.name})", fix=PAI_PIP) from None
-    return Client, models, Config, RuntimeOptions
+def _import_sdk() -> Sdk:
+    return import_sdk("alibabacloud_ecs20140526", label="Alibaba ECS SDK")
 
 
 def _credential():
-    try:
-        from alibabacloud_credentials.client import Client as CredentialClient
-    except ImportError as e:
-        raise MissingExtraError(f"alibabacloud-credentials is not installed ({e.name})", fix=PAI_PIP) from None
-    try:
-        return CredentialClient()  # the default credential chain
-    except Exception as e:  # noqa: BLE001 - the chain raises its own types
-        raise CatalogError(f"no Alibaba Cloud credentials found: {short(e)}", fix=CRED_FIX) from None
+    return default_credential(error=CatalogError, fix=CRED_FIX)
 
 
 class _Api:
@@ -94,23 +81,21 @@ class _Api:
 
     def __init__(self, region: str, *, endpoint: str | None, protocol: str, timeout_s: float, total_s: float,
                  credential: Any, what: str):
-        self.Client, self.models, Config, self.RuntimeOptions = _import_sdk()
+        self.sdk = _import_sdk()
+        self.Client, self.models = self.sdk.Client, self.sdk.models
         self.region = region
         self.deadline = Deadline(total_s=total_s, per_call_s=timeout_s, what=what)
         self.timeout_s = timeout_s
         cred = credential if credential is not None else _credential()
-        ms = int(timeout_s * 1000)
-        cfg = dict(credential=cred, region_id=region, protocol=protocol, read_timeout=ms, connect_timeout=ms)
-        if endpoint:
-            cfg["endpoint"] = endpoint
         try:
-            self.client = self.Client(Config(**cfg))
+            self.client = self.Client(make_config(self.sdk, credential=cred, region=region, endpoint=endpoint,
+                                                  protocol=protocol, timeout_s=timeout_s))
         except Exception as e:  # noqa: BLE001
             raise classify(e, what=what, timeout_s=timeout_s, cred_fix=CRED_FIX) from None
 
     def call(self, method: str, request: Any, what: str) -> dict[str, Any]:
         ms = max(1, int(self.deadline.call_timeout_s() * 1000))
-        runtime = self.RuntimeOptions(autoretry=False, read_timeout=ms, connect_timeout=ms, max_attempts=1)
+        runtime = runtime_options(self.sdk, ms, max_attempts=1)
         try:
             resp = self.deadline.run(lambda: getattr(self.client, method)(request, runtime))
         except TrainfitError:

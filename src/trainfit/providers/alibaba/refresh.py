@@ -25,9 +25,11 @@ from typing import Any
 
 from trainfit.catalog._schema import INSTANCE_COLUMNS, parse_row, to_csv_value
 from trainfit.catalog.cache import CACHE_FORMAT, _gpu_update_columns, cache_file, write_cache_atomic
-from trainfit.errors import CatalogError, MissingExtraError, TrainfitError
+from trainfit.errors import CatalogError
+from trainfit.providers._refresh_common import short
+from trainfit.providers.alibaba.client import (PAI_PIP, PAI_READ_CRED_FIX, Sdk, classify_list_specs,  # noqa: F401
+                                               default_credential, import_sdk, make_config, runtime_options)
 
-PAI_PIP = "pip install 'trainfit[pai]'"
 _RESOURCE_CLASS = {"ECS": "pai-public", "Lingjun": "pai-lingjun"}
 _PAGE_SIZE = 100
 _MAX_PAGES = 100
@@ -45,80 +47,30 @@ class RefreshResult:
 
 # ------------------------------------------------------------------------------------------- SDK
 
-def _import_sdk():
-    try:
-        from alibabacloud_pai_dlc20201203 import models
-        from alibabacloud_pai_dlc20201203.client import Client
-        from alibabacloud_tea_openapi.utils_models import Config
-        from darabonba.runtime import RuntimeOptions
-    except ImportError as e:
-        raise MissingExtraError(f"the Alibaba PAI SDK is not installed ({e.name})", fix=PAI_PIP) from None
-    return Client, models, Config, RuntimeOptions
+_CRED_FIX = PAI_READ_CRED_FIX
+_short = short
+_classify = classify_list_specs
+
+
+def _import_sdk() -> Sdk:
+    return import_sdk("alibabacloud_pai_dlc20201203", label="Alibaba PAI SDK")
 
 
 def _default_credential():
-    try:
-        from alibabacloud_credentials.client import Client as CredentialClient
-    except ImportError as e:
-        raise MissingExtraError(f"alibabacloud-credentials is not installed ({e.name})", fix=PAI_PIP) from None
-    try:
-        return CredentialClient()  # the default credential chain
-    except Exception as e:  # noqa: BLE001 - the chain raises its own types
-        raise CatalogError(f"no Alibaba Cloud credentials found: {_short(e)}", fix=_CRED_FIX) from None
-
-
-_CRED_FIX = ("set ALIBABA_CLOUD_ACCESS_KEY_ID and ALIBABA_CLOUD_ACCESS_KEY_SECRET, or configure "
-             "~/.alibabacloud/credentials (`aliyun configure`); the key needs PAI-DLC read access")
-
-
-def _short(e: BaseException, n: int = 300) -> str:
-    s = " ".join(str(e).split())
-    return s if len(s) <= n else s[: n - 3] + "..."
-
-
-def _classify(e: BaseException, region: str, timeout_s: float) -> TrainfitError:
-    code = str(getattr(e, "code", "") or "")
-    status = getattr(e, "status_code", None)
-    text = _short(e)
-    low = (code + " " + text).lower()
-    if "unable to load credentials" in low or "credentialexception" in type(e).__name__.lower():
-        return CatalogError(f"no Alibaba Cloud credentials found for PAI-DLC ListEcsSpecs in {region}: {text}",
-                            fix=_CRED_FIX)
-    if status in (401, 403) or any(k in low for k in ("accesskey", "signature", "forbidden", "unauthorized",
-                                                         "noauth", "nopermission", "credential", "sts token")):
-        return CatalogError(f"PAI-DLC ListEcsSpecs in {region} refused the credentials ({code or status}): {text}",
-                            fix=_CRED_FIX)
-    from trainfit.errors import NetworkError
-    from trainfit.providers._net import network_failure
-
-    if "timed out" in low or "timeout" in low:
-        return NetworkError(f"PAI-DLC ListEcsSpecs in {region} timed out after {timeout_s:g} s (network error; "
-                            "the cache was left as it was)",
-                            fix="check the network/proxy or retry with a larger --timeout")
-    if "parse" not in low and network_failure(e):
-        return NetworkError(f"could not reach PAI-DLC ListEcsSpecs in {region} (network error; the cache was left "
-                            f"as it was): {type(e).__name__}: {text}",
-                            fix="check the network, proxy, region id and --endpoint")
-    if "parse" in low and "json" in low:
-        return CatalogError(f"PAI-DLC ListEcsSpecs in {region} answered something that is not JSON: {text}",
-                            fix="check --endpoint/proxy settings; the cache was left as it was")
-    if status is not None or code:
-        return CatalogError(f"PAI-DLC ListEcsSpecs in {region} failed ({code or status}): {text}",
-                            fix="check the region id (e.g. cn-hangzhou, cn-wulanchabu) and the endpoint")
-    return CatalogError(f"PAI-DLC ListEcsSpecs in {region} failed: {type(e).__name__}: {text}",
-                        fix="check the network, region id and endpoint; the cache was left as it was")
+    return default_credential(error=CatalogError, fix=PAI_READ_CRED_FIX)
 
 
 def fetch_pai_specs(region: str, *, endpoint: str | None = None, protocol: str = "https", timeout_s: float = 15.0,
                     resource_types: tuple[str, ...] = ("ECS", "Lingjun"), credential: Any = None) -> list[dict]:
     """Raw ``EcsSpec`` maps (the API's field names) for GPU specs in ``region``; raises CatalogError."""
-    Client, models, Config, RuntimeOptions = _import_sdk()
+    sdk = _import_sdk()
+    models = sdk.models
     cred = credential if credential is not None else _default_credential()
     ms = int(timeout_s * 1000)
-    config = Config(credential=cred, region_id=region, endpoint=endpoint or f"pai-dlc.{region}.aliyuncs.com",
-                    protocol=protocol, read_timeout=ms, connect_timeout=ms)
+    config = make_config(sdk, credential=cred, region=region, endpoint=endpoint or f"pai-dlc.{region}.aliyuncs.com",
+                         protocol=protocol, timeout_s=timeout_s)
     try:
-        client = Client(config)
+        client = sdk.Client(config)
     except Exception as e:  # noqa: BLE001
         raise _classify(e, region, timeout_s) from None
     specs: list[dict] = []
@@ -127,7 +79,7 @@ def fetch_pai_specs(region: str, *, endpoint: str | None = None, protocol: str =
         while True:
             req = models.ListEcsSpecsRequest(accelerator_type="GPU", resource_type=rtype, page_number=page,
                                              page_size=_PAGE_SIZE)
-            runtime = RuntimeOptions(autoretry=False, read_timeout=ms, connect_timeout=ms)
+            runtime = runtime_options(sdk, ms)
             try:
                 resp = client.list_ecs_specs_with_options(req, {}, runtime)
             except Exception as e:  # noqa: BLE001 - the SDK raises several unrelated types
