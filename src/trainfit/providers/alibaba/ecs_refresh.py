@@ -32,10 +32,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trainfit.catalog._schema import GPU_COLUMNS, INSTANCE_COLUMNS, parse_row, to_csv_value
+from trainfit.catalog._schema import to_csv_value
 from trainfit.errors import CatalogError, TrainfitError
-from trainfit.providers._refresh_common import (Deadline, classify, resolve_gpu, sdk_version, short, today,
-                                                write_cache)
+from trainfit.providers._refresh_common import (Deadline, check_schema, classify, reported_gpu, sdk_version, short,
+                                                today, write_cache)
 
 from trainfit.providers.alibaba.client import (ECS_READ_CRED_FIX, PAI_PIP, Sdk, default_credential,  # noqa: F401
                                                import_sdk, make_config, runtime_options)
@@ -155,7 +155,6 @@ def types_to_rows(items: list[Any], *, as_of: str | None = None
                   ) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     """(gpu rows, instance rows) from raw ``InstanceType`` maps; raises listing every problem."""
     from trainfit.catalog._store import current_catalog
-    from trainfit.catalog.gpus import normalize_gpu_name
 
     as_of = as_of or today()
     source = f"Alibaba ECS DescribeInstanceTypes ({SDK_DIST})"
@@ -187,21 +186,10 @@ def types_to_rows(items: list[Any], *, as_of: str | None = None
             continue
         if not n_gpu:
             continue
-        gpu_name = ""
-        known, gnote = resolve_gpu(spec, gmem, cat.gpu_index)
-        if spec and spec.strip():
-            if known is not None:
-                gpu_name = known.name
-            elif gnote:
-                pass  # a known family name whose memory does not match: leave the GPU unset
-            else:
-                gpu_name = spec.strip()
-                gpus.setdefault(normalize_gpu_name(gpu_name), {
-                    "name": gpu_name, "vendor": "nvidia" if "nvidia" in spec.lower() else "unknown",
-                    "mem_gb_marketed": to_csv_value(gmem) if gmem else "", "mem_gib": to_csv_value(gmem) if gmem else "",
-                    "verified": "no", "source": source, "as_of": as_of,
-                    "notes": f"GPU reported by DescribeInstanceTypes as GPUSpec={spec!r}, GPUMemorySize={gmem} GiB; "
-                             "bandwidth and compute unknown (add them in your overlay)"})
+        gpu_name, gnote = reported_gpu(
+            spec, gmem, cat.gpu_index, gpus, source=source, as_of=as_of,
+            notes=f"GPU reported by DescribeInstanceTypes as GPUSpec={spec!r}, GPUMemorySize={gmem} GiB; "
+                  "bandwidth and compute unknown (add them in your overlay)")
         row = {
             "provider": "alibaba", "resource_class": classes.get(name.strip().lower(), "ecs"),
             "instance_type": name.strip(), "gpu": gpu_name, "gpu_count": str(n_gpu), "vcpu": str(vcpu) if vcpu else "",
@@ -220,13 +208,7 @@ def types_to_rows(items: list[Any], *, as_of: str | None = None
     if problems:
         raise CatalogError("ECS DescribeInstanceTypes returned malformed instance types:\n  " + "\n  ".join(problems),
                            fix="the cache was left as it was; report this if the API changed")
-    for r in rows:
-        problems += parse_row(INSTANCE_COLUMNS, r, f"instance {r['instance_type']}")[1]
-    for g in gpus.values():
-        problems += parse_row(GPU_COLUMNS, g, f"gpu {g['name']}")[1]
-    if problems:
-        raise CatalogError("ECS DescribeInstanceTypes returned values outside the catalog schema:\n  "
-                           + "\n  ".join(problems), fix="the cache was left as it was")
+    check_schema("ECS DescribeInstanceTypes", rows, list(gpus.values()))
     return list(gpus.values()), rows
 
 
