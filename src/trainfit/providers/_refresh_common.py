@@ -209,3 +209,28 @@ def reported_gpu(spec: str | None, mem_gib: float | None, index: dict, new_gpus:
         "name": name, "vendor": "nvidia" if "nvidia" in spec.lower() else "unknown", "mem_gb_marketed": mem,
         "mem_gib": mem, "verified": "no", "source": source, "as_of": as_of, "notes": notes})
     return name, gnote
+
+
+def wanted_types(in_catalog: list[tuple[str, str]], asked: list[str] | None) -> list[tuple[str, str]]:
+    """(instance type, resource class) to price: ``asked`` (a type the catalog lacks gets class ``ecs``), or
+    all of ``in_catalog`` when nothing was asked."""
+    known = {t.lower(): (t, rc) for t, rc in in_catalog}
+    return [known.get(t.lower(), (t, "ecs")) for t in asked] if asked else list(known.values())
+
+
+def write_price_cache(path: Path, price_rows: list[dict[str, Any]], *, label: str, provider: str, region: str,
+                      sdk: str, schema_what: str, schema_fix: str, empty: str, empty_fix: str) -> tuple[int, str]:
+    """Validate ``price_rows`` against the price schema (CatalogError ``<schema_what> returned values outside
+    the price schema`` listing every problem; ``empty`` when no row is left) and write them; returns (rows,
+    fetched_at)."""
+    from trainfit.catalog._schema import to_csv_value
+    from trainfit.catalog.prices import parse_price_rows
+
+    rows, problems = parse_price_rows(price_rows, label)
+    if problems:
+        raise CatalogError(f"{schema_what} returned values outside the price schema:\n  " + "\n  ".join(problems),
+                           fix=schema_fix)
+    if not rows:
+        raise CatalogError(empty, fix=empty_fix)
+    stored = [{k: to_csv_value(v) for k, v in r.items()} for r in rows]
+    return len(rows), write_cache(path, provider=provider, region=region, sdk=sdk, prices=stored)

@@ -35,7 +35,7 @@ from typing import Any
 from trainfit.catalog._schema import to_csv_value
 from trainfit.errors import CatalogError, TrainfitError
 from trainfit.providers._refresh_common import (Deadline, check_schema, classify, reported_gpu, sdk_version, short,
-                                                today, write_cache)
+                                                today, wanted_types, write_cache, write_price_cache)
 
 from trainfit.providers.alibaba.client import (ECS_READ_CRED_FIX, PAI_PIP, Sdk, default_credential,  # noqa: F401
                                                import_sdk, make_config, runtime_options)
@@ -305,10 +305,7 @@ def refresh_ecs(region: str, *, prices: bool = False, instance_types: list[str] 
         return EcsRefreshResult(region=region, path=path, instances=len(rows),
                                 new_gpus=tuple(g["name"] for g in gpus), fetched_at=fetched)
 
-    from trainfit.catalog.prices import parse_price_rows
-
-    known = dict((t.lower(), (t, rc)) for t, rc in _gpu_types_in_catalog())
-    wanted = [known.get(t.lower(), (t, "ecs")) for t in instance_types] if instance_types else list(known.values())
+    wanted = wanted_types(_gpu_types_in_catalog(), instance_types)
     if not wanted:
         raise CatalogError("no Alibaba ECS GPU instance types to price", fix="pass --instance-type")
     price_rows: list[dict[str, Any]] = []
@@ -321,14 +318,10 @@ def refresh_ecs(region: str, *, prices: bool = False, instance_types: list[str] 
                 skipped.append(itype)
                 continue
             raise
-    rows, problems = parse_price_rows(price_rows, "ECS prices")
-    if problems:
-        raise CatalogError("ECS price APIs returned values outside the price schema:\n  " + "\n  ".join(problems),
-                           fix="the cache was left as it was; report this if the API changed")
-    if not rows:
-        raise CatalogError(f"no ECS prices in {region}: none of {len(wanted)} instance types is sold there",
-                           fix="check the region id; the cache was left as it was")
     path = cache_path(region, prices=True)
-    stored = [{k: to_csv_value(v) for k, v in r.items()} for r in rows]
-    fetched = write_cache(path, provider="ecs", region=region, sdk=sdk, prices=stored)
-    return EcsRefreshResult(region=region, path=path, prices=len(rows), skipped=tuple(skipped), fetched_at=fetched)
+    n, fetched = write_price_cache(
+        path, price_rows, label="ECS prices", provider="ecs", region=region, sdk=sdk,
+        schema_what="ECS price APIs", schema_fix="the cache was left as it was; report this if the API changed",
+        empty=f"no ECS prices in {region}: none of {len(wanted)} instance types is sold there",
+        empty_fix="check the region id; the cache was left as it was")
+    return EcsRefreshResult(region=region, path=path, prices=n, skipped=tuple(skipped), fetched_at=fetched)

@@ -29,7 +29,7 @@ from typing import Any
 from trainfit.catalog._schema import to_csv_value
 from trainfit.errors import CatalogError, MissingExtraError, TrainfitError
 from trainfit.providers._refresh_common import (Deadline, check_schema, classify, reported_gpu, sdk_version, short,
-                                                today, write_cache)
+                                                today, wanted_types, write_cache, write_price_cache)
 
 TENCENT_PIP = "pip install 'trainfit[tencent]'"
 SDK_DIST = "tencentcloud-sdk-python-cvm"
@@ -316,10 +316,7 @@ def refresh_tencent(region: str, *, prices: bool = False, instance_types: list[s
         return TencentRefreshResult(region=region, path=path, instances=len(rows),
                                     new_gpus=tuple(g["name"] for g in gpus), fetched_at=fetched)
 
-    from trainfit.catalog.prices import parse_price_rows
-
-    known = {t.lower(): (t, rc) for t, rc in _gpu_types_in_catalog()}
-    wanted = [known.get(t.lower(), (t, "ecs")) for t in instance_types] if instance_types else list(known.values())
+    wanted = wanted_types(_gpu_types_in_catalog(), instance_types)
     price_rows: list[dict[str, Any]] = []
     skipped: list[str] = []
     for itype, rc in wanted:
@@ -334,15 +331,10 @@ def refresh_tencent(region: str, *, prices: bool = False, instance_types: list[s
                 skipped.append(itype)
                 continue
             raise
-    rows, problems = parse_price_rows(price_rows, "CVM prices")
-    if problems:
-        raise CatalogError("CVM InquiryPriceRunInstances returned values outside the price schema:\n  "
-                           + "\n  ".join(problems), fix="the cache was left as it was")
-    if not rows:
-        raise CatalogError(f"no CVM prices in {region}: none of {len(wanted)} instance types is sold there",
-                           fix="check the region, --zone and --image-id; the cache was left as it was")
     path = cache_path(region, prices=True)
-    stored = [{k: to_csv_value(v) for k, v in r.items()} for r in rows]
-    fetched = write_cache(path, provider="tencent", region=region, sdk=sdk, prices=stored)
-    return TencentRefreshResult(region=region, path=path, prices=len(rows), skipped=tuple(skipped),
-                                fetched_at=fetched)
+    n, fetched = write_price_cache(
+        path, price_rows, label="CVM prices", provider="tencent", region=region, sdk=sdk,
+        schema_what="CVM InquiryPriceRunInstances", schema_fix="the cache was left as it was",
+        empty=f"no CVM prices in {region}: none of {len(wanted)} instance types is sold there",
+        empty_fix="check the region, --zone and --image-id; the cache was left as it was")
+    return TencentRefreshResult(region=region, path=path, prices=n, skipped=tuple(skipped), fetched_at=fetched)
