@@ -17,16 +17,6 @@ from trainfit.estimate.speed import (
     ring_seconds,
     training_time,
 )
-from trainfit.estimate.efficiency import (
-    BASE,
-    GPU_CLASS,
-    METHOD,
-    PRECISION,
-    PRECISION_MOE,
-    lookup_efficiency,
-    moe_width_factor,
-    table_rows,
-)
 from trainfit.catalog import GPU, Instance
 from trainfit.errors import CatalogError
 from trainfit.models import get_model
@@ -239,35 +229,6 @@ def test_training_time(q8):
 
 
 # ------------------------------------------------------------------------------------------- table / adapter
-def test_every_efficiency_entry_has_a_source():
-    for table in (BASE, METHOD, PRECISION, PRECISION_MOE):
-        for sub in table.values():
-            for f in sub.values():
-                assert f.source and 0 < f.value <= 2
-                if f.assumption:
-                    assert "assumption" in f.source
-    for f in GPU_CLASS.values():
-        assert f.source
-    rows = table_rows()
-    assert len(rows) == 4 * 2 * 5 * 4 and all(0 < r["efficiency"] <= 0.75 for r in rows)
-
-
-def test_efficiency_composition():
-    e = lookup_efficiency(framework="fsdp2", model_type="dense", gpu_class="ampere", method="full",
-                          precision="bf16")
-    assert e.value == pytest.approx(0.33 * 1.36)
-    assert not lookup_efficiency(framework="fsdp2", model_type="dense", gpu_class="hopper", method="full",
-                                 precision="bf16").assumption
-
-
-def test_moe_width_factor():
-    assert moe_width_factor(2048, 768).value == 1.0  # Qwen3-30B-A3B, the reference
-    assert moe_width_factor(4096, 1536).value == 2.0  # Qwen3-235B-A22B
-    assert moe_width_factor(2048, 512).value == pytest.approx(2 / 3)  # Qwen3-Next
-    assert moe_width_factor(6144, 2560).value == 2.5  # Coder-480B, clipped
-    assert moe_width_factor(6144, 2560).assumption
-
-
 def test_hardware_for_units():
     gpu = GPU(name="H100-SXM", arch="hopper", bf16_dense_tflops=989, fp8_dense_tflops=1979,
               mem_bandwidth_gbps=3350, nvlink_gbps=900, pcie_gen=5)

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from trainfit.errors import CatalogError
-from trainfit.estimate.efficiency import GPU_CLASSES
 
 GpuClass = Literal["hopper", "ampere", "ada", "volta", "turing"]
+GPU_CLASSES: tuple[str, ...] = ("hopper", "ampere", "ada", "volta", "turing")
 
 LINK_EFFICIENCY_DEFAULT = 0.8
 """Assumption: NCCL ring collectives reach ~80% of the link's unidirectional bandwidth (bus bandwidth

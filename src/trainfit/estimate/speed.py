@@ -30,7 +30,6 @@ from trainfit.estimate.comm import (CP_OVERLAP, EP_OVERLAP, OFFLOAD_OVERLAP, OVE
                                     QLORA_DEQUANT_BYTES_PER_PARAM, TCP_FALLBACK_GBYTES_PER_S, CommTerm, comm_terms,
                                     dequant_seconds, links_for, offload_term, pipeline_bubble_fraction,
                                     ring_seconds)
-from trainfit.estimate.efficiency import FRAMEWORKS
 from trainfit.estimate.flops import (GDN_CHUNK_SIZE, FlopsBreakdown, LayerFlops, _flops_cached,  # noqa: F401
                                      flops_per_token, full_attention_flops, linear_attention_flops)
 from trainfit.estimate.hardware import (CPU_ADAM_PARAMS_PER_S_DEFAULT, LINK_EFFICIENCY_DEFAULT, PCIE_GBYTES_PER_S,
@@ -47,6 +46,10 @@ __all__ = [
     "full_attention_flops", "linear_attention_flops", "pipeline_bubble_fraction", "ring_seconds", "training_time",
 ]
 # ``_flops_cached`` (imported above) stays reachable as ``speed._flops_cached``: benchmarks/cli_speed.py clears it.
+
+
+#: Engine families of the speed model (``--framework``); ``automodel`` is FSDP2 with TransformerEngine kernels.
+FRAMEWORKS: tuple[str, ...] = ("hf-trainer", "deepspeed", "fsdp2", "megatron")
 
 
 @dataclass(frozen=True, kw_only=True)

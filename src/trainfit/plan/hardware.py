@@ -8,8 +8,7 @@ from typing import Any
 
 from trainfit.catalog import GPU, Instance
 from trainfit.errors import CatalogError
-from trainfit.estimate.efficiency import GPU_CLASSES
-from trainfit.estimate.hardware import PCIE_GBYTES_PER_S, GpuClass, Hardware
+from trainfit.estimate.hardware import GPU_CLASSES, PCIE_GBYTES_PER_S, GpuClass, Hardware
 
 RDMA_FALLBACK_GBIT_PER_S = 400
 """Assumption for nodes the catalog marks RDMA without a bandwidth: one 400 Gbit/s RoCE/InfiniBand port per

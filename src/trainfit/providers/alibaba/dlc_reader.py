@@ -1,0 +1,162 @@
+"""Readers of Alibaba PAI-DLC job specs for ``trainfit check``: a CreateJob request body (``dlc_job.json``) and the
+``pai dlc job submit`` / legacy ``dlc submit`` command lines, into :class:`~trainfit.check.facts.JobFacts`. The
+writer of the same body is ``dlc_writer.py`` beside this file."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from trainfit.check.facts import (_REGION_IN_OSS, JobFacts, _add_script, _int, _is_file, _load_json, _region_of_image,
+                                  _type_error, read_text)
+from trainfit.check.shell import Script
+from trainfit.errors import CheckInputError
+
+
+def _dlc(body: Any, f: JobFacts) -> None:
+    path = f.path
+    if not isinstance(body, dict):
+        raise _type_error(path, "the CreateJob body", "an object", body)
+    f.platform = "pai-dlc"
+    specs = body.get("JobSpecs")
+    if not isinstance(specs, list) or not specs:
+        raise CheckInputError(f"{path}: JobSpecs must be a non-empty list", fix="add a Worker JobSpec with PodCount, "
+                              "EcsSpec (or ResourceConfig) and Image")
+    nodes = 0
+    for i, spec in enumerate(specs):
+        if not isinstance(spec, dict):
+            raise _type_error(path, f"JobSpecs[{i}]", "an object", spec)
+        nodes += _int(path, f"JobSpecs[{i}].PodCount", spec.get("PodCount"), default=1) or 0
+        ecs = spec.get("EcsSpec")
+        if ecs is not None:
+            if not isinstance(ecs, str):
+                raise _type_error(path, f"JobSpecs[{i}].EcsSpec", "a string", ecs)
+            f.instance_types.append(ecs)
+        rc = spec.get("ResourceConfig")
+        if isinstance(rc, dict) and rc.get("GPU") is not None:
+            f.gpus_per_node = _int(path, f"JobSpecs[{i}].ResourceConfig.GPU", rc.get("GPU"))
+            if rc.get("GPUType"):
+                f.gpu = str(rc["GPUType"])
+        if spec.get("UseSpotInstance") or spec.get("SpotSpec") or spec.get("ElasticSpotSpecs"):
+            f.spot = True
+        if spec.get("Image"):
+            f.images.append(str(spec["Image"]))
+        if spec.get("UserCommand"):
+            _add_script(f, f"JobSpecs[{i}].UserCommand", spec["UserCommand"])
+    f.nodes = nodes
+    uc = body.get("UserCommand")
+    if uc is None and not any(w.startswith("JobSpecs") for w, _ in f.scripts):
+        raise CheckInputError(f"{path}: UserCommand is missing", fix="add the command every node runs (launch.sh)")
+    if uc is not None:
+        _add_script(f, "UserCommand", uc)
+    f.resource_id = body.get("ResourceId") or None
+    vpc = body.get("UserVpc")
+    if vpc is not None and not isinstance(vpc, dict):
+        raise _type_error(path, "UserVpc", "an object", vpc)
+    f.vpc = vpc
+    ds = body.get("DataSources") or []
+    if not isinstance(ds, list):
+        raise _type_error(path, "DataSources", "a list", ds)
+    for d in ds:
+        if isinstance(d, dict) and d.get("MountPath") and str(d.get("MountAccess", "RW")).upper() != "RO":
+            f.mounts.append(str(d["MountPath"]))
+            m = _REGION_IN_OSS.search(str(d.get("Uri", "")))
+            if m:
+                f.regions[f"data source {d.get('Uri')}"] = m.group(1)
+    envs = body.get("Envs") or {}
+    if isinstance(envs, dict):
+        f.envs.update({str(k): str(v) for k, v in envs.items()})
+    for ce in body.get("CustomEnvs") or []:
+        if isinstance(ce, dict) and ce.get("Key"):
+            f.envs[str(ce["Key"])] = str(ce.get("Value", ""))
+    if isinstance(body.get("Settings"), dict):
+        f.settings = body["Settings"]
+    for img in f.images:
+        _region_of_image(f, img)
+    f.body_bytes = len(json.dumps(body, ensure_ascii=False).encode("utf-8"))
+
+
+def _pai_cli(script: Script, f: JobFacts) -> bool:
+    """Fill facts from a ``pai dlc job submit`` or legacy ``dlc submit`` command; False when none."""
+    for cmd in script.commands:
+        w = cmd.words
+        if len(w) >= 4 and w[0] == "pai" and w[1:4] == ["dlc", "job", "submit"]:
+            f.kind, f.platform = "pai-cli", "pai-dlc"
+            fl = cmd.flags()
+            roles = [cmd.words[i + 1] for i, t in enumerate(cmd.words[:-1]) if t == "--role"]
+            if fl.get("worker-spec"):
+                f.instance_types.append(fl["worker-spec"])
+            if fl.get("worker-count"):
+                f.nodes = _int(f.path, "--worker-count", fl["worker-count"])
+            for r in roles:
+                _, _, kv = r.partition(":")
+                opts = dict(p.split("=", 1) for p in kv.split(",") if "=" in p)
+                if opts.get("spec"):
+                    f.instance_types.append(opts["spec"])
+                if opts.get("count"):
+                    f.nodes = (f.nodes or 0) + _int(f.path, "--role count", opts["count"])
+                if opts.get("spot", "").lower() in ("true", "1", "yes"):
+                    f.spot = True
+                if opts.get("image"):
+                    f.images.append(opts["image"])
+            if fl.get("gpu"):
+                f.gpus_per_node = _int(f.path, "--gpu", fl["gpu"])
+            if fl.get("gpu-type"):
+                f.gpu = fl["gpu-type"]
+            if fl.get("image"):
+                f.images.append(fl["image"])
+            f.resource_id = fl.get("resource-id") or None
+            if any(k.startswith("vpc") for k in fl):
+                f.vpc = {"VpcId": fl.get("vpc-id", "set")}
+            body_src = fl.get("body-json") or fl.get("from-file")
+            if body_src:
+                _pai_cli_body(f, body_src, bool(fl.get("body-json")))
+            command = fl.get("command", "")
+            if command:
+                _add_script(f, "--command", _expand_cat(f, command))
+            for img in f.images:
+                _region_of_image(f, img)
+            return True
+        if len(w) >= 3 and w[0].endswith("dlc") and w[1] == "submit":
+            f.kind, f.platform = "pai-cli", "pai-dlc"
+            fl = cmd.flags()
+            if fl.get("workers"):
+                f.nodes = _int(f.path, "--workers", fl["workers"])
+            if fl.get("worker_gpu"):
+                f.gpus_per_node = _int(f.path, "--worker_gpu", fl["worker_gpu"])
+            if fl.get("worker_spec"):
+                f.instance_types.append(fl["worker_spec"])
+            if fl.get("worker_image"):
+                f.images.append(fl["worker_image"])
+            if fl.get("command"):
+                _add_script(f, "--command", fl["command"])
+            f.resource_id = fl.get("resource_id") or None
+            return True
+    return False
+
+
+def _expand_cat(f: JobFacts, value: str) -> str:
+    """``$(cat FILE)`` -> FILE's text (relative to the checked file's folder) when it is there."""
+    m = re.fullmatch(r"\s*\$\(\s*cat\s+([^)\s]+)\s*\)\s*", value)
+    if not m:
+        return value
+    p = Path(f.path).parent / m.group(1)
+    if _is_file(p):
+        return read_text(p)
+    f.notes.append(f"{m.group(1)} (read by the command) is not beside the file, so it was not checked")
+    return ""
+
+
+def _pai_cli_body(f: JobFacts, src: str, is_json: bool) -> None:
+    text = _expand_cat(f, src) if "$(" in src else src
+    if not is_json:
+        p = Path(f.path).parent / src
+        text = read_text(p) if _is_file(p) else ""
+    if not text.strip():
+        return
+    body = _load_json(text, f"{f.path} (request body)")
+    kind, path = f.kind, f.path
+    _dlc(body, f)
+    f.kind, f.path = kind, path
