@@ -164,3 +164,73 @@ def resolve_gpu(spec: str | None, mem_gib: float | None, index: dict) -> tuple[A
         return alt, f"{spec!r} with {mem_gib:g} GiB read as {alt.name}"
     return None, (f"{spec!r} resolves to {known.name} ({known.mem_gib:g} GiB) but the API reports {mem_gib:g} GiB: "
                   "gpu left unset")
+
+
+def check_schema(what: str, instances: list[dict[str, Any]], gpus: list[dict[str, Any]], *,
+                 gpu_columns: Any = None) -> None:
+    """Check converted rows against the catalog schema (ranges, enums) before anything is written; one
+    CatalogError ``<what> returned values outside the catalog schema`` listing every problem.
+
+    ``gpu_columns(row)`` gives the columns a GPU row is checked against (default: all GPU columns).
+    """
+    from trainfit.catalog._schema import GPU_COLUMNS, INSTANCE_COLUMNS, parse_row
+
+    problems: list[str] = []
+    for r in instances:
+        problems += parse_row(INSTANCE_COLUMNS, r, f"instance {r['instance_type']}")[1]
+    for g in gpus:
+        problems += parse_row(gpu_columns(g) if gpu_columns else GPU_COLUMNS, g, f"gpu {g['name']}")[1]
+    if problems:
+        raise CatalogError(f"{what} returned values outside the catalog schema:\n  " + "\n  ".join(problems),
+                           fix="the cache was left as it was")
+
+
+def reported_gpu(spec: str | None, mem_gib: float | None, index: dict, new_gpus: dict[str, dict[str, str]], *,
+                 source: str, as_of: str, notes: str) -> tuple[str, str]:
+    """(catalog GPU name or "", note) for a GPU reported by a cloud API (see :func:`resolve_gpu`).
+
+    A name the catalog does not know becomes a new unverified GPU row in ``new_gpus`` (keyed by the normalized
+    name, memory ``mem_gib``, ``notes`` as given); a known family name whose memory does not match leaves the
+    GPU unset.
+    """
+    from trainfit.catalog._schema import to_csv_value
+    from trainfit.catalog.gpus import normalize_gpu_name
+
+    known, gnote = resolve_gpu(spec, mem_gib, index)
+    if not spec or not spec.strip():
+        return "", gnote
+    if known is not None:
+        return known.name, gnote
+    if gnote:
+        return "", gnote
+    name = spec.strip()
+    mem = to_csv_value(mem_gib) if mem_gib else ""
+    new_gpus.setdefault(normalize_gpu_name(name), {
+        "name": name, "vendor": "nvidia" if "nvidia" in spec.lower() else "unknown", "mem_gb_marketed": mem,
+        "mem_gib": mem, "verified": "no", "source": source, "as_of": as_of, "notes": notes})
+    return name, gnote
+
+
+def wanted_types(in_catalog: list[tuple[str, str]], asked: list[str] | None) -> list[tuple[str, str]]:
+    """(instance type, resource class) to price: ``asked`` (a type the catalog lacks gets class ``ecs``), or
+    all of ``in_catalog`` when nothing was asked."""
+    known = {t.lower(): (t, rc) for t, rc in in_catalog}
+    return [known.get(t.lower(), (t, "ecs")) for t in asked] if asked else list(known.values())
+
+
+def write_price_cache(path: Path, price_rows: list[dict[str, Any]], *, label: str, provider: str, region: str,
+                      sdk: str, schema_what: str, schema_fix: str, empty: str, empty_fix: str) -> tuple[int, str]:
+    """Validate ``price_rows`` against the price schema (CatalogError ``<schema_what> returned values outside
+    the price schema`` listing every problem; ``empty`` when no row is left) and write them; returns (rows,
+    fetched_at)."""
+    from trainfit.catalog._schema import to_csv_value
+    from trainfit.catalog.prices import parse_price_rows
+
+    rows, problems = parse_price_rows(price_rows, label)
+    if problems:
+        raise CatalogError(f"{schema_what} returned values outside the price schema:\n  " + "\n  ".join(problems),
+                           fix=schema_fix)
+    if not rows:
+        raise CatalogError(empty, fix=empty_fix)
+    stored = [{k: to_csv_value(v) for k, v in r.items()} for r in rows]
+    return len(rows), write_cache(path, provider=provider, region=region, sdk=sdk, prices=stored)

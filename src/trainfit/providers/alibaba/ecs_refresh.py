@@ -32,15 +32,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trainfit.catalog._schema import GPU_COLUMNS, INSTANCE_COLUMNS, parse_row, to_csv_value
-from trainfit.errors import CatalogError, MissingExtraError, TrainfitError
-from trainfit.providers._refresh_common import (Deadline, classify, resolve_gpu, sdk_version, short, today,
-                                                write_cache)
+from trainfit.catalog._schema import to_csv_value
+from trainfit.errors import CatalogError, TrainfitError
+from trainfit.providers._refresh_common import (Deadline, check_schema, classify, reported_gpu, sdk_version, short,
+                                                today, wanted_types, write_cache, write_price_cache)
 
-PAI_PIP = "pip install 'trainfit[pai]'"
+from trainfit.providers.alibaba.client import (ECS_READ_CRED_FIX, PAI_PIP, Sdk, default_credential,  # noqa: F401
+                                               import_sdk, make_config, runtime_options)
+
 SDK_DIST = "alibabacloud_ecs20140526"
-CRED_FIX = ("set ALIBABA_CLOUD_ACCESS_KEY_ID and ALIBABA_CLOUD_ACCESS_KEY_SECRET, or configure "
-            "~/.alibabacloud/credentials (`aliyun configure`); the key needs ECS read access (ecs:Describe*)")
+CRED_FIX = ECS_READ_CRED_FIX
 _PAGE_SIZE = 100
 _MAX_PAGES = 100
 _NOT_SOLD = ("invalidinstancetype", "instancetype.notfound", "invalidparameter.instancetype",
@@ -67,26 +68,12 @@ def cache_path(region: str, *, prices: bool) -> Path:
 
 # ------------------------------------------------------------------------------------------- SDK
 
-def _import_sdk():
-    try:
-        from alibabacloud_ecs20140526 import models
-        from alibabacloud_ecs20140526.client import Client
-        from alibabacloud_tea_openapi.utils_models import Config
-        from darabonba.runtime import RuntimeOptions
-    except ImportError as e:
-        raise MissingExtraError(f"the Alibaba ECS SDK is not installed ({e.name})", fix=PAI_PIP) from None
-    return Client, models, Config, RuntimeOptions
+def _import_sdk() -> Sdk:
+    return import_sdk("alibabacloud_ecs20140526", label="Alibaba ECS SDK")
 
 
 def _credential():
-    try:
-        from alibabacloud_credentials.client import Client as CredentialClient
-    except ImportError as e:
-        raise MissingExtraError(f"alibabacloud-credentials is not installed ({e.name})", fix=PAI_PIP) from None
-    try:
-        return CredentialClient()  # the default credential chain
-    except Exception as e:  # noqa: BLE001 - the chain raises its own types
-        raise CatalogError(f"no Alibaba Cloud credentials found: {short(e)}", fix=CRED_FIX) from None
+    return default_credential(error=CatalogError, fix=CRED_FIX)
 
 
 class _Api:
@@ -94,23 +81,21 @@ class _Api:
 
     def __init__(self, region: str, *, endpoint: str | None, protocol: str, timeout_s: float, total_s: float,
                  credential: Any, what: str):
-        self.Client, self.models, Config, self.RuntimeOptions = _import_sdk()
+        self.sdk = _import_sdk()
+        self.Client, self.models = self.sdk.Client, self.sdk.models
         self.region = region
         self.deadline = Deadline(total_s=total_s, per_call_s=timeout_s, what=what)
         self.timeout_s = timeout_s
         cred = credential if credential is not None else _credential()
-        ms = int(timeout_s * 1000)
-        cfg = dict(credential=cred, region_id=region, protocol=protocol, read_timeout=ms, connect_timeout=ms)
-        if endpoint:
-            cfg["endpoint"] = endpoint
         try:
-            self.client = self.Client(Config(**cfg))
+            self.client = self.Client(make_config(self.sdk, credential=cred, region=region, endpoint=endpoint,
+                                                  protocol=protocol, timeout_s=timeout_s))
         except Exception as e:  # noqa: BLE001
             raise classify(e, what=what, timeout_s=timeout_s, cred_fix=CRED_FIX) from None
 
     def call(self, method: str, request: Any, what: str) -> dict[str, Any]:
         ms = max(1, int(self.deadline.call_timeout_s() * 1000))
-        runtime = self.RuntimeOptions(autoretry=False, read_timeout=ms, connect_timeout=ms, max_attempts=1)
+        runtime = runtime_options(self.sdk, ms, max_attempts=1)
         try:
             resp = self.deadline.run(lambda: getattr(self.client, method)(request, runtime))
         except TrainfitError:
@@ -170,7 +155,6 @@ def types_to_rows(items: list[Any], *, as_of: str | None = None
                   ) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     """(gpu rows, instance rows) from raw ``InstanceType`` maps; raises listing every problem."""
     from trainfit.catalog._store import current_catalog
-    from trainfit.catalog.gpus import normalize_gpu_name
 
     as_of = as_of or today()
     source = f"Alibaba ECS DescribeInstanceTypes ({SDK_DIST})"
@@ -202,21 +186,10 @@ def types_to_rows(items: list[Any], *, as_of: str | None = None
             continue
         if not n_gpu:
             continue
-        gpu_name = ""
-        known, gnote = resolve_gpu(spec, gmem, cat.gpu_index)
-        if spec and spec.strip():
-            if known is not None:
-                gpu_name = known.name
-            elif gnote:
-                pass  # a known family name whose memory does not match: leave the GPU unset
-            else:
-                gpu_name = spec.strip()
-                gpus.setdefault(normalize_gpu_name(gpu_name), {
-                    "name": gpu_name, "vendor": "nvidia" if "nvidia" in spec.lower() else "unknown",
-                    "mem_gb_marketed": to_csv_value(gmem) if gmem else "", "mem_gib": to_csv_value(gmem) if gmem else "",
-                    "verified": "no", "source": source, "as_of": as_of,
-                    "notes": f"GPU reported by DescribeInstanceTypes as GPUSpec={spec!r}, GPUMemorySize={gmem} GiB; "
-                             "bandwidth and compute unknown (add them in your overlay)"})
+        gpu_name, gnote = reported_gpu(
+            spec, gmem, cat.gpu_index, gpus, source=source, as_of=as_of,
+            notes=f"GPU reported by DescribeInstanceTypes as GPUSpec={spec!r}, GPUMemorySize={gmem} GiB; "
+                  "bandwidth and compute unknown (add them in your overlay)")
         row = {
             "provider": "alibaba", "resource_class": classes.get(name.strip().lower(), "ecs"),
             "instance_type": name.strip(), "gpu": gpu_name, "gpu_count": str(n_gpu), "vcpu": str(vcpu) if vcpu else "",
@@ -235,13 +208,7 @@ def types_to_rows(items: list[Any], *, as_of: str | None = None
     if problems:
         raise CatalogError("ECS DescribeInstanceTypes returned malformed instance types:\n  " + "\n  ".join(problems),
                            fix="the cache was left as it was; report this if the API changed")
-    for r in rows:
-        problems += parse_row(INSTANCE_COLUMNS, r, f"instance {r['instance_type']}")[1]
-    for g in gpus.values():
-        problems += parse_row(GPU_COLUMNS, g, f"gpu {g['name']}")[1]
-    if problems:
-        raise CatalogError("ECS DescribeInstanceTypes returned values outside the catalog schema:\n  "
-                           + "\n  ".join(problems), fix="the cache was left as it was")
+    check_schema("ECS DescribeInstanceTypes", rows, list(gpus.values()))
     return list(gpus.values()), rows
 
 
@@ -338,10 +305,7 @@ def refresh_ecs(region: str, *, prices: bool = False, instance_types: list[str] 
         return EcsRefreshResult(region=region, path=path, instances=len(rows),
                                 new_gpus=tuple(g["name"] for g in gpus), fetched_at=fetched)
 
-    from trainfit.catalog.prices import parse_price_rows
-
-    known = dict((t.lower(), (t, rc)) for t, rc in _gpu_types_in_catalog())
-    wanted = [known.get(t.lower(), (t, "ecs")) for t in instance_types] if instance_types else list(known.values())
+    wanted = wanted_types(_gpu_types_in_catalog(), instance_types)
     if not wanted:
         raise CatalogError("no Alibaba ECS GPU instance types to price", fix="pass --instance-type")
     price_rows: list[dict[str, Any]] = []
@@ -354,14 +318,10 @@ def refresh_ecs(region: str, *, prices: bool = False, instance_types: list[str] 
                 skipped.append(itype)
                 continue
             raise
-    rows, problems = parse_price_rows(price_rows, "ECS prices")
-    if problems:
-        raise CatalogError("ECS price APIs returned values outside the price schema:\n  " + "\n  ".join(problems),
-                           fix="the cache was left as it was; report this if the API changed")
-    if not rows:
-        raise CatalogError(f"no ECS prices in {region}: none of {len(wanted)} instance types is sold there",
-                           fix="check the region id; the cache was left as it was")
     path = cache_path(region, prices=True)
-    stored = [{k: to_csv_value(v) for k, v in r.items()} for r in rows]
-    fetched = write_cache(path, provider="ecs", region=region, sdk=sdk, prices=stored)
-    return EcsRefreshResult(region=region, path=path, prices=len(rows), skipped=tuple(skipped), fetched_at=fetched)
+    n, fetched = write_price_cache(
+        path, price_rows, label="ECS prices", provider="ecs", region=region, sdk=sdk,
+        schema_what="ECS price APIs", schema_fix="the cache was left as it was; report this if the API changed",
+        empty=f"no ECS prices in {region}: none of {len(wanted)} instance types is sold there",
+        empty_fix="check the region id; the cache was left as it was")
+    return EcsRefreshResult(region=region, path=path, prices=n, skipped=tuple(skipped), fetched_at=fetched)

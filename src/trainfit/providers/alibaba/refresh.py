@@ -23,11 +23,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trainfit.catalog._schema import INSTANCE_COLUMNS, parse_row, to_csv_value
+from trainfit.catalog._schema import to_csv_value
 from trainfit.catalog.cache import CACHE_FORMAT, _gpu_update_columns, cache_file, write_cache_atomic
-from trainfit.errors import CatalogError, MissingExtraError, TrainfitError
+from trainfit.errors import CatalogError
+from trainfit.providers._refresh_common import check_schema, short
+from trainfit.providers.alibaba.client import (PAI_PIP, PAI_READ_CRED_FIX, Sdk, classify_list_specs,  # noqa: F401
+                                               default_credential, import_sdk, make_config, runtime_options)
 
-PAI_PIP = "pip install 'trainfit[pai]'"
 _RESOURCE_CLASS = {"ECS": "pai-public", "Lingjun": "pai-lingjun"}
 _PAGE_SIZE = 100
 _MAX_PAGES = 100
@@ -45,80 +47,30 @@ class RefreshResult:
 
 # ------------------------------------------------------------------------------------------- SDK
 
-def _import_sdk():
-    try:
-        from alibabacloud_pai_dlc20201203 import models
-        from alibabacloud_pai_dlc20201203.client import Client
-        from alibabacloud_tea_openapi.utils_models import Config
-        from darabonba.runtime import RuntimeOptions
-    except ImportError as e:
-        raise MissingExtraError(f"the Alibaba PAI SDK is not installed ({e.name})", fix=PAI_PIP) from None
-    return Client, models, Config, RuntimeOptions
+_CRED_FIX = PAI_READ_CRED_FIX
+_short = short
+_classify = classify_list_specs
+
+
+def _import_sdk() -> Sdk:
+    return import_sdk("alibabacloud_pai_dlc20201203", label="Alibaba PAI SDK")
 
 
 def _default_credential():
-    try:
-        from alibabacloud_credentials.client import Client as CredentialClient
-    except ImportError as e:
-        raise MissingExtraError(f"alibabacloud-credentials is not installed ({e.name})", fix=PAI_PIP) from None
-    try:
-        return CredentialClient()  # the default credential chain
-    except Exception as e:  # noqa: BLE001 - the chain raises its own types
-        raise CatalogError(f"no Alibaba Cloud credentials found: {_short(e)}", fix=_CRED_FIX) from None
-
-
-_CRED_FIX = ("set ALIBABA_CLOUD_ACCESS_KEY_ID and ALIBABA_CLOUD_ACCESS_KEY_SECRET, or configure "
-             "~/.alibabacloud/credentials (`aliyun configure`); the key needs PAI-DLC read access")
-
-
-def _short(e: BaseException, n: int = 300) -> str:
-    s = " ".join(str(e).split())
-    return s if len(s) <= n else s[: n - 3] + "..."
-
-
-def _classify(e: BaseException, region: str, timeout_s: float) -> TrainfitError:
-    code = str(getattr(e, "code", "") or "")
-    status = getattr(e, "status_code", None)
-    text = _short(e)
-    low = (code + " " + text).lower()
-    if "unable to load credentials" in low or "credentialexception" in type(e).__name__.lower():
-        return CatalogError(f"no Alibaba Cloud credentials found for PAI-DLC ListEcsSpecs in {region}: {text}",
-                            fix=_CRED_FIX)
-    if status in (401, 403) or any(k in low for k in ("accesskey", "signature", "forbidden", "unauthorized",
-                                                         "noauth", "nopermission", "credential", "sts token")):
-        return CatalogError(f"PAI-DLC ListEcsSpecs in {region} refused the credentials ({code or status}): {text}",
-                            fix=_CRED_FIX)
-    from trainfit.errors import NetworkError
-    from trainfit.providers._net import network_failure
-
-    if "timed out" in low or "timeout" in low:
-        return NetworkError(f"PAI-DLC ListEcsSpecs in {region} timed out after {timeout_s:g} s (network error; "
-                            "the cache was left as it was)",
-                            fix="check the network/proxy or retry with a larger --timeout")
-    if "parse" not in low and network_failure(e):
-        return NetworkError(f"could not reach PAI-DLC ListEcsSpecs in {region} (network error; the cache was left "
-                            f"as it was): {type(e).__name__}: {text}",
-                            fix="check the network, proxy, region id and --endpoint")
-    if "parse" in low and "json" in low:
-        return CatalogError(f"PAI-DLC ListEcsSpecs in {region} answered something that is not JSON: {text}",
-                            fix="check --endpoint/proxy settings; the cache was left as it was")
-    if status is not None or code:
-        return CatalogError(f"PAI-DLC ListEcsSpecs in {region} failed ({code or status}): {text}",
-                            fix="check the region id (e.g. cn-hangzhou, cn-wulanchabu) and the endpoint")
-    return CatalogError(f"PAI-DLC ListEcsSpecs in {region} failed: {type(e).__name__}: {text}",
-                        fix="check the network, region id and endpoint; the cache was left as it was")
+    return default_credential(error=CatalogError, fix=PAI_READ_CRED_FIX)
 
 
 def fetch_pai_specs(region: str, *, endpoint: str | None = None, protocol: str = "https", timeout_s: float = 15.0,
                     resource_types: tuple[str, ...] = ("ECS", "Lingjun"), credential: Any = None) -> list[dict]:
     """Raw ``EcsSpec`` maps (the API's field names) for GPU specs in ``region``; raises CatalogError."""
-    Client, models, Config, RuntimeOptions = _import_sdk()
+    sdk = _import_sdk()
+    models = sdk.models
     cred = credential if credential is not None else _default_credential()
     ms = int(timeout_s * 1000)
-    config = Config(credential=cred, region_id=region, endpoint=endpoint or f"pai-dlc.{region}.aliyuncs.com",
-                    protocol=protocol, read_timeout=ms, connect_timeout=ms)
+    config = make_config(sdk, credential=cred, region=region, endpoint=endpoint or f"pai-dlc.{region}.aliyuncs.com",
+                         protocol=protocol, timeout_s=timeout_s)
     try:
-        client = Client(config)
+        client = sdk.Client(config)
     except Exception as e:  # noqa: BLE001
         raise _classify(e, region, timeout_s) from None
     specs: list[dict] = []
@@ -127,7 +79,7 @@ def fetch_pai_specs(region: str, *, endpoint: str | None = None, protocol: str =
         while True:
             req = models.ListEcsSpecsRequest(accelerator_type="GPU", resource_type=rtype, page_number=page,
                                              page_size=_PAGE_SIZE)
-            runtime = RuntimeOptions(autoretry=False, read_timeout=ms, connect_timeout=ms)
+            runtime = runtime_options(sdk, ms)
             try:
                 resp = client.list_ecs_specs_with_options(req, {}, runtime)
             except Exception as e:  # noqa: BLE001 - the SDK raises several unrelated types
@@ -175,6 +127,99 @@ def _num(spec: dict, key: str, *, integer: bool = False, required: bool = True, 
     return int(v) if integer else float(v)
 
 
+@dataclass(frozen=True, kw_only=True)
+class _Spec:
+    """The validated fields of one raw ``EcsSpec``."""
+
+    instance_type: str
+    """``InstanceType``, stripped."""
+    resource_type: str
+    """``ResourceType``: ECS or Lingjun."""
+    gpu_count: int
+    """``Gpu``."""
+    vcpu: int
+    """``Cpu``."""
+    memory: float | None
+    """``Memory`` as reported (MiB or GiB, see the module docstring)."""
+    gpu_memory: float | None
+    """``GpuMemory`` as reported (MiB or GB)."""
+    spot_discount: float | None
+    """``NonProtectSpotDiscount`` (0..1)."""
+    gpu_type: str | None
+    """``GpuType``."""
+
+
+def _check_spec(spec: Any, where: str) -> _Spec:
+    """The fields of one raw spec; ValueError naming ``where`` when it is malformed."""
+    if not isinstance(spec, dict):
+        raise ValueError(f"{where}: not an object")
+    itype = spec.get("InstanceType")
+    if not isinstance(itype, str) or not itype.strip():
+        raise ValueError(f"{where}: InstanceType is missing")
+    where = f"{where} ({itype})"
+    rtype = spec.get("ResourceType") or "ECS"
+    if rtype not in _RESOURCE_CLASS:
+        raise ValueError(f"{where}: ResourceType={rtype!r} is not ECS or Lingjun")
+    gpu_count = _num(spec, "Gpu", integer=True, where=where)
+    cpu = _num(spec, "Cpu", integer=True, where=where)
+    mem = _num(spec, "Memory", required=False, where=where)
+    gpu_mem = _num(spec, "GpuMemory", required=False, where=where)
+    disc = _num(spec, "NonProtectSpotDiscount", required=False, where=where)
+    if disc is not None and disc > 1:
+        raise ValueError(f"{where}: NonProtectSpotDiscount={disc} is above 1")
+    gtype = spec.get("GpuType")
+    if gtype is not None and not isinstance(gtype, str):
+        raise ValueError(f"{where}: GpuType={gtype!r} is not a string")
+    for k in ("IsAvailable",):
+        if spec.get(k) is not None and not isinstance(spec.get(k), bool):
+            raise ValueError(f"{where}: {k}={spec.get(k)!r} is not a boolean")
+    return _Spec(instance_type=itype.strip(), resource_type=rtype, gpu_count=gpu_count, vcpu=cpu, memory=mem,
+                 gpu_memory=gpu_mem, spot_discount=disc, gpu_type=gtype)
+
+
+def _spec_gpu(s: _Spec, index: dict, gpu_rows: dict[str, dict[str, str]], source: str, today: str) -> str:
+    """The catalog GPU name of ``s`` ("" if none); records a GPU row for an unknown type, or the memory of a
+    known GPU whose catalog memory is empty."""
+    from trainfit.catalog.gpus import normalize_gpu_name
+
+    gtype, gpu_mem = s.gpu_type, s.gpu_memory
+    if not gtype or not gtype.strip():
+        return ""
+    known = index.get(normalize_gpu_name(gtype))
+    gpu_mem_gib = None if gpu_mem is None or gpu_mem == 0 else (gpu_mem / 1024 if gpu_mem >= 1024 else gpu_mem)
+    if known is not None:
+        if known.mem_gib is None and gpu_mem_gib is not None:
+            gpu_rows[known.name] = {"name": known.name, "mem_gib": to_csv_value(gpu_mem_gib),
+                                    "source": source, "as_of": today,
+                                    "notes": f"GpuMemory={gpu_mem:g} from ListEcsSpecs (unit not documented)"}
+        return known.name
+    gpu_name = gtype.strip()
+    gpu_rows[gpu_name] = {"name": gpu_name, "vendor": "unknown", "pai_codes": gpu_name,
+                          "mem_gib": to_csv_value(gpu_mem_gib), "verified": "no", "source": source,
+                          "as_of": today,
+                          "notes": f"GPU type reported by ListEcsSpecs; GpuMemory={gpu_mem} "
+                                   "(unit not documented); model and compute unknown"}
+    return gpu_name
+
+
+def _instance_row(s: _Spec, raw: dict, gpu_name: str, region: str, source: str, today: str) -> dict[str, str]:
+    mem, gpu_mem, disc = s.memory, s.gpu_memory, s.spot_discount
+    ram_gib = None if mem is None else (mem / 1024 if mem >= 8192 else mem)
+    notes = [f"Memory={mem:g}" if mem is not None else "Memory not reported",
+             f"GpuMemory={gpu_mem:g}" if gpu_mem is not None else ""]
+    for k in ("IsAvailable", "SpotStockStatus", "PaymentTypes", "DefaultGPUDriver"):
+        if raw.get(k) not in (None, "", []):
+            notes.append(f"{k}={raw.get(k)}")
+    return {
+        "provider": "alibaba", "resource_class": _RESOURCE_CLASS[s.resource_type], "instance_type": s.instance_type,
+        "gpu": gpu_name, "gpu_count": str(s.gpu_count), "vcpu": str(s.vcpu) if s.vcpu else "",
+        "ram_gib": to_csv_value(round(ram_gib, 2)) if ram_gib else "",
+        "regions": region, "spot_discount": to_csv_value(disc) if disc else "",
+        "verified": "yes", "source": source, "as_of": today,
+        "notes": "; ".join(n for n in notes if n) + " (live API)",
+    }
+
+
 def specs_to_rows(specs: list[Any], region: str, *, today: str | None = None
                   ) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     """Validate raw specs and turn them into catalog rows (CSV-style string values).
@@ -182,7 +227,6 @@ def specs_to_rows(specs: list[Any], region: str, *, today: str | None = None
     Raises :class:`CatalogError` listing every problem when any spec is malformed.
     """
     from trainfit.catalog._store import current_catalog
-    from trainfit.catalog.gpus import normalize_gpu_name
 
     today = today or _dt.date.today().isoformat()
     source = f"Alibaba PAI-DLC ListEcsSpecs, region {region} (alibabacloud_pai_dlc20201203)"
@@ -190,80 +234,20 @@ def specs_to_rows(specs: list[Any], region: str, *, today: str | None = None
     problems: list[str] = []
     inst_rows: list[dict[str, str]] = []
     gpu_rows: dict[str, dict[str, str]] = {}
-    for i, spec in enumerate(specs):
-        where = f"EcsSpecs[{i}]"
+    for i, raw in enumerate(specs):
         try:
-            if not isinstance(spec, dict):
-                raise ValueError(f"{where}: not an object")
-            itype = spec.get("InstanceType")
-            if not isinstance(itype, str) or not itype.strip():
-                raise ValueError(f"{where}: InstanceType is missing")
-            where = f"{where} ({itype})"
-            rtype = spec.get("ResourceType") or "ECS"
-            if rtype not in _RESOURCE_CLASS:
-                raise ValueError(f"{where}: ResourceType={rtype!r} is not ECS or Lingjun")
-            gpu_count = _num(spec, "Gpu", integer=True, where=where)
-            cpu = _num(spec, "Cpu", integer=True, where=where)
-            mem = _num(spec, "Memory", required=False, where=where)
-            gpu_mem = _num(spec, "GpuMemory", required=False, where=where)
-            disc = _num(spec, "NonProtectSpotDiscount", required=False, where=where)
-            if disc is not None and disc > 1:
-                raise ValueError(f"{where}: NonProtectSpotDiscount={disc} is above 1")
-            gtype = spec.get("GpuType")
-            if gtype is not None and not isinstance(gtype, str):
-                raise ValueError(f"{where}: GpuType={gtype!r} is not a string")
-            for k in ("IsAvailable",):
-                if spec.get(k) is not None and not isinstance(spec.get(k), bool):
-                    raise ValueError(f"{where}: {k}={spec.get(k)!r} is not a boolean")
+            s = _check_spec(raw, f"EcsSpecs[{i}]")
         except ValueError as e:
             problems.append(str(e))
             continue
-        if not gpu_count:
+        if not s.gpu_count:
             continue  # CPU-only spec slipped through the filter
-        ram_gib = None if mem is None else (mem / 1024 if mem >= 8192 else mem)
-        gpu_name = ""
-        if gtype and gtype.strip():
-            known = index.get(normalize_gpu_name(gtype))
-            gpu_mem_gib = None if gpu_mem is None or gpu_mem == 0 else (gpu_mem / 1024 if gpu_mem >= 1024 else gpu_mem)
-            if known is not None:
-                gpu_name = known.name
-                if known.mem_gib is None and gpu_mem_gib is not None:
-                    gpu_rows[gpu_name] = {"name": gpu_name, "mem_gib": to_csv_value(gpu_mem_gib),
-                                          "source": source, "as_of": today,
-                                          "notes": f"GpuMemory={gpu_mem:g} from ListEcsSpecs (unit not documented)"}
-            else:
-                gpu_name = gtype.strip()
-                gpu_rows[gpu_name] = {"name": gpu_name, "vendor": "unknown", "pai_codes": gpu_name,
-                                      "mem_gib": to_csv_value(gpu_mem_gib), "verified": "no", "source": source,
-                                      "as_of": today,
-                                      "notes": f"GPU type reported by ListEcsSpecs; GpuMemory={gpu_mem} "
-                                               "(unit not documented); model and compute unknown"}
-        notes = [f"Memory={mem:g}" if mem is not None else "Memory not reported",
-                 f"GpuMemory={gpu_mem:g}" if gpu_mem is not None else ""]
-        for k in ("IsAvailable", "SpotStockStatus", "PaymentTypes", "DefaultGPUDriver"):
-            if spec.get(k) not in (None, "", []):
-                notes.append(f"{k}={spec.get(k)}")
-        inst_rows.append({
-            "provider": "alibaba", "resource_class": _RESOURCE_CLASS[rtype], "instance_type": itype.strip(),
-            "gpu": gpu_name, "gpu_count": str(gpu_count), "vcpu": str(cpu) if cpu else "",
-            "ram_gib": to_csv_value(round(ram_gib, 2)) if ram_gib else "",
-            "regions": region, "spot_discount": to_csv_value(disc) if disc else "",
-            "verified": "yes", "source": source, "as_of": today,
-            "notes": "; ".join(n for n in notes if n) + " (live API)",
-        })
+        gpu_name = _spec_gpu(s, index, gpu_rows, source, today)
+        inst_rows.append(_instance_row(s, raw, gpu_name, region, source, today))
     if problems:
         raise CatalogError("PAI-DLC ListEcsSpecs returned malformed specs:\n  " + "\n  ".join(problems),
                            fix="the cache was left as it was; report this if the API changed")
-    # Check the rows against the catalog schema too (ranges, enums), before anything is written.
-    for r in inst_rows:
-        _, probs = parse_row(INSTANCE_COLUMNS, r, f"instance {r['instance_type']}")
-        problems += probs
-    for r in gpu_rows.values():
-        _, probs = parse_row(_gpu_update_columns(r), r, f"gpu {r['name']}")
-        problems += probs
-    if problems:
-        raise CatalogError("PAI-DLC ListEcsSpecs returned values outside the catalog schema:\n  "
-                           + "\n  ".join(problems), fix="the cache was left as it was")
+    check_schema("PAI-DLC ListEcsSpecs", inst_rows, list(gpu_rows.values()), gpu_columns=_gpu_update_columns)
     return list(gpu_rows.values()), inst_rows
 
 

@@ -10,17 +10,17 @@ looks like a key.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trainfit.errors import MissingExtraError, SubmitError, TrainfitError
+from trainfit.errors import SubmitError, TrainfitError
+from trainfit.providers.alibaba.client import (CREATE_JOB_CRED_FIX, Sdk, classify_create_job, default_credential,
+                                               import_sdk, make_config, scrub)
 
 PAI_PIP = "pip install 'trainfit[pai]' (alibabacloud-pai-dlc20201203, alibabacloud-credentials)"
 MAX_BODY_BYTES = 65_536
-_CRED_FIX = ("set ALIBABA_CLOUD_ACCESS_KEY_ID / ALIBABA_CLOUD_ACCESS_KEY_SECRET, or run `aliyun configure`, "
-             "or use an ECS RAM role; the key needs paidlc:CreateJob")
+_CRED_FIX = CREATE_JOB_CRED_FIX
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -54,63 +54,16 @@ def load_job(path: str | Path) -> tuple[Path, dict[str, Any]]:
     return p, body
 
 
-def _scrub(text: str) -> str:
-    """Remove anything shaped like an AccessKey id/secret or STS token from a message."""
-    text = re.sub(r"LTAI[0-9A-Za-z]{8,}", "<redacted>", text)
-    text = re.sub(r"(?i)(access_?key_?(id|secret)|secret|token|signature)(['\"]?\s*[:=]\s*['\"]?)[^\s'\",&]+",
-                  r"\1\3<redacted>", text)
-    return text
+_scrub = scrub
+_classify = classify_create_job
 
 
-def _import_sdk():
-    try:
-        from alibabacloud_pai_dlc20201203 import models
-        from alibabacloud_pai_dlc20201203.client import Client
-        from alibabacloud_tea_openapi.utils_models import Config
-    except ImportError as e:
-        raise MissingExtraError(f"the PAI-DLC SDK is not installed ({e.name})", fix=PAI_PIP) from None
-    return Client, models, Config
+def _import_sdk() -> Sdk:
+    return import_sdk("alibabacloud_pai_dlc20201203", label="PAI-DLC SDK", fix=PAI_PIP)
 
 
 def _credential():
-    try:
-        from alibabacloud_credentials.client import Client as CredentialClient
-    except ImportError as e:
-        raise MissingExtraError(f"alibabacloud-credentials is not installed ({e.name})", fix=PAI_PIP) from None
-    try:
-        return CredentialClient()
-    except Exception as e:  # the chain raises its own exception types
-        raise SubmitError(f"no Alibaba Cloud credentials found: {_scrub(str(e))[:300]}", fix=_CRED_FIX) from None
-
-
-def _classify(e: Exception, region: str, timeout_s: float = 30.0) -> TrainfitError:
-    """What went wrong, in words: credentials, the network (never reported as quota), quota/stock, or another
-    refusal of the service."""
-    from trainfit.errors import NetworkError
-    from trainfit.providers._net import network_failure, server_status
-
-    code = str(getattr(e, "code", "") or "")
-    status = server_status(e)
-    msg = _scrub(str(getattr(e, "message", "") or e))[:400]
-    low = (code + " " + msg).lower()
-    if status in (401, 403) or any(k in low for k in ("invalidaccesskey", "signaturedoesnotmatch", "forbidden",
-                                                      "nopermission", "unauthorized", "credential")):
-        return SubmitError(f"PAI-DLC refused the credentials ({code or status}): {msg}", fix=_CRED_FIX)
-    if network_failure(e):
-        return NetworkError(f"could not reach PAI-DLC in {region} (network error, nothing was submitted): "
-                            f"{type(e).__name__}: {msg}",
-                            fix="check the network, proxy, region and --endpoint; retry later")
-    answered = status is not None or bool(code)
-    if answered and any(k in low for k in ("quota", "insufficient", "stock", "exceeded the limit", "limitexceeded",
-                                           "quotaexceeded")):
-        return SubmitError(f"PAI-DLC rejected the job for quota/stock ({code or status}): {msg}",
-                           fix="use a resource quota (--resource-id), fewer GPUs, another region or spot; "
-                               "public resources allow 2 GPUs per job unless raised")
-    if status is not None and int(status) >= 400 or code:
-        return SubmitError(f"PAI-DLC CreateJob failed in {region} ({code or status}): {msg}",
-                           fix="run `trainfit check dlc_job.json` and fix what it lists")
-    return SubmitError(f"PAI-DLC CreateJob in {region} failed: {type(e).__name__}: {msg}",
-                       fix="check the network, region and endpoint")
+    return default_credential(error=SubmitError, fix=_CRED_FIX, pip=PAI_PIP, describe=lambda e: _scrub(str(e))[:300])
 
 
 def submit(path: str | Path, *, region: str, yes: bool = False, endpoint: str | None = None,
@@ -123,11 +76,10 @@ def submit(path: str | Path, *, region: str, yes: bool = False, endpoint: str | 
     ep = endpoint or f"pai-dlc.{region}.aliyuncs.com"
     if not yes:
         return SubmitResult(sent=False, region=region, endpoint=ep, body=body)
-    Client, models, Config = _import_sdk()
+    sdk = _import_sdk()
+    Client, models = sdk.Client, sdk.models
     cred = credential if credential is not None else _credential()
-    ms = int(timeout_s * 1000)
-    config = Config(credential=cred, region_id=region, endpoint=ep, protocol=protocol, read_timeout=ms,
-                    connect_timeout=ms)
+    config = make_config(sdk, credential=cred, region=region, endpoint=ep, protocol=protocol, timeout_s=timeout_s)
     from trainfit.providers._net import call_with_deadline
 
     def send() -> Any:

@@ -26,10 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trainfit.catalog._schema import GPU_COLUMNS, INSTANCE_COLUMNS, parse_row, to_csv_value
+from trainfit.catalog._schema import to_csv_value
 from trainfit.errors import CatalogError, MissingExtraError, TrainfitError
-from trainfit.providers._refresh_common import (Deadline, classify, resolve_gpu, sdk_version, short, today,
-                                                write_cache)
+from trainfit.providers._refresh_common import (Deadline, check_schema, classify, reported_gpu, sdk_version, short,
+                                                today, wanted_types, write_cache, write_price_cache)
 
 TENCENT_PIP = "pip install 'trainfit[tencent]'"
 SDK_DIST = "tencentcloud-sdk-python-cvm"
@@ -135,41 +135,38 @@ def _num(d: dict, key: str, where: str, *, required: bool = False) -> Any:
     return v
 
 
-def configs_to_rows(items: list[Any], region: str, *, as_of: str | None = None
-                    ) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
-    """(gpu rows, instance rows) from raw ``InstanceTypeConfig`` maps; raises listing every problem."""
-    from trainfit.catalog._store import current_catalog
-    from trainfit.catalog.gpus import normalize_gpu_name
+def _check_config(c: Any, where: str) -> tuple[str, Any]:
+    """(instance type, GPU count) of one raw ``InstanceTypeConfig``; ValueError naming ``where`` if malformed."""
+    if not isinstance(c, dict):
+        raise ValueError(f"{where}: not an object")
+    name = c.get("InstanceType")
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(f"{where}: InstanceType is missing")
+    where = f"{where} ({name})"
+    n_gpu = _num(c, "GpuCount", where)
+    if n_gpu is None:
+        n_gpu = _num(c, "GPU", where)
+    cpu = _num(c, "CPU", where, required=True)
+    _num(c, "Memory", where)
+    _num(c, "GpuMemory", where)
+    gtype = c.get("GpuType")
+    if gtype is not None and not isinstance(gtype, str):
+        raise ValueError(f"{where}: GpuType={gtype!r} is not a string")
+    if n_gpu and n_gpu >= 1 and not float(n_gpu).is_integer():
+        raise ValueError(f"{where}: GpuCount={n_gpu!r} is not a whole number of GPUs")
+    if cpu and not float(cpu).is_integer():
+        raise ValueError(f"{where}: CPU={cpu!r} is not a whole number")
+    return name, n_gpu
 
-    as_of = as_of or today()
-    source = f"Tencent Cloud CVM DescribeInstanceTypeConfigs, region {region} ({SDK_DIST})"
-    cat = current_catalog()
-    classes = {i.instance_type.lower(): i.resource_class for i in cat.instances if i.provider == "tencent"}
+
+def _group_configs(items: list[Any]) -> dict[str, dict[str, Any]]:
+    """Whole-GPU configs by instance type (``{"cfg": first config, "zones": [...]}``); raises listing every
+    malformed config."""
     problems: list[str] = []
     by_type: dict[str, dict[str, Any]] = {}
-    gpus: dict[str, dict[str, str]] = {}
     for i, c in enumerate(items):
-        where = f"InstanceTypeConfigSet[{i}]"
         try:
-            if not isinstance(c, dict):
-                raise ValueError(f"{where}: not an object")
-            name = c.get("InstanceType")
-            if not isinstance(name, str) or not name.strip():
-                raise ValueError(f"{where}: InstanceType is missing")
-            where = f"{where} ({name})"
-            n_gpu = _num(c, "GpuCount", where)
-            if n_gpu is None:
-                n_gpu = _num(c, "GPU", where)
-            cpu = _num(c, "CPU", where, required=True)
-            mem = _num(c, "Memory", where)
-            gmem = _num(c, "GpuMemory", where)
-            gtype = c.get("GpuType")
-            if gtype is not None and not isinstance(gtype, str):
-                raise ValueError(f"{where}: GpuType={gtype!r} is not a string")
-            if n_gpu and n_gpu >= 1 and not float(n_gpu).is_integer():
-                raise ValueError(f"{where}: GpuCount={n_gpu!r} is not a whole number of GPUs")
-            if cpu and not float(cpu).is_integer():
-                raise ValueError(f"{where}: CPU={cpu!r} is not a whole number")
+            name, n_gpu = _check_config(c, f"InstanceTypeConfigSet[{i}]")
         except ValueError as e:
             problems.append(str(e))
             continue
@@ -181,26 +178,28 @@ def configs_to_rows(items: list[Any], region: str, *, as_of: str | None = None
     if problems:
         raise CatalogError("CVM DescribeInstanceTypeConfigs returned malformed configs:\n  " + "\n  ".join(problems),
                            fix="the cache was left as it was; report this if the API changed")
+    return by_type
+
+
+def configs_to_rows(items: list[Any], region: str, *, as_of: str | None = None
+                    ) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
+    """(gpu rows, instance rows) from raw ``InstanceTypeConfig`` maps; raises listing every problem."""
+    from trainfit.catalog._store import current_catalog
+
+    as_of = as_of or today()
+    source = f"Tencent Cloud CVM DescribeInstanceTypeConfigs, region {region} ({SDK_DIST})"
+    cat = current_catalog()
+    classes = {i.instance_type.lower(): i.resource_class for i in cat.instances if i.provider == "tencent"}
+    gpus: dict[str, dict[str, str]] = {}
     rows: list[dict[str, str]] = []
-    for name, entry in by_type.items():
+    for name, entry in _group_configs(items).items():
         c = entry["cfg"]
         n_gpu = int(c.get("GpuCount") or c.get("GPU"))
         gtype, gmem = c.get("GpuType"), c.get("GpuMemory")
-        gpu_name = ""
-        known, gnote = resolve_gpu(gtype, gmem, cat.gpu_index)
-        if gtype and gtype.strip():
-            if known is not None:
-                gpu_name = known.name
-            elif gnote:
-                pass  # a known family name whose memory does not match: leave the GPU unset
-            else:
-                gpu_name = gtype.strip()
-                gpus.setdefault(normalize_gpu_name(gpu_name), {
-                    "name": gpu_name, "vendor": "nvidia" if "nvidia" in gtype.lower() else "unknown",
-                    "mem_gb_marketed": to_csv_value(gmem) if gmem else "", "mem_gib": to_csv_value(gmem) if gmem else "",
-                    "verified": "no", "source": source, "as_of": as_of,
-                    "notes": f"GPU reported by DescribeInstanceTypeConfigs as GpuType={gtype!r}, GpuMemory={gmem} GiB; "
-                             "bandwidth and compute unknown (add them in your overlay)"})
+        gpu_name, gnote = reported_gpu(
+            gtype, gmem, cat.gpu_index, gpus, source=source, as_of=as_of,
+            notes=f"GPU reported by DescribeInstanceTypeConfigs as GpuType={gtype!r}, GpuMemory={gmem} GiB; "
+                  "bandwidth and compute unknown (add them in your overlay)")
         row = {"provider": "tencent", "resource_class": classes.get(name.lower(), "ecs"), "instance_type": name,
                "gpu": gpu_name, "gpu_count": str(n_gpu), "vcpu": str(int(c["CPU"])),
                "ram_gib": to_csv_value(c.get("Memory")) if c.get("Memory") else "", "regions": region,
@@ -210,13 +209,7 @@ def configs_to_rows(items: list[Any], region: str, *, as_of: str | None = None
         if n_gpu == 1:
             row["intra_node_link"] = "none"
         rows.append(row)
-    for r in rows:
-        problems += parse_row(INSTANCE_COLUMNS, r, f"instance {r['instance_type']}")[1]
-    for g in gpus.values():
-        problems += parse_row(GPU_COLUMNS, g, f"gpu {g['name']}")[1]
-    if problems:
-        raise CatalogError("CVM DescribeInstanceTypeConfigs returned values outside the catalog schema:\n  "
-                           + "\n  ".join(problems), fix="the cache was left as it was")
+    check_schema("CVM DescribeInstanceTypeConfigs", rows, list(gpus.values()))
     return list(gpus.values()), rows
 
 
@@ -323,10 +316,7 @@ def refresh_tencent(region: str, *, prices: bool = False, instance_types: list[s
         return TencentRefreshResult(region=region, path=path, instances=len(rows),
                                     new_gpus=tuple(g["name"] for g in gpus), fetched_at=fetched)
 
-    from trainfit.catalog.prices import parse_price_rows
-
-    known = {t.lower(): (t, rc) for t, rc in _gpu_types_in_catalog()}
-    wanted = [known.get(t.lower(), (t, "ecs")) for t in instance_types] if instance_types else list(known.values())
+    wanted = wanted_types(_gpu_types_in_catalog(), instance_types)
     price_rows: list[dict[str, Any]] = []
     skipped: list[str] = []
     for itype, rc in wanted:
@@ -341,15 +331,10 @@ def refresh_tencent(region: str, *, prices: bool = False, instance_types: list[s
                 skipped.append(itype)
                 continue
             raise
-    rows, problems = parse_price_rows(price_rows, "CVM prices")
-    if problems:
-        raise CatalogError("CVM InquiryPriceRunInstances returned values outside the price schema:\n  "
-                           + "\n  ".join(problems), fix="the cache was left as it was")
-    if not rows:
-        raise CatalogError(f"no CVM prices in {region}: none of {len(wanted)} instance types is sold there",
-                           fix="check the region, --zone and --image-id; the cache was left as it was")
     path = cache_path(region, prices=True)
-    stored = [{k: to_csv_value(v) for k, v in r.items()} for r in rows]
-    fetched = write_cache(path, provider="tencent", region=region, sdk=sdk, prices=stored)
-    return TencentRefreshResult(region=region, path=path, prices=len(rows), skipped=tuple(skipped),
-                                fetched_at=fetched)
+    n, fetched = write_price_cache(
+        path, price_rows, label="CVM prices", provider="tencent", region=region, sdk=sdk,
+        schema_what="CVM InquiryPriceRunInstances", schema_fix="the cache was left as it was",
+        empty=f"no CVM prices in {region}: none of {len(wanted)} instance types is sold there",
+        empty_fix="check the region, --zone and --image-id; the cache was left as it was")
+    return TencentRefreshResult(region=region, path=path, prices=n, skipped=tuple(skipped), fetched_at=fetched)
