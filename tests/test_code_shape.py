@@ -33,7 +33,4 @@ def test_no_function_over_80_lines():
                 n = node.end_lineno - node.lineno + 1
                 if n > MAX_FUNCTION_LINES:
                     long[f"{rel}:{node.name}"] = n
-    # the provider refresh row builders are being split on their own branch; everything else must hold
-    long.pop("providers/alibaba/refresh.py:specs_to_rows", None)
-    long.pop("providers/tencent/refresh.py:configs_to_rows", None)
     assert not long, long
