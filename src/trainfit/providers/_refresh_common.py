@@ -234,3 +234,17 @@ def write_price_cache(path: Path, price_rows: list[dict[str, Any]], *, label: st
         raise CatalogError(empty, fix=empty_fix)
     stored = [{k: to_csv_value(v) for k, v in r.items()} for r in rows]
     return len(rows), write_cache(path, provider=provider, region=region, sdk=sdk, prices=stored)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RefreshCounts:
+    """What one ``catalog refresh`` of a provider wrote (ECS, Tencent)."""
+
+    region: str
+    path: Path
+    instances: int = 0
+    new_gpus: tuple[str, ...] = ()
+    prices: int = 0
+    skipped: tuple[str, ...] = ()
+    """Instance types the region does not sell (prices only)."""
+    fetched_at: str = ""

@@ -28,13 +28,14 @@ with ``NetworkType=vpc, OSType=linux``) for the Alibaba ``ecs.*`` GPU types of t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+
 from pathlib import Path
 from typing import Any
 
 from trainfit.catalog._schema import to_csv_value
 from trainfit.errors import CatalogError, TrainfitError
-from trainfit.providers._refresh_common import (Deadline, check_schema, classify, reported_gpu, sdk_version, short,
+from trainfit.providers._refresh_common import (Deadline, RefreshCounts, check_schema, classify, reported_gpu,
+                                                sdk_version, short,
                                                 today, wanted_types, write_cache, write_price_cache)
 
 from trainfit.providers.alibaba.client import (ECS_READ_CRED_FIX, PAI_PIP, Sdk, default_credential,  # noqa: F401
@@ -48,16 +49,8 @@ _NOT_SOLD = ("invalidinstancetype", "instancetype.notfound", "invalidparameter.i
              "invalidzoneid", "notsupported", "price.pricingplan.result", "invalid.instancetype")
 
 
-@dataclass(frozen=True, kw_only=True)
-class EcsRefreshResult:
-    region: str
-    path: Path
-    instances: int = 0
-    new_gpus: tuple[str, ...] = ()
-    prices: int = 0
-    skipped: tuple[str, ...] = ()
-    """Instance types the region does not sell (prices only)."""
-    fetched_at: str = ""
+#: What a refresh wrote (the same record for every provider).
+EcsRefreshResult = RefreshCounts
 
 
 def cache_path(region: str, *, prices: bool) -> Path:

@@ -22,13 +22,14 @@ price / pay-as-you-go unit price. The API needs a zone and an image id (``--zone
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+
 from pathlib import Path
 from typing import Any
 
 from trainfit.catalog._schema import to_csv_value
 from trainfit.errors import CatalogError, MissingExtraError, TrainfitError
-from trainfit.providers._refresh_common import (Deadline, check_schema, classify, reported_gpu, sdk_version, short,
+from trainfit.providers._refresh_common import (Deadline, RefreshCounts, check_schema, classify, reported_gpu,
+                                                sdk_version, short,
                                                 today, wanted_types, write_cache, write_price_cache)
 
 TENCENT_PIP = "pip install 'trainfit[tencent]'"
@@ -39,15 +40,8 @@ _NOT_SOLD = ("invalidinstancetype", "resourcesoldout", "resourceunavailable", "i
              "invalidparametervalue.instancetype", "unsupportedoperation.instancetype")
 
 
-@dataclass(frozen=True, kw_only=True)
-class TencentRefreshResult:
-    region: str
-    path: Path
-    instances: int = 0
-    new_gpus: tuple[str, ...] = ()
-    prices: int = 0
-    skipped: tuple[str, ...] = ()
-    fetched_at: str = ""
+#: What a refresh wrote (the same record for every provider).
+TencentRefreshResult = RefreshCounts
 
 
 def cache_path(region: str, *, prices: bool) -> Path:
