@@ -54,6 +54,11 @@ class JobFacts:
     body_bytes: int = 0
     notes: list[str] = field(default_factory=list)
 
+    @property
+    def plan(self) -> dict[str, Any]:
+        """The ``trainfit-plan {...}`` facts of a rendered file's header (``{}`` when it has none)."""
+        return self.header.get("plan") or {}
+
 
 def read_text(path: str | Path) -> str:
     """UTF-8 text of a job file through the input gate (regular file, bounded read, no binary)."""

@@ -34,8 +34,7 @@ def _model_name(f: JobFacts) -> str | None:
         v = f.train.get(k)
         if v:
             return v
-    plan = f.header.get("plan") or {}
-    return plan.get("model") if isinstance(plan.get("model"), str) else None
+    return f.plan.get("model") if isinstance(f.plan.get("model"), str) else None
 
 
 def _resolve_model(f: JobFacts, plan: dict) -> Any | None:
@@ -95,15 +94,10 @@ def _resolve_gpu(f: JobFacts, o: Any, plan: dict) -> tuple[Any, Any]:
     """(GPU record, catalog instance or None): the GPU from the options, the file, its instance type or the
     header. The record is None when nothing names a GPU, or a Violation when its memory is unknown."""
     from trainfit.catalog.gpus import get_gpu
-    from trainfit.check.rules import INFO, Violation, _catalog_instance
+    from trainfit.check.rules import INFO, Violation, _first_instance
 
     gpu = o.gpu or f.gpu
-    inst = None
-    for it in [o.instance_type, *f.instance_types, plan.get("instance_type")]:
-        if it:
-            inst, _ = _catalog_instance(it)
-            if inst is not None:
-                break
+    inst = _first_instance([o.instance_type, *f.instance_types, plan.get("instance_type")])
     if not gpu and inst is not None:
         gpu = inst.gpu
     gpu = gpu or plan.get("gpu")
@@ -133,7 +127,7 @@ def read_workload(f: JobFacts, o: Any) -> Readback | Any | None:
     from trainfit.estimate.memory import estimate_memory
     from trainfit.workload import Workload
 
-    plan = f.header.get("plan") if isinstance(f.header.get("plan"), dict) else {}
+    plan = f.plan
     model = _resolve_model(f, plan)
     if model is None:
         return None

@@ -54,6 +54,16 @@ def _catalog_instance(name: str):
     return hit, [r.instance_type for r in rows]
 
 
+def _first_instance(names: list[Any]) -> Any:
+    """The catalog record of the first of ``names`` (in the caller's order of preference) the catalog knows."""
+    for it in names:
+        if isinstance(it, str) and it:
+            inst, _ = _catalog_instance(it)
+            if inst is not None:
+                return inst
+    return None
+
+
 def _is_lingjun(name: str) -> bool:
     from trainfit.providers.alibaba.lingjun import is_lingjun
 
@@ -199,13 +209,7 @@ def job_context(f: JobFacts, o: CheckOptions):
     """The :class:`trainfit.rules.JobContext` of a checked file: what the platform rules read."""
     from trainfit.rules import JobContext
 
-    inst = None
-    plan = f.header.get("plan") if isinstance(f.header.get("plan"), dict) else {}
-    for it in [*f.instance_types, o.instance_type, plan.get("instance_type")]:
-        if isinstance(it, str) and it:
-            inst, _ = _catalog_instance(it)
-            if inst is not None:
-                break
+    inst = _first_instance([*f.instance_types, o.instance_type, f.plan.get("instance_type")])
     lingjun = any(_is_lingjun(t) for t in f.instance_types)
     rclass = getattr(inst, "resource_class", None)
     if lingjun:
@@ -341,15 +345,10 @@ def rule_rl(f: JobFacts, o: CheckOptions) -> list[Violation]:
     from trainfit.errors import TrainfitError as _TE
     from trainfit.rl.lint import lint_rl_launch
 
-    plan = f.header.get("plan") if isinstance(f.header.get("plan"), dict) else {}
+    plan = f.plan
     usable = (plan.get("rl") or {}).get("gpu_mem_gib") if isinstance(plan.get("rl"), dict) and not o.gpu else None
     gpu = o.gpu or f.gpu or plan.get("gpu")
-    inst = None
-    for it in [o.instance_type, *f.instance_types, plan.get("instance_type")]:
-        if isinstance(it, str) and it:
-            inst, _ = _catalog_instance(it)
-            if inst is not None:
-                break
+    inst = _first_instance([o.instance_type, *f.instance_types, plan.get("instance_type")])
     if gpu is None and inst is not None:
         gpu = inst.gpu
     if usable is None and gpu:

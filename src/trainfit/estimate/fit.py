@@ -82,6 +82,20 @@ class FitDecision:
         return cls(**{**d, "reasons": tuple(d.get("reasons") or ())})
 
 
+def host_ram_verdict(need_gib: float, host_ram_gib: float | None, gpus_per_node: int = 1) -> tuple[str, str | None]:
+    """(fits | tight | oom | unknown, reason or None) for a node's host RAM: the host part of :func:`decide_fit`."""
+    if host_ram_gib is None:
+        if need_gib <= HOST_RAM_FLOOR_GIB_PER_GPU * max(1, gpus_per_node):
+            return "fits", None
+        return "unknown", (f"needs ~{need_gib:,.0f} GiB host RAM per node; the node's RAM is unknown (pass "
+                           "--host-ram or an instance type whose RAM the catalog knows)")
+    if need_gib > host_ram_gib:
+        return "oom", f"needs {need_gib:,.0f} GiB host RAM per node > {host_ram_gib:g} GiB"
+    if need_gib > host_ram_gib * HOST_RAM_USABLE:
+        return "tight", f"needs {need_gib:,.0f} GiB host RAM per node: over {HOST_RAM_USABLE:.0%} of {host_ram_gib:g} GiB"
+    return "fits", None
+
+
 def decide_fit(est: MemoryEstimate, *, usable_gib: float, gpus_per_node: int = 1, host_ram_gib: float | None = None,
                margin: float = SAFETY_MARGIN_DEFAULT) -> FitDecision:
     """The verdict for a memory estimate on a GPU with ``usable_gib`` and a node with ``host_ram_gib``."""
@@ -101,21 +115,9 @@ def decide_fit(est: MemoryEstimate, *, usable_gib: float, gpus_per_node: int = 1
     else:
         gv = "fits"
     need = est.host_ram_gib
-    if host_ram_gib is None:
-        if need <= HOST_RAM_FLOOR_GIB_PER_GPU * max(1, gpus_per_node):
-            hv = "fits"
-        else:
-            hv = "unknown"
-            reasons.append(f"needs ~{need:,.0f} GiB host RAM per node; the node's RAM is unknown (pass "
-                           "--host-ram or an instance type whose RAM the catalog knows)")
-    elif need > host_ram_gib:
-        hv = "oom"
-        reasons.append(f"needs {need:,.0f} GiB host RAM per node > {host_ram_gib:g} GiB")
-    elif need > host_ram_gib * HOST_RAM_USABLE:
-        hv = "tight"
-        reasons.append(f"needs {need:,.0f} GiB host RAM per node: over {HOST_RAM_USABLE:.0%} of {host_ram_gib:g} GiB")
-    else:
-        hv = "fits"
+    hv, host_reason = host_ram_verdict(need, host_ram_gib, gpus_per_node)
+    if host_reason:
+        reasons.append(host_reason)
     verdict = max((gv, hv), key=lambda v: _ORDER[v])
     return FitDecision(verdict=verdict, gpu_verdict=gv, host_verdict=hv, reserved_gib=r, usable_gib=usable_gib,
                        margin=margin, headroom_gib=usable_gib - r, host_ram_need_gib=need, host_ram_gib=host_ram_gib,

@@ -67,7 +67,7 @@ def _steps(plan: Any) -> int | None:
 def _save_steps(plan: Any, step_seconds: float | None, max_steps: int | None) -> int:
     """Checkpoint interval in steps: the plan's optimal interval on spot (Young/Daly, in its notes as
     ``checkpoint_interval_hours``), else every 200 steps (HF's common choice), never more than the run."""
-    hours = getattr(plan, "checkpoint_interval_hours", None)
+    hours = plan.checkpoint_interval_hours
     if hours and step_seconds:
         n = max(1, int(hours * 3600 / step_seconds))
     else:

@@ -10,10 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from trainfit.plan.cost import (CHECKPOINT_BYTES_PER_TRAINABLE_PARAM, CHECKPOINT_WRITE_GBYTES_PER_S_DEFAULT,
+from trainfit.plan.cost import (CHECKPOINT_BYTES_PER_TRAINABLE_PARAM, CHECKPOINT_WRITE_GBYTES_PER_S_DEFAULT, Price,
                                 SpotPolicy, checkpoint_write_hours, estimate_cost, spot_elapsed_hours,
                                 young_daly_interval_hours)
-from trainfit.plan.cost import Price
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from trainfit.errors import PlanError, TrainfitError, WorkloadError
-from trainfit.estimate.fit import HOST_RAM_USABLE, SAFETY_MARGIN_DEFAULT, decide_fit
+from trainfit.estimate.fit import SAFETY_MARGIN_DEFAULT, decide_fit, host_ram_verdict
 from trainfit.estimate.memory import MemoryEstimate, estimate_memory
 from trainfit.models.shapes import ModelShape
 from trainfit.plan.explain import explain_rejection as _explain
@@ -393,7 +393,7 @@ def _fit_layout(req: PlanRequest, configs: list[Workload], limit: float, miss: _
                 miss.need_gib, miss.need_wl = e1.reserved_gib, wl
             continue
         wl, est = fitted
-        if inst.ram_gib and est.host_ram_gib > inst.ram_gib * HOST_RAM_USABLE:
+        if host_ram_verdict(est.host_ram_gib, inst.ram_gib, wl.gpus_per_node)[0] in ("tight", "oom"):
             miss.host = (est.host_ram_gib, inst.ram_gib)
             continue
         if req.global_batch:
