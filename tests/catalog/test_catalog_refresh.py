@@ -7,12 +7,13 @@ at 127.0.0.1 over http.
 from __future__ import annotations
 
 import json
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs, urlparse
 
 import pytest
+
+from tests._replay import ReplayServer, isolate_alibaba_credentials, send
 
 pytest.importorskip("alibabacloud_pai_dlc20201203")
 pytest.importorskip("alibabacloud_credentials")
@@ -43,7 +44,7 @@ LINGJUN_SPECS = [
 ]
 
 
-class _Server:
+class _Server(ReplayServer):
     def __init__(self):
         self.mode = "ok"
         self.requests: list[tuple[str, dict, str]] = []
@@ -60,22 +61,10 @@ class _Server:
                 code, body = outer.answer(u.path, q)
                 if outer.mode == "slow":
                     time.sleep(1.5)
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                try:
-                    self.wfile.write(body)
-                except OSError:
-                    pass
+                send(self, code, body)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), H)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self.thread.start()
+        self._serve(H)
 
-    @property
-    def endpoint(self) -> str:
-        return f"127.0.0.1:{self.httpd.server_port}"
 
     def answer(self, path, q):
         if path != "/api/v1/ecsspecs":
@@ -94,10 +83,6 @@ class _Server:
         chunk = specs[(page - 1) * size: page * size]
         return 200, json.dumps({"RequestId": "r", "TotalCount": len(specs), "EcsSpecs": chunk}).encode()
 
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
 
 @pytest.fixture
 def server():
@@ -108,24 +93,7 @@ def server():
 
 @pytest.fixture(autouse=True)
 def credentials_from_the_default_chain(monkeypatch, tmp_path):
-    # The standard Alibaba chain reads these environment variables first; HOME is isolated so that no
-    # real ~/.alibabacloud or ~/.aliyun config is read.
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("ALIBABA_CLOUD_ACCESS_KEY_ID", AK_ID)
-    monkeypatch.setenv("ALIBABA_CLOUD_ACCESS_KEY_SECRET", AK_SECRET)
-    for v in ("ALIBABA_CLOUD_SECURITY_TOKEN", "ALIBABA_CLOUD_PROFILE", "ALIBABA_CLOUD_ECS_METADATA",
-              "ALIBABA_CLOUD_ROLE_ARN", "ALIBABA_CLOUD_OIDC_TOKEN_FILE", "ALIBABA_CLOUD_CREDENTIALS_FILE"):
-        monkeypatch.delenv(v, raising=False)
-    monkeypatch.setenv("ALIBABA_CLOUD_ECS_METADATA_DISABLED", "true")  # never probe 100.100.100.200
-    # alibabacloud_credentials reads these variables once, at import; mirror them into its module.
-    from alibabacloud_credentials.utils import auth_util
-
-    for attr, value in (("environment_access_key_id", AK_ID), ("environment_access_key_secret", AK_SECRET),
-                        ("environment_security_token", None), ("environment_ecs_metadata_disabled", "true"),
-                        ("environment_credentials_file", None), ("environment_credentials_uri", None),
-                        ("environment_profile_name", None)):
-        if hasattr(auth_util, attr):
-            monkeypatch.setattr(auth_util, attr, value)
+    isolate_alibaba_credentials(monkeypatch, tmp_path, AK_ID, AK_SECRET)
 
 
 def _refresh(server, **kw):

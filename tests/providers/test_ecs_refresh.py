@@ -8,12 +8,13 @@ shapes follow the ECS API reference of DescribeInstanceTypes, DescribePrice and 
 from __future__ import annotations
 
 import json
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs, urlparse
 
 import pytest
+
+from tests._replay import ReplayServer, isolate_alibaba_credentials, send
 
 pytest.importorskip("alibabacloud_ecs20140526")
 pytest.importorskip("alibabacloud_credentials")
@@ -46,7 +47,7 @@ PAGE2 = [
 PRICES = {"ecs.gn7i-c8g1.2xlarge": 12.5, "ecs.gn6v-c8g1.2xlarge": 26.46}
 
 
-class _Server:
+class _Server(ReplayServer):
     def __init__(self):
         self.mode = "ok"
         self.requests: list[dict] = []
@@ -69,24 +70,13 @@ class _Server:
                 if outer.mode == "slow":
                     time.sleep(1.5)
                 code, payload = outer.answer(q)
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                try:
-                    self.wfile.write(payload)
-                except OSError:
-                    pass
+                send(self, code, payload)
 
             do_GET = _handle
             do_POST = _handle
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), H)
-        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        self._serve(H)
 
-    @property
-    def endpoint(self) -> str:
-        return f"127.0.0.1:{self.httpd.server_port}"
 
     def answer(self, q):
         action = q.get("Action")
@@ -132,10 +122,6 @@ class _Server:
             ]}}).encode()
         return 400, json.dumps({"RequestId": "r", "Code": "InvalidAction", "Message": action or "?"}).encode()
 
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
 
 @pytest.fixture
 def server():
@@ -146,25 +132,7 @@ def server():
 
 @pytest.fixture(autouse=True)
 def credentials_from_the_default_chain(monkeypatch, tmp_path):
-    # Environment credentials come first in the default chain; HOME is isolated (no real config files) and
-    # the ECS metadata service (100.100.100.200) is disabled, so nothing but 127.0.0.1 is ever contacted.
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("ALIBABA_CLOUD_ACCESS_KEY_ID", AK_ID)
-    monkeypatch.setenv("ALIBABA_CLOUD_ACCESS_KEY_SECRET", AK_SECRET)
-    monkeypatch.setenv("ALIBABA_CLOUD_ECS_METADATA_DISABLED", "true")
-    for v in ("ALIBABA_CLOUD_SECURITY_TOKEN", "ALIBABA_CLOUD_PROFILE", "ALIBABA_CLOUD_ECS_METADATA",
-              "ALIBABA_CLOUD_ROLE_ARN", "ALIBABA_CLOUD_OIDC_TOKEN_FILE", "ALIBABA_CLOUD_CREDENTIALS_FILE",
-              "HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy"):
-        monkeypatch.delenv(v, raising=False)
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
-    from alibabacloud_credentials.utils import auth_util
-
-    for attr, value in (("environment_access_key_id", AK_ID), ("environment_access_key_secret", AK_SECRET),
-                        ("environment_security_token", None), ("environment_ecs_metadata_disabled", "true"),
-                        ("environment_credentials_file", None), ("environment_credentials_uri", None),
-                        ("environment_profile_name", None)):
-        if hasattr(auth_util, attr):
-            monkeypatch.setattr(auth_util, attr, value)
+    isolate_alibaba_credentials(monkeypatch, tmp_path, AK_ID, AK_SECRET)
 
 
 def _run(server, **kw):

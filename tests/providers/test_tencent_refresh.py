@@ -8,11 +8,12 @@ http. Response shapes follow the CVM API reference (DescribeInstanceTypeConfigs,
 from __future__ import annotations
 
 import json
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
+
+from tests._replay import ReplayServer, send
 
 pytest.importorskip("tencentcloud.cvm")
 
@@ -43,7 +44,7 @@ CONFIGS = [
 UNIT = {"GN7.2XLARGE32": 9.02, "GT4.41XLARGE948": 168.88}
 
 
-class _Server:
+class _Server(ReplayServer):
     def __init__(self):
         self.mode = "ok"
         self.requests: list[tuple[str, dict, str]] = []
@@ -63,21 +64,10 @@ class _Server:
                 payload = json.dumps({"Response": outer.answer(action, body)}).encode()
                 if outer.mode == "html":
                     payload = b"<html>captive portal</html>"
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                try:
-                    self.wfile.write(payload)
-                except OSError:
-                    pass
+                send(self, 200, payload)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), H)
-        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        self._serve(H)
 
-    @property
-    def endpoint(self) -> str:
-        return f"127.0.0.1:{self.httpd.server_port}"
 
     def answer(self, action, body):
         err = {"auth": ("AuthFailure.SecretIdNotFound", "The SecretId is not found"),
@@ -100,10 +90,6 @@ class _Server:
                                                 "Discount": 80, "ChargeUnit": "HOUR"},
                               "BandwidthPrice": {"UnitPrice": 0.8, "ChargeUnit": "GB"}}, "RequestId": "r"}
         return {"Error": {"Code": "InvalidAction", "Message": action}, "RequestId": "r"}
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
 @pytest.fixture
