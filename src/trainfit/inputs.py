@@ -291,13 +291,6 @@ def loads_yaml_all(text: str, *, what: str, error: type = InputError, limit: int
 
     fast = getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader  # libyaml when present: ~8x faster, same semantics
 
-    class _Loader(loader or fast):  # type: ignore[misc,valid-type]
-        pass
-
-    def _no_alias(self, *a, **k):  # pragma: no cover - raised through the loader
-        raise yaml.constructor.ConstructorError(None, None, "YAML aliases (*name) are not accepted",
-                                                self.peek_event().start_mark if hasattr(self, "peek_event") else None)
-
     try:
         # scan events first: refuse aliases and deep nesting before anything is built
         depth = 0
@@ -311,7 +304,7 @@ def loads_yaml_all(text: str, *, what: str, error: type = InputError, limit: int
                     raise error(f"{what} nests deeper than {limit} levels", fix="pass a real file")
             elif isinstance(ev, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
                 depth -= 1
-        return [d for d in yaml.load_all(text, Loader=_Loader) if d is not None]
+        return [d for d in yaml.load_all(text, Loader=loader or fast) if d is not None]
     except yaml.YAMLError as e:
         if "nesting depth" in str(getattr(e, "problem", "") or ""):  # libyaml's own limit, before ours is reached
             raise error(f"{what} nests deeper than {limit} levels", fix="pass a real file") from None

@@ -33,8 +33,6 @@ from trainfit.workload import Workload
 
 #: Largest plan file read (a plan of every catalog row is far below).
 MAX_PLAN_BYTES = 8 * 2**20
-#: Largest config.json read.
-MAX_CONFIG_BYTES = 1 * 2**20
 
 
 # ---------------------------------------------------------------------------------------------- model

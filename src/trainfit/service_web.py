@@ -63,7 +63,7 @@ def _config_value(values: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """A pasted config.json: a JSON object, or its text (parsed through the input gate). A path is not accepted
     from the web: the server's files are not the user's."""
     from trainfit import inputs
-    from trainfit.service import MAX_CONFIG_BYTES
+    from trainfit.models.hf_config import MAX_CONFIG_BYTES
 
     cfg = values.get("config")
     if cfg is None or cfg == "":

@@ -20,13 +20,8 @@ from trainfit.check.shell import is_torchrun
 from trainfit.rules.types import Violation
 
 ERROR, WARNING, INFO = "error", "warning", "info"
-#: PAI public resource group: "maximum 2 GPU cards and 8 CPU cores" unless raised (DLC doc, pai-facts 1.3).
-PUBLIC_GPU_CAP = 2
-#: CreateJob: all parameters together at most 65,536 bytes (DLC CreateJob API doc).
-DLC_BODY_LIMIT = 65_536
 #: Official PAI registries; other images on Lingjun need RDMA libraries installed by hand.
 PAI_REGISTRIES = ("dsw-registry", "registry.", "registry-vpc.", "pai-dlc")
-_VAR = r"(?<![A-Za-z0-9_])%s\b"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -37,11 +32,6 @@ class CheckOptions:
     nodes: int | None = None
     """Nodes the job runs on, when the file does not say."""
     gpus_per_node: int | None = None
-
-
-def _refs(value: str, var: str) -> bool:
-    """``value`` reads shell variable ``var`` ($VAR, ${VAR}, ${VAR:-x}, $((VAR / 8)))."""
-    return "$" in value and re.search(_VAR % var, value) is not None
 
 
 def _catalog_instance(name: str):
