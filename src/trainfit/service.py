@@ -244,7 +244,7 @@ def plan_for(model: ModelShape, workload: Workload, *, gpu: str | None = None, i
 
         inst = get_instance(instance_type)
         gpu = gpu or inst.gpu
-        gpn_used = min(workload.gpus, workload.gpus_per_node)
+        gpn_used = workload.gpus_on_node
         whole = inst.provider not in ("generic", "private")  # a cloud spec is rented whole; a cluster node is shared
         if inst.gpu_count and (gpn_used > inst.gpu_count or (whole and gpn_used != inst.gpu_count)):
             from trainfit.errors import RenderError
@@ -264,7 +264,7 @@ def plan_for(model: ModelShape, workload: Workload, *, gpu: str | None = None, i
     usable = gpu_mem_gib if gpu_mem_gib is not None else g.usable_mem_gib
     if usable is None:
         raise UnknownGPUError(f"the catalog does not know the memory of {g.name}", fix="pass --gpu-mem GIB")
-    gpn = min(workload.gpus, workload.gpus_per_node)
+    gpn = workload.gpus_on_node
     if rl is not None:
         from trainfit.plan.rl import fit_rollout_tp, rl_plan
         from trainfit.rl.memory import estimate_rl_memory

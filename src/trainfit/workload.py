@@ -155,6 +155,11 @@ class Workload:
         return self.gpus // (self.tp * self.pp * self.cp)
 
     @property
+    def gpus_on_node(self) -> int:
+        """GPUs the job uses on one node (``gpus`` when the job is smaller than a node)."""
+        return min(self.gpus, self.gpus_per_node)
+
+    @property
     def nodes(self) -> int:
         return max(1, -(-self.gpus // self.gpus_per_node))
 

@@ -291,7 +291,7 @@ def fit_answer(m: ModelShape, wl: Workload, usable_gib: float, *, estimate: Memo
                margin: float = SAFETY_MARGIN_DEFAULT) -> FitAnswer:
     """Fit of ``wl`` on a GPU with ``usable_gib`` of usable memory (see module docstring)."""
     est = estimate or estimate_memory(m, wl, overhead=overhead)
-    decision = decide_fit(est, usable_gib=usable_gib, gpus_per_node=min(wl.gpus, wl.gpus_per_node),
+    decision = decide_fit(est, usable_gib=usable_gib, gpus_per_node=wl.gpus_on_node,
                           host_ram_gib=host_ram_gib, margin=margin)
     sugg: list[Suggestion] = []
     if decision.gpu_verdict != "fits":

@@ -381,7 +381,7 @@ def _estimate(m: ModelShape, wl: Workload, overhead: OverheadModel) -> MemoryEst
     breakdown = {k: v / GIB for k, v in zip(TERMS, peak[1:])}
     breakdown["overhead"] = ov
     # host RAM per node
-    procs = min(wl.gpus, wl.gpus_per_node)
+    procs = wl.gpus_on_node
     host = procs * 3.0 + st.offloaded_host / GIB * procs + 5.0
     assumptions.append("host RAM: ~3 GiB per training process + offloaded states + one 5 GB shard while loading")
     return MemoryEstimate(

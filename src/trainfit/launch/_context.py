@@ -153,7 +153,7 @@ class RenderContext:
 
     @property
     def gpus_per_node(self) -> int:
-        return min(self.workload.gpus, self.workload.gpus_per_node)
+        return self.workload.gpus_on_node
 
     @property
     def megatron(self) -> bool:

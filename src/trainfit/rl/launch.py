@@ -111,7 +111,7 @@ def write_verl(model_name: str, rl: RLConfig, wl: Workload) -> str:
         kv += [("critic.model.path", _hf_id(model_name)),
                ("critic.model.enable_gradient_checkpointing", _b(wl.grad_ckpt)),
                ("critic.ppo_micro_batch_size_per_gpu", wl.micro_batch)]
-    kv += [("trainer.critic_warmup", 0), ("trainer.n_gpus_per_node", min(wl.gpus, wl.gpus_per_node)),
+    kv += [("trainer.critic_warmup", 0), ("trainer.n_gpus_per_node", wl.gpus_on_node),
            ("trainer.nnodes", nodes)]
     body = " \\\n    ".join(f"{k}={shlex.quote(str(v))}" for k, v in kv)
     return f"python3 -m verl.trainer.main_ppo \\\n    {body}\n"
@@ -215,7 +215,7 @@ def write_swift(model_name: str, rl: RLConfig, wl: Workload) -> str:
                      ("sleep_level", 1 if rl.engine_sleep else 0),
                      ("offload_model", str(rl.trainer_offload).lower()),
                      ("offload_optimizer", str(rl.trainer_offload).lower())]
-    env = f"NPROC_PER_NODE={min(wl.gpus, wl.gpus_per_node)}"
+    env = f"NPROC_PER_NODE={wl.gpus_on_node}"
     if wl.nodes > 1:
         env += f" NNODES={wl.nodes}"
     # a list option (target_modules) is one shell word per item: ms-swift reads them with nargs

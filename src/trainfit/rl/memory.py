@@ -426,7 +426,7 @@ def estimate_rl_memory(model: ModelShape, workload: Workload, rl: RLConfig, gpu_
     terms, phases = _phase_terms(rl, tr, eng, res, bucket, gpu_mem_gib, assumptions=assumptions, warnings=warnings)
     binding = max(RL_PHASES, key=lambda p: phases[p])
     peak = phases[binding]
-    procs = min(tr.wl.gpus, tr.wl.gpus_per_node)
+    procs = tr.wl.gpus_on_node
     host = _host_ram_gib(rl, tr, eng, procs, warnings)
     fit, verdict = _fit_decision(rl, tr.train, eng, peak, host, binding, gpu_mem_gib=gpu_mem_gib, procs=procs,
                                  host_ram_gib=host_ram_gib, margin=margin)
