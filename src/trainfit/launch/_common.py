@@ -65,8 +65,6 @@ def swift_unsupported(ctx: RenderContext) -> str | None:
             return "fp8 training needs Megatron/TransformerEngine (megatron sft); the plan runs the HF trainer"
         if wl.strategy == "fsdp" and wl.offload == "optimizer":
             return "HF FSDP offloads parameters with the optimizer (offload all), not the optimizer alone"
-        if wl.strategy in ("ddp", "fsdp") and wl.offload != "none" and wl.strategy == "ddp":
-            return "offload needs ZeRO or FSDP"
     return None
 
 
