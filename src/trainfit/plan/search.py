@@ -40,9 +40,6 @@ _MULTI = (("ddp", "none"), ("zero1", "none"), ("zero2", "none"), ("fsdp", "none"
 #: What Megatron (tp/pp/ep/cp > 1) can run: plain data parallel, or its distributed optimizer (= ZeRO-1), with
 #: optional optimizer CPU offload.
 _MEGATRON = (("ddp", "none"), ("zero1", "none"), ("zero1", "optimizer"))
-#: Platform rules that are warnings for `trainfit check` (a quota can be raised) but that the planner
-#: treats as limits, so that a recommended plan runs without a support ticket. ``ignore_rules`` lifts them.
-PLANNER_BLOCKING_RULES = frozenset({"pai-public-quota"})
 #: Pinnable distribution / settings fields (the same names as Workload's).
 PIN_FIELDS = LAYOUT_FIELDS
 
@@ -302,7 +299,7 @@ def _layouts(req: PlanRequest, inst: Any) -> list[tuple[int, int]] | Rejection:
 def _best_on_instance(req: PlanRequest, inst: Any, gpu: Any, stated: str, layouts: list[tuple[int, int]],
                       config_cache: dict) -> tuple[Plan | None, _Best]:
     """The best plan on one instance type over its layouts, and the closest miss when none fits."""
-    from trainfit.rules import evaluate_instance
+    from trainfit.rules import evaluate_instance, get_rule
 
     miss = _Best()
     best: tuple[tuple, Plan] | None = None
@@ -313,7 +310,7 @@ def _best_on_instance(req: PlanRequest, inst: Any, gpu: Any, stated: str, layout
     for gpn, nodes in layouts:
         all_v = [v for v in evaluate_instance(inst, nodes=nodes, gpus=gpn, spot=req.spot, region=req.region)
                  if v.rule not in req.ignore_rules]
-        viol = [v for v in all_v if v.severity == "error" or v.rule in PLANNER_BLOCKING_RULES]
+        viol = [v for v in all_v if v.severity == "error" or get_rule(v.rule).plan_blocks]
         if viol:
             miss.rule = miss.rule or viol[0]
             continue

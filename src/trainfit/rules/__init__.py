@@ -53,7 +53,7 @@ _CHECK_PARAMS: dict[str, tuple[set[str], set[str]]] = {
     "fact": (set(), set()),
 }
 _REQUIRED = ("id", "title", "applies_to", "check", "severity", "why", "fix", "source", "verified", "as_of")
-_OPTIONAL = ("claims", "verdict")
+_OPTIONAL = ("claims", "verdict", "plan_blocks")
 
 
 def parse_rules(data: Any, where: str = "rules.yaml") -> tuple[list[Rule], list[str]]:
@@ -126,12 +126,16 @@ def parse_rules(data: Any, where: str = "rules.yaml") -> tuple[list[Rule], list[
         if not isinstance(claims, list):
             problems.append(f"{w}: claims must be a list")
             claims = []
+        plan_blocks = raw.get("plan_blocks", False)
+        if not isinstance(plan_blocks, bool):
+            problems.append(f"{w}: plan_blocks must be yes or no")
         if kind == "fact" and (not claims or verdict is None):
             problems.append(f"{w}: a fact rule needs claims and a verdict")
         rules.append(Rule(id=rid, title=str(raw["title"]), applies_to=tuple(applies), kind=kind, params=params,
                           severity=sev, why=" ".join(str(raw["why"]).split()), fix=" ".join(str(raw["fix"]).split()),
                           source=str(raw["source"]), verified=bool(verified), as_of=str(as_of),
-                          claims=tuple(str(c) for c in claims), verdict=None if verdict is None else str(verdict)))
+                          claims=tuple(str(c) for c in claims), verdict=None if verdict is None else str(verdict),
+                          plan_blocks=plan_blocks is True))
     return rules, problems
 
 

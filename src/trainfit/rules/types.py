@@ -30,6 +30,9 @@ class Rule:
     as_of: str
     claims: tuple[str, ...] = ()
     verdict: str | None = None
+    plan_blocks: bool = False
+    """A warning for ``check`` (e.g. a quota that can be raised) that the planner treats as a limit, so that a
+    recommended plan runs without a support ticket; ``--ignore-rule`` lifts it."""
 
     def applies(self, *names: str | None) -> bool:
         return _applies(self.applies_to, names)
