@@ -56,6 +56,23 @@ _REQUIRED = ("id", "title", "applies_to", "check", "severity", "why", "fix", "so
 _OPTIONAL = ("claims", "verdict", "plan_blocks")
 
 
+def _optional_fields(raw: dict, w: str, kind: str, problems: list[str]) -> tuple[list, Any, Any]:
+    """(claims, verdict, plan_blocks) of one raw rule, with every problem appended to ``problems``."""
+    verdict = raw.get("verdict")
+    if verdict is not None and str(verdict) not in VERDICTS:
+        problems.append(f"{w}: verdict {verdict!r} must be one of {', '.join(VERDICTS)}")
+    claims = raw.get("claims") or []
+    if not isinstance(claims, list):
+        problems.append(f"{w}: claims must be a list")
+        claims = []
+    plan_blocks = raw.get("plan_blocks", False)
+    if not isinstance(plan_blocks, bool):
+        problems.append(f"{w}: plan_blocks must be yes or no")
+    if kind == "fact" and (not claims or verdict is None):
+        problems.append(f"{w}: a fact rule needs claims and a verdict")
+    return claims, verdict, plan_blocks
+
+
 def parse_rules(data: Any, where: str = "rules.yaml") -> tuple[list[Rule], list[str]]:
     """Typed rules and every problem found in ``data`` (the parsed YAML)."""
     problems: list[str] = []
@@ -119,18 +136,7 @@ def parse_rules(data: Any, where: str = "rules.yaml") -> tuple[list[Rule], list[
             as_of = as_of.isoformat() if isinstance(as_of, _dt.date) else _dt.date.fromisoformat(str(as_of)).isoformat()
         except ValueError:
             problems.append(f"{w}: as_of {as_of!r} is not a YYYY-MM-DD date")
-        verdict = raw.get("verdict")
-        if verdict is not None and str(verdict) not in VERDICTS:
-            problems.append(f"{w}: verdict {verdict!r} must be one of {', '.join(VERDICTS)}")
-        claims = raw.get("claims") or []
-        if not isinstance(claims, list):
-            problems.append(f"{w}: claims must be a list")
-            claims = []
-        plan_blocks = raw.get("plan_blocks", False)
-        if not isinstance(plan_blocks, bool):
-            problems.append(f"{w}: plan_blocks must be yes or no")
-        if kind == "fact" and (not claims or verdict is None):
-            problems.append(f"{w}: a fact rule needs claims and a verdict")
+        claims, verdict, plan_blocks = _optional_fields(raw, w, kind, problems)
         rules.append(Rule(id=rid, title=str(raw["title"]), applies_to=tuple(applies), kind=kind, params=params,
                           severity=sev, why=" ".join(str(raw["why"]).split()), fix=" ".join(str(raw["fix"]).split()),
                           source=str(raw["source"]), verified=bool(verified), as_of=str(as_of),
