@@ -27,7 +27,7 @@ from typing import NamedTuple
 
 from trainfit.estimate.activation_profile import ActProfile, act_divisor, autocast, cached_act_profile, eff_tokens
 from trainfit.estimate.params import ParamCounts, count_params
-from trainfit.estimate.runtime import runtime_terms
+from trainfit.estimate.runtime import megatron_core, runtime_terms
 from trainfit.estimate.states import (ADAM8_STATE_BYTES, DS_PREFETCH_BUCKET, DS_REDUCE_BUCKET, GIB,
                                       NF4_BYTES, ModelStates, any_layer_tensor, cached_states, model_state_gib,
                                       mp_shard, rank_layers)
@@ -191,9 +191,9 @@ class _Step(NamedTuple):
 def _step_notes(m: ModelShape, wl: Workload, in_flight: int) -> list[str]:
     notes = []
     if wl.pp > 1:
-        notes.append(f"pipeline 1F1B: first stage holds {math.ceil(m.num_layers / wl.pp)} layers and "
-                     f"{in_flight} micro-batches of activations; the loss region is counted on the same "
-                     "rank (conservative)")
+        notes.append(f"pipeline 1F1B: the first stage holds {math.ceil(m.num_layers / wl.pp)} layers and "
+                     f"{in_flight} micro-batches of activations, the last stage one micro-batch plus the logits "
+                     "and loss (its layer count and states taken as the first stage's); the larger is reported")
     if m.arch == "next":
         notes.append("Qwen3-Next Gated DeltaNet activations are an approximate per-tensor count (not traced)")
     if wl.attention == "flash":
@@ -228,6 +228,8 @@ def _loss_region(m: ModelShape, wl: Workload, T: float, head_trains: bool) -> tu
     """(forward peak, backward-start bytes, assumption or None) of the logits and loss."""
     V, h = m.vocab_size, m.hidden_size
     vt = V * T / wl.tp
+    if megatron_core(wl):
+        return _megatron_loss_region(vt)
     if wl.loss == "standard":
         loss_fwd_peak = 10 * vt  # bf16 logits + fp32 copy + log_softmax output
         loss_bwd_peak = 12 * vt  # saved log_softmax output + nll grad + log_softmax grad (fp32)
@@ -240,6 +242,21 @@ def _loss_region(m: ModelShape, wl: Workload, T: float, head_trains: bool) -> tu
     loss_bwd_peak = loss_saved
     note = f"fused loss: chunked linear cross-entropy (Liger), {chunk}-token chunks; not traced"
     return loss_fwd_peak, loss_bwd_peak, note
+
+
+#: Bytes per logit element of Megatron-Core's vocab-parallel cross entropy (fused or not, same tensors):
+#: forward keeps the bf16 logits while ``.float()`` makes the fp32 copy that max-subtract, exp and the
+#: softmax normalisation then overwrite in place (2 + 4); backward turns the saved fp32 softmax into the
+#: gradient in place and casts it to bf16 for the output layer (4 + 2).
+#: https://github.com/NVIDIA/Megatron-LM/blob/main/megatron/core/tensor_parallel/cross_entropy.py
+MEGATRON_CE_FWD_BYTES = 6.0
+MEGATRON_CE_BWD_BYTES = 6.0
+
+
+def _megatron_loss_region(vt: float) -> tuple[float, float, str]:
+    """(forward peak, backward-start bytes, note) of Megatron-Core's loss over ``vt`` logits on the rank."""
+    return (MEGATRON_CE_FWD_BYTES * vt, MEGATRON_CE_BWD_BYTES * vt,
+            "Megatron-Core vocab-parallel cross entropy: bf16 logits + one fp32 copy worked in place")
 
 
 def _grad_of(st: ModelStates, i: int) -> float:
@@ -357,9 +374,28 @@ def _build_step(m: ModelShape, wl: Workload, st: ModelStates, assumptions: list[
     if loss_note:
         assumptions.append(loss_note)
     ga = wl.grad_accum > 1
+    if wl.pp > 1:  # the first pipeline stage: no final norm, LM head or loss (those are on the last stage)
+        final_norm = loss_fwd_peak = loss_bwd_peak = 0.0
     return _Step(m, wl, st, prof, T, tpd, in_flight, amp, saved, saved_total, frozen_ckpt, autocast_w, final_norm,
                  loss_fwd_peak, loss_bwd_peak, st.weights + st.weights_gathered, ga, st.gradients if ga else 0.0,
                  autocast_w if not wl.grad_ckpt else 0.0)
+
+
+def _last_stage(s: _Step) -> _Step:
+    """The last pipeline stage of ``s`` (a first-stage step): in 1F1B stage k of p keeps p - k micro-batches
+    in flight, so the last keeps one, but it runs the final norm, LM head and loss. Its layers and model
+    states are taken as the first stage's (an upper bound: Megatron gives the last stage at most as many
+    layers, and its LM head matches the first stage's embedding). Schedule: Narayanan et al. 2021, sec. 2.2
+    (https://arxiv.org/abs/2104.04473); Megatron-Core's estimator counts activations of the first stage the
+    same way (megatron/training/theoretical_memory_usage.py)."""
+    m, wl, T = s.m, s.wl, s.T
+    saved, saved_total, frozen_ckpt = _saved_activations(m, wl, s.prof, T, s.tpd, s.amp, 1)
+    head_trains = wl.method == "full"
+    h = m.hidden_size
+    final_norm = (4 * h + 4 + (4 * h if head_trains else 0)) * T / s.tpd
+    loss_fwd_peak, loss_bwd_peak, _ = _loss_region(m, wl, T, head_trains)
+    return s._replace(in_flight=1, saved=saved, saved_total=saved_total, frozen_ckpt=frozen_ckpt,
+                      final_norm=final_norm, loss_fwd_peak=loss_fwd_peak, loss_bwd_peak=loss_bwd_peak)
 
 
 def _estimate(m: ModelShape, wl: Workload, overhead: OverheadModel) -> MemoryEstimate:
@@ -368,6 +404,8 @@ def _estimate(m: ModelShape, wl: Workload, overhead: OverheadModel) -> MemoryEst
     assumptions: list[str] = list(st.notes)
     step = _build_step(m, wl, st, assumptions)
     cands = _candidates(step)
+    if wl.pp > 1:
+        cands += _candidates(_last_stage(step))
     # engine runtime allocations the trace does not see (estimate/runtime.py), alive the whole step
     rt = runtime_terms(wl, trainable_rank_elems=st.trainable_rank)
     if rt:

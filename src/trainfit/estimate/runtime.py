@@ -48,6 +48,19 @@ def megatron_layer_bytes_per_token(m, i: int) -> float:
     return 2.0 * (attn + mlp)
 
 
+def megatron_core(wl: Workload) -> bool:
+    """Whether ``wl`` is a Megatron-Core job that holds its own model states: a model-parallel layout
+    (``Workload.uses_megatron``) with Megatron's DDP (``ddp``) or its distributed optimizer (``zero1``).
+    Megatron-Core then keeps bf16 parameters, one contiguous fp32 ``main_grad`` buffer, fp32 master
+    parameters and fp32 Adam moments, whatever the data-parallel sharding (``megatron/training/
+    theoretical_memory_usage.py``: 18 bytes per parameter, or 6 + 12/dp with the distributed optimizer:
+    https://github.com/NVIDIA/Megatron-LM/blob/main/megatron/training/theoretical_memory_usage.py).
+    Gradients are reduced in place in that buffer (its buckets are views), and the distributed optimizer
+    steps on views of it, so there is no separate reduce bucket and no fp32 copy of the gradient partition
+    (``megatron/core/distributed/param_and_grad_buffer.py``, ``megatron/core/optimizer/distrib_optimizer.py``)."""
+    return wl.uses_megatron and wl.strategy in ("ddp", "zero1")
+
+
 MEGATRON_MAIN_GRAD_EXTRA_BYTES = 2.0
 """fp32 ``main_grad`` (4 B) minus the bf16 gradient (2 B) memory.py already counts, per local parameter."""
 
@@ -67,7 +80,7 @@ def runtime_terms(wl: Workload, *, trainable_rank_elems: float) -> tuple[Runtime
     """Extra allocations of the engine implied by ``wl`` (``trainable_rank_elems``: trainable elements this
     rank computes gradients for, after tensor/expert/pipeline sharding, before ZeRO sharding)."""
     out: list[RuntimeTerm] = []
-    if wl.uses_megatron and wl.method in ("full", "freeze") and wl.strategy in ("ddp", "zero1"):
+    if megatron_core(wl) and wl.method in ("full", "freeze"):
         out.append(RuntimeTerm(
             name="megatron-fp32-main-grad", bytes=trainable_rank_elems * MEGATRON_MAIN_GRAD_EXTRA_BYTES,
             phase="all",

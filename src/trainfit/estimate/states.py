@@ -14,6 +14,7 @@ from operator import attrgetter
 from typing import NamedTuple
 
 from trainfit.estimate.params import freeze_trainable_layer_ids, lora_params_of, lora_targeted
+from trainfit.estimate.runtime import megatron_core
 from trainfit.models.shapes import ModelShape, ParamTensor
 from trainfit.workload import Workload
 
@@ -28,6 +29,12 @@ ADAM8_STATE_BYTES = 2 * (1 + 4 / 256)
 #: 5e8 elements, stage3_prefetch_bucket_size 5e7 elements.
 DS_REDUCE_BUCKET = 500_000_000
 DS_PREFETCH_BUCKET = 50_000_000
+#: DeepSpeed ZeRO-3 ``sub_group_size`` default, 1e9 elements (deepspeed/runtime/zero/config.py; also the value
+#: of the ms-swift, LLaMA-Factory and FlagPerf ZeRO-3 configs). ZeRO-3 steps the optimizer one sub-group at a
+#: time and frees the fp32 gradient of a sub-group after its step (``_release_sub_group`` in
+#: deepspeed/runtime/zero/stage3.py): only one sub-group's fp32 gradient partition is alive at once.
+#: https://github.com/deepspeedai/DeepSpeed/blob/master/deepspeed/runtime/zero/stage3.py
+DS_SUB_GROUP_SIZE = 1_000_000_000
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -100,6 +107,10 @@ def _storage(wl: Workload, notes: list[str]) -> _Storage:
     amp = wl.precision in ("amp-bf16", "fp16")
     p_b = 4.0 if (amp and not zero) else 2.0  # DeepSpeed keeps bf16/fp16 model weights
     # trainable storage: (param, grad, state dtype, fp32 master)
+    if megatron_core(wl) and wl.method in ("full", "freeze") and wl.precision in ("bf16", "amp-bf16", "fp16"):
+        # Megatron-Core mixed precision: 16-bit params, fp32 master + fp32 Adam moments, also without the
+        # distributed optimizer (estimate/runtime.py megatron_core; the fp32 main_grad is a runtime term)
+        return _Storage(param=2.0, trainable_param=2.0, grad=2.0, state=4.0, master=4.0)
     if wl.method in ("lora", "qlora") and not zero:
         tp_b, g_b, s_b, master = 4.0, 4.0, 4.0, 0.0  # PEFT adapters in fp32 (autocast_adapter_dtype)
     elif zero:
@@ -243,9 +254,16 @@ def _strategy_buffers(m: ModelShape, wl: Workload, acc: _Sums, s: _Storage,
         if wl.dp > 1:
             grad_temp_bwd = acc.grads  # DDP Reducer: flat buckets covering every gradient
             notes.append("DDP keeps gradient buckets the size of all gradients (gradient_as_bucket_view=False)")
+    elif megatron_core(wl):
+        notes.append("Megatron-Core: gradients reduced in place in the contiguous main_grad buffer; the "
+                     "distributed optimizer steps on views of it (no reduce bucket, no fp32 gradient copy)")
     elif zero:
         grad_temp_bwd = min(DS_REDUCE_BUCKET, acc.trainable_rank) * s.grad
-        step_temp = 4.0 * acc.trainable_sharded  # fp32 copy of this rank's gradient partition
+        # fp32 copy of this rank's gradient partition for the step: ZeRO-1/2 convert the whole partition,
+        # ZeRO-3 one optimizer sub-group at a time (DS_SUB_GROUP_SIZE)
+        step_temp = 4.0 * acc.trainable_sharded
+        if wl.strategy == "zero3" and acc.trainable_rank > DS_SUB_GROUP_SIZE:
+            step_temp *= DS_SUB_GROUP_SIZE / acc.trainable_rank
         if wl.strategy == "zero3":
             gathered = 2 * layer_max * 2.0 + DS_PREFETCH_BUCKET * 2.0
             gathered = max(gathered, m.vocab_size * m.hidden_size * 2.0 / wl.tp * 2)

@@ -147,7 +147,8 @@ def _configs(req: PlanRequest, model: ModelShape, gpn: int, nodes: int, precisio
     if "strategy" in pins:
         strategies = tuple((s, o) for s, o in strategies if s == pins["strategy"]) or ((pins["strategy"], "none"),)
     if "offload" in pins:
-        strategies = tuple({(s, pins["offload"]) for s, _ in strategies})
+        # de-duplicated in order (a set would make the fastest-first order depend on the hash seed)
+        strategies = tuple(dict.fromkeys((s, pins["offload"]) for s, _ in strategies))
     eps = [pins.get("ep", 1)]
     if "ep" not in pins and model.is_moe and gpus >= 8 and base.method == "full":
         for e in (gpn, gpus):
