@@ -34,6 +34,7 @@ sys.path.insert(0, str(HERE))
 from trainfit.catalog import get_gpu  # noqa: E402
 from trainfit.estimate.memory import DEFAULT_OVERHEAD, estimate_memory  # noqa: E402
 from trainfit.estimate.fit import SAFETY_MARGIN_DEFAULT, decide_fit  # noqa: E402
+from trainfit.estimate.runtime import nccl_communicators  # noqa: E402
 from trainfit.models import from_hf_config, get_model  # noqa: E402
 from trainfit.workload import Workload  # noqa: E402
 
@@ -54,7 +55,7 @@ def elastic_cache_verdict(est, wl: Workload, usable_gib: float, band: float = SA
     blocks and retries before raising OOM, so only tensors + CUDA context/NCCL decide ``oom``; a reserve
     (allocator cache included) above usable x (1 - band) is ``tight``."""
     ov = DEFAULT_OVERHEAD
-    fixed = ov.cuda_context_gib + (ov.nccl_gib if wl.gpus > 1 else 0.0)
+    fixed = ov.cuda_context_gib + ov.nccl_gib * nccl_communicators(wl)
     if est.tensor_peak_gib + fixed > usable_gib:
         return "oom"
     if est.reserved_gib > usable_gib * (1 - band):

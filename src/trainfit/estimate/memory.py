@@ -27,7 +27,7 @@ from typing import NamedTuple
 
 from trainfit.estimate.activation_profile import ActProfile, act_divisor, autocast, cached_act_profile, eff_tokens
 from trainfit.estimate.params import ParamCounts, count_params
-from trainfit.estimate.runtime import megatron_core, runtime_terms
+from trainfit.estimate.runtime import megatron_core, nccl_communicators, runtime_terms
 from trainfit.estimate.states import (ADAM8_STATE_BYTES, DS_PREFETCH_BUCKET, DS_REDUCE_BUCKET, GIB,
                                       NF4_BYTES, ModelStates, any_layer_tensor, cached_states, model_state_gib,
                                       mp_shard, rank_layers)
@@ -61,8 +61,12 @@ class OverheadModel:
 
     cuda_context_gib: float = 0.75
     """CUDA context, cuBLAS/cuDNN handles and workspaces (per process)."""
-    nccl_gib: float = 0.5
-    """NCCL communicator buffers when the job has more than one GPU."""
+    nccl_gib: float = 688 / 1024
+    """GPU buffers of one NCCL communicator (channels x buffers per peer): 688 MB measured per process group
+    of more than two GPUs on 4x A100 with NVLink (https://github.com/NVIDIA/nccl/issues/964); NCCL's
+    maintainers: more communicators, more memory, linear in the channel count
+    (https://github.com/NVIDIA/nccl/issues/986). Counted per communicator the job uses
+    (``estimate.runtime.nccl_communicators``)."""
     allocator_slack_fraction: float = 0.06
     """Caching-allocator reserve and fragmentation, as a fraction of the tensor peak."""
 
@@ -414,7 +418,7 @@ def _estimate(m: ModelShape, wl: Workload, overhead: OverheadModel) -> MemoryEst
         assumptions += [t.note for t in rt]
     peak, phases_total = _peak(cands)
     tensor_peak = sum(peak[1:]) / GIB
-    ov = (overhead.cuda_context_gib + (overhead.nccl_gib if wl.gpus > 1 else 0.0)
+    ov = (overhead.cuda_context_gib + overhead.nccl_gib * nccl_communicators(wl)
           + overhead.allocator_slack_fraction * tensor_peak)
     breakdown = {k: v / GIB for k, v in zip(TERMS, peak[1:])}
     breakdown["overhead"] = ov

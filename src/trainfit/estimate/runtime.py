@@ -61,6 +61,28 @@ def megatron_core(wl: Workload) -> bool:
     return wl.uses_megatron and wl.strategy in ("ddp", "zero1")
 
 
+def nccl_communicators(wl: Workload) -> int:
+    """NCCL communicators a rank of ``wl`` creates and uses during training (each holds its own GPU
+    buffers; PyTorch creates a process group's communicator at its first collective).
+
+    Data-parallel engines (DDP, DeepSpeed ZeRO, FSDP) use the one world group. Megatron-Core layouts
+    (``Workload.uses_megatron``) use one communicator per parallel group that carries traffic
+    (megatron/core/parallel_state.py): data parallel (gradient reduce-scatter / parameter all-gather of the
+    distributed optimizer; counted once), tensor parallel, pipeline parallel (point-to-point),
+    context parallel, the model-parallel group (tp x pp: gradient-norm and found-inf all-reduce), and with
+    expert parallelism the expert group (all-to-all) and, when it has more than one rank, the expert
+    data-parallel group."""
+    if wl.gpus <= 1:
+        return 0
+    if not wl.uses_megatron:
+        return 1
+    n = 1 if wl.dp > 1 else 0
+    n += (wl.tp > 1) + (wl.pp > 1) + (wl.cp > 1) + (wl.tp * wl.pp > 1)
+    if wl.ep > 1:
+        n += 1 + (wl.dp * wl.tp // wl.ep > 1)
+    return max(1, n)
+
+
 MEGATRON_MAIN_GRAD_EXTRA_BYTES = 2.0
 """fp32 ``main_grad`` (4 B) minus the bf16 gradient (2 B) memory.py already counts, per local parameter."""
 

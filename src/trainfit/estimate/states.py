@@ -273,7 +273,12 @@ def _strategy_buffers(m: ModelShape, wl: Workload, acc: _Sums, s: _Storage,
         # that FSDP2 does not reshard after forward
         root = (m.embedding_params + m.hidden_size) * cb / wl.tp
         gathered = 2 * layer_max * cb + root * (1 - 1 / (wl.dp * wl.cp))
-        grad_temp_bwd = 2 * layer_max * s.grad  # unsharded grads of one layer before reduce-scatter
+        # unsharded grads of one layer before reduce-scatter: only trainable parameters get gradients, so
+        # with PEFT / freeze it is the largest layer's trainable share (FSDP2 reduce-scatters param.grad of
+        # requires_grad parameters only: torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py)
+        grad_temp_bwd = 2 * layer_max * s.grad
+        if wl.method != "full":
+            grad_temp_bwd = 2 * max(acc.grad_by_ids.values(), default=0.0) * wl.dp * wl.cp
         notes.append("FSDP2: each decoder layer and the root wrapped with fully_shard; one layer prefetched")
     # optimizer-step temporaries of the optimizer itself
     if wl.optimizer == "adamw-foreach" and not zero:
@@ -293,9 +298,15 @@ def _offload(wl: Workload, acc: _Sums, step_temp: float, notes: list[str]) -> tu
         # DeepSpeed); on the GPU only the reduce bucket (and FSDP's unsharded layer grads) stay.
         step_temp = 0.0
         offload_host += 4.0 * acc.trainable_sharded
-        acc.grads = 0.0
-        acc.grad_by_ids = {}
-        acc.grad_global = acc.grad_embedding = 0.0
+        if not megatron_core(wl):
+            acc.grads = 0.0
+            acc.grad_by_ids = {}
+            acc.grad_global = acc.grad_embedding = 0.0
+        else:
+            # Megatron-Core --optimizer-cpu-offload (HybridDeviceOptimizer): the DDP wrapper's contiguous fp32
+            # main_grad buffer stays on the GPU; the optimizer copies its shard to pinned host memory
+            # (megatron/core/optimizer/cpu_offloading/hybrid_optimizer.py)
+            notes.append("Megatron optimizer CPU offload: the fp32 main_grad buffer stays on the GPU")
         notes.append(f"offload={wl.offload}: optimizer states (and fp32 master) in host RAM, step on the CPU")
     if wl.offload == "all":
         offload_host += acc.weights
