@@ -16,6 +16,11 @@ Terms:
   contiguous fp32 ``main_grad`` buffer of every local parameter, not sharded by the distributed
   optimizer). memory.py counts bf16 gradients; the extra 2 bytes per local trainable parameter are added
   for Megatron layouts (tp/pp/ep/cp > 1, ``Workload.uses_megatron``) when the weights train (full/freeze).
+* **Megatron-Core model states and loss** (:func:`megatron_core`, used by estimate/states.py and memory.py):
+  fp32 master + moments also without the distributed optimizer, no DeepSpeed buckets or fp32 gradient copy,
+  main_grad on the GPU under optimizer CPU offload, vocab-parallel cross entropy at 6 B per logit.
+* **NCCL communicators** (:func:`nccl_communicators`): how many communicators' buffers ``reserved_gib``
+  carries (``OverheadModel.nccl_gib`` each).
 """
 
 from __future__ import annotations
