@@ -1,25 +1,26 @@
 """Engine constants fitted by benchmarks/speed_loso.py (generated file, do not edit)."""
 
 FIT_DATE = '2026-12-03'
-N_ROWS = 63
+N_ROWS = 61
 N_SOURCES = 8
 FITTED = {
-    'gemm_eff_megatron': 0.553712,
-    'gemm_eff_native': 0.555358,
-    'gemm_eff_hf': 0.569701,
-    'elem_bytes_megatron': 7.15971,
-    'elem_bytes_native': 10.380377,
-    'elem_bytes_hf': 14.899918,
-    'gemm_half_dim': 135.11591,
-    'attention_relative_megatron': 0.745735,
-    'attention_relative_native': 0.481456,
-    'ampere_factor': 1.262302,
-    'fp8_eff_megatron': 0.537962,
-    'fp8_eff_native': 0.46604,
+    'gemm_eff_megatron': 0.556131,
+    'gemm_eff_native': 0.553604,
+    'gemm_eff_hf': 0.582385,
+    'elem_bytes_megatron': 6.179811,
+    'elem_bytes_native': 10.378857,
+    'elem_bytes_hf': 14.622441,
+    'gemm_half_dim': 133.765592,
+    'attention_relative_megatron': 0.763276,
+    'attention_relative_native': 0.483035,
+    'ampere_factor': 1.270051,
+    'fp8_eff_megatron': 0.548985,
+    'fp8_eff_native': 0.465549,
     'launch_seconds': 9e-06,
-    'compile_elementwise_factor': 0.510615,
-    'moe_elementwise_factor': 1.220214,
-    'fp8_cast_bytes': 2.08897,
+    'compile_elementwise_factor': 0.511212,
+    'moe_elementwise_factor': 1.032912,
+    'fp8_cast_bytes': 2.040883,
     'expert_sync_seconds': 3.1e-05,
-    'zero3_fetch_seconds': 0.000639,
+    'zero3_fetch_seconds': 0.000633,
+    'zero_hook_seconds': 5.2e-05,
 }
