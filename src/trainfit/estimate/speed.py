@@ -203,7 +203,7 @@ def estimate_speed(model: ModelShape, workload: Workload, hardware: Hardware, *,
     # ---- communication, CPU optimizer, QLoRA dequantize
     links = links_for(wl, hw, warnings)
     trainable = float(count_params(model, wl).trainable)
-    terms = comm_terms(model, wl, fw, links, trainable)
+    terms = comm_terms(model, wl, fw, links, trainable, virtual_pp=max(1, virtual_pp))
     offload, cpu_s = offload_term(model, wl, hw, links, trainable, assumptions)
     if offload is not None:
         terms.append(offload)
