@@ -88,10 +88,16 @@ def load(path: Path = DATA) -> tuple[dict, list[Row]]:
 def excluded_errors(data: dict, c: engines.EngineConstants) -> list[dict]:
     """The published rows left out of fit and evaluation (``excluded_rows``, each with its reason), predicted
     with constants ``c`` so the report shows how far off they are."""
-    raw = data.get("excluded_rows") or []
-    out = errors(load_rows(data, raw), c)
-    for e, r in zip(out, raw):
+    out = []
+    for r in data.get("excluded_rows") or []:
+        try:
+            (row,) = load_rows(data, [r])
+        except (KeyError, ValueError, TypeError) as exc:  # a setting the model needs is missing
+            print(f"excluded row {r.get('id')}: not predicted ({exc!r})", file=sys.stderr)
+            continue
+        (e,) = errors([row], c)
         e["excluded_reason"] = r.get("excluded_reason", "")
+        out.append(e)
     return out
 
 
