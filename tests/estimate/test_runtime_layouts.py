@@ -26,6 +26,7 @@ def test_megatron_core_holds_fp32_master_and_moments_also_without_the_distribute
     assert z1.optimizer == pytest.approx(ddp.optimizer / 4, rel=1e-6)
     # no DeepSpeed reduce bucket, no fp32 copy of the gradient partition
     assert z1.grad_temp_bwd == 0 and z1.step_temp == 0
+    assert ddp.grad_temp_bwd == 0  # Megatron's DDP reduces in its buffer: no torch DDP Reducer buckets
     deepspeed = cached_states(m, Workload(gpus=8, strategy="zero1"))
     assert not megatron_core(Workload(gpus=8, strategy="zero1"))
     assert deepspeed.step_temp == pytest.approx(4 * deepspeed.trainable_sharded)

@@ -250,13 +250,13 @@ def _strategy_buffers(m: ModelShape, wl: Workload, acc: _Sums, s: _Storage,
     zero = wl.strategy in ("zero1", "zero2", "zero3")
     step_temp = grad_temp_bwd = gathered = 0.0
     layer_max = m.max_layer_params * mp_shard(wl, any_layer_tensor(m))
-    if wl.strategy == "ddp":
+    if megatron_core(wl):  # before plain DDP: Megatron's own DDP has no separate Reducer buckets
+        notes.append("Megatron-Core: gradients reduced in place in the contiguous main_grad buffer; the "
+                     "distributed optimizer steps on views of it (no reduce bucket, no fp32 gradient copy)")
+    elif wl.strategy == "ddp":
         if wl.dp > 1:
             grad_temp_bwd = acc.grads  # DDP Reducer: flat buckets covering every gradient
             notes.append("DDP keeps gradient buckets the size of all gradients (gradient_as_bucket_view=False)")
-    elif megatron_core(wl):
-        notes.append("Megatron-Core: gradients reduced in place in the contiguous main_grad buffer; the "
-                     "distributed optimizer steps on views of it (no reduce bucket, no fp32 gradient copy)")
     elif zero:
         grad_temp_bwd = min(DS_REDUCE_BUCKET, acc.trainable_rank) * s.grad
         # fp32 copy of this rank's gradient partition for the step: ZeRO-1/2 convert the whole partition,
