@@ -89,7 +89,9 @@ def print_plan(out: dict, top: int = 10, console: Console | None = None) -> None
                 + (", spot" if w.get("spot") else ""))
     else:
         c.print(f"[bold]{w['model']}[/bold] {w['method']}, seq {w['seq_len']}, {w['tokens'] / 1e9:g}B tokens, "
-                f"{w['precision']}, objective: {w['objective']}" + (", spot" if w.get("spot") else ""))
+                f"{w['precision']}, objective: {w['objective']}" + (", spot" if w.get("spot") else "")
+                + (f", target {w['target']}" if w.get("target") else "")
+                + (f", framework {w['framework']}" if w.get("framework") else ""))
     plans = out["plans"]
     pareto = set(out.get("pareto", []))
     if plans:
@@ -121,6 +123,9 @@ def print_plan(out: dict, top: int = 10, console: Console | None = None) -> None
             c.print("[yellow]no prices in the catalog for these instance types: ranked by GPU-hours. Add "
                     "price_per_hour and currency in ~/.config/trainfit/catalog.yaml (see docs/catalog.md).[/yellow]")
         for i, p in enumerate(plans[:top]):
+            if p.get("framework"):
+                c.print(f"[dim]#{i + 1} speed: {p['framework']} engine"
+                        + (f"; {p['calibration']}" if p.get("calibration") else "") + "[/dim]")
             if p.get("price_per_hour") is not None:
                 c.print(f"[dim]#{i + 1} price: {p['price_per_hour']:,.2f} {p.get('currency') or ''} per instance-hour "
                         f"(pay-as-you-go{', spot pays ' + format(p['spot_price_fraction'], '.0%') if p.get('spot_price_fraction') else ''}"

@@ -24,6 +24,8 @@ import yaml
 from trainfit.errors import TrainfitError, WorkloadError
 
 ENV_CALIBRATION = "TRAINFIT_CALIBRATION"
+CALIBRATED_PREFIX = "calibrated on "
+"""How :meth:`Calibration.line` starts (a speed estimate's assumption; :func:`calibration_note` finds it)."""
 FACTOR_RANGE = (0.2, 5.0)
 """A measured/predicted median outside this range means a broken run or a wrong GPU match: refused."""
 
@@ -51,8 +53,13 @@ class Calibration:
             raise WorkloadError("a calibration needs at least one measured run")
 
     def line(self) -> str:
-        return (f"calibrated on {self.gpu} ({self.family} engine), {self.date}: measured/predicted x{self.factor:.3f} "
+        return (f"{CALIBRATED_PREFIX}{self.gpu} ({self.family} engine), {self.date}: measured/predicted x{self.factor:.3f} "
                 f"(median of {self.runs} runs, {self.spread[0]:.2f}-{self.spread[1]:.2f}; {self.source})")
+
+
+def calibration_note(assumptions: Any) -> str | None:
+    """The "calibrated on <GPU>, <date>" line among a speed estimate's assumptions, or None (uncalibrated)."""
+    return next((a for a in assumptions if str(a).startswith(CALIBRATED_PREFIX)), None)
 
 
 def calibration_path() -> Path:
