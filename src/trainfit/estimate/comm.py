@@ -221,8 +221,10 @@ def cp_term(model: ModelShape, wl: Workload, links: Links) -> CommTerm | None:
     return CommTerm(name="cp-kv", seconds=secs, overlap=CP_OVERLAP, link=where, bytes_per_gpu=m * n_full * per_layer)
 
 
-def pp_term(model: ModelShape, wl: Workload, links: Links) -> CommTerm | None:
-    """Pipeline point-to-point: activations forward, their gradients backward, per micro-batch."""
+def pp_term(model: ModelShape, wl: Workload, links: Links, virtual_pp: int = 1) -> CommTerm | None:
+    """Pipeline point-to-point: activations forward, their gradients backward, per micro-batch and model
+    chunk: the interleaved schedule sends ``virtual_pp`` times as many messages (Narayanan et al. 2021,
+    section 2.2.2: "the amount of communication also increases by v"; https://arxiv.org/abs/2104.04473)."""
     if wl.pp <= 1:
         return None
     tokens_mb = wl.micro_batch * wl.seq_len / wl.cp
@@ -231,15 +233,17 @@ def pp_term(model: ModelShape, wl: Workload, links: Links) -> CommTerm | None:
     where = "inter" if links.nodes > 1 and stage_gpus >= links.g_node else "intra"
     bw = min(links.intra, links.inter or links.intra) if where == "inter" else links.intra
     m = wl.grad_accum
-    secs = m * 2 * buf / (bw * 1e9 * links.link_eff)
-    return CommTerm(name="pp-p2p", seconds=secs, overlap=0.0, link=where, bytes_per_gpu=m * 2 * buf)
+    sends = m * 2 * max(1, virtual_pp)
+    secs = sends * buf / (bw * 1e9 * links.link_eff)
+    return CommTerm(name="pp-p2p", seconds=secs, overlap=0.0, link=where, bytes_per_gpu=sends * buf)
 
 
-def comm_terms(model: ModelShape, wl: Workload, framework: str, links: Links, trainable: float) -> list[CommTerm]:
+def comm_terms(model: ModelShape, wl: Workload, framework: str, links: Links, trainable: float,
+               virtual_pp: int = 1) -> list[CommTerm]:
     """All GPU-to-GPU terms in report order: data parallel (dense, expert), TP, EP, CP, PP."""
     terms = dp_terms(model, wl, framework, links, trainable)
     for term in (tp_term(model, wl, links), ep_term(model, wl, links), cp_term(model, wl, links),
-                 pp_term(model, wl, links)):
+                 pp_term(model, wl, links, virtual_pp)):
         if term is not None:
             terms.append(term)
     return terms

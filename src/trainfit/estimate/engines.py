@@ -146,6 +146,13 @@ class EngineConstants:
     zero3_fetch_seconds: float = 5e-4
     """DeepSpeed ZeRO-3: exposed latency per fetch of a small module's parameters (pre-forward hook,
     all-gather launch and wait) that no compute hides: each expert's linears of the eager MoE loop."""
+    zero_hook_seconds: float = 5e-5
+    """DeepSpeed ZeRO (stages 1-3): host time per trainable parameter tensor and micro-batch of the
+    gradient hook that copies the gradient into the reduce bucket (Python bookkeeping plus a handful of
+    tensor ops at ~5-10 us each). Per tensor, not per byte: it is noise for a dense model (~300 tensors) and
+    seconds for Hugging Face MoE code (3 linears per expert: Qwen3-30B-A3B has 18,432 expert tensors). The
+    per-parameter host path is DeepSpeed's documented bottleneck: deepspeedai/DeepSpeed#7886 (hook cost per
+    tensor), TensorAuto/OpenTau#177 (ZeRO-2 backward 3.4 s vs DDP 0.67 s, "entirely host-side")."""
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -219,6 +226,8 @@ class EngineFeatures:
     optimizer_seconds: float
     zero3_fetches: float = 0.0
     """Exposed-latency ZeRO-3 module fetches per step (expert linears of the eager loop), inter-node weighted."""
+    zero_hook_calls: float = 0.0
+    """DeepSpeed ZeRO gradient-hook calls per step: trainable parameter tensors x micro-batches."""
     notes: tuple[str, ...] = field(default=())
 
 
@@ -263,8 +272,14 @@ def _expert_forward_flops(model: ModelShape) -> float:
     return expert_fwd
 
 
-def _gemm_dims(model: ModelShape, wl: Workload, family: str, mb_tokens: float) -> tuple[float, float, float]:
-    """(dense GEMM size, expert GEMM size, experts visited per MoE layer in the eager loop)."""
+def _gemm_dims(model: ModelShape, wl: Workload, family: str, mb_tokens: float,
+               grouped: bool = True) -> tuple[float, float, float]:
+    """(dense GEMM size, expert GEMM size, experts visited per MoE layer in a per-expert loop).
+
+    Hugging Face code loops over every expert that got a token (no expert parallelism). Megatron-Core without
+    ``--moe-grouped-gemm`` (``SequentialMLP``) loops over its local experts (``E / ep``), slicing each one's
+    tokens by counts read back to the host; with grouped GEMM (and in native grouped_mm engines) there is no
+    loop (``visited = 0``)."""
     h = model.hidden_size
     dense_dim = min(mb_tokens, h / wl.tp, max(1.0, (model.intermediate_size or h) / wl.tp))
     expert_dim = 0.0
@@ -276,6 +291,8 @@ def _gemm_dims(model: ModelShape, wl: Workload, family: str, mb_tokens: float) -
             visited = min(float(E), mb_tokens * k)
         else:
             tok_per_expert = mb_tokens / wl.tp * wl.ep * k / E  # each rank gets its experts' tokens from ep ranks
+            if not grouped:
+                visited = float(E) / wl.ep
         expert_dim = min(tok_per_expert, float(Ie), float(h))
     return dense_dim, expert_dim, visited
 
@@ -313,7 +330,7 @@ def _kernel_units(model: ModelShape, wl: Workload, family: str, passes: float,
         k_lora = KERNELS_PER_LORA_LINEAR + (KERNELS_PER_QLORA_LINEAR if wl.method == "qlora" else 0.0)
         lora_kernel_units = layer_units * adapted * k_lora / KERNELS_PER_LAYER[family]
     moe_units = m * (model.n_moe_layers / wl.pp) * passes if model.is_moe else 0.0
-    expert_units = m * (model.n_moe_layers / wl.pp) * passes * visited if family == "hf" else 0.0
+    expert_units = m * (model.n_moe_layers / wl.pp) * passes * visited
     zero3_fetches = 0.0
     if family == "hf" and model.is_moe and wl.strategy == "zero3":
         fetch_passes = 2 + (1 if wl.grad_ckpt else 0)  # forward, backward (+ recompute forward)
@@ -321,6 +338,25 @@ def _kernel_units(model: ModelShape, wl: Workload, family: str, passes: float,
         if wl.nodes > 1:
             zero3_fetches *= ZERO3_INTER_NODE_FACTOR
     return layer_units + lora_kernel_units, moe_units, expert_units, zero3_fetches
+
+
+def _zero_hook_calls(model: ModelShape, wl: Workload, family: str) -> float:
+    """DeepSpeed ZeRO gradient-hook calls per step (``zero_hook_seconds``): one per trainable parameter tensor
+    of this rank's stage and micro-batch. Hugging Face MoE code keeps 3 linears per expert (the eager-loop
+    layout); LoRA hooks only its two adapter matrices per adapted linear."""
+    if family != "hf" or wl.strategy not in ("zero1", "zero2", "zero3"):
+        return 0.0
+    from trainfit.estimate.params import lora_targeted
+
+    n = 0.0
+    for t in model.tensors():
+        per = 3.0 * t.experts / 2.0 if t.kind == "expert" and t.experts else 1.0  # fused gate_up + down -> 3/expert
+        if wl.method in ("lora", "qlora"):
+            if t.layer_type != "global" and t.kind in ("linear", "expert") and lora_targeted(t, wl.lora_targets):
+                n += 2.0 * t.count * per
+        else:
+            n += t.count * per
+    return wl.grad_accum * n / wl.pp
 
 
 def _optimizer_seconds(model: ModelShape, wl: Workload, hw: Any, trainable_params: float | None,
@@ -342,12 +378,14 @@ def _optimizer_seconds(model: ModelShape, wl: Workload, hw: Any, trainable_param
 
 def features(model: ModelShape, wl: Workload, hw: Any, framework: str, *, flops: Any,
              compiled: bool = False, trainable_params: float | None = None,
-             recompute_fraction: float = 0.0) -> EngineFeatures:
+             recompute_fraction: float = 0.0, moe_grouped_gemm: bool = True) -> EngineFeatures:
     """Constant-independent quantities of one step (``flops`` is ``speed.flops_per_token``'s result).
 
     ``recompute_fraction``: share of the layers' forward re-run by selective activation checkpointing when
     ``grad_ckpt`` is off (torchtitan's per-op SAC re-runs every second matmul of a layer: ~0.36 of a Llama
-    layer's forward FLOPs); 0 without it.
+    layer's forward FLOPs); 0 without it. ``moe_grouped_gemm``: Megatron-Core's ``--moe-grouped-gemm``
+    (off: ``SequentialMLP``, a per-expert loop like Hugging Face's; ignored by Hugging Face code, which
+    always loops).
     """
     family = FAMILY_OF.get(framework)
     if family is None:
@@ -360,7 +398,7 @@ def features(model: ModelShape, wl: Workload, hw: Any, framework: str, *, flops:
     dense_fwd = flops.forward_matmul_flops - expert_fwd + flops.forward_lm_head_flops
     per = tokens_step_gpu * ratio
     mb_tokens = wl.micro_batch * wl.seq_len / wl.cp  # tokens of one micro-batch on one GPU (before TP)
-    dense_dim, expert_dim, visited = _gemm_dims(model, wl, family, mb_tokens)
+    dense_dim, expert_dim, visited = _gemm_dims(model, wl, family, mb_tokens, moe_grouped_gemm)
     lora_dim = float(wl.lora_rank) if wl.method in ("lora", "qlora") else 0.0
     units, moe_units_b = _elementwise_units(model, wl, tokens_step_gpu, ratio)
     ce = tokens_step_gpu * model.vocab_size * CE_BYTES_PER_LOGIT  # vocab-parallel over TP
@@ -377,6 +415,7 @@ def features(model: ModelShape, wl: Workload, hw: Any, framework: str, *, flops:
         elementwise_units=units, moe_elementwise_units=moe_units_b, ce_bytes=ce,
         layer_kernel_units=layer_units, moe_kernel_units=moe_units,
         expert_kernel_units=expert_units, optimizer_seconds=opt_s, zero3_fetches=zero3_fetches,
+        zero_hook_calls=_zero_hook_calls(model, wl, family),
         notes=tuple(notes),
     )
 
@@ -417,7 +456,7 @@ def compute_time(f: EngineFeatures, c: EngineConstants) -> EngineTime:
         loop = 0.0
         gemm += expert
         gpu = gemm + attn + elem
-    z3 = f.zero3_fetches * c.zero3_fetch_seconds
+    z3 = f.zero3_fetches * c.zero3_fetch_seconds + f.zero_hook_calls * c.zero_hook_seconds
     return EngineTime(seconds=max(gpu, cpu) + loop + z3 + f.optimizer_seconds, gemm_seconds=gemm,
                       attention_seconds=attn, elementwise_seconds=elem, launch_seconds=cpu,
                       expert_loop_seconds=loop, zero3_fetch_seconds=z3, optimizer_seconds=f.optimizer_seconds,
@@ -429,7 +468,8 @@ def describe(c: EngineConstants, family: str) -> list[str]:
     kf = "megatron" if family == "megatron" else "native"
     names = [f"gemm_eff_{family}", f"elem_bytes_{family}", "gemm_half_dim", f"attention_relative_{kf}",
              "ampere_factor", f"fp8_eff_{kf}", "launch_seconds", "compile_elementwise_factor",
-             "moe_elementwise_factor", "fp8_cast_bytes", "expert_sync_seconds", "zero3_fetch_seconds"]
+             "moe_elementwise_factor", "fp8_cast_bytes", "expert_sync_seconds", "zero3_fetch_seconds",
+             "zero_hook_seconds"]
     out = [f"engine model ({family}): GEMMs at peak x {c.gemm_eff(family):.3f} x d/(d+{c.gemm_half_dim:.0f}), "
            f"flash attention x {c.attention_relative(family):.2f}, element-wise {c.elem_bytes(family):.1f} x (h+I)x2 B "
            f"per token-layer-pass over HBM x {HBM_EFFICIENCY}, {c.launch_seconds * 1e6:.1f} us per eager kernel"]
@@ -444,6 +484,9 @@ def _load_fitted() -> None:
 
     DEFAULT_CONSTANTS = EngineConstants(**data.FITTED)
     for name in FIT_FIELDS:
+        if name not in data.FITTED:  # a constant added after the last fit: its prior until the next fit
+            CONSTANT_SOURCES[name] = f"{name} = {getattr(PRIORS, name):.4g}: prior (assumption), not fitted yet"
+            continue
         CONSTANT_SOURCES[name] = (
             f"{name} = {data.FITTED[name]:.4g} (prior {getattr(PRIORS, name):.4g}): fitted by "
             f"benchmarks/speed_loso.py on {data.N_ROWS} published runs from {data.N_SOURCES} sources "

@@ -129,7 +129,7 @@ def _peak(wl: Workload, hw: Hardware, warnings: list[str]) -> tuple[str, float]:
 def _engine_compute(model: ModelShape, wl: Workload, hw: Hardware, fw: str, fl: FlopsBreakdown, *, precision: str,
                     peak: float, flops_per_gpu_step: float, compiled: bool, recompute_fraction: float,
                     constants: Any, use_calibration: bool, warnings: list[str],
-                    assumptions: list[str]) -> tuple[float, float, tuple[str, ...]]:
+                    assumptions: list[str], moe_grouped_gemm: bool = True) -> tuple[float, float, tuple[str, ...]]:
     """(compute seconds, executed-FLOPs efficiency, its sources) from the engine model of ``fw``'s kernels
     (``estimate/engines.py``), divided by a measured calibration when there is one."""
     from trainfit.estimate import engines
@@ -137,7 +137,7 @@ def _engine_compute(model: ModelShape, wl: Workload, hw: Hardware, fw: str, fl: 
     ec = constants or engines.DEFAULT_CONSTANTS
     feat = engines.features(model, wl.with_(precision=precision), hw, fw, flops=fl, compiled=compiled,
                             trainable_params=float(count_params(model, wl).trainable),
-                            recompute_fraction=recompute_fraction)
+                            recompute_fraction=recompute_fraction, moe_grouped_gemm=moe_grouped_gemm)
     et = engines.compute_time(feat, ec)
     compute_s = et.seconds
     if use_calibration and constants is None:
@@ -159,7 +159,7 @@ def _engine_compute(model: ModelShape, wl: Workload, hw: Hardware, fw: str, fl: 
 def estimate_speed(model: ModelShape, workload: Workload, hardware: Hardware, *, framework: str | None = None,
                    efficiency: float | None = None, virtual_pp: int = 1, compiled: bool = False,
                    recompute_fraction: float = 0.0, constants: Any = None,
-                   use_calibration: bool = True) -> SpeedEstimate:
+                   use_calibration: bool = True, moe_grouped_gemm: bool = True) -> SpeedEstimate:
     """Tokens/s, step time and MFU of ``workload`` on ``hardware`` (see ``docs/speed-model.md``).
 
     ``framework`` picks the engine family (hf-trainer, deepspeed, fsdp2, megatron; default from the
@@ -167,7 +167,8 @@ def estimate_speed(model: ModelShape, workload: Workload, hardware: Hardware, *,
     fixed executed-FLOPs utilisation (0-1). ``virtual_pp``: interleaved pipeline stages per GPU (Megatron
     VP); ``compiled``: torch.compile; ``recompute_fraction``: selective recompute share of the forward (see
     ``engines.features``); ``constants``: :class:`engines.EngineConstants` (default: fitted);
-    ``use_calibration``: apply a measured calibration of this GPU and engine family from the user's overlay
+    ``moe_grouped_gemm``: Megatron-Core's ``--moe-grouped-gemm`` (off: a per-expert loop, see
+    ``engines.features``); ``use_calibration``: apply a measured calibration of this GPU and engine family from the user's overlay
     (``trainfit calibrate``; ignored when ``constants`` are given).
     """
     wl, hw = workload, hardware
@@ -190,7 +191,8 @@ def estimate_speed(model: ModelShape, workload: Workload, hardware: Hardware, *,
         compute_s, eff, eff_sources = _engine_compute(
             model, wl, hw, fw, fl, precision=precision, peak=peak, flops_per_gpu_step=flops_per_gpu_step,
             compiled=compiled, recompute_fraction=recompute_fraction, constants=constants,
-            use_calibration=use_calibration, warnings=warnings, assumptions=assumptions)
+            use_calibration=use_calibration, warnings=warnings, assumptions=assumptions,
+            moe_grouped_gemm=moe_grouped_gemm)
     else:
         if not 0 < efficiency <= 1:
             raise WorkloadError(f"efficiency must be in (0, 1], got {efficiency}")
@@ -201,7 +203,7 @@ def estimate_speed(model: ModelShape, workload: Workload, hardware: Hardware, *,
     # ---- communication, CPU optimizer, QLoRA dequantize
     links = links_for(wl, hw, warnings)
     trainable = float(count_params(model, wl).trainable)
-    terms = comm_terms(model, wl, fw, links, trainable)
+    terms = comm_terms(model, wl, fw, links, trainable, virtual_pp=max(1, virtual_pp))
     offload, cpu_s = offload_term(model, wl, hw, links, trainable, assumptions)
     if offload is not None:
         terms.append(offload)
