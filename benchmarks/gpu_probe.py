@@ -259,14 +259,17 @@ def _device_gpu(device: str, gpu: str | None) -> tuple[str | None, float | None]
     """(catalog GPU the speed is predicted for, device memory in GiB) of the device at hand."""
     if device == "cpu":
         return gpu, None
-    import torch
-
-    if not torch.cuda.is_available():
+    # asked in a child process: a CUDA context in this process would sit on the GPU while the workers measure
+    r = subprocess.run([sys.executable, "-c", "import json, torch; ok = torch.cuda.is_available(); print(json.dumps("
+                        "[torch.cuda.get_device_name(), torch.cuda.get_device_properties(0).total_memory] if ok "
+                        "else None))"], capture_output=True, text=True, timeout=300)
+    info = json.loads(r.stdout.strip().splitlines()[-1]) if r.returncode == 0 and r.stdout.strip() else None
+    if info is None:
         raise SystemExit("no CUDA device: nothing measured (--list shows the predictions, --device cpu runs the "
                          "same code path on tiny models)")
     from trainfit.estimate.calibration import match_gpu
 
-    return gpu or match_gpu(torch.cuda.get_device_name()), torch.cuda.mem_get_info()[1] / GIB
+    return gpu or match_gpu(info[0]), info[1] / GIB
 
 
 def run(configs: list[dict], *, device: str, gpu: str | None, budget_s: float, timeout: float, out: Path) -> dict:
@@ -300,6 +303,7 @@ def run(configs: list[dict], *, device: str, gpu: str | None, budget_s: float, t
         out.write_text(json.dumps(data, indent=1) + "\n")
     data["probe"]["elapsed_s"] = round(time.perf_counter() - started, 1)
     data["probe"]["summary"] = summary(data)
+    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(data, indent=1) + "\n")
     return data
 

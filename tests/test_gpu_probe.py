@@ -112,3 +112,11 @@ def test_probe_on_cpu_then_calibrate_then_plan(probe, tmp_path, monkeypatch):
     assert cal.compute_seconds == pytest.approx(raw.compute_seconds / 1.25, rel=1e-9)
     rc, table = _cli(plan_argv[:-1])
     assert "calibrated on A10 (hf engine)" in table.replace("\n", " ")
+
+
+def test_time_budget_guard_stops_starting_configurations(probe, tmp_path):
+    out = tmp_path / "probe.json"
+    data = probe.run(probe.grid("cpu")[:3], device="cpu", gpu=None, budget_s=5.0, timeout=240, out=out)
+    assert not data["runs"] and len(data["probe"]["skipped"]) == 3
+    assert all(why.startswith("time budget") for why in data["probe"]["skipped"].values())
+    assert json.loads(out.read_text())["probe"]["summary"]["measured"] == 0
