@@ -122,8 +122,11 @@ def test_render_to_a_target_of_another_engine_warns_with_the_fix(tmp_path):
     assert len(res.warnings) == 1
     w = res.warnings[0]
     assert "swift runs hf-trainer" in w and "assume fsdp2" in w and "re-plan with --target swift" in w
-    assert engine_mismatch("hf-trainer", None, "swift", p.workload) is None
-    assert engine_mismatch("deepspeed", None, "llamafactory", _plan("zero2").workload) is None
+    assert engine_mismatch("hf-trainer", None, ["swift"], p.workload) == ()
+    assert engine_mismatch("deepspeed", None, ["llamafactory"], _plan("zero2").workload) == ()
+    many = render(build_context(p), "all").warnings  # one warning per engine, naming its targets
+    assert len(many) == 1 and many[0].startswith("swift, llamafactory, torchrun, dlc, pytorchjob, skypilot run "
+                                                  "hf-trainer but")
     # the CLI prints it, and the README carries it
     path = tmp_path / "plan.json"
     path.write_text(json.dumps(p.to_dict()))

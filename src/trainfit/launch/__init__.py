@@ -156,7 +156,7 @@ def render(ctx: RenderContext, targets: list[str] | tuple[str, ...] | str | None
                           fix=(f"did you mean {sugg[0]}? " if sugg else "") + "targets: " + ", ".join(TARGETS) + ", all")
     files: dict[str, str] = {}
     skipped: dict[str, str] = {}
-    warnings: list[str] = []
+    rendered: list[str] = []
     for t in chosen:
         mod = _module(t)
         why = mod.applies(ctx)
@@ -168,10 +168,9 @@ def render(ctx: RenderContext, targets: list[str] | tuple[str, ...] | str | None
             skipped[t] = why
             continue
         files.update(mod.render(ctx))
-        why_not = engine_mismatch(ctx.plan.framework, getattr(ctx.plan, "target", None), t, ctx.workload)
-        if why_not:
-            warnings.append(why_not)
-    return RenderResult(files=files, skipped=skipped, context=ctx, warnings=tuple(warnings))
+        rendered.append(t)
+    warnings = engine_mismatch(ctx.plan.framework, getattr(ctx.plan, "target", None), rendered, ctx.workload)
+    return RenderResult(files=files, skipped=skipped, context=ctx, warnings=warnings)
 
 
 def readme(result: RenderResult) -> str:

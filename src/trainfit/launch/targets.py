@@ -147,16 +147,22 @@ def search_reason(target: str | None, framework: str | None, wl: Workload) -> st
     return None
 
 
-def engine_mismatch(plan_framework: str | None, plan_target: str | None, target: str, wl: Workload) -> str | None:
-    """The warning ``render`` gives when ``target``'s engine differs from the engine the plan's speed figures
-    assumed (None when they agree or the plan has no speed)."""
-    runs = target_framework(target, wl)
-    if plan_framework is None or runs is None or same_engine(runs, plan_framework):
-        return None
-    how = f"re-plan with --target {target}" + ("" if target in RL_TARGET_FRAMEWORK else " and without --framework")
+def engine_mismatch(plan_framework: str | None, plan_target: str | None, targets: Any,
+                    wl: Workload) -> tuple[str, ...]:
+    """The warnings ``render`` gives when rendered ``targets`` run another engine than the one the plan's speed
+    figures assumed: one per engine, naming its targets (empty when they agree or the plan has no speed)."""
+    by_engine: dict[str, list[str]] = {}
+    for t in targets:
+        runs = target_framework(t, wl)
+        if plan_framework is not None and runs is not None and not same_engine(runs, plan_framework):
+            by_engine.setdefault(runs, []).append(t)
+    out = []
     was = f" for target {plan_target}" if plan_target else ""
-    return (f"{target} runs {runs} but the plan's speed, hours and cost assume {plan_framework}{was}: "
-            f"the figures in the file headers are for another engine ({how})")
+    for runs, ts in by_engine.items():
+        how = f"re-plan with --target {ts[0]}" + ("" if ts[0] in RL_TARGET_FRAMEWORK else " and without --framework")
+        out.append(f"{', '.join(ts)} {'runs' if len(ts) == 1 else 'run'} {runs} but the plan's speed, hours and cost "
+                   f"assume {plan_framework}{was}: the figures in the file headers are for another engine ({how})")
+    return tuple(out)
 
 
 __all__ = ["PLAN_TARGETS", "RL_TARGET_FRAMEWORK", "SWIFT_TARGETS", "TARGET_FRAMEWORKS", "TARGET_RUNS",
