@@ -8,6 +8,7 @@ import re
 import shlex
 
 from trainfit.launch._context import RenderContext
+from trainfit.workload import Workload
 
 OPTIMIZERS = {"adamw-fused": "adamw_torch_fused", "adamw-foreach": "adamw_torch", "adamw-8bit": "adamw_bnb_8bit",
               "paged-adamw-8bit": "paged_adamw_8bit", "sgd": "sgd", "adafactor": "adafactor"}
@@ -53,8 +54,12 @@ def dtype_name(ctx: RenderContext) -> str:
 def swift_unsupported(ctx: RenderContext) -> str | None:
     """Why ms-swift cannot express this plan exactly (None when it can): the writer and the reader below share
     these limits, so what is rendered reads back to the same workload."""
-    wl = ctx.workload
-    if ctx.megatron:
+    return swift_layout_reason(ctx.workload)
+
+
+def swift_layout_reason(wl: Workload) -> str | None:
+    """:func:`swift_unsupported` on a workload (the planner's ``--target`` filter asks it too)."""
+    if wl.uses_megatron:
         if wl.strategy not in ("ddp", "zero1") or wl.offload == "all":
             return (f"Megatron (tp/pp/ep/cp > 1) shards optimizer states only (distributed optimizer = zero1); "
                     f"the plan says {wl.strategy}" + (f" + offload {wl.offload}" if wl.offload != "none" else ""))
