@@ -26,4 +26,5 @@ def test_gpu_probe_lists_predictions():
     r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_probe.py"), "--list"], capture_output=True,
                        text=True, timeout=60)
     assert r.returncode == 0, r.stderr
-    assert "8B" in r.stdout and "tensor peak" in r.stdout
+    assert "0.6B" in r.stdout and "MoE-probe" in r.stdout and "tensor peak" in r.stdout
+    assert r.stdout.count("tensor peak") == 16  # {dense, MoE} x 2 seq lens x GC on/off x full/LoRA

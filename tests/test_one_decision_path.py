@@ -109,3 +109,27 @@ def test_readback_equals_the_plan_to_a_hundredth_of_a_gib(tmp_path):
             assert abs(rb.estimate.reserved_gib - p.memory.reserved_gib) <= 0.01, (name, p.settings())
             assert rb.decision.verdict == p.fit.verdict, (name, p.settings())
             assert rb.workload == p.workload, (name, rb.workload, p.workload)
+
+
+def test_targets_table_agrees_with_the_writers_and_the_plans_engine():
+    """Over the same plans (issue 12, "the default follows the render target"): the planner's `--target` filter
+    (`launch.targets.layout_reason`) refuses exactly the layouts each writer's `applies` refuses, and every target
+    that applies runs the engine the plan's speed assumed, so `render --target all` of a default plan warns of no
+    engine mismatch."""
+    from trainfit.launch import _module, build_context
+    from trainfit.launch.targets import PLAN_TARGETS, RL_TARGET_FRAMEWORK, layout_reason, same_engine, target_framework
+
+    sft = [t for t in PLAN_TARGETS if t not in RL_TARGET_FRAMEWORK]
+    applied = 0
+    for p in PLANS:
+        ctx = build_context(p, RenderOptions(checkpoint_uri="oss://bkt/ckpt/", vpc=VPC))
+        for t in sft:
+            writer_says = _module(t).applies(ctx)
+            if t == "dlc" and p.provider != "alibaba":
+                continue  # the planner keeps --target dlc on Alibaba instance types (search._instances)
+            assert (layout_reason(t, p.workload) is None) == (writer_says is None), (t, p.settings(), writer_says)
+            if writer_says is None:
+                applied += 1
+                assert same_engine(target_framework(t, p.workload), p.framework), (t, p.settings(), p.framework)
+        assert not render_plan(p, RenderOptions(checkpoint_uri="oss://bkt/ckpt/", vpc=VPC), "all").warnings
+    assert applied >= 500

@@ -13,6 +13,7 @@ from typing import Any, Callable, Mapping
 
 from trainfit import inputs
 from trainfit.errors import InputError, did_you_mean
+from trainfit.launch.targets import PLAN_TARGETS
 from trainfit.workload import (ATTENTIONS, LOSSES, METHODS, OFFLOADS, OPTIMIZERS, PRECISIONS, STRATEGIES,
                                Workload)
 
@@ -233,7 +234,13 @@ PLAN_OPTIONS: tuple[Option, ...] = (
            help="engine whose kernels the speed model times: hf-trainer/deepspeed (HF code, eager MoE expert "
                 "loop), fsdp2 (native PyTorch FSDP2, grouped-GEMM experts), automodel (NeMo AutoModel: FSDP2 + "
                 "TransformerEngine + DeepEP), megatron (Megatron-Core: TE, grouped GEMM, FP8) "
-                "(default: what the strategy implies)"),
+                "(default: the engine --target runs for the layout, else ms-swift's: megatron for tp/pp/ep/cp > 1, "
+                "deepspeed for ZeRO, else hf-trainer)"),
+    Option(name="target", parse=_choice(PLAN_TARGETS), group="search", choices=PLAN_TARGETS, metavar="LAUNCHER",
+           help="the launcher you will render (" + ", ".join(PLAN_TARGETS) + "): the speed model times its engine "
+                "(ms-swift targets: megatron/deepspeed/hf-trainer by layout; llamafactory: hf-trainer/deepspeed), "
+                "only layouts it writes are searched, and `render` writes it by default (default: none, ms-swift's "
+                "engine)"),
     Option(name="gpu", parse=_ident("gpu"), group="search", metavar="NAME", help="only instance types with this GPU"),
     Option(name="instance_type", parse=_ident("instance_type"), group="search", help="only this instance type"),
     Option(name="ignore_rule", parse=_rules, default=(), group="search", metavar="RULE_ID",
@@ -251,6 +258,9 @@ def plan_request_from_values(model: Any, values: Mapping[str, Any]) -> Any:
     base = {k: values[k] for k in WORKLOAD_OPTION_NAMES if k not in PIN_FIELDS and values.get(k) is not None}
     # validate the pinned fields together with the rest once, for a clear error
     Workload(**{**base, **pins, "gpus_per_node": pins.get("gpus_per_node", min(pins.get("gpus", 1), 8))})
+    target = values.get("target")
+    if target is not None:
+        values = _rl_framework_of_target(target, values)
     rl = rl_config_from_values(values)
     tokens = values.get("tokens")
     if rl is not None:
@@ -275,11 +285,28 @@ def plan_request_from_values(model: Any, values: Mapping[str, Any]) -> Any:
         max_days=values.get("max_days") or 14.0,
         provider=values.get("provider"), region=values.get("region"), resource_class=values.get("resource_class"),
         gpu=values.get("gpu"), instance_type=values.get("instance_type"), spot=bool(values.get("spot")),
-        max_gpus=values.get("max_gpus") or 64, framework=values.get("framework"),
+        max_gpus=values.get("max_gpus") or 64, framework=values.get("framework"), target=target,
         ignore_rules=frozenset(values.get("ignore_rule") or ()),
         interruption_rate_per_node_hour=values.get("interruption_rate"),
         checkpoint_interval_hours=values.get("checkpoint_interval"), rl=rl,
         steps=values.get("steps") if rl is not None else None)
+
+
+def _rl_framework_of_target(target: str, values: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``--target verl|swift_grpo`` sets ``--rl-framework`` when it is not given; a different one is an error."""
+    from trainfit.errors import PlanError
+    from trainfit.launch.targets import RL_TARGET_FRAMEWORK
+
+    want = RL_TARGET_FRAMEWORK.get(target)
+    if want is None or not values.get("rl"):
+        return values
+    got = values.get("rl_framework")
+    if got is not None and got != want:
+        other = [t for t, f in RL_TARGET_FRAMEWORK.items() if f == got]
+        raise PlanError(f"--target {target} runs {want}, but --rl-framework is {got}",
+                        fix="drop --rl-framework" + (f", or use --target {other[0]}" if other else
+                                                     f" (no render target writes a {got} launch), or drop --target"))
+    return {**values, "rl_framework": want}
 
 
 # ------------------------------------------------------------------------------------------------- RL

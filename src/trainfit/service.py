@@ -228,13 +228,15 @@ def make_plan(request: Any) -> Any:
 
 def plan_for(model: ModelShape, workload: Workload, *, gpu: str | None = None, instance_type: str | None = None,
              gpu_mem_gib: float | None = None, tokens: float | None = None, spot: bool = False,
-             region: str | None = None, framework: str | None = None,
+             region: str | None = None, framework: str | None = None, target: str | None = None,
              margin: float = SAFETY_MARGIN_DEFAULT, source: str = "trainfit render (no plan file)",
              rl: Any = None, steps: int | None = None) -> Any:
     """One typed Plan for ``workload`` on a GPU or an instance type: memory and the fit verdict always; speed when
     the GPU's compute is known; time and cost when ``tokens`` is given. With ``rl`` (an
     :class:`~trainfit.rl.RLConfig`) the RL plan: per-phase memory, the verdict over all phases, the RL step
-    time and, with ``steps``, hours and cost (:func:`trainfit.plan.rl.rl_plan`)."""
+    time and, with ``steps``, hours and cost (:func:`trainfit.plan.rl.rl_plan`). ``target`` (one launcher of
+    :data:`~trainfit.launch.targets.PLAN_TARGETS`) is recorded, and its engine is the speed model's framework
+    unless ``framework`` is given."""
     from trainfit.catalog.gpus import GPU, get_gpu
     from trainfit.plan.types import Plan
 
@@ -275,31 +277,45 @@ def plan_for(model: ModelShape, workload: Workload, *, gpu: str | None = None, i
         return rl_plan(model, wl, rl, rest, gpu=g, usable=usable, gpus_per_node=gpn, inst=inst, steps=steps,
                        spot=spot, region=region, margin=margin, source=source, strict_speed=False,
                        rule_warnings=(tp_warning,) if tp_warning else ())
+    if target is not None:
+        from trainfit.launch.targets import check_target, target_framework
+
+        check_target(target, framework, rl=False)
+        framework = framework or target_framework(target, workload)
     est = estimate_memory(model, workload)
     fit = decide_fit(est, usable_gib=usable, gpus_per_node=gpn,
                      host_ram_gib=getattr(inst, "ram_gib", None), margin=margin)
-    speed: dict[str, Any] = {}
     warnings: list[str] = list(fit.reasons)
-    if g.bf16_dense_tflops or g.fp16_dense_tflops:
-        from trainfit.estimate.speed import estimate_speed, training_time
-        from trainfit.plan.hardware import hardware_for
-
-        try:
-            sp = estimate_speed(model, workload, hardware_for(g, inst, gpus_per_node=gpn), framework=framework)
-        except WorkloadError as e:
-            warnings.append(f"speed not estimated: {e.message}")
-        else:
-            speed = {"tokens_per_s": sp.tokens_per_s, "step_seconds": sp.step_seconds, "mfu": sp.mfu,
-                     "framework": sp.framework}
-            warnings += list(sp.warnings)
-            if tokens:
-                tt = training_time(sp, tokens)
-                speed.update({"hours": tt.hours, "gpu_hours": tt.gpu_hours})
+    speed = _plan_speed(model, workload, g, inst, framework=framework, tokens=tokens, warnings=warnings)
     return Plan(model=model, workload=workload, gpu=g.name, gpu_spec=g, instance=inst,
                 provider=getattr(inst, "provider", "generic"), resource_class=getattr(inst, "resource_class", "generic"),
                 instance_type=getattr(inst, "instance_type", None), gpus_per_node=gpn, nodes=workload.nodes,
                 memory=est, fit=fit, gpu_mem_gib=usable, tokens=tokens, spot=spot, region=region,
-                warnings=tuple(warnings), source=source, **speed)
+                warnings=tuple(warnings), source=source, target=target, **speed)
+
+
+def _plan_speed(model: ModelShape, workload: Workload, g: Any, inst: Any, *, framework: str | None,
+                tokens: float | None, warnings: list[str]) -> dict[str, Any]:
+    """The speed fields of :func:`plan_for`'s Plan (empty when the GPU's compute is unknown); appends warnings."""
+    if not (g.bf16_dense_tflops or g.fp16_dense_tflops):
+        return {}
+    from trainfit.estimate.calibration import calibration_note
+    from trainfit.estimate.speed import estimate_speed, training_time
+    from trainfit.plan.hardware import hardware_for
+
+    try:
+        sp = estimate_speed(model, workload, hardware_for(g, inst, gpus_per_node=workload.gpus_on_node),
+                            framework=framework)
+    except WorkloadError as e:
+        warnings.append(f"speed not estimated: {e.message}")
+        return {}
+    speed: dict[str, Any] = {"tokens_per_s": sp.tokens_per_s, "step_seconds": sp.step_seconds, "mfu": sp.mfu,
+                             "framework": sp.framework, "calibration": calibration_note(sp.assumptions)}
+    warnings += list(sp.warnings)
+    if tokens:
+        tt = training_time(sp, tokens)
+        speed.update({"hours": tt.hours, "gpu_hours": tt.gpu_hours})
+    return speed
 
 
 def load_plan(path: str | Path, pick: int = 1) -> Any:
@@ -319,11 +335,21 @@ def load_plan(path: str | Path, pick: int = 1) -> Any:
 
 # --------------------------------------------------------------------------------------------- render
 
-def render_plan(plan: Any, options: Any = None, targets: str | list[str] | tuple[str, ...] = "all") -> Any:
-    """Job files for ``plan`` (a :class:`~trainfit.launch.RenderResult`); nothing is recomputed."""
+def render_plan(plan: Any, options: Any = None, targets: str | list[str] | tuple[str, ...] | None = None) -> Any:
+    """Job files for ``plan`` (a :class:`~trainfit.launch.RenderResult`); nothing is recomputed. ``targets`` None:
+    the plan's target (``plan --target``), else all that apply. A target whose engine differs from the one the
+    plan's speed assumed is rendered with a warning in ``RenderResult.warnings``."""
     from trainfit.launch import build_context, render
 
     return render(build_context(plan, options), targets)
+
+
+def single_target(targets: str | None) -> str | None:
+    """The one launcher named by a render ``--target`` value (None for ``all``, a list, or a non-launcher)."""
+    from trainfit.launch.targets import PLAN_TARGETS
+
+    t = (targets or "").strip()
+    return t if t in PLAN_TARGETS else None
 
 
 def write_rendered(result: Any, out_dir: str | Path) -> list[Path]:

@@ -107,12 +107,12 @@ def render_from_options(values: Mapping[str, Any]) -> Any:
     from trainfit.launch import RenderOptions
     from trainfit.options import parse_options, workload_from_values
     from trainfit.plan.types import plans_from_document
-    from trainfit.service import plan_for, render_plan, resolve_model
+    from trainfit.service import plan_for, render_plan, resolve_model, single_target
 
-    target = values.get("target") or "all"
+    target = values.get("target") or None  # None: the plan's target (plan --target), else all
     if isinstance(target, (list, tuple)):
         target = ",".join(str(t) for t in target)
-    if not isinstance(target, str) or len(target) > 500:
+    if target is not None and (not isinstance(target, str) or len(target) > 500):
         raise inputs._bad("target", target, "must be a comma-separated list of targets", "e.g. all or deepspeed,dlc")
     ro = {k: values[k] for k in RENDER_OPTION_FIELDS if values.get(k) is not None}
     if "vpc" in ro and not (isinstance(ro["vpc"], Mapping) and all(isinstance(v, str) for v in ro["vpc"].values())):
@@ -135,7 +135,8 @@ def render_from_options(values: Mapping[str, Any]) -> Any:
                         gpu=None if gpu in (None, "") else inputs.as_ident("gpu", gpu, "gpu"),
                         instance_type=None if it in (None, "") else inputs.as_ident("instance_type", it, "instance_type"),
                         tokens=None if tokens in (None, "") else float(inputs.as_count("tokens", tokens)),
-                        spot=inputs.as_bool("spot", values.get("spot", False)), region=options.region)
+                        spot=inputs.as_bool("spot", values.get("spot", False)), region=options.region,
+                        target=single_target(target))
     return render_plan(plan, options, target)
 
 

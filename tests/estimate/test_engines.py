@@ -187,3 +187,36 @@ def test_fitted_constants_differ_from_priors_only_within_bounds():
         lo, hi = speed_loso.LOG_BOUNDS[n]
         v = getattr(engines.DEFAULT_CONSTANTS, n)
         assert lo <= v <= hi and math.isfinite(v)
+
+
+def test_megatron_without_grouped_gemm_loops_over_local_experts_and_is_slower():
+    from trainfit.estimate import engines
+    from trainfit.estimate.speed import flops_per_token
+    from trainfit.models import get_model
+    from trainfit.workload import Workload
+    from trainfit.plan.hardware import hardware_for
+    from trainfit.catalog import get_gpu
+
+    m = get_model("Qwen3-30B-A3B")
+    wl = Workload(seq_len=4096, gpus=8, ep=4, strategy="zero1", grad_ckpt=False)
+    hw = hardware_for(get_gpu("H100-SXM"), None)
+    fl = flops_per_token(m, wl)
+    grouped = engines.features(m, wl, hw, "megatron", flops=fl)
+    looped = engines.features(m, wl, hw, "megatron", flops=fl, moe_grouped_gemm=False)
+    assert grouped.expert_kernel_units == 0
+    # 128 experts / EP 4 = 32 local experts visited per MoE layer and pass
+    assert looped.expert_kernel_units == pytest.approx(grouped.moe_kernel_units * 32)
+    c = engines.DEFAULT_CONSTANTS
+    assert engines.compute_time(looped, c).seconds > engines.compute_time(grouped, c).seconds
+
+
+def test_deepspeed_zero_hooks_count_hf_expert_linears():
+    from trainfit.estimate import engines
+    from trainfit.models import get_model
+    from trainfit.workload import Workload
+
+    m = get_model("Qwen3-30B-A3B")  # 48 layers x 128 experts x 3 linears = 18,432 expert tensors
+    z2 = engines._zero_hook_calls(m, Workload(seq_len=4096, gpus=8, strategy="zero2", grad_accum=2), "hf")
+    assert z2 >= 2 * 18_432
+    assert engines._zero_hook_calls(m, Workload(seq_len=4096, gpus=8, strategy="ddp"), "hf") == 0
+    assert engines._zero_hook_calls(m, Workload(seq_len=4096, gpus=8, strategy="zero2"), "megatron") == 0

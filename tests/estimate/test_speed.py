@@ -257,3 +257,23 @@ def test_hardware_from_real_catalog():
 
     hw = hardware_for(catalog.get_gpu("A100"))
     assert hw.gpu_class == "ampere" and math.isclose(hw.peak_tflops, 312)
+
+
+def test_expert_parallel_group_is_consecutive_ranks_with_expert_tp_1():
+    """TP2 x EP8 on two 8-GPU nodes: with expert TP 1 (what memory and the writers assume) an EP group is 8
+    consecutive ranks, one node, so its all-to-all never crosses the network; EP16 does."""
+    m = get_model("Qwen3-30B-A3B")
+    wl = Workload(seq_len=4096, gpus=16, gpus_per_node=8, tp=2, ep=8, strategy="zero1", grad_ckpt=False)
+    ep8 = {c.name: c for c in estimate_speed(m, wl, H100, efficiency=0.2).comm}
+    ep16 = {c.name: c for c in estimate_speed(m, wl.with_(tp=1, ep=16), H100, efficiency=0.2).comm}
+    assert ep8["ep-alltoall"].link == "intra"
+    assert ep16["ep-alltoall"].link == "inter"
+    # the experts' data-parallel group is dp * tp / ep = 2 ranks: their gradients are reduced across nodes
+    assert ep8["dp-zero1-expert"].seconds > 0
+
+
+def test_interleaved_pipeline_multiplies_point_to_point_messages(q8):
+    wl = Workload(seq_len=4096, gpus=16, gpus_per_node=8, pp=2, grad_accum=8, strategy="zero1", grad_ckpt=False)
+    one = {c.name: c for c in estimate_speed(q8, wl, H100, efficiency=0.3).comm}["pp-p2p"]
+    four = {c.name: c for c in estimate_speed(q8, wl, H100, efficiency=0.3, virtual_pp=4).comm}["pp-p2p"]
+    assert four.bytes_per_gpu == pytest.approx(4 * one.bytes_per_gpu)

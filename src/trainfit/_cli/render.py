@@ -21,7 +21,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_model_argument(p)
     add_workload_options(p)
     g = p.add_argument_group("render")
-    g.add_argument("--target", default="all", help=f"comma-separated: {', '.join(TARGETS)} or all (default all)")
+    g.add_argument("--target", default=None,
+                   help=f"comma-separated: {', '.join(TARGETS)} or all (default: the plan's --target, else all); "
+                        "a target whose engine differs from the one the plan's speed assumed is written with a warning")
     g.add_argument("--out", required=True, metavar="DIR", help="folder to write the files into (created)")
     g.add_argument("--plan", metavar="PLAN_JSON", help="output of `trainfit plan ... --json`")
     g.add_argument("--pick", type=int_arg("--pick", 1, 10_000), default=1, metavar="N",
@@ -85,7 +87,8 @@ def plan_from_args(args: argparse.Namespace):
     rl = rl_config_from_values(vars(args))
     return service.plan_for(model_from_args(args), workload_from_args(args), gpu=args.gpu,
                             instance_type=args.instance_type, tokens=args.tokens, spot=args.spot, region=args.region,
-                            rl=rl, steps=args.steps if rl is not None else None)
+                            rl=rl, steps=args.steps if rl is not None else None,
+                            target=None if rl is not None else service.single_target(args.target))
 
 
 def compute(args: argparse.Namespace):
@@ -111,6 +114,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"wrote {len(paths)} file(s) to {args.out}: " + ", ".join(p.name for p in paths))
     for t, why in result.skipped.items():
         print(f"skipped {t}: {why}")
+    for w in result.warnings:
+        print(f"warning: {w}")
     if ctx.plan.fit.verdict != "fits":
         print(f"warning: the plan's verdict is {ctx.plan.fit.verdict}: " + "; ".join(ctx.plan.fit.reasons))
     return 0

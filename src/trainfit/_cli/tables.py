@@ -89,7 +89,9 @@ def print_plan(out: dict, top: int = 10, console: Console | None = None) -> None
                 + (", spot" if w.get("spot") else ""))
     else:
         c.print(f"[bold]{w['model']}[/bold] {w['method']}, seq {w['seq_len']}, {w['tokens'] / 1e9:g}B tokens, "
-                f"{w['precision']}, objective: {w['objective']}" + (", spot" if w.get("spot") else ""))
+                f"{w['precision']}, objective: {w['objective']}" + (", spot" if w.get("spot") else "")
+                + (f", target {w['target']}" if w.get("target") else "")
+                + (f", framework {w['framework']}" if w.get("framework") else ""))
     plans = out["plans"]
     pareto = set(out.get("pareto", []))
     if plans:
@@ -114,6 +116,10 @@ def print_plan(out: dict, top: int = 10, console: Console | None = None) -> None
                       "-" if p["mfu"] is None else f"{p['mfu']:.0%}", f"{p['hours']:,.1f}", f"{p['gpu_hours']:,.0f}",
                       _money(p["cost"], p["currency"]))
         c.print(t)
+        engines = sorted({p["framework"] for p in plans[:top] if p.get("framework")})
+        if engines:
+            c.print(f"[dim]speed model engine: {', '.join(engines)} (--framework; default: the --target's engine)"
+                    "[/dim]")
         c.print("[dim]* on the time-vs-cost Pareto frontier (cost when every plan has a price in one currency, else "
                 "GPU-hours for all)[/dim]")
         best = plans[0]
@@ -121,6 +127,8 @@ def print_plan(out: dict, top: int = 10, console: Console | None = None) -> None
             c.print("[yellow]no prices in the catalog for these instance types: ranked by GPU-hours. Add "
                     "price_per_hour and currency in ~/.config/trainfit/catalog.yaml (see docs/catalog.md).[/yellow]")
         for i, p in enumerate(plans[:top]):
+            if p.get("calibration"):
+                c.print(f"[dim]#{i + 1} speed ({p['framework']} engine): {p['calibration']}[/dim]")
             if p.get("price_per_hour") is not None:
                 c.print(f"[dim]#{i + 1} price: {p['price_per_hour']:,.2f} {p.get('currency') or ''} per instance-hour "
                         f"(pay-as-you-go{', spot pays ' + format(p['spot_price_fraction'], '.0%') if p.get('spot_price_fraction') else ''}"

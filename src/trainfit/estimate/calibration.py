@@ -24,6 +24,8 @@ import yaml
 from trainfit.errors import TrainfitError, WorkloadError
 
 ENV_CALIBRATION = "TRAINFIT_CALIBRATION"
+CALIBRATED_PREFIX = "calibrated on "
+"""How :meth:`Calibration.line` starts (a speed estimate's assumption; :func:`calibration_note` finds it)."""
 FACTOR_RANGE = (0.2, 5.0)
 """A measured/predicted median outside this range means a broken run or a wrong GPU match: refused."""
 
@@ -51,8 +53,13 @@ class Calibration:
             raise WorkloadError("a calibration needs at least one measured run")
 
     def line(self) -> str:
-        return (f"calibrated on {self.gpu} ({self.family} engine), {self.date}: measured/predicted x{self.factor:.3f} "
+        return (f"{CALIBRATED_PREFIX}{self.gpu} ({self.family} engine), {self.date}: measured/predicted x{self.factor:.3f} "
                 f"(median of {self.runs} runs, {self.spread[0]:.2f}-{self.spread[1]:.2f}; {self.source})")
+
+
+def calibration_note(assumptions: Any) -> str | None:
+    """The "calibrated on <GPU>, <date>" line among a speed estimate's assumptions, or None (uncalibrated)."""
+    return next((a for a in assumptions if str(a).startswith(CALIBRATED_PREFIX)), None)
 
 
 def calibration_path() -> Path:
@@ -91,7 +98,7 @@ def calibration_for(gpu_name: str, family: str) -> Calibration | None:
     return load_calibrations().get((gpu_name, family))
 
 
-def _match_gpu(device: str) -> str:
+def match_gpu(device: str) -> str:
     """Catalog name of a CUDA device name (``NVIDIA H100 80GB HBM3`` -> ``H100-SXM``)."""
     from trainfit.catalog import get_gpu, list_gpus
     from trainfit.catalog.gpus import normalize_gpu_name
@@ -118,23 +125,33 @@ def fold(results: dict[str, Any], *, source: str, gpu: str | None = None) -> lis
     from trainfit.catalog import get_gpu
     from trainfit.estimate.speed import estimate_speed
     from trainfit.plan.hardware import hardware_for  # the catalog adapter lives on the plan side
-    from trainfit.models import get_model
+    from trainfit.models import from_hf_config, get_model
     from trainfit.workload import Workload
 
     ratios: dict[tuple[str, str], list[float]] = {}
     dates: dict[tuple[str, str], str] = {}
+    cpu_runs = 0
     for rid, rec in (results.get("runs") or {}).items():
         m = rec.get("measured") or {}
         cfg = rec.get("config")
         if "tokens_per_s" not in m or not cfg:
             continue  # failed run, or a results file from a probe that did not record its configuration
-        name = gpu or _match_gpu(str(m.get("device", "")))
+        if str(m.get("device", "")).lower() == "cpu":
+            cpu_runs += 1
+            continue  # a `gpu_probe.py --device cpu` smoke run: not a GPU's speed
+        name = gpu or match_gpu(str(m.get("device", "")))
         hw = hardware_for(get_gpu(name), None)
-        wl = Workload(**{k: v for k, v in cfg.items() if k != "model"})
-        pred = estimate_speed(get_model(cfg["model"]), wl, hw, framework="hf-trainer", use_calibration=False)
+        wl = Workload(**{k: v for k, v in cfg.items() if k not in ("model", "hf_config")})
+        shape = (from_hf_config(cfg["hf_config"], name=cfg["model"], source=source) if cfg.get("hf_config")
+                 else get_model(cfg["model"]))
+        pred = estimate_speed(shape, wl, hw, framework="hf-trainer", use_calibration=False)
         key = (hw.name, "hf")
         ratios.setdefault(key, []).append(float(m["tokens_per_s"]) / pred.tokens_per_s_per_gpu)
         dates[key] = max(dates.get(key, ""), str(rec.get("date", ""))[:10])
+    if not ratios and cpu_runs:
+        raise WorkloadError(f"the results hold {cpu_runs} CPU run(s) (`gpu_probe.py --device cpu` is a smoke run of "
+                            "the probe's code path): a CPU's speed cannot calibrate a GPU",
+                            fix="run `python benchmarks/gpu_probe.py` on the GPU, then calibrate from its results")
     if not ratios:
         raise WorkloadError("no usable run in the results (each needs measured tokens_per_s and its config)",
                             fix="run `python benchmarks/gpu_probe.py` on a GPU first")

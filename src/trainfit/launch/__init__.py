@@ -51,9 +51,13 @@ class RenderResult:
     skipped: dict[str, str] = field(default_factory=dict)
     """Target -> why it does not apply to this plan (only when rendering ``all``)."""
     context: RenderContext
+    warnings: tuple[str, ...] = ()
+    """A rendered target whose engine differs from the one the plan's speed figures assume
+    (:func:`trainfit.launch.targets.engine_mismatch`)."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"files": sorted(self.files), "skipped": dict(self.skipped), "summary": self.context.summary}
+        return {"files": sorted(self.files), "skipped": dict(self.skipped), "summary": self.context.summary,
+                "warnings": list(self.warnings)}
 
 
 def _steps(plan: Any) -> int | None:
@@ -131,8 +135,12 @@ def _module(target: str):
     return import_module(TARGET_MODULES[target])
 
 
-def render(ctx: RenderContext, targets: list[str] | tuple[str, ...] | str = "all") -> RenderResult:
-    """Render ``targets`` (names from :data:`TARGETS`, or ``all``)."""
+def render(ctx: RenderContext, targets: list[str] | tuple[str, ...] | str | None = None) -> RenderResult:
+    """Render ``targets`` (names from :data:`TARGETS`, or ``all``; None = the plan's target, else ``all``)."""
+    from trainfit.launch.targets import engine_mismatch
+
+    if targets is None:
+        targets = getattr(ctx.plan, "target", None) or "all"
     if isinstance(targets, str):
         targets = [t.strip() for t in targets.split(",") if t.strip()]
     want_all = "all" in targets
@@ -148,6 +156,7 @@ def render(ctx: RenderContext, targets: list[str] | tuple[str, ...] | str = "all
                           fix=(f"did you mean {sugg[0]}? " if sugg else "") + "targets: " + ", ".join(TARGETS) + ", all")
     files: dict[str, str] = {}
     skipped: dict[str, str] = {}
+    rendered: list[str] = []
     for t in chosen:
         mod = _module(t)
         why = mod.applies(ctx)
@@ -159,7 +168,9 @@ def render(ctx: RenderContext, targets: list[str] | tuple[str, ...] | str = "all
             skipped[t] = why
             continue
         files.update(mod.render(ctx))
-    return RenderResult(files=files, skipped=skipped, context=ctx)
+        rendered.append(t)
+    warnings = engine_mismatch(ctx.plan.framework, getattr(ctx.plan, "target", None), rendered, ctx.workload)
+    return RenderResult(files=files, skipped=skipped, context=ctx, warnings=warnings)
 
 
 def readme(result: RenderResult) -> str:
@@ -171,6 +182,9 @@ def readme(result: RenderResult) -> str:
     lines += ["", "## Files", ""]
     for name in result.files:
         lines.append(f"- `{name}`")
+    if result.warnings:
+        lines += ["", "## Warnings", ""]
+        lines += [f"- {comment_text(w)}" for w in result.warnings]
     if result.skipped:
         lines += ["", "## Targets not rendered", ""]
         lines += [f"- {t}: {comment_text(why)}" for t, why in result.skipped.items()]

@@ -8,6 +8,7 @@ import re
 import shlex
 
 from trainfit.launch._context import RenderContext
+from trainfit.workload import Workload
 
 OPTIMIZERS = {"adamw-fused": "adamw_torch_fused", "adamw-foreach": "adamw_torch", "adamw-8bit": "adamw_bnb_8bit",
               "paged-adamw-8bit": "paged_adamw_8bit", "sgd": "sgd", "adafactor": "adafactor"}
@@ -53,8 +54,12 @@ def dtype_name(ctx: RenderContext) -> str:
 def swift_unsupported(ctx: RenderContext) -> str | None:
     """Why ms-swift cannot express this plan exactly (None when it can): the writer and the reader below share
     these limits, so what is rendered reads back to the same workload."""
-    wl = ctx.workload
-    if ctx.megatron:
+    return swift_layout_reason(ctx.workload)
+
+
+def swift_layout_reason(wl: Workload) -> str | None:
+    """:func:`swift_unsupported` on a workload (the planner's ``--target`` filter asks it too)."""
+    if wl.uses_megatron:
         if wl.strategy not in ("ddp", "zero1") or wl.offload == "all":
             return (f"Megatron (tp/pp/ep/cp > 1) shards optimizer states only (distributed optimizer = zero1); "
                     f"the plan says {wl.strategy}" + (f" + offload {wl.offload}" if wl.offload != "none" else ""))
@@ -100,6 +105,8 @@ def swift_args(ctx: RenderContext) -> list[tuple[str, str]]:
             a += [("recompute_method", "uniform"), ("recompute_num_layers", "1")]
         if ctx.model.is_moe:
             a.append(("moe_grouped_gemm", "true"))
+            if wl.ep > 1:  # whole experts per TP rank: what the memory and speed models assume
+                a.append(("expert_tensor_parallel_size", "1"))
         if wl.precision == "fp8":
             a += [("fp8_format", "hybrid"), ("fp8_recipe", "delayed")]
         a += [("lr", num_text(ctx.lr)), ("use_distributed_optimizer", "true" if wl.strategy == "zero1" else "false"),
@@ -123,6 +130,31 @@ def swift_args(ctx: RenderContext) -> list[tuple[str, str]]:
 
 def _flag(v: str | None) -> bool | None:
     return None if v is None else str(v).strip().lower() in ("true", "1", "yes")
+
+
+def _megatron_fields(args: dict[str, str], gpus: int | None, kw: dict, assumed: list[str]) -> None:
+    """The Megatron half of :func:`swift_workload` (``megatron sft`` arguments), into ``kw``."""
+    for k, name in (("tensor_model_parallel_size", "tp"), ("pipeline_model_parallel_size", "pp"),
+                    ("expert_model_parallel_size", "ep"), ("context_parallel_size", "cp")):
+        if args.get(k, "").isdigit():
+            kw[name] = int(args[k])
+    etp = args.get("expert_tensor_parallel_size", "1")
+    if kw.get("ep", 1) > 1 and etp != "1":
+        assumed.append(f"expert_tensor_parallel_size {etp} read as 1: trainfit sizes experts with expert "
+                       "tensor parallelism 1 (whole experts per TP rank, ms-swift's default)")
+    mb = int(args["micro_batch_size"]) if args.get("micro_batch_size", "").isdigit() else 1
+    kw["micro_batch"] = mb
+    gbs = args.get("global_batch_size", "")
+    mp = kw.get("tp", 1) * kw.get("pp", 1) * kw.get("cp", 1)
+    if gbs.isdigit() and gpus and gpus % mp == 0 and int(gbs) % (mb * (gpus // mp)) == 0:
+        kw["grad_accum"] = int(gbs) // (mb * (gpus // mp))
+    # written "true" only with tp > 1 (it means nothing without tensor parallelism): keep the default there
+    kw["sequence_parallel"] = kw.get("tp", 1) == 1 or _flag(args.get("sequence_parallel")) is not False
+    kw["grad_ckpt"] = args.get("recompute_granularity", "full") != "none"
+    kw["strategy"] = "zero1" if _flag(args.get("use_distributed_optimizer")) else "ddp"
+    if _flag(args.get("optimizer_cpu_offload")):
+        kw["offload"] = "optimizer"
+    kw["loss"] = "fused" if _flag(args.get("cross_entropy_loss_fusion")) else "standard"
 
 
 def swift_workload(args: dict[str, str], *, num_layers: int | None, gpus: int | None) -> tuple[dict, list[str]]:
@@ -170,23 +202,7 @@ def swift_workload(args: dict[str, str], *, num_layers: int | None, gpus: int | 
     megatron = any(k in args for k in ("tensor_model_parallel_size", "expert_model_parallel_size",
                                        "pipeline_model_parallel_size", "micro_batch_size"))
     if megatron:
-        for k, name in (("tensor_model_parallel_size", "tp"), ("pipeline_model_parallel_size", "pp"),
-                        ("expert_model_parallel_size", "ep"), ("context_parallel_size", "cp")):
-            if args.get(k, "").isdigit():
-                kw[name] = int(args[k])
-        mb = int(args["micro_batch_size"]) if args.get("micro_batch_size", "").isdigit() else 1
-        kw["micro_batch"] = mb
-        gbs = args.get("global_batch_size", "")
-        mp = kw.get("tp", 1) * kw.get("pp", 1) * kw.get("cp", 1)
-        if gbs.isdigit() and gpus and gpus % mp == 0 and int(gbs) % (mb * (gpus // mp)) == 0:
-            kw["grad_accum"] = int(gbs) // (mb * (gpus // mp))
-        # written "true" only with tp > 1 (it means nothing without tensor parallelism): keep the default there
-        kw["sequence_parallel"] = kw.get("tp", 1) == 1 or _flag(args.get("sequence_parallel")) is not False
-        kw["grad_ckpt"] = args.get("recompute_granularity", "full") != "none"
-        kw["strategy"] = "zero1" if _flag(args.get("use_distributed_optimizer")) else "ddp"
-        if _flag(args.get("optimizer_cpu_offload")):
-            kw["offload"] = "optimizer"
-        kw["loss"] = "fused" if _flag(args.get("cross_entropy_loss_fusion")) else "standard"
+        _megatron_fields(args, gpus, kw, assumed)
     else:
         for k, name in (("per_device_train_batch_size", "micro_batch"), ("gradient_accumulation_steps", "grad_accum")):
             if args.get(k, "").isdigit():

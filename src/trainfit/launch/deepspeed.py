@@ -15,6 +15,7 @@ from typing import Any
 from trainfit.errors import RenderError
 from trainfit.launch._common import sft_only
 from trainfit.launch._context import RenderContext
+from trainfit.workload import Workload
 
 FILES = ("ds_config.json",)
 
@@ -23,10 +24,15 @@ def applies(ctx: RenderContext) -> str | None:
     """None when the target applies to this plan, else why not."""
     if (why := sft_only(ctx)):  # an RL plan renders with the verl / swift_grpo targets
         return why
-    if ctx.megatron:
+    return layout_reason(ctx.workload)
+
+
+def layout_reason(wl: Workload) -> str | None:
+    """Why a DeepSpeed config does not apply to ``wl`` (None when it does; the planner's ``--target`` filter)."""
+    if wl.uses_megatron:
         return "the plan uses Megatron parallelism (tp/pp/ep/cp > 1); ms-swift `megatron sft` needs no DeepSpeed config"
-    if not ctx.workload.strategy.startswith("zero"):
-        return f"the plan's strategy is {ctx.workload.strategy}, not DeepSpeed ZeRO"
+    if not wl.strategy.startswith("zero"):
+        return f"the plan's strategy is {wl.strategy}, not DeepSpeed ZeRO"
     return None
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from trainfit.launch._common import OPTIMIZERS, dump_yaml, hash_header, sft_only
 from trainfit.launch._context import RenderContext
+from trainfit.workload import Workload
 
 FILES = ("llamafactory.yaml",)
 DS_PATH = "ds_config.json"
@@ -27,13 +28,18 @@ LF_PRECISION = {"bf16": {"bf16": True, "pure_bf16": True}, "amp-bf16": {"bf16": 
 def applies(ctx: RenderContext) -> str | None:
     if (why := sft_only(ctx)):  # an RL plan renders with the verl / swift_grpo targets
         return why
-    if ctx.megatron:
+    return layout_reason(ctx.workload)
+
+
+def layout_reason(wl: Workload) -> str | None:
+    """Why LLaMA-Factory's config cannot express ``wl`` (None when it can; the planner's ``--target`` filter)."""
+    if wl.uses_megatron:
         return ("the plan uses Megatron parallelism (tp/pp/ep/cp > 1); LLaMA-Factory's default trainer runs "
                 "data parallel only")
-    if ctx.workload.strategy == "fsdp":
+    if wl.strategy == "fsdp":
         return "the plan uses FSDP, which LLaMA-Factory takes from an accelerate config file (not rendered)"
-    if ctx.workload.precision not in LF_PRECISION:
-        return f"precision {ctx.workload.precision} is not a LLaMA-Factory training precision"
+    if wl.precision not in LF_PRECISION:
+        return f"precision {wl.precision} is not a LLaMA-Factory training precision"
     return None
 
 

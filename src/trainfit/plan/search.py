@@ -69,6 +69,10 @@ class PlanRequest:
     spot: bool = False
     max_gpus: int = 64
     framework: str | None = None
+    """Engine profile of the speed model (``--framework``); None = the engine ``target`` runs for each layout."""
+    target: str | None = None
+    """The launcher the plan is for (``--target``, :data:`trainfit.launch.targets.PLAN_TARGETS`): its engine is
+    the speed model's framework unless ``framework`` is given, and only layouts it writes are searched."""
     memory_margin: float = MEMORY_MARGIN_DEFAULT
     ignore_rules: frozenset[str] = frozenset()
     """Rule ids not to enforce (e.g. ``pai-public-quota`` when your quota was raised)."""
@@ -97,6 +101,10 @@ class PlanRequest:
             from trainfit.plan.rl import check_rl_request
 
             check_rl_request(self)
+        if self.target is not None:
+            from trainfit.launch.targets import check_target
+
+            check_target(self.target, self.framework, rl=self.rl is not None, model=self.model, pins=self.pins)
 
 
 # ------------------------------------------------------------------------------------------ search
@@ -111,6 +119,8 @@ def _instances(req: PlanRequest) -> list[Any]:
             continue
         if req.instance_type and inst.instance_type.lower() != req.instance_type.lower():
             continue
+        if req.target == "dlc" and inst.provider != "alibaba":
+            continue  # a PAI-DLC job runs on Alibaba PAI instance types only
         out.append(inst)
     if req.instance_type and not out:
         from trainfit.catalog.instances import get_instance
@@ -170,6 +180,21 @@ def _configs(req: PlanRequest, model: ModelShape, gpn: int, nodes: int, precisio
                 except WorkloadError:
                     continue
     return out
+
+
+def _for_target(req: PlanRequest, configs: list[Workload], miss: _Best) -> list[Workload]:
+    """The candidates ``req.target`` writes (with the engine an explicit ``--framework`` names); when none is
+    left, why, as the instance's nearest miss."""
+    if req.target is None:
+        return configs
+    from trainfit.launch.targets import search_reason
+
+    reasons = [search_reason(req.target, req.framework, w) for w in configs]
+    kept = [w for w, why in zip(configs, reasons) if why is None]
+    if configs and not kept and miss.other is None:
+        miss.other = ("target", f"--target {req.target} writes none of the layouts that fit here: {reasons[0]}",
+                      "drop --target (or --framework), or pin a layout the target writes")
+    return kept
 
 
 _LEAN_ORDER = {("ddp", "none"): 0, ("zero1", "none"): 1, ("zero2", "none"): 2, ("fsdp", "none"): 3,
@@ -237,6 +262,10 @@ def plan(req: PlanRequest) -> PlanResult:
         except TrainfitError as e:
             rejected.append(Rejection(instance_type=inst.instance_type, provider=inst.provider, code=e.code,
                                       reason=e.message, fix=e.fix))
+    if req.target is not None:  # the plan records the launcher it was planned for (render writes it)
+        from dataclasses import replace
+
+        plans = [replace(p, target=req.target) for p in plans]
     plans.sort(key=lambda p: _score(req, p))
     return PlanResult(request=req, plans=tuple(plans), rejected=tuple(rejected), pareto=_pareto(plans))
 
@@ -330,7 +359,7 @@ def _best_on_instance(req: PlanRequest, inst: Any, gpu: Any, stated: str, layout
         key = (gpn, nodes, precision)
         if key not in config_cache:
             config_cache[key] = _configs(req, req.model, gpn, nodes, precision)
-        found = _fit_layout(req, config_cache[key], limit, miss, inst)
+        found = _fit_layout(req, _for_target(req, config_cache[key], miss), limit, miss, inst)
         if found is None:
             continue
         wl, est = found
@@ -408,11 +437,17 @@ def _fit_layout(req: PlanRequest, configs: list[Workload], limit: float, miss: _
 def _evaluate(req: PlanRequest, inst: Any, gpu: Any, gpn: int, nodes: int, wl: Workload, est: MemoryEstimate,
               fit: Any, warnings: tuple[str, ...]) -> Plan | None:
     """Speed, time and cost of one fitting configuration, as a typed Plan."""
+    from trainfit.estimate.calibration import calibration_note
     from trainfit.estimate.speed import estimate_speed, training_time
     from trainfit.plan.hardware import hardware_for
     from trainfit.plan.pricing import time_and_cost
 
-    sp = estimate_speed(req.model, wl, hardware_for(gpu, inst, gpus_per_node=gpn), framework=req.framework)
+    framework = req.framework
+    if framework is None and req.target is not None:
+        from trainfit.launch.targets import target_framework
+
+        framework = target_framework(req.target, wl)
+    sp = estimate_speed(req.model, wl, hardware_for(gpu, inst, gpus_per_node=gpn), framework=framework)
     tt = training_time(sp, req.tokens)
     tc = time_and_cost(inst=inst, hours=tt.hours, gpus=wl.gpus, trainable_params=est.params.trainable, nodes=nodes,
                        spot=req.spot, region=req.region, interruption_rate=req.interruption_rate_per_node_hour,
@@ -423,6 +458,7 @@ def _evaluate(req: PlanRequest, inst: Any, gpu: Any, gpn: int, nodes: int, wl: W
                 instance_type=inst.instance_type, instance=inst, gpu=gpu.name, gpu_spec=gpu, gpus_per_node=gpn,
                 nodes=nodes, workload=wl, memory=est, fit=fit, gpu_mem_gib=gpu.usable_mem_gib, tokens=req.tokens,
                 tokens_per_s=sp.tokens_per_s, step_seconds=sp.step_seconds, mfu=sp.mfu, framework=sp.framework,
+                calibration=calibration_note(sp.assumptions),
                 hours=tc.hours, gpu_hours=tc.gpu_hours, cost=tc.cost, currency=tc.currency, spot=req.spot,
                 on_demand_cost=tc.on_demand_cost, spot_price_fraction=tc.spot_price_fraction,
                 expected_interruptions=tc.expected_interruptions, checkpoint_interval_hours=tc.checkpoint_interval_hours,

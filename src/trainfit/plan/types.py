@@ -51,7 +51,14 @@ class Plan:
     step_seconds: float | None = None
     mfu: float | None = None
     framework: str | None = None
-    """Engine profile of the speed estimate."""
+    """Engine profile of the speed estimate (``--framework``, else the engine of ``target``)."""
+    target: str | None = None
+    """The launcher planned for (``plan --target``; None = any): ``render`` without ``--target`` writes it, and
+    warns when it writes a target whose engine differs from ``framework`` (:mod:`trainfit.launch.targets`).
+    Plan files written before this field existed read back with None."""
+    calibration: str | None = None
+    """The measured speed calibration the estimate used ("calibrated on <GPU> (<family> engine), <date>: ..."
+    from ``trainfit calibrate``), None = the fitted engine model alone."""
     hours: float | None = None
     gpu_hours: float | None = None
     cost: float | None = None
@@ -87,6 +94,12 @@ class Plan:
         if self.nodes * self.gpus_per_node < self.workload.gpus or self.nodes < 1:
             raise PlanFileError(f"plan layout {self.nodes} x {self.gpus_per_node} GPUs does not hold "
                                 f"{self.workload.gpus} GPUs", fix="regenerate the plan with `trainfit plan`")
+        if self.target is not None:
+            from trainfit.launch.targets import PLAN_TARGETS
+
+            if self.target not in PLAN_TARGETS:
+                raise PlanFileError(f"the plan's target {str(self.target)[:40]!r} is not a launcher trainfit writes",
+                                    fix="one of " + ", ".join(PLAN_TARGETS) + "; or regenerate the plan")
         if self.rl is not None:
             if not isinstance(self.rl, dict) or "algo" not in self.rl:
                 raise PlanFileError("the plan's 'rl' part is not an RL configuration",
@@ -132,7 +145,7 @@ class Plan:
             "tensor_peak_gib": self.memory.tensor_peak_gib, "peak_phase": self.memory.peak_phase,
             "host_ram_gib": self.memory.host_ram_gib, "tokens": self.tokens,
             "tokens_per_s": self.tokens_per_s, "step_seconds": self.step_seconds, "mfu": self.mfu,
-            "framework": self.framework, "hours": self.hours, "gpu_hours": self.gpu_hours, "cost": self.cost,
+            "framework": self.framework, "target": self.target, "calibration": self.calibration, "hours": self.hours, "gpu_hours": self.gpu_hours, "cost": self.cost,
             "currency": self.currency, "on_demand_cost": self.on_demand_cost, "spot": self.spot,
             "spot_price_fraction": self.spot_price_fraction, "expected_interruptions": self.expected_interruptions,
             "checkpoint_interval_hours": self.checkpoint_interval_hours, "price_per_hour": self.price_per_hour,
@@ -168,7 +181,7 @@ class Plan:
                 gpus_per_node=d["gpus_per_node"], nodes=d["nodes"], memory=MemoryEstimate.from_dict(d["memory"]),
                 fit=FitDecision.from_dict(d["fit"]), gpu_mem_gib=d["gpu_mem_gib"], tokens=d.get("tokens"),
                 tokens_per_s=d.get("tokens_per_s"), step_seconds=d.get("step_seconds"), mfu=d.get("mfu"),
-                framework=d.get("framework"), hours=d.get("hours"), gpu_hours=d.get("gpu_hours"), cost=d.get("cost"),
+                framework=d.get("framework"), target=d.get("target"), calibration=d.get("calibration"), hours=d.get("hours"), gpu_hours=d.get("gpu_hours"), cost=d.get("cost"),
                 currency=d.get("currency"), on_demand_cost=d.get("on_demand_cost"), spot=bool(d.get("spot")),
                 spot_price_fraction=d.get("spot_price_fraction"), expected_interruptions=d.get("expected_interruptions"),
                 checkpoint_interval_hours=d.get("checkpoint_interval_hours"), price_per_hour=d.get("price_per_hour"),
@@ -190,7 +203,8 @@ class Plan:
 _NUMBER_FIELDS = ("tokens", "tokens_per_s", "step_seconds", "mfu", "hours", "gpu_hours", "cost", "on_demand_cost",
                   "gpu_mem_gib", "spot_price_fraction", "expected_interruptions", "checkpoint_interval_hours",
                   "price_per_hour")
-_STRING_FIELDS = ("gpu", "provider", "resource_class", "instance_type", "currency", "framework", "region", "source",
+_STRING_FIELDS = ("gpu", "provider", "resource_class", "instance_type", "currency", "framework", "target", "calibration", "region",
+                  "source",
                   "price_source", "price_as_of")
 
 
@@ -270,7 +284,8 @@ class PlanResult:
         wl = req.workload
         w = {k: v for k, v in wl.to_dict().items() if k not in PIN_FIELDS or k in req.pins}
         w.update({"model": req.model.name, "tokens": req.tokens, "global_batch": req.global_batch,
-                  "objective": req.objective, "spot": req.spot, "pins": dict(req.pins)})
+                  "objective": req.objective, "spot": req.spot, "pins": dict(req.pins),
+                  "target": getattr(req, "target", None), "framework": req.framework})
         rl = getattr(req, "rl", None)
         if rl is not None:
             w.update({"rl": rl.to_dict(), "steps": getattr(req, "steps", None)})
