@@ -43,7 +43,8 @@ DATA = HERE / "data" / "fit_reports.yaml"
 OUT = HERE / "results" / "fit_corpus.json"
 TARGET = 90.0
 WL_FIELDS = ("method", "lora_rank", "seq_len", "micro_batch", "grad_accum", "grad_ckpt", "precision", "attention",
-             "loss", "optimizer", "gpus", "strategy", "offload", "tp", "pp", "ep", "cp")
+             "loss", "optimizer", "gpus", "strategy", "offload", "tp", "pp", "ep", "cp", "ds_bucket_elems",
+             "ds_overlap_comm")
 
 
 def verdict(est, usable_gib: float) -> str:

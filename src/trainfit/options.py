@@ -14,8 +14,8 @@ from typing import Any, Callable, Mapping
 from trainfit import inputs
 from trainfit.errors import InputError, did_you_mean
 from trainfit.launch.targets import PLAN_TARGETS
-from trainfit.workload import (ATTENTIONS, LOSSES, METHODS, OFFLOADS, OPTIMIZERS, PRECISIONS, STRATEGIES,
-                               Workload)
+from trainfit.workload import (ATTENTIONS, LOSSES, MAX_DS_BUCKET_ELEMS, METHODS, OFFLOADS, OPTIMIZERS, PRECISIONS,
+                               STRATEGIES, Workload)
 
 #: Documented ranges of the input gate (docs/security.md).
 MAX_GPUS = 65_536
@@ -111,10 +111,15 @@ WORKLOAD_OPTIONS: tuple[Option, ...] = (
     Option(name="cp", parse=_int(1, MAX_PARALLEL), default=1, group="distribution", help="context parallel size (default 1)"),
     Option(name="sequence_parallel", parse=inputs.as_bool, default=True, group="distribution",
            help="Megatron sequence parallelism with --tp > 1 (default on; --no-sequence-parallel turns it off)"),
+    Option(name="ds_bucket_elems", parse=_int(1, MAX_DS_BUCKET_ELEMS), default=_D.ds_bucket_elems, group="distribution",
+           help="DeepSpeed reduce/allgather bucket size in elements, as written to ds_config.json (default 5e8)"),
+    Option(name="ds_overlap_comm", parse=inputs.as_bool, default=_D.ds_overlap_comm, group="distribution",
+           help="DeepSpeed overlap_comm (default on; --no-ds-overlap-comm turns it off)"),
 )
 WORKLOAD_OPTION_NAMES = tuple(o.name for o in WORKLOAD_OPTIONS)
 _BY_NAME = {o.name: o for o in WORKLOAD_OPTIONS}
-_NEGATABLE = {"grad_ckpt": "--no-grad-ckpt", "sequence_parallel": "--no-sequence-parallel"}
+_NEGATABLE = {"grad_ckpt": "--no-grad-ckpt", "sequence_parallel": "--no-sequence-parallel",
+              "ds_overlap_comm": "--no-ds-overlap-comm"}
 
 
 def _argparse_type(opt: Option) -> Callable[[str], Any]:

@@ -59,7 +59,9 @@ _CHOICES = (("method", frozenset(METHODS)), ("attention", frozenset(ATTENTIONS))
             ("precision", frozenset(PRECISIONS)), ("optimizer", frozenset(OPTIMIZERS)),
             ("strategy", frozenset(STRATEGIES)), ("offload", frozenset(OFFLOADS)))
 _INT_FIELDS = ("seq_len", "micro_batch", "grad_accum", "gpus", "gpus_per_node", "tp", "pp", "ep", "cp", "lora_rank",
-               "lora_alpha", "freeze_trainable_layers")
+               "lora_alpha", "freeze_trainable_layers", "ds_bucket_elems")
+#: Largest DeepSpeed bucket accepted (elements): 1e11 x 2 bytes is beyond any GPU's memory.
+MAX_DS_BUCKET_ELEMS = 100_000_000_000
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -104,6 +106,12 @@ class Workload:
     cp: int = 1
     sequence_parallel: bool = True
     """Megatron sequence parallelism (shards norm and residual activations over ``tp``)."""
+    ds_bucket_elems: int = 500_000_000
+    """DeepSpeed ``reduce_bucket_size`` (and ZeRO-1/2 ``allgather_bucket_size``), elements. trainfit's
+    ds_config.json writes this value for both; 5e8 is DeepSpeed's default (deepspeed/runtime/zero/config.py)."""
+    ds_overlap_comm: bool = True
+    """DeepSpeed ``overlap_comm`` (trainfit's ds_config.json writes it): with ZeRO-1/2 the gradient reduction
+    overlaps backward at the cost of larger communication buffers (estimate/states.py ``ds_comm_buffer_bytes``)."""
 
     def __post_init__(self) -> None:
         for name, allowed in _CHOICES:
@@ -145,6 +153,11 @@ class Workload:
             raise WorkloadError("QLoRA 4-bit weights cannot be offloaded by ZeRO-3", fix="use --offload optimizer")
         if self.precision == "fp16" and self.optimizer in ("adamw-8bit", "paged-adamw-8bit") and self.method == "full":
             pass  # valid (bitsandbytes supports fp32 master + 8-bit states under fp16 AMP)
+        if self.ds_bucket_elems > MAX_DS_BUCKET_ELEMS:
+            raise WorkloadError(f"ds_bucket_elems {self.ds_bucket_elems} is beyond any GPU's memory",
+                                fix="use DeepSpeed's default 500000000 (5e8) or less")
+        if not isinstance(self.ds_overlap_comm, bool):
+            raise WorkloadError(f"ds_overlap_comm must be true or false; got {self.ds_overlap_comm!r}")
         if self.seq_len % self.cp:
             raise WorkloadError(f"seq_len {self.seq_len} is not divisible by --cp {self.cp}")
 

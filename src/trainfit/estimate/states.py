@@ -35,6 +35,29 @@ DS_PREFETCH_BUCKET = 50_000_000
 #: deepspeed/runtime/zero/stage3.py): only one sub-group's fp32 gradient partition is alive at once.
 #: https://github.com/deepspeedai/DeepSpeed/blob/master/deepspeed/runtime/zero/stage3.py
 DS_SUB_GROUP_SIZE = 1_000_000_000
+#: Footprint of DeepSpeed ZeRO-1/2 ``overlap_comm`` in units of the two bucket settings: "overlap_comm uses 4.5x
+#: the allgather_bucket_size and reduce_bucket_size values. So if they are set to 5e8, this requires a 9GB
+#: footprint (5e8 x 2Bytes x 2 x 4.5)" (Hugging Face Transformers DeepSpeed guide, ZeRO-2 configuration,
+#: https://huggingface.co/docs/transformers/main/en/deepspeed#zero-configuration, source
+#: https://github.com/huggingface/transformers/blob/main/docs/source/en/deepspeed.md, read 2026-12-03; the same
+#: factor in OpenRLHF's documentation of ``--overlap_comm``, https://openrlhf.readthedocs.io/en/latest/usage.html).
+#: Without overlap_comm DeepSpeed fills one contiguous reduce bucket (``ipg_buffer``) at a time
+#: (deepspeed/runtime/zero/stage_1_and_2.py, https://github.com/deepspeedai/DeepSpeed/blob/master/deepspeed/runtime/zero/stage_1_and_2.py).
+DS_OVERLAP_COMM_FACTOR = 4.5
+
+
+def ds_comm_buffer_bytes(wl: Workload, trainable_rank: float) -> float:
+    """GPU bytes of DeepSpeed ZeRO-1/2 gradient communication buffers for ``wl`` (16-bit gradients): one reduce
+    bucket of ``ds_bucket_elems`` without ``overlap_comm``; with it, the documented 4.5x of the reduce and
+    allgather buckets (``DS_OVERLAP_COMM_FACTOR``). A bucket never holds more elements than the rank has
+    trainable gradients (``trainable_rank``), so PEFT jobs keep small buffers. Alive from backward through
+    the step: DeepSpeed frees the buckets after backward into PyTorch's caching allocator, which keeps them
+    reserved (nvidia-smi), and the step's fp32 gradient partition is larger than a bucket block, so it cannot
+    reuse them (https://pytorch.org/docs/stable/notes/cuda.html#memory-management)."""
+    bucket = min(float(wl.ds_bucket_elems), trainable_rank)
+    if wl.ds_overlap_comm:
+        return DS_OVERLAP_COMM_FACTOR * 2 * bucket * 2.0
+    return bucket * 2.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -258,7 +281,13 @@ def _strategy_buffers(m: ModelShape, wl: Workload, acc: _Sums, s: _Storage,
             grad_temp_bwd = acc.grads  # DDP Reducer: flat buckets covering every gradient
             notes.append("DDP keeps gradient buckets the size of all gradients (gradient_as_bucket_view=False)")
     elif zero:
-        grad_temp_bwd = min(DS_REDUCE_BUCKET, acc.trainable_rank) * s.grad
+        if wl.strategy == "zero3":
+            grad_temp_bwd = min(wl.ds_bucket_elems, acc.trainable_rank) * s.grad
+        else:
+            grad_temp_bwd = ds_comm_buffer_bytes(wl, acc.trainable_rank)
+            if wl.ds_overlap_comm:
+                notes.append(f"DeepSpeed overlap_comm: {DS_OVERLAP_COMM_FACTOR}x the reduce + allgather buckets "
+                             f"({wl.ds_bucket_elems:.0e} elements) as communication buffers")
         # fp32 copy of this rank's gradient partition for the step: ZeRO-1/2 convert the whole partition,
         # ZeRO-3 one optimizer sub-group at a time (DS_SUB_GROUP_SIZE)
         step_temp = 4.0 * acc.trainable_sharded
@@ -333,7 +362,8 @@ def state_bytes(m: ModelShape, wl: Workload) -> ModelStates:
 
 
 _STATE_FIELDS = ("method", "lora_rank", "lora_alpha", "lora_targets", "freeze_trainable_layers", "precision",
-                 "optimizer", "gpus", "strategy", "offload", "tp", "pp", "ep", "cp")
+                 "optimizer", "gpus", "strategy", "offload", "tp", "pp", "ep", "cp", "ds_bucket_elems",
+                 "ds_overlap_comm")
 
 
 _states_key = attrgetter(*_STATE_FIELDS)

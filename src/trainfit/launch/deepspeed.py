@@ -15,7 +15,7 @@ from typing import Any
 from trainfit.errors import RenderError
 from trainfit.launch._common import sft_only
 from trainfit.launch._context import RenderContext
-from trainfit.workload import Workload
+from trainfit.workload import MAX_DS_BUCKET_ELEMS, Workload
 
 FILES = ("ds_config.json",)
 
@@ -42,10 +42,10 @@ def ds_config(ctx: RenderContext, *, with_header: bool = True) -> dict[str, Any]
         raise RenderError(f"strategy {wl.strategy} is not a DeepSpeed ZeRO stage",
                           fix="use --strategy zero1, zero2 or zero3 for the deepspeed target")
     stage = int(wl.strategy[-1])
-    zero: dict[str, Any] = {"stage": stage, "overlap_comm": True, "contiguous_gradients": True,
-                            "reduce_bucket_size": 500_000_000}
+    zero: dict[str, Any] = {"stage": stage, "overlap_comm": wl.ds_overlap_comm, "contiguous_gradients": True,
+                            "reduce_bucket_size": wl.ds_bucket_elems}
     if stage <= 2:
-        zero["allgather_bucket_size"] = 500_000_000
+        zero["allgather_bucket_size"] = wl.ds_bucket_elems
     else:
         zero.update({"stage3_prefetch_bucket_size": 50_000_000, "stage3_param_persistence_threshold": 100_000,
                      "stage3_gather_16bit_weights_on_model_save": True})
@@ -78,7 +78,8 @@ def render(ctx: RenderContext) -> dict[str, str]:
 
 def strategy_from_config(cfg: dict) -> dict:
     """Workload fields a DeepSpeed config states (the inverse of :func:`ds_config`): strategy (ZeRO stage),
-    offload, micro-batch, gradient accumulation and 16-bit format."""
+    offload, micro-batch, gradient accumulation, the reduce bucket size and ``overlap_comm`` (numbers only:
+    ``"auto"``, which Hugging Face's integration resolves from the model, is left to the workload's value)."""
     kw: dict = {}
     zero = cfg.get("zero_optimization") if isinstance(cfg.get("zero_optimization"), dict) else {}
     stage = zero.get("stage")
@@ -97,6 +98,11 @@ def strategy_from_config(cfg: dict) -> dict:
         kw["offload"] = "optimizer"
     elif stage in (1, 2, 3):
         kw["offload"] = "none"
+    bucket = zero.get("reduce_bucket_size")
+    if isinstance(bucket, (int, float)) and not isinstance(bucket, bool) and 1 <= bucket <= MAX_DS_BUCKET_ELEMS:
+        kw["ds_bucket_elems"] = int(bucket)
+    if isinstance(zero.get("overlap_comm"), bool):
+        kw["ds_overlap_comm"] = zero["overlap_comm"]
     for key, name in (("train_micro_batch_size_per_gpu", "micro_batch"), ("gradient_accumulation_steps", "grad_accum")):
         v = cfg.get(key)
         if isinstance(v, int) and not isinstance(v, bool) and v > 0:
