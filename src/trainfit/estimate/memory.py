@@ -337,9 +337,11 @@ def _candidates(s: _Step) -> list[_Cand]:
     # end of backward: every gradient + grad w.r.t. the embedding output; with tied embeddings the
     # embedding backward makes a second full gradient of the shared weight and AccumulateGrad adds it
     # out of place (old + new + sum alive together: +2 gradients, seen in every tied-model trace)
-    # DDP's buckets, and DeepSpeed ZeRO-1/2's reduce buckets (kept reserved by the caching allocator through the
-    # step: estimate.states.ds_comm_buffer_bytes), stay until the step ends
-    ddp_buckets = st.grad_temp_bwd if s.wl.strategy in ("ddp", "zero1", "zero2") else 0.0
+    # DDP's buckets, and DeepSpeed ZeRO-1/2's overlap_comm buffers (kept reserved by the caching allocator through
+    # the step: estimate.states.ds_comm_buffer_bytes), stay until the step ends
+    wl = s.wl
+    ddp_buckets = st.grad_temp_bwd if (wl.strategy == "ddp" or (wl.strategy in ("zero1", "zero2")
+                                                               and wl.ds_overlap_comm)) else 0.0
     cands.append(("backward", base_w, st.gradients, base_o, s.frozen_ckpt, 0.0,
                   2 * h * s.T / s.tpd + ddp_buckets + 2 * st.tied_grad))
     # optimizer step

@@ -50,10 +50,12 @@ def ds_comm_buffer_bytes(wl: Workload, trainable_rank: float) -> float:
     """GPU bytes of DeepSpeed ZeRO-1/2 gradient communication buffers for ``wl`` (16-bit gradients): one reduce
     bucket of ``ds_bucket_elems`` without ``overlap_comm``; with it, the documented 4.5x of the reduce and
     allgather buckets (``DS_OVERLAP_COMM_FACTOR``). A bucket never holds more elements than the rank has
-    trainable gradients (``trainable_rank``), so PEFT jobs keep small buffers. Alive from backward through
-    the step: DeepSpeed frees the buckets after backward into PyTorch's caching allocator, which keeps them
-    reserved (nvidia-smi), and the step's fp32 gradient partition is larger than a bucket block, so it cannot
-    reuse them (https://pytorch.org/docs/stable/notes/cuda.html#memory-management)."""
+    trainable gradients (``trainable_rank``), so PEFT jobs keep small buffers. With overlap_comm the footprint
+    is counted from backward through the step (memory.py): DeepSpeed frees the buckets after backward into
+    PyTorch's caching allocator, which keeps them reserved (nvidia-smi), and the step's fp32 gradient
+    partition is larger than a bucket block, so it cannot reuse them
+    (https://pytorch.org/docs/stable/notes/cuda.html#memory-management). The single bucket without
+    overlap_comm is counted in backward only, as before."""
     bucket = min(float(wl.ds_bucket_elems), trainable_rank)
     if wl.ds_overlap_comm:
         return DS_OVERLAP_COMM_FACTOR * 2 * bucket * 2.0
