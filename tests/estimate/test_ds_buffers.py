@@ -82,3 +82,16 @@ def test_fields_are_validated_and_parsed_as_options():
     vals = parse_options({"strategy": "zero2", "gpus": 2, "ds_bucket_elems": "200000000", "ds_overlap_comm": "false"})
     wl = workload_from_values(vals)
     assert wl.ds_bucket_elems == 200_000_000 and wl.ds_overlap_comm is False
+
+
+def test_zero3_gradient_partitions_live_from_the_start_of_the_step():
+    # DeepSpeed ZeRO-3 allocates the flat buffer of the rank's gradient partitions (and the reduce bucket) once:
+    # the forward pass carries them with or without gradient accumulation
+    one = estimate_memory(M, _wl(strategy="zero3", grad_accum=1))
+    two = estimate_memory(M, _wl(strategy="zero3", grad_accum=2))
+    st = cached_states(M, _wl(strategy="zero3"))
+    assert st.gradients > 0
+    assert one.phases_gib["forward"] == pytest.approx(two.phases_gib["forward"])
+    z2a = estimate_memory(M, _wl(strategy="zero2", grad_accum=1, ds_overlap_comm=False))
+    z2b = estimate_memory(M, _wl(strategy="zero2", grad_accum=2, ds_overlap_comm=False))
+    assert z2b.phases_gib["forward"] > z2a.phases_gib["forward"]  # ZeRO-2 grads appear in backward

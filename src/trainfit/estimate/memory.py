@@ -381,7 +381,11 @@ def _build_step(m: ModelShape, wl: Workload, st: ModelStates, assumptions: list[
     loss_fwd_peak, loss_bwd_peak, loss_note = _loss_region(m, wl, T, head_trains)
     if loss_note:
         assumptions.append(loss_note)
-    ga = wl.grad_accum > 1
+    # gradients alive from the step's start: accumulated over micro-batches, or DeepSpeed ZeRO-3's flat buffer of
+    # the rank's gradient partitions, allocated once when the engine is built and kept for the whole run
+    # (``grad_partitions_flat_buffer`` in deepspeed/runtime/zero/stage3.py,
+    # https://github.com/deepspeedai/DeepSpeed/blob/master/deepspeed/runtime/zero/stage3.py)
+    ga = wl.grad_accum > 1 or wl.strategy == "zero3"
     if wl.pp > 1:  # the first pipeline stage: no final norm, LM head or loss (those are on the last stage)
         final_norm = loss_fwd_peak = loss_bwd_peak = 0.0
     return _Step(m, wl, st, prof, T, tpd, in_flight, amp, saved, saved_total, frozen_ckpt, autocast_w, final_norm,
