@@ -111,8 +111,10 @@ WORKLOAD_OPTIONS: tuple[Option, ...] = (
     Option(name="cp", parse=_int(1, MAX_PARALLEL), default=1, group="distribution", help="context parallel size (default 1)"),
     Option(name="sequence_parallel", parse=inputs.as_bool, default=True, group="distribution",
            help="Megatron sequence parallelism with --tp > 1 (default on; --no-sequence-parallel turns it off)"),
-    Option(name="ds_bucket_elems", parse=_int(1, MAX_DS_BUCKET_ELEMS), default=_D.ds_bucket_elems, group="distribution",
-           help="DeepSpeed reduce/allgather bucket size in elements, as written to ds_config.json (default 5e8)"),
+    Option(name="ds_bucket_elems", parse=lambda f, v: inputs.as_count(f, v, lo=1, hi=MAX_DS_BUCKET_ELEMS),
+           default=_D.ds_bucket_elems, group="distribution",
+           help="DeepSpeed reduce/allgather bucket size in elements (5e8, 200M), as written to ds_config.json "
+                "(default 5e8)"),
     Option(name="ds_overlap_comm", parse=inputs.as_bool, default=_D.ds_overlap_comm, group="distribution",
            help="DeepSpeed overlap_comm (default on; --no-ds-overlap-comm turns it off)"),
 )

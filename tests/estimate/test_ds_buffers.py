@@ -41,6 +41,9 @@ def test_reader_takes_json_floats_and_leaves_auto_alone():
     assert got["ds_bucket_elems"] == 500_000_000 and got["ds_overlap_comm"] is False
     got = strategy_from_config({"zero_optimization": {"stage": 3, "reduce_bucket_size": "auto"}})
     assert "ds_bucket_elems" not in got and "ds_overlap_comm" not in got
+    # "auto" as the Hugging Face integration fills it: hidden_size ** 2
+    got = strategy_from_config({"zero_optimization": {"stage": 3, "reduce_bucket_size": "auto"}}, hidden_size=3584)
+    assert got["ds_bucket_elems"] == 3584 * 3584
 
 
 def test_overlap_comm_footprint_is_the_documented_multiple():
@@ -82,6 +85,7 @@ def test_fields_are_validated_and_parsed_as_options():
     vals = parse_options({"strategy": "zero2", "gpus": 2, "ds_bucket_elems": "200000000", "ds_overlap_comm": "false"})
     wl = workload_from_values(vals)
     assert wl.ds_bucket_elems == 200_000_000 and wl.ds_overlap_comm is False
+    assert parse_options({"ds_bucket_elems": "5e8"})["ds_bucket_elems"] == 500_000_000
 
 
 def test_zero3_gradient_partitions_live_from_the_start_of_the_step():
@@ -95,3 +99,12 @@ def test_zero3_gradient_partitions_live_from_the_start_of_the_step():
     z2a = estimate_memory(M, _wl(strategy="zero2", grad_accum=1, ds_overlap_comm=False))
     z2b = estimate_memory(M, _wl(strategy="zero2", grad_accum=2, ds_overlap_comm=False))
     assert z2b.phases_gib["forward"] > z2a.phases_gib["forward"]  # ZeRO-2 grads appear in backward
+
+
+def test_ms_swift_zero2_preset_carries_its_buckets():
+    from trainfit.launch._common import swift_workload
+
+    kw, _ = swift_workload({"deepspeed": "zero2"}, num_layers=8, gpus=2)
+    assert kw["strategy"] == "zero2" and kw["ds_bucket_elems"] == 200_000_000 and kw["ds_overlap_comm"] is True
+    kw, _ = swift_workload({"deepspeed": "zero3"}, num_layers=8, gpus=2)
+    assert kw["strategy"] == "zero3" and "ds_bucket_elems" not in kw

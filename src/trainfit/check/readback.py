@@ -80,7 +80,7 @@ def _workload_kwargs(f: JobFacts, o: Any, plan: dict, model: Any) -> tuple[dict[
         got, assumed = llamafactory_workload(f.train, num_layers=model.num_layers)
         kw.update(got)
     if f.ds_config:
-        kw.update(strategy_from_config(f.ds_config))
+        kw.update(strategy_from_config(f.ds_config, hidden_size=getattr(model, "hidden_size", None)))
     elif f.engine in ("swift", "llamafactory") and "strategy" not in kw and not base:
         kw["strategy"] = "ddp"
     if base and f.engine and not f.ds_config and "deepspeed" not in f.train and kw.get("strategy", "").startswith("zero") \

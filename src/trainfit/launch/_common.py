@@ -216,6 +216,8 @@ def swift_workload(args: dict[str, str], *, num_layers: int | None, gpus: int | 
             stage = int(preset.group(1))
             kw["strategy"] = f"zero{stage}" if stage else "ddp"
             kw["offload"] = ("all" if stage == 3 else "optimizer") if preset.group(2) else "none"
+            if preset.group(0) == "zero2":  # swift/llm/ds_config/zero2.json: 2e8-element buckets, overlap_comm
+                kw["ds_bucket_elems"], kw["ds_overlap_comm"] = 200_000_000, True
         fsdp = args.get("fsdp", "")
         if fsdp:
             kw["strategy"] = "fsdp"

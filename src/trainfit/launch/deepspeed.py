@@ -76,10 +76,11 @@ def render(ctx: RenderContext) -> dict[str, str]:
     return {"ds_config.json": json.dumps(ds_config(ctx), indent=2, ensure_ascii=False) + "\n"}
 
 
-def strategy_from_config(cfg: dict) -> dict:
+def strategy_from_config(cfg: dict, *, hidden_size: int | None = None) -> dict:
     """Workload fields a DeepSpeed config states (the inverse of :func:`ds_config`): strategy (ZeRO stage),
-    offload, micro-batch, gradient accumulation, the reduce bucket size and ``overlap_comm`` (numbers only:
-    ``"auto"``, which Hugging Face's integration resolves from the model, is left to the workload's value)."""
+    offload, micro-batch, gradient accumulation, the reduce bucket size and ``overlap_comm``. A
+    ``reduce_bucket_size`` of ``"auto"`` is what Hugging Face's integration fills in, ``hidden_size**2``
+    (transformers/integrations/deepspeed.py), when the model's ``hidden_size`` is given; else it is left out."""
     kw: dict = {}
     zero = cfg.get("zero_optimization") if isinstance(cfg.get("zero_optimization"), dict) else {}
     stage = zero.get("stage")
@@ -99,6 +100,8 @@ def strategy_from_config(cfg: dict) -> dict:
     elif stage in (1, 2, 3):
         kw["offload"] = "none"
     bucket = zero.get("reduce_bucket_size")
+    if bucket == "auto" and hidden_size:
+        bucket = hidden_size * hidden_size
     if isinstance(bucket, (int, float)) and not isinstance(bucket, bool) and 1 <= bucket <= MAX_DS_BUCKET_ELEMS:
         kw["ds_bucket_elems"] = int(bucket)
     if isinstance(zero.get("overlap_comm"), bool):
