@@ -149,6 +149,12 @@ def _engine_compute(model: ModelShape, wl: Workload, hw: Hardware, fw: str, fl: 
             assumptions.append(cal.line())
     eff = flops_per_gpu_step / (peak * 1e12 * compute_s)
     assumptions += engines.describe(ec, feat.family)
+    if feat.family == "hf" and model.is_moe:
+        assumptions.append(
+            "Hugging Face MoE code timed as the eager per-expert loop of transformers < 5 (every published "
+            "HF-MoE run in benchmarks/data/throughput.yaml used 4.x); transformers >= 5 defaults to grouped_mm "
+            "experts, which this model does not time: --framework fsdp2 (grouped-GEMM experts) is the closer "
+            "estimate there")
     warnings.extend(feat.notes)
     if et.launch_bound:
         warnings.append(f"kernel-launch bound: the CPU issues kernels for {et.launch_seconds:.3g} s per step, "
