@@ -165,7 +165,8 @@ def _engine_compute(model: ModelShape, wl: Workload, hw: Hardware, fw: str, fl: 
 def estimate_speed(model: ModelShape, workload: Workload, hardware: Hardware, *, framework: str | None = None,
                    efficiency: float | None = None, virtual_pp: int = 1, compiled: bool = False,
                    recompute_fraction: float = 0.0, constants: Any = None,
-                   use_calibration: bool = True, moe_grouped_gemm: bool = True) -> SpeedEstimate:
+                   use_calibration: bool = True, moe_grouped_gemm: bool = True,
+                   expert_tp: int = 1) -> SpeedEstimate:
     """Tokens/s, step time and MFU of ``workload`` on ``hardware`` (see ``docs/speed-model.md``).
 
     ``framework`` picks the engine family (hf-trainer, deepspeed, fsdp2, megatron; default from the
@@ -173,7 +174,8 @@ def estimate_speed(model: ModelShape, workload: Workload, hardware: Hardware, *,
     fixed executed-FLOPs utilisation (0-1). ``virtual_pp``: interleaved pipeline stages per GPU (Megatron
     VP); ``compiled``: torch.compile; ``recompute_fraction``: selective recompute share of the forward (see
     ``engines.features``); ``constants``: :class:`engines.EngineConstants` (default: fitted);
-    ``moe_grouped_gemm``: Megatron-Core's ``--moe-grouped-gemm`` (off: a per-expert loop, see
+    ``expert_tp``: Megatron's expert tensor parallel size (1, what trainfit's writers set; see
+    ``comm.ep_term``); ``moe_grouped_gemm``: Megatron-Core's ``--moe-grouped-gemm`` (off: a per-expert loop, see
     ``engines.features``); ``use_calibration``: apply a measured calibration of this GPU and engine family from the user's overlay
     (``trainfit calibrate``; ignored when ``constants`` are given).
     """
@@ -209,7 +211,7 @@ def estimate_speed(model: ModelShape, workload: Workload, hardware: Hardware, *,
     # ---- communication, CPU optimizer, QLoRA dequantize
     links = links_for(wl, hw, warnings)
     trainable = float(count_params(model, wl).trainable)
-    terms = comm_terms(model, wl, fw, links, trainable, virtual_pp=max(1, virtual_pp))
+    terms = comm_terms(model, wl, fw, links, trainable, virtual_pp=max(1, virtual_pp), expert_tp=expert_tp)
     offload, cpu_s = offload_term(model, wl, hw, links, trainable, assumptions)
     if offload is not None:
         terms.append(offload)
