@@ -149,6 +149,12 @@ def _engine_compute(model: ModelShape, wl: Workload, hw: Hardware, fw: str, fl: 
             assumptions.append(cal.line())
     eff = flops_per_gpu_step / (peak * 1e12 * compute_s)
     assumptions += engines.describe(ec, feat.family)
+    if model.is_moe and wl.ep > 1:
+        assumptions.append(
+            "expert-parallel MoE timed with balanced routing (every EP rank gets the mean token count), as the "
+            "published runs it was fitted on force-balance their routers; a real router makes hot experts' ranks "
+            "stragglers: XTuner's H800 sweep (Qwen3-235B-A22B TP4/EP8/PP8, capacity factor 1-5 vs forced "
+            "balance) ran 1.4-1.9x slower, https://github.com/InternLM/xtuner/blob/79f213643ba0b84147fb06c20f9538a0f01db459/docs/en/benchmark/megatron_moe_benchmark.md")
     if feat.family == "hf" and model.is_moe:
         assumptions.append(
             "Hugging Face MoE code timed as the eager per-expert loop of transformers < 5 (every published "
