@@ -129,7 +129,8 @@ def load_rows(data: dict, raw_rows: list[dict]) -> list[Row]:
         rf = float(r.get("recompute_fraction", 0.0))
         gg = bool(r.get("moe_grouped_gemm", True))
         s = estimate_speed(model, wl, hw, framework=fw, virtual_pp=r.get("vp", 1), compiled=bool(r.get("compiled")),
-                           recompute_fraction=rf, constants=engines.PRIORS, moe_grouped_gemm=gg)
+                           recompute_fraction=rf, constants=engines.PRIORS, moe_grouped_gemm=gg,
+                           expert_tp=int(r.get("etp", 1)))
         prec = wl.precision if (wl.precision != "fp8" or hw.peak_fp8_tflops) else "bf16"
         feat = engines.features(model, wl.with_(precision=prec), hw, fw, flops=flops_per_token(model, wl),
                                 compiled=bool(r.get("compiled")), recompute_fraction=rf,

@@ -277,3 +277,15 @@ def test_interleaved_pipeline_multiplies_point_to_point_messages(q8):
     one = {c.name: c for c in estimate_speed(q8, wl, H100, efficiency=0.3).comm}["pp-p2p"]
     four = {c.name: c for c in estimate_speed(q8, wl, H100, efficiency=0.3, virtual_pp=4).comm}["pp-p2p"]
     assert four.bytes_per_gpu == pytest.approx(4 * one.bytes_per_gpu)
+
+
+def test_expert_tp_spaces_expert_parallel_ranks_apart():
+    """Megatron's default expert TP (= TP, ms-swift < 3.9): TP2 x EP8 spreads an EP group over 16 ranks, two
+    nodes, so the all-to-all crosses the network and the experts shard over tp as well."""
+    m = get_model("Qwen3-30B-A3B")
+    wl = Workload(seq_len=4096, gpus=16, gpus_per_node=8, tp=2, ep=8, strategy="zero1", grad_ckpt=False)
+    one = {c.name: c for c in estimate_speed(m, wl, H100, efficiency=0.2).comm}
+    two = {c.name: c for c in estimate_speed(m, wl, H100, efficiency=0.2, expert_tp=2).comm}
+    assert one["ep-alltoall"].link == "intra" and two["ep-alltoall"].link == "inter"
+    assert two["ep-alltoall"].seconds > one["ep-alltoall"].seconds
+    assert "dp-zero1-expert" not in two  # expert data parallel = 8 * 2 / (8 * 2) = 1

@@ -127,7 +127,8 @@ def links_for(wl: Workload, hw: Hardware, warnings: list[str]) -> Links:
                  link_eff=hw.link_efficiency)
 
 
-def dp_terms(model: ModelShape, wl: Workload, framework: str, links: Links, trainable: float) -> list[CommTerm]:
+def dp_terms(model: ModelShape, wl: Workload, framework: str, links: Links, trainable: float,
+             expert_tp: int = 1) -> list[CommTerm]:
     """Data parallel (ZeRO / FSDP / DDP) traffic; experts replicate over dp/ep, so they get their own term."""
     terms: list[CommTerm] = []
     m = wl.grad_accum
@@ -140,16 +141,18 @@ def dp_terms(model: ModelShape, wl: Workload, framework: str, links: Links, trai
     grad_bytes = 4.0 if (wl.precision == "amp-bf16" or framework in ("fsdp2", "automodel")) else 2.0
     dp = wl.dp
     # experts with expert TP 1 (as the memory model, estimate/states.py): TP ranks hold whole experts, so the
-    # expert data-parallel group is dp * tp / ep and an expert's weights are split by pp * ep only
-    edp = max(1, dp * wl.tp // wl.ep) if wl.ep > 1 else dp
+    # expert data-parallel group is dp * tp / ep and an expert's weights are split by pp * ep only; with expert
+    # TP e (``expert_tp``), dp * tp / (ep * e) and pp * ep * e
+    etp = max(1, expert_tp)
+    edp = max(1, dp * wl.tp // (wl.ep * etp)) if wl.ep > 1 else dp
     for label, frac, group in (("dense", dense_p / model.total_params, dp),
                                ("expert", expert_p / model.total_params, edp)):
         if frac <= 0 or group <= 1:
             continue
-        shard_div = (wl.pp * wl.ep) if label == "expert" and wl.ep > 1 else mp
+        shard_div = (wl.pp * wl.ep * etp) if label == "expert" and wl.ep > 1 else mp
         pbytes = base_bytes * frac / shard_div
         gbytes = trainable * frac * grad_bytes / shard_div
-        bw, where = links.ring(group, wl.ep if label == "expert" and wl.ep > 1 else wl.tp * wl.cp)
+        bw, where = links.ring(group, wl.ep * etp if label == "expert" and wl.ep > 1 else wl.tp * wl.cp)
         s = wl.strategy
         if s in ("ddp", "zero1"):
             vol = 2 * gbytes  # all-reduce (ddp) = reduce-scatter + all-gather (zero1), once per step
@@ -187,14 +190,15 @@ def tp_term(model: ModelShape, wl: Workload, links: Links) -> CommTerm | None:
                     bytes_per_gpu=m * n_ar * 2 * buf * (wl.tp - 1) / wl.tp)
 
 
-def ep_term(model: ModelShape, wl: Workload, links: Links) -> CommTerm | None:
+def ep_term(model: ModelShape, wl: Workload, links: Links, expert_tp: int = 1) -> CommTerm | None:
     """Expert parallel: dispatch + combine per MoE layer forward and backward (+ recompute).
 
     Expert tensor parallelism is 1 (what the memory model assumes: with ``ep > 1`` experts are sharded by EP
     only, and what the Megatron writers set, ``--expert_tensor_parallel_size 1``): Megatron-Core then orders
     expert ranks ``etp-ep-dp-pp``, so an EP group is ``ep`` consecutive ranks and stays inside a node when
     ``ep <= GPUs per node`` whatever the attention TP (Megatron-MoE-ModelZoo lists TP2/EP8 as "intra-node
-    EP"). With sequence parallelism each TP rank dispatches its own ``1/tp`` of the tokens."""
+    EP"). With sequence parallelism each TP rank dispatches its own ``1/tp`` of the tokens. ``expert_tp`` > 1
+    (Megatron-Core's default when unset, and ms-swift's before 3.9) spaces the EP ranks ``expert_tp`` apart."""
     if not (wl.ep > 1 and model.is_moe):
         return None
     g_node, intra, inter, link_eff = links.g_node, links.intra, links.inter, links.link_eff
@@ -202,11 +206,12 @@ def ep_term(model: ModelShape, wl: Workload, links: Links) -> CommTerm | None:
     moe_layers = model.n_moe_layers / wl.pp
     send = tokens_mb / wl.tp * model.experts_per_token * model.hidden_size * ACT_BYTES
     n_a2a = moe_layers * (4 + (2 if wl.grad_ckpt else 0))
-    g_in = min(wl.ep, g_node)  # EP ranks are consecutive (expert TP 1)
+    etp = max(1, expert_tp)
+    g_in = min(wl.ep, max(1, g_node // etp))  # EP ranks are etp apart (consecutive with expert TP 1)
     t_intra = send * (g_in - 1) / wl.ep / (intra * 1e9 * link_eff)
     t_inter = 0.0
     where = "intra"
-    if links.nodes > 1 and wl.ep > g_node:
+    if links.nodes > 1 and wl.ep * etp > g_node:
         # every GPU of the node sends its off-node share through the node's NICs
         t_inter = g_node * send * (wl.ep - g_in) / wl.ep / ((inter or intra) * 1e9 * link_eff)
         where = "inter"
@@ -248,10 +253,10 @@ def pp_term(model: ModelShape, wl: Workload, links: Links, virtual_pp: int = 1) 
 
 
 def comm_terms(model: ModelShape, wl: Workload, framework: str, links: Links, trainable: float,
-               virtual_pp: int = 1) -> list[CommTerm]:
+               virtual_pp: int = 1, expert_tp: int = 1) -> list[CommTerm]:
     """All GPU-to-GPU terms in report order: data parallel (dense, expert), TP, EP, CP, PP."""
-    terms = dp_terms(model, wl, framework, links, trainable)
-    for term in (tp_term(model, wl, links), ep_term(model, wl, links), cp_term(model, wl, links),
+    terms = dp_terms(model, wl, framework, links, trainable, expert_tp)
+    for term in (tp_term(model, wl, links), ep_term(model, wl, links, expert_tp), cp_term(model, wl, links),
                  pp_term(model, wl, links, virtual_pp)):
         if term is not None:
             terms.append(term)

@@ -149,6 +149,18 @@ def _engine_compute(model: ModelShape, wl: Workload, hw: Hardware, fw: str, fl: 
             assumptions.append(cal.line())
     eff = flops_per_gpu_step / (peak * 1e12 * compute_s)
     assumptions += engines.describe(ec, feat.family)
+    if model.is_moe and wl.ep > 1:
+        assumptions.append(
+            "expert-parallel MoE timed with balanced routing (every EP rank gets the mean token count), as the "
+            "published runs it was fitted on force-balance their routers; a real router makes hot experts' ranks "
+            "stragglers: XTuner's H800 sweep (Qwen3-235B-A22B TP4/EP8/PP8, capacity factor 1-5 vs forced "
+            "balance) ran 1.4-1.9x slower, https://github.com/InternLM/xtuner/blob/79f213643ba0b84147fb06c20f9538a0f01db459/docs/en/benchmark/megatron_moe_benchmark.md")
+    if feat.family == "hf" and model.is_moe:
+        assumptions.append(
+            "Hugging Face MoE code timed as the eager per-expert loop of transformers < 5 (every published "
+            "HF-MoE run in benchmarks/data/throughput.yaml used 4.x); transformers >= 5 defaults to grouped_mm "
+            "experts, which this model does not time: --framework fsdp2 (grouped-GEMM experts) is the closer "
+            "estimate there")
     warnings.extend(feat.notes)
     if et.launch_bound:
         warnings.append(f"kernel-launch bound: the CPU issues kernels for {et.launch_seconds:.3g} s per step, "
@@ -159,7 +171,8 @@ def _engine_compute(model: ModelShape, wl: Workload, hw: Hardware, fw: str, fl: 
 def estimate_speed(model: ModelShape, workload: Workload, hardware: Hardware, *, framework: str | None = None,
                    efficiency: float | None = None, virtual_pp: int = 1, compiled: bool = False,
                    recompute_fraction: float = 0.0, constants: Any = None,
-                   use_calibration: bool = True, moe_grouped_gemm: bool = True) -> SpeedEstimate:
+                   use_calibration: bool = True, moe_grouped_gemm: bool = True,
+                   expert_tp: int = 1) -> SpeedEstimate:
     """Tokens/s, step time and MFU of ``workload`` on ``hardware`` (see ``docs/speed-model.md``).
 
     ``framework`` picks the engine family (hf-trainer, deepspeed, fsdp2, megatron; default from the
@@ -167,7 +180,8 @@ def estimate_speed(model: ModelShape, workload: Workload, hardware: Hardware, *,
     fixed executed-FLOPs utilisation (0-1). ``virtual_pp``: interleaved pipeline stages per GPU (Megatron
     VP); ``compiled``: torch.compile; ``recompute_fraction``: selective recompute share of the forward (see
     ``engines.features``); ``constants``: :class:`engines.EngineConstants` (default: fitted);
-    ``moe_grouped_gemm``: Megatron-Core's ``--moe-grouped-gemm`` (off: a per-expert loop, see
+    ``expert_tp``: Megatron's expert tensor parallel size (1, what trainfit's writers set; see
+    ``comm.ep_term``); ``moe_grouped_gemm``: Megatron-Core's ``--moe-grouped-gemm`` (off: a per-expert loop, see
     ``engines.features``); ``use_calibration``: apply a measured calibration of this GPU and engine family from the user's overlay
     (``trainfit calibrate``; ignored when ``constants`` are given).
     """
@@ -203,7 +217,7 @@ def estimate_speed(model: ModelShape, workload: Workload, hardware: Hardware, *,
     # ---- communication, CPU optimizer, QLoRA dequantize
     links = links_for(wl, hw, warnings)
     trainable = float(count_params(model, wl).trainable)
-    terms = comm_terms(model, wl, fw, links, trainable, virtual_pp=max(1, virtual_pp))
+    terms = comm_terms(model, wl, fw, links, trainable, virtual_pp=max(1, virtual_pp), expert_tp=expert_tp)
     offload, cpu_s = offload_term(model, wl, hw, links, trainable, assumptions)
     if offload is not None:
         terms.append(offload)
