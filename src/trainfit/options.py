@@ -114,7 +114,7 @@ WORKLOAD_OPTIONS: tuple[Option, ...] = (
     Option(name="ds_bucket_elems", parse=lambda f, v: inputs.as_count(f, v, lo=1, hi=MAX_DS_BUCKET_ELEMS),
            default=_D.ds_bucket_elems, group="distribution",
            help="DeepSpeed reduce/allgather bucket size in elements (5e8, 200M), as written to ds_config.json "
-                "(default 5e8)"),
+                "(default 2e8, as ms-swift's zero2 preset)"),
     Option(name="ds_overlap_comm", parse=inputs.as_bool, default=_D.ds_overlap_comm, group="distribution",
            help="DeepSpeed overlap_comm (default on; --no-ds-overlap-comm turns it off)"),
 )

@@ -40,7 +40,10 @@ def test_reader_takes_json_floats_and_leaves_auto_alone():
     got = strategy_from_config({"zero_optimization": {"stage": 2, "reduce_bucket_size": 5e8, "overlap_comm": False}})
     assert got["ds_bucket_elems"] == 500_000_000 and got["ds_overlap_comm"] is False
     got = strategy_from_config({"zero_optimization": {"stage": 3, "reduce_bucket_size": "auto"}})
-    assert "ds_bucket_elems" not in got and "ds_overlap_comm" not in got
+    assert "ds_bucket_elems" not in got and got["ds_overlap_comm"] is True  # DeepSpeed's stage-3 default
+    # keys left out take DeepSpeed's defaults, not trainfit's writer defaults
+    got = strategy_from_config({"zero_optimization": {"stage": 2}})
+    assert got["ds_bucket_elems"] == 500_000_000 and got["ds_overlap_comm"] is False
     # "auto" as the Hugging Face integration fills it: hidden_size ** 2
     got = strategy_from_config({"zero_optimization": {"stage": 3, "reduce_bucket_size": "auto"}}, hidden_size=3584)
     assert got["ds_bucket_elems"] == 3584 * 3584

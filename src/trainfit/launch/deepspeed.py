@@ -76,6 +76,10 @@ def render(ctx: RenderContext) -> dict[str, str]:
     return {"ds_config.json": json.dumps(ds_config(ctx), indent=2, ensure_ascii=False) + "\n"}
 
 
+DS_DEFAULT_BUCKET_ELEMS = 500_000_000
+"""DeepSpeed's ``reduce_bucket_size`` when a config leaves it out (deepspeed/runtime/zero/config.py)."""
+
+
 def strategy_from_config(cfg: dict, *, hidden_size: int | None = None) -> dict:
     """Workload fields a DeepSpeed config states (the inverse of :func:`ds_config`): strategy (ZeRO stage),
     offload, micro-batch, gradient accumulation, the reduce bucket size and ``overlap_comm``. A
@@ -99,13 +103,16 @@ def strategy_from_config(cfg: dict, *, hidden_size: int | None = None) -> dict:
         kw["offload"] = "optimizer"
     elif stage in (1, 2, 3):
         kw["offload"] = "none"
-    bucket = zero.get("reduce_bucket_size")
+    # a key the file leaves out takes DeepSpeed's own default (deepspeed/runtime/zero/config.py:
+    # reduce_bucket_size 5e8; overlap_comm off for stages 1-2, on for stage 3), not trainfit's writer default
+    bucket = zero.get("reduce_bucket_size", DS_DEFAULT_BUCKET_ELEMS if stage in (1, 2, 3) else None)
     if bucket == "auto" and hidden_size:
         bucket = hidden_size * hidden_size
     if isinstance(bucket, (int, float)) and not isinstance(bucket, bool) and 1 <= bucket <= MAX_DS_BUCKET_ELEMS:
         kw["ds_bucket_elems"] = int(bucket)
-    if isinstance(zero.get("overlap_comm"), bool):
-        kw["ds_overlap_comm"] = zero["overlap_comm"]
+    overlap = zero.get("overlap_comm", stage == 3 if stage in (1, 2, 3) else None)
+    if isinstance(overlap, bool):
+        kw["ds_overlap_comm"] = overlap
     for key, name in (("train_micro_batch_size_per_gpu", "micro_batch"), ("gradient_accumulation_steps", "grad_accum")):
         v = cfg.get(key)
         if isinstance(v, int) and not isinstance(v, bool) and v > 0:
