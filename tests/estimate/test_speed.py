@@ -18,7 +18,7 @@ from trainfit.estimate.speed import (
     training_time,
 )
 from trainfit.catalog import GPU, Instance
-from trainfit.errors import CatalogError
+from trainfit.errors import CatalogError, WorkloadError
 from trainfit.models import get_model
 from trainfit.plan.hardware import hardware_for
 from trainfit.workload import Workload
@@ -289,3 +289,5 @@ def test_expert_tp_spaces_expert_parallel_ranks_apart():
     assert one["ep-alltoall"].link == "intra" and two["ep-alltoall"].link == "inter"
     assert two["ep-alltoall"].seconds > one["ep-alltoall"].seconds
     assert "dp-zero1-expert" not in two  # expert data parallel = 8 * 2 / (8 * 2) = 1
+    with pytest.raises(WorkloadError):
+        estimate_speed(m, wl, H100, efficiency=0.2, expert_tp=0)

@@ -143,16 +143,15 @@ def dp_terms(model: ModelShape, wl: Workload, framework: str, links: Links, trai
     # experts with expert TP 1 (as the memory model, estimate/states.py): TP ranks hold whole experts, so the
     # expert data-parallel group is dp * tp / ep and an expert's weights are split by pp * ep only; with expert
     # TP e (``expert_tp``), dp * tp / (ep * e) and pp * ep * e
-    etp = max(1, expert_tp)
-    edp = max(1, dp * wl.tp // (wl.ep * etp)) if wl.ep > 1 else dp
+    edp = max(1, dp * wl.tp // (wl.ep * expert_tp)) if wl.ep > 1 else dp
     for label, frac, group in (("dense", dense_p / model.total_params, dp),
                                ("expert", expert_p / model.total_params, edp)):
         if frac <= 0 or group <= 1:
             continue
-        shard_div = (wl.pp * wl.ep * etp) if label == "expert" and wl.ep > 1 else mp
+        shard_div = (wl.pp * wl.ep * expert_tp) if label == "expert" and wl.ep > 1 else mp
         pbytes = base_bytes * frac / shard_div
         gbytes = trainable * frac * grad_bytes / shard_div
-        bw, where = links.ring(group, wl.ep * etp if label == "expert" and wl.ep > 1 else wl.tp * wl.cp)
+        bw, where = links.ring(group, wl.ep * expert_tp if label == "expert" and wl.ep > 1 else wl.tp * wl.cp)
         s = wl.strategy
         if s in ("ddp", "zero1"):
             vol = 2 * gbytes  # all-reduce (ddp) = reduce-scatter + all-gather (zero1), once per step
@@ -206,12 +205,11 @@ def ep_term(model: ModelShape, wl: Workload, links: Links, expert_tp: int = 1) -
     moe_layers = model.n_moe_layers / wl.pp
     send = tokens_mb / wl.tp * model.experts_per_token * model.hidden_size * ACT_BYTES
     n_a2a = moe_layers * (4 + (2 if wl.grad_ckpt else 0))
-    etp = max(1, expert_tp)
-    g_in = min(wl.ep, max(1, g_node // etp))  # EP ranks are etp apart (consecutive with expert TP 1)
+    g_in = min(wl.ep, max(1, g_node // expert_tp))  # EP ranks are expert_tp apart (consecutive with expert TP 1)
     t_intra = send * (g_in - 1) / wl.ep / (intra * 1e9 * link_eff)
     t_inter = 0.0
     where = "intra"
-    if links.nodes > 1 and wl.ep * etp > g_node:
+    if links.nodes > 1 and wl.ep * expert_tp > g_node:
         # every GPU of the node sends its off-node share through the node's NICs
         t_inter = g_node * send * (wl.ep - g_in) / wl.ep / ((inter or intra) * 1e9 * link_eff)
         where = "inter"
@@ -247,7 +245,7 @@ def pp_term(model: ModelShape, wl: Workload, links: Links, virtual_pp: int = 1) 
     where = "inter" if links.nodes > 1 and stage_gpus >= links.g_node else "intra"
     bw = min(links.intra, links.inter or links.intra) if where == "inter" else links.intra
     m = wl.grad_accum
-    sends = m * 2 * max(1, virtual_pp)
+    sends = m * 2 * virtual_pp
     secs = sends * buf / (bw * 1e9 * links.link_eff)
     return CommTerm(name="pp-p2p", seconds=secs, overlap=0.0, link=where, bytes_per_gpu=sends * buf)
 

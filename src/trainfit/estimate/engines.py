@@ -147,12 +147,9 @@ class EngineConstants:
     """DeepSpeed ZeRO-3: exposed latency per fetch of a small module's parameters (pre-forward hook,
     all-gather launch and wait) that no compute hides: each expert's linears of the eager MoE loop."""
     zero_hook_seconds: float = 5e-5
-    """DeepSpeed ZeRO (stages 1-3): host time per trainable parameter tensor and micro-batch of the
-    gradient hook that copies the gradient into the reduce bucket (Python bookkeeping plus a handful of
-    tensor ops at ~5-10 us each). Per tensor, not per byte: it is noise for a dense model (~300 tensors) and
-    seconds for Hugging Face MoE code (3 linears per expert: Qwen3-30B-A3B has 18,432 expert tensors). The
-    per-parameter host path is DeepSpeed's documented bottleneck: deepspeedai/DeepSpeed#7886 (hook cost per
-    tensor), TensorAuto/OpenTau#177 (ZeRO-2 backward 3.4 s vs DDP 0.67 s, "entirely host-side")."""
+    """DeepSpeed ZeRO 1-3: host time per trainable tensor and micro-batch of the hook copying its gradient into
+    the reduce bucket (Python plus a few ~5-10 us tensor ops); noise for ~300 dense tensors, seconds for HF MoE's
+    18,432 expert linears (Qwen3-30B-A3B). DeepSpeed#7886, TensorAuto/OpenTau#177 ("entirely host-side")."""
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -244,6 +241,7 @@ class EngineTime:
     expert_loop_seconds: float
     """Serial part of the eager expert loop: host syncs and launches per expert, and the expert GEMMs."""
     zero3_fetch_seconds: float
+    zero_hook_seconds: float
     optimizer_seconds: float
     launch_bound: bool
 
@@ -348,14 +346,14 @@ def _zero_hook_calls(model: ModelShape, wl: Workload, family: str) -> float:
         return 0.0
     from trainfit.estimate.params import lora_targeted
 
+    lora = wl.method in ("lora", "qlora")
     n = 0.0
     for t in model.tensors():
         per = 3.0 * t.experts / 2.0 if t.kind == "expert" and t.experts else 1.0  # fused gate_up + down -> 3/expert
-        if wl.method in ("lora", "qlora"):
-            if t.layer_type != "global" and t.kind in ("linear", "expert") and lora_targeted(t, wl.lora_targets):
-                n += 2.0 * t.count * per
-        else:
+        if not lora:
             n += t.count * per
+        elif t.layer_type != "global" and t.kind in ("linear", "expert") and lora_targeted(t, wl.lora_targets):
+            n += 2.0 * t.count * per  # the A and B matrices
     return wl.grad_accum * n / wl.pp
 
 
@@ -456,10 +454,12 @@ def compute_time(f: EngineFeatures, c: EngineConstants) -> EngineTime:
         loop = 0.0
         gemm += expert
         gpu = gemm + attn + elem
-    z3 = f.zero3_fetches * c.zero3_fetch_seconds + f.zero_hook_calls * c.zero_hook_seconds
-    return EngineTime(seconds=max(gpu, cpu) + loop + z3 + f.optimizer_seconds, gemm_seconds=gemm,
+    z3 = f.zero3_fetches * c.zero3_fetch_seconds
+    hooks = f.zero_hook_calls * c.zero_hook_seconds
+    return EngineTime(seconds=max(gpu, cpu) + loop + z3 + hooks + f.optimizer_seconds, gemm_seconds=gemm,
                       attention_seconds=attn, elementwise_seconds=elem, launch_seconds=cpu,
-                      expert_loop_seconds=loop, zero3_fetch_seconds=z3, optimizer_seconds=f.optimizer_seconds,
+                      expert_loop_seconds=loop, zero3_fetch_seconds=z3, zero_hook_seconds=hooks,
+                      optimizer_seconds=f.optimizer_seconds,
                       launch_bound=cpu > gpu)
 
 

@@ -154,7 +154,8 @@ def _engine_compute(model: ModelShape, wl: Workload, hw: Hardware, fw: str, fl: 
             "expert-parallel MoE timed with balanced routing (every EP rank gets the mean token count), as the "
             "published runs it was fitted on force-balance their routers; a real router makes hot experts' ranks "
             "stragglers: XTuner's H800 sweep (Qwen3-235B-A22B TP4/EP8/PP8, capacity factor 1-5 vs forced "
-            "balance) ran 1.4-1.9x slower, https://github.com/InternLM/xtuner/blob/79f213643ba0b84147fb06c20f9538a0f01db459/docs/en/benchmark/megatron_moe_benchmark.md")
+            "balance) ran 1.4-1.9x slower, https://github.com/InternLM/xtuner/blob/"
+            "79f213643ba0b84147fb06c20f9538a0f01db459/docs/en/benchmark/megatron_moe_benchmark.md")
     if feat.family == "hf" and model.is_moe:
         assumptions.append(
             "Hugging Face MoE code timed as the eager per-expert loop of transformers < 5 (every published "
@@ -181,11 +182,14 @@ def estimate_speed(model: ModelShape, workload: Workload, hardware: Hardware, *,
     VP); ``compiled``: torch.compile; ``recompute_fraction``: selective recompute share of the forward (see
     ``engines.features``); ``constants``: :class:`engines.EngineConstants` (default: fitted);
     ``expert_tp``: Megatron's expert tensor parallel size (1, what trainfit's writers set; see
-    ``comm.ep_term``); ``moe_grouped_gemm``: Megatron-Core's ``--moe-grouped-gemm`` (off: a per-expert loop, see
-    ``engines.features``); ``use_calibration``: apply a measured calibration of this GPU and engine family from the user's overlay
-    (``trainfit calibrate``; ignored when ``constants`` are given).
+    ``comm.ep_term``); ``moe_grouped_gemm``: Megatron-Core's ``--moe-grouped-gemm`` (off: a per-expert loop,
+    see ``engines.features``); ``use_calibration``: apply a measured calibration of this GPU and engine family
+    from the user's overlay (``trainfit calibrate``; ignored when ``constants`` are given).
     """
     wl, hw = workload, hardware
+    for name, v in (("virtual_pp", virtual_pp), ("expert_tp", expert_tp)):
+        if v < 1:
+            raise WorkloadError(f"{name} must be >= 1, got {v}")
     fw = framework or default_framework(wl)
     if fw not in FRAMEWORKS and fw != "automodel":
         raise WorkloadError(f"unknown framework {fw!r}", fix="use one of " + ", ".join(FRAMEWORKS + ("automodel",)))
@@ -217,14 +221,12 @@ def estimate_speed(model: ModelShape, workload: Workload, hardware: Hardware, *,
     # ---- communication, CPU optimizer, QLoRA dequantize
     links = links_for(wl, hw, warnings)
     trainable = float(count_params(model, wl).trainable)
-    terms = comm_terms(model, wl, fw, links, trainable, virtual_pp=max(1, virtual_pp), expert_tp=expert_tp)
+    terms = comm_terms(model, wl, fw, links, trainable, virtual_pp=virtual_pp, expert_tp=expert_tp)
     offload, cpu_s = offload_term(model, wl, hw, links, trainable, assumptions)
     if offload is not None:
         terms.append(offload)
     dequant_s = dequant_seconds(model, wl, hw, warnings, assumptions)
 
-    if virtual_pp < 1:
-        raise WorkloadError(f"virtual_pp must be >= 1, got {virtual_pp}")
     return _assemble(model, wl, fl, fw, tokens_per_step=tokens_per_step, peak=peak, eff=eff,
                      eff_sources=eff_sources, compute_s=compute_s, dequant_s=dequant_s, cpu_s=cpu_s, terms=terms,
                      virtual_pp=virtual_pp, link_eff=hw.link_efficiency, warnings=warnings,
