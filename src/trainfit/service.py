@@ -278,10 +278,10 @@ def plan_for(model: ModelShape, workload: Workload, *, gpu: str | None = None, i
                        spot=spot, region=region, margin=margin, source=source, strict_speed=False,
                        rule_warnings=(tp_warning,) if tp_warning else ())
     if target is not None:
-        from trainfit.launch.targets import check_target, target_framework
+        from trainfit.launch.targets import check_target, speed_framework
 
         check_target(target, framework, rl=False)
-        framework = framework or target_framework(target, workload)
+        framework = speed_framework(framework, target, workload)
     est = estimate_memory(model, workload)
     fit = decide_fit(est, usable_gib=usable, gpus_per_node=gpn,
                      host_ram_gib=getattr(inst, "ram_gib", None), margin=margin)

@@ -65,11 +65,21 @@ def target_framework(target: str, wl: Workload) -> str | None:
     targets); None for a target that launches no training (``monitoring``)."""
     if target in RL_TARGET_FRAMEWORK:
         return RL_TARGET_FRAMEWORK[target]
-    if target in SWIFT_TARGETS:
-        return "megatron" if wl.uses_megatron else _hf_engine(wl)
+    if target in SWIFT_TARGETS:  # ms-swift's engine for the layout is the speed model's default
+        from trainfit.estimate.speed import default_framework
+
+        return default_framework(wl)
     if target in ("llamafactory", "deepspeed"):
         return _hf_engine(wl)
     return None
+
+
+def speed_framework(framework: str | None, target: str | None, wl: Workload) -> str | None:
+    """The framework the speed model times for ``wl``: an explicit ``--framework``, else the engine ``target``
+    runs for the layout; None without either (``estimate_speed`` then takes the workload's default)."""
+    if framework is not None or target is None:
+        return framework
+    return target_framework(target, wl)
 
 
 def layout_reason(target: str, wl: Workload) -> str | None:
@@ -166,4 +176,5 @@ def engine_mismatch(plan_framework: str | None, plan_target: str | None, targets
 
 
 __all__ = ["PLAN_TARGETS", "RL_TARGET_FRAMEWORK", "SWIFT_TARGETS", "TARGET_FRAMEWORKS", "TARGET_RUNS",
-           "check_target", "engine_mismatch", "layout_reason", "same_engine", "search_reason", "target_framework"]
+           "check_target", "engine_mismatch", "layout_reason", "same_engine", "search_reason", "speed_framework",
+           "target_framework"]

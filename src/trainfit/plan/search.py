@@ -439,14 +439,11 @@ def _evaluate(req: PlanRequest, inst: Any, gpu: Any, gpn: int, nodes: int, wl: W
     """Speed, time and cost of one fitting configuration, as a typed Plan."""
     from trainfit.estimate.calibration import calibration_note
     from trainfit.estimate.speed import estimate_speed, training_time
+    from trainfit.launch.targets import speed_framework
     from trainfit.plan.hardware import hardware_for
     from trainfit.plan.pricing import time_and_cost
 
-    framework = req.framework
-    if framework is None and req.target is not None:
-        from trainfit.launch.targets import target_framework
-
-        framework = target_framework(req.target, wl)
+    framework = speed_framework(req.framework, req.target, wl)
     sp = estimate_speed(req.model, wl, hardware_for(gpu, inst, gpus_per_node=gpn), framework=framework)
     tt = training_time(sp, req.tokens)
     tc = time_and_cost(inst=inst, hours=tt.hours, gpus=wl.gpus, trainable_params=est.params.trainable, nodes=nodes,
