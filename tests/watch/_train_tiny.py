@@ -138,6 +138,11 @@ def main(argv=None) -> int:
     if trainer.is_world_process_zero():
         state = {k: v.detach().clone() for k, v in trainer.model.state_dict().items()}
         torch.save(state, os.path.join(a.out, "final.pt"))
+    if torch.distributed.is_initialized():
+        # tear the gloo group down before the interpreter exits: left to the destructors, its threads can be
+        # killed mid-flight ("terminate called without an active exception", SIGABRT) after a clean run
+        torch.distributed.barrier()
+        torch.distributed.destroy_process_group()
     return 0
 
 
