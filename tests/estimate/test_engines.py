@@ -107,6 +107,34 @@ def test_issue_case_qwen3_30b_fsdp2_ep8_no_longer_a_quarter(moe):
     assert 0.7 < s.tokens_per_s_per_gpu / 12040 < 1.3
 
 
+def test_transformer_engine_grouped_gemm_slows_with_fewer_tokens_per_expert(moe):
+    # TP 4 with sequence parallelism hands each EP rank a quarter of the tokens of TP 1: 16 local experts of
+    # Qwen3-30B-A3B then get 1,024 instead of 4,096 rows each, and TE's grouped GEMM runs them slower per FLOP
+    wl = Workload(seq_len=4096, gpus=8, ep=8, strategy="zero1", grad_ckpt=False)
+    c = engines.DEFAULT_CONSTANTS
+
+    f1 = engines.features(moe, wl, H100, "megatron", flops=flops_per_token(moe, wl))
+    f4 = engines.features(moe, wl.with_(tp=4, sequence_parallel=True), H100, "megatron",
+                          flops=flops_per_token(moe, wl))
+    assert f1.expert_tokens == pytest.approx(4096 * 8 * 8 / 128)
+    assert f4.expert_tokens == pytest.approx(f1.expert_tokens / 4)
+
+    def expert_seconds(f, half):
+        t = engines.compute_time(f, c.with_(grouped_gemm_half_tokens=half))
+        t0 = engines.compute_time(f.__class__(**{**f.__dict__, "expert_gemm_flops": 0.0}), c)
+        return t.gemm_seconds - t0.gemm_seconds
+
+    half = c.grouped_gemm_half_tokens
+    for f in (f1, f4):  # expert GEMM time scales by (m + half) / m
+        m = f.expert_tokens
+        assert expert_seconds(f, half) / expert_seconds(f, 1e-9) == pytest.approx((m + half) / m, rel=1e-6)
+    per_flop = [expert_seconds(f, half) / f.expert_gemm_flops for f in (f1, f4)]
+    assert per_flop[1] > 1.3 * per_flop[0]
+    # native grouped_mm (CUTLASS) and the Hugging Face loop keep the weight-side law only
+    assert engines.features(moe, wl, H100, "fsdp2", flops=flops_per_token(moe, wl)).expert_tokens == 0
+    assert engines.features(moe, wl, H100, "hf-trainer", flops=flops_per_token(moe, wl)).expert_tokens == 0
+
+
 def test_zero3_fetch_latency_only_for_eager_moe(moe, q8):
     wl = Workload(seq_len=4096, gpus=8, strategy="zero3")
     f_moe = engines.features(moe, wl, H100, "deepspeed", flops=flops_per_token(moe, wl))

@@ -39,6 +39,12 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from trainfit.errors import WorkloadError
+from trainfit.estimate.engine_assumptions import (
+    KERNELS_PER_LAYER, KERNELS_PER_MOE_LAYER, KERNELS_PER_LORA_LINEAR, KERNELS_PER_QLORA_LINEAR,
+    KERNELS_PER_EXPERT, COMPILED_KERNEL_FACTOR, LINEAR_ATTENTION_RELATIVE, CE_BYTES_PER_LOGIT,
+    OPTIMIZER_BYTES_PER_PARAM, HBM_EFFICIENCY, MEM_BANDWIDTH_FALLBACK_GBYTES_PER_S, ZERO3_INTER_NODE_FACTOR,
+    GPU_CLASS_FACTOR_FIXED,
+)
 from trainfit.models.shapes import ModelShape
 from trainfit.workload import Workload
 
@@ -48,59 +54,6 @@ FAMILY_OF: dict[str, str] = {"hf-trainer": "hf", "deepspeed": "hf", "fsdp2": "na
 runs TransformerEngine linears/norms/attention, grouped-GEMM experts and DeepEP dispatch, i.e. the
 Megatron-Core kernels (its performance summary lists "TE + DeepEP" for every MoE run)."""
 FAMILIES: tuple[str, ...] = ("hf", "native", "megatron")
-
-# ---------------------------------------------------------------------------------------------- fixed
-KERNELS_PER_LAYER: dict[str, float] = {"hf": 40.0, "native": 30.0, "megatron": 16.0}
-"""Assumption: kernels launched per decoder layer and forward pass (backward counts as two passes).
-Counted from the op sequence of a Llama/Qwen decoder layer: eager HF issues ~40 (2 RMSNorm of ~6 ops each,
-4 projections, RoPE ~10 ops, SDPA, SwiGLU 3 ops, 2 residual adds, casts), native PyTorch engines fuse
-RMSNorm/RoPE partly (~30), Megatron-Core with TransformerEngine fuses norm+GEMM, RoPE, bias-SwiGLU (~16)."""
-
-KERNELS_PER_MOE_LAYER: float = 20.0
-"""Assumption: extra kernels of a grouped-GEMM MoE layer (router GEMM, softmax/top-k, permute, grouped
-GEMMs, unpermute, dispatch/combine)."""
-
-KERNELS_PER_LORA_LINEAR: float = 5.0
-"""Assumption: extra kernels per LoRA-adapted linear and pass under PEFT (dropout, A matmul, B matmul,
-scaling, add); QLoRA adds ``KERNELS_PER_QLORA_LINEAR`` (bitsandbytes dequantize). Megatron-family engines
-fuse the adapter into the linear's kernels and are not charged."""
-KERNELS_PER_QLORA_LINEAR: float = 1.0
-
-KERNELS_PER_EXPERT: float = 10.0
-"""Assumption: kernels per visited expert in the Hugging Face eager expert loop (``where``/index of the
-routed tokens, gather, gate/up/down matmuls, SiLU, mul, routing-weight mul, ``index_add_``)."""
-
-COMPILED_KERNEL_FACTOR: float = 0.4
-"""Assumption: ``torch.compile`` (torchtitan/NeMo AutoModel ``compile``) fuses element-wise chains, leaving
-~40% of the eager kernel launches."""
-
-LINEAR_ATTENTION_RELATIVE: float = 0.25
-"""Assumption: chunked Gated DeltaNet kernels (flash-linear-attention, Triton) reach a quarter of the GEMM
-efficiency on their operation count (small per-head matmuls and a triangular solve per chunk)."""
-
-CE_BYTES_PER_LOGIT: float = 12.0
-"""Cross-entropy traffic per logit and token: the fp32 logits are written by the LM head GEMM's epilogue,
-read by softmax, the gradient written and read back: ~3 fp32 passes = 12 bytes."""
-
-OPTIMIZER_BYTES_PER_PARAM: float = 30.0
-"""AdamW step per trainable parameter: read fp32 weight, fp32 grad, two fp32 moments (16 B), write weight
-and moments (12 B), write the bf16 compute copy (2 B). Memory-bound; fused/foreach kernels stream it once."""
-
-HBM_EFFICIENCY: float = 0.8
-"""Assumption: streaming kernels reach ~80% of the datasheet HBM/GDDR bandwidth."""
-
-MEM_BANDWIDTH_FALLBACK_GBYTES_PER_S: float = 2000.0
-"""Assumption used when the catalog has no memory bandwidth for the GPU (A100-class HBM2e)."""
-
-ZERO3_INTER_NODE_FACTOR: float = 2.0
-"""Assumption: a ZeRO-3 fetch whose all-gather crosses nodes costs twice the intra-node latency
-(network round trip ~10-20 us vs NVLink ~5 us, plus the ring's longer critical path)."""
-
-GPU_CLASS_FACTOR_FIXED: dict[str, float] = {"ada": 0.85, "volta": 0.8, "turing": 0.6}
-"""Assumption (no published runs with full settings in the calibration set): GEMM efficiency of these
-classes relative to Hopper. Ada (L20/L40S/4090) GEMMs sustain a similar fraction of their lower peak but
-are power-capped; V100 lacks bf16; T4 is power-capped at 70 W."""
-
 
 # ---------------------------------------------------------------------------------------------- fitted
 @dataclass(frozen=True, kw_only=True)
@@ -146,6 +99,11 @@ class EngineConstants:
     zero3_fetch_seconds: float = 5e-4
     """DeepSpeed ZeRO-3: exposed latency per fetch of a small module's parameters (pre-forward hook,
     all-gather launch and wait) that no compute hides: each expert's linears of the eager MoE loop."""
+    grouped_gemm_half_tokens: float = 1000.0
+    """TransformerEngine grouped GEMM (Megatron family): tokens per local expert at which an expert GEMM runs at
+    half its large-GEMM rate, ``m / (m + this)``, on top of the weight-side size law. TE's multi-stream cuBLAS
+    grouped GEMM ran (8 x 4096, 768, 2048) at 509/628 TFLOP/s and (16 x 2048, 768, 2048) at 399/554 (TE 2.2/2.7,
+    H100; NVIDIA/TransformerEngine#2045): half-points of 1,559 and 632 tokens; prior their geometric mean."""
     zero_hook_seconds: float = 5e-5
     """DeepSpeed ZeRO 1-3: host time per trainable tensor and micro-batch of the hook copying its gradient into
     the reduce bucket (Python plus a few ~5-10 us tensor ops); noise for ~300 dense tensors, seconds for HF MoE's
@@ -209,6 +167,8 @@ class EngineFeatures:
     dense_dim: float
     expert_dim: float
     lora_dim: float
+    expert_tokens: float = 0.0
+    """TransformerEngine grouped GEMM: tokens per local expert and micro-batch (each expert GEMM's rows), else 0."""
     elementwise_units: float
     """Element-wise bytes per step for ``elem_bytes = 1`` (dense part: ``h`` + dense/shared MLP width)."""
     moe_elementwise_units: float = 0.0
@@ -271,8 +231,9 @@ def _expert_forward_flops(model: ModelShape) -> float:
 
 
 def _gemm_dims(model: ModelShape, wl: Workload, family: str, mb_tokens: float,
-               grouped: bool = True) -> tuple[float, float, float]:
-    """(dense GEMM size, expert GEMM size, experts visited per MoE layer in a per-expert loop).
+               grouped: bool = True) -> tuple[float, float, float, float]:
+    """(dense GEMM size, expert GEMM size, experts visited per MoE layer in a per-expert loop, tokens per
+    expert of a TransformerEngine grouped GEMM or 0).
 
     Hugging Face code loops over every expert that got a token (no expert parallelism). Megatron-Core without
     ``--moe-grouped-gemm`` (``SequentialMLP``) loops over its local experts (``E / ep``), slicing each one's
@@ -292,7 +253,9 @@ def _gemm_dims(model: ModelShape, wl: Workload, family: str, mb_tokens: float,
             if not grouped:
                 visited = float(E) / wl.ep
         expert_dim = min(tok_per_expert, float(Ie), float(h))
-    return dense_dim, expert_dim, visited
+        if family == "megatron" and grouped:  # the token count has its own law (grouped_gemm_half_tokens)
+            return dense_dim, min(float(Ie), float(h)), visited, tok_per_expert
+    return dense_dim, expert_dim, visited, 0.0
 
 
 def _elementwise_units(model: ModelShape, wl: Workload, tokens_step_gpu: float, ratio: float) -> tuple[float, float]:
@@ -396,7 +359,7 @@ def features(model: ModelShape, wl: Workload, hw: Any, framework: str, *, flops:
     dense_fwd = flops.forward_matmul_flops - expert_fwd + flops.forward_lm_head_flops
     per = tokens_step_gpu * ratio
     mb_tokens = wl.micro_batch * wl.seq_len / wl.cp  # tokens of one micro-batch on one GPU (before TP)
-    dense_dim, expert_dim, visited = _gemm_dims(model, wl, family, mb_tokens, moe_grouped_gemm)
+    dense_dim, expert_dim, visited, expert_tokens = _gemm_dims(model, wl, family, mb_tokens, moe_grouped_gemm)
     lora_dim = float(wl.lora_rank) if wl.method in ("lora", "qlora") else 0.0
     units, moe_units_b = _elementwise_units(model, wl, tokens_step_gpu, ratio)
     ce = tokens_step_gpu * model.vocab_size * CE_BYTES_PER_LOGIT  # vocab-parallel over TP
@@ -409,7 +372,7 @@ def features(model: ModelShape, wl: Workload, hw: Any, framework: str, *, flops:
         dense_gemm_flops=dense_fwd * per, expert_gemm_flops=expert_fwd * per,
         lora_flops=flops.forward_lora_flops * per, attention_flops=flops.forward_attention_flops * per,
         linear_attention_flops=flops.forward_linear_attention_flops * per,
-        dense_dim=dense_dim, expert_dim=expert_dim, lora_dim=lora_dim,
+        dense_dim=dense_dim, expert_dim=expert_dim, lora_dim=lora_dim, expert_tokens=expert_tokens,
         elementwise_units=units, moe_elementwise_units=moe_units_b, ce_bytes=ce,
         layer_kernel_units=layer_units, moe_kernel_units=moe_units,
         expert_kernel_units=expert_units, optimizer_seconds=opt_s, zero3_fetches=zero3_fetches,
@@ -435,7 +398,8 @@ def compute_time(f: EngineFeatures, c: EngineConstants) -> EngineTime:
     else:
         rmm = r16
     half = c.gemm_half_dim
-    expert = f.expert_gemm_flops / (rmm * _size(f.expert_dim, half)) if f.expert_gemm_flops else 0.0
+    grouped = _size(f.expert_tokens, c.grouped_gemm_half_tokens) if f.expert_tokens else 1.0
+    expert = f.expert_gemm_flops / (rmm * _size(f.expert_dim, half) * grouped) if f.expert_gemm_flops else 0.0
     gemm = (f.dense_gemm_flops / (rmm * _size(f.dense_dim, half))
             + (f.lora_flops / (r16 * _size(f.lora_dim, half)) if f.lora_flops else 0.0))
     attn = (f.attention_flops / (r16 * min(1.0, c.attention_relative(f.family)))
@@ -469,7 +433,7 @@ def describe(c: EngineConstants, family: str) -> list[str]:
     names = [f"gemm_eff_{family}", f"elem_bytes_{family}", "gemm_half_dim", f"attention_relative_{kf}",
              "ampere_factor", f"fp8_eff_{kf}", "launch_seconds", "compile_elementwise_factor",
              "moe_elementwise_factor", "fp8_cast_bytes", "expert_sync_seconds", "zero3_fetch_seconds",
-             "zero_hook_seconds"]
+             "zero_hook_seconds"] + (["grouped_gemm_half_tokens"] if family == "megatron" else [])
     out = [f"engine model ({family}): GEMMs at peak x {c.gemm_eff(family):.3f} x d/(d+{c.gemm_half_dim:.0f}), "
            f"flash attention x {c.attention_relative(family):.2f}, element-wise {c.elem_bytes(family):.1f} x (h+I)x2 B "
            f"per token-layer-pass over HBM x {HBM_EFFICIENCY}, {c.launch_seconds * 1e6:.1f} us per eager kernel"]

@@ -1,0 +1,56 @@
+"""Fixed assumptions of the engine model (``estimate/engines.py``): kernel counts, traffic per element and
+the few efficiencies no published run in ``benchmarks/data/throughput.yaml`` constrains. Each one says why it
+has its value; the fitted constants live in ``engines.EngineConstants``."""
+
+from __future__ import annotations
+
+KERNELS_PER_LAYER: dict[str, float] = {"hf": 40.0, "native": 30.0, "megatron": 16.0}
+"""Assumption: kernels launched per decoder layer and forward pass (backward counts as two passes).
+Counted from the op sequence of a Llama/Qwen decoder layer: eager HF issues ~40 (2 RMSNorm of ~6 ops each,
+4 projections, RoPE ~10 ops, SDPA, SwiGLU 3 ops, 2 residual adds, casts), native PyTorch engines fuse
+RMSNorm/RoPE partly (~30), Megatron-Core with TransformerEngine fuses norm+GEMM, RoPE, bias-SwiGLU (~16)."""
+
+KERNELS_PER_MOE_LAYER: float = 20.0
+"""Assumption: extra kernels of a grouped-GEMM MoE layer (router GEMM, softmax/top-k, permute, grouped
+GEMMs, unpermute, dispatch/combine)."""
+
+KERNELS_PER_LORA_LINEAR: float = 5.0
+"""Assumption: extra kernels per LoRA-adapted linear and pass under PEFT (dropout, A matmul, B matmul,
+scaling, add); QLoRA adds ``KERNELS_PER_QLORA_LINEAR`` (bitsandbytes dequantize). Megatron-family engines
+fuse the adapter into the linear's kernels and are not charged."""
+KERNELS_PER_QLORA_LINEAR: float = 1.0
+
+KERNELS_PER_EXPERT: float = 10.0
+"""Assumption: kernels per visited expert in the Hugging Face eager expert loop (``where``/index of the
+routed tokens, gather, gate/up/down matmuls, SiLU, mul, routing-weight mul, ``index_add_``)."""
+
+COMPILED_KERNEL_FACTOR: float = 0.4
+"""Assumption: ``torch.compile`` (torchtitan/NeMo AutoModel ``compile``) fuses element-wise chains, leaving
+~40% of the eager kernel launches."""
+
+LINEAR_ATTENTION_RELATIVE: float = 0.25
+"""Assumption: chunked Gated DeltaNet kernels (flash-linear-attention, Triton) reach a quarter of the GEMM
+efficiency on their operation count (small per-head matmuls and a triangular solve per chunk)."""
+
+CE_BYTES_PER_LOGIT: float = 12.0
+"""Cross-entropy traffic per logit and token: the fp32 logits are written by the LM head GEMM's epilogue,
+read by softmax, the gradient written and read back: ~3 fp32 passes = 12 bytes."""
+
+OPTIMIZER_BYTES_PER_PARAM: float = 30.0
+"""AdamW step per trainable parameter: read fp32 weight, fp32 grad, two fp32 moments (16 B), write weight
+and moments (12 B), write the bf16 compute copy (2 B). Memory-bound; fused/foreach kernels stream it once."""
+
+HBM_EFFICIENCY: float = 0.8
+"""Assumption: streaming kernels reach ~80% of the datasheet HBM/GDDR bandwidth."""
+
+MEM_BANDWIDTH_FALLBACK_GBYTES_PER_S: float = 2000.0
+"""Assumption used when the catalog has no memory bandwidth for the GPU (A100-class HBM2e)."""
+
+ZERO3_INTER_NODE_FACTOR: float = 2.0
+"""Assumption: a ZeRO-3 fetch whose all-gather crosses nodes costs twice the intra-node latency
+(network round trip ~10-20 us vs NVLink ~5 us, plus the ring's longer critical path)."""
+
+GPU_CLASS_FACTOR_FIXED: dict[str, float] = {"ada": 0.85, "volta": 0.8, "turing": 0.6}
+"""Assumption (no published runs with full settings in the calibration set): GEMM efficiency of these
+classes relative to Hopper. Ada (L20/L40S/4090) GEMMs sustain a similar fraction of their lower peak but
+are power-capped; V100 lacks bf16; T4 is power-capped at 70 W."""
