@@ -67,7 +67,9 @@ def test_fast_path_matches_estimate_speed():
         raw = r.raw
         s = estimate_speed(r.model, r.workload, r.hardware, framework=raw["engine"], virtual_pp=raw.get("vp", 1),
                            compiled=bool(raw.get("compiled")),
-                           recompute_fraction=float(raw.get("recompute_fraction", 0.0)), constants=c)
+                           recompute_fraction=float(raw.get("recompute_fraction", 0.0)), constants=c,
+                           moe_grouped_gemm=bool(raw.get("moe_grouped_gemm", True)), expert_tp=int(raw.get("etp", 1)),
+                           stacked_experts=bool(raw.get("stacked_experts", False)))
         assert speed_loso.predict(r, c) == pytest.approx(s.tokens_per_s_per_gpu, rel=1e-9), raw["id"]
         checked += 1
     assert checked >= 10
@@ -133,6 +135,28 @@ def test_transformer_engine_grouped_gemm_slows_with_fewer_tokens_per_expert(moe)
     # native grouped_mm (CUTLASS) and the Hugging Face loop keep the weight-side law only
     assert engines.features(moe, wl, H100, "fsdp2", flops=flops_per_token(moe, wl)).expert_tokens == 0
     assert engines.features(moe, wl, H100, "hf-trainer", flops=flops_per_token(moe, wl)).expert_tokens == 0
+
+
+def test_stacked_expert_weights_cost_a_full_gradient_per_visited_expert(moe):
+    # transformers 5 eager experts / GraniteMoE 4.x index one [E, out, in] parameter per expert: each visited
+    # expert's backward writes and adds a gradient the size of the whole stacked tensor
+    wl = Workload(seq_len=2048, micro_batch=2, grad_accum=3, gpus=8, strategy="zero3", grad_ckpt=True)
+    fl = flops_per_token(moe, wl)
+    plain = engines.features(moe, wl, H100, "hf-trainer", flops=fl)
+    stacked = engines.features(moe, wl, H100, "hf-trainer", flops=fl, stacked_experts=True)
+    per_layer = sum(t.total for t in moe.tensors() if t.kind == "expert") / moe.n_moe_layers
+    visited = min(moe.num_experts, 2 * 2048 * moe.experts_per_token)
+    want = 3 * moe.n_moe_layers * visited * engines.STACKED_EXPERT_GRAD_PASSES * per_layer * 2
+    assert plain.stacked_expert_bytes == 0 and stacked.stacked_expert_bytes == pytest.approx(want)
+    c = engines.DEFAULT_CONSTANTS
+    extra = engines.compute_time(stacked, c).elementwise_seconds - engines.compute_time(plain, c).elementwise_seconds
+    assert extra == pytest.approx(want / (H100.mem_gbytes_per_s * 1e9 * engines.HBM_EFFICIENCY))
+    # frozen experts have no gradient; grouped-GEMM engines do not index per expert
+    lora = engines.features(moe, wl.with_(method="lora"), H100, "hf-trainer", flops=fl, stacked_experts=True)
+    mega = engines.features(moe, wl.with_(strategy="zero1"), H100, "megatron", flops=fl, stacked_experts=True)
+    assert lora.stacked_expert_bytes == 0 and mega.stacked_expert_bytes == 0
+    slower = estimate_speed(moe, wl, H100, framework="hf-trainer", stacked_experts=True)
+    assert slower.tokens_per_s_per_gpu < estimate_speed(moe, wl, H100, framework="hf-trainer").tokens_per_s_per_gpu
 
 
 def test_zero3_fetch_latency_only_for_eager_moe(moe, q8):

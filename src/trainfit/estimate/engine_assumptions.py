@@ -54,3 +54,11 @@ GPU_CLASS_FACTOR_FIXED: dict[str, float] = {"ada": 0.85, "volta": 0.8, "turing":
 """Assumption (no published runs with full settings in the calibration set): GEMM efficiency of these
 classes relative to Hopper. Ada (L20/L40S/4090) GEMMs sustain a similar fraction of their lower peak but
 are power-capped; V100 lacks bf16; T4 is power-capped at 70 W."""
+
+STACKED_EXPERT_GRAD_PASSES: float = 4.0
+"""Hugging Face eager expert loop over *stacked* expert weights (one ``[E, out, in]`` parameter indexed per
+expert, ``weight[i]``: GraniteMoE/JetMoE in transformers 4.x, every MoE model of transformers 5 when the
+experts run eagerly): the backward of each ``select`` allocates a zero gradient the size of the whole
+stacked tensor, copies the expert's slice in, and autograd adds it into the running sum: one write, then two
+reads and a write, about 4 x the stacked tensor's bytes per visited expert. Counted with torch.profiler on
+the CPU (40 experts: 40 ``select_backward`` -> 40 full-size ``zeros``, 39 full-size ``add_``)."""

@@ -43,7 +43,7 @@ from trainfit.estimate.engine_assumptions import (
     KERNELS_PER_LAYER, KERNELS_PER_MOE_LAYER, KERNELS_PER_LORA_LINEAR, KERNELS_PER_QLORA_LINEAR,
     KERNELS_PER_EXPERT, COMPILED_KERNEL_FACTOR, LINEAR_ATTENTION_RELATIVE, CE_BYTES_PER_LOGIT,
     OPTIMIZER_BYTES_PER_PARAM, HBM_EFFICIENCY, MEM_BANDWIDTH_FALLBACK_GBYTES_PER_S, ZERO3_INTER_NODE_FACTOR,
-    GPU_CLASS_FACTOR_FIXED,
+    GPU_CLASS_FACTOR_FIXED, STACKED_EXPERT_GRAD_PASSES,
 )
 from trainfit.models.shapes import ModelShape
 from trainfit.workload import Workload
@@ -183,6 +183,8 @@ class EngineFeatures:
     optimizer_seconds: float
     zero3_fetches: float = 0.0
     """Exposed-latency ZeRO-3 module fetches per step (expert linears of the eager loop), inter-node weighted."""
+    stacked_expert_bytes: float = 0.0
+    """HBM bytes per step of the eager loop's full-size expert gradients (stacked expert weights), else 0."""
     zero_hook_calls: float = 0.0
     """DeepSpeed ZeRO gradient-hook calls per step: trainable parameter tensors x micro-batches."""
     notes: tuple[str, ...] = field(default=())
@@ -337,16 +339,29 @@ def _optimizer_seconds(model: ModelShape, wl: Workload, hw: Any, trainable_param
     return bw, opt_s
 
 
+def _stacked_expert_bytes(model: ModelShape, wl: Workload, visited: float) -> float:
+    """HBM bytes per step of full-size expert gradients when trained experts are stacked and indexed per expert:
+    visited experts x ``STACKED_EXPERT_GRAD_PASSES`` x the layer's expert bytes, per MoE layer and micro-batch."""
+    if not model.is_moe or wl.method != "full":  # frozen experts (LoRA, QLoRA, freeze of early layers): no grad
+        return 0.0
+    per_layer = sum(t.total for t in model.tensors() if t.kind == "expert") / model.n_moe_layers
+    param_bytes = 4.0 if wl.precision == "amp-bf16" else 2.0
+    return (wl.grad_accum * model.n_moe_layers / wl.pp * visited * STACKED_EXPERT_GRAD_PASSES
+            * per_layer / wl.tp * param_bytes)
+
+
 def features(model: ModelShape, wl: Workload, hw: Any, framework: str, *, flops: Any,
              compiled: bool = False, trainable_params: float | None = None,
-             recompute_fraction: float = 0.0, moe_grouped_gemm: bool = True) -> EngineFeatures:
+             recompute_fraction: float = 0.0, moe_grouped_gemm: bool = True,
+             stacked_experts: bool = False) -> EngineFeatures:
     """Constant-independent quantities of one step (``flops`` is ``speed.flops_per_token``'s result).
 
     ``recompute_fraction``: share of the layers' forward re-run by selective activation checkpointing when
     ``grad_ckpt`` is off (torchtitan's per-op SAC re-runs every second matmul of a layer: ~0.36 of a Llama
     layer's forward FLOPs); 0 without it. ``moe_grouped_gemm``: Megatron-Core's ``--moe-grouped-gemm``
     (off: ``SequentialMLP``, a per-expert loop like Hugging Face's; ignored by Hugging Face code, which
-    always loops).
+    always loops). ``stacked_experts``: the Hugging Face loop indexes one stacked ``[E, out, in]`` parameter per
+    expert (see :data:`STACKED_EXPERT_GRAD_PASSES`) instead of a ``ModuleList`` of linears.
     """
     family = FAMILY_OF.get(framework)
     if family is None:
@@ -377,6 +392,7 @@ def features(model: ModelShape, wl: Workload, hw: Any, framework: str, *, flops:
         layer_kernel_units=layer_units, moe_kernel_units=moe_units,
         expert_kernel_units=expert_units, optimizer_seconds=opt_s, zero3_fetches=zero3_fetches,
         zero_hook_calls=_zero_hook_calls(model, wl, family),
+        stacked_expert_bytes=_stacked_expert_bytes(model, wl, visited) if family == "hf" and stacked_experts else 0.0,
         notes=tuple(notes),
     )
 
@@ -408,7 +424,7 @@ def compute_time(f: EngineFeatures, c: EngineConstants) -> EngineTime:
     elem_factor = c.elem_bytes(f.family) * (c.compile_elementwise_factor if f.compiled else 1.0)
     act_units = f.elementwise_units + f.moe_elementwise_units
     elem = (f.elementwise_units * elem_factor + f.moe_elementwise_units * elem_factor * c.moe_elementwise_factor
-            + (act_units * c.fp8_cast_bytes if f.fp8 else 0.0) + f.ce_bytes) / bw
+            + (act_units * c.fp8_cast_bytes if f.fp8 else 0.0) + f.ce_bytes + f.stacked_expert_bytes) / bw
     k_layer = KERNELS_PER_LAYER[f.family] * (COMPILED_KERNEL_FACTOR if f.compiled else 1.0)
     cpu = (f.layer_kernel_units * k_layer + f.moe_kernel_units * KERNELS_PER_MOE_LAYER) * c.launch_seconds
     if f.expert_kernel_units:  # eager loop: each expert syncs the host, so its launches and GEMMs serialise

@@ -129,7 +129,8 @@ def _peak(wl: Workload, hw: Hardware, warnings: list[str]) -> tuple[str, float]:
 def _engine_compute(model: ModelShape, wl: Workload, hw: Hardware, fw: str, fl: FlopsBreakdown, *, precision: str,
                     peak: float, flops_per_gpu_step: float, compiled: bool, recompute_fraction: float,
                     constants: Any, use_calibration: bool, warnings: list[str],
-                    assumptions: list[str], moe_grouped_gemm: bool = True) -> tuple[float, float, tuple[str, ...]]:
+                    assumptions: list[str], moe_grouped_gemm: bool = True,
+                    stacked_experts: bool = False) -> tuple[float, float, tuple[str, ...]]:
     """(compute seconds, executed-FLOPs efficiency, its sources) from the engine model of ``fw``'s kernels
     (``estimate/engines.py``), divided by a measured calibration when there is one."""
     from trainfit.estimate import engines
@@ -137,7 +138,8 @@ def _engine_compute(model: ModelShape, wl: Workload, hw: Hardware, fw: str, fl: 
     ec = constants or engines.DEFAULT_CONSTANTS
     feat = engines.features(model, wl.with_(precision=precision), hw, fw, flops=fl, compiled=compiled,
                             trainable_params=float(count_params(model, wl).trainable),
-                            recompute_fraction=recompute_fraction, moe_grouped_gemm=moe_grouped_gemm)
+                            recompute_fraction=recompute_fraction, moe_grouped_gemm=moe_grouped_gemm,
+                            stacked_experts=stacked_experts)
     et = engines.compute_time(feat, ec)
     compute_s = et.seconds
     if use_calibration and constants is None:
@@ -161,7 +163,9 @@ def _engine_compute(model: ModelShape, wl: Workload, hw: Hardware, fw: str, fl: 
             "Hugging Face MoE code timed as the eager per-expert loop of transformers < 5 (every published "
             "HF-MoE run in benchmarks/data/throughput.yaml used 4.x); transformers >= 5 defaults to grouped_mm "
             "experts, which this model does not time: --framework fsdp2 (grouped-GEMM experts) is the closer "
-            "estimate there")
+            "estimate there; run eagerly (experts_implementation='eager'), its stacked expert weights make every "
+            "visited expert's backward write a gradient the size of all the layer's experts "
+            "(estimate_speed(stacked_experts=True) times that)")
     warnings.extend(feat.notes)
     if et.launch_bound:
         warnings.append(f"kernel-launch bound: the CPU issues kernels for {et.launch_seconds:.3g} s per step, "
@@ -173,7 +177,7 @@ def estimate_speed(model: ModelShape, workload: Workload, hardware: Hardware, *,
                    efficiency: float | None = None, virtual_pp: int = 1, compiled: bool = False,
                    recompute_fraction: float = 0.0, constants: Any = None,
                    use_calibration: bool = True, moe_grouped_gemm: bool = True,
-                   expert_tp: int = 1) -> SpeedEstimate:
+                   expert_tp: int = 1, stacked_experts: bool = False) -> SpeedEstimate:
     """Tokens/s, step time and MFU of ``workload`` on ``hardware`` (see ``docs/speed-model.md``).
 
     ``framework`` picks the engine family (hf-trainer, deepspeed, fsdp2, megatron; default from the
@@ -183,7 +187,8 @@ def estimate_speed(model: ModelShape, workload: Workload, hardware: Hardware, *,
     ``engines.features``); ``constants``: :class:`engines.EngineConstants` (default: fitted);
     ``expert_tp``: Megatron's expert tensor parallel size (1, what trainfit's writers set; see
     ``comm.ep_term``); ``moe_grouped_gemm``: Megatron-Core's ``--moe-grouped-gemm`` (off: a per-expert loop,
-    see ``engines.features``); ``use_calibration``: apply a measured calibration of this GPU and engine family
+    see ``engines.features``); ``stacked_experts``: Hugging Face code loops over experts stored as one stacked
+    parameter (transformers 5 eager experts, GraniteMoE in 4.x; see ``engines.features``); ``use_calibration``: apply a measured calibration of this GPU and engine family
     from the user's overlay (``trainfit calibrate``; ignored when ``constants`` are given).
     """
     wl, hw = workload, hardware
@@ -210,7 +215,7 @@ def estimate_speed(model: ModelShape, workload: Workload, hardware: Hardware, *,
             model, wl, hw, fw, fl, precision=precision, peak=peak, flops_per_gpu_step=flops_per_gpu_step,
             compiled=compiled, recompute_fraction=recompute_fraction, constants=constants,
             use_calibration=use_calibration, warnings=warnings, assumptions=assumptions,
-            moe_grouped_gemm=moe_grouped_gemm)
+            moe_grouped_gemm=moe_grouped_gemm, stacked_experts=stacked_experts)
     else:
         if not 0 < efficiency <= 1:
             raise WorkloadError(f"efficiency must be in (0, 1], got {efficiency}")
