@@ -33,9 +33,9 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
 from trainfit.catalog import get_gpu  # noqa: E402
-from trainfit.estimate.memory import DEFAULT_OVERHEAD, estimate_memory  # noqa: E402
+from trainfit.estimate.memory import DEFAULT_OVERHEAD, OverheadModel, estimate_memory  # noqa: E402
 from trainfit.estimate.fit import SAFETY_MARGIN_DEFAULT, decide_fit  # noqa: E402
-from trainfit.estimate.runtime import nccl_communicators  # noqa: E402
+from trainfit.estimate.runtime import TORCH_NCCL_STASHING_RELEASE, nccl_communicators  # noqa: E402
 from trainfit.models import from_hf_config, get_model  # noqa: E402
 from trainfit.workload import Workload  # noqa: E402
 
@@ -93,6 +93,17 @@ def tokens_per_micro_batch(r: dict, stats: dict) -> tuple[int, int] | None:
     return 1, int(math.ceil(min(n * longest, peak)))
 
 
+def overhead_for(r: dict) -> OverheadModel:
+    """The runtime overhead model of report ``r``: PyTorch's NCCL ``recordStream`` behaviour when the report
+    states the PyTorch release it ran (``torch``, e.g. "2.5": the newest release when the figure was first
+    published) and that release predates ``TORCH_NCCL_STASHING_RELEASE``; trainfit's default otherwise."""
+    tv = r.get("torch")
+    if not tv:
+        return DEFAULT_OVERHEAD
+    major, minor = (int(x) for x in str(tv).split(".")[:2])
+    return OverheadModel(nccl_record_stream=(major, minor) < TORCH_NCCL_STASHING_RELEASE)
+
+
 def load(path: Path = DATA) -> list[dict]:
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
     models = {n: from_hf_config(c, name=n) for n, c in data["models"].items()}
@@ -107,7 +118,8 @@ def load(path: Path = DATA) -> list[dict]:
             kw["micro_batch"], kw["seq_len"] = derived
         wl = Workload(**kw)
         gpu = get_gpu(r["gpu"])
-        out.append({"raw": r, "model": m, "workload": wl, "usable_gib": gpu.usable_mem_gib, "gpu": gpu.name})
+        out.append({"raw": r, "model": m, "workload": wl, "usable_gib": gpu.usable_mem_gib, "gpu": gpu.name,
+                    "overhead": overhead_for(r)})
     return out
 
 
@@ -115,7 +127,7 @@ def run() -> dict:
     rows = []
     for e in load():
         r = e["raw"]
-        est = estimate_memory(e["model"], e["workload"])
+        est = estimate_memory(e["model"], e["workload"], overhead=e["overhead"])
         v = verdict(est, e["usable_gib"])
         v_alt = elastic_cache_verdict(est, e["workload"], e["usable_gib"])
         meas = r.get("measured_gib")
@@ -135,7 +147,7 @@ def run() -> dict:
     # the tight band from published runs: agreement of decide_fit's verdict for other safety margins
     # (tight counted as agreeing with neither outcome, and as a hedge)
     bands = []
-    ests = [(estimate_memory(e["model"], e["workload"]), e) for e in load()]
+    ests = [(estimate_memory(e["model"], e["workload"], overhead=e["overhead"]), e) for e in load()]
     for margin in (0.0, 0.02, 0.05, 0.08, 0.10, 0.15):
         vs = [(decide_fit(est, usable_gib=e["usable_gib"], margin=margin).gpu_verdict, e["raw"]["outcome"])
               for est, e in ests]

@@ -27,7 +27,7 @@ from typing import NamedTuple
 
 from trainfit.estimate.activation_profile import ActProfile, act_divisor, autocast, cached_act_profile, eff_tokens
 from trainfit.estimate.params import ParamCounts, count_params
-from trainfit.estimate.runtime import megatron_core, nccl_communicators, runtime_terms
+from trainfit.estimate.runtime import ddp_broadcast_staging_bytes, megatron_core, nccl_communicators, runtime_terms
 from trainfit.estimate.states import (ADAM8_STATE_BYTES, DS_PREFETCH_BUCKET, DS_REDUCE_BUCKET, GIB,
                                       NF4_BYTES, ModelStates, any_layer_tensor, cached_states, model_state_gib,
                                       mp_shard, rank_layers)
@@ -69,6 +69,10 @@ class OverheadModel:
     (``estimate.runtime.nccl_communicators``)."""
     allocator_slack_fraction: float = 0.06
     """Caching-allocator reserve and fragmentation, as a fraction of the tensor peak."""
+    nccl_record_stream: bool = False
+    """The job's PyTorch predates ``estimate.runtime.TORCH_NCCL_STASHING_RELEASE`` (2.8): NCCL collectives pin their
+    buffers with ``recordStream``, and DDP's construction broadcast leaves the module's bytes cached
+    (``estimate.runtime.ddp_broadcast_staging_bytes``). Off: current PyTorch."""
 
 
 DEFAULT_OVERHEAD = OverheadModel()
@@ -426,8 +430,16 @@ def _estimate(m: ModelShape, wl: Workload, overhead: OverheadModel) -> MemoryEst
         assumptions += [t.note for t in rt]
     peak, phases_total = _peak(cands)
     tensor_peak = sum(peak[1:]) / GIB
-    ov = (overhead.cuda_context_gib + overhead.nccl_gib * nccl_communicators(wl)
-          + overhead.allocator_slack_fraction * tensor_peak)
+    fixed = overhead.cuda_context_gib + overhead.nccl_gib * nccl_communicators(wl)
+    ov = fixed + overhead.allocator_slack_fraction * tensor_peak
+    # DDP's construction broadcast under recordStream (estimate/runtime.py): the module plus its flat copies,
+    # reserved before the first step; the cached segments then serve the step, so the larger of the two counts
+    staging = ddp_broadcast_staging_bytes(wl, st.weights, nccl_record_stream=overhead.nccl_record_stream)
+    if staging:
+        setup_gib = (st.weights + staging) / GIB + fixed
+        assumptions.append(f"PyTorch < 2.8 DDP: the construction broadcast leaves {staging / GIB:.1f} GiB of flat "
+                           f"copies cached (recordStream): {setup_gib:.1f} GiB reserved before the first step")
+        ov = max(ov, setup_gib - tensor_peak)
     breakdown = {k: v / GIB for k, v in zip(TERMS, peak[1:])}
     breakdown["overhead"] = ov
     # host RAM per node

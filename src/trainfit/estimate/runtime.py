@@ -21,6 +21,10 @@ Terms:
   main_grad on the GPU under optimizer CPU offload, vocab-parallel cross entropy at 6 B per logit.
 * **NCCL communicators** (:func:`nccl_communicators`): how many communicators' buffers ``reserved_gib``
   carries (``OverheadModel.nccl_gib`` each).
+* **DDP construction broadcast under recordStream** (:func:`ddp_broadcast_staging_bytes`): with PyTorch
+  releases before 2.8, the caching allocator cannot reuse the flat copies DDP broadcasts the model through
+  until the GPU has finished them, so ``max_memory_reserved`` reaches about twice the module's bytes when
+  DDP wraps it. Only with ``OverheadModel.nccl_record_stream`` (off by default: current PyTorch).
 """
 
 from __future__ import annotations
@@ -86,6 +90,40 @@ def nccl_communicators(wl: Workload) -> int:
     if wl.ep > 1:
         n += 1 + (wl.dp * wl.tp // wl.ep > 1)
     return max(1, n)
+
+
+TORCH_NCCL_STASHING_RELEASE = (2, 8)
+"""First PyTorch release whose ProcessGroupNCCL no longer calls ``recordStream`` on collective buffers but keeps
+them alive by CPU-side stashing until ``work.wait()``: https://github.com/pytorch/pytorch/pull/148590 (kept out
+of 2.7, https://github.com/pytorch/pytorch/pull/150352; TORCH_NCCL_AVOID_RECORD_STREAMS then ignored,
+https://github.com/pytorch/pytorch/pull/194701)."""
+
+
+def ddp_broadcast_staging_bytes(wl: Workload, module_bytes: float, *, nccl_record_stream: bool) -> float:
+    """Caching-allocator bytes that PyTorch DDP's construction leaves reserved on a rank of ``wl`` whose
+    module (parameters + buffers) holds ``module_bytes``: reserved, never allocated at once, so
+    ``max_memory_reserved`` and nvidia-smi see it and ``max_memory_allocated`` does not.
+
+    ``DistributedDataParallel.__init__`` broadcasts every parameter and buffer from rank 0, frozen ones
+    included (``_sync_module_states`` in torch/distributed/utils.py), through ``broadcast_coalesced``
+    (torch/csrc/distributed/c10d/comm.cpp): each 250 MiB bucket is flattened into a new tensor, broadcast,
+    copied back and freed, at most two in flight; ``finish()`` waits on the GPU stream, not on the host.
+    Before :data:`TORCH_NCCL_STASHING_RELEASE`, ProcessGroupNCCL records the NCCL stream on the flat tensor
+    (``recordStream``, ProcessGroupNCCL.cpp ``collective``), and the caching allocator hands a freed block
+    with recorded stream uses back only when an event on that stream has completed (``insert_events`` /
+    ``process_events`` in c10/cuda/CUDACachingAllocator.cpp). The host enqueues all buckets long before the
+    GPU has broadcast them, so every bucket gets a fresh segment: reserved memory grows by the module's bytes
+    ("recordStream prevents the allocator from repurposing allocations passed to collectives until those
+    collectives finish from the host's perspective", https://github.com/pytorch/pytorch/pull/76861).
+    The segments stay cached afterwards and serve later allocations, so the step's own peak is not added
+    to it: reserved = max(step, module + this). It is not an OOM cause: before failing, the allocator
+    synchronises pending events and frees those blocks (``release_cached_blocks``).
+
+    Zero when ``nccl_record_stream`` is off, for one process, for DeepSpeed (``_broadcast_model`` broadcasts
+    each parameter in place) and FSDP2, and for Megatron-Core (its DDP broadcasts parameters in place)."""
+    if not nccl_record_stream or wl.strategy != "ddp" or wl.dp <= 1 or wl.uses_megatron:
+        return 0.0
+    return float(module_bytes)
 
 
 MEGATRON_MAIN_GRAD_EXTRA_BYTES = 2.0
