@@ -78,3 +78,55 @@ def test_megatron_activation_set_by_hand():
                                      ds_overlap_comm=False))
     mg = estimate_memory(m, Workload(gpus=2, strategy="zero1", seq_len=4096, grad_ckpt=False, tp=2))
     assert mg.breakdown_gib["activations"] < 0.5 * hf.breakdown_gib["activations"]
+
+
+# ------------------------------------------------------------------ DDP construction broadcast (PyTorch < 2.8)
+def _lora_ddp(**kw) -> Workload:
+    base = dict(method="lora", gpus=2, gpus_per_node=2, strategy="ddp", seq_len=256, grad_accum=8)
+    base.update(kw)
+    return Workload(**base)
+
+
+def test_ddp_broadcast_staging_only_for_torch_ddp_across_ranks_under_record_stream():
+    from trainfit.estimate.runtime import ddp_broadcast_staging_bytes
+    wl = _lora_ddp()
+    assert ddp_broadcast_staging_bytes(wl, 1e9, nccl_record_stream=True) == 1e9
+    assert ddp_broadcast_staging_bytes(wl, 1e9, nccl_record_stream=False) == 0.0  # PyTorch >= 2.8: stashing
+    assert ddp_broadcast_staging_bytes(wl.with_(gpus=1, gpus_per_node=1), 1e9, nccl_record_stream=True) == 0.0
+    for other in ("zero2", "zero3", "fsdp"):  # DeepSpeed broadcasts in place; FSDP2 does not broadcast
+        assert ddp_broadcast_staging_bytes(wl.with_(strategy=other), 1e9, nccl_record_stream=True) == 0.0
+    # Megatron-Core's DDP broadcasts each parameter in place
+    assert ddp_broadcast_staging_bytes(wl.with_(gpus=4, gpus_per_node=4, tp=2), 1e9, nccl_record_stream=True) == 0.0
+
+
+def test_ddp_broadcast_staging_sets_reserved_to_twice_the_module_for_lora():
+    """LoRA over DDP: the step needs little beyond the weights, so reserved is the construction's 2 x module
+    (+ CUDA context + NCCL); the tensor peak (max_memory_allocated) does not change."""
+    from trainfit.estimate.memory import OverheadModel
+    m = get_model("Qwen3-8B")
+    wl = _lora_ddp()
+    ov = OverheadModel(nccl_record_stream=True)
+    new = estimate_memory(m, wl, overhead=ov)
+    cur = estimate_memory(m, wl)
+    assert new.tensor_peak_gib == cur.tensor_peak_gib
+    w = new.breakdown_gib["weights"]
+    assert new.reserved_gib == pytest.approx(2 * w + ov.cuda_context_gib + ov.nccl_gib, rel=1e-9)
+    assert new.reserved_gib > cur.reserved_gib + 0.8 * w
+    assert sum(new.breakdown_gib.values()) == pytest.approx(new.reserved_gib)
+    assert any("construction broadcast" in a for a in new.assumptions)
+    assert not any("construction broadcast" in a for a in cur.assumptions)
+    # one GPU: no DDP, nothing changes
+    one = wl.with_(gpus=1, gpus_per_node=1)
+    assert estimate_memory(m, one, overhead=ov).reserved_gib == estimate_memory(m, one).reserved_gib
+
+
+def test_ddp_broadcast_staging_is_a_floor_not_added_to_the_step():
+    """Full fine-tuning: the step (weights + grads + optimizer states) already needs more than 2 x weights, and the
+    cached broadcast segments serve it, so reserved is unchanged."""
+    from trainfit.estimate.memory import OverheadModel
+    m = get_model("Qwen3-0.6B")
+    wl = _lora_ddp(method="full")
+    new = estimate_memory(m, wl, overhead=OverheadModel(nccl_record_stream=True))
+    cur = estimate_memory(m, wl)
+    assert 2 * cur.breakdown_gib["weights"] < cur.tensor_peak_gib
+    assert new.reserved_gib == cur.reserved_gib
