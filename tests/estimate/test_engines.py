@@ -202,6 +202,23 @@ def test_ampere_reaches_a_larger_share_of_its_lower_peak(q8):
     assert a.mfu > h.mfu and a.tokens_per_s < h.tokens_per_s
 
 
+def test_share_of_peak_follows_the_roofline_ridge(q8):
+    # more HBM bandwidth per FLOP -> a larger share of the peak: H20 (148 TFLOP/s, 4 TB/s) > A100 > H100
+    c = engines.DEFAULT_CONSTANTS
+    h20 = Hardware(name="H20", gpu_class="hopper", peak_tflops=148, mem_gbytes_per_s=4000,
+                   intra_node_gbytes_per_s=450)
+    ridge = {"H100": 989e3 / 3350, "A100": 312e3 / 2039, "H20": 148e3 / 4000}
+    assert engines.class_factor(c, "hopper", ridge["H100"]) == pytest.approx(1.0, rel=1e-3)
+    f = {k: engines.class_factor(c, "hopper" if k != "A100" else "ampere", r) for k, r in ridge.items()}
+    assert f["H20"] > f["A100"] > f["H100"]
+    assert f["H20"] == pytest.approx((ridge["H100"] / ridge["H20"]) ** c.ridge_exponent)
+    wl = Workload(seq_len=4096, micro_batch=1, gpus=8, tp=4, strategy="zero1")
+    s20, s100 = (estimate_speed(q8, wl, hw, framework="megatron") for hw in (h20, H100))
+    assert s20.mfu > s100.mfu
+    # classes without published runs keep their fixed factor, whatever the bandwidth
+    assert engines.class_factor(c, "ada", 50.0) == engines.GPU_CLASS_FACTOR_FIXED["ada"]
+
+
 def test_interleaved_pipeline_shrinks_the_bubble(q8):
     wl = Workload(seq_len=4096, gpus=8, pp=4, grad_accum=8, strategy="zero1")
     a = estimate_speed(q8, wl, H100, framework="megatron")

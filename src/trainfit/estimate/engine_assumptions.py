@@ -50,6 +50,10 @@ ZERO3_INTER_NODE_FACTOR: float = 2.0
 """Assumption: a ZeRO-3 fetch whose all-gather crosses nodes costs twice the intra-node latency
 (network round trip ~10-20 us vs NVLink ~5 us, plus the ring's longer critical path)."""
 
+REFERENCE_RIDGE: float = 989e12 / 3.35e12
+"""Roofline ridge point of H100 SXM (dense bf16 FLOP/s per HBM byte/s, ~295): the GPU the efficiency
+constants are expressed for (``EngineConstants.ridge_exponent`` scales other Hopper/Ampere GPUs from it)."""
+
 GPU_CLASS_FACTOR_FIXED: dict[str, float] = {"ada": 0.85, "volta": 0.8, "turing": 0.6}
 """Assumption (no published runs with full settings in the calibration set): GEMM efficiency of these
 classes relative to Hopper. Ada (L20/L40S/4090) GEMMs sustain a similar fraction of their lower peak but

@@ -43,7 +43,7 @@ from trainfit.estimate.engine_assumptions import (
     KERNELS_PER_LAYER, KERNELS_PER_MOE_LAYER, KERNELS_PER_LORA_LINEAR, KERNELS_PER_QLORA_LINEAR,
     KERNELS_PER_EXPERT, COMPILED_KERNEL_FACTOR, LINEAR_ATTENTION_RELATIVE, CE_BYTES_PER_LOGIT,
     OPTIMIZER_BYTES_PER_PARAM, HBM_EFFICIENCY, MEM_BANDWIDTH_FALLBACK_GBYTES_PER_S, ZERO3_INTER_NODE_FACTOR,
-    GPU_CLASS_FACTOR_FIXED, STACKED_EXPERT_GRAD_PASSES,
+    GPU_CLASS_FACTOR_FIXED, REFERENCE_RIDGE, STACKED_EXPERT_GRAD_PASSES,
 )
 from trainfit.models.shapes import ModelShape
 from trainfit.workload import Workload
@@ -77,8 +77,15 @@ class EngineConstants:
     cuDNN fused attention (Hopper-specific kernels)."""
     attention_relative_native: float = 0.6
     """Same for PyTorch SDPA / flash-attn 2 / Triton flash attention (native engines and Hugging Face code)."""
-    ampere_factor: float = 1.15
-    """GEMM efficiency of Ampere (A100/A800/A10) relative to Hopper: a larger share of a lower peak."""
+    ridge_exponent: float = 0.12
+    """Hopper and Ampere GPUs: the share of the 16-bit peak kernels reach, relative to H100 SXM, is
+    ``(REFERENCE_RIDGE / ridge) ** ridge_exponent`` with ``ridge = peak FLOP/s / memory bytes/s`` (the roofline
+    ridge point): the more bandwidth per FLOP, the less the bandwidth-bound parts of "compute" kernels (operand
+    staging of small tiles, epilogues, softmax, fused norms) hold the tensor cores back. One law for A100 (ridge
+    153), H200 (206), H20 (37). Prior from GEMM alone: A100 SXM reaches 86.9 % of its peak, H100 SXM 80.3 %
+    (MAMF, https://github.com/stas00/ml-engineering/blob/master/compute/accelerator/README.md), 1.082 for a ridge
+    ratio of 1.93: exponent 0.12. Attention kernels point the same way: 85-87 % of H20's peak for FA3/cuDNN
+    (Dao-AILab/flash-attention#1310) against at most 75 % of H100's (FlashAttention-3 paper)."""
     fp8_eff_megatron: float = 0.55
     """Fraction of the FP8 peak a large FP8 GEMM sustains in training: TransformerEngine recipes."""
     fp8_eff_native: float = 0.5
@@ -397,20 +404,21 @@ def features(model: ModelShape, wl: Workload, hw: Any, framework: str, *, flops:
     )
 
 
-def class_factor(c: EngineConstants, gpu_class: str) -> float:
-    if gpu_class == "hopper":
-        return 1.0
-    if gpu_class == "ampere":
-        return c.ampere_factor
+def class_factor(c: EngineConstants, gpu_class: str, ridge: float = REFERENCE_RIDGE) -> float:
+    """Share of peak relative to H100 SXM: the ridge law for Hopper/Ampere (``ridge_exponent``), fixed
+    assumptions for the classes no published run covers."""
+    if gpu_class in ("hopper", "ampere"):
+        return (REFERENCE_RIDGE / ridge) ** c.ridge_exponent if ridge > 0 else 1.0
     return GPU_CLASS_FACTOR_FIXED.get(gpu_class, 0.6)
 
 
 def compute_time(f: EngineFeatures, c: EngineConstants) -> EngineTime:
     """Step compute time from features and constants (cheap: used inside the fit loop)."""
-    e16 = min(0.95, c.gemm_eff(f.family) * class_factor(c, f.gpu_class))
+    cls = class_factor(c, f.gpu_class, f.peak16_tflops * 1e3 / f.mem_gbytes_per_s)  # ridge in FLOP per byte
+    e16 = min(0.95, c.gemm_eff(f.family) * cls)
     r16 = f.peak16_tflops * 1e12 * e16
     if f.fp8 and f.peak_fp8_tflops:
-        rmm = f.peak_fp8_tflops * 1e12 * min(0.95, c.fp8_eff(f.family) * class_factor(c, f.gpu_class))
+        rmm = f.peak_fp8_tflops * 1e12 * min(0.95, c.fp8_eff(f.family) * cls)
     else:
         rmm = r16
     half = c.gemm_half_dim
@@ -447,7 +455,7 @@ def describe(c: EngineConstants, family: str) -> list[str]:
     """Assumption lines for a speed estimate (the constants this family used and their sources)."""
     kf = "megatron" if family == "megatron" else "native"
     names = [f"gemm_eff_{family}", f"elem_bytes_{family}", "gemm_half_dim", f"attention_relative_{kf}",
-             "ampere_factor", f"fp8_eff_{kf}", "launch_seconds", "compile_elementwise_factor",
+             "ridge_exponent", f"fp8_eff_{kf}", "launch_seconds", "compile_elementwise_factor",
              "moe_elementwise_factor", "fp8_cast_bytes", "expert_sync_seconds", "zero3_fetch_seconds",
              "zero_hook_seconds"] + (["grouped_gemm_half_tokens"] if family == "megatron" else [])
     out = [f"engine model ({family}): GEMMs at peak x {c.gemm_eff(family):.3f} x d/(d+{c.gemm_half_dim:.0f}), "
