@@ -123,7 +123,7 @@ def load_rows(data: dict, raw_rows: list[dict]) -> list[Row]:
         wl = Workload(seq_len=r["seq_len"], micro_batch=r["mbs"], grad_accum=ga, gpus=r["gpus"],
                       gpus_per_node=gpus_per_node, strategy=r["strategy"], tp=tp, pp=pp, cp=cp, ep=r.get("ep", 1),
                       precision=r["precision"], method=r["method"], lora_rank=r.get("lora_rank", 8),
-                      grad_ckpt=bool(r["grad_ckpt"]))
+                      grad_ckpt=bool(r["grad_ckpt"]), attention=r.get("attention", "sdpa"))
         model = models[r["model"]]
         fw = r["engine"]
         rf = float(r.get("recompute_fraction", 0.0))
