@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from trainfit.errors import WorkloadError
-from trainfit.estimate import engines
+from trainfit.estimate import engine_assumptions, engine_terms, engines
 from trainfit.estimate.speed import Hardware, estimate_speed, flops_per_token
 from trainfit.models import get_model
 from trainfit.workload import Workload
@@ -146,17 +146,36 @@ def test_stacked_expert_weights_cost_a_full_gradient_per_visited_expert(moe):
     stacked = engines.features(moe, wl, H100, "hf-trainer", flops=fl, stacked_experts=True)
     per_layer = sum(t.total for t in moe.tensors() if t.kind == "expert") / moe.n_moe_layers
     visited = min(moe.num_experts, 2 * 2048 * moe.experts_per_token)
-    want = 3 * moe.n_moe_layers * visited * engines.STACKED_EXPERT_GRAD_PASSES * per_layer * 2
+    want = 3 * moe.n_moe_layers * visited * engine_assumptions.STACKED_EXPERT_GRAD_PASSES * per_layer * 2
     assert plain.stacked_expert_bytes == 0 and stacked.stacked_expert_bytes == pytest.approx(want)
     c = engines.DEFAULT_CONSTANTS
     extra = engines.compute_time(stacked, c).elementwise_seconds - engines.compute_time(plain, c).elementwise_seconds
-    assert extra == pytest.approx(want / (H100.mem_gbytes_per_s * 1e9 * engines.HBM_EFFICIENCY))
+    assert extra == pytest.approx(want / (H100.mem_gbytes_per_s * 1e9 * engine_assumptions.HBM_EFFICIENCY))
     # frozen experts have no gradient; grouped-GEMM engines do not index per expert
     lora = engines.features(moe, wl.with_(method="lora"), H100, "hf-trainer", flops=fl, stacked_experts=True)
     mega = engines.features(moe, wl.with_(strategy="zero1"), H100, "megatron", flops=fl, stacked_experts=True)
     assert lora.stacked_expert_bytes == 0 and mega.stacked_expert_bytes == 0
     slower = estimate_speed(moe, wl, H100, framework="hf-trainer", stacked_experts=True)
     assert slower.tokens_per_s_per_gpu < estimate_speed(moe, wl, H100, framework="hf-trainer").tokens_per_s_per_gpu
+
+
+def test_eager_attention_materialises_the_scores(q8):
+    # --attention eager: full S x S score/value matmuls (twice the causal flash count) and the score matrix
+    # streamed through HBM per head and layer; the memory model already counts its activations
+    wl = Workload(seq_len=4096, micro_batch=2, grad_accum=2, gpus=8, strategy="zero1", grad_ckpt=True)
+    fl = flops_per_token(q8, wl)
+    flash = engines.features(q8, wl, H100, "deepspeed", flops=fl)
+    eager = engines.features(q8, wl.with_(attention="eager"), H100, "deepspeed", flops=fl)
+    assert eager.attention_flops == 0 and flash.eager_attention_flops == 0 and flash.eager_score_bytes == 0
+    fwd = fl.forward_attention_flops * 2 * 4096 * 2  # causal count, per GPU step (tokens below)
+    assert eager.eager_attention_flops == pytest.approx(2 * fwd * (2 + 2))  # 2 forwards (recompute) + backward
+    tokens = 2 * 4096 * 2  # per GPU per step (DP 8: each GPU its own micro-batches)
+    scores = tokens * 4096 * q8.num_heads * q8.n_full_attention_layers
+    per_score = 2 * engine_assumptions.EAGER_SCORE_BYTES_FORWARD + engine_assumptions.EAGER_SCORE_BYTES_BACKWARD
+    assert eager.eager_score_bytes == pytest.approx(scores * per_score)  # grad_ckpt: the forward runs twice
+    fast = estimate_speed(q8, wl, H100, framework="deepspeed")
+    slow = estimate_speed(q8, wl.with_(attention="eager"), H100, framework="deepspeed")
+    assert slow.tokens_per_s_per_gpu < 0.8 * fast.tokens_per_s_per_gpu
 
 
 def test_zero3_fetch_latency_only_for_eager_moe(moe, q8):
@@ -200,6 +219,23 @@ def test_ampere_reaches_a_larger_share_of_its_lower_peak(q8):
     wl = Workload(seq_len=2048, micro_batch=4, gpus=8, strategy="fsdp")
     h, a = estimate_speed(q8, wl, H100, framework="fsdp2"), estimate_speed(q8, wl, A100, framework="fsdp2")
     assert a.mfu > h.mfu and a.tokens_per_s < h.tokens_per_s
+
+
+def test_share_of_peak_follows_the_roofline_ridge(q8):
+    # more HBM bandwidth per FLOP -> a larger share of the peak: H20 (148 TFLOP/s, 4 TB/s) > A100 > H100
+    c = engines.DEFAULT_CONSTANTS
+    h20 = Hardware(name="H20", gpu_class="hopper", peak_tflops=148, mem_gbytes_per_s=4000,
+                   intra_node_gbytes_per_s=450)
+    ridge = {"H100": 989e3 / 3350, "A100": 312e3 / 2039, "H20": 148e3 / 4000}
+    assert engines.class_factor(c, "hopper", ridge["H100"]) == pytest.approx(1.0, rel=1e-3)
+    f = {k: engines.class_factor(c, "hopper" if k != "A100" else "ampere", r) for k, r in ridge.items()}
+    assert f["H20"] > f["A100"] > f["H100"]
+    assert f["H20"] == pytest.approx((ridge["H100"] / ridge["H20"]) ** c.ridge_exponent)
+    wl = Workload(seq_len=4096, micro_batch=1, gpus=8, tp=4, strategy="zero1")
+    s20, s100 = (estimate_speed(q8, wl, hw, framework="megatron") for hw in (h20, H100))
+    assert s20.mfu > s100.mfu
+    # classes without published runs keep their fixed factor, whatever the bandwidth
+    assert engines.class_factor(c, "ada", 50.0) == engine_assumptions.GPU_CLASS_FACTOR_FIXED["ada"]
 
 
 def test_interleaved_pipeline_shrinks_the_bubble(q8):
@@ -268,7 +304,7 @@ def test_deepspeed_zero_hooks_count_hf_expert_linears():
     from trainfit.workload import Workload
 
     m = get_model("Qwen3-30B-A3B")  # 48 layers x 128 experts x 3 linears = 18,432 expert tensors
-    z2 = engines._zero_hook_calls(m, Workload(seq_len=4096, gpus=8, strategy="zero2", grad_accum=2), "hf")
+    z2 = engine_terms.zero_hook_calls(m, Workload(seq_len=4096, gpus=8, strategy="zero2", grad_accum=2), "hf")
     assert z2 >= 2 * 18_432
-    assert engines._zero_hook_calls(m, Workload(seq_len=4096, gpus=8, strategy="ddp"), "hf") == 0
-    assert engines._zero_hook_calls(m, Workload(seq_len=4096, gpus=8, strategy="zero2"), "megatron") == 0
+    assert engine_terms.zero_hook_calls(m, Workload(seq_len=4096, gpus=8, strategy="ddp"), "hf") == 0
+    assert engine_terms.zero_hook_calls(m, Workload(seq_len=4096, gpus=8, strategy="zero2"), "megatron") == 0

@@ -50,6 +50,10 @@ ZERO3_INTER_NODE_FACTOR: float = 2.0
 """Assumption: a ZeRO-3 fetch whose all-gather crosses nodes costs twice the intra-node latency
 (network round trip ~10-20 us vs NVLink ~5 us, plus the ring's longer critical path)."""
 
+REFERENCE_RIDGE: float = 989e12 / 3.35e12
+"""Roofline ridge point of H100 SXM (dense bf16 FLOP/s per HBM byte/s, ~295): the GPU the efficiency
+constants are expressed for (``EngineConstants.ridge_exponent`` scales other Hopper/Ampere GPUs from it)."""
+
 GPU_CLASS_FACTOR_FIXED: dict[str, float] = {"ada": 0.85, "volta": 0.8, "turing": 0.6}
 """Assumption (no published runs with full settings in the calibration set): GEMM efficiency of these
 classes relative to Hopper. Ada (L20/L40S/4090) GEMMs sustain a similar fraction of their lower peak but
@@ -62,3 +66,12 @@ experts run eagerly): the backward of each ``select`` allocates a zero gradient 
 stacked tensor, copies the expert's slice in, and autograd adds it into the running sum: one write, then two
 reads and a write, about 4 x the stacked tensor's bytes per visited expert. Counted with torch.profiler on
 the CPU (40 experts: 40 ``select_backward`` -> 40 full-size ``zeros``, 39 full-size ``add_``)."""
+
+EAGER_SCORE_BYTES_FORWARD: float = 26.0
+EAGER_SCORE_BYTES_BACKWARD: float = 30.0
+"""Eager attention (``--attention eager``: transformers' ``eager_attention_forward``, no fused kernel) writes the
+``S x S`` score matrix of every head to HBM and streams it through each op. Bytes per score element, counted
+from its op sequence: forward: ``Q K^T`` write (2), scale (read 2, write 2), mask add (read score 2 and mask 2,
+write 2), fp32 softmax (read 2, write 4), cast back (read 4, write 2), ``P V`` read (2) = 26; backward:
+``dO V^T`` write (2), cast (read 2, write 4), softmax backward (read P 4 and dP 4, write 4), scale (read 2,
+write 2), the two matmuls read dS (2 + 2) = 30 (dropout p = 0 is a no-op)."""

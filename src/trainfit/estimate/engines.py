@@ -40,11 +40,11 @@ from typing import Any
 
 from trainfit.errors import WorkloadError
 from trainfit.estimate.engine_assumptions import (
-    KERNELS_PER_LAYER, KERNELS_PER_MOE_LAYER, KERNELS_PER_LORA_LINEAR, KERNELS_PER_QLORA_LINEAR,
-    KERNELS_PER_EXPERT, COMPILED_KERNEL_FACTOR, LINEAR_ATTENTION_RELATIVE, CE_BYTES_PER_LOGIT,
-    OPTIMIZER_BYTES_PER_PARAM, HBM_EFFICIENCY, MEM_BANDWIDTH_FALLBACK_GBYTES_PER_S, ZERO3_INTER_NODE_FACTOR,
-    GPU_CLASS_FACTOR_FIXED, STACKED_EXPERT_GRAD_PASSES,
+    KERNELS_PER_LAYER, KERNELS_PER_MOE_LAYER, KERNELS_PER_EXPERT, COMPILED_KERNEL_FACTOR,
+    LINEAR_ATTENTION_RELATIVE, CE_BYTES_PER_LOGIT, HBM_EFFICIENCY,
+    GPU_CLASS_FACTOR_FIXED, REFERENCE_RIDGE,
 )
+from trainfit.estimate import engine_terms as terms
 from trainfit.models.shapes import ModelShape
 from trainfit.workload import Workload
 
@@ -77,8 +77,15 @@ class EngineConstants:
     cuDNN fused attention (Hopper-specific kernels)."""
     attention_relative_native: float = 0.6
     """Same for PyTorch SDPA / flash-attn 2 / Triton flash attention (native engines and Hugging Face code)."""
-    ampere_factor: float = 1.15
-    """GEMM efficiency of Ampere (A100/A800/A10) relative to Hopper: a larger share of a lower peak."""
+    ridge_exponent: float = 0.12
+    """Hopper and Ampere GPUs: the share of the 16-bit peak kernels reach, relative to H100 SXM, is
+    ``(REFERENCE_RIDGE / ridge) ** ridge_exponent`` with ``ridge = peak FLOP/s / memory bytes/s`` (the roofline
+    ridge point): the more bandwidth per FLOP, the less the bandwidth-bound parts of "compute" kernels (operand
+    staging of small tiles, epilogues, softmax, fused norms) hold the tensor cores back. One law for A100 (ridge
+    153), H200 (206), H20 (37). Prior from GEMM alone: A100 SXM reaches 86.9 % of its peak, H100 SXM 80.3 %
+    (MAMF, https://github.com/stas00/ml-engineering/blob/master/compute/accelerator/README.md), 1.082 for a ridge
+    ratio of 1.93: exponent 0.12. Attention kernels point the same way: 85-87 % of H20's peak for FA3/cuDNN
+    (Dao-AILab/flash-attention#1310) against at most 75 % of H100's (FlashAttention-3 paper)."""
     fp8_eff_megatron: float = 0.55
     """Fraction of the FP8 peak a large FP8 GEMM sustains in training: TransformerEngine recipes."""
     fp8_eff_native: float = 0.5
@@ -183,6 +190,12 @@ class EngineFeatures:
     optimizer_seconds: float
     zero3_fetches: float = 0.0
     """Exposed-latency ZeRO-3 module fetches per step (expert linears of the eager loop), inter-node weighted."""
+    eager_attention_flops: float = 0.0
+    """``--attention eager``: score and value matmuls per step, full ``S x S`` (no causal skipping), timed as
+    GEMMs of ``head_dim`` (the flash ``attention_flops`` are then 0)."""
+    eager_score_bytes: float = 0.0
+    """``--attention eager``: HBM bytes per step of the materialised score matrices."""
+    head_dim: float = 128.0
     stacked_expert_bytes: float = 0.0
     """HBM bytes per step of the eager loop's full-size expert gradients (stacked expert weights), else 0."""
     zero_hook_calls: float = 0.0
@@ -260,96 +273,6 @@ def _gemm_dims(model: ModelShape, wl: Workload, family: str, mb_tokens: float,
     return dense_dim, expert_dim, visited, 0.0
 
 
-def _elementwise_units(model: ModelShape, wl: Workload, tokens_step_gpu: float, ratio: float) -> tuple[float, float]:
-    """(dense, routed-expert) element-wise bytes per step for ``elem_bytes = 1``: per token per layer
-    ``(h + I_act) x 2`` bytes x passes; SP splits it over TP ranks."""
-    h = model.hidden_size
-    i_dense = float(model.intermediate_size or 0)
-    units = moe_units_b = 0.0
-    for i in range(model.num_layers):
-        if model.is_moe_layer(i):
-            units += (h + model.shared_expert_intermediate_size) * 2.0
-            moe_units_b += model.experts_per_token * (model.moe_intermediate_size + h) * 2.0
-        else:
-            units += (h + i_dense) * 2.0
-    # tokens_step_gpu is already divided by tp*pp*cp: a stage's share of the layers, and sequence
-    # parallelism's share of the tokens; without SP every TP rank repeats the element-wise work
-    scale = tokens_step_gpu * ratio * (1 if wl.sequence_parallel or wl.tp == 1 else wl.tp)
-    return units * scale, moe_units_b * scale
-
-
-def _kernel_units(model: ModelShape, wl: Workload, family: str, passes: float,
-                  visited: float) -> tuple[float, float, float, float]:
-    """(layer kernel units incl. LoRA, grouped-MoE kernel units, eager expert visits, ZeRO-3 fetches) per step."""
-    m = wl.grad_accum
-    layers = model.num_layers
-    layer_units = m * (layers / wl.pp) * passes  # every micro-batch crosses this stage's layers
-    lora_kernel_units = 0.0
-    if wl.method in ("lora", "qlora") and family != "megatron":
-        from trainfit.estimate.params import lora_targeted
-
-        adapted = sum(t.count for t in model.tensors() if t.layer_type != "global" and t.kind in ("linear", "expert")
-                      and lora_targeted(t, wl.lora_targets)) / max(1, layers)
-        k_lora = KERNELS_PER_LORA_LINEAR + (KERNELS_PER_QLORA_LINEAR if wl.method == "qlora" else 0.0)
-        lora_kernel_units = layer_units * adapted * k_lora / KERNELS_PER_LAYER[family]
-    moe_units = m * (model.n_moe_layers / wl.pp) * passes if model.is_moe else 0.0
-    expert_units = m * (model.n_moe_layers / wl.pp) * passes * visited
-    zero3_fetches = 0.0
-    if family == "hf" and model.is_moe and wl.strategy == "zero3":
-        fetch_passes = 2 + (1 if wl.grad_ckpt else 0)  # forward, backward (+ recompute forward)
-        zero3_fetches = m * model.n_moe_layers * visited * 3 * fetch_passes  # gate, up, down per expert
-        if wl.nodes > 1:
-            zero3_fetches *= ZERO3_INTER_NODE_FACTOR
-    return layer_units + lora_kernel_units, moe_units, expert_units, zero3_fetches
-
-
-def _zero_hook_calls(model: ModelShape, wl: Workload, family: str) -> float:
-    """DeepSpeed ZeRO gradient-hook calls per step (``zero_hook_seconds``): one per trainable parameter tensor
-    of this rank's stage and micro-batch. Hugging Face MoE code keeps 3 linears per expert (the eager-loop
-    layout); LoRA hooks only its two adapter matrices per adapted linear."""
-    if family != "hf" or wl.strategy not in ("zero1", "zero2", "zero3"):
-        return 0.0
-    from trainfit.estimate.params import lora_targeted
-
-    lora = wl.method in ("lora", "qlora")
-    n = 0.0
-    for t in model.tensors():
-        per = 3.0 * t.experts / 2.0 if t.kind == "expert" and t.experts else 1.0  # fused gate_up + down -> 3/expert
-        if not lora:
-            n += t.count * per
-        elif t.layer_type != "global" and t.kind in ("linear", "expert") and lora_targeted(t, wl.lora_targets):
-            n += 2.0 * t.count * per  # the A and B matrices
-    return wl.grad_accum * n / wl.pp
-
-
-def _optimizer_seconds(model: ModelShape, wl: Workload, hw: Any, trainable_params: float | None,
-                       notes: list[str]) -> tuple[float, float]:
-    """(memory bandwidth used, GB/s; optimizer step seconds) for the local trainable parameters (sharded by
-    ZeRO/FSDP over dp, by tp/pp; experts by ep)."""
-    tp_pp = wl.tp * wl.pp
-    trainable = float(trainable_params if trainable_params is not None else model.total_params)
-    shard = wl.dp if wl.strategy in ("zero1", "zero2", "zero3", "fsdp") else 1
-    local = trainable / tp_pp / shard
-    bw = getattr(hw, "mem_gbytes_per_s", None)
-    if not bw:
-        bw = MEM_BANDWIDTH_FALLBACK_GBYTES_PER_S
-        notes.append(f"memory bandwidth of {getattr(hw, 'name', 'the GPU')} unknown: assumed "
-                     f"{MEM_BANDWIDTH_FALLBACK_GBYTES_PER_S:.0f} GB/s")
-    opt_s = 0.0 if wl.offload != "none" else local * OPTIMIZER_BYTES_PER_PARAM / (bw * 1e9 * HBM_EFFICIENCY)
-    return bw, opt_s
-
-
-def _stacked_expert_bytes(model: ModelShape, wl: Workload, visited: float) -> float:
-    """HBM bytes per step of full-size expert gradients when trained experts are stacked and indexed per expert:
-    visited experts x ``STACKED_EXPERT_GRAD_PASSES`` x the layer's expert bytes, per MoE layer and micro-batch."""
-    if not model.is_moe or wl.method != "full":  # frozen experts (LoRA, QLoRA, freeze of early layers): no grad
-        return 0.0
-    per_layer = sum(t.total for t in model.tensors() if t.kind == "expert") / model.n_moe_layers
-    param_bytes = 4.0 if wl.precision == "amp-bf16" else 2.0
-    return (wl.grad_accum * model.n_moe_layers / wl.pp * visited * STACKED_EXPERT_GRAD_PASSES
-            * per_layer / wl.tp * param_bytes)
-
-
 def features(model: ModelShape, wl: Workload, hw: Any, framework: str, *, flops: Any,
              compiled: bool = False, trainable_params: float | None = None,
              recompute_fraction: float = 0.0, moe_grouped_gemm: bool = True,
@@ -376,55 +299,62 @@ def features(model: ModelShape, wl: Workload, hw: Any, framework: str, *, flops:
     mb_tokens = wl.micro_batch * wl.seq_len / wl.cp  # tokens of one micro-batch on one GPU (before TP)
     dense_dim, expert_dim, visited, expert_tokens = _gemm_dims(model, wl, family, mb_tokens, moe_grouped_gemm)
     lora_dim = float(wl.lora_rank) if wl.method in ("lora", "qlora") else 0.0
-    units, moe_units_b = _elementwise_units(model, wl, tokens_step_gpu, ratio)
+    units, moe_units_b = terms.elementwise_units(model, wl, tokens_step_gpu, ratio)
     ce = tokens_step_gpu * model.vocab_size * CE_BYTES_PER_LOGIT  # vocab-parallel over TP
-    layer_units, moe_units, expert_units, zero3_fetches = _kernel_units(model, wl, family, ratio, visited)
-    bw, opt_s = _optimizer_seconds(model, wl, hw, trainable_params, notes)
+    layer_units, moe_units, expert_units, zero3_fetches = terms.kernel_units(model, wl, family, ratio, visited)
+    bw, opt_s = terms.optimizer_seconds(model, wl, hw, trainable_params, notes)
+    forwards = 1.0 + (1.0 if wl.grad_ckpt else recompute_fraction)  # selective recompute re-runs attention too
+    eager_flops, eager_bytes = terms.eager_attention(model, wl, flops, tokens_step_gpu, forwards)
     return EngineFeatures(
         family=family, gpu_class=hw.gpu_class, fp8=wl.precision == "fp8" and bool(hw.peak_fp8_tflops),
         compiled=compiled, peak16_tflops=hw.peak_tflops, peak_fp8_tflops=hw.peak_fp8_tflops,
         mem_gbytes_per_s=bw,
         dense_gemm_flops=dense_fwd * per, expert_gemm_flops=expert_fwd * per,
-        lora_flops=flops.forward_lora_flops * per, attention_flops=flops.forward_attention_flops * per,
+        lora_flops=flops.forward_lora_flops * per,
+        attention_flops=0.0 if eager_flops else flops.forward_attention_flops * per,
+        eager_attention_flops=eager_flops, eager_score_bytes=eager_bytes, head_dim=float(model.head_dim),
         linear_attention_flops=flops.forward_linear_attention_flops * per,
         dense_dim=dense_dim, expert_dim=expert_dim, lora_dim=lora_dim, expert_tokens=expert_tokens,
         elementwise_units=units, moe_elementwise_units=moe_units_b, ce_bytes=ce,
         layer_kernel_units=layer_units, moe_kernel_units=moe_units,
         expert_kernel_units=expert_units, optimizer_seconds=opt_s, zero3_fetches=zero3_fetches,
-        zero_hook_calls=_zero_hook_calls(model, wl, family),
-        stacked_expert_bytes=_stacked_expert_bytes(model, wl, visited) if family == "hf" and stacked_experts else 0.0,
+        zero_hook_calls=terms.zero_hook_calls(model, wl, family),
+        stacked_expert_bytes=terms.stacked_expert_bytes(model, wl, visited) if family == "hf" and stacked_experts else 0.0,
         notes=tuple(notes),
     )
 
 
-def class_factor(c: EngineConstants, gpu_class: str) -> float:
-    if gpu_class == "hopper":
-        return 1.0
-    if gpu_class == "ampere":
-        return c.ampere_factor
+def class_factor(c: EngineConstants, gpu_class: str, ridge: float = REFERENCE_RIDGE) -> float:
+    """Share of peak relative to H100 SXM: the ridge law for Hopper/Ampere (``ridge_exponent``), fixed
+    assumptions for the classes no published run covers."""
+    if gpu_class in ("hopper", "ampere"):
+        return (REFERENCE_RIDGE / ridge) ** c.ridge_exponent if ridge > 0 else 1.0
     return GPU_CLASS_FACTOR_FIXED.get(gpu_class, 0.6)
 
 
 def compute_time(f: EngineFeatures, c: EngineConstants) -> EngineTime:
     """Step compute time from features and constants (cheap: used inside the fit loop)."""
-    e16 = min(0.95, c.gemm_eff(f.family) * class_factor(c, f.gpu_class))
+    cls = class_factor(c, f.gpu_class, f.peak16_tflops * 1e3 / f.mem_gbytes_per_s)  # ridge in FLOP per byte
+    e16 = min(0.95, c.gemm_eff(f.family) * cls)
     r16 = f.peak16_tflops * 1e12 * e16
     if f.fp8 and f.peak_fp8_tflops:
-        rmm = f.peak_fp8_tflops * 1e12 * min(0.95, c.fp8_eff(f.family) * class_factor(c, f.gpu_class))
+        rmm = f.peak_fp8_tflops * 1e12 * min(0.95, c.fp8_eff(f.family) * cls)
     else:
         rmm = r16
     half = c.gemm_half_dim
     grouped = _size(f.expert_tokens, c.grouped_gemm_half_tokens) if f.expert_tokens else 1.0
     expert = f.expert_gemm_flops / (rmm * _size(f.expert_dim, half) * grouped) if f.expert_gemm_flops else 0.0
     gemm = (f.dense_gemm_flops / (rmm * _size(f.dense_dim, half))
-            + (f.lora_flops / (r16 * _size(f.lora_dim, half)) if f.lora_flops else 0.0))
+            + (f.lora_flops / (r16 * _size(f.lora_dim, half)) if f.lora_flops else 0.0)
+            + (f.eager_attention_flops / (r16 * _size(f.head_dim, half)) if f.eager_attention_flops else 0.0))
     attn = (f.attention_flops / (r16 * min(1.0, c.attention_relative(f.family)))
             + f.linear_attention_flops / (r16 * LINEAR_ATTENTION_RELATIVE))
     bw = f.mem_gbytes_per_s * 1e9 * HBM_EFFICIENCY
     elem_factor = c.elem_bytes(f.family) * (c.compile_elementwise_factor if f.compiled else 1.0)
     act_units = f.elementwise_units + f.moe_elementwise_units
     elem = (f.elementwise_units * elem_factor + f.moe_elementwise_units * elem_factor * c.moe_elementwise_factor
-            + (act_units * c.fp8_cast_bytes if f.fp8 else 0.0) + f.ce_bytes + f.stacked_expert_bytes) / bw
+            + (act_units * c.fp8_cast_bytes if f.fp8 else 0.0) + f.ce_bytes + f.stacked_expert_bytes
+            + f.eager_score_bytes) / bw
     k_layer = KERNELS_PER_LAYER[f.family] * (COMPILED_KERNEL_FACTOR if f.compiled else 1.0)
     cpu = (f.layer_kernel_units * k_layer + f.moe_kernel_units * KERNELS_PER_MOE_LAYER) * c.launch_seconds
     if f.expert_kernel_units:  # eager loop: each expert syncs the host, so its launches and GEMMs serialise
@@ -447,7 +377,7 @@ def describe(c: EngineConstants, family: str) -> list[str]:
     """Assumption lines for a speed estimate (the constants this family used and their sources)."""
     kf = "megatron" if family == "megatron" else "native"
     names = [f"gemm_eff_{family}", f"elem_bytes_{family}", "gemm_half_dim", f"attention_relative_{kf}",
-             "ampere_factor", f"fp8_eff_{kf}", "launch_seconds", "compile_elementwise_factor",
+             "ridge_exponent", f"fp8_eff_{kf}", "launch_seconds", "compile_elementwise_factor",
              "moe_elementwise_factor", "fp8_cast_bytes", "expert_sync_seconds", "zero3_fetch_seconds",
              "zero_hook_seconds"] + (["grouped_gemm_half_tokens"] if family == "megatron" else [])
     out = [f"engine model ({family}): GEMMs at peak x {c.gemm_eff(family):.3f} x d/(d+{c.gemm_half_dim:.0f}), "

@@ -1,0 +1,119 @@
+"""Per-step quantities of the engine model that do not depend on its fitted constants (the inputs of
+``engines.features``): element-wise traffic, kernel counts, ZeRO hook calls, the optimizer step, stacked-expert
+gradients and eager attention. Formulas: ``docs/speed-model.md`` section 2."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainfit.estimate.engine_assumptions import (
+    KERNELS_PER_LAYER, KERNELS_PER_LORA_LINEAR, KERNELS_PER_QLORA_LINEAR, OPTIMIZER_BYTES_PER_PARAM,
+    HBM_EFFICIENCY, MEM_BANDWIDTH_FALLBACK_GBYTES_PER_S, ZERO3_INTER_NODE_FACTOR, STACKED_EXPERT_GRAD_PASSES,
+    EAGER_SCORE_BYTES_FORWARD, EAGER_SCORE_BYTES_BACKWARD,
+)
+from trainfit.models.shapes import ModelShape
+from trainfit.workload import Workload
+
+
+def elementwise_units(model: ModelShape, wl: Workload, tokens_step_gpu: float, ratio: float) -> tuple[float, float]:
+    """(dense, routed-expert) element-wise bytes per step for ``elem_bytes = 1``: per token per layer
+    ``(h + I_act) x 2`` bytes x passes; SP splits it over TP ranks."""
+    h = model.hidden_size
+    i_dense = float(model.intermediate_size or 0)
+    units = moe_units_b = 0.0
+    for i in range(model.num_layers):
+        if model.is_moe_layer(i):
+            units += (h + model.shared_expert_intermediate_size) * 2.0
+            moe_units_b += model.experts_per_token * (model.moe_intermediate_size + h) * 2.0
+        else:
+            units += (h + i_dense) * 2.0
+    # tokens_step_gpu is already divided by tp*pp*cp: a stage's share of the layers, and sequence
+    # parallelism's share of the tokens; without SP every TP rank repeats the element-wise work
+    scale = tokens_step_gpu * ratio * (1 if wl.sequence_parallel or wl.tp == 1 else wl.tp)
+    return units * scale, moe_units_b * scale
+
+
+def kernel_units(model: ModelShape, wl: Workload, family: str, passes: float,
+                  visited: float) -> tuple[float, float, float, float]:
+    """(layer kernel units incl. LoRA, grouped-MoE kernel units, eager expert visits, ZeRO-3 fetches) per step."""
+    m = wl.grad_accum
+    layers = model.num_layers
+    layer_units = m * (layers / wl.pp) * passes  # every micro-batch crosses this stage's layers
+    lora_kernel_units = 0.0
+    if wl.method in ("lora", "qlora") and family != "megatron":
+        from trainfit.estimate.params import lora_targeted
+
+        adapted = sum(t.count for t in model.tensors() if t.layer_type != "global" and t.kind in ("linear", "expert")
+                      and lora_targeted(t, wl.lora_targets)) / max(1, layers)
+        k_lora = KERNELS_PER_LORA_LINEAR + (KERNELS_PER_QLORA_LINEAR if wl.method == "qlora" else 0.0)
+        lora_kernel_units = layer_units * adapted * k_lora / KERNELS_PER_LAYER[family]
+    moe_units = m * (model.n_moe_layers / wl.pp) * passes if model.is_moe else 0.0
+    expert_units = m * (model.n_moe_layers / wl.pp) * passes * visited
+    zero3_fetches = 0.0
+    if family == "hf" and model.is_moe and wl.strategy == "zero3":
+        fetch_passes = 2 + (1 if wl.grad_ckpt else 0)  # forward, backward (+ recompute forward)
+        zero3_fetches = m * model.n_moe_layers * visited * 3 * fetch_passes  # gate, up, down per expert
+        if wl.nodes > 1:
+            zero3_fetches *= ZERO3_INTER_NODE_FACTOR
+    return layer_units + lora_kernel_units, moe_units, expert_units, zero3_fetches
+
+
+def zero_hook_calls(model: ModelShape, wl: Workload, family: str) -> float:
+    """DeepSpeed ZeRO gradient-hook calls per step (``zero_hook_seconds``): one per trainable parameter tensor
+    of this rank's stage and micro-batch. Hugging Face MoE code keeps 3 linears per expert (the eager-loop
+    layout); LoRA hooks only its two adapter matrices per adapted linear."""
+    if family != "hf" or wl.strategy not in ("zero1", "zero2", "zero3"):
+        return 0.0
+    from trainfit.estimate.params import lora_targeted
+
+    lora = wl.method in ("lora", "qlora")
+    n = 0.0
+    for t in model.tensors():
+        per = 3.0 * t.experts / 2.0 if t.kind == "expert" and t.experts else 1.0  # fused gate_up + down -> 3/expert
+        if not lora:
+            n += t.count * per
+        elif t.layer_type != "global" and t.kind in ("linear", "expert") and lora_targeted(t, wl.lora_targets):
+            n += 2.0 * t.count * per  # the A and B matrices
+    return wl.grad_accum * n / wl.pp
+
+
+def optimizer_seconds(model: ModelShape, wl: Workload, hw: Any, trainable_params: float | None,
+                       notes: list[str]) -> tuple[float, float]:
+    """(memory bandwidth used, GB/s; optimizer step seconds) for the local trainable parameters (sharded by
+    ZeRO/FSDP over dp, by tp/pp; experts by ep)."""
+    tp_pp = wl.tp * wl.pp
+    trainable = float(trainable_params if trainable_params is not None else model.total_params)
+    shard = wl.dp if wl.strategy in ("zero1", "zero2", "zero3", "fsdp") else 1
+    local = trainable / tp_pp / shard
+    bw = getattr(hw, "mem_gbytes_per_s", None)
+    if not bw:
+        bw = MEM_BANDWIDTH_FALLBACK_GBYTES_PER_S
+        notes.append(f"memory bandwidth of {getattr(hw, 'name', 'the GPU')} unknown: assumed "
+                     f"{MEM_BANDWIDTH_FALLBACK_GBYTES_PER_S:.0f} GB/s")
+    opt_s = 0.0 if wl.offload != "none" else local * OPTIMIZER_BYTES_PER_PARAM / (bw * 1e9 * HBM_EFFICIENCY)
+    return bw, opt_s
+
+
+def stacked_expert_bytes(model: ModelShape, wl: Workload, visited: float) -> float:
+    """HBM bytes per step of full-size expert gradients when trained experts are stacked and indexed per expert:
+    visited experts x ``STACKED_EXPERT_GRAD_PASSES`` x the layer's expert bytes, per MoE layer and micro-batch."""
+    if not model.is_moe or wl.method != "full":  # frozen experts (LoRA, QLoRA, freeze of early layers): no grad
+        return 0.0
+    per_layer = sum(t.total for t in model.tensors() if t.kind == "expert") / model.n_moe_layers
+    param_bytes = 4.0 if wl.precision == "amp-bf16" else 2.0
+    return (wl.grad_accum * model.n_moe_layers / wl.pp * visited * STACKED_EXPERT_GRAD_PASSES
+            * per_layer / wl.tp * param_bytes)
+
+
+def eager_attention(model: ModelShape, wl: Workload, flops: Any, tokens_step_gpu: float,
+                    forwards: float) -> tuple[float, float]:
+    """(score/value matmul FLOPs, score-matrix HBM bytes) per step of eager attention: twice the causal flash
+    count (the full ``S x S`` is computed and masked) for each forward (1, 2 with full recompute) and the
+    backward (2 units), and per score element ``EAGER_SCORE_BYTES_FORWARD`` per forward plus
+    ``EAGER_SCORE_BYTES_BACKWARD``."""
+    if wl.attention != "eager" or not model.n_full_attention_layers:
+        return 0.0, 0.0
+    s = wl.seq_len / wl.cp
+    scores_fwd = tokens_step_gpu * s * model.num_heads / wl.tp * model.n_full_attention_layers / wl.pp
+    return (2.0 * flops.forward_attention_flops * tokens_step_gpu * (forwards + 2.0),
+            scores_fwd * (EAGER_SCORE_BYTES_FORWARD * forwards + EAGER_SCORE_BYTES_BACKWARD))
