@@ -123,20 +123,19 @@ def load_rows(data: dict, raw_rows: list[dict]) -> list[Row]:
         wl = Workload(seq_len=r["seq_len"], micro_batch=r["mbs"], grad_accum=ga, gpus=r["gpus"],
                       gpus_per_node=gpus_per_node, strategy=r["strategy"], tp=tp, pp=pp, cp=cp, ep=r.get("ep", 1),
                       precision=r["precision"], method=r["method"], lora_rank=r.get("lora_rank", 8),
-                      grad_ckpt=bool(r["grad_ckpt"]), attention=r.get("attention", "sdpa"))
+                      grad_ckpt=bool(r["grad_ckpt"]), attention=r.get("attention", "sdpa"),
+                      experts_impl=r.get("experts_impl", "modulelist"))
         model = models[r["model"]]
         fw = r["engine"]
         rf = float(r.get("recompute_fraction", 0.0))
         gg = bool(r.get("moe_grouped_gemm", True))
-        stacked = bool(r.get("stacked_experts", False))
         s = estimate_speed(model, wl, hw, framework=fw, virtual_pp=r.get("vp", 1), compiled=bool(r.get("compiled")),
                            recompute_fraction=rf, constants=engines.PRIORS, moe_grouped_gemm=gg,
-                           expert_tp=int(r.get("etp", 1)), stacked_experts=stacked)
+                           expert_tp=int(r.get("etp", 1)))
         prec = wl.precision if (wl.precision != "fp8" or hw.peak_fp8_tflops) else "bf16"
         feat = engines.features(model, wl.with_(precision=prec), hw, fw, flops=flops_per_token(model, wl),
                                 compiled=bool(r.get("compiled")), recompute_fraction=rf,
-                                trainable_params=float(count_params(model, wl).trainable), moe_grouped_gemm=gg,
-                                stacked_experts=stacked)
+                                trainable_params=float(count_params(model, wl).trainable), moe_grouped_gemm=gg)
         rows.append(Row(id=r["id"], source=r["source"], measured=float(r["measured_tokens_per_s_per_gpu"]),
                         tokens_per_step=s.tokens_per_step, gpus=s.gpus, feat=feat, bubble=s.bubble_fraction,
                         comm=tuple((c.seconds, c.overlap) for c in s.comm), cpu_s=s.cpu_seconds,

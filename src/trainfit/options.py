@@ -14,8 +14,8 @@ from typing import Any, Callable, Mapping
 from trainfit import inputs
 from trainfit.errors import InputError, did_you_mean
 from trainfit.launch.targets import PLAN_TARGETS
-from trainfit.workload import (ATTENTIONS, LOSSES, MAX_DS_BUCKET_ELEMS, METHODS, OFFLOADS, OPTIMIZERS, PRECISIONS,
-                               STRATEGIES, Workload)
+from trainfit.workload import (ATTENTIONS, EXPERTS_IMPLS, LOSSES, MAX_DS_BUCKET_ELEMS, METHODS, OFFLOADS, OPTIMIZERS,
+                               PRECISIONS, STRATEGIES, Workload)
 
 #: Documented ranges of the input gate (docs/security.md).
 MAX_GPUS = 65_536
@@ -91,6 +91,9 @@ WORKLOAD_OPTIONS: tuple[Option, ...] = (
            help="gradient checkpointing (default on; --no-grad-ckpt turns it off)"),
     Option(name="attention", parse=_choice(ATTENTIONS), default=_D.attention, choices=ATTENTIONS,
            help="sdpa | flash | eager (default sdpa)"),
+    Option(name="experts_impl", parse=_choice(EXPERTS_IMPLS), default=_D.experts_impl, choices=EXPERTS_IMPLS,
+           help="Hugging Face MoE experts: modulelist (transformers < 5, default) | eager (transformers >= 5, "
+                "stacked weights in a loop) | grouped_mm (transformers >= 5's default; ms-swift --experts_impl)"),
     Option(name="loss", parse=_choice(LOSSES), default=_D.loss, choices=LOSSES,
            help="standard (fp32 logits) | fused (Liger-style)"),
     Option(name="precision", parse=_choice(PRECISIONS), default=_D.precision, choices=PRECISIONS,

@@ -19,6 +19,7 @@ Precision = Literal["bf16", "amp-bf16", "fp16", "fp8"]
 Optimizer = Literal["adamw-fused", "adamw-foreach", "adamw-8bit", "paged-adamw-8bit", "sgd", "adafactor"]
 Strategy = Literal["ddp", "zero1", "zero2", "zero3", "fsdp"]
 Offload = Literal["none", "optimizer", "all"]
+ExpertsImpl = Literal["modulelist", "eager", "grouped_mm"]
 
 METHODS: tuple[str, ...] = ("full", "lora", "qlora", "freeze")
 ATTENTIONS: tuple[str, ...] = ("sdpa", "flash", "eager")
@@ -27,6 +28,7 @@ PRECISIONS: tuple[str, ...] = ("bf16", "amp-bf16", "fp16", "fp8")
 OPTIMIZERS: tuple[str, ...] = ("adamw-fused", "adamw-foreach", "adamw-8bit", "paged-adamw-8bit", "sgd", "adafactor")
 STRATEGIES: tuple[str, ...] = ("ddp", "zero1", "zero2", "zero3", "fsdp")
 OFFLOADS: tuple[str, ...] = ("none", "optimizer", "all")
+EXPERTS_IMPLS: tuple[str, ...] = ("modulelist", "eager", "grouped_mm")
 
 #: LoRA "all-linear": every nn.Linear in the decoder layers (PEFT excludes the LM head), plus, in MoE
 #: layers, the router and the fused expert tensors (what PEFT 0.21 does with transformers 5; the fused
@@ -57,7 +59,8 @@ LAYOUT_FIELDS: tuple[str, ...] = ("gpus", "gpus_per_node", "strategy", "offload"
 
 _CHOICES = (("method", frozenset(METHODS)), ("attention", frozenset(ATTENTIONS)), ("loss", frozenset(LOSSES)),
             ("precision", frozenset(PRECISIONS)), ("optimizer", frozenset(OPTIMIZERS)),
-            ("strategy", frozenset(STRATEGIES)), ("offload", frozenset(OFFLOADS)))
+            ("strategy", frozenset(STRATEGIES)), ("offload", frozenset(OFFLOADS)),
+            ("experts_impl", frozenset(EXPERTS_IMPLS)))
 _INT_FIELDS = ("seq_len", "micro_batch", "grad_accum", "gpus", "gpus_per_node", "tp", "pp", "ep", "cp", "lora_rank",
                "lora_alpha", "freeze_trainable_layers", "ds_bucket_elems")
 #: Largest DeepSpeed bucket accepted (elements): 1e11 x 2 bytes is beyond any GPU's memory.
@@ -86,6 +89,12 @@ class Workload:
     grad_ckpt: bool = True
     """Gradient (activation) checkpointing of every decoder layer (non-reentrant, as HF does)."""
     attention: Attention = "sdpa"
+    experts_impl: ExpertsImpl = "modulelist"
+    """How Hugging Face code runs MoE experts (the hf-trainer and deepspeed engines; the speed model):
+    ``modulelist``: transformers < 5, one ``nn.Linear`` per expert in a Python loop (every published HF-MoE run
+    in trainfit's calibration set); ``eager``: transformers >= 5 with ``experts_implementation="eager"``, a loop
+    over stacked expert weights; ``grouped_mm``: transformers >= 5's default, ``torch._grouped_mm`` without a
+    loop (ms-swift ``--experts_impl grouped_mm``)."""
     loss: Loss = "standard"
     """``standard``: HF loss (fp32 logits); ``fused``: chunked linear cross-entropy (Liger), no full logits."""
     precision: Precision = "bf16"

@@ -68,8 +68,7 @@ def test_fast_path_matches_estimate_speed():
         s = estimate_speed(r.model, r.workload, r.hardware, framework=raw["engine"], virtual_pp=raw.get("vp", 1),
                            compiled=bool(raw.get("compiled")),
                            recompute_fraction=float(raw.get("recompute_fraction", 0.0)), constants=c,
-                           moe_grouped_gemm=bool(raw.get("moe_grouped_gemm", True)), expert_tp=int(raw.get("etp", 1)),
-                           stacked_experts=bool(raw.get("stacked_experts", False)))
+                           moe_grouped_gemm=bool(raw.get("moe_grouped_gemm", True)), expert_tp=int(raw.get("etp", 1)))
         assert speed_loso.predict(r, c) == pytest.approx(s.tokens_per_s_per_gpu, rel=1e-9), raw["id"]
         checked += 1
     assert checked >= 10
@@ -143,7 +142,7 @@ def test_stacked_expert_weights_cost_a_full_gradient_per_visited_expert(moe):
     wl = Workload(seq_len=2048, micro_batch=2, grad_accum=3, gpus=8, strategy="zero3", grad_ckpt=True)
     fl = flops_per_token(moe, wl)
     plain = engines.features(moe, wl, H100, "hf-trainer", flops=fl)
-    stacked = engines.features(moe, wl, H100, "hf-trainer", flops=fl, stacked_experts=True)
+    stacked = engines.features(moe, wl.with_(experts_impl="eager"), H100, "hf-trainer", flops=fl)
     per_layer = sum(t.total for t in moe.tensors() if t.kind == "expert") / moe.n_moe_layers
     visited = min(moe.num_experts, 2 * 2048 * moe.experts_per_token)
     want = 3 * moe.n_moe_layers * visited * engine_assumptions.STACKED_EXPERT_GRAD_PASSES * per_layer * 2
@@ -152,11 +151,34 @@ def test_stacked_expert_weights_cost_a_full_gradient_per_visited_expert(moe):
     extra = engines.compute_time(stacked, c).elementwise_seconds - engines.compute_time(plain, c).elementwise_seconds
     assert extra == pytest.approx(want / (H100.mem_gbytes_per_s * 1e9 * engine_assumptions.HBM_EFFICIENCY))
     # frozen experts have no gradient; grouped-GEMM engines do not index per expert
-    lora = engines.features(moe, wl.with_(method="lora"), H100, "hf-trainer", flops=fl, stacked_experts=True)
-    mega = engines.features(moe, wl.with_(strategy="zero1"), H100, "megatron", flops=fl, stacked_experts=True)
+    eager = wl.with_(experts_impl="eager")
+    lora = engines.features(moe, eager.with_(method="lora"), H100, "hf-trainer", flops=fl)
+    mega = engines.features(moe, eager.with_(strategy="zero1"), H100, "megatron", flops=fl)
     assert lora.stacked_expert_bytes == 0 and mega.stacked_expert_bytes == 0
-    slower = estimate_speed(moe, wl, H100, framework="hf-trainer", stacked_experts=True)
+    slower = estimate_speed(moe, eager, H100, framework="hf-trainer")
     assert slower.tokens_per_s_per_gpu < estimate_speed(moe, wl, H100, framework="hf-trainer").tokens_per_s_per_gpu
+
+
+def test_transformers5_grouped_mm_experts_drop_the_loop(moe):
+    # --experts-impl grouped_mm: no per-expert loop, host syncs or per-expert ZeRO-3 fetches, and two stacked
+    # tensors per layer for the ZeRO gradient hooks instead of three linears per expert
+    wl = Workload(seq_len=2048, micro_batch=2, grad_accum=3, gpus=8, strategy="zero3", grad_ckpt=True)
+    fl = flops_per_token(moe, wl)
+    loop = engines.features(moe, wl, H100, "deepspeed", flops=fl)
+    gmm = engines.features(moe, wl.with_(experts_impl="grouped_mm"), H100, "deepspeed", flops=fl)
+    assert loop.expert_kernel_units > 0 and loop.zero3_fetches > 0
+    assert gmm.expert_kernel_units == 0 and gmm.zero3_fetches == 0 and gmm.stacked_expert_bytes == 0
+    assert gmm.zero_hook_calls < loop.zero_hook_calls / 20
+    assert gmm.expert_gemm_flops == pytest.approx(loop.expert_gemm_flops)
+    s_loop = estimate_speed(moe, wl, H100, framework="deepspeed")
+    s_gmm = estimate_speed(moe, wl.with_(experts_impl="grouped_mm"), H100, framework="deepspeed")
+    assert s_gmm.tokens_per_s_per_gpu > 2 * s_loop.tokens_per_s_per_gpu
+    assert any("grouped_mm" in a and "no published" in a for a in s_gmm.assumptions)
+    assert any("modulelist" in a for a in s_loop.assumptions)
+    # dense models and other engines ignore it
+    q = get_model("Qwen3-0.6B")
+    assert estimate_speed(q, wl, H100, framework="deepspeed").tokens_per_s_per_gpu == pytest.approx(
+        estimate_speed(q, wl.with_(experts_impl="grouped_mm"), H100, framework="deepspeed").tokens_per_s_per_gpu)
 
 
 def test_eager_attention_materialises_the_scores(q8):

@@ -15,9 +15,9 @@ SCENARIOS = {
     "lora1": dict(model="Qwen3-8B", wl=dict(method="lora", gpus=1, gpus_per_node=1, seq_len=2048, micro_batch=1,
                                              grad_accum=16),
                   kw=dict(instance_type="ecs.gn7i-c8g1.2xlarge", spot=True, checkpoint_uri="oss://bkt/ckpt/")),
-    # Qwen3-30B-A3B full, ZeRO-3, 2 Lingjun nodes x 8 GPUs, spot.
+    # Qwen3-30B-A3B full, ZeRO-3, 2 Lingjun nodes x 8 GPUs, spot; transformers 5 grouped_mm experts.
     "zero3": dict(model="Qwen3-30B-A3B", wl=dict(method="full", gpus=16, gpus_per_node=8, strategy="zero3",
-                                                  seq_len=4096, micro_batch=1, grad_accum=4),
+                                                  seq_len=4096, micro_batch=1, grad_accum=4, experts_impl="grouped_mm"),
                   kw=dict(instance_type="ml.gu7xf.8xlarge-gu108", gpu="H800", spot=True, vpc=LINGJUN_VPC,
                           checkpoint_uri="oss://bkt/ckpt/")),
     # Qwen3-30B-A3B full with Megatron (tp 2, ep 4, distributed optimizer) on Lingjun, on-demand with a quota.

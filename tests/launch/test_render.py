@@ -241,3 +241,18 @@ def test_cli_render_bad_plan_is_one_clear_error(tmp_path, capsys, content, pick,
 def test_targets_list_is_complete():
     assert TARGETS == ("deepspeed", "swift", "llamafactory", "torchrun", "dlc", "pytorchjob", "skypilot", "verl",
                        "swift_grpo", "monitoring")
+
+
+def test_experts_impl_is_written_for_hf_moe_and_read_back(rendered):
+    """--experts-impl grouped_mm (transformers 5) reaches `swift sft --experts_impl` and comes back from check;
+    the Megatron scenario and dense models write nothing (ms-swift 4.x rejects the flag under transformers < 5)."""
+    from trainfit.check.facts import read_facts
+    from trainfit.check.readback import read_workload
+    from trainfit.check.rules import CheckOptions
+
+    d, res = rendered["zero3"]
+    assert "--experts_impl grouped_mm" in res.files["swift_sft.sh"]
+    rb = read_workload(read_facts(d / "swift_sft.sh"), CheckOptions())
+    assert rb.workload.experts_impl == "grouped_mm"
+    for name in ("megatron", "lora1"):
+        assert "--experts_impl" not in rendered[name][1].files["swift_sft.sh"]

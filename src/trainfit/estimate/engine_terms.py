@@ -60,8 +60,9 @@ def kernel_units(model: ModelShape, wl: Workload, family: str, passes: float,
 
 def zero_hook_calls(model: ModelShape, wl: Workload, family: str) -> float:
     """DeepSpeed ZeRO gradient-hook calls per step (``zero_hook_seconds``): one per trainable parameter tensor
-    of this rank's stage and micro-batch. Hugging Face MoE code keeps 3 linears per expert (the eager-loop
-    layout); LoRA hooks only its two adapter matrices per adapted linear."""
+    of this rank's stage and micro-batch. Hugging Face MoE code of transformers < 5 keeps 3 linears per expert
+    (``experts_impl="modulelist"``), transformers 5 two stacked tensors per layer; LoRA hooks only its two
+    adapter matrices per adapted linear."""
     if family != "hf" or wl.strategy not in ("zero1", "zero2", "zero3"):
         return 0.0
     from trainfit.estimate.params import lora_targeted
@@ -69,7 +70,8 @@ def zero_hook_calls(model: ModelShape, wl: Workload, family: str) -> float:
     lora = wl.method in ("lora", "qlora")
     n = 0.0
     for t in model.tensors():
-        per = 3.0 * t.experts / 2.0 if t.kind == "expert" and t.experts else 1.0  # fused gate_up + down -> 3/expert
+        modulelist = t.kind == "expert" and t.experts and wl.experts_impl == "modulelist"
+        per = 3.0 * t.experts / 2.0 if modulelist else 1.0  # transformers < 5: 3 linears per expert, else stacked
         if not lora:
             n += t.count * per
         elif t.layer_type != "global" and t.kind in ("linear", "expert") and lora_targeted(t, wl.lora_targets):

@@ -250,7 +250,8 @@ def _gemm_dims(model: ModelShape, wl: Workload, family: str, mb_tokens: float,
     """(dense GEMM size, expert GEMM size, experts visited per MoE layer in a per-expert loop, tokens per
     expert of a TransformerEngine grouped GEMM or 0).
 
-    Hugging Face code loops over every expert that got a token (no expert parallelism). Megatron-Core without
+    Hugging Face code loops over every expert that got a token (no expert parallelism), except with transformers
+    5's ``grouped_mm`` experts (``Workload.experts_impl``). Megatron-Core without
     ``--moe-grouped-gemm`` (``SequentialMLP``) loops over its local experts (``E / ep``), slicing each one's
     tokens by counts read back to the host; with grouped GEMM (and in native grouped_mm engines) there is no
     loop (``visited = 0``)."""
@@ -262,7 +263,8 @@ def _gemm_dims(model: ModelShape, wl: Workload, family: str, mb_tokens: float,
         E, k, Ie = model.num_experts, model.experts_per_token, model.moe_intermediate_size
         if family == "hf":
             tok_per_expert = mb_tokens * k / E  # no expert parallelism in HF code: every rank runs all experts
-            visited = min(float(E), mb_tokens * k)
+            if wl.experts_impl != "grouped_mm":  # transformers < 5 / eager: a Python loop over the experts hit
+                visited = min(float(E), mb_tokens * k)
         else:
             tok_per_expert = mb_tokens / wl.tp * wl.ep * k / E  # each rank gets its experts' tokens from ep ranks
             if not grouped:
@@ -275,16 +277,15 @@ def _gemm_dims(model: ModelShape, wl: Workload, family: str, mb_tokens: float,
 
 def features(model: ModelShape, wl: Workload, hw: Any, framework: str, *, flops: Any,
              compiled: bool = False, trainable_params: float | None = None,
-             recompute_fraction: float = 0.0, moe_grouped_gemm: bool = True,
-             stacked_experts: bool = False) -> EngineFeatures:
+             recompute_fraction: float = 0.0, moe_grouped_gemm: bool = True) -> EngineFeatures:
     """Constant-independent quantities of one step (``flops`` is ``speed.flops_per_token``'s result).
 
     ``recompute_fraction``: share of the layers' forward re-run by selective activation checkpointing when
     ``grad_ckpt`` is off (torchtitan's per-op SAC re-runs every second matmul of a layer: ~0.36 of a Llama
     layer's forward FLOPs); 0 without it. ``moe_grouped_gemm``: Megatron-Core's ``--moe-grouped-gemm``
     (off: ``SequentialMLP``, a per-expert loop like Hugging Face's; ignored by Hugging Face code, which
-    always loops). ``stacked_experts``: the Hugging Face loop indexes one stacked ``[E, out, in]`` parameter per
-    expert (see :data:`STACKED_EXPERT_GRAD_PASSES`) instead of a ``ModuleList`` of linears.
+    always loops). How Hugging Face code runs its experts comes from ``wl.experts_impl``: ``eager`` loops over
+    one stacked ``[E, out, in]`` parameter per expert (``STACKED_EXPERT_GRAD_PASSES``), ``grouped_mm`` does not loop.
     """
     family = FAMILY_OF.get(framework)
     if family is None:
@@ -319,7 +320,8 @@ def features(model: ModelShape, wl: Workload, hw: Any, framework: str, *, flops:
         layer_kernel_units=layer_units, moe_kernel_units=moe_units,
         expert_kernel_units=expert_units, optimizer_seconds=opt_s, zero3_fetches=zero3_fetches,
         zero_hook_calls=terms.zero_hook_calls(model, wl, family),
-        stacked_expert_bytes=terms.stacked_expert_bytes(model, wl, visited) if family == "hf" and stacked_experts else 0.0,
+        stacked_expert_bytes=(terms.stacked_expert_bytes(model, wl, visited)
+                              if family == "hf" and wl.experts_impl == "eager" else 0.0),
         notes=tuple(notes),
     )
 

@@ -126,11 +126,24 @@ def _peak(wl: Workload, hw: Hardware, warnings: list[str]) -> tuple[str, float]:
     return precision, peak
 
 
+HF_EXPERTS_ASSUMPTION: dict[str, str] = {
+    "modulelist": "Hugging Face MoE experts timed as transformers < 5 runs them (--experts-impl modulelist, the "
+                  "default: one nn.Linear per expert in a Python loop, a host sync per expert; every published HF-MoE "
+                  "run in benchmarks/data/throughput.yaml used it); transformers >= 5 defaults to grouped_mm: pass "
+                  "--experts-impl grouped_mm (ms-swift: --experts_impl grouped_mm)",
+    "eager": "Hugging Face MoE experts timed as transformers >= 5 runs them eagerly (--experts-impl eager): a Python "
+             "loop over stacked expert weights whose backward writes a full-size gradient per visited expert",
+    "grouped_mm": "Hugging Face MoE experts timed as transformers >= 5's grouped_mm (--experts-impl grouped_mm): one "
+                  "torch._grouped_mm per projection, no per-expert loop; no published HF run with it is in the "
+                  "calibration set (ms-swift's docs: its DeepSpeed MoE figures are transformers < 5 runs)",
+}
+"""The assumption line for each ``Workload.experts_impl`` of Hugging Face MoE code."""
+
+
 def _engine_compute(model: ModelShape, wl: Workload, hw: Hardware, fw: str, fl: FlopsBreakdown, *, precision: str,
                     peak: float, flops_per_gpu_step: float, compiled: bool, recompute_fraction: float,
                     constants: Any, use_calibration: bool, warnings: list[str],
-                    assumptions: list[str], moe_grouped_gemm: bool = True,
-                    stacked_experts: bool = False) -> tuple[float, float, tuple[str, ...]]:
+                    assumptions: list[str], moe_grouped_gemm: bool = True) -> tuple[float, float, tuple[str, ...]]:
     """(compute seconds, executed-FLOPs efficiency, its sources) from the engine model of ``fw``'s kernels
     (``estimate/engines.py``), divided by a measured calibration when there is one."""
     from trainfit.estimate import engines
@@ -138,8 +151,7 @@ def _engine_compute(model: ModelShape, wl: Workload, hw: Hardware, fw: str, fl: 
     ec = constants or engines.DEFAULT_CONSTANTS
     feat = engines.features(model, wl.with_(precision=precision), hw, fw, flops=fl, compiled=compiled,
                             trainable_params=float(count_params(model, wl).trainable),
-                            recompute_fraction=recompute_fraction, moe_grouped_gemm=moe_grouped_gemm,
-                            stacked_experts=stacked_experts)
+                            recompute_fraction=recompute_fraction, moe_grouped_gemm=moe_grouped_gemm)
     et = engines.compute_time(feat, ec)
     compute_s = et.seconds
     if use_calibration and constants is None:
@@ -159,13 +171,7 @@ def _engine_compute(model: ModelShape, wl: Workload, hw: Hardware, fw: str, fl: 
             "balance) ran 1.4-1.9x slower, https://github.com/InternLM/xtuner/blob/"
             "79f213643ba0b84147fb06c20f9538a0f01db459/docs/en/benchmark/megatron_moe_benchmark.md")
     if feat.family == "hf" and model.is_moe:
-        assumptions.append(
-            "Hugging Face MoE code timed as the eager per-expert loop of transformers < 5 (every published "
-            "HF-MoE run in benchmarks/data/throughput.yaml used 4.x); transformers >= 5 defaults to grouped_mm "
-            "experts, which this model does not time: --framework fsdp2 (grouped-GEMM experts) is the closer "
-            "estimate there; run eagerly (experts_implementation='eager'), its stacked expert weights make every "
-            "visited expert's backward write a gradient the size of all the layer's experts "
-            "(estimate_speed(stacked_experts=True) times that)")
+        assumptions.append(HF_EXPERTS_ASSUMPTION[wl.experts_impl])
     warnings.extend(feat.notes)
     if et.launch_bound:
         warnings.append(f"kernel-launch bound: the CPU issues kernels for {et.launch_seconds:.3g} s per step, "
@@ -177,7 +183,7 @@ def estimate_speed(model: ModelShape, workload: Workload, hardware: Hardware, *,
                    efficiency: float | None = None, virtual_pp: int = 1, compiled: bool = False,
                    recompute_fraction: float = 0.0, constants: Any = None,
                    use_calibration: bool = True, moe_grouped_gemm: bool = True,
-                   expert_tp: int = 1, stacked_experts: bool = False) -> SpeedEstimate:
+                   expert_tp: int = 1) -> SpeedEstimate:
     """Tokens/s, step time and MFU of ``workload`` on ``hardware`` (see ``docs/speed-model.md``).
 
     ``framework`` picks the engine family (hf-trainer, deepspeed, fsdp2, megatron; default from the
@@ -187,8 +193,7 @@ def estimate_speed(model: ModelShape, workload: Workload, hardware: Hardware, *,
     ``engines.features``); ``constants``: :class:`engines.EngineConstants` (default: fitted);
     ``expert_tp``: Megatron's expert tensor parallel size (1, what trainfit's writers set; see
     ``comm.ep_term``); ``moe_grouped_gemm``: Megatron-Core's ``--moe-grouped-gemm`` (off: a per-expert loop,
-    see ``engines.features``); ``stacked_experts``: Hugging Face code loops over experts stored as one stacked
-    parameter (transformers 5 eager experts, GraniteMoE in 4.x; see ``engines.features``); ``use_calibration``: apply a measured calibration of this GPU and engine family
+    see ``engines.features``); ``use_calibration``: apply a measured calibration of this GPU and engine family
     from the user's overlay (``trainfit calibrate``; ignored when ``constants`` are given).
     """
     wl, hw = workload, hardware
@@ -215,7 +220,7 @@ def estimate_speed(model: ModelShape, workload: Workload, hardware: Hardware, *,
             model, wl, hw, fw, fl, precision=precision, peak=peak, flops_per_gpu_step=flops_per_gpu_step,
             compiled=compiled, recompute_fraction=recompute_fraction, constants=constants,
             use_calibration=use_calibration, warnings=warnings, assumptions=assumptions,
-            moe_grouped_gemm=moe_grouped_gemm, stacked_experts=stacked_experts)
+            moe_grouped_gemm=moe_grouped_gemm)
     else:
         if not 0 < efficiency <= 1:
             raise WorkloadError(f"efficiency must be in (0, 1], got {efficiency}")

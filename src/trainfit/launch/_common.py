@@ -119,6 +119,8 @@ def swift_args(ctx: RenderContext) -> list[tuple[str, str]]:
               ("gradient_checkpointing", "true" if wl.grad_ckpt else "false"), ("optim", OPTIMIZERS[wl.optimizer])]
         if wl.loss == "fused":
             a.append(("use_liger_kernel", "true"))
+        if ctx.model.is_moe and wl.experts_impl != "modulelist":  # transformers >= 5 only (ms-swift 4.x)
+            a.append(("experts_impl", wl.experts_impl))
         if wl.strategy.startswith("zero"):
             a.append(("deepspeed", DS_CONFIG_PATH))
         elif wl.strategy == "fsdp":
@@ -211,6 +213,11 @@ def swift_workload(args: dict[str, str], *, num_layers: int | None, gpus: int | 
         if args.get("optim") in inv_opt:
             kw["optimizer"] = inv_opt[args["optim"]]
         kw["loss"] = "fused" if _flag(args.get("use_liger_kernel")) else "standard"
+        if args.get("experts_impl") in ("eager", "grouped_mm"):
+            kw["experts_impl"] = args["experts_impl"]
+        elif args.get("experts_impl"):  # batched_mm: closest timed mode
+            kw["experts_impl"] = "grouped_mm"
+            assumed.append(f"experts_impl {args['experts_impl']} timed as grouped_mm")
         preset = re.match(r"^zero([0-3])(_offload)?$", args.get("deepspeed", ""))
         if preset:  # ms-swift's named DeepSpeed presets (zero2, zero3_offload...)
             stage = int(preset.group(1))
