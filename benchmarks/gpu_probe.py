@@ -85,6 +85,8 @@ EXTENDED: list[dict] = [
     {"model": "Qwen3-4B", "seq_len": 4096, "grad_ckpt": True},
     {"model": "Qwen3-8B", "method": "lora", "lora_rank": 16, "seq_len": 4096, "grad_ckpt": True},
     {"model": "Qwen3-8B", "seq_len": 2048, "grad_ckpt": True},
+    # transformers 5's eager experts (a loop over stacked weights) against grouped_mm above: the stacked-gradient term
+    {"model": "Qwen3-MoE-probe", "hf_config": MOE_PROBE, "seq_len": 1024, "grad_ckpt": True, "experts_impl": "eager"},
 ]
 
 
@@ -106,6 +108,8 @@ def grid(device: str, extended: bool = False) -> list[dict]:
                         c["lora_rank"] = 16
                     if cfg is not None:
                         c["hf_config"] = cfg
+                    if cfg is not None and cfg.get("num_experts"):  # transformers 5: stacked experts only
+                        c["experts_impl"] = "eager" if device == "cpu" else "grouped_mm"
                     out.append(c)
     return out + (list(EXTENDED) if extended and device != "cpu" else [])
 
@@ -160,13 +164,17 @@ def _build(c: dict, device: str) -> tuple[Any, Any, Any, Any, list[str]]:
     from trainfit.trace.runner import _apply_method, _optimizer
 
     shape, w = shape_of(c), workload_of(c)
+    notes: list[str] = []
     dtype = torch.float32 if w.precision == "amp-bf16" else torch.bfloat16
     cfg = hf_config(shape, attn_implementation="eager" if w.attention == "eager" else "sdpa")
+    if shape.num_experts:  # what the prediction assumes (Workload.experts_impl); transformers 5 has no ModuleList
+        cfg._experts_implementation = "eager" if w.experts_impl == "modulelist" else w.experts_impl
+        if w.experts_impl == "modulelist":
+            notes.append("experts_impl modulelist cannot run under transformers 5: ran its eager experts")
     with default_dtype(dtype), torch.device(device):
         model = model_class(shape)(cfg)
     model.tie_weights()
     model.train()
-    notes: list[str] = []
     model = _apply_method(model, shape, w, peft, notes)
     if w.grad_ckpt:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
