@@ -252,6 +252,7 @@ def test_experts_impl_is_written_for_hf_moe_and_read_back(rendered):
 
     d, res = rendered["zero3"]
     assert "--experts_impl grouped_mm" in res.files["swift_sft.sh"]
+    assert "transformers>=5,<5.17" in res.files["swift_sft.sh"]  # ms-swift refuses the flag under transformers 4
     rb = read_workload(read_facts(d / "swift_sft.sh"), CheckOptions())
     assert rb.workload.experts_impl == "grouped_mm"
     for name in ("megatron", "lora1"):

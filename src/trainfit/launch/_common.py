@@ -289,7 +289,13 @@ def ds_config_snippet(ctx: RenderContext) -> str:
 
 def install_snippet(ctx: RenderContext) -> str:
     pkg = "ms-swift[megatron]>=4.6" if ctx.megatron else "ms-swift>=4.6"
-    return f'command -v swift >/dev/null 2>&1 || pip install -q {q(pkg)}\n'
+    out = f'command -v swift >/dev/null 2>&1 || pip install -q {q(pkg)}\n'
+    if not ctx.megatron and ctx.model.is_moe and ctx.workload.experts_impl != "modulelist":
+        # ms-swift refuses --experts_impl under transformers < 5; 4.6 pins transformers < 5.17
+        check = 'import sys, transformers; sys.exit(int(transformers.__version__.split(".")[0]) < 5)'
+        out += (f"python3 -c {q(check)} 2>/dev/null || pip install -q {q('transformers>=5,<5.17')}"
+                "  # --experts_impl needs transformers 5\n")
+    return out
 
 
 def dump_yaml(data: object) -> str:
