@@ -131,11 +131,12 @@ def load_rows(data: dict, raw_rows: list[dict]) -> list[Row]:
         gg = bool(r.get("moe_grouped_gemm", True))
         s = estimate_speed(model, wl, hw, framework=fw, virtual_pp=r.get("vp", 1), compiled=bool(r.get("compiled")),
                            recompute_fraction=rf, constants=engines.PRIORS, moe_grouped_gemm=gg,
-                           expert_tp=int(r.get("etp", 1)))
+                           expert_tp=int(r.get("etp", 1)), z3_leaf_moe=bool(r.get("z3_leaf_moe", True)))
         prec = wl.precision if (wl.precision != "fp8" or hw.peak_fp8_tflops) else "bf16"
         feat = engines.features(model, wl.with_(precision=prec), hw, fw, flops=flops_per_token(model, wl),
                                 compiled=bool(r.get("compiled")), recompute_fraction=rf,
-                                trainable_params=float(count_params(model, wl).trainable), moe_grouped_gemm=gg)
+                                trainable_params=float(count_params(model, wl).trainable), moe_grouped_gemm=gg,
+                                z3_leaf_moe=bool(r.get("z3_leaf_moe", True)))
         rows.append(Row(id=r["id"], source=r["source"], measured=float(r["measured_tokens_per_s_per_gpu"]),
                         tokens_per_step=s.tokens_per_step, gpus=s.gpus, feat=feat, bubble=s.bubble_fraction,
                         comm=tuple((c.seconds, c.overlap) for c in s.comm), cpu_s=s.cpu_seconds,

@@ -68,7 +68,8 @@ def test_fast_path_matches_estimate_speed():
         s = estimate_speed(r.model, r.workload, r.hardware, framework=raw["engine"], virtual_pp=raw.get("vp", 1),
                            compiled=bool(raw.get("compiled")),
                            recompute_fraction=float(raw.get("recompute_fraction", 0.0)), constants=c,
-                           moe_grouped_gemm=bool(raw.get("moe_grouped_gemm", True)), expert_tp=int(raw.get("etp", 1)))
+                           moe_grouped_gemm=bool(raw.get("moe_grouped_gemm", True)), expert_tp=int(raw.get("etp", 1)),
+                           z3_leaf_moe=bool(raw.get("z3_leaf_moe", True)))
         assert speed_loso.predict(r, c) == pytest.approx(s.tokens_per_s_per_gpu, rel=1e-9), raw["id"]
         checked += 1
     assert checked >= 10
@@ -167,7 +168,10 @@ def test_transformers5_grouped_mm_experts_drop_the_loop(moe):
     loop = engines.features(moe, wl, H100, "deepspeed", flops=fl)
     gmm = engines.features(moe, wl.with_(experts_impl="grouped_mm"), H100, "deepspeed", flops=fl)
     assert loop.expert_kernel_units > 0 and loop.zero3_fetches > 0
-    assert gmm.expert_kernel_units == 0 and gmm.zero3_fetches == 0 and gmm.stacked_expert_bytes == 0
+    assert gmm.expert_kernel_units == 0 and gmm.stacked_expert_bytes == 0
+    assert gmm.zero3_fetches == pytest.approx(3 * moe.n_moe_layers * 3)  # one stacked module per layer and pass
+    no_leaf = engines.features(moe, wl.with_(experts_impl="grouped_mm"), H100, "deepspeed", flops=fl, z3_leaf_moe=False)
+    assert no_leaf.zero3_fetches == gmm.zero3_fetches
     assert gmm.zero_hook_calls < loop.zero_hook_calls / 20
     assert gmm.expert_gemm_flops == pytest.approx(loop.expert_gemm_flops)
     s_loop = estimate_speed(moe, wl, H100, framework="deepspeed")
@@ -198,6 +202,23 @@ def test_eager_attention_materialises_the_scores(q8):
     fast = estimate_speed(q8, wl, H100, framework="deepspeed")
     slow = estimate_speed(q8, wl.with_(attention="eager"), H100, framework="deepspeed")
     assert slow.tokens_per_s_per_gpu < 0.8 * fast.tokens_per_s_per_gpu
+
+
+def test_zero3_leaf_modules_fetch_a_moe_block_once(moe):
+    # ms-swift >= 3.10 and LLaMA-Factory make each MoE block a ZeRO-3 leaf module: one fetch per block and pass
+    # instead of one per expert linear the loop visits (what the 2025 ms-swift benchmark rows ran)
+    wl = Workload(seq_len=4096, gpus=8, strategy="zero3", grad_ckpt=True)
+    fl = flops_per_token(moe, wl)
+    leaf = engines.features(moe, wl, H100, "deepspeed", flops=fl)
+    per_expert = engines.features(moe, wl, H100, "deepspeed", flops=fl, z3_leaf_moe=False)
+    passes = 3  # forward, recompute, backward
+    assert leaf.zero3_fetches == pytest.approx(moe.n_moe_layers * passes)
+    visited = min(moe.num_experts, 4096 * moe.experts_per_token)
+    assert per_expert.zero3_fetches == pytest.approx(moe.n_moe_layers * visited * 3 * passes)
+    fast = estimate_speed(moe, wl, H100, framework="deepspeed")
+    slow = estimate_speed(moe, wl, H100, framework="deepspeed", z3_leaf_moe=False)
+    assert slow.tokens_per_s_per_gpu < fast.tokens_per_s_per_gpu
+    assert any("leaf module" in a for a in fast.assumptions)
 
 
 def test_zero3_fetch_latency_only_for_eager_moe(moe, q8):

@@ -34,8 +34,12 @@ def elementwise_units(model: ModelShape, wl: Workload, tokens_step_gpu: float, r
 
 
 def kernel_units(model: ModelShape, wl: Workload, family: str, passes: float,
-                  visited: float) -> tuple[float, float, float, float]:
-    """(layer kernel units incl. LoRA, grouped-MoE kernel units, eager expert visits, ZeRO-3 fetches) per step."""
+                 visited: float, z3_leaf_moe: bool = True) -> tuple[float, float, float, float]:
+    """(layer kernel units incl. LoRA, grouped-MoE kernel units, eager expert visits, ZeRO-3 fetches) per step.
+
+    ZeRO-3 fetches of Hugging Face MoE code: with each MoE block a DeepSpeed leaf module (``z3_leaf_moe``:
+    ``deepspeed.utils.set_z3_leaf_modules``, which ms-swift does for Qwen MoE since 3.10 and LLaMA-Factory in
+    ``add_z3_leaf_module``) one per block and pass; without, one per expert linear the loop visits."""
     m = wl.grad_accum
     layers = model.num_layers
     layer_units = m * (layers / wl.pp) * passes  # every micro-batch crosses this stage's layers
@@ -52,7 +56,9 @@ def kernel_units(model: ModelShape, wl: Workload, family: str, passes: float,
     zero3_fetches = 0.0
     if family == "hf" and model.is_moe and wl.strategy == "zero3":
         fetch_passes = 2 + (1 if wl.grad_ckpt else 0)  # forward, backward (+ recompute forward)
-        zero3_fetches = m * model.n_moe_layers * visited * 3 * fetch_passes  # gate, up, down per expert
+        # the whole block (a leaf module, or transformers 5's stacked experts module), else gate, up, down per expert
+        per_block = 1.0 if (z3_leaf_moe or not visited) else visited * 3
+        zero3_fetches = m * model.n_moe_layers * per_block * fetch_passes
         if wl.nodes > 1:
             zero3_fetches *= ZERO3_INTER_NODE_FACTOR
     return layer_units + lora_kernel_units, moe_units, expert_units, zero3_fetches

@@ -277,7 +277,8 @@ def _gemm_dims(model: ModelShape, wl: Workload, family: str, mb_tokens: float,
 
 def features(model: ModelShape, wl: Workload, hw: Any, framework: str, *, flops: Any,
              compiled: bool = False, trainable_params: float | None = None,
-             recompute_fraction: float = 0.0, moe_grouped_gemm: bool = True) -> EngineFeatures:
+             recompute_fraction: float = 0.0, moe_grouped_gemm: bool = True,
+             z3_leaf_moe: bool = True) -> EngineFeatures:
     """Constant-independent quantities of one step (``flops`` is ``speed.flops_per_token``'s result).
 
     ``recompute_fraction``: share of the layers' forward re-run by selective activation checkpointing when
@@ -286,6 +287,7 @@ def features(model: ModelShape, wl: Workload, hw: Any, framework: str, *, flops:
     (off: ``SequentialMLP``, a per-expert loop like Hugging Face's; ignored by Hugging Face code, which
     always loops). How Hugging Face code runs its experts comes from ``wl.experts_impl``: ``eager`` loops over
     one stacked ``[E, out, in]`` parameter per expert (``STACKED_EXPERT_GRAD_PASSES``), ``grouped_mm`` does not loop.
+    ``z3_leaf_moe``: DeepSpeed ZeRO-3 gathers each MoE block as one leaf module (``engine_terms.kernel_units``).
     """
     family = FAMILY_OF.get(framework)
     if family is None:
@@ -302,7 +304,8 @@ def features(model: ModelShape, wl: Workload, hw: Any, framework: str, *, flops:
     lora_dim = float(wl.lora_rank) if wl.method in ("lora", "qlora") else 0.0
     units, moe_units_b = terms.elementwise_units(model, wl, tokens_step_gpu, ratio)
     ce = tokens_step_gpu * model.vocab_size * CE_BYTES_PER_LOGIT  # vocab-parallel over TP
-    layer_units, moe_units, expert_units, zero3_fetches = terms.kernel_units(model, wl, family, ratio, visited)
+    layer_units, moe_units, expert_units, zero3_fetches = terms.kernel_units(model, wl, family, ratio, visited,
+                                                                             z3_leaf_moe)
     bw, opt_s = terms.optimizer_seconds(model, wl, hw, trainable_params, notes)
     forwards = 1.0 + (1.0 if wl.grad_ckpt else recompute_fraction)  # selective recompute re-runs attention too
     eager_flops, eager_bytes = terms.eager_attention(model, wl, flops, tokens_step_gpu, forwards)

@@ -143,7 +143,8 @@ HF_EXPERTS_ASSUMPTION: dict[str, str] = {
 def _engine_compute(model: ModelShape, wl: Workload, hw: Hardware, fw: str, fl: FlopsBreakdown, *, precision: str,
                     peak: float, flops_per_gpu_step: float, compiled: bool, recompute_fraction: float,
                     constants: Any, use_calibration: bool, warnings: list[str],
-                    assumptions: list[str], moe_grouped_gemm: bool = True) -> tuple[float, float, tuple[str, ...]]:
+                    assumptions: list[str], moe_grouped_gemm: bool = True,
+                    z3_leaf_moe: bool = True) -> tuple[float, float, tuple[str, ...]]:
     """(compute seconds, executed-FLOPs efficiency, its sources) from the engine model of ``fw``'s kernels
     (``estimate/engines.py``), divided by a measured calibration when there is one."""
     from trainfit.estimate import engines
@@ -151,7 +152,8 @@ def _engine_compute(model: ModelShape, wl: Workload, hw: Hardware, fw: str, fl: 
     ec = constants or engines.DEFAULT_CONSTANTS
     feat = engines.features(model, wl.with_(precision=precision), hw, fw, flops=fl, compiled=compiled,
                             trainable_params=float(count_params(model, wl).trainable),
-                            recompute_fraction=recompute_fraction, moe_grouped_gemm=moe_grouped_gemm)
+                            recompute_fraction=recompute_fraction, moe_grouped_gemm=moe_grouped_gemm,
+                            z3_leaf_moe=z3_leaf_moe)
     et = engines.compute_time(feat, ec)
     compute_s = et.seconds
     if use_calibration and constants is None:
@@ -172,6 +174,12 @@ def _engine_compute(model: ModelShape, wl: Workload, hw: Hardware, fw: str, fl: 
             "79f213643ba0b84147fb06c20f9538a0f01db459/docs/en/benchmark/megatron_moe_benchmark.md")
     if feat.family == "hf" and model.is_moe:
         assumptions.append(HF_EXPERTS_ASSUMPTION[wl.experts_impl])
+        if wl.strategy == "zero3":
+            assumptions.append(
+                "DeepSpeed ZeRO-3 gathers each MoE block as one leaf module, as ms-swift >= 3.10 and LLaMA-Factory set "
+                "it (deepspeed.utils.set_z3_leaf_modules): one fetch per block and pass" if z3_leaf_moe else
+                "DeepSpeed ZeRO-3 fetches every expert linear on its own (no leaf module: ms-swift < 3.10), each an "
+                "exposed all-gather of zero3_fetch_seconds")
     warnings.extend(feat.notes)
     if et.launch_bound:
         warnings.append(f"kernel-launch bound: the CPU issues kernels for {et.launch_seconds:.3g} s per step, "
@@ -183,7 +191,7 @@ def estimate_speed(model: ModelShape, workload: Workload, hardware: Hardware, *,
                    efficiency: float | None = None, virtual_pp: int = 1, compiled: bool = False,
                    recompute_fraction: float = 0.0, constants: Any = None,
                    use_calibration: bool = True, moe_grouped_gemm: bool = True,
-                   expert_tp: int = 1) -> SpeedEstimate:
+                   expert_tp: int = 1, z3_leaf_moe: bool = True) -> SpeedEstimate:
     """Tokens/s, step time and MFU of ``workload`` on ``hardware`` (see ``docs/speed-model.md``).
 
     ``framework`` picks the engine family (hf-trainer, deepspeed, fsdp2, megatron; default from the
@@ -193,7 +201,9 @@ def estimate_speed(model: ModelShape, workload: Workload, hardware: Hardware, *,
     ``engines.features``); ``constants``: :class:`engines.EngineConstants` (default: fitted);
     ``expert_tp``: Megatron's expert tensor parallel size (1, what trainfit's writers set; see
     ``comm.ep_term``); ``moe_grouped_gemm``: Megatron-Core's ``--moe-grouped-gemm`` (off: a per-expert loop,
-    see ``engines.features``); ``use_calibration``: apply a measured calibration of this GPU and engine family
+    see ``engines.features``); ``z3_leaf_moe``: DeepSpeed ZeRO-3 gathers each Hugging Face MoE block as one leaf
+    module (ms-swift >= 3.10 and LLaMA-Factory set it; off for older launchers: a fetch per expert linear);
+    ``use_calibration``: apply a measured calibration of this GPU and engine family
     from the user's overlay (``trainfit calibrate``; ignored when ``constants`` are given).
     """
     wl, hw = workload, hardware
@@ -220,7 +230,7 @@ def estimate_speed(model: ModelShape, workload: Workload, hardware: Hardware, *,
             model, wl, hw, fw, fl, precision=precision, peak=peak, flops_per_gpu_step=flops_per_gpu_step,
             compiled=compiled, recompute_fraction=recompute_fraction, constants=constants,
             use_calibration=use_calibration, warnings=warnings, assumptions=assumptions,
-            moe_grouped_gemm=moe_grouped_gemm)
+            moe_grouped_gemm=moe_grouped_gemm, z3_leaf_moe=z3_leaf_moe)
     else:
         if not 0 < efficiency <= 1:
             raise WorkloadError(f"efficiency must be in (0, 1], got {efficiency}")
