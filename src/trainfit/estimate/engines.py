@@ -196,6 +196,7 @@ class EngineFeatures:
     eager_score_bytes: float = 0.0
     """``--attention eager``: HBM bytes per step of the materialised score matrices."""
     head_dim: float = 128.0
+    """The GEMM size law's dimension of eager attention's score and value matmuls."""
     stacked_expert_bytes: float = 0.0
     """HBM bytes per step of the eager loop's full-size expert gradients (stacked expert weights), else 0."""
     zero_hook_calls: float = 0.0
