@@ -35,7 +35,7 @@ sys.path.insert(0, str(HERE))
 from trainfit.catalog import get_gpu  # noqa: E402
 from trainfit.estimate.memory import DEFAULT_OVERHEAD, OverheadModel, estimate_memory  # noqa: E402
 from trainfit.estimate.fit import SAFETY_MARGIN_DEFAULT, decide_fit  # noqa: E402
-from trainfit.estimate.runtime import TORCH_NCCL_STASHING_RELEASE, nccl_communicators  # noqa: E402
+from trainfit.estimate.runtime import TORCH_NCCL_STASHING_RELEASE  # noqa: E402
 from trainfit.models import from_hf_config, get_model  # noqa: E402
 from trainfit.workload import Workload  # noqa: E402
 
@@ -56,8 +56,7 @@ def elastic_cache_verdict(est, wl: Workload, usable_gib: float, band: float = SA
     """Alternative rule measured for the lead (not trainfit's decision): the caching allocator frees cached
     blocks and retries before raising OOM, so only tensors + CUDA context/NCCL decide ``oom``; a reserve
     (allocator cache included) above usable x (1 - band) is ``tight``."""
-    ov = DEFAULT_OVERHEAD
-    fixed = ov.cuda_context_gib + ov.nccl_gib * nccl_communicators(wl)
+    fixed = DEFAULT_OVERHEAD.outside_allocator_gib(wl)
     if est.tensor_peak_gib + fixed > usable_gib:
         return "oom"
     if est.reserved_gib > usable_gib * (1 - band):
@@ -133,7 +132,7 @@ def run() -> dict:
         meas = r.get("measured_gib")
         # ms-swift prints torch's max_memory_reserved (fit_reports.yaml header): without the CUDA context and NCCL
         # buffers that reserved_gib adds; the like-for-like comparison leaves them out for its reports
-        fixed = e["overhead"].cuda_context_gib + e["overhead"].nccl_gib * nccl_communicators(e["workload"])
+        fixed = e["overhead"].outside_allocator_gib(e["workload"])
         like = est.reserved_gib - (fixed if "modelscope/ms-swift" in r["url"] else 0.0)
         rows.append({
             "id": r["id"], "url": r["url"], "model": r["model"], "gpu": e["gpu"], "gpus": r["gpus"],

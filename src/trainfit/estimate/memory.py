@@ -74,6 +74,11 @@ class OverheadModel:
     buffers with ``recordStream``, and DDP's construction broadcast leaves the module's bytes cached
     (``estimate.runtime.ddp_broadcast_staging_bytes``). Off: current PyTorch."""
 
+    def outside_allocator_gib(self, wl: Workload) -> float:
+        """GPU memory outside PyTorch's caching allocator: the CUDA context and the NCCL communicators' buffers
+        (what ``max_memory_reserved`` does not see and nvidia-smi does)."""
+        return self.cuda_context_gib + self.nccl_gib * nccl_communicators(wl)
+
 
 DEFAULT_OVERHEAD = OverheadModel()
 
@@ -430,7 +435,7 @@ def _estimate(m: ModelShape, wl: Workload, overhead: OverheadModel) -> MemoryEst
         assumptions += [t.note for t in rt]
     peak, phases_total = _peak(cands)
     tensor_peak = sum(peak[1:]) / GIB
-    fixed = overhead.cuda_context_gib + overhead.nccl_gib * nccl_communicators(wl)
+    fixed = overhead.outside_allocator_gib(wl)
     ov = fixed + overhead.allocator_slack_fraction * tensor_peak
     # DDP's construction broadcast under recordStream (estimate/runtime.py): the module plus its flat copies,
     # reserved before the first step; the cached segments then serve the step, so the larger of the two counts
