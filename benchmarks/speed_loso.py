@@ -101,6 +101,14 @@ def excluded_errors(data: dict, c: engines.EngineConstants) -> list[dict]:
     return out
 
 
+def engine_kwargs(r: dict) -> dict:
+    """The engine settings of a data row that both ``estimate_speed`` and ``engines.features`` take (the
+    Workload fields are built separately; ``vp`` and ``etp`` only shape communication)."""
+    return {"compiled": bool(r.get("compiled")), "recompute_fraction": float(r.get("recompute_fraction", 0.0)),
+            "moe_grouped_gemm": bool(r.get("moe_grouped_gemm", True)),
+            "z3_leaf_moe": bool(r.get("z3_leaf_moe", True))}
+
+
 def load_rows(data: dict, raw_rows: list[dict]) -> list[Row]:
     """Rows of ``data`` (the parsed YAML) as model, workload, hardware and constant-free features."""
     models = {}
@@ -127,16 +135,12 @@ def load_rows(data: dict, raw_rows: list[dict]) -> list[Row]:
                       experts_impl=r.get("experts_impl", "modulelist"))
         model = models[r["model"]]
         fw = r["engine"]
-        rf = float(r.get("recompute_fraction", 0.0))
-        gg = bool(r.get("moe_grouped_gemm", True))
-        s = estimate_speed(model, wl, hw, framework=fw, virtual_pp=r.get("vp", 1), compiled=bool(r.get("compiled")),
-                           recompute_fraction=rf, constants=engines.PRIORS, moe_grouped_gemm=gg,
-                           expert_tp=int(r.get("etp", 1)), z3_leaf_moe=bool(r.get("z3_leaf_moe", True)))
+        kw = engine_kwargs(r)
+        s = estimate_speed(model, wl, hw, framework=fw, constants=engines.PRIORS, virtual_pp=r.get("vp", 1),
+                           expert_tp=int(r.get("etp", 1)), **kw)
         prec = wl.precision if (wl.precision != "fp8" or hw.peak_fp8_tflops) else "bf16"
         feat = engines.features(model, wl.with_(precision=prec), hw, fw, flops=flops_per_token(model, wl),
-                                compiled=bool(r.get("compiled")), recompute_fraction=rf,
-                                trainable_params=float(count_params(model, wl).trainable), moe_grouped_gemm=gg,
-                                z3_leaf_moe=bool(r.get("z3_leaf_moe", True)))
+                                trainable_params=float(count_params(model, wl).trainable), **kw)
         rows.append(Row(id=r["id"], source=r["source"], measured=float(r["measured_tokens_per_s_per_gpu"]),
                         tokens_per_step=s.tokens_per_step, gpus=s.gpus, feat=feat, bubble=s.bubble_fraction,
                         comm=tuple((c.seconds, c.overlap) for c in s.comm), cpu_s=s.cpu_seconds,

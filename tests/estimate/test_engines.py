@@ -66,10 +66,7 @@ def test_fast_path_matches_estimate_speed():
     for r in rows[::5]:
         raw = r.raw
         s = estimate_speed(r.model, r.workload, r.hardware, framework=raw["engine"], virtual_pp=raw.get("vp", 1),
-                           compiled=bool(raw.get("compiled")),
-                           recompute_fraction=float(raw.get("recompute_fraction", 0.0)), constants=c,
-                           moe_grouped_gemm=bool(raw.get("moe_grouped_gemm", True)), expert_tp=int(raw.get("etp", 1)),
-                           z3_leaf_moe=bool(raw.get("z3_leaf_moe", True)))
+                           expert_tp=int(raw.get("etp", 1)), constants=c, **speed_loso.engine_kwargs(raw))
         assert speed_loso.predict(r, c) == pytest.approx(s.tokens_per_s_per_gpu, rel=1e-9), raw["id"]
         checked += 1
     assert checked >= 10
