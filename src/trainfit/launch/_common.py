@@ -73,6 +73,12 @@ def swift_layout_reason(wl: Workload) -> str | None:
     return None
 
 
+def writes_experts_impl(ctx: RenderContext) -> bool:
+    """``swift sft`` gets ``--experts_impl`` (and its script transformers 5): a Hugging Face MoE job whose experts
+    run transformers 5's way (``Workload.experts_impl`` eager or grouped_mm)."""
+    return not ctx.megatron and ctx.model.is_moe and ctx.workload.experts_impl != "modulelist"
+
+
 def swift_args(ctx: RenderContext) -> list[tuple[str, str]]:
     """``--name value`` pairs of ``swift sft`` (or ``megatron sft`` for tp/pp/ep/cp > 1), ms-swift 4.x names."""
     wl = ctx.workload
@@ -119,7 +125,7 @@ def swift_args(ctx: RenderContext) -> list[tuple[str, str]]:
               ("gradient_checkpointing", "true" if wl.grad_ckpt else "false"), ("optim", OPTIMIZERS[wl.optimizer])]
         if wl.loss == "fused":
             a.append(("use_liger_kernel", "true"))
-        if ctx.model.is_moe and wl.experts_impl != "modulelist":  # transformers >= 5 only (ms-swift 4.x)
+        if writes_experts_impl(ctx):
             a.append(("experts_impl", wl.experts_impl))
         if wl.strategy.startswith("zero"):
             a.append(("deepspeed", DS_CONFIG_PATH))
@@ -290,8 +296,7 @@ def ds_config_snippet(ctx: RenderContext) -> str:
 def install_snippet(ctx: RenderContext) -> str:
     pkg = "ms-swift[megatron]>=4.6" if ctx.megatron else "ms-swift>=4.6"
     out = f'command -v swift >/dev/null 2>&1 || pip install -q {q(pkg)}\n'
-    if not ctx.megatron and ctx.model.is_moe and ctx.workload.experts_impl != "modulelist":
-        # ms-swift refuses --experts_impl under transformers < 5; 4.6 pins transformers < 5.17
+    if writes_experts_impl(ctx):  # ms-swift refuses --experts_impl under transformers < 5; 4.6 pins < 5.17
         check = 'import sys, transformers; sys.exit(int(transformers.__version__.split(".")[0]) < 5)'
         out += (f"python3 -c {q(check)} 2>/dev/null || pip install -q {q('transformers>=5,<5.17')}"
                 "  # --experts_impl needs transformers 5\n")
