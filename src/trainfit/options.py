@@ -90,7 +90,7 @@ WORKLOAD_OPTIONS: tuple[Option, ...] = (
     Option(name="grad_ckpt", parse=inputs.as_bool, default=_D.grad_ckpt,
            help="gradient checkpointing (default on; --no-grad-ckpt turns it off)"),
     Option(name="attention", parse=_choice(ATTENTIONS), default=_D.attention, choices=ATTENTIONS,
-           help="sdpa | flash | eager (default sdpa)"),
+           help="sdpa (engine default) | flash (FlashAttention-2) | flash3 (FlashAttention-3, Hopper) | eager (default sdpa)"),
     Option(name="experts_impl", parse=_choice(EXPERTS_IMPLS), default=_D.experts_impl, choices=EXPERTS_IMPLS,
            help="Hugging Face MoE experts: modulelist (transformers < 5, default) | eager (transformers >= 5, "
                 "stacked weights in a loop) | grouped_mm (transformers >= 5's default; ms-swift --experts_impl)"),

@@ -13,7 +13,7 @@ from typing import Literal
 from trainfit.errors import WorkloadError
 
 Method = Literal["full", "lora", "qlora", "freeze"]
-Attention = Literal["sdpa", "flash", "eager"]
+Attention = Literal["sdpa", "flash", "flash3", "eager"]
 Loss = Literal["standard", "fused"]
 Precision = Literal["bf16", "amp-bf16", "fp16", "fp8"]
 Optimizer = Literal["adamw-fused", "adamw-foreach", "adamw-8bit", "paged-adamw-8bit", "sgd", "adafactor"]
@@ -22,7 +22,7 @@ Offload = Literal["none", "optimizer", "all"]
 ExpertsImpl = Literal["modulelist", "eager", "grouped_mm"]
 
 METHODS: tuple[str, ...] = ("full", "lora", "qlora", "freeze")
-ATTENTIONS: tuple[str, ...] = ("sdpa", "flash", "eager")
+ATTENTIONS: tuple[str, ...] = ("sdpa", "flash", "flash3", "eager")
 LOSSES: tuple[str, ...] = ("standard", "fused")
 PRECISIONS: tuple[str, ...] = ("bf16", "amp-bf16", "fp16", "fp8")
 OPTIMIZERS: tuple[str, ...] = ("adamw-fused", "adamw-foreach", "adamw-8bit", "paged-adamw-8bit", "sgd", "adafactor")
@@ -89,6 +89,10 @@ class Workload:
     grad_ckpt: bool = True
     """Gradient (activation) checkpointing of every decoder layer (non-reentrant, as HF does)."""
     attention: Attention = "sdpa"
+    """Attention kernel: ``sdpa`` (the engine's default: PyTorch SDPA, cuDNN attention on Hopper with torch >=
+    2.11; TransformerEngine fused attention under Megatron), ``flash`` (FlashAttention-2), ``flash3``
+    (FlashAttention-3, Hopper only) or ``eager`` (materialised ``S x S`` scores). Memory counts the first three
+    the same; speed times FlashAttention-2 on Hopper slower (``EngineConstants.fa2_hopper_factor``)."""
     experts_impl: ExpertsImpl = "modulelist"
     """How Hugging Face code runs MoE experts (the hf-trainer and deepspeed engines; the speed model):
     ``modulelist``: transformers < 5, one ``nn.Linear`` per expert in a Python loop (every published HF-MoE run

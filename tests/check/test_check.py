@@ -118,3 +118,27 @@ def test_two_node_script_with_local_master_and_certain_oom():
     mem = by_rule["memory-fit"][0]
     assert mem.severity == "error" and "Qwen3-14B full" in mem.message and "zero2" in mem.message
     assert "8192" in mem.message and "H800" in mem.message
+
+
+def test_flash_attention_3_on_a_non_hopper_gpu_is_an_error(rendered, tmp_path):
+    """The one kernel gate (estimate.hardware.kernel_gaps): a script asking for FlashAttention-3 on an A10 is an
+    error in check, and the same settings' speed estimate carries the same sentence as a warning."""
+    from trainfit.estimate.hardware import kernel_gaps
+    from trainfit.estimate.speed import estimate_speed
+    from trainfit.models import get_model
+    from trainfit.plan.hardware import hardware_for
+    from trainfit.catalog.gpus import get_gpu
+    from trainfit.workload import Workload
+
+    d, res = rendered["lora1"]
+    text = res.files["swift_sft.sh"]
+    assert "--attn_impl sdpa" in text
+    f = tmp_path / "swift_sft.sh"
+    f.write_text(text.replace("--attn_impl sdpa", "--attn_impl flash_attention_3"))
+    v = [v for v in check_file(f).violations if v.rule == "kernel-support"]
+    assert len(v) == 1 and v[0].severity == "error" and "A10" in v[0].message
+    assert not [v for v in check_file(d / "swift_sft.sh").violations if v.rule == "kernel-support"]
+    hw = hardware_for(get_gpu("A10"))
+    s = estimate_speed(get_model("Qwen3-8B"), Workload(method="lora", attention="flash3"), hw)
+    assert kernel_gaps("flash3", hw.gpu_class, hw.name)[0] in s.warnings
+    assert not kernel_gaps("flash3", "hopper", "H800") and not kernel_gaps("flash", "ampere", "A10")

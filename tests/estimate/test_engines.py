@@ -201,6 +201,28 @@ def test_eager_attention_materialises_the_scores(q8):
     assert slow.tokens_per_s_per_gpu < 0.8 * fast.tokens_per_s_per_gpu
 
 
+def test_flash_attention_2_on_hopper_runs_at_the_ampere_kernel_share(q8):
+    # --attention flash is FlashAttention-2 (mma.sync, no wgmma): on Hopper it runs at fa2_hopper_factor of the
+    # Hopper kernels' rate (sdpa -> cuDNN, flash3); on Ampere it is the native kernel and nothing changes
+    wl = Workload(seq_len=16384, micro_batch=1, grad_accum=2, gpus=8, strategy="fsdp", grad_ckpt=True)
+    fl = flops_per_token(q8, wl)
+    c = engines.DEFAULT_CONSTANTS
+    t = {}
+    for hw in (H100, A100):
+        for att in ("sdpa", "flash", "flash3"):
+            f = engines.features(q8, wl.with_(attention=att), hw, "fsdp2", flops=fl)
+            assert f.fa2_on_hopper == (att == "flash" and hw is H100)
+            t[hw.name, att] = engines.compute_time(f, c)
+    assert t["H100", "flash"].attention_seconds == pytest.approx(t["H100", "sdpa"].attention_seconds
+                                                                 / c.fa2_hopper_factor)
+    assert t["H100", "flash3"].seconds == t["H100", "sdpa"].seconds
+    assert t["A100", "flash"].seconds == t["A100", "sdpa"].seconds
+    assert 0.3 < c.fa2_hopper_factor < 0.8  # fitted near the 329/631 TFLOP/s prior (pytorch/pytorch#142132)
+    slow = estimate_speed(q8, wl.with_(attention="flash"), H100, framework="fsdp2")
+    fast = estimate_speed(q8, wl, H100, framework="fsdp2")
+    assert slow.tokens_per_s_per_gpu < 0.9 * fast.tokens_per_s_per_gpu
+
+
 def test_zero3_leaf_modules_fetch_a_moe_block_once(moe):
     # ms-swift >= 3.10 and LLaMA-Factory make each MoE block a ZeRO-3 leaf module: one fetch per block and pass
     # instead of one per expert linear the loop visits (what the 2025 ms-swift benchmark rows ran)

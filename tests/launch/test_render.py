@@ -257,3 +257,34 @@ def test_experts_impl_is_written_for_hf_moe_and_read_back(rendered):
     assert rb.workload.experts_impl == "grouped_mm"
     for name in ("megatron", "lora1"):
         assert "--experts_impl" not in rendered[name][1].files["swift_sft.sh"]
+
+
+def test_attention_kernel_is_written_and_read_back(rendered, tmp_path):
+    """`megatron sft` gets --attention_backend (sdpa -> TransformerEngine's fused cuDNN attention, not ms-swift's
+    default flash); a Megatron script without it reads as that default (FlashAttention-2, said as assumed);
+    FlashAttention-3 reaches `swift sft --attn_impl` and LLaMA-Factory's `flash_attn: fa3` and comes back."""
+    from trainfit.check.facts import read_facts
+    from trainfit.check.readback import read_workload
+    from trainfit.check.rules import CheckOptions
+    from trainfit.launch import RenderOptions, build_context
+    from trainfit.models import get_model
+    from trainfit.service import plan_for
+    from trainfit.workload import Workload
+
+    d, res = rendered["megatron"]
+    text = res.files["swift_sft.sh"]
+    assert "--attention_backend fused" in text
+    assert read_workload(read_facts(d / "swift_sft.sh"), CheckOptions()).workload.attention == "sdpa"
+    bare = tmp_path / "swift_sft.sh"
+    bare.write_text(text.replace("    --attention_backend fused \\\n", ""))
+    rb = read_workload(read_facts(bare), CheckOptions())
+    assert rb.workload.attention == "flash" and any("attention_backend flash" in a for a in rb.assumed)
+
+    plan = plan_for(get_model("Qwen3-8B"), Workload(method="lora", gpus=8, gpus_per_node=8, attention="flash3"),
+                    gpu="H800")
+    out = render(build_context(plan, RenderOptions(checkpoint_uri="oss://bkt/ckpt/")), "all")
+    assert "--attn_impl flash_attention_3" in out.files["swift_sft.sh"]
+    assert "flash_attn: fa3" in out.files["llamafactory.yaml"]
+    for name in ("swift_sft.sh", "llamafactory.yaml"):
+        (tmp_path / name).write_text(out.files[name])
+        assert read_workload(read_facts(tmp_path / name), CheckOptions()).workload.attention == "flash3", name

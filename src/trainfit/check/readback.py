@@ -24,6 +24,8 @@ class Readback:
     estimate: Any
     decision: Any
     gpu: str
+    gpu_class: str | None = None
+    """Efficiency class of the GPU (hopper, ampere, ...; None when the catalog cannot say)."""
     planned_gib: float | None
     """reserved_gib of the plan in the file's header (None without a header)."""
     assumed: tuple[str, ...] = ()
@@ -146,5 +148,8 @@ def read_workload(f: JobFacts, o: Any) -> Readback | Any | None:
     decision = decide_fit(est, usable_gib=g.usable_mem_gib, gpus_per_node=gpn,
                           host_ram_gib=getattr(inst, "ram_gib", None))
     planned = plan.get("reserved_gib") if isinstance(plan.get("reserved_gib"), (int, float)) else None
-    return Readback(model=model, workload=wl, estimate=est, decision=decision, gpu=g.name, planned_gib=planned,
+    from trainfit.plan.hardware import gpu_class_of
+
+    return Readback(model=model, workload=wl, estimate=est, decision=decision, gpu=g.name,
+                    gpu_class=gpu_class_of(g), planned_gib=planned,
                     assumed=tuple(assumed))

@@ -309,6 +309,11 @@ def rule_memory(f: JobFacts, o: CheckOptions) -> list[Violation]:
     elif d.verdict == "unknown":
         out.append(Violation(rule="memory-fit", severity=INFO, message=f"{where}: {'; '.join(d.reasons)}",
                              fix="check the node's host RAM before renting"))
+    from trainfit.estimate.hardware import kernel_gaps
+
+    for gap in kernel_gaps(rb.workload.attention, rb.gpu_class, rb.gpu):
+        out.append(Violation(rule="kernel-support", severity=ERROR, message=gap,
+                             fix="change the attention setting, or rent Hopper GPUs"))
     planned = rb.planned_gib
     if planned is not None and abs(planned - rb.estimate.reserved_gib) > 0.01:
         out.append(Violation(rule="settings-differ-from-plan", severity=INFO,

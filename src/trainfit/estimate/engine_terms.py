@@ -125,3 +125,14 @@ def eager_attention(model: ModelShape, wl: Workload, flops: Any, tokens_step_gpu
     scores_fwd = tokens_step_gpu * s * model.num_heads / wl.tp * model.n_full_attention_layers / wl.pp
     return (2.0 * flops.forward_attention_flops * tokens_step_gpu * (forwards + 2.0),
             scores_fwd * (EAGER_SCORE_BYTES_FORWARD * forwards + EAGER_SCORE_BYTES_BACKWARD))
+
+
+def fa2_on_hopper(wl: Workload, hw: Any) -> bool:
+    """Whether attention runs an Ampere-generation kernel on a Hopper GPU. ``--attention flash`` is
+    FlashAttention-2 (the ``flash-attn`` 2 package; also what PyTorch SDPA ran before it preferred cuDNN on sm90,
+    and Triton flash attention). ``sdpa`` is each engine's own choice, a Hopper kernel there: PyTorch SDPA
+    prefers cuDNN attention on sm90 from torch 2.11 (``check_prefer_cudnn_attention`` with the bundled cuDNN
+    above 9.15; huggingface/transformers#48163), TransformerEngine gives FusedAttention (cuDNN) preference over
+    FlashAttention on Hopper+ (``get_attention_backend``, since NVIDIA/TransformerEngine#889). ``flash3`` is
+    FlashAttention-3."""
+    return wl.attention == "flash" and hw.gpu_class == "hopper"

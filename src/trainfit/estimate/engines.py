@@ -77,6 +77,13 @@ class EngineConstants:
     cuDNN fused attention (Hopper-specific kernels)."""
     attention_relative_native: float = 0.6
     """Same for PyTorch SDPA / flash-attn 2 / Triton flash attention (native engines and Hugging Face code)."""
+    fa2_hopper_factor: float = 0.52
+    """Attention kernels written for Ampere (FlashAttention-2, PyTorch SDPA's flash backend, Triton flash
+    attention: ``mma.sync``, no ``wgmma``/TMA) on a Hopper GPU run at this share of the Hopper kernels' rate
+    (FlashAttention-3, cuDNN fused attention, TransformerEngine's default there): ``--attention flash``. Prior:
+    329 vs 631 TFLOP/s on H100 for SDPA's flash backend vs cuDNN at seq 4608, head dim 128
+    (https://github.com/pytorch/pytorch/issues/142132); the FlashAttention-3 paper puts FA2 at 35 % of H100's peak
+    against up to 75 % for FA3 (https://arxiv.org/abs/2407.08608). Not applied on Ampere, where FA2 is native."""
     ridge_exponent: float = 0.12
     """Hopper and Ampere GPUs: the share of the 16-bit peak kernels reach, relative to H100 SXM, is
     ``(REFERENCE_RIDGE / ridge) ** ridge_exponent`` with ``ridge = peak FLOP/s / memory bytes/s`` (the roofline
@@ -199,6 +206,8 @@ class EngineFeatures:
     """The GEMM size law's dimension of eager attention's score and value matmuls."""
     stacked_expert_bytes: float = 0.0
     """HBM bytes per step of the eager loop's full-size expert gradients (stacked expert weights), else 0."""
+    fa2_on_hopper: bool = False
+    """An Ampere-generation attention kernel on a Hopper GPU (``engine_terms.fa2_on_hopper``)."""
     zero_hook_calls: float = 0.0
     """DeepSpeed ZeRO gradient-hook calls per step: trainable parameter tensors x micro-batches."""
     notes: tuple[str, ...] = field(default=())
@@ -323,7 +332,7 @@ def features(model: ModelShape, wl: Workload, hw: Any, framework: str, *, flops:
         elementwise_units=units, moe_elementwise_units=moe_units_b, ce_bytes=ce,
         layer_kernel_units=layer_units, moe_kernel_units=moe_units,
         expert_kernel_units=expert_units, optimizer_seconds=opt_s, zero3_fetches=zero3_fetches,
-        zero_hook_calls=terms.zero_hook_calls(model, wl, family),
+        zero_hook_calls=terms.zero_hook_calls(model, wl, family), fa2_on_hopper=terms.fa2_on_hopper(wl, hw),
         stacked_expert_bytes=(terms.stacked_expert_bytes(model, wl, visited)
                               if family == "hf" and wl.experts_impl == "eager" else 0.0),
         notes=tuple(notes),
@@ -353,7 +362,8 @@ def compute_time(f: EngineFeatures, c: EngineConstants) -> EngineTime:
     gemm = (f.dense_gemm_flops / (rmm * _size(f.dense_dim, half))
             + (f.lora_flops / (r16 * _size(f.lora_dim, half)) if f.lora_flops else 0.0)
             + (f.eager_attention_flops / (r16 * _size(f.head_dim, half)) if f.eager_attention_flops else 0.0))
-    attn = (f.attention_flops / (r16 * min(1.0, c.attention_relative(f.family)))
+    attn_rel = min(1.0, c.attention_relative(f.family)) * (c.fa2_hopper_factor if f.fa2_on_hopper else 1.0)
+    attn = (f.attention_flops / (r16 * attn_rel)
             + f.linear_attention_flops / (r16 * LINEAR_ATTENTION_RELATIVE))
     bw = f.mem_gbytes_per_s * 1e9 * HBM_EFFICIENCY
     elem_factor = c.elem_bytes(f.family) * (c.compile_elementwise_factor if f.compiled else 1.0)
@@ -383,7 +393,7 @@ def describe(c: EngineConstants, family: str) -> list[str]:
     """Assumption lines for a speed estimate (the constants this family used and their sources)."""
     kf = "megatron" if family == "megatron" else "native"
     names = [f"gemm_eff_{family}", f"elem_bytes_{family}", "gemm_half_dim", f"attention_relative_{kf}",
-             "ridge_exponent", f"fp8_eff_{kf}", "launch_seconds", "compile_elementwise_factor",
+             "fa2_hopper_factor", "ridge_exponent", f"fp8_eff_{kf}", "launch_seconds", "compile_elementwise_factor",
              "moe_elementwise_factor", "fp8_cast_bytes", "expert_sync_seconds", "zero3_fetch_seconds",
              "zero_hook_seconds"] + (["grouped_gemm_half_tokens"] if family == "megatron" else [])
     out = [f"engine model ({family}): GEMMs at peak x {c.gemm_eff(family):.3f} x d/(d+{c.gemm_half_dim:.0f}), "

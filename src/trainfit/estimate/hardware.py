@@ -75,3 +75,13 @@ class Hardware:
             raise CatalogError(f"hardware {self.name}: link_efficiency must be in (0, 1]")
         if not isinstance(self.gpus_per_node, int) or self.gpus_per_node < 1:
             raise CatalogError(f"hardware {self.name}: gpus_per_node must be a positive integer")
+
+
+def kernel_gaps(attention: str, gpu_class: str | None, gpu_name: str) -> list[str]:
+    """Why the workload's kernels cannot run on this GPU (empty when they can): the one gate that speed
+    estimates (as a warning) and ``trainfit check`` (as an error) both report. FlashAttention-3 is built for
+    Hopper (sm90) only (https://github.com/Dao-AILab/flash-attention#flashattention-3-beta-release)."""
+    if attention == "flash3" and gpu_class not in ("hopper", None):
+        return [f"FlashAttention-3 (--attention flash3) runs on Hopper GPUs (H100/H800/H200/H20) only, not on "
+                f"{gpu_name}: use --attention flash (FlashAttention-2) or sdpa"]
+    return []

@@ -209,7 +209,7 @@ def _step_notes(m: ModelShape, wl: Workload, in_flight: int) -> list[str]:
                      "and loss (its layer count and states taken as the first stage's); the larger is reported")
     if m.arch == "next":
         notes.append("Qwen3-Next Gated DeltaNet activations are an approximate per-tensor count (not traced)")
-    if wl.attention == "flash":
+    if wl.attention in ("flash", "flash3"):
         notes.append("flash-attention saves out + log-sum-exp like sdpa (counted the same)")
     return notes
 

@@ -33,7 +33,7 @@ from trainfit.estimate.comm import (CP_OVERLAP, EP_OVERLAP, OFFLOAD_OVERLAP, OVE
 from trainfit.estimate.flops import (GDN_CHUNK_SIZE, FlopsBreakdown, LayerFlops, _flops_cached,  # noqa: F401
                                      flops_per_token, full_attention_flops, linear_attention_flops)
 from trainfit.estimate.hardware import (CPU_ADAM_PARAMS_PER_S_DEFAULT, LINK_EFFICIENCY_DEFAULT, PCIE_GBYTES_PER_S,
-                                        GpuClass, Hardware)
+                                        GpuClass, Hardware, kernel_gaps)
 from trainfit.estimate.params import count_params
 from trainfit.models.shapes import ModelShape
 from trainfit.workload import Workload
@@ -120,6 +120,7 @@ def _peak(wl: Workload, hw: Hardware, warnings: list[str]) -> tuple[str, float]:
         else:
             warnings.append(f"{hw.name} has no FP8 tensor cores; FP8 is estimated at the 16-bit peak")
             precision = "bf16"
+    warnings.extend(kernel_gaps(wl.attention, hw.gpu_class, hw.name))
     if precision in ("bf16", "amp-bf16") and not hw.supports_bf16:
         warnings.append(f"{hw.name} has no bf16 tensor cores: bf16 matmuls fall back to slow paths; use fp16. "
                         f"Estimated at the fp16 peak, which is optimistic")

@@ -12,7 +12,12 @@ from trainfit.workload import Workload
 
 OPTIMIZERS = {"adamw-fused": "adamw_torch_fused", "adamw-foreach": "adamw_torch", "adamw-8bit": "adamw_bnb_8bit",
               "paged-adamw-8bit": "paged_adamw_8bit", "sgd": "sgd", "adafactor": "adafactor"}
-SWIFT_ATTN = {"flash": "flash_attn", "sdpa": "sdpa", "eager": "eager"}
+SWIFT_ATTN = {"flash": "flash_attn", "flash3": "flash_attention_3", "sdpa": "sdpa", "eager": "eager"}
+MEGATRON_ATTN = {"sdpa": "fused", "flash": "flash_2", "flash3": "flash_3", "eager": "unfused"}
+"""``megatron sft --attention_backend`` (ms-swift >= 4.3 names ``flash_2``/``flash_3``). ``sdpa`` is written as
+TransformerEngine's cuDNN fused attention, which TE itself prefers on Hopper; ms-swift's own default is ``flash``
+(TransformerEngine's flash-attn backend: FlashAttention-2 unless flash-attn 3 is installed)."""
+MEGATRON_ATTN_READ = {**{v: k for k, v in MEGATRON_ATTN.items()}, "flash": "flash", "auto": "sdpa", "local": "eager"}
 DS_CONFIG_PATH = "/tmp/trainfit_ds_config.json"
 
 
@@ -109,6 +114,7 @@ def swift_args(ctx: RenderContext) -> list[tuple[str, str]]:
               ("recompute_granularity", "full" if wl.grad_ckpt else "none")]
         if wl.grad_ckpt:
             a += [("recompute_method", "uniform"), ("recompute_num_layers", "1")]
+        a.append(("attention_backend", MEGATRON_ATTN[wl.attention]))
         if ctx.model.is_moe:
             a.append(("moe_grouped_gemm", "true"))
             if wl.ep > 1:  # whole experts per TP rank: what the memory and speed models assume
@@ -163,6 +169,11 @@ def _megatron_fields(args: dict[str, str], gpus: int | None, kw: dict, assumed: 
     if _flag(args.get("optimizer_cpu_offload")):
         kw["offload"] = "optimizer"
     kw["loss"] = "fused" if _flag(args.get("cross_entropy_loss_fusion")) else "standard"
+    backend = args.get("attention_backend", "flash")  # ms-swift's default
+    if backend in MEGATRON_ATTN_READ:
+        kw["attention"] = MEGATRON_ATTN_READ[backend]
+    if "attention_backend" not in args:
+        assumed.append("attention_backend flash (ms-swift's default: FlashAttention-2 unless flash-attn 3 is installed)")
 
 
 def swift_workload(args: dict[str, str], *, num_layers: int | None, gpus: int | None) -> tuple[dict, list[str]]:

@@ -18,7 +18,7 @@ from trainfit.workload import Workload
 
 FILES = ("llamafactory.yaml",)
 DS_PATH = "ds_config.json"
-LF_ATTN = {"flash": "fa2", "sdpa": "sdpa", "eager": "disabled"}
+LF_ATTN = {"flash": "fa2", "flash3": "fa3", "sdpa": "sdpa", "eager": "disabled"}
 
 
 #: Workload precision -> LLaMA-Factory flags (``pure_bf16``: bf16 weights and optimizer states, no fp32 copy).

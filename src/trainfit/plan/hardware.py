@@ -38,6 +38,12 @@ def gpu_class_from_name(name: str) -> GpuClass | None:
     return None
 
 
+def gpu_class_of(gpu: GPU) -> GpuClass | None:
+    """Efficiency class of a catalog GPU: its ``arch``, else its name; None if neither says."""
+    arch = gpu.arch or None
+    return (ARCH_ALIASES.get(arch.lower()) if arch else None) or gpu_class_from_name(gpu.name or "")
+
+
 def _pos(v: float | int | None) -> float | None:
     """A positive catalog number as float; None for unknown, zero or negative."""
     if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0:
@@ -67,8 +73,7 @@ def hardware_for(gpu: GPU, instance: Instance | None = None, **overrides: Any) -
     :class:`Hardware` field.
     """
     name = gpu.name or "gpu"
-    arch = gpu.arch or None
-    gpu_class = (ARCH_ALIASES.get(arch.lower()) if arch else None) or gpu_class_from_name(name)
+    gpu_class = gpu_class_of(gpu)
     bf16 = _pos(gpu.bf16_dense_tflops)
     nvlink = _pos(gpu.nvlink_gbps)
     pcie_gen = _pos(gpu.pcie_gen)
@@ -90,6 +95,6 @@ def hardware_for(gpu: GPU, instance: Instance | None = None, **overrides: Any) -
                            fix="add bf16_dense_tflops to its row in ~/.config/trainfit/catalog.yaml "
                                "or pass peak_tflops=...")
     if kw["gpu_class"] is None:
-        raise CatalogError(f"GPU {name}: unknown architecture {arch!r}",
+        raise CatalogError(f"GPU {name}: unknown architecture {gpu.arch or None!r}",
                            fix="pass gpu_class= one of " + ", ".join(GPU_CLASSES))
     return Hardware(**kw)

@@ -111,9 +111,9 @@ def _trace_notes(shape: ModelShape, w: Workload) -> tuple[str, list[str]]:
     """The attention implementation the trace runs and the notes on what it approximates."""
     notes: list[str] = []
     attn = w.attention
-    if attn == "flash":
+    if attn in ("flash", "flash3"):
         attn = "sdpa"
-        notes.append("attention flash traced as sdpa: the CPU SDPA kernel (_scaled_dot_product_flash_attention_for_cpu) "
+        notes.append(f"attention {w.attention} traced as sdpa: the CPU SDPA kernel (_scaled_dot_product_flash_attention_for_cpu) "
                      "saves out + logsumexp for backward, as flash-attention does")
     if w.precision == "amp-bf16":
         notes.append("amp-bf16: fp32 params/grads/states, CPU autocast(bf16) around forward+loss; CPU and CUDA "
