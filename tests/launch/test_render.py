@@ -260,8 +260,8 @@ def test_experts_impl_is_written_for_hf_moe_and_read_back(rendered):
 
 
 def test_attention_kernel_is_written_and_read_back(rendered, tmp_path):
-    """`megatron sft` gets --attention_backend (sdpa -> TransformerEngine's fused cuDNN attention, not ms-swift's
-    default flash); a Megatron script without it reads as that default (FlashAttention-2, said as assumed);
+    """`megatron sft` gets --attention_backend (sdpa -> auto: TransformerEngine's own choice, cuDNN fused attention
+    on Hopper, not ms-swift's default flash); a Megatron script without it reads as that default (FlashAttention-2, said as assumed);
     FlashAttention-3 reaches `swift sft --attn_impl` and LLaMA-Factory's `flash_attn: fa3` and comes back."""
     from trainfit.check.facts import read_facts
     from trainfit.check.readback import read_workload
@@ -273,10 +273,10 @@ def test_attention_kernel_is_written_and_read_back(rendered, tmp_path):
 
     d, res = rendered["megatron"]
     text = res.files["swift_sft.sh"]
-    assert "--attention_backend fused" in text
+    assert "--attention_backend auto" in text
     assert read_workload(read_facts(d / "swift_sft.sh"), CheckOptions()).workload.attention == "sdpa"
     bare = tmp_path / "swift_sft.sh"
-    bare.write_text(text.replace("    --attention_backend fused \\\n", ""))
+    bare.write_text(text.replace("    --attention_backend auto \\\n", ""))
     rb = read_workload(read_facts(bare), CheckOptions())
     assert rb.workload.attention == "flash" and any("attention_backend flash" in a for a in rb.assumed)
 

@@ -13,11 +13,12 @@ from trainfit.workload import Workload
 OPTIMIZERS = {"adamw-fused": "adamw_torch_fused", "adamw-foreach": "adamw_torch", "adamw-8bit": "adamw_bnb_8bit",
               "paged-adamw-8bit": "paged_adamw_8bit", "sgd": "sgd", "adafactor": "adafactor"}
 SWIFT_ATTN = {"flash": "flash_attn", "flash3": "flash_attention_3", "sdpa": "sdpa", "eager": "eager"}
-MEGATRON_ATTN = {"sdpa": "fused", "flash": "flash_2", "flash3": "flash_3", "eager": "unfused"}
-"""``megatron sft --attention_backend`` (ms-swift >= 4.3 names ``flash_2``/``flash_3``). ``sdpa`` is written as
-TransformerEngine's cuDNN fused attention, which TE itself prefers on Hopper; ms-swift's own default is ``flash``
-(TransformerEngine's flash-attn backend: FlashAttention-2 unless flash-attn 3 is installed)."""
-MEGATRON_ATTN_READ = {**{v: k for k, v in MEGATRON_ATTN.items()}, "flash": "flash", "auto": "sdpa", "local": "eager"}
+MEGATRON_ATTN = {"sdpa": "auto", "flash": "flash_2", "flash3": "flash_3", "eager": "unfused"}
+"""``megatron sft --attention_backend`` (ms-swift >= 4.3 names ``flash_2``/``flash_3``). ``sdpa`` (the engine's own
+choice) is written as ``auto``: TransformerEngine then picks, and gives its cuDNN fused attention preference over
+FlashAttention on Hopper (``get_attention_backend``) while never failing where cuDNN lacks a kernel. ms-swift's own
+default is ``flash`` (TransformerEngine's flash-attn backend: FlashAttention-2 unless flash-attn 3 is installed)."""
+MEGATRON_ATTN_READ = {**{v: k for k, v in MEGATRON_ATTN.items()}, "flash": "flash", "fused": "sdpa", "local": "eager"}
 DS_CONFIG_PATH = "/tmp/trainfit_ds_config.json"
 
 
