@@ -36,6 +36,7 @@ CPU results.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -87,6 +88,10 @@ EXTENDED: list[dict] = [
     {"model": "Qwen3-8B", "seq_len": 2048, "grad_ckpt": True},
     # transformers 5's eager experts (a loop over stacked weights) against grouped_mm above: the stacked-gradient term
     {"model": "Qwen3-MoE-probe", "hf_config": MOE_PROBE, "seq_len": 1024, "grad_ckpt": True, "experts_impl": "eager"},
+    # the attention kernel at a long sequence: SDPA's own choice (cuDNN on Hopper, torch >= 2.11) against its flash
+    # backend (FlashAttention-2 code): measures EngineConstants.fa2_hopper_factor on this GPU
+    {"model": "Qwen3-0.6B", "seq_len": 16384, "grad_ckpt": True, "attention": "sdpa"},
+    {"model": "Qwen3-0.6B", "seq_len": 16384, "grad_ckpt": True, "attention": "flash"},
 ]
 
 
@@ -203,10 +208,26 @@ def measure(c: dict, device: str) -> dict:
     import torch
     import transformers
 
+    free_total = None
     if device == "cuda":
         assert torch.cuda.is_available()
-        free0, total = torch.cuda.mem_get_info()
+        free_total = torch.cuda.mem_get_info()
     model, opt, ids, w, notes = _build(c, device)
+    kernel = contextlib.nullcontext()
+    if w.attention in ("flash", "flash3"):  # no flash-attn package needed: SDPA's flash backend is its FA2 code
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+
+        kernel = sdpa_kernel(SDPBackend.FLASH_ATTENTION)
+        notes.append(f"attention {w.attention}: ran torch SDPA's flash backend (FlashAttention-2 code)")
+    with kernel:
+        return _measure_steps(torch, transformers, model, opt, ids, w, notes, device, free_total)
+
+
+def _measure_steps(torch: Any, transformers: Any, model: Any, opt: Any, ids: Any, w: Any, notes: list[str],
+                   device: str, free_total: tuple[int, int] | None) -> dict:
+    """Timed steps and memory of the built model (``free_total``: CUDA free and total bytes before the build)."""
+    if free_total is not None:
+        free0, total = free_total
     tokens = w.micro_batch * w.seq_len
     times: list[float] = []
     m: dict[str, Any] = {"device": "cpu" if device == "cpu" else torch.cuda.get_device_name(),

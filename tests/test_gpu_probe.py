@@ -120,3 +120,15 @@ def test_time_budget_guard_stops_starting_configurations(probe, tmp_path):
     assert not data["runs"] and len(data["probe"]["skipped"]) == 3
     assert all(why.startswith("time budget") for why in data["probe"]["skipped"].values())
     assert json.loads(out.read_text())["probe"]["summary"]["measured"] == 0
+
+
+def test_probe_pairs_the_attention_kernels(probe):
+    """--extended measures SDPA's own choice against its flash backend (FlashAttention-2 code) at a long sequence
+    (fa2_hopper_factor on the probe's GPU); the flash run really forces that backend (here on CPU)."""
+    pair = [c for c in probe.EXTENDED if c.get("attention") in ("sdpa", "flash")]
+    assert len(pair) == 2 and len({(c["model"], c["seq_len"], c["grad_ckpt"]) for c in pair}) == 1
+    c = {"model": "tiny-dense", "hf_config": probe.TINY_DENSE, "seq_len": 64, "grad_ckpt": True, "method": "full",
+         "attention": "flash"}
+    m = probe.measure(c, "cpu")
+    assert any("flash backend" in n for n in m["notes"]) and m["tokens_per_s"] > 0
+    assert not any("flash backend" in n for n in probe.measure({**c, "attention": "sdpa"}, "cpu")["notes"])
