@@ -288,3 +288,23 @@ def test_attention_kernel_is_written_and_read_back(rendered, tmp_path):
     for name in ("swift_sft.sh", "llamafactory.yaml"):
         (tmp_path / name).write_text(out.files[name])
         assert read_workload(read_facts(tmp_path / name), CheckOptions()).workload.attention == "flash3", name
+
+
+@pytest.mark.parametrize("gpu, gaps", [("A100", 1), ("H800", 0)])
+def test_render_warns_when_the_gpu_cannot_run_the_kernel(gpu, gaps, tmp_path, capsys):
+    """`--attention flash3` off Hopper: `plan` warns and `check` errors (kernel-support), so `render` must not write
+    those files silently: a warning on the terminal, in RenderResult.warnings and in the folder's README.md."""
+    from trainfit.launch import RenderOptions, build_context
+    from trainfit.models import get_model
+    from trainfit.service import plan_for
+    from trainfit.workload import Workload
+
+    plan = plan_for(get_model("Qwen3-8B"), Workload(method="lora", gpus=8, gpus_per_node=8, attention="flash3"),
+                    gpu=gpu)
+    res = render(build_context(plan, RenderOptions(checkpoint_uri="oss://bkt/ckpt/")), "all")
+    assert len([w for w in res.warnings if "FlashAttention-3" in w]) == gaps
+    assert main(["render", "Qwen3-8B", "--method", "lora", "--gpus", "8", "--attention", "flash3", "--gpu", gpu,
+                 "--target", "swift", "--out", str(tmp_path / "job")]) == 0
+    out = capsys.readouterr().out
+    assert ("warning: FlashAttention-3" in out) == bool(gaps)
+    assert ("FlashAttention-3" in (tmp_path / "job" / "README.md").read_text()) == bool(gaps)

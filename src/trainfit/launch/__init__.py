@@ -53,7 +53,7 @@ class RenderResult:
     context: RenderContext
     warnings: tuple[str, ...] = ()
     """A rendered target whose engine differs from the one the plan's speed figures assume
-    (:func:`trainfit.launch.targets.engine_mismatch`)."""
+    (:func:`trainfit.launch.targets.engine_mismatch`), and kernels the plan's GPU cannot run."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"files": sorted(self.files), "skipped": dict(self.skipped), "summary": self.context.summary,
@@ -170,7 +170,20 @@ def render(ctx: RenderContext, targets: list[str] | tuple[str, ...] | str | None
         files.update(mod.render(ctx))
         rendered.append(t)
     warnings = engine_mismatch(ctx.plan.framework, getattr(ctx.plan, "target", None), rendered, ctx.workload)
-    return RenderResult(files=files, skipped=skipped, context=ctx, warnings=warnings)
+    return RenderResult(files=files, skipped=skipped, context=ctx, warnings=warnings + _kernel_gaps(ctx))
+
+
+def _kernel_gaps(ctx: RenderContext) -> tuple[str, ...]:
+    """Kernels the rendered files ask for that the plan's GPU cannot run (``--attention flash3`` off Hopper): the
+    same gate that ``plan`` reports as a speed warning and ``trainfit check`` as a ``kernel-support`` error."""
+    from trainfit.estimate.hardware import kernel_gaps
+    from trainfit.plan.hardware import gpu_class_of
+
+    spec = getattr(ctx.plan, "gpu_spec", None)
+    if spec is None:
+        return ()
+    return tuple(f"{gap} (`trainfit check` rejects these files: rule kernel-support)"
+                 for gap in kernel_gaps(ctx.workload.attention, gpu_class_of(spec), ctx.plan.gpu))
 
 
 def readme(result: RenderResult) -> str:
