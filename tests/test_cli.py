@@ -125,3 +125,16 @@ def test_core_commands_never_import_heavy_libraries(tmp_path):
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-2000:]
+
+
+@pytest.mark.parametrize("gpu, warned", [("A100", True), ("H800", False)])
+def test_memory_warns_when_the_gpu_cannot_run_the_kernel(gpu, warned, capsys):
+    """`memory --attention flash3` on an A100: the memory verdict alone ("fits") would disagree with `check`'s
+    kernel-support error on the same settings; the table and --json carry the kernel gate's warning."""
+    argv = ["memory", "Qwen3-8B", "--method", "lora", "--gpu", gpu, "--attention", "flash3"]
+    assert main(argv + ["--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["verdict"] == "fits"
+    assert any("FlashAttention-3" in w for w in out["warnings"]) == warned
+    assert main(argv) == 0
+    assert ("warning: FlashAttention-3" in capsys.readouterr().out) == warned

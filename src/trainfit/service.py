@@ -69,13 +69,16 @@ class MemoryReport:
     """Usable memory of that GPU (or ``--gpu-mem``); None = no fit question asked."""
     host_ram_gib: float | None = None
     answer: FitAnswer | None = None
+    warnings: tuple[str, ...] = ()
+    """What the named GPU cannot run whatever the memory (``--attention flash3`` off Hopper): the kernel gate that
+    ``plan`` reports as a warning and ``trainfit check`` as a ``kernel-support`` error."""
 
     def to_dict(self) -> dict[str, Any]:
         out = self.estimate.to_dict()
         out["workload"] = self.workload.to_dict()
         out.update({"gpu": self.gpu, "gpu_mem_gib": self.usable_gib, "host_ram_node_gib": self.host_ram_gib,
                     "verdict": None, "fits": None, "fit": None, "headroom_gib": None, "max_micro_batch": None,
-                    "max_seq_len": None, "suggestions": []})
+                    "max_seq_len": None, "suggestions": [], "warnings": list(self.warnings)})
         if self.answer is not None:
             a = self.answer
             out.update({"verdict": a.decision.verdict, "fits": a.decision.fits, "fit": a.decision.to_dict(),
@@ -108,15 +111,21 @@ def memory_report(model: ModelShape, workload: Workload, *, gpu: str | None = No
             gpu = gpu or inst.gpu
         if host_ram_gib is None:
             host_ram_gib = inst.ram_gib
+    warnings: list[str] = []
     if gpu:
+        from trainfit.catalog.gpus import get_gpu
+        from trainfit.estimate.hardware import kernel_gaps
+        from trainfit.plan.hardware import gpu_class_of
+
         name, usable = gpu_usable_gib(gpu)
+        warnings += kernel_gaps(workload.attention, gpu_class_of(get_gpu(name)), name)
     if gpu_mem_gib is not None:
         usable = gpu_mem_gib
     answer = None
     if usable is not None:
         answer = fit_answer(model, workload, usable, estimate=est, host_ram_gib=host_ram_gib, margin=margin)
     return MemoryReport(model=model, workload=workload, estimate=est, gpu=name, usable_gib=usable,
-                        host_ram_gib=host_ram_gib, answer=answer)
+                        host_ram_gib=host_ram_gib, answer=answer, warnings=tuple(warnings))
 
 
 @dataclass(frozen=True, kw_only=True)

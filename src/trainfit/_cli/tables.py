@@ -49,6 +49,8 @@ def print_memory(out: dict, console: Console | None = None) -> None:
                 f"headroom {out['headroom_gib']:.2f} GiB")
         for reason in out["fit"]["reasons"]:
             c.print(f"  - {escape(reason)}")
+        for w in out.get("warnings", []):
+            c.print(f"[yellow]warning:[/yellow] {escape(w)}")
         c.print(f"largest micro-batch at seq {wl['seq_len']}: {out['max_micro_batch']}   "
                 f"longest seq at micro-batch {wl['micro_batch']}: {out['max_seq_len']:,}")
         for s in out.get("suggestions", []):
