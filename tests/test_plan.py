@@ -189,3 +189,18 @@ def test_spot_interruptions_count_nodes_not_gpus():
     p = plan(_req("Qwen3-8B", gpu="H100", pins={"gpus": 8}, spot=True, instance_type="generic-8xH100")).best
     assert p.nodes == 1 and p.expected_interruptions < 0.02 * p.hours * 1.01 + 1e-9
     assert abs(p.gpu_hours - p.hours * 8) < 1e-6
+
+
+def test_resource_class_typo_is_an_error_with_a_suggestion(capsys):
+    """A misspelt --resource-class used to filter out every instance type in silence ("no instance type fits")."""
+    assert main(["plan", "Qwen3-8B", "--tokens", "1B", "--resource-class", "pai-lingun", "--json"]) == 2
+    assert "did you mean pai-lingjun" in capsys.readouterr().err
+
+
+def test_pinned_tp_without_gpus_searches_the_gpu_count(capsys):
+    """`plan --tp 4` pins TP and leaves the GPU count to the search; it was refused as '--gpus 1 is not divisible
+    by tp*pp*cp = 4' although the user never gave --gpus."""
+    assert main(["plan", "Qwen3-8B", "--tokens", "1B", "--gpu", "H800", "--tp", "4", "--json"]) == 0
+    plans = json.loads(capsys.readouterr().out)["plans"]
+    assert plans and all(p["settings"]["tp"] == 4 and p["settings"]["gpus"] % 4 == 0 for p in plans)
+    assert main(["plan", "Qwen3-8B", "--tokens", "1B", "--tp", "4", "--gpus", "6"]) == 2  # a pinned count still must divide

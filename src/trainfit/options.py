@@ -8,11 +8,13 @@ An option's ``name`` is the field name (``seq_len``); the CLI flag is ``--seq-le
 from __future__ import annotations
 
 import argparse
+import math
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from trainfit import inputs
 from trainfit.errors import InputError, did_you_mean
+from trainfit.catalog._schema import RESOURCE_CLASSES
 from trainfit.launch.targets import PLAN_TARGETS
 from trainfit.workload import (ATTENTIONS, EXPERTS_IMPLS, LOSSES, MAX_DS_BUCKET_ELEMS, METHODS, OFFLOADS, OPTIMIZERS,
                                PRECISIONS, STRATEGIES, Workload)
@@ -228,8 +230,8 @@ PLAN_OPTIONS: tuple[Option, ...] = (
            help="reject plans that run longer than this (default 14 days)"),
     Option(name="provider", parse=_choice(("alibaba", "tencent", "generic", "private")), group="search",
            choices=("alibaba", "tencent", "generic", "private"), help="alibaba | tencent | generic (default: all)"),
-    Option(name="resource_class", parse=_ident("job_name"), group="search",
-           help="pai-public | pai-lingjun | tencent-tione | generic ..."),
+    Option(name="resource_class", parse=_choice(RESOURCE_CLASSES), group="search", choices=RESOURCE_CLASSES,
+           metavar="CLASS", help=" | ".join(RESOURCE_CLASSES)),
     Option(name="region", parse=_ident("region"), group="search", help="e.g. cn-hangzhou, cn-wulanchabu"),
     Option(name="spot", parse=inputs.as_bool, default=False, group="search",
            help="spot / preemptible instances (竞价实例)"),
@@ -266,8 +268,12 @@ def plan_request_from_values(model: Any, values: Mapping[str, Any]) -> Any:
 
     pins = {k: values[k] for k in PIN_FIELDS if values.get(k) is not None}
     base = {k: values[k] for k in WORKLOAD_OPTION_NAMES if k not in PIN_FIELDS and values.get(k) is not None}
-    # validate the pinned fields together with the rest once, for a clear error
-    Workload(**{**base, **pins, "gpus_per_node": pins.get("gpus_per_node", min(pins.get("gpus", 1), 8))})
+    # validate the pinned fields together with the rest once, for a clear error; an unpinned GPU count is searched,
+    # so it is checked at the smallest one the pinned tp/pp/cp/ep allow (not at the default 1 GPU)
+    gpus = pins.get("gpus", math.prod(pins.get(k, 1) for k in ("tp", "pp", "cp", "ep")))
+    if "gpus" not in pins and "gpus_per_node" in pins and gpus > pins["gpus_per_node"]:
+        gpus = math.lcm(gpus, pins["gpus_per_node"])
+    Workload(**{**base, **pins, "gpus": gpus, "gpus_per_node": pins.get("gpus_per_node", min(gpus, 8))})
     target = values.get("target")
     if target is not None:
         values = _rl_framework_of_target(target, values)
