@@ -384,7 +384,10 @@ def check_file(path: str | Path, *, region: str | None = None, gpu: str | None =
 
         gpu = get_gpu(gpu).name  # an unknown GPU is an error with "did you mean", never silently ignored
     if instance_type is not None:
+        from trainfit.catalog.instances import get_instance
+
         instance_type = inputs.as_ident("--instance-type", instance_type, "instance_type")
+        get_instance(instance_type)  # an unknown type is an error with "did you mean", never silently ignored
     return _check(path, region=region, gpu=gpu, instance_type=instance_type, nodes=nodes, gpus_per_node=gpus_per_node)
 
 

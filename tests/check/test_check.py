@@ -142,3 +142,23 @@ def test_flash_attention_3_on_a_non_hopper_gpu_is_an_error(rendered, tmp_path):
     s = estimate_speed(get_model("Qwen3-8B"), Workload(method="lora", attention="flash3"), hw)
     assert kernel_gaps("flash3", hw.gpu_class, hw.name)[0] in s.warnings
     assert not kernel_gaps("flash3", "hopper", "H800") and not kernel_gaps("flash", "ampere", "A10")
+
+
+def test_a_file_without_a_gpu_says_the_fit_was_not_checked(tmp_path, capsys):
+    """Qwen3-8B full at micro-batch 8 x 8192 needs ~190 GiB per GPU; a script that names no GPU used to print
+    "no problems found", which reads as "it fits". Now an info finding with the need and how to check it."""
+    f = tmp_path / "train.sh"
+    f.write_text("#!/bin/bash\nNPROC_PER_NODE=8 swift sft --model Qwen/Qwen3-8B --tuner_type full "
+                 "--per_device_train_batch_size 8 --max_length 8192\n")
+    res = check_file(f)
+    mem = [v for v in res.violations if v.rule == "memory-fit"]
+    assert res.ok and len(mem) == 1 and mem[0].severity == "info"
+    assert "not checked" in mem[0].message and "--gpu" in mem[0].fix
+    assert main(["check", str(f), "--gpu", "H800"]) == 1  # with a GPU the same file is an OOM error
+
+
+def test_unknown_instance_type_option_is_an_error(tmp_path, capsys):
+    f = tmp_path / "train.sh"
+    f.write_text("#!/bin/bash\nswift sft --model Qwen/Qwen3-8B --tuner_type lora\n")
+    assert main(["check", str(f), "--instance-type", "ecs.gn7i-c8g1.2xlarg"]) == 2
+    assert "did you mean ecs.gn7i-c8g1.2xlarge" in capsys.readouterr().err

@@ -143,7 +143,14 @@ def read_workload(f: JobFacts, o: Any) -> Readback | Any | None:
                          message=f"the training settings could not be modelled: {msg}",
                          fix=getattr(e, "fix", None) or "check the parallel sizes against the GPU count")
     g, inst = _resolve_gpu(f, o, plan)
-    if g is None or isinstance(g, Violation):
+    if g is None:  # say so: "no problems found" would read as "it fits"
+        from trainfit.check.rules import INFO
+
+        return Violation(rule="memory-fit", severity=INFO,
+                         message=f"{model.name} {wl.method} needs {est.reserved_gib:.1f} GiB per GPU; the file names no "
+                                 "GPU or instance type, so the fit was not checked",
+                         fix="pass --gpu NAME (e.g. H800) or --instance-type TYPE")
+    if isinstance(g, Violation):
         return g
     decision = decide_fit(est, usable_gib=g.usable_mem_gib, gpus_per_node=gpn,
                           host_ram_gib=getattr(inst, "ram_gib", None))
