@@ -162,3 +162,19 @@ def test_unknown_instance_type_option_is_an_error(tmp_path, capsys):
     f.write_text("#!/bin/bash\nswift sft --model Qwen/Qwen3-8B --tuner_type lora\n")
     assert main(["check", str(f), "--instance-type", "ecs.gn7i-c8g1.2xlarg"]) == 2
     assert "did you mean ecs.gn7i-c8g1.2xlarge" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("text", ["root:x:0:0:root:/root:/bin/bash\n", "# Job files\n\n- `swift_sft.sh`\n", "PK\n"])
+def test_a_file_without_a_training_command_is_not_passed_as_checked(text, tmp_path):
+    """`check /etc/passwd` or a zip read as a shell script printed "no problems found"."""
+    f = tmp_path / "notes.txt"
+    f.write_text(text)
+    res = check_file(f)
+    assert [v.rule for v in res.violations] == ["no-training-command"] and res.ok
+
+
+def test_rendered_scripts_have_a_training_command(rendered):
+    for name in SCENARIOS:
+        d, _ = rendered[name]
+        for f in d.glob("*.sh"):
+            assert "no-training-command" not in {v.rule for v in check_file(f).violations}, f

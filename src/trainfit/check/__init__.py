@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from trainfit.check.facts import CheckInputError, JobFacts, read_facts
-from trainfit.check.rules import ERROR, CheckOptions, Violation, run_rules
+from trainfit.check.rules import ERROR, INFO, CheckOptions, Violation, run_rules
 
 __all__ = ["CheckInputError", "CheckOptions", "CheckResult", "Violation", "check_file"]
 
@@ -39,6 +39,12 @@ class CheckResult:
 
 def check_facts(facts: JobFacts, options: CheckOptions | None = None) -> CheckResult:
     vs = run_rules(facts, options or CheckOptions())
+    if not vs and facts.kind == "shell" and facts.engine is None and not facts.train:
+        # a README, a zip or /etc/passwd read as a script: "no problems found" would read as "checked and fine"
+        vs = [Violation(rule="no-training-command", severity=INFO,
+                        message="no training command found (swift sft, megatron sft, torchrun, deepspeed, "
+                                "llamafactory-cli, verl ...): nothing was checked",
+                        fix="pass the launch script or job spec itself (e.g. job/swift_sft.sh or job/dlc_job.json)")]
     order = {"error": 0, "warning": 1, "info": 2}
     vs = sorted(vs, key=lambda v: order.get(v.severity, 3))
     return CheckResult(path=facts.path, kind=facts.kind, violations=tuple(vs), notes=tuple(facts.notes))
