@@ -178,3 +178,15 @@ def test_rendered_scripts_have_a_training_command(rendered):
         d, _ = rendered[name]
         for f in d.glob("*.sh"):
             assert "no-training-command" not in {v.rule for v in check_file(f).violations}, f
+
+
+@pytest.mark.parametrize("framework", ["verl", "ms-swift"])
+def test_rendered_rl_launches_have_a_training_command(framework, tmp_path):
+    """verl's `python -m verl.trainer.main_ppo` and `swift rlhf` are training commands too."""
+    layout = ["--strategy", "fsdp"] if framework == "verl" else []
+    assert main(["render", "Qwen3-8B", "--method", "lora", "--gpus", "8", "--gpu", "H100", "--rl", "grpo",
+                 "--rl-framework", framework, "--num-generations", "8", *layout, "--out", str(tmp_path)]) == 0
+    scripts = list(tmp_path.glob("*_rl*.sh")) + list(tmp_path.glob("swift_rlhf.sh"))
+    assert scripts
+    for f in scripts:
+        assert "no-training-command" not in {v.rule for v in check_file(f).violations}, f
