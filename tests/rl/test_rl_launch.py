@@ -96,3 +96,16 @@ def test_end_to_end_qwen3_8b_lora_one_gpu_and_30b_a3b_full_eight_gpus():
     bad = write_swift("Qwen3-30B-A3B", rl30.with_(rollout_util=0.9, engine_sleep=False), wl30.with_(offload="none"))
     findings, _ = lint_rl_launch(bad, 79.2)
     assert [f for f in findings if f.severity == "error"]
+
+
+def test_check_reports_the_rl_verdict_the_render_warned_about(tmp_path, capsys):
+    """An RL plan whose verdict is `unknown` (host RAM unknown on a generic GPU): `render` prints "the plan's verdict
+    is unknown"; `check` on the rendered launch said "no problems found" (only phase OOMs were reported)."""
+    from trainfit.check import check_file
+    from trainfit.cli import main
+
+    assert main(["render", "Qwen3-8B", "--method", "lora", "--gpus", "8", "--gpu", "H100", "--rl", "grpo",
+                 "--out", str(tmp_path)]) == 0
+    assert "the plan's verdict is unknown" in capsys.readouterr().out
+    mem = [v for v in check_file(tmp_path / "swift_rlhf.sh").violations if v.rule == "memory-fit"]
+    assert len(mem) == 1 and mem[0].severity == "info" and "host RAM" in mem[0].message

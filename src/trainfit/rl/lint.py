@@ -9,7 +9,8 @@ Each rule takes the model, the policy Workload, the RLConfig and the usable GPU 
 * ``rl-colocate-no-sleep``: colocated engine that keeps its weights and KV cache while the trainer runs;
 * ``rl-kv-pool``: the engine's KV pool holds no full prompt + response sequence;
 * ``rl-unfused-logits``: fp32 logits of long responses materialised in full (no fused/chunked log-probs);
-* ``rl-phase-oom``: a phase (rollout, train, sync) needs more than the GPU has.
+* ``rl-phase-oom``: a phase (rollout, train, sync) needs more than the GPU has;
+* ``memory-fit``: otherwise the one fit verdict when it is not ``fits`` (tight, or host RAM unknown / short).
 
 For ``check``: :func:`size_rl_launch` reads a command back and sizes it (the verdict of the one fit decision
 over all phases); :func:`lint_rl_launch` returns the findings of the rules above for a command.
@@ -92,6 +93,21 @@ def rule_phase_oom(est: RLMemoryEstimate) -> list[Finding]:
                     fix="trainfit memory --rl ... --gpu ... shows the terms of each phase")]
 
 
+def rule_verdict(est: RLMemoryEstimate) -> list[Finding]:
+    """The one fit verdict when no phase is over the GPU (``rl-phase-oom`` says that): ``tight`` (inside the
+    safety margin) and ``unknown`` / ``oom`` from the host RAM, as ``memory --rl``, ``plan --rl`` and ``render``
+    report them."""
+    host_oom = (est.fit or {}).get("host_verdict") == "oom"
+    if (est.verdict not in ("tight", "unknown") and not host_oom) or any(
+            v > est.gpu_mem_gib for v in est.phases_gib.values()):
+        return []
+    sev = "error" if host_oom else {"tight": "warning", "unknown": "info"}.get(est.verdict, "error")
+    return [Finding(rule="memory-fit", severity=sev,
+                    message=f"{est.verdict}: " + "; ".join((est.fit or {}).get("reasons") or ()),
+                    fix="check the node's host RAM before renting" if est.verdict == "unknown" or host_oom
+                    else "leave room: a lower rollout utilisation, a smaller micro-batch or more GPUs")]
+
+
 def lint_rl(model: ModelShape, wl: Workload, rl: RLConfig, gpu_mem_gib: float, *,
             host_ram_gib: float | None = None, estimate: RLMemoryEstimate | None = None) -> list[Finding]:
     """All RL rules over one configuration (errors first). ``estimate``: the configuration's
@@ -102,7 +118,7 @@ def lint_rl(model: ModelShape, wl: Workload, rl: RLConfig, gpu_mem_gib: float, *
 
 def _rules(est: RLMemoryEstimate, rl: RLConfig, wl: Workload) -> list[Finding]:
     out = (rule_util_too_high(est, rl) + rule_colocate_no_sleep(est, rl) + rule_kv_pool(est, rl)
-           + rule_unfused_logits(est, rl, wl) + rule_phase_oom(est))
+           + rule_unfused_logits(est, rl, wl) + rule_phase_oom(est) + rule_verdict(est))
     return sorted(out, key=lambda f: f.severity != "error")
 
 
