@@ -308,3 +308,27 @@ def test_render_warns_when_the_gpu_cannot_run_the_kernel(gpu, gaps, tmp_path, ca
     out = capsys.readouterr().out
     assert ("warning: FlashAttention-3" in out) == bool(gaps)
     assert ("FlashAttention-3" in (tmp_path / "job" / "README.md").read_text()) == bool(gaps)
+
+
+def test_hand_written_megatron_script_reads_ms_swifts_defaults(tmp_path):
+    """A `megatron sft` script without --use_distributed_optimizer / --recompute_granularity / --sequence_parallel
+    runs with ms-swift's defaults (true / selective / false). They were read as no distributed optimizer, full
+    recompute and sequence parallel on, so check sized another job (too much optimizer memory, far too little
+    activation memory). Rendered scripts write all three, so their round trip is unchanged."""
+    from trainfit.check.facts import read_facts
+    from trainfit.check.readback import read_workload
+    from trainfit.check.rules import CheckOptions
+
+    f = tmp_path / "train.sh"
+    f.write_text("#!/bin/bash\nNPROC_PER_NODE=8 megatron sft --model Qwen/Qwen3-8B --tuner_type full "
+                 "--micro_batch_size 1 --global_batch_size 16 --tensor_model_parallel_size 2 --max_length 4096\n")
+    rb = read_workload(read_facts(f), CheckOptions(gpu="H800"))
+    wl = rb.workload
+    assert (wl.strategy, wl.grad_ckpt, wl.sequence_parallel) == ("zero1", False, False)
+    for flag in ("use_distributed_optimizer", "recompute_granularity", "sequence_parallel"):
+        assert any(a.startswith(flag) for a in rb.assumed), flag
+    explicit = f.read_text().replace("--max_length 4096", "--max_length 4096 --use_distributed_optimizer false "
+                                     "--recompute_granularity full --sequence_parallel true")
+    f.write_text(explicit)
+    wl = read_workload(read_facts(f), CheckOptions(gpu="H800")).workload
+    assert (wl.strategy, wl.grad_ckpt, wl.sequence_parallel) == ("ddp", True, True)

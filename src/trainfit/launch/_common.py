@@ -163,10 +163,22 @@ def _megatron_fields(args: dict[str, str], gpus: int | None, kw: dict, assumed: 
     mp = kw.get("tp", 1) * kw.get("pp", 1) * kw.get("cp", 1)
     if gbs.isdigit() and gpus and gpus % mp == 0 and int(gbs) % (mb * (gpus // mp)) == 0:
         kw["grad_accum"] = int(gbs) // (mb * (gpus // mp))
-    # written "true" only with tp > 1 (it means nothing without tensor parallelism): keep the default there
-    kw["sequence_parallel"] = kw.get("tp", 1) == 1 or _flag(args.get("sequence_parallel")) is not False
-    kw["grad_ckpt"] = args.get("recompute_granularity", "full") != "none"
-    kw["strategy"] = "zero1" if _flag(args.get("use_distributed_optimizer")) else "ddp"
+    # a flag the script does not set takes ms-swift's own default (MegatronArguments in
+    # https://github.com/modelscope/ms-swift/blob/main/swift/megatron/arguments/megatron_args.py): sequence_parallel
+    # false, recompute_granularity selective, use_distributed_optimizer true; `render` writes all three
+    sp = _flag(args.get("sequence_parallel"))
+    kw["sequence_parallel"] = kw.get("tp", 1) == 1 or bool(sp)  # meaningless without tensor parallelism
+    if sp is None and kw.get("tp", 1) > 1:
+        assumed.append("sequence_parallel false (ms-swift's default)")
+    gran = args.get("recompute_granularity")
+    kw["grad_ckpt"] = gran == "full"
+    if gran in (None, "selective"):
+        assumed.append(f"recompute_granularity {gran or 'selective (ms-swift default)'}: recomputes core attention "
+                       "only, counted as no activation checkpointing")
+    dist = _flag(args.get("use_distributed_optimizer"))
+    kw["strategy"] = "ddp" if dist is False else "zero1"
+    if dist is None:
+        assumed.append("use_distributed_optimizer true (ms-swift's default)")
     if _flag(args.get("optimizer_cpu_offload")):
         kw["offload"] = "optimizer"
     kw["loss"] = "fused" if _flag(args.get("cross_entropy_loss_fusion")) else "standard"
