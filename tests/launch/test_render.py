@@ -332,3 +332,19 @@ def test_hand_written_megatron_script_reads_ms_swifts_defaults(tmp_path):
     f.write_text(explicit)
     wl = read_workload(read_facts(f), CheckOptions(gpu="H800")).workload
     assert (wl.strategy, wl.grad_ckpt, wl.sequence_parallel) == ("ddp", True, True)
+
+
+@pytest.mark.parametrize("impl, attention, noted", [("flash_attention_2", "flash", False), ("flash_attn", "flash", False),
+                                                    ("flash_attention_4", "sdpa", True)])
+def test_attn_impl_names_are_read_back(impl, attention, noted, tmp_path):
+    """transformers' own name flash_attention_2 (accepted by ms-swift) was read silently as sdpa; a name trainfit
+    does not model is now said as assumed."""
+    from trainfit.check.facts import read_facts
+    from trainfit.check.readback import read_workload
+    from trainfit.check.rules import CheckOptions
+
+    f = tmp_path / "train.sh"
+    f.write_text(f"#!/bin/bash\nswift sft --model Qwen/Qwen3-8B --tuner_type lora --attn_impl {impl}\n")
+    rb = read_workload(read_facts(f), CheckOptions(gpu="A100"))
+    assert rb.workload.attention == attention
+    assert any(impl in a for a in rb.assumed) == noted

@@ -185,6 +185,8 @@ def _megatron_fields(args: dict[str, str], gpus: int | None, kw: dict, assumed: 
     backend = args.get("attention_backend", "flash")  # ms-swift's default
     if backend in MEGATRON_ATTN_READ:
         kw["attention"] = MEGATRON_ATTN_READ[backend]
+    else:
+        assumed.append(f"attention_backend {backend}: not one trainfit models, read as sdpa")
     if "attention_backend" not in args:
         assumed.append("attention_backend flash (ms-swift's default: FlashAttention-2 unless flash-attn 3 is installed)")
 
@@ -229,8 +231,11 @@ def swift_workload(args: dict[str, str], *, num_layers: int | None, gpus: int | 
         kw["precision"] = "fp8"
     else:
         kw["precision"] = "bf16"
-    if args.get("attn_impl") in inv_attn:
-        kw["attention"] = inv_attn[args["attn_impl"]]
+    impl = args.get("attn_impl")
+    if impl in inv_attn or impl == "flash_attention_2":  # transformers' name for what ms-swift calls flash_attn
+        kw["attention"] = inv_attn.get(impl, "flash")
+    elif impl:
+        assumed.append(f"attn_impl {impl}: not one trainfit models, read as sdpa")
     megatron = any(k in args for k in ("tensor_model_parallel_size", "expert_model_parallel_size",
                                        "pipeline_model_parallel_size", "micro_batch_size"))
     if megatron:
