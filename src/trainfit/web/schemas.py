@@ -122,6 +122,8 @@ class MemoryResponse(BaseModel):
     max_micro_batch: Optional[int] = None
     max_seq_len: Optional[int] = None
     suggestions: list[dict[str, Any]] = []
+    warnings: list[str] = Field(default=[], description="what the GPU cannot run whatever the memory (e.g. "
+                                "FlashAttention-3 off Hopper; `check` rule kernel-support)")
 
 
 class PlanOut(BaseModel):
