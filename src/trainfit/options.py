@@ -274,6 +274,10 @@ def plan_request_from_values(model: Any, values: Mapping[str, Any]) -> Any:
     if "gpus" not in pins and "gpus_per_node" in pins and gpus > pins["gpus_per_node"]:
         gpus = math.lcm(gpus, pins["gpus_per_node"])
     Workload(**{**base, **pins, "gpus": gpus, "gpus_per_node": pins.get("gpus_per_node", min(gpus, 8))})
+    if values.get("gpu") and values.get("instance_type"):  # both: they must name the same GPU
+        from trainfit.catalog.instances import get_instance, gpu_on_instance
+
+        gpu_on_instance(get_instance(values["instance_type"]), values["gpu"])
     target = values.get("target")
     if target is not None:
         values = _rl_framework_of_target(target, values)

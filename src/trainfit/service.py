@@ -104,11 +104,10 @@ def memory_report(model: ModelShape, workload: Workload, *, gpu: str | None = No
     est = estimate_memory(model, workload)
     name, usable = None, None
     if instance_type:
-        from trainfit.catalog.instances import get_instance
+        from trainfit.catalog.instances import get_instance, gpu_on_instance
 
         inst = get_instance(instance_type)
-        if inst.gpu:
-            gpu = gpu or inst.gpu
+        gpu = gpu_on_instance(inst, gpu)
         if host_ram_gib is None:
             host_ram_gib = inst.ram_gib
     warnings: list[str] = []
@@ -169,10 +168,10 @@ def rl_memory_report(model: ModelShape, workload: Workload, rl: Any, *, gpu: str
 
     gpu_rec = None
     if instance_type:
-        from trainfit.catalog.instances import get_instance
+        from trainfit.catalog.instances import get_instance, gpu_on_instance
 
         inst = get_instance(instance_type)
-        gpu = gpu or inst.gpu
+        gpu = gpu_on_instance(inst, gpu)
         if host_ram_gib is None:
             host_ram_gib = inst.ram_gib
     name, usable = None, None
@@ -251,10 +250,10 @@ def plan_for(model: ModelShape, workload: Workload, *, gpu: str | None = None, i
 
     inst = None
     if instance_type:
-        from trainfit.catalog.instances import get_instance
+        from trainfit.catalog.instances import get_instance, gpu_on_instance
 
         inst = get_instance(instance_type)
-        gpu = gpu or inst.gpu
+        gpu = gpu_on_instance(inst, gpu)
         gpn_used = workload.gpus_on_node
         whole = inst.provider not in ("generic", "private")  # a cloud spec is rented whole; a cluster node is shared
         if inst.gpu_count and (gpn_used > inst.gpu_count or (whole and gpn_used != inst.gpu_count)):

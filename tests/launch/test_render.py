@@ -348,3 +348,26 @@ def test_attn_impl_names_are_read_back(impl, attention, noted, tmp_path):
     rb = read_workload(read_facts(f), CheckOptions(gpu="A100"))
     assert rb.workload.attention == attention
     assert any(impl in a for a in rb.assumed) == noted
+
+
+@pytest.mark.parametrize("extra", [["Qwen3-14B"], ["--method", "full"], ["--seq-len", "4k"], ["--gpu", "A100"],
+                                   ["--no-grad-ckpt"]])
+def test_render_plan_refuses_options_the_plan_fixes(extra, tmp_path, capsys):
+    """`render --plan plan.json Qwen3-14B --method full` rendered the plan's own model and settings in silence."""
+    assert main(["plan", "Qwen3-8B", "--method", "lora", "--tokens", "1B", "--gpu", "H800", "--json"]) == 0
+    (tmp_path / "plan.json").write_text(capsys.readouterr().out)
+    base = ["render", "--plan", str(tmp_path / "plan.json"), "--out", str(tmp_path / "job")]
+    assert main(base + extra) == 2
+    assert "would be ignored" in capsys.readouterr().err
+    assert main(base + ["--region", "cn-beijing", "--checkpoint-uri", "oss://b/c/"]) == 0  # job options are fine
+
+
+def test_render_without_plan_keeps_the_workload_defaults(tmp_path):
+    """render's workload options are unset (None) unless given, so --plan can tell; without --plan the Workload's
+    defaults still apply (full fine-tuning, seq 2048, GC on)."""
+    from trainfit.cli import build_parser
+    from trainfit._cli.render import plan_from_args
+
+    args = build_parser().parse_args(["render", "Qwen3-8B", "--gpu", "H800", "--out", str(tmp_path)])
+    wl = plan_from_args(args).workload
+    assert (wl.method, wl.seq_len, wl.grad_ckpt, wl.micro_batch) == ("full", 2048, True, 1)

@@ -19,7 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "--json`), or the model and settings as for `trainfit memory` with --gpu or --instance-type. "
                     "Every file carries a header with the plan's memory verdict, speed and cost.")
     add_model_argument(p)
-    add_workload_options(p)
+    add_workload_options(p, unset_defaults=True)  # None = not given (the Workload's default), so --plan can refuse them
     g = p.add_argument_group("render")
     g.add_argument("--target", default=None,
                    help=f"comma-separated: {', '.join(TARGETS)} or all (default: the plan's --target, else all); "
@@ -81,6 +81,7 @@ def plan_from_args(args: argparse.Namespace):
     from trainfit import service
 
     if args.plan:
+        _refuse_options_the_plan_fixes(args)
         return service.load_plan(args.plan, args.pick)
     from trainfit.options import rl_config_from_values
 
@@ -89,6 +90,22 @@ def plan_from_args(args: argparse.Namespace):
                             instance_type=args.instance_type, tokens=args.tokens, spot=args.spot, region=args.region,
                             rl=rl, steps=args.steps if rl is not None else None,
                             target=None if rl is not None else service.single_target(args.target))
+
+
+def _refuse_options_the_plan_fixes(args: argparse.Namespace) -> None:
+    """With --plan the model, the training settings and the GPU come from the plan: any of them given as well would
+    be ignored in silence (``render --plan plan.json Qwen3-14B --method full`` renders the plan's own model)."""
+    from trainfit.errors import InputError
+    from trainfit.options import RL_OPTIONS, WORKLOAD_OPTIONS
+
+    given = ["MODEL"] if args.model else []
+    given += [o.cli_flag for o in (*WORKLOAD_OPTIONS, *RL_OPTIONS) if getattr(args, o.name, None) is not None]
+    given += [f for f, v in (("--config", args.config), ("--gpu", args.gpu), ("--instance-type", args.instance_type),
+                             ("--tokens", args.tokens), ("--spot", args.spot or None)) if v is not None]
+    if given:
+        raise InputError(f"--plan fixes the model, the training settings and the GPU; {', '.join(given)} would be "
+                         "ignored", fix="drop them, or re-plan with them (`trainfit plan ... --json > plan.json`), or "
+                                        "render without --plan (MODEL options --gpu/--instance-type)")
 
 
 def compute(args: argparse.Namespace):

@@ -123,3 +123,25 @@ def get_instance(instance_type: str, *, provider: str | None = None,
         + "`trainfit catalog show instances` lists the catalog; `trainfit catalog refresh --provider pai` "
           "fetches live PAI specs; private types go in ~/.config/trainfit/catalog.yaml",
     )
+
+
+def gpu_on_instance(inst: Instance, gpu: str | None) -> str | None:
+    """The GPU a job on ``inst`` runs on: the instance's own GPU, or ``gpu`` where the catalog does not know it (a
+    Lingjun code no public page maps). A ``gpu`` that names another GPU than the instance has is an error: it would
+    size the job for a GPU the instance does not have."""
+    if not gpu or not inst.gpu:
+        return gpu or inst.gpu
+    from trainfit.catalog.gpus import get_gpu
+    from trainfit.errors import InputError, TrainfitError
+
+    try:
+        own = get_gpu(inst.gpu)
+    except TrainfitError:
+        return gpu
+    if own.mem_gib is None:  # a code name (GU108) no public source maps: the user says what the console shows
+        return gpu
+    if get_gpu(gpu).name != own.name:
+        raise InputError(f"--gpu {gpu} contradicts --instance-type {inst.instance_type}, whose GPU is {inst.gpu}",
+                         fix=f"drop --gpu (the instance type says {inst.gpu}) or pick an instance type with {gpu} "
+                             "(`trainfit catalog show instances`)")
+    return gpu
