@@ -204,3 +204,10 @@ def test_pinned_tp_without_gpus_searches_the_gpu_count(capsys):
     plans = json.loads(capsys.readouterr().out)["plans"]
     assert plans and all(p["settings"]["tp"] == 4 and p["settings"]["gpus"] % 4 == 0 for p in plans)
     assert main(["plan", "Qwen3-8B", "--tokens", "1B", "--tp", "4", "--gpus", "6"]) == 2  # a pinned count still must divide
+
+
+def test_no_bf16_warning_is_a_whole_sentence(capsys):
+    """The V100/T4 warning ended in '..., its memory and speed' (a sentence cut off in the README too)."""
+    assert main(["plan", "Qwen3-8B", "--method", "lora", "--tokens", "100M", "--gpu", "V100-32GB", "--json"]) == 0
+    warns = [w for p in json.loads(capsys.readouterr().out)["plans"] for w in p["warnings"] if "has no bf16" in w]
+    assert warns and all(w.endswith("with the memory and speed of fp16") for w in warns)

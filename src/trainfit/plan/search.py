@@ -385,7 +385,7 @@ def _precision_for(req: PlanRequest, gpu: Any) -> tuple[str | None, str]:
     p = req.workload.precision
     if p in ("bf16", "amp-bf16") and gpu.bf16_dense_tflops is None and gpu.fp16_dense_tflops:
         return "fp16", (f"{gpu.name} has no bf16: planned with fp16 mixed precision (fp32 master weights, loss "
-                        "scaling), its memory and speed")
+                        "scaling), with the memory and speed of fp16")
     return None, ""
 
 
