@@ -211,3 +211,13 @@ def test_no_bf16_warning_is_a_whole_sentence(capsys):
     assert main(["plan", "Qwen3-8B", "--method", "lora", "--tokens", "100M", "--gpu", "V100-32GB", "--json"]) == 0
     warns = [w for p in json.loads(capsys.readouterr().out)["plans"] for w in p["warnings"] if "has no bf16" in w]
     assert warns and all(w.endswith("with the memory and speed of fp16") for w in warns)
+
+
+def test_plan_never_ranks_a_gpu_that_cannot_run_the_kernel(capsys):
+    """`plan --attention flash3` ranked V100 and T4 rows first (with a warning): every file rendered from them is a
+    `check` error (kernel-support). They are rejections now, with the code, the reason and the fix."""
+    assert main(["plan", "Qwen3-8B", "--method", "lora", "--tokens", "200M", "--attention", "flash3", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["plans"] and {p["gpu"] for p in doc["plans"]} <= {"H100-SXM", "H800-SXM", "H200-SXM", "H20"}
+    rej = {r["instance_type"]: r for r in doc["rejected"] if r["code"] == "kernel-support"}
+    assert "generic-8xA100-80GB" in rej and "--attention flash" in rej["generic-8xA100-80GB"]["fix"]

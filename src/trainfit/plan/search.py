@@ -299,6 +299,13 @@ def _instance_gpu(req: PlanRequest, inst: Any, gpu_filter: Any) -> tuple[Any, st
                          reason=f"memory of {gpu.name} is unknown (no public source maps it)",
                          fix="set mem_gib for it in the catalog overlay, `trainfit catalog refresh --provider pai`, "
                              "or with --resource-class pass --gpu NAME")
+    from trainfit.estimate.hardware import kernel_gaps
+    from trainfit.plan.hardware import gpu_class_of
+
+    gaps = kernel_gaps(req.workload.attention, gpu_class_of(gpu), gpu.name)
+    if gaps:  # `check` would refuse every file rendered from it (rule kernel-support)
+        return Rejection(instance_type=it, provider=inst.provider, code="kernel-support", reason=gaps[0],
+                         fix="--attention flash or sdpa, or a Hopper GPU (--gpu H800 / H100 / H200 / H20)")
     return gpu, stated
 
 
