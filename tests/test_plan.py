@@ -220,4 +220,4 @@ def test_plan_never_ranks_a_gpu_that_cannot_run_the_kernel(capsys):
     doc = json.loads(capsys.readouterr().out)
     assert doc["plans"] and {p["gpu"] for p in doc["plans"]} <= {"H100-SXM", "H800-SXM", "H200-SXM", "H20"}
     rej = {r["instance_type"]: r for r in doc["rejected"] if r["code"] == "kernel-support"}
-    assert "generic-8xA100-80GB" in rej and "--attention flash" in rej["generic-8xA100-80GB"]["fix"]
+    assert "generic-8xA100-80GB" in rej and "--attention sdpa" in rej["generic-8xA100-80GB"]["fix"]

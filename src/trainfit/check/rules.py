@@ -313,7 +313,7 @@ def rule_memory(f: JobFacts, o: CheckOptions) -> list[Violation]:
 
     for gap in kernel_gaps(rb.workload.attention, rb.gpu_class, rb.gpu):
         out.append(Violation(rule="kernel-support", severity=ERROR, message=gap,
-                             fix="change the attention setting, or rent Hopper GPUs"))
+                             fix="change the attention setting (sdpa runs everywhere), or rent GPUs that run the kernel"))
     planned = rb.planned_gib
     if planned is not None and abs(planned - rb.estimate.reserved_gib) > 0.01:
         out.append(Violation(rule="settings-differ-from-plan", severity=INFO,

@@ -80,8 +80,15 @@ class Hardware:
 def kernel_gaps(attention: str, gpu_class: str | None, gpu_name: str) -> list[str]:
     """Why the workload's kernels cannot run on this GPU (empty when they can): the one gate that speed
     estimates (as a warning) and ``trainfit check`` (as an error) both report. FlashAttention-3 is built for
-    Hopper (sm90) only (https://github.com/Dao-AILab/flash-attention#flashattention-3-beta-release)."""
+    Hopper (sm90) only (https://github.com/Dao-AILab/flash-attention#flashattention-3-beta-release);
+    FlashAttention-2 for Ampere, Ada and Hopper, not Turing (T4) or Volta (V100)
+    (https://github.com/Dao-AILab/flash-attention#installation-and-features)."""
+    pre_ampere = gpu_class in ("volta", "turing")
     if attention == "flash3" and gpu_class not in ("hopper", None):
+        alt = "sdpa" if pre_ampere else "flash (FlashAttention-2) or sdpa"
         return [f"FlashAttention-3 (--attention flash3) runs on Hopper GPUs (H100/H800/H200/H20) only, not on "
-                f"{gpu_name}: use --attention flash (FlashAttention-2) or sdpa"]
+                f"{gpu_name}: use --attention {alt}"]
+    if attention == "flash" and pre_ampere:
+        return [f"FlashAttention-2 (--attention flash) runs on Ampere, Ada and Hopper GPUs only, not on {gpu_name}: "
+                "use --attention sdpa"]
     return []

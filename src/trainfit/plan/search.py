@@ -305,7 +305,8 @@ def _instance_gpu(req: PlanRequest, inst: Any, gpu_filter: Any) -> tuple[Any, st
     gaps = kernel_gaps(req.workload.attention, gpu_class_of(gpu), gpu.name)
     if gaps:  # `check` would refuse every file rendered from it (rule kernel-support)
         return Rejection(instance_type=it, provider=inst.provider, code="kernel-support", reason=gaps[0],
-                         fix="--attention flash or sdpa, or a Hopper GPU (--gpu H800 / H100 / H200 / H20)")
+                         fix="--attention sdpa, or a GPU that runs the kernel (FlashAttention-3: H800 / H100 / H200 / "
+                             "H20; FlashAttention-2: Ampere or newer)")
     return gpu, stated
 
 
