@@ -97,3 +97,14 @@ def test_price_from_catalog_record():
     assert p.spot_price_fraction == 0.2 and p.spot_discount == pytest.approx(0.8)
     empty = price_from_catalog({"instance_type": "ecs.y"})
     assert empty.price_per_instance_hour is None and empty.gpus_per_instance == 1
+
+
+def test_spot_warning_shows_a_small_checkpoint_size(capsys):
+    """A LoRA checkpoint (adapters + their optimizer states, well under 1 GB) was printed as 'a 0 GB checkpoint ...
+    = 0 s', which reads as if nothing were saved."""
+    from trainfit.cli import main
+
+    assert main(["plan", "Qwen3-8B", "--method", "lora", "--tokens", "200M", "--gpu", "A100", "--spot", "--json"]) == 0
+    import json as _json
+    w = [x for x in _json.loads(capsys.readouterr().out)["plans"][0]["warnings"] if x.startswith("spot:")][0]
+    assert "a 0 GB" not in w and "= 0 s" not in w

@@ -88,8 +88,9 @@ def time_and_cost(*, inst: Any, hours: float, gpus: int, trainable_params: int, 
     inst_hours = elapsed * c.instances
     size_gb = trainable_params * CHECKPOINT_BYTES_PER_TRAINABLE_PARAM / 1e9
     warnings.append(f"spot: {interruptions:.1f} expected interruptions, +{elapsed - hours:.1f} h; checkpoint every "
-                    f"{policy.checkpoint_interval_hours * 60:.0f} min (Young/Daly: a {size_gb:,.0f} GB checkpoint at "
-                    f"{CHECKPOINT_WRITE_GBYTES_PER_S_DEFAULT:g} GB/s per node = {write_h * 3600:.0f} s, "
+                    f"{policy.checkpoint_interval_hours * 60:.0f} min (Young/Daly: a {size_gb:,.{0 if size_gb >= 10 else 2}f} GB "
+                    f"checkpoint at {CHECKPOINT_WRITE_GBYTES_PER_S_DEFAULT:g} GB/s per node = "
+                    f"{write_h * 3600:.{0 if write_h * 3600 >= 10 else 1}f} s, "
                     f"{policy.interruption_rate_per_node_hour:g} reclaims per node-hour)")
     cost = None
     if price is not None and price.spot_price_fraction is not None:
