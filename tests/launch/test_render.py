@@ -371,3 +371,13 @@ def test_render_without_plan_keeps_the_workload_defaults(tmp_path):
     args = build_parser().parse_args(["render", "Qwen3-8B", "--gpu", "H800", "--out", str(tmp_path)])
     wl = plan_from_args(args).workload
     assert (wl.method, wl.seq_len, wl.grad_ckpt, wl.micro_batch) == ("full", 2048, True, 1)
+
+
+def test_render_json_carries_what_the_table_prints(tmp_path, capsys):
+    """The table prints the budget (optimizer steps, checkpoint interval) and why the verdict is not 'fits'; --json
+    had neither."""
+    assert main(["render", "Qwen3-8B", "--method", "full", "--gpus", "8", "--gpu", "A10", "--tokens", "10M",
+                 "--out", str(tmp_path / "job"), "--json"]) == 0
+    s = json.loads(capsys.readouterr().out)["summary"]
+    assert s["verdict"] == "oom" and s["memory"]["reasons"] and "GiB" in s["memory"]["reasons"][0]
+    assert s["steps"]["max_steps"] > 0 and s["steps"]["save_steps"] > 0
