@@ -138,3 +138,21 @@ def test_memory_warns_when_the_gpu_cannot_run_the_kernel(gpu, warned, capsys):
     assert any("FlashAttention-3" in w for w in out["warnings"]) == warned
     assert main(argv) == 0
     assert ("warning: FlashAttention-3" in capsys.readouterr().out) == warned
+
+
+def test_bad_option_value_is_one_error_not_a_usage_dump(capsys):
+    """argparse printed ~40 lines of usage before the error, and nothing on stdout under --json."""
+    assert main(["memory", "Qwen3-8B", "--seq-len", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --seq-len: must be >= 1") and "usage:" not in err and len(err.splitlines()) == 2
+    assert "[1, 4194304]" in err
+    assert main(["memory", "Qwen3-8B", "--seq-len", "0", "--json"]) == 2
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["error"]["code"] == "bad-input" and doc["error"]["message"].startswith("--seq-len: must be >= 1")
+
+
+def test_unknown_command_or_choice_suggests_the_nearest(capsys):
+    assert main(["plna", "Qwen3-8B"]) == 2
+    assert "did you mean plan?" in capsys.readouterr().err
+    assert main(["catalog", "show", "gpu"]) == 2
+    assert "did you mean gpus?" in capsys.readouterr().err

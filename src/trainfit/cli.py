@@ -18,10 +18,36 @@ COMMANDS = ("models", "memory", "trace", "plan", "catalog", "render", "check", "
             "diagnose", "calibrate")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with the CLI's own error shape: one ``error:`` line and a ``fix:`` (no 40-line usage dump), or the
+    ``{"error": ...}`` JSON object on stdout when the command line asks for ``--json``."""
+
+    json_errors = False
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        head, _, rest = message.partition(": ")
+        if head.startswith("argument ") and rest.startswith(head[len("argument "):].split("/")[0] + ":"):
+            message = rest  # "argument --seq-len: --seq-len: must be ..." -> "--seq-len: must be ..."
+        import re
+
+        from trainfit.errors import did_you_mean
+
+        bad = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+        sugg = did_you_mean(bad.group(1), re.findall(r"'([^']*)'", bad.group(2)), n=1) if bad else []
+        if sugg:
+            message += f" (did you mean {sugg[0]}?)"
+        fix = f"`{self.prog} --help` lists the options and their values"
+        if _Parser.json_errors:
+            print(json.dumps({"error": {"code": "bad-input", "message": message, "fix": fix}}))
+        else:
+            print(f"error: {message}\n  fix: {fix}", file=sys.stderr)
+        raise SystemExit(2)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from importlib import import_module
 
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="trainfit",
         description="Will a Qwen3 training job fit, how fast is it, what does it cost, and how to launch it.",
     )
@@ -64,9 +90,10 @@ def _quiet_sdk_loggers() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     _quiet_sdk_loggers()
     parser = build_parser()
+    _Parser.json_errors = "--json" in (sys.argv[1:] if argv is None else list(argv))
     try:
         args = parser.parse_args(argv)
-    except SystemExit as e:  # argparse printed its one-line error (or --help); keep its exit code (2 = usage)
+    except SystemExit as e:  # _Parser printed its one error (or --help ran); keep its exit code (2 = usage)
         return e.code if isinstance(e.code, int) else 2
     if args.version:
         from trainfit import __version__

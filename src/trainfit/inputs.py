@@ -75,11 +75,17 @@ def _bad(field: str, got: Any, what: str, fix: str | None = None) -> InputError:
     return err
 
 
+def _num(x: float) -> str:
+    """A range bound as a user types it: 4194304, not 4.1943e+06 (1e+15 stays short)."""
+    return str(int(x)) if float(x).is_integer() and abs(x) < 1e9 else f"{x:g}"
+
+
 def _check_range(field: str, v: float, lo: float | None, hi: float | None, raw: Any) -> None:
+    span = f"use a value in [{_num(lo)}, {_num(hi)}]" if lo is not None and hi is not None else None
     if lo is not None and v < lo:
-        raise _bad(field, raw, f"must be >= {lo:g}", f"use a value in [{lo:g}, {hi:g}]" if hi is not None else None)
+        raise _bad(field, raw, f"must be >= {_num(lo)}", span)
     if hi is not None and v > hi:
-        raise _bad(field, raw, f"must be <= {hi:g}", f"use a value in [{lo:g}, {hi:g}]" if lo is not None else None)
+        raise _bad(field, raw, f"must be <= {_num(hi)}", span)
 
 
 def as_int(field: str, raw: Any, *, lo: int | None = 1, hi: int | None = None) -> int:

@@ -152,7 +152,7 @@ def test_error_message_is_the_cli_message(client):
     field)."""
     err_out = io.StringIO()
     with contextlib.redirect_stderr(err_out), contextlib.redirect_stdout(io.StringIO()):
-        assert _exit_code(["plan", "Qwen3-8B", "--tokens", "2B", "--objective", "cheap", "--json"]) == 2
+        assert _exit_code(["plan", "Qwen3-8B", "--tokens", "2B", "--objective", "cheap"]) == 2
     r = client.post("/api/plan", json={"model": "Qwen3-8B", "tokens": "2B", "objective": "cheap"})
     assert r.status_code == 422
     err = r.json()["error"]
