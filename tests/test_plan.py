@@ -194,7 +194,7 @@ def test_spot_interruptions_count_nodes_not_gpus():
 def test_resource_class_typo_is_an_error_with_a_suggestion(capsys):
     """A misspelt --resource-class used to filter out every instance type in silence ("no instance type fits")."""
     assert main(["plan", "Qwen3-8B", "--tokens", "1B", "--resource-class", "pai-lingun", "--json"]) == 2
-    assert "did you mean pai-lingjun" in capsys.readouterr().err
+    assert "did you mean pai-lingjun" in json.loads(capsys.readouterr().out)["error"]["message"]
 
 
 def test_pinned_tp_without_gpus_searches_the_gpu_count(capsys):

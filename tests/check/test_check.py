@@ -190,3 +190,17 @@ def test_rendered_rl_launches_have_a_training_command(framework, tmp_path):
     assert scripts
     for f in scripts:
         assert "no-training-command" not in {v.rule for v in check_file(f).violations}, f
+
+
+def test_plan_json_and_job_file_mixed_up_say_which_is_which(tmp_path, capsys):
+    """`check plan.json` said 'JSON of unknown kind'; `render --plan dlc_job.json` said 'has schema None ...
+    regenerate it with this version', as if it were an old plan."""
+    assert main(["plan", "Qwen3-8B", "--method", "lora", "--tokens", "10M", "--gpu", "H800", "--json"]) == 0
+    plan = tmp_path / "plan.json"
+    plan.write_text(capsys.readouterr().out)
+    assert main(["check", str(plan)]) == 2
+    err = capsys.readouterr().err
+    assert "is a trainfit plan" in err and "trainfit render --plan" in err
+    assert main(["render", "--plan", str(FX / "ds_global_batch.json"), "--out", str(tmp_path / "j")]) == 2
+    err = capsys.readouterr().err
+    assert "is not a trainfit plan" in err and "trainfit check" in err

@@ -280,6 +280,10 @@ def _read_facts(path: str | Path) -> JobFacts:
                                                                 "train_batch_size", "bf16", "fp16")):
             f.kind = "deepspeed"
             _deepspeed(data, f)
+        elif isinstance(data, dict) and str(data.get("schema", "")).startswith("trainfit.plan"):
+            raise CheckInputError(f"{sp} is a trainfit plan (`trainfit plan --json`), not a job file",
+                                  fix=f"render it first: `trainfit render --plan {sp} --out job/`, then "
+                                      "`trainfit check job/<file>`")
         else:
             raise CheckInputError(f"{sp}: JSON of unknown kind (neither a PAI-DLC CreateJob body nor a DeepSpeed "
                                   "config)", fix="pass a DLC job JSON (JobSpecs, UserCommand) or a ds_config.json")

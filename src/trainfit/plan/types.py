@@ -298,6 +298,10 @@ def plans_from_document(doc: Any, *, where: str = "plan file") -> list[Plan]:
     """Every plan of a ``trainfit plan --json`` document (or of a single plan's JSON)."""
     if isinstance(doc, dict) and "plans" not in doc and "model" in doc:
         return [Plan.from_dict(doc, where=where)]
+    if isinstance(doc, dict) and "schema" not in doc and "plans" not in doc:  # a job file, a ds_config.json ...
+        raise PlanFileError(f"{where} is not a trainfit plan (no 'schema' or 'plans' key)",
+                            fix="pass the output of `trainfit plan ... --json > plan.json` (a job file is checked "
+                                "with `trainfit check`)")
     if not isinstance(doc, dict) or doc.get("schema") != PLAN_SCHEMA:
         got = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
         raise PlanFileError(f"{where} has schema {got!r}; this trainfit reads {PLAN_SCHEMA!r}",
