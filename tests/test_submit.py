@@ -139,3 +139,16 @@ def test_bad_job_file(tmp_path, capsys, content, needle):
     p.write_text(content)
     rc, out, err = _run(["submit", str(p)], capsys)
     assert rc == 2 and needle in err and "Traceback" not in err
+
+
+def test_no_credentials_is_not_a_refusal():
+    """No credentials in the chain is a local failure: 'PAI-DLC refused the credentials (None)' read as if the
+    service had been asked."""
+    from trainfit.providers.alibaba.client import classify_create_job
+
+    class CredentialException(Exception):
+        pass
+
+    err = classify_create_job(CredentialException("unable to load credentials from any of the providers in the "
+                                                  "chain"), "cn-hangzhou")
+    assert err.message.startswith("no Alibaba Cloud credentials found") and "nothing was submitted" in err.message

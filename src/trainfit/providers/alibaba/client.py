@@ -143,6 +143,9 @@ def classify_create_job(e: Exception, region: str, timeout_s: float = 30.0) -> T
     status = server_status(e)
     msg = scrub(str(getattr(e, "message", "") or e))[:400]
     low = (code + " " + msg).lower()
+    if "unable to load credentials" in low or "credentialexception" in type(e).__name__.lower():
+        return SubmitError(f"no Alibaba Cloud credentials found (nothing was submitted): {msg}",
+                           fix=CREATE_JOB_CRED_FIX)
     if status in (401, 403) or any(k in low for k in ("invalidaccesskey", "signaturedoesnotmatch", "forbidden",
                                                       "nopermission", "unauthorized", "credential")):
         return SubmitError(f"PAI-DLC refused the credentials ({code or status}): {msg}", fix=CREATE_JOB_CRED_FIX)
