@@ -381,3 +381,26 @@ def test_render_json_carries_what_the_table_prints(tmp_path, capsys):
     s = json.loads(capsys.readouterr().out)["summary"]
     assert s["verdict"] == "oom" and s["memory"]["reasons"] and "GiB" in s["memory"]["reasons"][0]
     assert s["steps"]["max_steps"] > 0 and s["steps"]["save_steps"] > 0
+
+
+def test_a_config_model_is_not_rendered_as_a_made_up_qwen_repo(tmp_path, capsys):
+    """`render --config my-folder` wrote `--model Qwen/my-folder` (a repo that does not exist), and `check` then
+    said "no problems found" without checking memory. Now: the folder's path (a local model), a REPLACE_ME
+    placeholder when the path cannot be written safely, and an info finding that the fit was not checked."""
+    from trainfit.check import check_file
+
+    cfg = {"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "hidden_size": 1024,
+           "intermediate_size": 3072, "num_hidden_layers": 28, "num_attention_heads": 16, "num_key_value_heads": 8,
+           "head_dim": 128, "vocab_size": 151936, "tie_word_embeddings": True, "max_position_embeddings": 40960}
+    for folder, expect in (("my-model", None), ("odd name", "REPLACE_ME/odd-name")):
+        d = tmp_path / folder
+        d.mkdir()
+        (d / "config.json").write_text(json.dumps(cfg))
+        out = tmp_path / ("job-" + folder.replace(" ", "-"))
+        assert main(["render", "--config", str(d), "--gpu", "A10", "--target", "swift", "--out", str(out)]) == 0
+        text = (out / "swift_sft.sh").read_text()
+        assert "--model Qwen/" not in text
+        assert f"--model {expect or d.resolve()} " in text
+        rules = {v.rule: v for v in check_file(out / "swift_sft.sh").violations}
+        assert "not checked" in rules["memory-fit"].message
+        assert ("placeholder" in rules) == bool(expect)

@@ -53,7 +53,14 @@ def _resolve_model(f: JobFacts, plan: dict) -> Any | None:
     try:
         model = get_model(name)
     except TrainfitError:
-        return None  # a local path or another family: nothing to model
+        if not f.engine and not f.ds_config and not plan:
+            return None
+        from trainfit.check.rules import INFO, Violation
+
+        # a local folder or another family: say so, "no problems found" would read as "it fits"
+        return Violation(rule="memory-fit", severity=INFO,
+                         message=f"model {name[:120]} is not in trainfit's registry, so the fit was not checked",
+                         fix="size it with `trainfit memory --config path/to/config.json` and the file's settings")
     if not f.engine and not f.ds_config and not plan:
         return None
     return model
@@ -131,8 +138,8 @@ def read_workload(f: JobFacts, o: Any) -> Readback | Any | None:
 
     plan = f.plan
     model = _resolve_model(f, plan)
-    if model is None:
-        return None
+    if model is None or isinstance(model, Violation):
+        return model
     kw, assumed, gpn = _workload_kwargs(f, o, plan, model)
     try:
         wl = Workload(**kw)

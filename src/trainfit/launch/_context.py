@@ -29,9 +29,34 @@ def is_lingjun_type(instance_type: str | None) -> bool:
 
 
 def model_repo_id(model: ModelShape) -> str:
-    """Hugging Face / ModelScope id of a registry model (``Qwen/Qwen3-8B``)."""
+    """What the job files load: the Hugging Face / ModelScope id of a registry model (``Qwen/Qwen3-8B``) or of a
+    config that names its repo (``_name_or_path``); for a ``--config`` folder outside the registry that folder's
+    absolute path (a local model folder); else a ``REPLACE_ME`` placeholder that ``check`` lists. A bare
+    ``Qwen/<folder name>`` would name a repo that does not exist."""
+    from pathlib import Path
+
+    from trainfit.errors import TrainfitError
+    from trainfit.models import get_model
+
     name = model.name
-    return name if "/" in name else f"Qwen/{name}"
+    if "/" in name:
+        return name
+    try:
+        get_model(name)
+        return f"Qwen/{name}"
+    except TrainfitError:
+        pass
+    from trainfit import inputs
+
+    src = Path(str(model.source or ""))
+    folder = src.parent if src.name == "config.json" else src
+    try:
+        if str(model.source or "").strip() and folder.is_dir():
+            # the gate every value passes before it reaches a job file (no spaces or shell characters)
+            return inputs.as_ident("model", str(folder.resolve()), "dataset")
+    except (OSError, TrainfitError):
+        pass
+    return f"{PLACEHOLDER}/{name}"
 
 
 def slug(text: str, limit: int = 40) -> str:
