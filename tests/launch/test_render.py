@@ -288,3 +288,19 @@ def test_attention_kernel_is_written_and_read_back(rendered, tmp_path):
     for name in ("swift_sft.sh", "llamafactory.yaml"):
         (tmp_path / name).write_text(out.files[name])
         assert read_workload(read_facts(tmp_path / name), CheckOptions()).workload.attention == "flash3", name
+
+
+def test_render_warns_when_hf_moe_speed_assumed_the_transformers4_loop(rendered):
+    """A Hugging Face MoE plan timed with the per-expert loop (--experts-impl modulelist) renders jobs that install
+    transformers 5 (grouped_mm experts): render says so; grouped_mm plans, Megatron jobs and dense models do not."""
+    from trainfit.launch.targets import experts_mismatch
+    from trainfit.workload import Workload
+
+    wl = Workload(method="full", gpus=8, strategy="zero3")  # experts_impl modulelist by default
+    w = experts_mismatch(["swift", "llamafactory", "monitoring"], wl, True)
+    assert len(w) == 1 and "swift, llamafactory" in w[0] and "--experts-impl grouped_mm" in w[0]
+    assert experts_mismatch(["swift"], wl.with_(experts_impl="grouped_mm"), True) == ()
+    assert experts_mismatch(["swift"], wl, False) == ()
+    assert experts_mismatch(["swift"], wl.with_(tp=2, strategy="zero1"), True) == ()  # megatron sft
+    assert not any("grouped_mm" in x for x in rendered["zero3"][1].warnings)  # that scenario plans grouped_mm
+    assert not any("per-expert" in x for x in rendered["megatron"][1].warnings)
