@@ -131,5 +131,6 @@ def test_targets_table_agrees_with_the_writers_and_the_plans_engine():
             if writer_says is None:
                 applied += 1
                 assert same_engine(target_framework(t, p.workload), p.framework), (t, p.settings(), p.framework)
-        assert not render_plan(p, RenderOptions(checkpoint_uri="oss://bkt/ckpt/", vpc=VPC), "all").warnings
+        warned = render_plan(p, RenderOptions(checkpoint_uri="oss://bkt/ckpt/", vpc=VPC), "all").warnings
+        assert not [w for w in warned if "per-expert" not in w]  # the experts warning is about transformers 5
     assert applied >= 500

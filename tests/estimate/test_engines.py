@@ -240,6 +240,31 @@ def test_zero3_leaf_modules_fetch_a_moe_block_once(moe):
     assert any("leaf module" in a for a in fast.assumptions)
 
 
+def test_zero3_module_fetches_bound_small_short_steps_on_the_host(q8):
+    # DeepSpeed ZeRO-3 fetches every module whose weight is >= 10 x hidden elements (smaller ones persist) once
+    # per pass; the host time of those fetches runs alongside the GPU and bounds the step when the GPU work is short
+    wl = Workload(seq_len=256, micro_batch=1, grad_accum=8, gpus=8, strategy="zero3", grad_ckpt=True)
+    per_pass = 7 * q8.num_layers + 2  # q k v o gate up down per layer, embeddings and LM head; norms persist
+    assert engine_terms.zero3_module_fetches(q8, wl, "hf") == 8 * 3 * per_pass
+    assert engine_terms.zero3_module_fetches(q8, wl.with_(grad_ckpt=False), "hf") == 8 * 2 * per_pass
+    assert engine_terms.zero3_module_fetches(q8, wl.with_(strategy="zero2"), "hf") == 0
+    lora8 = engine_terms.zero3_module_fetches(q8, wl.with_(method="lora", lora_rank=8), "hf")
+    lora64 = engine_terms.zero3_module_fetches(q8, wl.with_(method="lora", lora_rank=64), "hf")
+    # rank 8: 8 x 4096 < 40960 elements stay resident; only the MLP adapters' 12288-wide side is fetched (gate and
+    # up B, down A: 8 x 12288 = 98304)
+    assert lora8 == 8 * 3 * (per_pass + 3 * q8.num_layers)
+    assert lora64 == 8 * 3 * (per_pass + 2 * 7 * q8.num_layers)  # rank 64: A and B of every linear fetched
+    c = engines.DEFAULT_CONSTANTS
+    f3 = engines.features(q8, wl, H100, "deepspeed", flops=flops_per_token(q8, wl))
+    f2 = engines.features(q8, wl.with_(strategy="zero2"), H100, "deepspeed", flops=flops_per_token(q8, wl))
+    t3, t2 = engines.compute_time(f3, c), engines.compute_time(f2, c)
+    assert t3.launch_bound and t3.seconds > 1.5 * t2.seconds
+    assert t3.launch_seconds - t2.launch_seconds == pytest.approx(f3.zero3_module_fetches * c.zero3_host_seconds)
+    long = wl.with_(seq_len=16384)  # long sequences: the GPU work hides the host's fetches
+    fl = engines.features(q8, long, H100, "deepspeed", flops=flops_per_token(q8, long))
+    assert not engines.compute_time(fl, c).launch_bound
+
+
 def test_zero3_fetch_latency_only_for_eager_moe(moe, q8):
     wl = Workload(seq_len=4096, gpus=8, strategy="zero3")
     f_moe = engines.features(moe, wl, H100, "deepspeed", flops=flops_per_token(moe, wl))

@@ -404,3 +404,19 @@ def test_a_config_model_is_not_rendered_as_a_made_up_qwen_repo(tmp_path, capsys)
         rules = {v.rule: v for v in check_file(out / "swift_sft.sh").violations}
         assert "not checked" in rules["memory-fit"].message
         assert ("placeholder" in rules) == bool(expect)
+
+
+def test_render_warns_when_hf_moe_speed_assumed_the_transformers4_loop(rendered):
+    """A Hugging Face MoE plan timed with the per-expert loop (--experts-impl modulelist) renders jobs that install
+    transformers 5 (grouped_mm experts): render says so; grouped_mm plans, Megatron jobs and dense models do not."""
+    from trainfit.launch.targets import experts_mismatch
+    from trainfit.workload import Workload
+
+    wl = Workload(method="full", gpus=8, strategy="zero3")  # experts_impl modulelist by default
+    w = experts_mismatch(["swift", "llamafactory", "monitoring"], wl, True)
+    assert len(w) == 1 and "swift, llamafactory" in w[0] and "--experts-impl grouped_mm" in w[0]
+    assert experts_mismatch(["swift"], wl.with_(experts_impl="grouped_mm"), True) == ()
+    assert experts_mismatch(["swift"], wl, False) == ()
+    assert experts_mismatch(["swift"], wl.with_(tp=2, strategy="zero1"), True) == ()  # megatron sft
+    assert not any("grouped_mm" in x for x in rendered["zero3"][1].warnings)  # that scenario plans grouped_mm
+    assert not any("per-expert" in x for x in rendered["megatron"][1].warnings)

@@ -46,6 +46,11 @@ HBM_EFFICIENCY: float = 0.8
 MEM_BANDWIDTH_FALLBACK_GBYTES_PER_S: float = 2000.0
 """Assumption used when the catalog has no memory bandwidth for the GPU (A100-class HBM2e)."""
 
+ZERO3_PERSISTENCE_PER_HIDDEN: int = 10
+"""DeepSpeed ZeRO-3 keeps parameters under ``stage3_param_persistence_threshold`` elements resident instead of
+fetching them; the Hugging Face integration fills its ``auto`` with ``10 x hidden_size``
+(transformers/integrations/deepspeed.py), which ms-swift's and LLaMA-Factory's ZeRO-3 configs use."""
+
 ZERO3_INTER_NODE_FACTOR: float = 2.0
 """Assumption: a ZeRO-3 fetch whose all-gather crosses nodes costs twice the intra-node latency
 (network round trip ~10-20 us vs NVLink ~5 us, plus the ring's longer critical path)."""

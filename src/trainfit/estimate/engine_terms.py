@@ -9,7 +9,7 @@ from typing import Any
 from trainfit.estimate.engine_assumptions import (
     KERNELS_PER_LAYER, KERNELS_PER_LORA_LINEAR, KERNELS_PER_QLORA_LINEAR, OPTIMIZER_BYTES_PER_PARAM,
     HBM_EFFICIENCY, MEM_BANDWIDTH_FALLBACK_GBYTES_PER_S, ZERO3_INTER_NODE_FACTOR, STACKED_EXPERT_GRAD_PASSES,
-    EAGER_SCORE_BYTES_FORWARD, EAGER_SCORE_BYTES_BACKWARD,
+    EAGER_SCORE_BYTES_FORWARD, EAGER_SCORE_BYTES_BACKWARD, ZERO3_PERSISTENCE_PER_HIDDEN,
 )
 from trainfit.models.shapes import ModelShape
 from trainfit.workload import Workload
@@ -83,6 +83,30 @@ def zero_hook_calls(model: ModelShape, wl: Workload, family: str) -> float:
         elif t.layer_type != "global" and t.kind in ("linear", "expert") and lora_targeted(t, wl.lora_targets):
             n += 2.0 * t.count * per  # the A and B matrices
     return wl.grad_accum * n / wl.pp
+
+
+def zero3_module_fetches(model: ModelShape, wl: Workload, family: str) -> float:
+    """DeepSpeed ZeRO-3 module fetches per step that the host runs while the GPU computes
+    (``zero3_host_seconds`` each, on the host side of the step): one per module and pass (forward, backward, and
+    the recomputed forward under checkpointing) for every module whose weight is at least
+    ``ZERO3_PERSISTENCE_PER_HIDDEN x hidden`` elements (smaller ones stay resident), LoRA's A and B matrices
+    included; routed experts are counted by :func:`kernel_units` (their fetches are exposed)."""
+    if family != "hf" or wl.strategy != "zero3":
+        return 0.0
+    from trainfit.estimate.params import lora_targeted
+
+    threshold = ZERO3_PERSISTENCE_PER_HIDDEN * model.hidden_size
+    lora = wl.method in ("lora", "qlora")
+    n = 0.0
+    for t in model.tensors():
+        if t.kind in ("bias", "norm", "expert") or t.numel < threshold:
+            continue
+        n += t.count
+        if lora and t.layer_type != "global" and t.kind == "linear" and lora_targeted(t, wl.lora_targets):
+            out_dim, in_dim = t.shape[0], t.shape[-1]
+            n += t.count * ((wl.lora_rank * in_dim >= threshold) + (wl.lora_rank * out_dim >= threshold))
+    fetch_passes = 2 + (1 if wl.grad_ckpt else 0)
+    return wl.grad_accum * fetch_passes * n / wl.pp
 
 
 def optimizer_seconds(model: ModelShape, wl: Workload, hw: Any, trainable_params: float | None,

@@ -122,6 +122,13 @@ class EngineConstants:
     half its large-GEMM rate, ``m / (m + this)``, on top of the weight-side size law. TE's multi-stream cuBLAS
     grouped GEMM ran (8 x 4096, 768, 2048) at 509/628 TFLOP/s and (16 x 2048, 768, 2048) at 399/554 (TE 2.2/2.7,
     H100; NVIDIA/TransformerEngine#2045): half-points of 1,559 and 632 tokens; prior their geometric mean."""
+    zero3_host_seconds: float = 3.3e-4
+    """DeepSpeed ZeRO-3: host time per prefetched module fetch (pre-forward/pre-backward hook, all-gather launch,
+    release), spent while the GPU computes: it bounds the step only when the GPU work per module is shorter
+    (small models, short sequences, LoRA's small adapter modules). Prior: the 5.1B BERT forward of DeepSpeed#1188
+    (270 ms under ZeRO-3 with synchronous all-gathers, 60 ms under ZeRO-2, ~520 fetches, ~39 ms of all-gather
+    bandwidth: 0.33 ms per fetch; https://github.com/deepspeedai/DeepSpeed/pull/1188), an upper bound for the
+    host part."""
     zero_hook_seconds: float = 5e-5
     """DeepSpeed ZeRO 1-3: host time per trainable tensor and micro-batch of the hook copying its gradient into
     the reduce bucket (Python plus a few ~5-10 us tensor ops); noise for ~300 dense tensors, seconds for HF MoE's
@@ -212,6 +219,8 @@ class EngineFeatures:
     """HBM bytes per step of the eager loop's full-size expert gradients (stacked expert weights), else 0."""
     fa2_on_hopper: bool = False
     """An Ampere-generation attention kernel on a Hopper GPU (``engine_terms.fa2_on_hopper``)."""
+    zero3_module_fetches: float = 0.0
+    """DeepSpeed ZeRO-3 module fetches per step run on the host alongside the GPU (``engine_terms``)."""
     zero_hook_calls: float = 0.0
     """DeepSpeed ZeRO gradient-hook calls per step: trainable parameter tensors x micro-batches."""
     notes: tuple[str, ...] = field(default=())
@@ -337,6 +346,7 @@ def features(model: ModelShape, wl: Workload, hw: Any, framework: str, *, flops:
         layer_kernel_units=layer_units, moe_kernel_units=moe_units,
         expert_kernel_units=expert_units, optimizer_seconds=opt_s, zero3_fetches=zero3_fetches,
         zero_hook_calls=terms.zero_hook_calls(model, wl, family), fa2_on_hopper=terms.fa2_on_hopper(wl, hw),
+        zero3_module_fetches=terms.zero3_module_fetches(model, wl, family),
         stacked_expert_bytes=(terms.stacked_expert_bytes(model, wl, visited)
                               if family == "hf" and wl.experts_impl == "eager" else 0.0),
         notes=tuple(notes),
@@ -376,7 +386,8 @@ def compute_time(f: EngineFeatures, c: EngineConstants) -> EngineTime:
             + (act_units * c.fp8_cast_bytes if f.fp8 else 0.0) + f.ce_bytes + f.stacked_expert_bytes
             + f.eager_score_bytes) / bw
     k_layer = KERNELS_PER_LAYER[f.family] * (COMPILED_KERNEL_FACTOR if f.compiled else 1.0)
-    cpu = (f.layer_kernel_units * k_layer + f.moe_kernel_units * KERNELS_PER_MOE_LAYER) * c.launch_seconds
+    cpu = ((f.layer_kernel_units * k_layer + f.moe_kernel_units * KERNELS_PER_MOE_LAYER) * c.launch_seconds
+           + f.zero3_module_fetches * c.zero3_host_seconds)
     if f.expert_kernel_units:  # eager loop: each expert syncs the host, so its launches and GEMMs serialise
         loop = expert + f.expert_kernel_units * (KERNELS_PER_EXPERT * c.launch_seconds + c.expert_sync_seconds)
         gpu = gemm + attn + elem
@@ -399,7 +410,7 @@ def describe(c: EngineConstants, family: str) -> list[str]:
     names = [f"gemm_eff_{family}", f"elem_bytes_{family}", "gemm_half_dim", f"attention_relative_{kf}",
              "fa2_hopper_factor", "ridge_exponent", f"fp8_eff_{kf}", "launch_seconds", "compile_elementwise_factor",
              "moe_elementwise_factor", "fp8_cast_bytes", "expert_sync_seconds", "zero3_fetch_seconds",
-             "zero_hook_seconds"] + (["grouped_gemm_half_tokens"] if family == "megatron" else [])
+             "zero3_host_seconds", "zero_hook_seconds"] + (["grouped_gemm_half_tokens"] if family == "megatron" else [])
     out = [f"engine model ({family}): GEMMs at peak x {c.gemm_eff(family):.3f} x d/(d+{c.gemm_half_dim:.0f}), "
            f"flash attention x {c.attention_relative(family):.2f}, element-wise {c.elem_bytes(family):.1f} x (h+I)x2 B "
            f"per token-layer-pass over HBM x {HBM_EFFICIENCY}, {c.launch_seconds * 1e6:.1f} us per eager kernel"]

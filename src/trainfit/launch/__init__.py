@@ -137,7 +137,7 @@ def _module(target: str):
 
 def render(ctx: RenderContext, targets: list[str] | tuple[str, ...] | str | None = None) -> RenderResult:
     """Render ``targets`` (names from :data:`TARGETS`, or ``all``; None = the plan's target, else ``all``)."""
-    from trainfit.launch.targets import engine_mismatch
+    from trainfit.launch.targets import engine_mismatch, experts_mismatch
 
     if targets is None:
         targets = getattr(ctx.plan, "target", None) or "all"
@@ -169,13 +169,14 @@ def render(ctx: RenderContext, targets: list[str] | tuple[str, ...] | str | None
             continue
         files.update(mod.render(ctx))
         rendered.append(t)
-    warnings = engine_mismatch(ctx.plan.framework, getattr(ctx.plan, "target", None), rendered, ctx.workload)
+    warnings = (engine_mismatch(ctx.plan.framework, getattr(ctx.plan, "target", None), rendered, ctx.workload)
+                + experts_mismatch(rendered, ctx.workload, ctx.model.is_moe))
     return RenderResult(files=files, skipped=skipped, context=ctx, warnings=warnings + _kernel_gaps(ctx))
 
 
 def _kernel_gaps(ctx: RenderContext) -> tuple[str, ...]:
     """Kernels the rendered files ask for that the plan's GPU cannot run (``--attention flash3`` off Hopper): the
-    same gate that ``plan`` reports as a speed warning and ``trainfit check`` as a ``kernel-support`` error."""
+    same gate that ``plan`` rejects on and ``trainfit check`` reports as a ``kernel-support`` error."""
     from trainfit.estimate.hardware import kernel_gaps
     from trainfit.plan.hardware import gpu_class_of
 

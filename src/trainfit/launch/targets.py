@@ -175,6 +175,21 @@ def engine_mismatch(plan_framework: str | None, plan_target: str | None, targets
     return tuple(out)
 
 
+def experts_mismatch(targets: Any, wl: Workload, is_moe: bool) -> tuple[str, ...]:
+    """The warning ``render`` gives when a Hugging Face MoE job's speed was timed with transformers < 5's
+    per-expert loop (``--experts-impl modulelist``, the default) while the rendered jobs install ms-swift >= 4.6 or
+    LLaMA-Factory, which resolve to transformers 5: its default ``grouped_mm`` experts run without the loop."""
+    if not is_moe or wl.experts_impl != "modulelist":
+        return ()
+    hf = [t for t in targets if target_framework(t, wl) in ("hf-trainer", "deepspeed")]
+    if not hf:
+        return ()
+    return (f"{', '.join(hf)}: the plan times transformers < 5's per-expert MoE loop (--experts-impl modulelist); "
+            "a fresh install of ms-swift >= 4.6 or LLaMA-Factory brings transformers 5, whose default grouped_mm "
+            "experts run without that loop, so the job would beat the planned hours: on transformers 5 re-plan with "
+            "--experts-impl grouped_mm",)
+
+
 __all__ = ["PLAN_TARGETS", "RL_TARGET_FRAMEWORK", "SWIFT_TARGETS", "TARGET_FRAMEWORKS", "TARGET_RUNS",
-           "check_target", "engine_mismatch", "layout_reason", "same_engine", "search_reason", "speed_framework",
+           "check_target", "engine_mismatch", "experts_mismatch", "layout_reason", "same_engine", "search_reason", "speed_framework",
            "target_framework"]
