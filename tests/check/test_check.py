@@ -204,3 +204,26 @@ def test_plan_json_and_job_file_mixed_up_say_which_is_which(tmp_path, capsys):
     assert main(["render", "--plan", str(FX / "ds_global_batch.json"), "--out", str(tmp_path / "j")]) == 2
     err = capsys.readouterr().err
     assert "is not a trainfit plan" in err and "trainfit check" in err
+
+
+@pytest.mark.parametrize("ds, strategy, offload", [
+    ("examples/deepspeed/ds_z3_config.json", "zero3", "none"),
+    ("examples/deepspeed/ds_z3_offload_config.json", "zero3", "all"),
+    ("examples/deepspeed/ds_z2_offload_config.json", "zero2", "optimizer"),
+    ("examples/deepspeed/ds_z0_config.json", "ddp", "none"),
+    ("/cluster/cfg/my_ds.json", "ddp", "none"),
+])
+def test_a_deepspeed_config_not_beside_the_file_is_read_from_its_name(ds, strategy, offload, tmp_path):
+    """LLaMA-Factory YAMLs name the configs shipped in its repo (examples/deepspeed/ds_z3_config.json), which are
+    not beside the YAML: check sized them as plain DDP (66 GiB instead of 25 for Qwen3-8B LoRA on 4 GPUs) without
+    saying so."""
+    from trainfit.check.facts import read_facts
+    from trainfit.check.readback import read_workload
+    from trainfit.check.rules import CheckOptions
+
+    f = tmp_path / "lf.yaml"
+    f.write_text(f"model_name_or_path: Qwen/Qwen3-8B\nstage: sft\nfinetuning_type: lora\ndeepspeed: {ds}\n"
+                 "per_device_train_batch_size: 2\ncutoff_len: 4096\nbf16: true\n")
+    rb = read_workload(read_facts(f), CheckOptions(gpu="A10", gpus_per_node=4))
+    assert (rb.workload.strategy, rb.workload.offload) == (strategy, offload)
+    assert any(ds in a for a in rb.assumed)

@@ -11,6 +11,7 @@ rendered file reads back to exactly the plan's workload.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from trainfit.check.facts import JobFacts
@@ -66,6 +67,26 @@ def _resolve_model(f: JobFacts, plan: dict) -> Any | None:
     return model
 
 
+def _ds_stage_from_name(path: str, kw: dict[str, Any], assumed: list[str]) -> None:
+    """A DeepSpeed config the file names but that is not beside it (LLaMA-Factory's
+    ``examples/deepspeed/ds_z3_offload_config.json``, a path on the cluster): its ZeRO stage from its name, as
+    ms-swift's presets map (zero3_offload offloads parameters too), said as assumed; else DDP, said too."""
+    import re
+
+    name = Path(path).name.lower()
+    m = re.search(r"(?:^|[_.-])(?:z|zero|stage)[_-]?([0-3])(?:[_.-]|$)", name)
+    if not m:
+        kw["strategy"] = "ddp"
+        assumed.append(f"DeepSpeed config {path[:120]} not found beside the file and its name gives no ZeRO stage: "
+                       "read as DDP")
+        return
+    stage, off = int(m.group(1)), "offload" in name
+    kw["strategy"] = f"zero{stage}" if stage else "ddp"
+    kw["offload"] = ("all" if stage == 3 else "optimizer") if off and stage else "none"
+    assumed.append(f"DeepSpeed config {path[:120]} not found beside the file: ZeRO stage {stage}"
+                   f"{' + offload' if off and stage else ''} taken from its name")
+
+
 def _workload_kwargs(f: JobFacts, o: Any, plan: dict, model: Any) -> tuple[dict[str, Any], list[str], int]:
     """Workload keyword arguments: the header's workload, overridden by what the file states (launcher, engine
     arguments, DeepSpeed config); with the assumptions made and the GPUs per node."""
@@ -90,6 +111,8 @@ def _workload_kwargs(f: JobFacts, o: Any, plan: dict, model: Any) -> tuple[dict[
         kw.update(got)
     if f.ds_config:
         kw.update(strategy_from_config(f.ds_config, hidden_size=getattr(model, "hidden_size", None)))
+    elif not base and str(f.train.get("deepspeed", "")).endswith(".json"):
+        _ds_stage_from_name(f.train["deepspeed"], kw, assumed)
     elif f.engine in ("swift", "llamafactory") and "strategy" not in kw and not base:
         kw["strategy"] = "ddp"
     if base and f.engine and not f.ds_config and "deepspeed" not in f.train and kw.get("strategy", "").startswith("zero") \
