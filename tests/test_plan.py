@@ -221,3 +221,9 @@ def test_plan_never_ranks_a_gpu_that_cannot_run_the_kernel(capsys):
     assert doc["plans"] and {p["gpu"] for p in doc["plans"]} <= {"H100-SXM", "H800-SXM", "H200-SXM", "H20"}
     rej = {r["instance_type"]: r for r in doc["rejected"] if r["code"] == "kernel-support"}
     assert "generic-8xA100-80GB" in rej and "--attention sdpa" in rej["generic-8xA100-80GB"]["fix"]
+
+
+def test_rl_target_without_rl_says_so_first(capsys):
+    """`plan --target verl --steps 10` (no --rl) answered "how many tokens to train on?"."""
+    assert main(["plan", "Qwen3-8B", "--steps", "10", "--target", "verl", "--gpu", "H100"]) == 2
+    assert "pass --rl" in capsys.readouterr().err

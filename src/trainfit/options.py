@@ -282,6 +282,10 @@ def plan_request_from_values(model: Any, values: Mapping[str, Any]) -> Any:
     if target is not None:
         values = _rl_framework_of_target(target, values)
     rl = rl_config_from_values(values)
+    if target is not None:  # an RL target without --rl (or the reverse) before "how many tokens?"
+        from trainfit.launch.targets import check_target
+
+        check_target(target, values.get("framework"), rl=rl is not None)
     tokens = values.get("tokens")
     if rl is not None:
         for name, why in (("seq_len", "the sequence is --prompt-len + --response-len"),

@@ -420,3 +420,13 @@ def test_render_warns_when_hf_moe_speed_assumed_the_transformers4_loop(rendered)
     assert experts_mismatch(["swift"], wl.with_(tp=2, strategy="zero1"), True) == ()  # megatron sft
     assert not any("grouped_mm" in x for x in rendered["zero3"][1].warnings)  # that scenario plans grouped_mm
     assert not any("per-expert" in x for x in rendered["megatron"][1].warnings)
+
+
+def test_rl_launches_write_no_attention_kernel_so_no_kernel_warning(tmp_path, capsys):
+    """verl / swift rlhf launches do not write --attention: render must not say `check` rejects them."""
+    from trainfit.check import check_file
+
+    assert main(["render", "Qwen3-8B", "--rl", "grpo", "--gpu", "A100", "--attention", "flash3", "--num-generations",
+                 "8", "--strategy", "fsdp", "--gpus", "8", "--out", str(tmp_path)]) == 0
+    assert "FlashAttention-3" not in capsys.readouterr().out
+    assert not [v for v in check_file(tmp_path / "verl_rl.sh").violations if v.rule == "kernel-support"]

@@ -181,7 +181,7 @@ def _kernel_gaps(ctx: RenderContext) -> tuple[str, ...]:
     from trainfit.plan.hardware import gpu_class_of
 
     spec = getattr(ctx.plan, "gpu_spec", None)
-    if spec is None:
+    if spec is None or getattr(ctx.plan, "rl", None) is not None:  # the RL launches write no attention kernel
         return ()
     return tuple(f"{gap} (`trainfit check` rejects these files: rule kernel-support)"
                  for gap in kernel_gaps(ctx.workload.attention, gpu_class_of(spec), ctx.plan.gpu))
