@@ -109,3 +109,13 @@ def test_check_reports_the_rl_verdict_the_render_warned_about(tmp_path, capsys):
     assert "the plan's verdict is unknown" in capsys.readouterr().out
     mem = [v for v in check_file(tmp_path / "swift_rlhf.sh").violations if v.rule == "memory-fit"]
     assert len(mem) == 1 and mem[0].severity == "info" and "host RAM" in mem[0].message
+
+
+def test_residual_over_the_gpu_is_not_a_negative_free_memory(capsys):
+    """'only -42.8 GiB are free beside the trainer's residual' when the residual alone exceeds the GPU."""
+    from trainfit.cli import main
+
+    main(["memory", "Qwen3-8B", "--rl", "grpo", "--rl-framework", "verl", "--strategy", "zero3",
+          "--num-generations", "8", "--gpu", "H100"])
+    out = capsys.readouterr().out
+    assert "only -" not in out and "alone" in out

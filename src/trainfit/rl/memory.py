@@ -360,9 +360,11 @@ def _phase_terms(rl: RLConfig, tr: _Trainer, eng: _Engine, res: _Residual, bucke
     if rl.colocate and not rl.trainer_offload:
         free_for_engine = float(gpu_mem_gib) * GIB - res.total_b
         if budget > free_for_engine:
-            warnings.append(f"rollout utilisation {rl.rollout_util:g} asks for {budget / GIB:.1f} GiB but only "
-                            f"{free_for_engine / GIB:.1f} GiB are free beside the trainer's residual "
-                            f"({res.total_b / GIB:.1f} GiB)")
+            free = (f"only {free_for_engine / GIB:.1f} GiB are free beside the trainer's residual "
+                    f"({res.total_b / GIB:.1f} GiB)" if free_for_engine > 0 else
+                    f"the trainer's residual alone ({res.total_b / GIB:.1f} GiB) is over the GPU's "
+                    f"{float(gpu_mem_gib):g} GiB")
+            warnings.append(f"rollout utilisation {rl.rollout_util:g} asks for {budget / GIB:.1f} GiB but {free}")
     return terms, phases
 
 
