@@ -430,3 +430,12 @@ def test_rl_launches_write_no_attention_kernel_so_no_kernel_warning(tmp_path, ca
                  "8", "--strategy", "fsdp", "--gpus", "8", "--out", str(tmp_path)]) == 0
     assert "FlashAttention-3" not in capsys.readouterr().out
     assert not [v for v in check_file(tmp_path / "verl_rl.sh").violations if v.rule == "kernel-support"]
+
+
+def test_all_plus_a_named_target_renders_both(rendered):
+    """`--target all,monitoring` dropped monitoring (an on-request target) and `all,swiftt` passed the typo."""
+    ctx = rendered["lora1"][1].context
+    res = render(ctx, "all,monitoring")
+    assert "prometheus-scrape.yaml" in res.files and "swift_sft.sh" in res.files
+    with pytest.raises(RenderError, match="did you mean swift"):
+        render(ctx, "all,swiftt")

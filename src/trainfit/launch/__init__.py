@@ -146,7 +146,8 @@ def render(ctx: RenderContext, targets: list[str] | tuple[str, ...] | str | None
     want_all = "all" in targets
     rl_plan = getattr(ctx.plan, "rl", None) is not None
     kind = [t for t in TARGETS if (t in RL_TARGETS) == rl_plan and t not in ON_REQUEST]
-    chosen = kind if want_all else list(dict.fromkeys(targets))
+    named = [t for t in dict.fromkeys(targets) if t != "all"]
+    chosen = (kind + [t for t in named if t not in kind]) if want_all else named  # all,monitoring: both
     unknown = [t for t in chosen if t not in TARGETS]
     if unknown:
         from trainfit.errors import did_you_mean
