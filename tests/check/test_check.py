@@ -227,3 +227,15 @@ def test_a_deepspeed_config_not_beside_the_file_is_read_from_its_name(ds, strate
     rb = read_workload(read_facts(f), CheckOptions(gpu="A10", gpus_per_node=4))
     assert (rb.workload.strategy, rb.workload.offload) == (strategy, offload)
     assert any(ds in a for a in rb.assumed)
+
+
+def test_monitoring_configs_are_named_as_such(tmp_path, rendered):
+    """render --target monitoring writes a Prometheus scrape config and a Grafana dashboard; `check` on them said
+    'YAML/JSON of unknown kind'."""
+    from trainfit.launch import render
+
+    res = render(rendered["lora1"][1].context, "monitoring")
+    for name, text in res.files.items():
+        (tmp_path / name).write_text(text)
+        with pytest.raises(CheckInputError, match="monitoring config"):
+            check_file(tmp_path / name)

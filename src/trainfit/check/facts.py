@@ -204,6 +204,12 @@ def _training_from_scripts(f: JobFacts, base: Path) -> None:
                 f.notes.append(f"could not read the DeepSpeed config {ds}")
 
 
+def _monitoring(sp: str) -> CheckInputError:
+    return CheckInputError(f"{sp} is a monitoring config (Prometheus scrape config or Grafana dashboard), not a "
+                           "training job: there is nothing to check in it",
+                           fix="check the launch files (swift_sft.sh, launch.sh, dlc_job.json, ...)")
+
+
 def _llamafactory_file(f: JobFacts, p: Path) -> None:
     docs = _load_yaml(read_text(p), str(p))
     if docs and isinstance(docs[0], dict):
@@ -280,6 +286,8 @@ def _read_facts(path: str | Path) -> JobFacts:
                                                                 "train_batch_size", "bf16", "fp16")):
             f.kind = "deepspeed"
             _deepspeed(data, f)
+        elif isinstance(data, dict) and "panels" in data:
+            raise _monitoring(sp)
         elif isinstance(data, dict) and str(data.get("schema", "")).startswith("trainfit.plan"):
             raise CheckInputError(f"{sp} is a trainfit plan (`trainfit plan --json`), not a job file",
                                   fix=f"render it first: `trainfit render --plan {sp} --out job/`, then "
@@ -302,6 +310,8 @@ def _read_facts(path: str | Path) -> JobFacts:
         elif any(k in doc for k in ("run", "resources", "num_nodes", "setup", "file_mounts")):
             f.kind = "skypilot"
             _skypilot(doc, f)
+        elif "scrape_configs" in doc:
+            raise _monitoring(sp)
         else:
             raise CheckInputError(f"{sp}: YAML of unknown kind (not a PyTorchJob, SkyPilot task or LLaMA-Factory "
                                   "config)", fix="pass one of those, or a shell script / DLC JSON")

@@ -211,7 +211,7 @@ def readme(result: RenderResult) -> str:
               f"`{ctx.ckpt_dir}`; the launch scripts resume from the newest checkpoint there.",
               f"- Values containing `{PLACEHOLDER}` must be filled in before submitting (`trainfit check` "
               "lists them).",
-              "- Next: `trainfit check FILE` on any of these, then `trainfit submit DIR` (dry run) and "
+              "- Next: `trainfit check FILE` on any job file here (not the monitoring configs), then `trainfit submit DIR` (dry run) and "
               "`trainfit submit DIR --yes`.", ""]
     return "\n".join(lines)
 
