@@ -208,3 +208,17 @@ def test_freeze_gc_keeps_frozen_layer_inputs():
     e = estimate_memory(M8, Workload(method="freeze", freeze_trainable_layers=4, seq_len=4096))
     assert e.breakdown_gib["activations"] * GIB >= 36 * 2 * h * 4096
     assert e.tensor_peak_gib == pytest.approx(26.2762, rel=0.005)
+
+
+def test_megatron_eager_attention_says_its_scores_are_not_counted():
+    """`--attention eager` on a Megatron layout renders `--attention_backend unfused`, whose S x S softmax the
+    Megatron activation count leaves out (same GiB as sdpa): the estimate must say so rather than look exact."""
+    from trainfit.estimate.memory import estimate_memory
+    from trainfit.models import get_model
+    from trainfit.workload import Workload
+
+    m = get_model("Qwen3-8B")
+    wl = Workload(method="full", gpus=8, tp=2, strategy="zero1", attention="eager")
+    assert any(a.startswith("NOT COUNTED") for a in estimate_memory(m, wl).assumptions)
+    assert not any(a.startswith("NOT COUNTED") for a in estimate_memory(m, wl.with_(attention="sdpa")).assumptions)
+    assert not any(a.startswith("NOT COUNTED") for a in estimate_memory(m, wl.with_(tp=1)).assumptions)

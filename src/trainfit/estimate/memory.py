@@ -211,6 +211,10 @@ def _step_notes(m: ModelShape, wl: Workload, in_flight: int) -> list[str]:
         notes.append("Qwen3-Next Gated DeltaNet activations are an approximate per-tensor count (not traced)")
     if wl.attention in ("flash", "flash3"):
         notes.append("flash-attention saves out + log-sum-exp like sdpa (counted the same)")
+    if wl.attention == "eager" and wl.uses_megatron and m.arch != "next":
+        notes.append("NOT COUNTED: Megatron-Core's unfused attention (--attention eager, --attention_backend unfused) "
+                     "also keeps the S x S softmax of every head for backward; the Megatron activation count assumes a "
+                     "fused/flash kernel, so this estimate is low at long sequences (use sdpa or flash)")
     return notes
 
 
