@@ -239,3 +239,12 @@ def test_monitoring_configs_are_named_as_such(tmp_path, rendered):
         (tmp_path / name).write_text(text)
         with pytest.raises(CheckInputError, match="monitoring config"):
             check_file(tmp_path / name)
+
+
+def test_render_for_a_gpu_without_instance_is_not_checked_as_pai_public(tmp_path):
+    """`render Qwen3-8B --gpus 8 --gpu H800` (a generic plan: no instance type) gave a pai-public-quota warning in
+    `check` (the script reads PAI-DLC's variables, and no instance said otherwise) although plan and render treat
+    it as a generic cluster; the header's resource class now decides."""
+    assert main(["render", "Qwen3-8B", "--method", "lora", "--gpus", "8", "--gpu", "H800", "--target", "swift",
+                 "--out", str(tmp_path)]) == 0
+    assert "pai-public-quota" not in {v.rule for v in check_file(tmp_path / "swift_sft.sh").violations}

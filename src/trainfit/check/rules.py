@@ -201,7 +201,8 @@ def job_context(f: JobFacts, o: CheckOptions):
 
     inst = _first_instance([*f.instance_types, o.instance_type, f.plan.get("instance_type")])
     lingjun = any(_is_lingjun(t) for t in f.instance_types)
-    rclass = getattr(inst, "resource_class", None)
+    # the instance's class, else the trainfit header's (a render for a GPU without an instance type is "generic")
+    rclass = getattr(inst, "resource_class", None) or (f.plan.get("resource_class") or None)
     if lingjun:
         rclass = "pai-lingjun"
     elif f.platform == "pai-dlc" and (f.resource_id or f.spot):
