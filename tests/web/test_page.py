@@ -207,3 +207,23 @@ def test_check_upload(page, server):
     page.wait_for_selector("#check-result li")
     text = page.inner_text("#check-result")
     assert "dlc_public_cap.json" in text and "error" in text
+
+
+def test_memory_view_shows_why_and_what_the_gpu_cannot_run(page, server):
+    """The CLI prints the verdict's reasons and the kernel gate (FlashAttention-3 off Hopper); the page showed
+    neither, so 'fits' on an A100 with flash3 looked runnable."""
+    page.goto(server + "/")
+    page.wait_for_selector("body[data-loaded]")
+    page.select_option("#model", "Qwen3-8B")
+    page.select_option("#method", "lora")
+    page.select_option("#gpu", "A100-80GB-SXM")
+    page.click("#more summary")
+    page.select_option("#f-attention", "flash3")
+    page.click("#run-memory")
+    page.wait_for_selector("body[data-ready=memory]")
+    assert "FlashAttention-3" in page.inner_text("#mem-warnings")
+    page.select_option("#gpu", "A10")
+    page.select_option("#f-attention", "sdpa")
+    page.click("#run-memory")
+    page.wait_for_selector("#history .hrow:nth-child(2)")
+    assert "safety margin" in page.inner_text("#mem-warnings")  # tight: the reason the CLI prints

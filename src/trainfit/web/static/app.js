@@ -212,6 +212,9 @@ function showMemory(d, record = true) {
     [t("params"), `${fmt(d.params.total / 1e9, 2)}B (${t("trainable")} ${fmt(d.params.trainable / 1e6, 1)}M)`]];
   $("#mem-facts").replaceChildren(...facts.flatMap(([k, v2]) => [el("dt", { text: k }), el("dd", { text: v2 })]));
   $("#mem-facts").querySelectorAll("dd")[1].id = "max-micro-batch";
+  // why the verdict is not "fits", and what the GPU cannot run (FlashAttention-3 off Hopper): as the CLI prints
+  $("#mem-warnings").replaceChildren(...[...((d.fit && d.verdict !== "fits") ? d.fit.reasons || [] : []),
+    ...(d.warnings || [])].map((w) => el("li", { text: w })));
   $("#suggestions").replaceChildren(...(d.suggestions || []).map((s) => {
     const b = el("button", { type: "button", class: "apply" }, t("apply"));
     b.addEventListener("click", () => applyOptions(s.options || {}));
