@@ -227,3 +227,12 @@ def test_rl_target_without_rl_says_so_first(capsys):
     """`plan --target verl --steps 10` (no --rl) answered "how many tokens to train on?"."""
     assert main(["plan", "Qwen3-8B", "--steps", "10", "--target", "verl", "--gpu", "H100"]) == 2
     assert "pass --rl" in capsys.readouterr().err
+
+
+def test_gpu_no_instance_has_is_one_error_naming_the_gpus(capsys):
+    """`plan --provider alibaba --gpu A100` printed only 'no instance type fits these limits' (no rejection, no
+    reason): the bundled Alibaba catalog has no A100."""
+    assert main(["plan", "Qwen3-8B", "--method", "lora", "--tokens", "200M", "--provider", "alibaba",
+                 "--gpu", "A100"]) == 2
+    err = capsys.readouterr().err
+    assert "has A100-80GB-SXM" in err and "A10, A30" in err

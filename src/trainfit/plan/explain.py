@@ -63,3 +63,16 @@ def memory_fix(req: PlanRequest, w: Workload, gpu: Any) -> str:
 
 
 __all__ = ["explain_rejection", "memory_fix"]
+
+
+def no_instance_has(req: Any, gpu_filter: Any, instances: Any) -> None:
+    """--gpu filtered out every instance type (``--provider alibaba --gpu A100``): one error naming the GPUs the
+    other filters leave, instead of an empty result."""
+    have = sorted({str(i.gpu) for i in instances if i.gpu})
+    from trainfit.errors import PlanError
+
+    raise PlanError(f"no instance type in the catalog{f' of --provider {req.provider}' if req.provider else ''}"
+                    f"{f' / --resource-class {req.resource_class}' if req.resource_class else ''} has "
+                    f"{gpu_filter.name}" + (f" (their GPUs: {', '.join(have)})" if have else ""),
+                    fix="pick one of those GPUs or drop --gpu; for a Lingjun quota name its GPU with --resource-class "
+                        "pai-lingjun --gpu NAME; private instance types go in ~/.config/trainfit/catalog.yaml")

@@ -262,6 +262,10 @@ def plan(req: PlanRequest) -> PlanResult:
         except TrainfitError as e:
             rejected.append(Rejection(instance_type=inst.instance_type, provider=inst.provider, code=e.code,
                                       reason=e.message, fix=e.fix))
+    if not plans and not rejected and gpu_filter is not None:
+        from trainfit.plan.explain import no_instance_has
+
+        no_instance_has(req, gpu_filter, _instances(req))
     if req.target is not None:  # the plan records the launcher it was planned for (render writes it)
         from dataclasses import replace
 
