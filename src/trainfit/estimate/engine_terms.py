@@ -33,6 +33,12 @@ def elementwise_units(model: ModelShape, wl: Workload, tokens_step_gpu: float, r
     return units * scale, moe_units_b * scale
 
 
+def _zero3_fetch_passes(wl: Workload) -> int:
+    """Passes per micro-batch in which ZeRO-3 fetches a module: forward, backward, and the recomputed forward
+    under activation checkpointing."""
+    return 2 + (1 if wl.grad_ckpt else 0)
+
+
 def kernel_units(model: ModelShape, wl: Workload, family: str, passes: float,
                  visited: float, z3_leaf_moe: bool = True) -> tuple[float, float, float, float]:
     """(layer kernel units incl. LoRA, grouped-MoE kernel units, eager expert visits, ZeRO-3 fetches) per step.
@@ -55,10 +61,9 @@ def kernel_units(model: ModelShape, wl: Workload, family: str, passes: float,
     expert_units = m * (model.n_moe_layers / wl.pp) * passes * visited
     zero3_fetches = 0.0
     if family == "hf" and model.is_moe and wl.strategy == "zero3":
-        fetch_passes = 2 + (1 if wl.grad_ckpt else 0)  # forward, backward (+ recompute forward)
         # the whole block (a leaf module, or transformers 5's stacked experts module), else gate, up, down per expert
         per_block = 1.0 if (z3_leaf_moe or not visited) else visited * 3
-        zero3_fetches = m * model.n_moe_layers * per_block * fetch_passes
+        zero3_fetches = m * model.n_moe_layers * per_block * _zero3_fetch_passes(wl)
         if wl.nodes > 1:
             zero3_fetches *= ZERO3_INTER_NODE_FACTOR
     return layer_units + lora_kernel_units, moe_units, expert_units, zero3_fetches
@@ -105,8 +110,7 @@ def zero3_module_fetches(model: ModelShape, wl: Workload, family: str) -> float:
         if lora and t.layer_type != "global" and t.kind == "linear" and lora_targeted(t, wl.lora_targets):
             out_dim, in_dim = t.shape[0], t.shape[-1]
             n += t.count * ((wl.lora_rank * in_dim >= threshold) + (wl.lora_rank * out_dim >= threshold))
-    fetch_passes = 2 + (1 if wl.grad_ckpt else 0)
-    return wl.grad_accum * fetch_passes * n / wl.pp
+    return wl.grad_accum * _zero3_fetch_passes(wl) * n / wl.pp
 
 
 def optimizer_seconds(model: ModelShape, wl: Workload, hw: Any, trainable_params: float | None,

@@ -120,7 +120,6 @@ def _peak(wl: Workload, hw: Hardware, warnings: list[str]) -> tuple[str, float]:
         else:
             warnings.append(f"{hw.name} has no FP8 tensor cores; FP8 is estimated at the 16-bit peak")
             precision = "bf16"
-    warnings.extend(kernel_gaps(wl.attention, hw.gpu_class, hw.name))
     if precision in ("bf16", "amp-bf16") and not hw.supports_bf16:
         warnings.append(f"{hw.name} has no bf16 tensor cores: bf16 matmuls fall back to slow paths; use fp16. "
                         f"Estimated at the fp16 peak, which is optimistic")
@@ -224,6 +223,7 @@ def estimate_speed(model: ModelShape, workload: Workload, hardware: Hardware, *,
 
     # ---- compute: peak, then the engine model or a fixed efficiency
     precision, peak = _peak(wl, hw, warnings)
+    warnings.extend(kernel_gaps(wl.attention, hw.gpu_class, hw.name))
     eff_sources: tuple[str, ...] = ()
     flops_per_gpu_step = fl.hardware_flops * tokens_per_step / wl.gpus
     if efficiency is None:

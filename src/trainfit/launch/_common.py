@@ -13,6 +13,8 @@ from trainfit.workload import Workload
 OPTIMIZERS = {"adamw-fused": "adamw_torch_fused", "adamw-foreach": "adamw_torch", "adamw-8bit": "adamw_bnb_8bit",
               "paged-adamw-8bit": "paged_adamw_8bit", "sgd": "sgd", "adafactor": "adafactor"}
 SWIFT_ATTN = {"flash": "flash_attn", "flash3": "flash_attention_3", "sdpa": "sdpa", "eager": "eager"}
+SWIFT_ATTN_READ = {**{v: k for k, v in SWIFT_ATTN.items()}, "flash_attention_2": "flash"}
+"""``--attn_impl`` values read back (transformers' ``flash_attention_2`` is what ms-swift calls ``flash_attn``)."""
 MEGATRON_ATTN = {"sdpa": "auto", "flash": "flash_2", "flash3": "flash_3", "eager": "unfused"}
 """``megatron sft --attention_backend`` (ms-swift >= 4.3 names ``flash_2``/``flash_3``). ``sdpa`` (the engine's own
 choice) is written as ``auto``: TransformerEngine then picks, and gives its cuDNN fused attention preference over
@@ -198,7 +200,6 @@ def swift_workload(args: dict[str, str], *, num_layers: int | None, gpus: int | 
     kw: dict = {}
     assumed: list[str] = []
     inv_opt = {v: k for k, v in OPTIMIZERS.items()}
-    inv_attn = {v: k for k, v in SWIFT_ATTN.items()}
     tuner = (args.get("tuner_type") or args.get("train_type") or "").lower()
     if args.get("quant_bits") == "4":
         kw["method"] = "qlora"
@@ -232,8 +233,8 @@ def swift_workload(args: dict[str, str], *, num_layers: int | None, gpus: int | 
     else:
         kw["precision"] = "bf16"
     impl = args.get("attn_impl")
-    if impl in inv_attn or impl == "flash_attention_2":  # transformers' name for what ms-swift calls flash_attn
-        kw["attention"] = inv_attn.get(impl, "flash")
+    if impl in SWIFT_ATTN_READ:
+        kw["attention"] = SWIFT_ATTN_READ[impl]
     elif impl:
         assumed.append(f"attn_impl {impl}: not one trainfit models, read as sdpa")
     megatron = any(k in args for k in ("tensor_model_parallel_size", "expert_model_parallel_size",

@@ -62,9 +62,6 @@ def memory_fix(req: PlanRequest, w: Workload, gpu: Any) -> str:
     return "a shorter --seq-len or a GPU with more memory"
 
 
-__all__ = ["explain_rejection", "memory_fix"]
-
-
 def no_instance_has(req: Any, gpu_filter: Any, instances: Any) -> None:
     """--gpu filtered out every instance type (``--provider alibaba --gpu A100``): one error naming the GPUs the
     other filters leave, instead of an empty result."""
@@ -76,3 +73,7 @@ def no_instance_has(req: Any, gpu_filter: Any, instances: Any) -> None:
                     f"{gpu_filter.name}" + (f" (their GPUs: {', '.join(have)})" if have else ""),
                     fix="pick one of those GPUs or drop --gpu; for a Lingjun quota name its GPU with --resource-class "
                         "pai-lingjun --gpu NAME; private instance types go in ~/.config/trainfit/catalog.yaml")
+
+
+__all__ = ["explain_rejection", "memory_fix", "no_instance_has"]
+
