@@ -195,7 +195,9 @@ def test_gc_never_more_activations(name, kw):
 def test_more_sharding_gpus_never_more_per_gpu(name, kw, stage):
     m = get_model(name)
     prev = None
-    for g in (1, 2, 4, 8, 16, 32):
+    # ZeRO-3 on one rank gathers nothing (parameters are views of their partitions); from 2 ranks on it holds
+    # gathered layers, so a small PEFT model can need more per GPU on 2 GPUs than on 1 (estimate/zero3.py)
+    for g in ((2, 4, 8, 16, 32) if stage == "zero3" else (1, 2, 4, 8, 16, 32)):
         e = estimate_memory(m, Workload(**kw, gpus=g, gpus_per_node=min(g, 8), strategy=stage)).tensor_peak_gib
         if prev is not None:
             assert e <= prev + 1e-9

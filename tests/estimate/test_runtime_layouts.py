@@ -59,8 +59,10 @@ def test_pipeline_first_stage_holds_pp_microbatches_and_last_stage_the_loss():
 def test_zero3_step_converts_one_sub_group_at_a_time():
     m = get_model("Qwen3-32B")
     st = cached_states(m, Workload(gpus=8, strategy="zero3"))
-    assert st.trainable_rank > DS_SUB_GROUP_SIZE
-    assert st.step_temp == pytest.approx(4 * st.trainable_sharded * DS_SUB_GROUP_SIZE / st.trainable_rank)
+    assert st.trainable_sharded > 2 * DS_SUB_GROUP_SIZE  # 4.1e9 partition elements: several sub-groups
+    # one sub-group of at least 1e9 partition elements, flattened in bf16 and cast to fp32 (2 + 4 B), not the
+    # whole partition (estimate/zero3.py)
+    assert 6 * DS_SUB_GROUP_SIZE <= st.step_temp < 6 * st.trainable_sharded / 2
     z2 = cached_states(m, Workload(gpus=8, strategy="zero2"))
     assert z2.step_temp == pytest.approx(4 * z2.trainable_sharded)
 

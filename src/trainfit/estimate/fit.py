@@ -7,8 +7,10 @@ would make it fit.
 
 * ``fits``: ``reserved_gib`` <= usable GPU memory x (1 - margin), and host RAM known and sufficient (or small
   enough that any GPU server has it, :data:`HOST_RAM_FLOOR_GIB_PER_GPU`);
-* ``tight``: inside the safety margin (usable x (1 - margin) < reserved <= usable), or host RAM within 90-100 %;
-* ``oom``: more than the GPU's usable memory, or more host RAM than the node has;
+* ``tight``: inside the safety margin (usable x (1 - margin) < reserved <= usable), or host RAM within 90-100 %,
+  or a reserve above usable memory that only its releasable cache (``MemoryEstimate.releasable_cache_gib``: cached
+  blocks the caching allocator frees and retries with before it fails) takes over it;
+* ``oom``: more than the GPU's usable memory without that cache, or more host RAM than the node has;
 * ``unknown``: the GPU part fits but the node's host RAM is unknown and the job needs more than the floor.
 
 ``reserved_gib`` is what the GPU really needs (tensor peak plus allocator and CUDA/NCCL overhead); usable
@@ -105,9 +107,13 @@ def decide_fit(est: MemoryEstimate, *, usable_gib: float, gpus_per_node: int = 1
         raise WorkloadError(f"the safety margin must be in [0, 0.5), got {margin}")
     r = est.reserved_gib
     reasons: list[str] = []
-    if r > usable_gib:
+    if r - est.releasable_cache_gib > usable_gib:
         gv = "oom"
         reasons.append(f"needs {r:.1f} GiB per GPU > {usable_gib:.4g} GiB usable")
+    elif r > usable_gib:
+        gv = "tight"
+        reasons.append(f"reserves {r:.1f} GiB per GPU > {usable_gib:.4g} GiB usable, {est.releasable_cache_gib:.1f} GiB "
+                       "of it cached blocks the allocator frees and retries with before failing: runs at the limit")
     elif r > usable_gib * (1 - margin):
         gv = "tight"
         reasons.append(f"needs {r:.1f} GiB per GPU: inside the {margin:.0%} safety margin of {usable_gib:.4g} GiB "

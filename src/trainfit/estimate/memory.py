@@ -31,6 +31,7 @@ from trainfit.estimate.runtime import ddp_broadcast_staging_bytes, megatron_core
 from trainfit.estimate.states import (ADAM8_STATE_BYTES, DS_PREFETCH_BUCKET, DS_REDUCE_BUCKET, GIB,
                                       NF4_BYTES, ModelStates, any_layer_tensor, cached_states, model_state_gib,
                                       mp_shard, rank_layers)
+from trainfit.estimate.zero3 import largest_compute_block_bytes, step_segment_reserve_bytes
 from trainfit.models.shapes import ModelShape
 from trainfit.workload import Workload
 
@@ -104,6 +105,14 @@ class MemoryEstimate:
     activation_bytes_per_token_layer: int
     """Saved activation bytes per token of the largest decoder layer (no recomputation)."""
     assumptions: tuple[str, ...] = field(default=())
+    releasable_cache_gib: float = 0.0
+    """Part of ``reserved_gib`` that is cached, not live, and that the caching allocator gives back and retries
+    with before it raises OOM (the ZeRO-3 step's separate segments, estimate/zero3.py): it shows in
+    nvidia-smi and ``max_memory_reserved`` but does not by itself cause OOM (estimate.fit.decide_fit)."""
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.releasable_cache_gib <= self.reserved_gib:
+            raise ValueError(f"releasable_cache_gib must be in [0, reserved_gib], got {self.releasable_cache_gib}")
 
     def to_dict(self) -> dict:
         return {
@@ -115,6 +124,7 @@ class MemoryEstimate:
             "breakdown_gib": {k: round(v, 3) for k, v in self.breakdown_gib.items()},
             "phases_gib": {k: round(v, 3) for k, v in self.phases_gib.items()},
             "host_ram_gib": round(self.host_ram_gib, 1),
+            "releasable_cache_gib": round(self.releasable_cache_gib, 3),
             "assumptions": list(self.assumptions),
         }
 
@@ -125,7 +135,7 @@ class MemoryEstimate:
                 "breakdown_gib": dict(self.breakdown_gib), "phases_gib": dict(self.phases_gib),
                 "host_ram_gib": self.host_ram_gib,
                 "activation_bytes_per_token_layer": self.activation_bytes_per_token_layer,
-                "assumptions": list(self.assumptions)}
+                "assumptions": list(self.assumptions), "releasable_cache_gib": self.releasable_cache_gib}
 
     @classmethod
     def from_dict(cls, d: dict) -> "MemoryEstimate":
@@ -133,7 +143,8 @@ class MemoryEstimate:
                    reserved_gib=d["reserved_gib"], peak_phase=d["peak_phase"], breakdown_gib=dict(d["breakdown_gib"]),
                    phases_gib=dict(d["phases_gib"]), host_ram_gib=d["host_ram_gib"],
                    activation_bytes_per_token_layer=d["activation_bytes_per_token_layer"],
-                   assumptions=tuple(d.get("assumptions") or ()))
+                   assumptions=tuple(d.get("assumptions") or ()),
+                   releasable_cache_gib=d.get("releasable_cache_gib", 0.0))
 
 
 # --------------------------------------------------------------------------------------- main
@@ -423,6 +434,20 @@ def _last_stage(s: _Step) -> _Step:
                       final_norm=final_norm, loss_fwd_peak=loss_fwd_peak, loss_bwd_peak=loss_bwd_peak)
 
 
+def _zero3_step_segments(s: _Step, cands: list[_Cand], *, extra: float) -> float:
+    """Reserved bytes above the tensor peak from the ZeRO-3 step's new segments (estimate/zero3.py); 0 otherwise.
+    ``extra``: runtime bytes added to every candidate (resident)."""
+    st, wl = s.st, s.wl
+    if wl.strategy != "zero3" or not st.step_temp:
+        return 0.0
+    resident = st.weights + st.gradients + st.optimizer + extra
+    transient = max(sum(c[1:]) - resident - st.weights_gathered for c in cands if c[0] != "optimizer")
+    block = largest_compute_block_bytes(s.m, tokens=s.T, tp=wl.tp, act_divisor=s.tpd,
+                                        standard_loss=wl.loss == "standard")
+    return step_segment_reserve_bytes(gathered=st.weights_gathered, transient=max(0.0, transient),
+                                      step_temp=st.step_temp, step_block=st.step_block, largest_block=block)
+
+
 def _estimate(m: ModelShape, wl: Workload, overhead: OverheadModel) -> MemoryEstimate:
     params = _cached_counts(m, wl.method, wl.lora_rank, tuple(wl.lora_targets), wl.freeze_trainable_layers)
     st = cached_states(m, wl)
@@ -441,6 +466,11 @@ def _estimate(m: ModelShape, wl: Workload, overhead: OverheadModel) -> MemoryEst
     tensor_peak = sum(peak[1:]) / GIB
     fixed = overhead.outside_allocator_gib(wl)
     ov = fixed + overhead.allocator_slack_fraction * tensor_peak
+    seg = _zero3_step_segments(step, cands, extra=sum(t.bytes for t in rt))
+    if seg:
+        ov += seg / GIB
+        assumptions.append(f"ZeRO-3 optimizer step: its sub-group temporaries ({st.step_temp / GIB:.1f} GiB) cannot "
+                           f"reuse the backward's cached blocks; {seg / GIB:.1f} GiB more reserved than allocated")
     # DDP's construction broadcast under recordStream (estimate/runtime.py): the module plus its flat copies,
     # reserved before the first step; the cached segments then serve the step, so the larger of the two counts
     staging = ddp_broadcast_staging_bytes(wl, st.weights, nccl_record_stream=overhead.nccl_record_stream)
@@ -459,5 +489,6 @@ def _estimate(m: ModelShape, wl: Workload, overhead: OverheadModel) -> MemoryEst
         model=m.name, params=params, tensor_peak_gib=tensor_peak, reserved_gib=tensor_peak + ov,
         peak_phase=peak[0], breakdown_gib=breakdown,
         phases_gib={k: phases_total[k] / GIB for k in PHASES}, host_ram_gib=host,
-        activation_bytes_per_token_layer=int(step.prof.max_per_token), assumptions=tuple(assumptions))
+        activation_bytes_per_token_layer=int(step.prof.max_per_token), assumptions=tuple(assumptions),
+        releasable_cache_gib=seg / GIB)
 

@@ -15,6 +15,8 @@ from typing import NamedTuple
 
 from trainfit.estimate.params import freeze_trainable_layer_ids, lora_params_of, lora_targeted
 from trainfit.estimate.runtime import megatron_core
+from trainfit.estimate.zero3 import (DS_SUB_GROUP_SIZE, gathered_weights_apply, largest_sub_group_elems,  # noqa: F401
+                                     step_temp_bytes)
 from trainfit.models.shapes import ModelShape, ParamTensor
 from trainfit.workload import Workload
 
@@ -29,12 +31,6 @@ ADAM8_STATE_BYTES = 2 * (1 + 4 / 256)
 #: 5e8 elements, stage3_prefetch_bucket_size 5e7 elements.
 DS_REDUCE_BUCKET = 500_000_000
 DS_PREFETCH_BUCKET = 50_000_000
-#: DeepSpeed ZeRO-3 ``sub_group_size`` default, 1e9 elements (deepspeed/runtime/zero/config.py; also the value
-#: of the ms-swift, LLaMA-Factory and FlagPerf ZeRO-3 configs). ZeRO-3 steps the optimizer one sub-group at a
-#: time and frees the fp32 gradient of a sub-group after its step (``_release_sub_group`` in
-#: deepspeed/runtime/zero/stage3.py): only one sub-group's fp32 gradient partition is alive at once.
-#: https://github.com/deepspeedai/DeepSpeed/blob/master/deepspeed/runtime/zero/stage3.py
-DS_SUB_GROUP_SIZE = 1_000_000_000
 #: Footprint of DeepSpeed ZeRO-1/2 ``overlap_comm`` in units of the two bucket settings: "overlap_comm uses 4.5x
 #: the allgather_bucket_size and reduce_bucket_size values. So if they are set to 5e8, this requires a 9GB
 #: footprint (5e8 x 2Bytes x 2 x 4.5)" (Hugging Face Transformers DeepSpeed guide, ZeRO-2 configuration,
@@ -94,6 +90,9 @@ class ModelStates:
     """Bytes of one tied embedding/LM-head gradient (unsharded), else 0."""
     notes: tuple[str, ...]
     """Assumptions the states rest on (shown with the estimate)."""
+    step_block: float = 0.0
+    """Largest single tensor of the optimizer step (bytes): ZeRO-3's fp32 gradient of the largest sub-group
+    (estimate/zero3.py), else 0."""
 
 
 class _Storage(NamedTuple):
@@ -125,6 +124,9 @@ class _Sums:
     grad_embedding: float = 0.0
     grad_by_ids: dict = field(default_factory=dict)
     tied_grad: float = 0.0
+    sub_group_parts: dict = field(default_factory=dict)
+    """ZeRO-3: tensor name -> (partition elements per copy on this rank, trainable layer ids), for the
+    optimizer's sub-group walk (estimate/zero3.py)."""
 
 
 def _storage(wl: Workload, notes: list[str]) -> _Storage:
@@ -222,6 +224,7 @@ def _walk_tensors(m: ModelShape, wl: Workload, s: _Storage) -> _Sums:
     trainable_sharded = trainable_rank = largest_trainable = 0.0
     grad_global = grad_embedding = tied_grad = 0.0
     grad_by_ids: dict[tuple[int, ...], float] = {}
+    parts: dict[str, tuple[float, frozenset[int]]] = {}
     for t in m.tensors():
         f = mp_shard(wl, t)
         # experts with expert TP 1: the tensor-parallel ranks hold whole experts, so the expert data-parallel
@@ -254,6 +257,8 @@ def _walk_tensors(m: ModelShape, wl: Workload, s: _Storage) -> _Sums:
         if peft:
             weights += tr * tp_b / (d_t if shard_w else 1.0)  # adapters
         largest_trainable = max(largest_trainable, per_copy)
+        if wl.strategy == "zero3":
+            parts[t.name] = (per_copy / d_t, frozenset(tr_ids))
         gb = per_copy * g_b / (d_t if shard_g else 1.0)
         grads += gb * len(tr_ids)
         if t.kind == "embedding" and m.tie_word_embeddings and not shard_g:
@@ -266,14 +271,16 @@ def _walk_tensors(m: ModelShape, wl: Workload, s: _Storage) -> _Sums:
             grad_by_ids[tr_ids] = grad_by_ids.get(tr_ids, 0.0) + gb
     return _Sums(weights=weights, grads=grads, opt=opt, trainable_sharded=trainable_sharded,
                  trainable_rank=trainable_rank, largest_trainable=largest_trainable, grad_global=grad_global,
-                 grad_embedding=grad_embedding, grad_by_ids=grad_by_ids, tied_grad=tied_grad)
+                 grad_embedding=grad_embedding, grad_by_ids=grad_by_ids, tied_grad=tied_grad,
+                 sub_group_parts=parts)
 
 
 def _strategy_buffers(m: ModelShape, wl: Workload, acc: _Sums, s: _Storage,
-                      notes: list[str]) -> tuple[float, float, float]:
-    """(step temporaries, backward grad buffers, gathered weights) of the strategy and the optimizer."""
+                      notes: list[str]) -> tuple[float, float, float, float]:
+    """(step temporaries, backward grad buffers, gathered weights, largest step tensor) of the strategy and the
+    optimizer."""
     zero = wl.strategy in ("zero1", "zero2", "zero3")
-    step_temp = grad_temp_bwd = gathered = 0.0
+    step_temp = grad_temp_bwd = gathered = step_block = 0.0
     layer_max = m.max_layer_params * mp_shard(wl, any_layer_tensor(m))
     if megatron_core(wl):  # before plain DDP: Megatron's own DDP has no separate Reducer buckets
         notes.append("Megatron-Core: gradients reduced in place in the contiguous main_grad buffer; the "
@@ -291,13 +298,17 @@ def _strategy_buffers(m: ModelShape, wl: Workload, acc: _Sums, s: _Storage,
                 notes.append(f"DeepSpeed overlap_comm: {DS_OVERLAP_COMM_FACTOR}x the reduce + allgather buckets "
                              f"({wl.ds_bucket_elems:.0e} elements) as communication buffers")
         # fp32 copy of this rank's gradient partition for the step: ZeRO-1/2 convert the whole partition,
-        # ZeRO-3 one optimizer sub-group at a time (DS_SUB_GROUP_SIZE)
+        # ZeRO-3 one optimizer sub-group at a time, flattened in 16 bits and cast (estimate/zero3.py)
         step_temp = 4.0 * acc.trainable_sharded
-        if wl.strategy == "zero3" and acc.trainable_rank > DS_SUB_GROUP_SIZE:
-            step_temp *= DS_SUB_GROUP_SIZE / acc.trainable_rank
         if wl.strategy == "zero3":
-            gathered = 2 * layer_max * 2.0 + DS_PREFETCH_BUCKET * 2.0
-            gathered = max(gathered, m.vocab_size * m.hidden_size * 2.0 / wl.tp * 2)
+            sub_group = largest_sub_group_elems(m, acc.sub_group_parts)
+            step_temp = step_temp_bytes(sub_group, wl.optimizer)
+            step_block = 4.0 * sub_group
+            if gathered_weights_apply(wl.dp * wl.cp):
+                gathered = 2 * layer_max * 2.0 + DS_PREFETCH_BUCKET * 2.0
+                gathered = max(gathered, m.vocab_size * m.hidden_size * 2.0 / wl.tp * 2)
+            else:
+                notes.append("ZeRO-3 on one rank: parameters are views of their own partitions, nothing gathered")
     elif wl.strategy == "fsdp":
         cb = 2.0  # bf16 compute params (pure bf16, or MixedPrecisionPolicy(param_dtype=bf16) under AMP)
         # current layer + the next one prefetched, and the root group (embedding, head, final norm)
@@ -316,7 +327,7 @@ def _strategy_buffers(m: ModelShape, wl: Workload, acc: _Sums, s: _Storage,
         step_temp += acc.trainable_sharded * s.state  # _foreach_sqrt(exp_avg_sq)
     elif wl.optimizer == "adafactor" and not zero:
         step_temp += 3 * 4.0 * acc.largest_trainable  # fp32 copies of the param, grad and update
-    return step_temp, grad_temp_bwd, gathered
+    return step_temp, grad_temp_bwd, gathered, step_block
 
 
 def _offload(wl: Workload, acc: _Sums, step_temp: float, notes: list[str]) -> tuple[float, float]:
@@ -350,7 +361,7 @@ def state_bytes(m: ModelShape, wl: Workload) -> ModelStates:
     notes: list[str] = []
     s = _storage(wl, notes)
     acc = _walk_tensors(m, wl, s)
-    step_temp, grad_temp_bwd, gathered = _strategy_buffers(m, wl, acc, s, notes)
+    step_temp, grad_temp_bwd, gathered, step_block = _strategy_buffers(m, wl, acc, s, notes)
     offload_host, step_temp = _offload(wl, acc, step_temp, notes)
     if wl.optimizer == "paged-adamw-8bit":
         notes.append("paged-adamw-8bit: states counted on the GPU; bitsandbytes can page them to host RAM")
@@ -360,7 +371,7 @@ def state_bytes(m: ModelShape, wl: Workload) -> ModelStates:
                        grad_global=acc.grad_global, grad_embedding=acc.grad_embedding,
                        trainable_sharded=acc.trainable_sharded, trainable_rank=acc.trainable_rank,
                        tied_grad=acc.tied_grad if acc.grads else 0.0,
-                       notes=tuple(notes))
+                       notes=tuple(notes), step_block=step_block if step_temp else 0.0)
 
 
 _STATE_FIELDS = ("method", "lora_rank", "lora_alpha", "lora_targets", "freeze_trainable_layers", "precision",

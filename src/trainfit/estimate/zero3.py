@@ -1,0 +1,113 @@
+"""DeepSpeed ZeRO-3: the optimizer step's sub-group temporaries and what they do to the caching allocator.
+
+Part of the per-GPU memory model (estimate/states.py sizes the model states with :func:`step_temp_bytes`,
+estimate/memory.py adds :func:`step_segment_reserve_bytes` to ``reserved_gib``). Read from DeepSpeed's
+``deepspeed/runtime/zero/stage3.py`` and ``partition_parameters.py`` at v0.11.1 (FlagPerf's release) and v0.15.4
+(the release of December 2024, when ms-swift 3.0's figures were published); the code paths below are the same in
+v0.9.5 - v0.16.4 (https://github.com/deepspeedai/DeepSpeed/blob/v0.15.4/deepspeed/runtime/zero/stage3.py).
+
+* **Sub-groups are counted in partition elements.** ``_create_fp16_sub_groups`` walks a parameter group in
+  model order, adding each parameter's ``partition_numel()`` (its share on this rank), and closes a sub-group as
+  soon as the running sum reaches ``sub_group_size`` (default and usual 1e9): the largest sub-group holds at
+  least 1e9 of the rank's elements whenever the rank holds more than that (:func:`largest_sub_group_elems`).
+* **The step converts one sub-group at a time.** ``_prepare_fp32_grad_for_sub_group`` flattens the sub-group's
+  16-bit gradient partitions into a new tensor and casts it to fp32 (``flatten(...).to(fp32)``: 2 + 4 bytes per
+  element alive together), the optimizer steps on it, ``_release_sub_group`` frees it. With PyTorch's foreach
+  AdamW (the Hugging Face Trainer's ``adamw_torch`` when the DeepSpeed config has no ``optimizer``), the step
+  adds ``_foreach_sqrt(exp_avg_sq)``, another fp32 tensor of the sub-group (torch/optim/adamw.py
+  ``_multi_tensor_adamw``); DeepSpeed's FusedAdam has no such temporary (:func:`step_temp_bytes`).
+* **A single rank gathers nothing.** With one rank in the partition group, ``all_gather_coalesced`` returns
+  ``_no_gather_coalesced``: the parameter becomes a view of its own partition (partition_parameters.py), so no
+  gathered copies exist (``gathered_weights_apply``).
+* **Step segments** (:func:`step_segment_reserve_bytes`): PyTorch's caching allocator serves a request from one
+  free cached block at least as large, never from several, and keeps freed segments cached until
+  ``empty_cache`` or a failed cudaMalloc; blocks belong to the stream they were allocated on
+  (https://pytorch.org/docs/stable/notes/cuda.html#memory-management; ``get_free_block`` / ``release_cached_blocks``
+  in c10/cuda/CUDACachingAllocator.cpp). ZeRO-3 gathers parameters on its own all-gather stream
+  (``fetch_sub_module`` in partitioned_param_coordinator.py allocates them inside
+  ``get_accelerator().stream(self.__allgather_stream)``), so the step on the compute stream cannot use those
+  segments; and the sub-group's fp32 gradient is one tensor of ~4 GB, larger than any activation block, so
+  unless the loss region's fp32 logits blocks are as large it takes new segments while the backward's cached
+  activation blocks stay reserved. ``max_memory_reserved`` and nvidia-smi then see the resident states plus the
+  backward's transient blocks plus the step's temporaries: more than the tensor peak, which only one of them
+  reaches at a time. Cached memory, not live tensors: the allocator releases it and retries before it raises OOM.
+"""
+
+from __future__ import annotations
+
+from trainfit.models.shapes import ModelShape
+
+#: DeepSpeed ZeRO-3 ``sub_group_size`` default, 1e9 elements (deepspeed/runtime/zero/config.py; also the value
+#: of the ms-swift, LLaMA-Factory, Qwen and FlagPerf ZeRO-3 configs), counted in partition elements of the rank.
+DS_SUB_GROUP_SIZE = 1_000_000_000
+#: Bytes per element of the sub-group while ``flatten(grads).to(fp32)`` runs: the flat 16-bit copy + its fp32 cast.
+FLATTEN_CAST_BYTES = 2.0 + 4.0
+#: fp32 gradient of the sub-group (4 B) + foreach AdamW's ``_foreach_sqrt(exp_avg_sq)`` (4 B).
+FOREACH_STEP_BYTES = 4.0 + 4.0
+
+
+def largest_sub_group_elems(m: ModelShape, part: dict[str, tuple[float, frozenset[int]]]) -> float:
+    """Elements of the largest optimizer sub-group on the rank. ``part`` maps a trainable tensor's name to (its
+    partition elements on this rank per copy, the decoder layers whose copy trains); the walk goes in model
+    order (embedding, layer by layer, then the other global tensors) and closes a sub-group when it reaches
+    :data:`DS_SUB_GROUP_SIZE` (``_create_fp16_sub_groups``). Biases and norms, which the Hugging Face Trainer
+    puts in a second parameter group, are walked with the rest: they are too small to matter."""
+    order: list[float] = []
+    globals_ = [t for t in m.tensors() if t.layer_type == "global"]
+    order += [part[t.name][0] for t in globals_ if t.kind == "embedding" and t.name in part]
+    for i in range(m.num_layers):
+        order += [part[t.name][0] for t in m.layer_tensors(i) if t.name in part and i in part[t.name][1]]
+    order += [part[t.name][0] for t in globals_ if t.kind != "embedding" and t.name in part]
+    total = sum(order)
+    if total <= DS_SUB_GROUP_SIZE:
+        return total
+    largest = cur = 0.0
+    for n in order:
+        cur += n
+        if cur >= DS_SUB_GROUP_SIZE:
+            largest, cur = max(largest, cur), 0.0
+    return max(largest, cur)
+
+
+def step_temp_bytes(sub_group_elems: float, optimizer: str) -> float:
+    """Peak temporaries of one ZeRO-3 optimizer sub-group step (bytes): the flatten + fp32 cast of its
+    gradients, or with foreach AdamW the fp32 gradient plus the square-root temporary, whichever is larger."""
+    per = max(FLATTEN_CAST_BYTES, FOREACH_STEP_BYTES if optimizer == "adamw-foreach" else 0.0)
+    return per * sub_group_elems
+
+
+def gathered_weights_apply(dp_ranks: int) -> bool:
+    """Whether ZeRO-3 gathers parameters at all: not with one rank in the partition group."""
+    return dp_ranks > 1
+
+
+def largest_compute_block_bytes(m: ModelShape, *, tokens: float, tp: int, act_divisor: float,
+                                standard_loss: bool) -> float:
+    """Largest single tensor of the forward / backward on the compute stream (bytes): an fp32 logits-sized
+    tensor of the standard loss (V x T x 4), else the widest activation (the MLP intermediate in 16 bits or the
+    hidden state in fp32). Chunked (fused) losses never hold a whole logits tensor."""
+    inter = max(m.intermediate_size, m.moe_intermediate_size * m.experts_per_token,
+                m.shared_expert_intermediate_size)
+    act = max(2.0 * inter, 4.0 * m.hidden_size) * tokens / act_divisor
+    loss = 4.0 * m.vocab_size * tokens / tp if standard_loss else 0.0
+    return max(act, loss)
+
+
+def step_segment_reserve_bytes(*, gathered: float, transient: float, step_temp: float, step_block: float,
+                               largest_block: float) -> float:
+    """Bytes ``reserved`` holds above the tensor peak because the ZeRO-3 step's temporaries cannot reuse the
+    backward's cached blocks (module docstring). ``gathered``: the all-gather stream's gathered layers;
+    ``transient``: the compute stream's largest forward/backward transient (activations, loss, buckets);
+    ``step_temp``: the step's temporaries; ``step_block``: its largest single tensor (the fp32 gradient of the
+    sub-group); ``largest_block``: the largest single compute-stream block of forward/backward.
+
+    The tensor peak counts max(gathered + transient, step_temp) above the resident states. If the step's largest
+    tensor fits in a cached compute-stream block, the compute stream's cache holds max(transient, step_temp) and
+    only the all-gather segments stay apart: reserve = gathered + max(transient, step_temp). Otherwise the
+    step takes new segments: reserve = gathered + transient + step_temp. Returned: reserve - tensor peak."""
+    if min(gathered + transient, step_temp) <= 0:
+        return 0.0
+    peak = max(gathered + transient, step_temp)
+    if step_block <= largest_block:
+        return gathered + max(transient, step_temp) - peak
+    return gathered + transient + step_temp - peak
