@@ -112,8 +112,8 @@ def decide_fit(est: MemoryEstimate, *, usable_gib: float, gpus_per_node: int = 1
         reasons.append(f"needs {r:.1f} GiB per GPU > {usable_gib:.4g} GiB usable")
     elif r > usable_gib:
         gv = "tight"
-        reasons.append(f"reserves {r:.1f} GiB per GPU > {usable_gib:.4g} GiB usable, {est.releasable_cache_gib:.1f} GiB "
-                       "of it cached blocks the allocator frees and retries with before failing: runs at the limit")
+        reasons.append(f"reserves {r:.1f} GiB per GPU > {usable_gib:.4g} GiB usable, {est.releasable_cache_gib:.1f} "
+                       "GiB of it cached blocks the allocator frees and retries with before failing: at the limit")
     elif r > usable_gib * (1 - margin):
         gv = "tight"
         reasons.append(f"needs {r:.1f} GiB per GPU: inside the {margin:.0%} safety margin of {usable_gib:.4g} GiB "
