@@ -7,7 +7,8 @@ Data: benchmarks/data/fit_reports.yaml (ms-swift example scripts with measured p
 Megatron-SWIFT benchmark, GitHub issues reporting an OOM with the full command). For each report trainfit's
 memory estimate (``reserved_gib``, what nvidia-smi shows) is compared with the GPU's usable memory:
 
-trainfit's one fit decision (``trainfit.estimate.fit.decide_fit``, GPU part): ``oom`` when reserved > usable,
+trainfit's one fit decision (``trainfit.estimate.fit.decide_fit``, GPU part): ``oom`` when reserved > usable
+(less the releasable cache of ``MemoryEstimate.releasable_cache_gib``),
 ``tight`` inside the 5 % safety margin, ``fits`` otherwise. An alternative rule (only tensors + CUDA context
 decide OOM, the allocator cache being elastic) is measured alongside for the lead to weigh.
 
@@ -194,8 +195,9 @@ def markdown(res: dict) -> str:
         f"Generated {res['date']} by `{res['command']}` over {res['n_reports']} published reports "
         f"({res['n_fits']} ran, {res['n_oom']} OOM; `benchmarks/data/fit_reports.yaml`). Verdict: trainfit's one "
         "fit decision (`estimate.fit.decide_fit`, GPU part): oom when `reserved_gib` exceeds the GPU's usable "
-        f"memory, tight inside the {res['tight_band']:.0%} safety margin, fits otherwise. Runtime terms beyond the "
-        "trace: `src/trainfit/estimate/runtime.py`.", "",
+        "memory (less `releasable_cache_gib`, cache the allocator frees and retries with: the ZeRO-3 step's "
+        f"segments), tight inside the {res['tight_band']:.0%} safety margin, fits otherwise. Runtime terms beyond "
+        "the trace: `src/trainfit/estimate/runtime.py`, `src/trainfit/estimate/zero3.py`.", "",
         f"* **Verdict agreement: {res['agreement_pct']} %** (tight counted wrong; target >= {TARGET:.0f} %: "
         f"**{'met' if ok else 'not met'}**); {res['agreement_with_tight_pct']} % counting tight as a hedge "
         f"({res['tight']} tight). OOM reports predicted OOM: {res['oom_predicted_oom']}/{res['n_oom']}.",

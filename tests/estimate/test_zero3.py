@@ -68,6 +68,9 @@ def test_step_segment_reserve_rule():
     assert step_segment_reserve_bytes(gathered=g, transient=d, step_temp=s, step_block=4.0,
                                       largest_block=5.0) == pytest.approx(g + max(d, s) - max(g + d, s))
     assert step_segment_reserve_bytes(gathered=g, transient=9.0, step_temp=s, step_block=4.0, largest_block=5.0) == 0
+    # without overlap_comm the gathered layers are compute-stream blocks too: nothing stays apart
+    assert step_segment_reserve_bytes(gathered=g, transient=d, step_temp=s, step_block=4.0, largest_block=5.0,
+                                      allgather_stream=False) == 0
     assert step_segment_reserve_bytes(gathered=g, transient=d, step_temp=0.0, step_block=0.0, largest_block=1.0) == 0
 
 

@@ -445,7 +445,8 @@ def _zero3_step_segments(s: _Step, cands: list[_Cand], *, extra: float) -> float
     block = largest_compute_block_bytes(s.m, tokens=s.T, tp=wl.tp, act_divisor=s.tpd,
                                         standard_loss=wl.loss == "standard")
     return step_segment_reserve_bytes(gathered=st.weights_gathered, transient=max(0.0, transient),
-                                      step_temp=st.step_temp, step_block=st.step_block, largest_block=block)
+                                      step_temp=st.step_temp, step_block=st.step_block, largest_block=block,
+                                      allgather_stream=wl.ds_overlap_comm)
 
 
 def _estimate(m: ModelShape, wl: Workload, overhead: OverheadModel) -> MemoryEstimate:

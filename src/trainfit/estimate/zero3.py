@@ -94,12 +94,14 @@ def largest_compute_block_bytes(m: ModelShape, *, tokens: float, tp: int, act_di
 
 
 def step_segment_reserve_bytes(*, gathered: float, transient: float, step_temp: float, step_block: float,
-                               largest_block: float) -> float:
+                               largest_block: float, allgather_stream: bool = True) -> float:
     """Bytes ``reserved`` holds above the tensor peak because the ZeRO-3 step's temporaries cannot reuse the
     backward's cached blocks (module docstring). ``gathered``: the all-gather stream's gathered layers;
     ``transient``: the compute stream's largest forward/backward transient (activations, loss, buckets);
     ``step_temp``: the step's temporaries; ``step_block``: its largest single tensor (the fp32 gradient of the
-    sub-group); ``largest_block``: the largest single compute-stream block of forward/backward.
+    sub-group); ``largest_block``: the largest single compute-stream block of forward/backward;
+    ``allgather_stream``: gathered parameters live on their own stream (``overlap_comm``, DeepSpeed's stage-3
+    default; without it ``DeepSpeedZeRoOffload`` gathers on the default stream, parameter_offload.py).
 
     The tensor peak counts max(gathered + transient, step_temp) above the resident states. If the step's largest
     tensor fits in a cached compute-stream block, the compute stream's cache holds max(transient, step_temp) and
@@ -109,5 +111,5 @@ def step_segment_reserve_bytes(*, gathered: float, transient: float, step_temp: 
         return 0.0
     peak = max(gathered + transient, step_temp)
     if step_block <= largest_block:
-        return gathered + max(transient, step_temp) - peak
+        return (gathered + max(transient, step_temp) - peak) if allgather_stream else 0.0
     return gathered + transient + step_temp - peak
