@@ -252,6 +252,7 @@ def _loss_region(m: ModelShape, wl: Workload, T: float, head_trains: bool) -> tu
     if wl.loss in ("standard", "half"):
         loss_fwd_peak = 10 * vt  # bf16 logits + fp32 copy + log_softmax output
         loss_bwd_peak = 12 * vt  # saved log_softmax output + nll grad + log_softmax grad (fp32)
+        # https://pytorch.org/docs/2.0/amp.html#cuda-ops-that-can-autocast-to-float32 lists cross_entropy
         note = ("--loss half under autocast: cross_entropy is on autocast's fp32 list, so the loss runs on an "
                 "fp32 copy of the logits (sized as --loss standard)") if wl.loss == "half" else None
         return loss_fwd_peak, loss_bwd_peak, note
