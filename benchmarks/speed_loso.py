@@ -41,6 +41,7 @@ sys.path.insert(0, str(HERE))
 from trainfit.catalog import get_gpu  # noqa: E402
 from trainfit.estimate import engines  # noqa: E402
 from trainfit.estimate.speed import estimate_speed, flops_per_token  # noqa: E402
+from trainfit.workload import ALL_LINEAR  # noqa: E402
 from trainfit.plan.hardware import hardware_for  # noqa: E402
 from trainfit.estimate.params import count_params  # noqa: E402
 from trainfit.models import from_hf_config, get_model  # noqa: E402
@@ -57,7 +58,7 @@ LOG_BOUNDS = {  # (low, high) for each fitted constant: physical limits, not pre
     "gemm_half_dim": (8.0, 1024.0), "attention_relative_megatron": (0.2, 1.0), "attention_relative_native": (0.2, 1.0), "fa2_hopper_factor": (0.2, 1.0), "ridge_exponent": (0.001, 1.0),
     "fp8_eff_megatron": (0.2, 0.9), "fp8_eff_native": (0.2, 0.9), "launch_seconds": (1e-6, 1e-4), "compile_elementwise_factor": (0.1, 1.0),
     "moe_elementwise_factor": (0.2, 10.0), "fp8_cast_bytes": (0.1, 20.0), "expert_sync_seconds": (1e-6, 1e-3), "zero3_fetch_seconds": (1e-5, 1e-2), "zero3_host_seconds": (1e-5, 1e-2),
-    "zero_hook_seconds": (1e-6, 1e-3), "grouped_gemm_half_tokens": (1.0, 8192.0),
+    "zero_hook_seconds": (1e-6, 1e-3), "grouped_gemm_half_tokens": (1.0, 8192.0), "triton_attention_factor": (0.2, 1.0),
 }
 
 
@@ -106,7 +107,8 @@ def engine_kwargs(r: dict) -> dict:
     Workload fields are built separately; ``vp`` and ``etp`` only shape communication)."""
     return {"compiled": bool(r.get("compiled")), "recompute_fraction": float(r.get("recompute_fraction", 0.0)),
             "moe_grouped_gemm": bool(r.get("moe_grouped_gemm", True)),
-            "z3_leaf_moe": bool(r.get("z3_leaf_moe", True))}
+            "z3_leaf_moe": bool(r.get("z3_leaf_moe", True)),
+            "triton_attention": r.get("attention_kernel") == "triton"}
 
 
 def load_rows(data: dict, raw_rows: list[dict]) -> list[Row]:
@@ -131,6 +133,7 @@ def load_rows(data: dict, raw_rows: list[dict]) -> list[Row]:
         wl = Workload(seq_len=r["seq_len"], micro_batch=r["mbs"], grad_accum=ga, gpus=r["gpus"],
                       gpus_per_node=gpus_per_node, strategy=r["strategy"], tp=tp, pp=pp, cp=cp, ep=r.get("ep", 1),
                       precision=r["precision"], method=r["method"], lora_rank=r.get("lora_rank", 8),
+                      lora_targets=r.get("lora_targets", ALL_LINEAR),
                       grad_ckpt=bool(r["grad_ckpt"]), attention=r.get("attention", "sdpa"),
                       experts_impl=r.get("experts_impl", "modulelist"))
         model = models[r["model"]]

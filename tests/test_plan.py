@@ -178,11 +178,12 @@ def test_max_days_reaches_the_planner(capsys):
     from trainfit.cli import main
 
     argv = ["plan", "Qwen3-32B", "--tokens", "1B", "--method", "full", "--gpu", "A100-80GB", "--gpus", "1", "--json"]
-    assert main(argv) in (0, 1)
+    assert main(argv) == 1  # nothing fits: exit 1, as without --json
     short = json.loads(capsys.readouterr().out)
-    assert main(argv + ["--max-days", "3650"]) in (0, 1)
+    assert main(argv + ["--max-days", "3650"]) == 0
     long = json.loads(capsys.readouterr().out)
     assert not short["plans"] and long["plans"]
+    assert main(argv[:-1]) == 1  # the table prints the same verdict with the same status
 
 
 def test_spot_interruptions_count_nodes_not_gpus():
@@ -236,3 +237,16 @@ def test_gpu_no_instance_has_is_one_error_naming_the_gpus(capsys):
                  "--gpu", "A100"]) == 2
     err = capsys.readouterr().err
     assert "has A100-80GB-SXM" in err and "A10, A30" in err
+
+
+def test_a_region_nothing_names_gets_a_note_with_a_suggestion(capsys):
+    """`--region cn-hangzou` (a typo) used to pass in silence; the plan now says no catalog row or platform rule
+    names it and suggests the close ones. A region the rules name stays quiet."""
+    argv = ["plan", "Qwen3-8B", "--method", "lora", "--tokens", "100M", "--provider", "alibaba", "--json"]
+    main(argv + ["--region", "cn-hangzou"])
+    notes = json.loads(capsys.readouterr().out)["notes"]
+    assert len(notes) == 1 and "cn-hangzou" in notes[0] and "did you mean cn-hangzhou" in notes[0]
+    main(argv + ["--region", "cn-wulanchabu"])
+    assert json.loads(capsys.readouterr().out)["notes"] == []
+    main(argv[:-1] + ["--region", "cn-hangzou", "--top", "1"])
+    assert "note:" in capsys.readouterr().out

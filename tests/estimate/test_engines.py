@@ -284,6 +284,67 @@ def test_lora_adapters_cost_more_than_their_flop_share(q8):
     assert (t.seconds - no_lora.seconds) / t.seconds > 2 * flop_share
 
 
+def test_lora_adapter_traffic_follows_peft_op_count(q8):
+    wl = Workload(seq_len=2048, gpus=1, grad_ckpt=True, method="lora", lora_rank=16)
+    tokens = 2048.0
+    got = engine_terms.lora_elementwise_bytes(q8, wl, "hf", tokens, forwards=2.0)
+    # by hand: every decoder linear of Qwen3-8B (q, k, v, o, gate, up, down), 36 layers
+    h, kv, i = q8.hidden_size, q8.num_kv_heads * q8.head_dim, q8.intermediate_size
+    q_out = q8.num_heads * q8.head_dim
+    dims = [(h, q_out), (h, kv), (h, kv), (q_out, h), (h, i), (h, i), (i, h)]
+    a = engine_assumptions
+    per_layer = sum(2 * (a.LORA_FORWARD_BYTES_PER_INPUT * di + a.LORA_FORWARD_BYTES_PER_OUTPUT * do)
+                    + a.LORA_BACKWARD_BYTES_PER_INPUT * di + a.LORA_BACKWARD_BYTES_PER_OUTPUT * do for di, do in dims)
+    assert got == pytest.approx(per_layer * q8.num_layers * tokens)
+    # fewer targets, less traffic; full training, Megatron (fused adapters): none
+    few = engine_terms.lora_elementwise_bytes(q8, wl.with_(lora_targets=("q_proj", "v_proj")), "hf", tokens, 2.0)
+    assert 0 < few < got / 4
+    assert engine_terms.lora_elementwise_bytes(q8, wl.with_(method="full"), "hf", tokens, 2.0) == 0.0
+    assert engine_terms.lora_elementwise_bytes(q8, wl, "megatron", tokens, 2.0) == 0.0
+    # the traffic weighs more on a small hidden size: its share of the step grows as the model shrinks
+    small = get_model("Qwen3-0.6B")
+
+    def share(m):
+        f = engines.features(m, wl, A100, "hf-trainer", flops=flops_per_token(m, wl))
+        t = engines.compute_time(f, engines.DEFAULT_CONSTANTS)
+        bw = f.mem_gbytes_per_s * 1e9 * engine_assumptions.HBM_EFFICIENCY
+        return f.lora_bytes / bw / t.seconds
+    assert share(small) > share(q8) > 0
+
+
+def test_attention_kernels_pad_the_head_dimension():
+    wl = Workload(seq_len=4096, gpus=1)
+    pad = engine_terms.attention_head_padding
+    assert pad(128, wl.with_(attention="flash"), H100) == 1.0
+    assert pad(112, wl.with_(attention="flash"), H100) == pytest.approx(128 / 112)  # MPT-30B
+    assert pad(80, wl.with_(attention="flash"), A100) == pytest.approx(96 / 80)
+    assert pad(80, wl.with_(attention="flash3"), H100) == pytest.approx(96 / 80)
+    assert pad(112, wl, A100) == pytest.approx(128 / 112)  # SDPA's flash backend off Hopper
+    assert pad(112, wl, H100) == 1.0  # cuDNN attention takes multiples of 8
+    assert pad(80, wl.with_(attention="flash"), A100, triton_attention=True) == pytest.approx(128 / 80)
+
+
+def test_small_gemm_penalty_scales_with_the_roofline_ridge(q8):
+    """The GEMM size law's half-point is where a narrow GEMM turns memory-bound: proportional to the GPU's
+    FLOP per byte, so a narrow (TP-sharded) GEMM loses less on H20 than on H100, and more in FP8."""
+    c = engines.DEFAULT_CONSTANTS
+    h20 = Hardware(name="H20", gpu_class="hopper", peak_tflops=148, peak_fp8_tflops=296, mem_gbytes_per_s=4000,
+                   intra_node_gbytes_per_s=450)
+    wl = Workload(seq_len=4096, gpus=8, tp=8, strategy="zero1", grad_ckpt=False)
+
+    def gemm_share_of_peak(hw, w):
+        f = engines.features(q8, w, hw, "megatron", flops=flops_per_token(q8, w))
+        t = engines.compute_time(f, c)
+        peak = (f.peak_fp8_tflops if f.fp8 else f.peak16_tflops) * 1e12
+        return f.dense_gemm_flops / t.gemm_seconds / peak / engines.class_factor(
+            c, "hopper", f.peak16_tflops * 1e3 / f.mem_gbytes_per_s)
+    wide, narrow = wl.with_(tp=1), wl
+    loss = {hw.name: gemm_share_of_peak(hw, narrow) / gemm_share_of_peak(hw, wide) for hw in (H100, h20)}
+    assert loss["H20"] > loss["H100"]
+    assert gemm_share_of_peak(H100, narrow.with_(precision="fp8")) / gemm_share_of_peak(
+        H100, wide.with_(precision="fp8")) < loss["H100"]
+
+
 def test_fp8_helps_dense_more_than_fine_grained_moe(q8, moe):
     def gain(m, ep):
         wl = Workload(seq_len=4096, gpus=8, strategy="zero1", grad_accum=8, grad_ckpt=False, ep=ep)

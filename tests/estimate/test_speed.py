@@ -215,9 +215,18 @@ def test_fp8_uses_fp8_peak_and_warns_without_it(q8):
     assert t.peak_tflops == 312 and any("FP8" in w for w in t.warnings)
 
 
-def test_lora_is_faster_than_full(q8):
+def test_lora_skips_weight_gradients_but_pays_adapter_traffic(q8):
+    """LoRA executes fewer FLOPs than full training (no weight-gradient GEMMs) and, on a few modules, runs
+    faster; on every linear PEFT's per-adapter casts, scaling and adds cost about what the skipped GEMMs save
+    (the Qwen v1 table measured full ZeRO-3 of Qwen-1.8B faster than its all-linear LoRA)."""
     wl = Workload(seq_len=4096, gpus=8, strategy="zero3")
-    assert estimate_speed(q8, wl.with_(method="lora"), H100).tokens_per_s > estimate_speed(q8, wl, H100).tokens_per_s
+    full = estimate_speed(q8, wl, H100)
+    lora_all = estimate_speed(q8, wl.with_(method="lora"), H100)
+    lora_qv = estimate_speed(q8, wl.with_(method="lora", lora_targets=("q_proj", "v_proj")), H100)
+    assert lora_all.hardware_flops_per_token < full.hardware_flops_per_token
+    assert lora_qv.tokens_per_s > full.tokens_per_s
+    assert lora_qv.tokens_per_s > lora_all.tokens_per_s
+    assert abs(lora_all.tokens_per_s / full.tokens_per_s - 1) < 0.25
 
 
 def test_training_time(q8):

@@ -46,8 +46,8 @@ def run(args: argparse.Namespace) -> int:
     out = result.to_dict()
     if args.json:
         print_json(out)
-        return 0
-    from trainfit._cli.tables import print_plan
+    else:
+        from trainfit._cli.tables import print_plan
 
-    print_plan(out, top=args.top)
-    return 0 if result.plans else 1
+        print_plan(out, top=args.top)
+    return 0 if result.plans else 1  # the same exit status with and without --json: 1 when nothing fits

@@ -139,6 +139,8 @@ def print_plan(out: dict, top: int = 10, console: Console | None = None) -> None
                 c.print(f"[yellow]#{i + 1} warning:[/yellow] {escape(wmsg)}")
     else:
         c.print("[red]no instance type fits these limits[/red]")
+    for note in out.get("notes", []):
+        c.print(f"[yellow]note:[/yellow] {escape(note)}")
     if out["rejected"]:
         t = Table(title="rejected", title_justify="left")
         t.add_column("instance type")

@@ -20,6 +20,23 @@ scaling, add); QLoRA adds ``KERNELS_PER_QLORA_LINEAR`` (bitsandbytes dequantize)
 fuse the adapter into the linear's kernels and are not charged."""
 KERNELS_PER_QLORA_LINEAR: float = 1.0
 
+LORA_FORWARD_BYTES_PER_INPUT: float = 12.0
+LORA_FORWARD_BYTES_PER_OUTPUT: float = 12.0
+LORA_BACKWARD_BYTES_PER_INPUT: float = 18.0
+LORA_BACKWARD_BYTES_PER_OUTPUT: float = 4.0
+"""Assumption: HBM bytes per token and adapted linear, per element of its input (``in_features``) and output
+(``out_features``), of PEFT's LoRA ``Linear.forward`` outside its two rank-r matmuls, counted op by op for
+current PEFT (adapters kept fp32 by ``autocast_adapter_dtype=True``) under bf16 autocast
+(https://github.com/huggingface/peft/blob/main/src/peft/tuners/lora/layer.py): forward, the input cast to the
+adapter's fp32 (read 2 B, write 4 B) and autocast's cast back to bf16 for ``lora_A`` (read 4, write 2) = 12 B per
+input element; ``lora_B``'s output (write 2), ``* scaling`` (read 2, write 2) and ``result + ...`` (read 2 + 2,
+write 2) = 12 B per output element. Backward: the two casts' gradients (6 + 6 B) and the accumulation of the
+adapter path's input gradient into the base path's (read 2 + 2, write 2) = 18 B per input element; the
+scaling's gradient (read 2, write 2) = 4 B per output element. A re-run forward (activation checkpointing)
+repeats the forward bytes. ``lora_dropout`` > 0 would add a copy and a mask per input element and is not
+counted (PEFT's default is 0). Small models feel it most: for Qwen-1.8B (hidden 2048) it is about 1.6 x the
+rest of the layer's element-wise traffic."""
+
 KERNELS_PER_EXPERT: float = 10.0
 """Assumption: kernels per visited expert in the Hugging Face eager expert loop (``where``/index of the
 routed tokens, gather, gate/up/down matmuls, SiLU, mul, routing-weight mul, ``index_add_``)."""

@@ -10,6 +10,8 @@ from trainfit.estimate.engine_assumptions import (
     KERNELS_PER_LAYER, KERNELS_PER_LORA_LINEAR, KERNELS_PER_QLORA_LINEAR, OPTIMIZER_BYTES_PER_PARAM,
     HBM_EFFICIENCY, MEM_BANDWIDTH_FALLBACK_GBYTES_PER_S, ZERO3_INTER_NODE_FACTOR, STACKED_EXPERT_GRAD_PASSES,
     EAGER_SCORE_BYTES_FORWARD, EAGER_SCORE_BYTES_BACKWARD, ZERO3_PERSISTENCE_PER_HIDDEN,
+    LORA_FORWARD_BYTES_PER_INPUT, LORA_FORWARD_BYTES_PER_OUTPUT, LORA_BACKWARD_BYTES_PER_INPUT,
+    LORA_BACKWARD_BYTES_PER_OUTPUT,
 )
 from trainfit.models.shapes import ModelShape
 from trainfit.workload import Workload
@@ -31,6 +33,29 @@ def elementwise_units(model: ModelShape, wl: Workload, tokens_step_gpu: float, r
     # parallelism's share of the tokens; without SP every TP rank repeats the element-wise work
     scale = tokens_step_gpu * ratio * (1 if wl.sequence_parallel or wl.tp == 1 else wl.tp)
     return units * scale, moe_units_b * scale
+
+
+def lora_elementwise_bytes(model: ModelShape, wl: Workload, family: str, tokens_step_gpu: float,
+                           forwards: float) -> float:
+    """HBM bytes per step of PEFT-style LoRA adapters outside their matmuls (casts, scaling, the add, the
+    gradient accumulation: ``LORA_*_BYTES_PER_*``), ``forwards`` forward passes (2 under activation
+    checkpointing) and one backward per micro-batch; routed-expert adapters count once per routed expert of a
+    token. Megatron-family engines are not charged (as for the adapter's kernel launches)."""
+    if wl.method not in ("lora", "qlora") or family == "megatron":
+        return 0.0
+    from trainfit.estimate.params import lora_adapter_shapes, lora_targeted
+
+    per_token = 0.0
+    for t in model.tensors():
+        if t.layer_type == "global" or not lora_targeted(t, wl.lora_targets):
+            continue
+        in_f, out_f = lora_adapter_shapes(t, wl.lora_rank)
+        visits = model.experts_per_token if t.kind == "expert" else 1
+        fwd = LORA_FORWARD_BYTES_PER_INPUT * in_f + LORA_FORWARD_BYTES_PER_OUTPUT * out_f
+        bwd = LORA_BACKWARD_BYTES_PER_INPUT * in_f + LORA_BACKWARD_BYTES_PER_OUTPUT * out_f
+        per_token += t.count * visits * (forwards * fwd + bwd)
+    # tokens_step_gpu is already this rank's share (of the layers under PP, of the tokens under CP/TP+SP)
+    return per_token * tokens_step_gpu
 
 
 def _zero3_fetch_passes(wl: Workload) -> int:
@@ -164,3 +189,27 @@ def fa2_on_hopper(wl: Workload, hw: Any) -> bool:
     FlashAttention on Hopper+ (``get_attention_backend``, since NVIDIA/TransformerEngine#889). ``flash3`` is
     FlashAttention-3."""
     return wl.attention == "flash" and hw.gpu_class == "hopper"
+
+
+_FA3_HEAD_DIMS = (64, 96, 128, 192, 256)
+
+
+def attention_head_padding(head_dim: int, wl: Workload, hw: Any, triton_attention: bool = False) -> float:
+    """Factor on the attention FLOPs for kernels that run a head dimension padded up to one they are built
+    for: FlashAttention-2 (``--attention flash``, and PyTorch SDPA's flash backend, its choice off Hopper) rounds
+    it up to a multiple of 32 (``round_multiple(head_size, 32)`` in flash-attn's ``flash_api.cpp``; 112 -> 128),
+    FlashAttention-3 to 64/96/128/192/256, the 2023 Triton kernel to a power of two
+    (``BLOCK_HEADDIM = next_power_of_2(d)``). cuDNN/TransformerEngine fused attention (``sdpa`` on Hopper) takes
+    any multiple of 8: no padding. 1.0 for the 64/128 head dims of Llama/Qwen."""
+    d = int(head_dim)
+    if d <= 0:
+        return 1.0
+    if triton_attention:
+        padded = 1 << (d - 1).bit_length()
+    elif wl.attention == "flash3":
+        padded = next((x for x in _FA3_HEAD_DIMS if x >= d), d)
+    elif wl.attention == "flash" or (wl.attention == "sdpa" and hw.gpu_class != "hopper"):
+        padded = -(-d // 32) * 32
+    else:
+        padded = d
+    return max(padded, d) / d

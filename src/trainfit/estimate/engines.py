@@ -122,6 +122,12 @@ class EngineConstants:
     half its large-GEMM rate, ``m / (m + this)``, on top of the weight-side size law. TE's multi-stream cuBLAS
     grouped GEMM ran (8 x 4096, 768, 2048) at 509/628 TFLOP/s and (16 x 2048, 768, 2048) at 399/554 (TE 2.2/2.7,
     H100; NVIDIA/TransformerEngine#2045): half-points of 1,559 and 632 tokens; prior their geometric mean."""
+    triton_attention_factor: float = 0.55
+    """Calibration rows only: the Triton FlashAttention kernel of 2023 (llm-foundry's ``attn_impl: triton``, a
+    port of the FlashAttention Triton implementation) against FlashAttention-2 on the same GPU. Prior: the
+    FlashAttention-2 paper measured FlashAttention-2 "1.3-2.5x faster than FlashAttention in Triton" on A100
+    (https://arxiv.org/abs/2307.08691, section 4.1): 1/1.8, the geometric mean of the bounds. No --attention
+    choice runs it; it keeps those rows from pulling ``attention_relative_native`` down."""
     zero3_host_seconds: float = 3.3e-4
     """DeepSpeed ZeRO-3: host time per prefetched module fetch (pre-forward/pre-backward hook, all-gather launch,
     release), spent while the GPU computes: it bounds the step only when the GPU work per module is shorter
@@ -223,6 +229,10 @@ class EngineFeatures:
     """DeepSpeed ZeRO-3 module fetches per step run on the host alongside the GPU (``engine_terms``)."""
     zero_hook_calls: float = 0.0
     """DeepSpeed ZeRO gradient-hook calls per step: trainable parameter tensors x micro-batches."""
+    lora_bytes: float = 0.0
+    """HBM bytes per step of the LoRA adapters' element-wise work (``engine_terms.lora_elementwise_bytes``)."""
+    triton_attention: bool = False
+    """The run used the 2023 Triton FlashAttention kernel (calibration rows only, ``triton_attention_factor``)."""
     notes: tuple[str, ...] = field(default=())
 
 
@@ -301,7 +311,7 @@ def _gemm_dims(model: ModelShape, wl: Workload, family: str, mb_tokens: float,
 def features(model: ModelShape, wl: Workload, hw: Any, framework: str, *, flops: Any,
              compiled: bool = False, trainable_params: float | None = None,
              recompute_fraction: float = 0.0, moe_grouped_gemm: bool = True,
-             z3_leaf_moe: bool = True) -> EngineFeatures:
+             z3_leaf_moe: bool = True, triton_attention: bool = False) -> EngineFeatures:
     """Constant-independent quantities of one step (``flops`` is ``speed.flops_per_token``'s result).
 
     ``recompute_fraction``: share of the layers' forward re-run by selective activation checkpointing when
@@ -311,6 +321,7 @@ def features(model: ModelShape, wl: Workload, hw: Any, framework: str, *, flops:
     always loops). How Hugging Face code runs its experts comes from ``wl.experts_impl``: ``eager`` loops over
     one stacked ``[E, out, in]`` parameter per expert (``STACKED_EXPERT_GRAD_PASSES``), ``grouped_mm`` does not loop.
     ``z3_leaf_moe``: DeepSpeed ZeRO-3 gathers each MoE block as one leaf module (``engine_terms.kernel_units``).
+    ``triton_attention``: the attention ran llm-foundry's 2023 Triton FlashAttention (``triton_attention_factor``).
     """
     family = FAMILY_OF.get(framework)
     if family is None:
@@ -338,7 +349,8 @@ def features(model: ModelShape, wl: Workload, hw: Any, framework: str, *, flops:
         mem_gbytes_per_s=bw,
         dense_gemm_flops=dense_fwd * per, expert_gemm_flops=expert_fwd * per,
         lora_flops=flops.forward_lora_flops * per,
-        attention_flops=0.0 if eager_flops else flops.forward_attention_flops * per,
+        attention_flops=0.0 if eager_flops else (flops.forward_attention_flops * per * terms.attention_head_padding(
+            model.head_dim, wl, hw, triton_attention)),
         eager_attention_flops=eager_flops, eager_score_bytes=eager_bytes, head_dim=float(model.head_dim),
         linear_attention_flops=flops.forward_linear_attention_flops * per,
         dense_dim=dense_dim, expert_dim=expert_dim, lora_dim=lora_dim, expert_tokens=expert_tokens,
@@ -347,6 +359,8 @@ def features(model: ModelShape, wl: Workload, hw: Any, framework: str, *, flops:
         expert_kernel_units=expert_units, optimizer_seconds=opt_s, zero3_fetches=zero3_fetches,
         zero_hook_calls=terms.zero_hook_calls(model, wl, family), fa2_on_hopper=terms.fa2_on_hopper(wl, hw),
         zero3_module_fetches=terms.zero3_module_fetches(model, wl, family),
+        lora_bytes=terms.lora_elementwise_bytes(model, wl, family, tokens_step_gpu, forwards),
+        triton_attention=triton_attention,
         stacked_expert_bytes=(terms.stacked_expert_bytes(model, wl, visited)
                               if family == "hf" and wl.experts_impl == "eager" else 0.0),
         notes=tuple(notes),
@@ -370,13 +384,16 @@ def compute_time(f: EngineFeatures, c: EngineConstants) -> EngineTime:
         rmm = f.peak_fp8_tflops * 1e12 * min(0.95, c.fp8_eff(f.family) * cls)
     else:
         rmm = r16
-    half = c.gemm_half_dim
+    ridge16 = f.peak16_tflops * 1e3 / f.mem_gbytes_per_s
+    half16 = c.gemm_half_dim * ridge16 / REFERENCE_RIDGE
+    half = half16 * (rmm / r16)
     grouped = _size(f.expert_tokens, c.grouped_gemm_half_tokens) if f.expert_tokens else 1.0
     expert = f.expert_gemm_flops / (rmm * _size(f.expert_dim, half) * grouped) if f.expert_gemm_flops else 0.0
     gemm = (f.dense_gemm_flops / (rmm * _size(f.dense_dim, half))
-            + (f.lora_flops / (r16 * _size(f.lora_dim, half)) if f.lora_flops else 0.0)
-            + (f.eager_attention_flops / (r16 * _size(f.head_dim, half)) if f.eager_attention_flops else 0.0))
-    attn_rel = min(1.0, c.attention_relative(f.family)) * (c.fa2_hopper_factor if f.fa2_on_hopper else 1.0)
+            + (f.lora_flops / (r16 * _size(f.lora_dim, half16)) if f.lora_flops else 0.0)
+            + (f.eager_attention_flops / (r16 * _size(f.head_dim, half16)) if f.eager_attention_flops else 0.0))
+    attn_rel = (min(1.0, c.attention_relative(f.family)) * (c.fa2_hopper_factor if f.fa2_on_hopper else 1.0)
+                * (c.triton_attention_factor if f.triton_attention else 1.0))
     attn = (f.attention_flops / (r16 * attn_rel)
             + f.linear_attention_flops / (r16 * LINEAR_ATTENTION_RELATIVE))
     bw = f.mem_gbytes_per_s * 1e9 * HBM_EFFICIENCY
@@ -384,7 +401,7 @@ def compute_time(f: EngineFeatures, c: EngineConstants) -> EngineTime:
     act_units = f.elementwise_units + f.moe_elementwise_units
     elem = (f.elementwise_units * elem_factor + f.moe_elementwise_units * elem_factor * c.moe_elementwise_factor
             + (act_units * c.fp8_cast_bytes if f.fp8 else 0.0) + f.ce_bytes + f.stacked_expert_bytes
-            + f.eager_score_bytes) / bw
+            + f.eager_score_bytes + f.lora_bytes * (c.compile_elementwise_factor if f.compiled else 1.0)) / bw
     k_layer = KERNELS_PER_LAYER[f.family] * (COMPILED_KERNEL_FACTOR if f.compiled else 1.0)
     cpu = ((f.layer_kernel_units * k_layer + f.moe_kernel_units * KERNELS_PER_MOE_LAYER) * c.launch_seconds
            + f.zero3_module_fetches * c.zero3_host_seconds)

@@ -144,7 +144,7 @@ def _engine_compute(model: ModelShape, wl: Workload, hw: Hardware, fw: str, fl: 
                     peak: float, flops_per_gpu_step: float, compiled: bool, recompute_fraction: float,
                     constants: Any, use_calibration: bool, warnings: list[str],
                     assumptions: list[str], moe_grouped_gemm: bool = True,
-                    z3_leaf_moe: bool = True) -> tuple[float, float, tuple[str, ...]]:
+                    z3_leaf_moe: bool = True, triton_attention: bool = False) -> tuple[float, float, tuple[str, ...]]:
     """(compute seconds, executed-FLOPs efficiency, its sources) from the engine model of ``fw``'s kernels
     (``estimate/engines.py``), divided by a measured calibration when there is one."""
     from trainfit.estimate import engines
@@ -153,7 +153,7 @@ def _engine_compute(model: ModelShape, wl: Workload, hw: Hardware, fw: str, fl: 
     feat = engines.features(model, wl.with_(precision=precision), hw, fw, flops=fl, compiled=compiled,
                             trainable_params=float(count_params(model, wl).trainable),
                             recompute_fraction=recompute_fraction, moe_grouped_gemm=moe_grouped_gemm,
-                            z3_leaf_moe=z3_leaf_moe)
+                            z3_leaf_moe=z3_leaf_moe, triton_attention=triton_attention)
     et = engines.compute_time(feat, ec)
     compute_s = et.seconds
     if use_calibration and constants is None:
@@ -191,7 +191,7 @@ def estimate_speed(model: ModelShape, workload: Workload, hardware: Hardware, *,
                    efficiency: float | None = None, virtual_pp: int = 1, compiled: bool = False,
                    recompute_fraction: float = 0.0, constants: Any = None,
                    use_calibration: bool = True, moe_grouped_gemm: bool = True,
-                   expert_tp: int = 1, z3_leaf_moe: bool = True) -> SpeedEstimate:
+                   expert_tp: int = 1, z3_leaf_moe: bool = True, triton_attention: bool = False) -> SpeedEstimate:
     """Tokens/s, step time and MFU of ``workload`` on ``hardware`` (see ``docs/speed-model.md``).
 
     ``framework`` picks the engine family (hf-trainer, deepspeed, fsdp2, megatron; default from the
@@ -203,7 +203,8 @@ def estimate_speed(model: ModelShape, workload: Workload, hardware: Hardware, *,
     ``comm.ep_term``); ``moe_grouped_gemm``: Megatron-Core's ``--moe-grouped-gemm`` (off: a per-expert loop,
     see ``engines.features``); ``z3_leaf_moe``: DeepSpeed ZeRO-3 gathers each Hugging Face MoE block as one leaf
     module (ms-swift >= 3.10 and LLaMA-Factory set it; off for older launchers: a fetch per expert linear);
-    ``use_calibration``: apply a measured calibration of this GPU and engine family
+    ``triton_attention``: the 2023 Triton FlashAttention kernel ran (llm-foundry's calibration rows; no
+    --attention value selects it); ``use_calibration``: apply a measured calibration of this GPU and engine family
     from the user's overlay (``trainfit calibrate``; ignored when ``constants`` are given).
     """
     wl, hw = workload, hardware
@@ -231,7 +232,7 @@ def estimate_speed(model: ModelShape, workload: Workload, hardware: Hardware, *,
             model, wl, hw, fw, fl, precision=precision, peak=peak, flops_per_gpu_step=flops_per_gpu_step,
             compiled=compiled, recompute_fraction=recompute_fraction, constants=constants,
             use_calibration=use_calibration, warnings=warnings, assumptions=assumptions,
-            moe_grouped_gemm=moe_grouped_gemm, z3_leaf_moe=z3_leaf_moe)
+            moe_grouped_gemm=moe_grouped_gemm, z3_leaf_moe=z3_leaf_moe, triton_attention=triton_attention)
     else:
         if not 0 < efficiency <= 1:
             raise WorkloadError(f"efficiency must be in (0, 1], got {efficiency}")

@@ -77,3 +77,29 @@ def no_instance_has(req: Any, gpu_filter: Any, instances: Any) -> None:
 
 __all__ = ["explain_rejection", "memory_fix", "no_instance_has"]
 
+
+
+def known_regions() -> set[str]:
+    """Region ids trainfit's data names anywhere: instance rows, price rows, platform rules."""
+    from trainfit.catalog import list_instances
+    from trainfit.catalog.prices import current_prices
+    from trainfit.rules import load_rules
+
+    out = {r for i in list_instances() for r in i.regions}
+    out |= {p.region for p in current_prices() if p.region}
+    out |= {r for rule in load_rules() if rule.kind == "region_in" for r in rule.params.get("regions", ())}
+    return out
+
+
+def unknown_region_note(region: str) -> str | None:
+    """A note when ``--region`` appears nowhere in the catalog or the platform rules (a typo such as
+    cn-hangzou would otherwise only drop the region-listed instance types in silence)."""
+    known = known_regions()
+    if region in known:
+        return None
+    from trainfit.errors import did_you_mean
+
+    close = did_you_mean(region, sorted(known))
+    hint = f"; did you mean {' or '.join(close)}?" if close else ""
+    return (f"region {region!r} appears in no catalog row and no platform rule{hint} "
+            "(instance types listed for other regions are rejected, those without a region list are kept)")

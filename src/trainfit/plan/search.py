@@ -21,7 +21,7 @@ from trainfit.errors import PlanError, TrainfitError, WorkloadError
 from trainfit.estimate.fit import SAFETY_MARGIN_DEFAULT, decide_fit, host_ram_verdict
 from trainfit.estimate.memory import MemoryEstimate, estimate_memory
 from trainfit.models.shapes import ModelShape
-from trainfit.plan.explain import explain_rejection as _explain
+from trainfit.plan.explain import explain_rejection as _explain, unknown_region_note as _region_note
 from trainfit.plan.rank import pareto as _pareto
 from trainfit.plan.rank import score as _score
 from trainfit.plan.types import Plan, PlanResult, Rejection
@@ -271,7 +271,8 @@ def plan(req: PlanRequest) -> PlanResult:
 
         plans = [replace(p, target=req.target) for p in plans]
     plans.sort(key=lambda p: _score(req, p))
-    return PlanResult(request=req, plans=tuple(plans), rejected=tuple(rejected), pareto=_pareto(plans))
+    notes = tuple(n for n in (_region_note(req.region) if req.region else None,) if n)
+    return PlanResult(request=req, plans=tuple(plans), rejected=tuple(rejected), pareto=_pareto(plans), notes=notes)
 
 
 def _instance_gpu(req: PlanRequest, inst: Any, gpu_filter: Any) -> tuple[Any, str] | Rejection | None:
