@@ -186,7 +186,7 @@ def test_plan_rl_rejection_explains_memory_with_rl_fixes(capsys):
     rc = main(["plan", "Qwen3-30B-A3B", "--rl", "grpo", "--steps", "10", "--method", "full", "--gpu", "A10",
                "--gpus", "1", "--json"])
     doc = json.loads(capsys.readouterr().out)
-    assert rc == 0 and not doc["plans"]
+    assert rc == 1 and not doc["plans"]  # nothing fits: exit 1, with or without --json
     mem = [r for r in doc["rejected"] if r["code"] == "memory"]
     assert mem and all("--rollout-util" in r["fix"] for r in mem)
 

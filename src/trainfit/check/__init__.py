@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from trainfit.check.facts import CheckInputError, JobFacts, read_facts
-from trainfit.check.rules import ERROR, INFO, CheckOptions, Violation, _rl_text, run_rules
+from trainfit.check.rules import ERROR, INFO, CheckOptions, Violation, rl_launch_text, run_rules
 
 __all__ = ["CheckInputError", "CheckOptions", "CheckResult", "Violation", "check_file"]
 
@@ -39,7 +39,7 @@ class CheckResult:
 
 def check_facts(facts: JobFacts, options: CheckOptions | None = None) -> CheckResult:
     vs = run_rules(facts, options or CheckOptions())
-    if not vs and facts.kind == "shell" and facts.engine is None and not facts.train and _rl_text(facts) is None:
+    if not vs and facts.kind == "shell" and facts.engine is None and not facts.train and rl_launch_text(facts) is None:
         # a README, a zip or /etc/passwd read as a script: "no problems found" would read as "checked and fine"
         vs = [Violation(rule="no-training-command", severity=INFO,
                         message="no training command found (swift sft, megatron sft, torchrun, deepspeed, "

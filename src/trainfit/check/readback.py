@@ -43,10 +43,10 @@ def _model_name(f: JobFacts) -> str | None:
 def _resolve_model(f: JobFacts, plan: dict) -> Any | None:
     """The registry model the file trains, or None (an RL launch, no model, a model outside the registry, or a
     file with neither an engine, a DeepSpeed config nor a trainfit header)."""
-    from trainfit.check.rules import _rl_text
+    from trainfit.check.rules import rl_launch_text
     from trainfit.models import get_model
 
-    if plan.get("rl") or _rl_text(f) is not None:
+    if plan.get("rl") or rl_launch_text(f) is not None:
         return None  # an RL launch: sized per phase by rule_rl
     name = _model_name(f)
     if not name:

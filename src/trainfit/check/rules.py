@@ -324,7 +324,8 @@ def rule_memory(f: JobFacts, o: CheckOptions) -> list[Violation]:
     return out
 
 
-def _rl_text(f: JobFacts) -> str | None:
+def rl_launch_text(f: JobFacts) -> str | None:
+    """The text of the job's RL launch script (verl ``main_ppo`` or ``swift rlhf``), or None."""
     for _, s in f.scripts:
         if "verl.trainer.main_ppo" in s.text or re.search(r"\bswift\s+rlhf\b", s.text):
             return s.text
@@ -335,7 +336,7 @@ def rule_rl(f: JobFacts, o: CheckOptions) -> list[Violation]:
     """RL launches (verl main_ppo, ``swift rlhf``): read back and sized per phase with the same model and fit
     decision as ``memory --rl`` / ``plan --rl``, plus the RL lints (utilization vs the trainer's residual,
     colocation without sleep/offload, KV pool below one sequence, unfused logits at long responses)."""
-    text = _rl_text(f)
+    text = rl_launch_text(f)
     if text is None:
         return []
     from trainfit.errors import TrainfitError as _TE
