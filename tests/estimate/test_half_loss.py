@@ -118,3 +118,13 @@ def test_constants_match_a_trace_of_the_qwen_v1_loss():
     # and the fp32 cast gives the standard loss's backward 12 B
     _, bwd32 = _traced_bytes_per_logit(upcast=True, batch=1)
     assert bwd32 == pytest.approx(12.0, abs=0.1)
+
+
+def test_rl_rejects_the_half_loss():
+    from trainfit.errors import WorkloadError
+    from trainfit.rl import RLConfig, estimate_rl_memory
+
+    with pytest.raises(WorkloadError, match="loss half"):
+        estimate_rl_memory(M, Workload(method="lora", loss="half"), RLConfig(algo="grpo"), 80.0)
+    # the same job with the standard loss is sized
+    assert estimate_rl_memory(M, Workload(method="lora"), RLConfig(algo="grpo"), 80.0).peak_gib > 0
