@@ -14,7 +14,7 @@ from trainfit.errors import WorkloadError
 
 Method = Literal["full", "lora", "qlora", "freeze"]
 Attention = Literal["sdpa", "flash", "flash3", "eager"]
-Loss = Literal["standard", "fused"]
+Loss = Literal["standard", "fused", "half"]
 Precision = Literal["bf16", "amp-bf16", "fp16", "fp8"]
 Optimizer = Literal["adamw-fused", "adamw-foreach", "adamw-8bit", "paged-adamw-8bit", "sgd", "adafactor"]
 Strategy = Literal["ddp", "zero1", "zero2", "zero3", "fsdp"]
@@ -23,7 +23,7 @@ ExpertsImpl = Literal["modulelist", "eager", "grouped_mm"]
 
 METHODS: tuple[str, ...] = ("full", "lora", "qlora", "freeze")
 ATTENTIONS: tuple[str, ...] = ("sdpa", "flash", "flash3", "eager")
-LOSSES: tuple[str, ...] = ("standard", "fused")
+LOSSES: tuple[str, ...] = ("standard", "fused", "half")
 PRECISIONS: tuple[str, ...] = ("bf16", "amp-bf16", "fp16", "fp8")
 OPTIMIZERS: tuple[str, ...] = ("adamw-fused", "adamw-foreach", "adamw-8bit", "paged-adamw-8bit", "sgd", "adafactor")
 STRATEGIES: tuple[str, ...] = ("ddp", "zero1", "zero2", "zero3", "fsdp")
@@ -100,7 +100,12 @@ class Workload:
     over stacked expert weights; ``grouped_mm``: transformers >= 5's default, ``torch._grouped_mm`` without a
     loop (ms-swift ``--experts_impl grouped_mm``)."""
     loss: Loss = "standard"
-    """``standard``: HF loss (fp32 logits); ``fused``: chunked linear cross-entropy (Liger), no full logits."""
+    """``standard``: HF loss (fp32 logits); ``fused``: chunked linear cross-entropy (Liger), no full logits;
+    ``half``: the model's own cross-entropy over the LM head's 16-bit logits with no fp32 copy: remote code whose
+    forward calls ``CrossEntropyLoss`` on the LM head output without ``.float()`` (Qwen v1's ``QWenLMHeadModel``,
+    https://huggingface.co/Qwen/Qwen-7B-Chat/blob/main/modeling_qwen.py) run without autocast (DeepSpeed fp16/bf16,
+    pure bf16). Under autocast (``amp-bf16``/``fp16`` with ``ddp``) cross_entropy runs in fp32 and ``half`` sizes
+    as ``standard`` (memory.py ``_loss_region``)."""
     precision: Precision = "bf16"
     """``bf16``: pure bf16 params, grads and optimizer states; ``amp-bf16``: fp32 params with autocast;
     ``fp16``: fp32 master params with fp16 autocast; ``fp8``: fp8 matmuls with bf16 weights, fp32 master."""

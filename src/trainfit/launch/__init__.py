@@ -137,7 +137,7 @@ def _module(target: str):
 
 def render(ctx: RenderContext, targets: list[str] | tuple[str, ...] | str | None = None) -> RenderResult:
     """Render ``targets`` (names from :data:`TARGETS`, or ``all``; None = the plan's target, else ``all``)."""
-    from trainfit.launch.targets import engine_mismatch, experts_mismatch
+    from trainfit.launch.targets import engine_mismatch, experts_mismatch, loss_mismatch
 
     if targets is None:
         targets = getattr(ctx.plan, "target", None) or "all"
@@ -171,7 +171,7 @@ def render(ctx: RenderContext, targets: list[str] | tuple[str, ...] | str | None
         files.update(mod.render(ctx))
         rendered.append(t)
     warnings = (engine_mismatch(ctx.plan.framework, getattr(ctx.plan, "target", None), rendered, ctx.workload)
-                + experts_mismatch(rendered, ctx.workload, ctx.model.is_moe))
+                + experts_mismatch(rendered, ctx.workload, ctx.model.is_moe) + loss_mismatch(rendered, ctx.workload))
     return RenderResult(files=files, skipped=skipped, context=ctx, warnings=warnings + _kernel_gaps(ctx))
 
 

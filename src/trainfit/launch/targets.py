@@ -190,6 +190,21 @@ def experts_mismatch(targets: Any, wl: Workload, is_moe: bool) -> tuple[str, ...
             "--experts-impl grouped_mm",)
 
 
+def loss_mismatch(targets: Any, wl: Workload) -> tuple[str, ...]:
+    """The warning ``render`` gives for ``--loss half`` (a cross-entropy over 16-bit logits, no fp32 copy: the loss
+    of remote model code such as Qwen v1's, run without autocast) on targets that run the Hugging Face trainer:
+    transformers' own models upcast the logits to fp32 before the loss (``ForCausalLMLoss``), 6 B more per logit
+    than the plan counted, and a trainer under autocast casts cross_entropy to fp32 whatever the model does."""
+    if wl.loss != "half":
+        return ()
+    hf = [t for t in targets if target_framework(t, wl) in ("hf-trainer", "deepspeed")]
+    if not hf:
+        return ()
+    return (f"{', '.join(hf)}: --loss half counts the loss over 16-bit logits (remote code such as Qwen v1's, no "
+            "autocast); transformers' own models upcast the logits to fp32 (6 B more per logit): unless the job runs "
+            "such a model, re-plan with --loss standard",)
+
+
 __all__ = ["PLAN_TARGETS", "RL_TARGET_FRAMEWORK", "SWIFT_TARGETS", "TARGET_FRAMEWORKS", "TARGET_RUNS",
-           "check_target", "engine_mismatch", "experts_mismatch", "layout_reason", "same_engine", "search_reason", "speed_framework",
+           "check_target", "engine_mismatch", "experts_mismatch", "layout_reason", "loss_mismatch", "same_engine", "search_reason", "speed_framework",
            "target_framework"]

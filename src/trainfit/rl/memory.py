@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from trainfit.errors import RolloutMemoryError
+from trainfit.errors import RolloutMemoryError, WorkloadError
 from trainfit.models.shapes import ModelShape
 from trainfit.rl.config import KV_BLOCK_TOKENS, RLConfig
 from trainfit.workload import Workload
@@ -419,6 +419,9 @@ def estimate_rl_memory(model: ModelShape, workload: Workload, rl: RLConfig, gpu_
     if gpu_mem_gib is None or gpu_mem_gib <= 0:
         raise RolloutMemoryError("RL sizing needs the GPU's memory (the engine's budget is a fraction of it)",
                                  fix="pass --gpu NAME or --gpu-mem GIB")
+    if workload.loss == "half":
+        raise WorkloadError("--loss half is a model's own SFT loss over 16-bit logits (Qwen v1 remote code); RL "
+                            "frameworks compute the log-probs themselves", fix="use --loss standard or --loss fused")
     assumptions: list[str] = []
     warnings: list[str] = []
     tr = _train_phase(model, workload, rl, assumptions)

@@ -55,6 +55,12 @@ def check_traceable(shape: ModelShape, w: Workload) -> None:
             f"{name}: the fused (Liger) linear cross-entropy is a Triton kernel with no fake-tensor version",
             fix="use `trainfit memory`, or trace --loss standard",
         )
+    if w.loss == "half":
+        raise NotTraceableError(
+            f"{name}: --loss half is not traceable: it is the loss of remote model code (Qwen v1's "
+            "QWenLMHeadModel) over 16-bit logits, while the transformers models the trace builds upcast to fp32",
+            fix="use `trainfit memory`, or trace --loss standard",
+        )
     for dim in ("tp", "pp", "ep", "cp"):
         if getattr(w, dim) > 1:
             raise NotTraceableError(
