@@ -110,3 +110,16 @@ def test_releasable_cache_round_trips_and_old_plans_read_back():
     assert MemoryEstimate.from_dict(old).releasable_cache_gib == 0.0
     with pytest.raises(ValueError):
         MemoryEstimate.from_dict({**est.to_exact_dict(), "releasable_cache_gib": est.reserved_gib + 1})
+
+
+def test_loss_block_sizes_decide_whether_the_step_reuses_them():
+    from trainfit.estimate.loss_region import largest_loss_block_bytes_per_logit
+    assert largest_loss_block_bytes_per_logit(Workload(loss="standard")) == 4.0  # the fp32 copy of the logits
+    assert largest_loss_block_bytes_per_logit(Workload(loss="half")) == 2.0  # 16-bit logits, no autocast
+    assert largest_loss_block_bytes_per_logit(Workload(loss="half", precision="amp-bf16")) == 4.0  # autocast: fp32
+    assert largest_loss_block_bytes_per_logit(Workload(loss="fused")) == 0.0
+    # a 16-bit loss leaves blocks half as large as the standard loss: at 8192 tokens (2.5 GB) below the step's fp32
+    # gradient (4 GB), so the step needs new segments where the standard loss's 5 GB blocks would serve it
+    m = get_model("Qwen3-8B")
+    wl = Workload(gpus=4, strategy="zero3", seq_len=8192, attention="flash")
+    assert estimate_memory(m, wl.with_(loss="half")).releasable_cache_gib > estimate_memory(m, wl).releasable_cache_gib

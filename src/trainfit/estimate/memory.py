@@ -14,7 +14,9 @@ temporaries (optimizer-step buffers, ZeRO/FSDP gather and reduce buffers, DDP bu
 scratch), overhead (CUDA context, NCCL, allocator slack; only in ``reserved_gib``).
 
 Model states (weights, gradients, optimizer, strategy buffers, offload) are in estimate/states.py, the
-per-layer activation profile of the rank in estimate/activation_profile.py; this module walks the step.
+per-layer activation profile of the rank in estimate/activation_profile.py, the logits and loss region in
+estimate/loss_region.py, DeepSpeed ZeRO-3's step temporaries and segments in estimate/zero3.py; this module walks
+the step.
 Every formula, its derivation and source is in docs/memory-model.md.
 """
 
@@ -26,8 +28,11 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from trainfit.estimate.activation_profile import ActProfile, act_divisor, autocast, cached_act_profile, eff_tokens
+from trainfit.estimate.loss_region import (HALF_CE_BWD_BYTES, HALF_CE_FWD_BYTES,  # noqa: F401 (re-exported)
+                                           HALF_CE_SHIFT_COPY_BYTES, MEGATRON_CE_BWD_BYTES, MEGATRON_CE_FWD_BYTES,
+                                           _loss_region, largest_loss_block_bytes_per_logit)
 from trainfit.estimate.params import ParamCounts, count_params
-from trainfit.estimate.runtime import ddp_broadcast_staging_bytes, megatron_core, nccl_communicators, runtime_terms
+from trainfit.estimate.runtime import ddp_broadcast_staging_bytes, nccl_communicators, runtime_terms
 from trainfit.estimate.states import (ADAM8_STATE_BYTES, DS_PREFETCH_BUCKET, DS_REDUCE_BUCKET, GIB,
                                       NF4_BYTES, ModelStates, any_layer_tensor, cached_states, model_state_gib,
                                       mp_shard, rank_layers)
@@ -252,67 +257,6 @@ def _autocast_weights(m: ModelShape, wl: Workload) -> float:
     return 2.0 * lin / (wl.dp if wl.strategy in ("zero3", "fsdp") else 1)
 
 
-def _loss_region(m: ModelShape, wl: Workload, T: float, head_trains: bool) -> tuple[float, float, str | None]:
-    """(forward peak, backward-start bytes, assumption or None) of the logits and loss."""
-    V, h = m.vocab_size, m.hidden_size
-    vt = V * T / wl.tp
-    if megatron_core(wl):
-        return _megatron_loss_region(vt)
-    if wl.loss == "half" and not autocast(wl):
-        return _half_loss_region(vt, wl.micro_batch)
-    if wl.loss in ("standard", "half"):
-        loss_fwd_peak = 10 * vt  # bf16 logits + fp32 copy + log_softmax output
-        loss_bwd_peak = 12 * vt  # saved log_softmax output + nll grad + log_softmax grad (fp32)
-        # https://pytorch.org/docs/2.0/amp.html#cuda-ops-that-can-autocast-to-float32 lists cross_entropy
-        note = ("--loss half under autocast: cross_entropy is on autocast's fp32 list, so the loss runs on an "
-                "fp32 copy of the logits (sized as --loss standard)") if wl.loss == "half" else None
-        return loss_fwd_peak, loss_bwd_peak, note
-    inc = math.ceil(V / h)
-    chunk = 2 ** math.ceil(math.log2(max(1, math.ceil(T / inc))))
-    lm_grad = (V * h * 2.0 / wl.tp) if head_trains else 0.0
-    loss_saved = 2 * h * T + lm_grad  # grad_input (and grad_weight) computed in forward
-    loss_fwd_peak = loss_saved + chunk * V * (2 + 4 + 4)
-    loss_bwd_peak = loss_saved
-    note = f"fused loss: chunked linear cross-entropy (Liger), {chunk}-token chunks; not traced"
-    return loss_fwd_peak, loss_bwd_peak, note
-
-
-#: Bytes per logit element of Megatron-Core's vocab-parallel cross entropy (fused or not, same tensors):
-#: forward keeps the bf16 logits while ``.float()`` makes the fp32 copy that max-subtract, exp and the
-#: softmax normalisation then overwrite in place (2 + 4); backward turns the saved fp32 softmax into the
-#: gradient in place and casts it to bf16 for the output layer (4 + 2).
-#: https://github.com/NVIDIA/Megatron-LM/blob/main/megatron/core/tensor_parallel/cross_entropy.py
-MEGATRON_CE_FWD_BYTES = 6.0
-MEGATRON_CE_BWD_BYTES = 6.0
-
-
-#: Bytes per logit element of a cross-entropy over the LM head's 16-bit output with no fp32 copy (``--loss half``):
-#: Qwen (v1)'s ``QWenLMHeadModel.forward`` calls ``CrossEntropyLoss`` on ``lm_logits[..., :-1, :].contiguous()``
-#: without ``.float()`` (https://huggingface.co/Qwen/Qwen-7B-Chat/blob/main/modeling_qwen.py, the same in every
-#: Qwen v1 checkpoint), and without autocast log_softmax keeps the input dtype. Forward: the 16-bit logits and the
-#: 16-bit log_softmax output (2 + 2); the shift copies the logits only when the slice is not contiguous, i.e. with
-#: more than one sample per micro-batch (+2). Backward: the saved log_softmax output, the nll gradient and the
-#: log_softmax gradient, all 16-bit (2 + 2 + 2). Traced on CPU with trainfit's storage tracker over that loss code:
-#: 4.0 and 6.0 B per logit at one sample per micro-batch, against 10 and 12 with the fp32 cast autocast inserts.
-HALF_CE_FWD_BYTES = 4.0
-HALF_CE_SHIFT_COPY_BYTES = 2.0
-HALF_CE_BWD_BYTES = 6.0
-
-
-def _half_loss_region(vt: float, micro_batch: int) -> tuple[float, float, str]:
-    """(forward peak, backward-start bytes, note) of a 16-bit cross-entropy over ``vt`` logits on the rank."""
-    fwd = HALF_CE_FWD_BYTES + (HALF_CE_SHIFT_COPY_BYTES if micro_batch > 1 else 0.0)
-    return (fwd * vt, HALF_CE_BWD_BYTES * vt,
-            "--loss half: cross-entropy over the 16-bit logits, no fp32 copy (e.g. Qwen v1 remote code without "
-            "autocast)")
-
-
-def _megatron_loss_region(vt: float) -> tuple[float, float, str]:
-    """(forward peak, backward-start bytes, note) of Megatron-Core's loss over ``vt`` logits on the rank."""
-    return (MEGATRON_CE_FWD_BYTES * vt, MEGATRON_CE_BWD_BYTES * vt,
-            "Megatron-Core vocab-parallel cross entropy: bf16 logits + one fp32 copy worked in place")
-
-
 def _grad_of(st: ModelStates, i: int) -> float:
     """Gradient bytes of decoder layer ``i`` on this rank."""
     return sum(gb for ids_, gb in st.grad_by_ids if i in ids_)
@@ -469,7 +413,7 @@ def _zero3_step_segments(s: _Step, cands: list[_Cand], *, extra: float) -> float
     resident = st.weights + st.gradients + st.optimizer + extra
     transient = max(sum(c[1:]) - resident - st.weights_gathered for c in cands if c[0] != "optimizer")
     block = largest_compute_block_bytes(s.m, tokens=s.T, tp=wl.tp, act_divisor=s.tpd,
-                                        standard_loss=wl.loss == "standard")
+                                        loss_bytes_per_logit=largest_loss_block_bytes_per_logit(wl))
     return step_segment_reserve_bytes(gathered=st.weights_gathered, transient=max(0.0, transient),
                                       step_temp=st.step_temp, step_block=st.step_block, largest_block=block,
                                       allgather_stream=wl.ds_overlap_comm)

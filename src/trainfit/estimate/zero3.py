@@ -82,15 +82,15 @@ def gathered_weights_apply(dp_ranks: int) -> bool:
 
 
 def largest_compute_block_bytes(m: ModelShape, *, tokens: float, tp: int, act_divisor: float,
-                                standard_loss: bool) -> float:
-    """Largest single tensor of the forward / backward on the compute stream (bytes): an fp32 logits-sized
-    tensor of the standard loss (V x T x 4), else the widest activation (the MLP intermediate in 16 bits or the
-    hidden state in fp32). Chunked (fused) losses never hold a whole logits tensor."""
+                                loss_bytes_per_logit: float) -> float:
+    """Largest single tensor of the forward / backward on the compute stream (bytes): the loss region's largest
+    logits-sized tensor (``loss_bytes_per_logit`` x V x T: 4 for the fp32 copy of the standard loss, 2 for a
+    16-bit loss, 0 for a chunked one), else the widest activation (the MLP intermediate in 16 bits or the hidden
+    state in fp32)."""
     inter = max(m.intermediate_size, m.moe_intermediate_size * m.experts_per_token,
                 m.shared_expert_intermediate_size)
     act = max(2.0 * inter, 4.0 * m.hidden_size) * tokens / act_divisor
-    loss = 4.0 * m.vocab_size * tokens / tp if standard_loss else 0.0
-    return max(act, loss)
+    return max(act, loss_bytes_per_logit * m.vocab_size * tokens / tp)
 
 
 def step_segment_reserve_bytes(*, gathered: float, transient: float, step_temp: float, step_block: float,
