@@ -248,3 +248,28 @@ def test_render_for_a_gpu_without_instance_is_not_checked_as_pai_public(tmp_path
     assert main(["render", "Qwen3-8B", "--method", "lora", "--gpus", "8", "--gpu", "H800", "--target", "swift",
                  "--out", str(tmp_path)]) == 0
     assert "pai-public-quota" not in {v.rule for v in check_file(tmp_path / "swift_sft.sh").violations}
+
+
+def test_lora_dropout_is_written_as_sized_and_read_back_when_it_is_not(tmp_path):
+    """trainfit sizes LoRA without dropout (PEFT's default); ms-swift defaults to 0.05. Rendered jobs state 0, and
+    a job file that trains with dropout says the dropout's copy and mask are not counted."""
+    from trainfit.check.facts import read_facts
+    from trainfit.check.readback import read_workload
+    from trainfit.check.rules import CheckOptions
+    from trainfit.launch._common import swift_args
+    from tests.launch.conftest import make_ctx
+
+    lf = tmp_path / "lf.yaml"
+    base = ("model_name_or_path: Qwen/Qwen3-8B\nstage: sft\nfinetuning_type: lora\nper_device_train_batch_size: 1\n"
+            "cutoff_len: 2048\nbf16: true\n")
+    lf.write_text(base + "lora_dropout: 0.1\n")
+    rb = read_workload(read_facts(lf), CheckOptions(gpu="A100-80GB"))
+    assert any("lora_dropout 0.1" in a and "not counted" in a for a in rb.assumed)
+    lf.write_text(base + "lora_dropout: 0\n")
+    assert not any("lora_dropout" in a for a in read_workload(read_facts(lf), CheckOptions(gpu="A100-80GB")).assumed)
+    sh = tmp_path / "train.sh"
+    sh.write_text("swift sft --model Qwen/Qwen3-8B --train_type lora --max_length 2048 --torch_dtype bfloat16\n")
+    rb = read_workload(read_facts(sh), CheckOptions(gpu="A100-80GB"))
+    assert any("lora_dropout 0.05 (ms-swift's default 0.05)" in a for a in rb.assumed)
+    ctx = make_ctx("lora1")
+    assert ("lora_dropout", "0") in swift_args(ctx)

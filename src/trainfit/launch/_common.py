@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+from typing import Any
 
 from trainfit.launch._context import RenderContext
 from trainfit.workload import Workload
@@ -107,7 +108,7 @@ def swift_args(ctx: RenderContext) -> list[tuple[str, str]]:
         a.append(("freeze_parameters_ratio", f"{frac:.6f}"))
     if tuner == "lora":
         a += [("lora_rank", str(wl.lora_rank)), ("lora_alpha", str(wl.lora_alpha)),
-              ("target_modules", " ".join(wl.lora_targets))]
+              ("target_modules", " ".join(wl.lora_targets)), ("lora_dropout", "0")]  # what trainfit sizes (ms-swift: 0.05)
     a.append(("attn_impl", SWIFT_ATTN[wl.attention]))
     if ctx.megatron:
         a += [("micro_batch_size", str(wl.micro_batch)), ("global_batch_size", str(wl.global_batch)),
@@ -193,6 +194,20 @@ def _megatron_fields(args: dict[str, str], gpus: int | None, kw: dict, assumed: 
         assumed.append("attention_backend flash (ms-swift's default: FlashAttention-2 unless flash-attn 3 is installed)")
 
 
+def lora_dropout_note(value: Any, default_name: str | None = None) -> list[str]:
+    """What check says about a LoRA dropout it reads back: trainfit sizes ``lora_dropout`` 0 (PEFT's default); a
+    positive one adds a dropout copy and a mask per adapted input that the memory and speed estimates leave out."""
+    try:
+        p = float(value)
+    except (TypeError, ValueError):
+        return [f"lora_dropout {value!r} not read: sized as 0"]
+    if p <= 0:
+        return []
+    return [f"lora_dropout {p:g}{' (' + default_name + ')' if default_name else ''}: its dropout copy and mask per "
+            "adapted input are not counted (trainfit sizes 0; under activation checkpointing a few hundred MB at most, "
+            "and some extra element-wise traffic per step)"]
+
+
 def swift_workload(args: dict[str, str], *, num_layers: int | None, gpus: int | None) -> tuple[dict, list[str]]:
     """Workload fields from ms-swift arguments (``swift sft`` or ``megatron sft``): the inverse of
     :func:`swift_args`. Returns (fields, what was assumed). DeepSpeed stage and offload come from its config
@@ -217,6 +232,9 @@ def swift_workload(args: dict[str, str], *, num_layers: int | None, gpus: int | 
     for k in ("lora_rank", "lora_alpha"):
         if args.get(k, "").isdigit():
             kw[k] = int(args[k])
+    if kw.get("method") in ("lora", "qlora"):
+        assumed.extend(lora_dropout_note(args.get("lora_dropout", "0.05"), "ms-swift's default 0.05"
+                                         if "lora_dropout" not in args else None))
     if args.get("target_modules"):
         kw["lora_targets"] = tuple(args["target_modules"].replace(",", " ").split())
     if args.get("max_length", "").isdigit():

@@ -12,7 +12,7 @@ from typing import Any
 
 
 
-from trainfit.launch._common import OPTIMIZERS, dump_yaml, hash_header, sft_only
+from trainfit.launch._common import OPTIMIZERS, dump_yaml, hash_header, lora_dropout_note, sft_only
 from trainfit.launch._context import RenderContext
 from trainfit.workload import Workload
 
@@ -50,7 +50,8 @@ def config(ctx: RenderContext) -> dict[str, Any]:
                          "do_train": True, "finetuning_type": ftype}
     if ftype == "lora":
         targets = ["all"] if wl.lora_targets == ("all-linear",) else list(wl.lora_targets)
-        c.update({"lora_rank": wl.lora_rank, "lora_alpha": wl.lora_alpha, "lora_target": ",".join(targets)})
+        c.update({"lora_rank": wl.lora_rank, "lora_alpha": wl.lora_alpha, "lora_target": ",".join(targets),
+                  "lora_dropout": 0.0})  # what trainfit sizes (LLaMA-Factory's default too)
     if wl.method == "qlora":
         c.update({"quantization_bit": 4, "quantization_method": "bnb"})
     if wl.method == "freeze":
@@ -99,6 +100,7 @@ def llamafactory_workload(c: dict, *, num_layers: int | None = None) -> tuple[di
     ftype = s.get("finetuning_type", "")
     if ftype == "lora":
         kw["method"] = "qlora" if s.get("quantization_bit") == "4" else "lora"
+        assumed.extend(lora_dropout_note(s.get("lora_dropout", "0")))
         tg = s.get("lora_target", "all")
         kw["lora_targets"] = ("all-linear",) if tg in ("all", "") else tuple(x.strip() for x in tg.split(",") if x.strip())
     elif ftype == "freeze":
