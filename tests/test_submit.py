@@ -133,6 +133,23 @@ def test_submit_refuses_a_job_check_rejects(tmp_path, creds, capsys):
     assert rc == 2 and "lingjun-needs-vpc" in err
 
 
+def test_submit_refuses_placeholders_left_in_the_job(tmp_path, server, creds, capsys):
+    """A rendered job without --checkpoint-uri keeps oss://REPLACE_ME-bucket/...: `check` warns (it is a draft),
+    `submit --yes` must not queue it on the platform; the dry run still shows it."""
+    out_dir = tmp_path / "job"
+    assert main(["render", "Qwen3-8B", "--method", "lora", "--instance-type", "ecs.gn7i-c8g1.2xlarge", "--spot",
+                 "--target", "dlc", "--out", str(out_dir)]) == 0
+    capsys.readouterr()
+    assert "REPLACE_ME" in (out_dir / "dlc_job.json").read_text()
+    _Handler.seen.clear()
+    host, port = server.server_address
+    rc, out, err = _run(["submit", str(out_dir / "dlc_job.json"), "--yes", "--region", "cn-hangzhou",
+                         "--endpoint", f"{host}:{port}", "--protocol", "http"], capsys)
+    assert rc == 2 and "placeholder" in err and _Handler.seen == []
+    rc, out, err = _run(["submit", str(out_dir / "dlc_job.json"), "--region", "cn-hangzhou"], capsys)
+    assert rc == 0 and "dry run" in out
+
+
 @pytest.mark.parametrize("content,needle", [("{oops", "not valid JSON"), ('{"a": 1}', "not a PAI-DLC")])
 def test_bad_job_file(tmp_path, capsys, content, needle):
     p = tmp_path / "dlc_job.json"

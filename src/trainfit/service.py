@@ -394,7 +394,9 @@ def check_file(path: str | Path, *, region: str | None = None, gpu: str | None =
 
 def submit_job(path: str | Path, *, region: str, yes: bool = False, gate: bool = True, **kw: Any) -> Any:
     """Check the job (the same rules as ``trainfit check``), then dry-run or send it through the official SDK.
-    With ``gate`` (default) an error-level finding stops a real submission. Returns (SubmitResult, CheckResult)."""
+    With ``gate`` (default) an error-level finding, or a value still to fill in (``placeholder``: a job sent with
+    ``REPLACE_ME`` in its bucket or VPC fails on the platform after it is queued), stops a real submission.
+    Returns (SubmitResult, CheckResult)."""
     from trainfit import inputs
     from trainfit.errors import SubmitError
     from trainfit.providers.alibaba.submit import load_job, submit
@@ -402,9 +404,10 @@ def submit_job(path: str | Path, *, region: str, yes: bool = False, gate: bool =
     region = inputs.as_ident("--region", region, "region")
     p, _ = load_job(path)
     res_check = check_file(p, region=region)
-    if gate and not res_check.ok and yes:
-        first = next(v for v in res_check.violations if v.severity == "error")
-        raise SubmitError(f"`trainfit check` found {res_check.errors} error(s) in {p}, e.g. {first.rule}: "
+    blocking = [v for v in res_check.violations if v.severity == "error" or v.rule == "placeholder"]
+    if gate and blocking and yes:
+        first = blocking[0]
+        raise SubmitError(f"`trainfit check` found {len(blocking)} problem(s) that stop a submission in {p}, e.g. {first.rule}: "
                           f"{first.message}", fix=f"{first.fix}; or pass --no-check")
     return submit(p, region=region, yes=yes, **kw), res_check
 
