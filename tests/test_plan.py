@@ -250,3 +250,23 @@ def test_a_region_nothing_names_gets_a_note_with_a_suggestion(capsys):
     assert json.loads(capsys.readouterr().out)["notes"] == []
     main(argv[:-1] + ["--region", "cn-hangzou", "--top", "1"])
     assert "note:" in capsys.readouterr().out
+
+
+def test_moe_plans_compare_expert_parallel_sizes_by_speed():
+    """The search kept the first layout that fit in a fixed strategy order, so a MoE model got FSDP on one node
+    (or EP 16 across two, whose all-to-all crosses the network) although EP 8 inside each node is several times
+    faster and cheaper; each expert-parallel size now keeps its own first fit and the speed model decides."""
+    from trainfit.plan.search import PlanRequest
+
+    m = get_model("Qwen3-30B-A3B")
+    base = dict(model=m, workload=Workload(method="full", seq_len=4096), tokens=1_000_000_000, provider="alibaba",
+                resource_class="pai-lingjun", gpu="H800", spot=True)
+    best = plan(PlanRequest(**base)).best
+    assert best is not None and best.workload.ep > 1
+    # EP within a node beats EP across nodes on the same two nodes
+    two = plan(PlanRequest(**base, pins={"gpus": 16})).best
+    assert two.workload.ep == 8
+    pinned = {ep: plan(PlanRequest(**base, pins={"gpus": 16, "ep": ep, "strategy": "zero1"})).best for ep in (8, 16)}
+    assert pinned[8].tokens_per_s > pinned[16].tokens_per_s
+    # and the unpinned pick is the best of the pinned ones by the objective (cost; GPU-hours without prices)
+    assert two.gpu_hours <= min(p.gpu_hours for p in pinned.values()) + 1e-9

@@ -18,10 +18,11 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from trainfit.errors import PlanError, TrainfitError, WorkloadError
-from trainfit.estimate.fit import SAFETY_MARGIN_DEFAULT, decide_fit, host_ram_verdict
-from trainfit.estimate.memory import MemoryEstimate, estimate_memory
+from trainfit.estimate.fit import SAFETY_MARGIN_DEFAULT, decide_fit
+from trainfit.estimate.memory import MemoryEstimate
 from trainfit.models.shapes import ModelShape
 from trainfit.plan.explain import explain_rejection as _explain, unknown_region_note as _region_note
+from trainfit.plan.layout_fit import fit_layout as _fit_layout
 from trainfit.plan.rank import pareto as _pareto
 from trainfit.plan.rank import score as _score
 from trainfit.plan.types import Plan, PlanResult, Rejection
@@ -32,7 +33,6 @@ Objective = Literal["cost", "time"]
 #: The safety margin of the one fit decision (``estimate/fit.py``); ``PlanRequest.memory_margin`` changes it.
 MEMORY_MARGIN_DEFAULT = SAFETY_MARGIN_DEFAULT
 NODE_COUNTS = (1, 2, 4, 8, 16, 32, 64, 128)
-MAX_MICRO_BATCH = 16
 #: Strategies in order of expected speed (fastest first) for one GPU and for several.
 _SINGLE = (("ddp", "none"), ("zero2", "optimizer"), ("zero3", "all"))
 _MULTI = (("ddp", "none"), ("zero1", "none"), ("zero2", "none"), ("fsdp", "none"), ("zero3", "none"),
@@ -184,8 +184,11 @@ def _configs(req: PlanRequest, model: ModelShape, gpn: int, nodes: int, precisio
 
 def _for_target(req: PlanRequest, configs: list[Workload], miss: _Best) -> list[Workload]:
     """The candidates ``req.target`` writes (with the engine an explicit ``--framework`` names); when none is
-    left, why, as the instance's nearest miss."""
+    left, why, as the instance's nearest miss. ``--framework megatron`` without a target keeps the layouts
+    Megatron runs (data parallel or its distributed optimizer, with optional optimizer offload)."""
     if req.target is None:
+        if req.framework == "megatron":
+            return [w for w in configs if (w.strategy, w.offload) in _MEGATRON]
         return configs
     from trainfit.launch.targets import search_reason
 
@@ -195,40 +198,6 @@ def _for_target(req: PlanRequest, configs: list[Workload], miss: _Best) -> list[
         miss.other = ("target", f"--target {req.target} writes none of the layouts that fit here: {reasons[0]}",
                       "drop --target (or --framework), or pin a layout the target writes")
     return kept
-
-
-_LEAN_ORDER = {("ddp", "none"): 0, ("zero1", "none"): 1, ("zero2", "none"): 2, ("fsdp", "none"): 3,
-               ("zero3", "none"): 4, ("zero1", "optimizer"): 5, ("zero2", "optimizer"): 5, ("zero3", "optimizer"): 6, ("fsdp", "optimizer"): 6,
-               ("zero3", "all"): 7, ("fsdp", "all"): 7}
-
-
-def _families(configs: list[Workload]) -> list[list[Workload]]:
-    """Candidates split by optimizer-state semantics: DeepSpeed ZeRO vs the rest (DDP, FSDP)."""
-    zero = [w for w in configs if w.strategy.startswith("zero")]
-    other = [w for w in configs if not w.strategy.startswith("zero")]
-    return [f for f in (zero, other) if f]
-
-
-def _leanness(w: Workload) -> tuple:
-    """Order candidates by how little memory they need (more sharding, offload, GC, expert parallelism)."""
-    return (_LEAN_ORDER.get((w.strategy, w.offload), 0), w.grad_ckpt, w.ep)
-
-
-def _fit_micro_batch(model: ModelShape, wl: Workload, limit_gib: float, cap: int) -> tuple[Workload, MemoryEstimate] | None:
-    """The largest micro-batch <= cap that fits (None if even 1 does not)."""
-    est = estimate_memory(model, wl)
-    if est.reserved_gib > limit_gib:
-        return None
-    best = (wl, est)
-    b = 2
-    while b <= cap:
-        w2 = wl._with_batch(b)
-        e2 = estimate_memory(model, w2)
-        if e2.reserved_gib > limit_gib:
-            break
-        best = (w2, e2)
-        b *= 2
-    return best
 
 
 def plan(req: PlanRequest) -> PlanResult:
@@ -372,23 +341,20 @@ def _best_on_instance(req: PlanRequest, inst: Any, gpu: Any, stated: str, layout
         key = (gpn, nodes, precision)
         if key not in config_cache:
             config_cache[key] = _configs(req, req.model, gpn, nodes, precision)
-        found = _fit_layout(req, _for_target(req, config_cache[key], miss), limit, miss, inst)
-        if found is None:
-            continue
-        wl, est = found
-        fit = decide_fit(est, usable_gib=gpu.usable_mem_gib, gpus_per_node=gpn, host_ram_gib=inst.ram_gib,
-                         margin=req.memory_margin)
-        if fit.verdict in ("oom", "tight"):
-            if fit.host_verdict in ("oom", "tight"):
-                miss.host = (est.host_ram_gib, inst.ram_gib)
-            continue
         rule_warnings = tuple(f"{v.rule}: {v.message}" for v in all_v if v.severity == "warning")
-        p = _evaluate(req, inst, gpu, gpn, nodes, wl, est, fit, ((stated,) if stated else ()) + rule_warnings)
-        if p is None or not _within_limits(req, p, miss):
-            continue
-        score = _score(req, p)
-        if best is None or score < best[0]:
-            best = (score, p)
+        for wl, est in _fit_layout(req, _for_target(req, config_cache[key], miss), limit, miss, inst):
+            fit = decide_fit(est, usable_gib=gpu.usable_mem_gib, gpus_per_node=gpn, host_ram_gib=inst.ram_gib,
+                             margin=req.memory_margin)
+            if fit.verdict in ("oom", "tight"):
+                if fit.host_verdict in ("oom", "tight"):
+                    miss.host = (est.host_ram_gib, inst.ram_gib)
+                continue
+            p = _evaluate(req, inst, gpu, gpn, nodes, wl, est, fit, ((stated,) if stated else ()) + rule_warnings)
+            if p is None or not _within_limits(req, p, miss):
+                continue
+            score = _score(req, p)
+            if best is None or score < best[0]:
+                best = (score, p)
     return (best[1] if best else None), miss
 
 
@@ -400,51 +366,6 @@ def _precision_for(req: PlanRequest, gpu: Any) -> tuple[str | None, str]:
         return "fp16", (f"{gpu.name} has no bf16: planned with fp16 mixed precision (fp32 master weights, loss "
                         "scaling), with the memory and speed of fp16")
     return None, ""
-
-
-def _fit_layout(req: PlanRequest, configs: list[Workload], limit: float, miss: _Best,
-                inst: Any) -> tuple[Workload, MemoryEstimate] | None:
-    """The fastest candidate of one layout that fits GPU memory (largest micro-batch) and host RAM."""
-    model = req.model
-    if not configs:
-        return None
-    # the least memory-hungry candidate of each family first (DeepSpeed ZeRO keeps fp32 master weights and states,
-    # FSDP/DDP under pure bf16 do not, so neither family is always leaner): if none fits, nothing on this layout will
-    leans = [max(fam, key=_leanness) for fam in _families(configs)]
-    e_lean, lean = min(((estimate_memory(model, w._with_batch(req.pins.get("micro_batch", 1))), w) for w in leans),
-                       key=lambda x: x[0].reserved_gib)
-    if e_lean.reserved_gib > limit:
-        if e_lean.reserved_gib < miss.need_gib:
-            miss.need_gib, miss.need_wl = e_lean.reserved_gib, lean
-        return None
-    for wl in configs:
-        cap = req.pins.get("micro_batch", MAX_MICRO_BATCH)
-        if req.global_batch:
-            cap = min(cap, max(1, req.global_batch // wl.dp))
-        if "micro_batch" in req.pins:
-            wl = wl.with_(micro_batch=req.pins["micro_batch"])
-            est = estimate_memory(model, wl)
-            fitted = (wl, est) if est.reserved_gib <= limit else None
-        else:
-            fitted = _fit_micro_batch(model, wl, limit, cap)
-        if fitted is None:
-            e1 = estimate_memory(model, wl._with_batch(req.pins.get("micro_batch", 1)))
-            if e1.reserved_gib < miss.need_gib:
-                miss.need_gib, miss.need_wl = e1.reserved_gib, wl
-            continue
-        wl, est = fitted
-        if host_ram_verdict(est.host_ram_gib, inst.ram_gib, wl.gpus_per_node)[0] in ("tight", "oom"):
-            miss.host = (est.host_ram_gib, inst.ram_gib)
-            continue
-        if req.global_batch:
-            ga = max(1, math.ceil(req.global_batch / (wl.micro_batch * wl.dp)))
-            if ga != wl.grad_accum:
-                wl = wl._with_batch(wl.micro_batch, ga)
-                est = estimate_memory(model, wl)
-                if est.reserved_gib > limit:
-                    continue
-        return wl, est  # strategies are ordered fastest first; the first that fits is kept
-    return None
 
 
 def _evaluate(req: PlanRequest, inst: Any, gpu: Any, gpn: int, nodes: int, wl: Workload, est: MemoryEstimate,

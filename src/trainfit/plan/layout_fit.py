@@ -1,0 +1,117 @@
+"""Fitting one node layout: which candidate workloads of ``plan.search._configs`` fit GPU memory (with the largest
+micro-batch) and host RAM. The planner then times the survivors and keeps the best by its objective.
+
+One survivor per expert-parallel size: candidates are ordered by strategy, fastest first, which holds among
+strategies of one parallel layout, but not across expert-parallel sizes (expert parallelism within a node's NVLink
+is several times faster than FSDP for a MoE model; across nodes its all-to-all can be slower than both), so each
+expert-parallel size keeps its first fit and the speed model decides between them.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+from trainfit.estimate.fit import host_ram_verdict
+from trainfit.estimate.memory import MemoryEstimate, estimate_memory
+from trainfit.models.shapes import ModelShape
+from trainfit.workload import Workload
+
+if TYPE_CHECKING:  # pragma: no cover
+    from trainfit.plan.search import PlanRequest, _Best
+
+MAX_MICRO_BATCH = 16
+
+_LEAN_ORDER = {("ddp", "none"): 0, ("zero1", "none"): 1, ("zero2", "none"): 2, ("fsdp", "none"): 3,
+               ("zero3", "none"): 4, ("zero1", "optimizer"): 5, ("zero2", "optimizer"): 5, ("zero3", "optimizer"): 6,
+               ("fsdp", "optimizer"): 6, ("zero3", "all"): 7, ("fsdp", "all"): 7}
+
+
+def _families(configs: list[Workload]) -> list[list[Workload]]:
+    """Candidates split by optimizer-state semantics: DeepSpeed ZeRO vs the rest (DDP, FSDP)."""
+    zero = [w for w in configs if w.strategy.startswith("zero")]
+    other = [w for w in configs if not w.strategy.startswith("zero")]
+    return [f for f in (zero, other) if f]
+
+
+def _leanness(w: Workload) -> tuple:
+    """Order candidates by how little memory they need (more sharding, offload, GC, expert parallelism)."""
+    return (_LEAN_ORDER.get((w.strategy, w.offload), 0), w.grad_ckpt, w.ep)
+
+
+def fit_micro_batch(model: ModelShape, wl: Workload, limit_gib: float, cap: int) -> tuple[Workload, MemoryEstimate] | None:
+    """The largest micro-batch <= cap that fits (None if even 1 does not)."""
+    est = estimate_memory(model, wl)
+    if est.reserved_gib > limit_gib:
+        return None
+    best = (wl, est)
+    b = 2
+    while b <= cap:
+        w2 = wl._with_batch(b)
+        e2 = estimate_memory(model, w2)
+        if e2.reserved_gib > limit_gib:
+            break
+        best = (w2, e2)
+        b *= 2
+    return best
+
+
+def _fit_one(req: PlanRequest, wl: Workload, limit: float, miss: _Best,
+             inst: Any) -> tuple[Workload, MemoryEstimate] | None:
+    """``wl`` with the largest micro-batch that fits GPU memory and host RAM (and the global batch), or None."""
+    model = req.model
+    cap = req.pins.get("micro_batch", MAX_MICRO_BATCH)
+    if req.global_batch:
+        cap = min(cap, max(1, req.global_batch // wl.dp))
+    if "micro_batch" in req.pins:
+        wl = wl.with_(micro_batch=req.pins["micro_batch"])
+        est = estimate_memory(model, wl)
+        fitted = (wl, est) if est.reserved_gib <= limit else None
+    else:
+        fitted = fit_micro_batch(model, wl, limit, cap)
+    if fitted is None:
+        e1 = estimate_memory(model, wl._with_batch(req.pins.get("micro_batch", 1)))
+        if e1.reserved_gib < miss.need_gib:
+            miss.need_gib, miss.need_wl = e1.reserved_gib, wl
+        return None
+    wl, est = fitted
+    if host_ram_verdict(est.host_ram_gib, inst.ram_gib, wl.gpus_per_node)[0] in ("tight", "oom"):
+        miss.host = (est.host_ram_gib, inst.ram_gib)
+        return None
+    if req.global_batch:
+        ga = max(1, math.ceil(req.global_batch / (wl.micro_batch * wl.dp)))
+        if ga != wl.grad_accum:
+            wl = wl._with_batch(wl.micro_batch, ga)
+            est = estimate_memory(model, wl)
+            if est.reserved_gib > limit:
+                return None
+    return wl, est
+
+
+def fit_layout(req: PlanRequest, configs: list[Workload], limit: float, miss: _Best,
+               inst: Any) -> list[tuple[Workload, MemoryEstimate]]:
+    """Per expert-parallel size, the first candidate of one layout (strategies fastest first) that fits GPU memory
+    with its largest micro-batch and host RAM; empty when none does."""
+    model = req.model
+    if not configs:
+        return []
+    # the least memory-hungry candidate of each family first (DeepSpeed ZeRO keeps fp32 master weights and states,
+    # FSDP/DDP under pure bf16 do not, so neither family is always leaner): if none fits, nothing on this layout will
+    leans = [max(fam, key=_leanness) for fam in _families(configs)]
+    e_lean, lean = min(((estimate_memory(model, w._with_batch(req.pins.get("micro_batch", 1))), w) for w in leans),
+                       key=lambda x: x[0].reserved_gib)
+    if e_lean.reserved_gib > limit:
+        if e_lean.reserved_gib < miss.need_gib:
+            miss.need_gib, miss.need_wl = e_lean.reserved_gib, lean
+        return []
+    found: dict[int, tuple[Workload, MemoryEstimate]] = {}
+    eps = {w.ep for w in configs}
+    for wl in configs:
+        if wl.ep in found:
+            continue
+        got = _fit_one(req, wl, limit, miss, inst)
+        if got is not None:
+            found[wl.ep] = got
+            if len(found) == len(eps):
+                break
+    return list(found.values())
