@@ -134,7 +134,7 @@ def print_plan(out: dict, top: int = 10, console: Console | None = None) -> None
             if p.get("price_per_hour") is not None:
                 c.print(f"[dim]#{i + 1} price: {p['price_per_hour']:,.2f} {p.get('currency') or ''} per instance-hour "
                         f"(pay-as-you-go{', spot pays ' + format(p['spot_price_fraction'], '.0%') if p.get('spot_price_fraction') else ''}"
-                        f"), {escape(_age(p.get('price_as_of')))}, source: {escape(str(p.get('price_source'))[:160])}[/dim]")
+                        f"), {escape(_age(p.get('price_as_of')))}, source: {escape(str(p.get('price_source')))}[/dim]")  # whole: a cut URL is a broken link
             for wmsg in p.get("warnings", []):
                 c.print(f"[yellow]#{i + 1} warning:[/yellow] {escape(wmsg)}")
     else:
