@@ -122,8 +122,9 @@ def print_plan(out: dict, top: int = 10, console: Console | None = None) -> None
         if engines:
             c.print(f"[dim]speed model engine: {', '.join(engines)} (--framework; default: the --target's engine)"
                     "[/dim]")
-        c.print("[dim]* on the time-vs-cost Pareto frontier (cost when every plan has a price in one currency, else "
-                "GPU-hours for all)[/dim]")
+        if any(i in pareto for i in range(min(top, len(plans)))):
+            c.print("[dim]* on the time-vs-cost Pareto frontier (cost when every plan has a price in one currency, "
+                    "else GPU-hours for all)[/dim]")
         best = plans[0]
         if best["cost"] is None:
             c.print("[yellow]no prices in the catalog for these instance types: ranked by GPU-hours. Add "
