@@ -126,7 +126,9 @@ def run(args: argparse.Namespace) -> int:
         print_json(out)
         return 0
     ctx = result.context
-    for line in ctx.header_lines()[:-1]:
+    for i, line in enumerate(ctx.header_lines()[:-1]):
+        if i == 0 and args.plan:  # which file and plan (the files stay the same whatever the plan file is called)
+            line += f" ({Path(args.plan).name}, plan {args.pick}: {ctx.plan.provider} {ctx.plan.instance_type})"
         print(line)
     print(f"wrote {len(paths)} file(s) to {args.out}: " + ", ".join(p.name for p in paths))
     for t, why in result.skipped.items():
