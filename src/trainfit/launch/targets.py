@@ -175,13 +175,16 @@ def engine_mismatch(plan_framework: str | None, plan_target: str | None, targets
     return tuple(out)
 
 
+def _hf_trainer_targets(targets: Any, wl: Workload) -> list[str]:
+    """The targets among ``targets`` that run ``wl`` under the Hugging Face trainer (with or without DeepSpeed)."""
+    return [t for t in targets if target_framework(t, wl) in ("hf-trainer", "deepspeed")]
+
+
 def experts_mismatch(targets: Any, wl: Workload, is_moe: bool) -> tuple[str, ...]:
     """The warning ``render`` gives when a Hugging Face MoE job's speed was timed with transformers < 5's
     per-expert loop (``--experts-impl modulelist``, the default) while the rendered jobs install ms-swift >= 4.6 or
     LLaMA-Factory, which resolve to transformers 5: its default ``grouped_mm`` experts run without the loop."""
-    if not is_moe or wl.experts_impl != "modulelist":
-        return ()
-    hf = [t for t in targets if target_framework(t, wl) in ("hf-trainer", "deepspeed")]
+    hf = _hf_trainer_targets(targets, wl) if is_moe and wl.experts_impl == "modulelist" else []
     if not hf:
         return ()
     return (f"{', '.join(hf)}: the plan times transformers < 5's per-expert MoE loop (--experts-impl modulelist); "
@@ -195,9 +198,7 @@ def loss_mismatch(targets: Any, wl: Workload) -> tuple[str, ...]:
     of remote model code such as Qwen v1's, run without autocast) on targets that run the Hugging Face trainer:
     transformers' own models upcast the logits to fp32 before the loss (``ForCausalLMLoss``), 6 B more per logit
     than the plan counted, and a trainer under autocast casts cross_entropy to fp32 whatever the model does."""
-    if wl.loss != "half":
-        return ()
-    hf = [t for t in targets if target_framework(t, wl) in ("hf-trainer", "deepspeed")]
+    hf = _hf_trainer_targets(targets, wl) if wl.loss == "half" else []
     if not hf:
         return ()
     return (f"{', '.join(hf)}: --loss half counts the loss over 16-bit logits (remote code such as Qwen v1's, no "
