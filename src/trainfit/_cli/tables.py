@@ -32,7 +32,10 @@ def print_memory(out: dict, console: Console | None = None) -> None:
     t.add_column("GiB / GPU", justify="right")
     t.add_column("share", justify="right")
     total = out["reserved_gib"] or 1.0
+    loss_label = {"half": "logits + loss (16-bit)", "fused": "logits + loss (chunked, fused)"}.get(wl.get("loss"))
     for k, label in TERM_LABELS.items():
+        if k == "logits_loss" and loss_label:  # the default label says fp32: not what --loss half/fused keep
+            label = loss_label
         v = out["breakdown_gib"].get(k, 0.0)
         t.add_row(label, f"{v:,.2f}", f"{100 * v / total:.0f}%")
     t.add_section()
