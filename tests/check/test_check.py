@@ -273,3 +273,13 @@ def test_lora_dropout_is_written_as_sized_and_read_back_when_it_is_not(tmp_path)
     assert any("lora_dropout 0.05 (ms-swift's default 0.05)" in a for a in rb.assumed)
     ctx = make_ctx("lora1")
     assert ("lora_dropout", "0") in swift_args(ctx)
+
+
+def test_unicode_digits_in_numeric_settings_are_not_a_traceback(tmp_path, capsys):
+    """Found by benchmarks/fuzz.py: '²'.isdigit() is True but int('²') raises, so `check` died on a YAML whose
+    lora_rank was a superscript two. Numeric settings are read only when they are decimal digits."""
+    f = tmp_path / "train.yaml"
+    f.write_text("model_name_or_path: Qwen/Qwen3-8B\nstage: sft\nfinetuning_type: lora\nlora_rank: \u00b2\n"
+                 "cutoff_len: 2048\nbf16: true\n")
+    rc = main(["check", str(f), "--json"])
+    assert rc in (0, 1, 2) and "Traceback" not in capsys.readouterr().err

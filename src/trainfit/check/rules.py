@@ -75,10 +75,10 @@ def _gpus_per_node(f: JobFacts) -> int | None:
         for cmd in s.commands:
             if is_torchrun(cmd):
                 v = cmd.flags().get("nproc_per_node") or cmd.flags().get("nproc-per-node")
-                if v and v.isdigit():
+                if v and v.isdecimal():
                     return int(v)
         v = s.assignments.get("NPROC_PER_NODE")
-        if v and v.isdigit():
+        if v and v.isdecimal():
             return int(v)
     v = f.header.get("gpus_per_node")
     return int(v) if v else None
@@ -166,7 +166,7 @@ def rule_placeholders(f: JobFacts, o: CheckOptions) -> list[Violation]:
 
 
 def _int_s(v: Any) -> int | None:
-    return int(v) if isinstance(v, str) and v.strip().isdigit() else (v if isinstance(v, int) else None)
+    return int(v) if isinstance(v, str) and v.strip().isdecimal() else (v if isinstance(v, int) else None)
 
 
 def _resume(f: JobFacts) -> bool:
@@ -258,7 +258,7 @@ def rule_launcher(f: JobFacts, o: CheckOptions) -> list[Violation]:
                 continue
             fl = {k.replace("-", "_"): v for k, v in cmd.flags().items()}
             nn = fl.get("nnodes", "")
-            literal_nodes = int(nn) if nn.strip().isdigit() else None
+            literal_nodes = int(nn) if nn.strip().isdecimal() else None
             if nodes and nodes > 1 and literal_nodes is not None and literal_nodes != nodes:
                 out.append(Violation(rule="launcher", severity=ERROR,
                                      message=f"{where} line {cmd.line}: --nnodes={nn} but the job has {nodes} nodes",
@@ -275,7 +275,7 @@ def rule_launcher(f: JobFacts, o: CheckOptions) -> list[Violation]:
                                      message=f"{where} line {cmd.line}: multi-node torchrun without --node_rank: every "
                                              "node would claim rank 0", fix="add --node_rank=$RANK (or $NODE_RANK)"))
             v = fl.get("nproc_per_node", "")
-            if gpn and v.isdigit() and int(v) != gpn:
+            if gpn and v.isdecimal() and int(v) != gpn:
                 out.append(Violation(rule="launcher", severity=WARNING,
                                      message=f"{where} line {cmd.line}: --nproc_per_node={v} but a node has {gpn} GPU(s)",
                                      fix="use --nproc_per_node=$NPROC_PER_NODE (PAI-DLC sets it) or the node's GPU count"))

@@ -75,7 +75,7 @@ class _NVML:
                 self.handle = pynvml.nvmlDeviceGetHandleByUUID(u if u.startswith("GPU-") else f"GPU-{u}")
             else:  # pragma: no cover - old torch
                 visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-                idx = int(visible.split(",")[dev]) if visible and visible.split(",")[dev].isdigit() else dev
+                idx = int(visible.split(",")[dev]) if visible and visible.split(",")[dev].isdecimal() else dev
                 self.handle = pynvml.nvmlDeviceGetHandleByIndex(idx)
         except Exception:  # no pynvml, no driver, MIG, ...: leave the NVML fields out
             self.handle = None

@@ -154,17 +154,17 @@ def _megatron_fields(args: dict[str, str], gpus: int | None, kw: dict, assumed: 
     """The Megatron half of :func:`swift_workload` (``megatron sft`` arguments), into ``kw``."""
     for k, name in (("tensor_model_parallel_size", "tp"), ("pipeline_model_parallel_size", "pp"),
                     ("expert_model_parallel_size", "ep"), ("context_parallel_size", "cp")):
-        if args.get(k, "").isdigit():
+        if args.get(k, "").isdecimal():
             kw[name] = int(args[k])
     etp = args.get("expert_tensor_parallel_size", "1")
     if kw.get("ep", 1) > 1 and etp != "1":
         assumed.append(f"expert_tensor_parallel_size {etp} read as 1: trainfit sizes experts with expert "
                        "tensor parallelism 1 (whole experts per TP rank, ms-swift's default)")
-    mb = int(args["micro_batch_size"]) if args.get("micro_batch_size", "").isdigit() else 1
+    mb = int(args["micro_batch_size"]) if args.get("micro_batch_size", "").isdecimal() else 1
     kw["micro_batch"] = mb
     gbs = args.get("global_batch_size", "")
     mp = kw.get("tp", 1) * kw.get("pp", 1) * kw.get("cp", 1)
-    if gbs.isdigit() and gpus and gpus % mp == 0 and int(gbs) % (mb * (gpus // mp)) == 0:
+    if gbs.isdecimal() and gpus and gpus % mp == 0 and int(gbs) % (mb * (gpus // mp)) == 0:
         kw["grad_accum"] = int(gbs) // (mb * (gpus // mp))
     # a flag the script does not set takes ms-swift's own default (MegatronArguments in
     # https://github.com/modelscope/ms-swift/blob/main/swift/megatron/arguments/megatron_args.py): sequence_parallel
@@ -230,14 +230,14 @@ def swift_workload(args: dict[str, str], *, num_layers: int | None, gpus: int | 
         if not tuner:
             assumed.append("full fine-tuning")
     for k in ("lora_rank", "lora_alpha"):
-        if args.get(k, "").isdigit():
+        if args.get(k, "").isdecimal():
             kw[k] = int(args[k])
     if kw.get("method") in ("lora", "qlora"):
         assumed.extend(lora_dropout_note(args.get("lora_dropout", "0.05"), "ms-swift's default 0.05"
                                          if "lora_dropout" not in args else None))
     if args.get("target_modules"):
         kw["lora_targets"] = tuple(args["target_modules"].replace(",", " ").split())
-    if args.get("max_length", "").isdigit():
+    if args.get("max_length", "").isdecimal():
         kw["seq_len"] = int(args["max_length"])
     else:
         assumed.append("seq_len 2048")
@@ -261,7 +261,7 @@ def swift_workload(args: dict[str, str], *, num_layers: int | None, gpus: int | 
         _megatron_fields(args, gpus, kw, assumed)
     else:
         for k, name in (("per_device_train_batch_size", "micro_batch"), ("gradient_accumulation_steps", "grad_accum")):
-            if args.get(k, "").isdigit():
+            if args.get(k, "").isdecimal():
                 kw[name] = int(args[k])
         kw["grad_ckpt"] = _flag(args.get("gradient_checkpointing")) is not False
         if args.get("optim") in inv_opt:

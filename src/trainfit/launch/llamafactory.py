@@ -105,7 +105,7 @@ def llamafactory_workload(c: dict, *, num_layers: int | None = None) -> tuple[di
         kw["lora_targets"] = ("all-linear",) if tg in ("all", "") else tuple(x.strip() for x in tg.split(",") if x.strip())
     elif ftype == "freeze":
         kw["method"] = "freeze"
-        if s.get("freeze_trainable_layers", "").isdigit():
+        if s.get("freeze_trainable_layers", "").isdecimal():
             kw["freeze_trainable_layers"] = int(s["freeze_trainable_layers"])
     else:
         kw["method"] = "full"
@@ -113,7 +113,7 @@ def llamafactory_workload(c: dict, *, num_layers: int | None = None) -> tuple[di
             assumed.append("full fine-tuning")
     for k, name in (("lora_rank", "lora_rank"), ("lora_alpha", "lora_alpha"), ("cutoff_len", "seq_len"),
                     ("per_device_train_batch_size", "micro_batch"), ("gradient_accumulation_steps", "grad_accum")):
-        if s.get(k, "").isdigit():
+        if s.get(k, "").isdecimal():
             kw[name] = int(s[k])
     if "seq_len" not in kw:
         assumed.append("seq_len 2048 (cutoff_len not set)")

@@ -190,7 +190,7 @@ def _launch_node_rank(rule: Rule, ctx: JobContext) -> list[Violation]:
         elif key in ("master_addr", "master_port") and _refs(val, "RANK") and not _refs(val, "MASTER_ADDR"):
             out.append(_v(rule, f"{where} line {line}: {key}={val}: the master address/port is built from RANK; "
                                 "use MASTER_ADDR/MASTER_PORT"))
-        elif key == "nnodes" and (_refs(val, "WORLD_SIZE") or (val.isdigit() and int(val) > 1)):
+        elif key == "nnodes" and (_refs(val, "WORLD_SIZE") or (val.isdecimal() and int(val) > 1)):
             multi[(where, line)] = True
         elif key == "nnodes" and ctx.nodes > 1:
             multi[(where, line)] = True

@@ -97,7 +97,7 @@ def _add_header_middleware(app: FastAPI) -> None:
     @app.middleware("http")
     async def _headers(request: Request, call_next: Any) -> Response:
         size = request.headers.get("content-length", "")
-        if size.isdigit() and int(size) > MAX_BODY_BYTES:
+        if size.isdecimal() and int(size) > MAX_BODY_BYTES:
             resp = _json({"error": {"code": InputError.code, "message": f"the request body is {int(size):,} bytes, "
                                     f"over the {MAX_BODY_BYTES:,}-byte limit", "fix": "send the job file or plan itself",
                                     "field": None}}, 413)

@@ -60,7 +60,7 @@ def _skypilot(doc: dict, f: JobFacts) -> None:
     if isinstance(acc, str):
         name, _, n = acc.partition(":")
         f.gpu = name or None
-        f.gpus_per_node = int(n) if n.isdigit() else 1
+        f.gpus_per_node = int(n) if n.isdecimal() else 1
     elif isinstance(acc, dict) and acc:
         name, n = next(iter(acc.items()))
         f.gpu, f.gpus_per_node = str(name), int(n or 1)
