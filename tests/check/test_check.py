@@ -283,3 +283,23 @@ def test_unicode_digits_in_numeric_settings_are_not_a_traceback(tmp_path, capsys
                  "cutoff_len: 2048\nbf16: true\n")
     rc = main(["check", str(f), "--json"])
     assert rc in (0, 1, 2) and "Traceback" not in capsys.readouterr().err
+
+
+def test_an_unset_optimizer_is_read_as_the_trainer_default_and_says_so(tmp_path):
+    """A job file without `optim` trains with transformers' default, which changed with torch 2.8 (adamw_torch ->
+    adamw_torch_fused); check sizes the fused one and says it assumed it, and reads a stated one as written."""
+    from trainfit.check.facts import read_facts
+    from trainfit.check.readback import read_workload
+    from trainfit.check.rules import CheckOptions
+
+    f = tmp_path / "lf.yaml"
+    base = ("model_name_or_path: Qwen/Qwen3-8B\nstage: sft\nfinetuning_type: full\nper_device_train_batch_size: 1\n"
+            "cutoff_len: 2048\nbf16: true\n")
+    f.write_text(base)
+    rb = read_workload(read_facts(f), CheckOptions(gpu="A100-80GB"))
+    assert rb.workload.optimizer == "adamw-fused" and any(a.startswith("optim not set") for a in rb.assumed)
+    f.write_text(base + "optim: adamw_torch\n")
+    rb = read_workload(read_facts(f), CheckOptions(gpu="A100-80GB"))
+    assert rb.workload.optimizer == "adamw-foreach" and not any(a.startswith("optim") for a in rb.assumed)
+    f.write_text(base + "optim: lion_8bit\n")
+    assert any("optim lion_8bit" in a for a in read_workload(read_facts(f), CheckOptions(gpu="A100-80GB")).assumed)

@@ -194,6 +194,21 @@ def _megatron_fields(args: dict[str, str], gpus: int | None, kw: dict, assumed: 
         assumed.append("attention_backend flash (ms-swift's default: FlashAttention-2 unless flash-attn 3 is installed)")
 
 
+def optimizer_read(optim: Any, assumed: list[str]) -> dict:
+    """The Workload optimizer of a Hugging Face Trainer ``optim`` value read back (ms-swift, LLaMA-Factory), with
+    what was assumed: unset, transformers picks ``adamw_torch_fused`` with torch >= 2.8 and ``adamw_torch`` (the
+    foreach AdamW, whose step keeps more temporaries) before (transformers ``TrainingArguments.optim``)."""
+    inv = {v: k for k, v in OPTIMIZERS.items()}
+    if optim in inv:
+        return {"optimizer": inv[optim]}
+    if optim in (None, ""):
+        assumed.append("optim not set: read as adamw_torch_fused (transformers' default with torch >= 2.8; older "
+                       "torch defaults to adamw_torch, whose step needs a little more memory)")
+    else:
+        assumed.append(f"optim {optim}: not one trainfit models, read as adamw_torch_fused")
+    return {}
+
+
 def lora_dropout_note(value: Any, default_name: str | None = None) -> list[str]:
     """What check says about a LoRA dropout it reads back: trainfit sizes ``lora_dropout`` 0 (PEFT's default); a
     positive one adds a dropout copy and a mask per adapted input that the memory and speed estimates leave out."""
@@ -214,7 +229,6 @@ def swift_workload(args: dict[str, str], *, num_layers: int | None, gpus: int | 
     (:func:`trainfit.launch.deepspeed.strategy_from_config`), not from here."""
     kw: dict = {}
     assumed: list[str] = []
-    inv_opt = {v: k for k, v in OPTIMIZERS.items()}
     tuner = (args.get("tuner_type") or args.get("train_type") or "").lower()
     if args.get("quant_bits") == "4":
         kw["method"] = "qlora"
@@ -264,8 +278,7 @@ def swift_workload(args: dict[str, str], *, num_layers: int | None, gpus: int | 
             if args.get(k, "").isdecimal():
                 kw[name] = int(args[k])
         kw["grad_ckpt"] = _flag(args.get("gradient_checkpointing")) is not False
-        if args.get("optim") in inv_opt:
-            kw["optimizer"] = inv_opt[args["optim"]]
+        kw.update(optimizer_read(args.get("optim"), assumed))
         kw["loss"] = "fused" if _flag(args.get("use_liger_kernel")) else "standard"
         if args.get("experts_impl") in ("eager", "grouped_mm"):
             kw["experts_impl"] = args["experts_impl"]

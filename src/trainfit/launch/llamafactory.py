@@ -12,7 +12,7 @@ from typing import Any
 
 
 
-from trainfit.launch._common import OPTIMIZERS, dump_yaml, hash_header, lora_dropout_note, sft_only
+from trainfit.launch._common import OPTIMIZERS, dump_yaml, hash_header, lora_dropout_note, optimizer_read, sft_only
 from trainfit.launch._context import RenderContext
 from trainfit.workload import Workload
 
@@ -126,9 +126,7 @@ def llamafactory_workload(c: dict, *, num_layers: int | None = None) -> tuple[di
     inv_attn = {v: k for k, v in LF_ATTN.items()}
     if s.get("flash_attn") in inv_attn:
         kw["attention"] = inv_attn[s["flash_attn"]]
-    inv_opt = {v: k for k, v in OPTIMIZERS.items()}
-    if s.get("optim") in inv_opt:
-        kw["optimizer"] = inv_opt[s["optim"]]
+    kw.update(optimizer_read(s.get("optim"), assumed))
     kw["grad_ckpt"] = s.get("disable_gradient_checkpointing") != "true"
     kw["loss"] = "fused" if s.get("enable_liger_kernel") == "true" else "standard"
     return kw, assumed
