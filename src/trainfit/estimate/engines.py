@@ -377,14 +377,14 @@ def class_factor(c: EngineConstants, gpu_class: str, ridge: float = REFERENCE_RI
 
 def compute_time(f: EngineFeatures, c: EngineConstants) -> EngineTime:
     """Step compute time from features and constants (cheap: used inside the fit loop)."""
-    cls = class_factor(c, f.gpu_class, f.peak16_tflops * 1e3 / f.mem_gbytes_per_s)  # ridge in FLOP per byte
+    ridge16 = f.peak16_tflops * 1e3 / f.mem_gbytes_per_s  # roofline ridge in FLOP per byte
+    cls = class_factor(c, f.gpu_class, ridge16)
     e16 = min(0.95, c.gemm_eff(f.family) * cls)
     r16 = f.peak16_tflops * 1e12 * e16
     if f.fp8 and f.peak_fp8_tflops:
         rmm = f.peak_fp8_tflops * 1e12 * min(0.95, c.fp8_eff(f.family) * cls)
     else:
         rmm = r16
-    ridge16 = f.peak16_tflops * 1e3 / f.mem_gbytes_per_s
     half16 = c.gemm_half_dim * ridge16 / REFERENCE_RIDGE
     half = half16 * (rmm / r16)
     grouped = _size(f.expert_tokens, c.grouped_gemm_half_tokens) if f.expert_tokens else 1.0

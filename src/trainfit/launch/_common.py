@@ -13,6 +13,8 @@ from trainfit.workload import Workload
 
 OPTIMIZERS = {"adamw-fused": "adamw_torch_fused", "adamw-foreach": "adamw_torch", "adamw-8bit": "adamw_bnb_8bit",
               "paged-adamw-8bit": "paged_adamw_8bit", "sgd": "sgd", "adafactor": "adafactor"}
+OPTIMIZERS_READ = {v: k for k, v in OPTIMIZERS.items()}
+"""Hugging Face Trainer ``optim`` values read back (ms-swift, LLaMA-Factory)."""
 SWIFT_ATTN = {"flash": "flash_attn", "flash3": "flash_attention_3", "sdpa": "sdpa", "eager": "eager"}
 SWIFT_ATTN_READ = {**{v: k for k, v in SWIFT_ATTN.items()}, "flash_attention_2": "flash"}
 """``--attn_impl`` values read back (transformers' ``flash_attention_2`` is what ms-swift calls ``flash_attn``)."""
@@ -198,9 +200,8 @@ def optimizer_read(optim: Any, assumed: list[str]) -> dict:
     """The Workload optimizer of a Hugging Face Trainer ``optim`` value read back (ms-swift, LLaMA-Factory), with
     what was assumed: unset, transformers picks ``adamw_torch_fused`` with torch >= 2.8 and ``adamw_torch`` (the
     foreach AdamW, whose step keeps more temporaries) before (transformers ``TrainingArguments.optim``)."""
-    inv = {v: k for k, v in OPTIMIZERS.items()}
-    if optim in inv:
-        return {"optimizer": inv[optim]}
+    if optim in OPTIMIZERS_READ:
+        return {"optimizer": OPTIMIZERS_READ[optim]}
     if optim in (None, ""):
         assumed.append("optim not set: read as adamw_torch_fused (transformers' default with torch >= 2.8; older "
                        "torch defaults to adamw_torch, whose step needs a little more memory)")

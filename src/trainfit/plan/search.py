@@ -240,7 +240,8 @@ def plan(req: PlanRequest) -> PlanResult:
 
         plans = [replace(p, target=req.target) for p in plans]
     plans.sort(key=lambda p: _score(req, p))
-    notes = tuple(n for n in (_region_note(req.region) if req.region else None,) if n)
+    note = _region_note(req.region) if req.region else None
+    notes = (note,) if note else ()
     return PlanResult(request=req, plans=tuple(plans), rejected=tuple(rejected), pareto=_pareto(plans), notes=notes)
 
 
