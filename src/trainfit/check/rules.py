@@ -5,7 +5,7 @@ runs them all, so every problem is reported at once.
 
 Job-level rule ids (here): unknown-instance-type, memory-fit, launcher (nnodes/nproc/master address/node rank
 inconsistent with the job), global-batch, batch-mismatch, placeholder, settings-differ-from-plan,
-shell-injection. Every platform rule id comes from the YAML (pai-public-quota, lingjun-needs-vpc,
+image-registry (a look-alike of PAI's registry host), shell-injection. Every platform rule id comes from the YAML (pai-public-quota, lingjun-needs-vpc,
 spot-needs-checkpoints, region-must-match, dlc-world-size-is-nodes, dlc-node-rank-not-rank-env, dlc-body-size...).
 """
 
@@ -20,8 +20,6 @@ from trainfit.check.shell import is_torchrun
 from trainfit.rules.types import Violation
 
 ERROR, WARNING, INFO = "error", "warning", "info"
-#: Official PAI registries; other images on Lingjun need RDMA libraries installed by hand.
-PAI_REGISTRIES = ("dsw-registry", "registry.", "registry-vpc.", "pai-dlc")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -217,7 +215,10 @@ def job_context(f: JobFacts, o: CheckOptions):
         regs = tuple(getattr(hit, "regions", ()) or ()) if hit is not None else ()
         if regs and region_sources and not any(r in regs for r in region_sources.values()):
             region_sources[f"instance {it} (seen only in {', '.join(regs)})"] = regs[0]
-    custom = [i for i in f.images if not i.startswith(PAI_REGISTRIES) and "REPLACE_ME" not in i]
+    from trainfit.providers.alibaba.images import is_pai_image
+
+    # PAI's own images by their exact registry host; other images on Lingjun need RDMA libraries installed by hand
+    custom = [i for i in f.images if not is_pai_image(i) and "REPLACE_ME" not in i]
     rdma = any("rdma" in (k + v).lower() for k, v in f.envs.items()) or \
         any("rdma" in c.lower() for _, s in f.scripts for c in s.comments)
     ckpt, why = _checkpointing(f) if f.spot else (None, None)
@@ -366,6 +367,19 @@ def rule_rl(f: JobFacts, o: CheckOptions) -> list[Violation]:
     return list(findings)
 
 
+def rule_image_registry(f: JobFacts, o: CheckOptions) -> list[Violation]:
+    """An image on a host named like PAI's registry that is not PAI's (``dsw-registry-vpc.<region>.attacker.example``):
+    the job would pull its code from somewhere else than it seems to."""
+    from trainfit.providers.alibaba.images import image_host, imitates_pai
+
+    return [Violation(rule="image-registry", severity=ERROR,
+                      message=f"image {img[:120]!r} is on {image_host(img)[:80]!r}, a host named like PAI's registry "
+                              "that is not PAI's (PAI's are dsw-registry[-vpc].<region>.cr.aliyuncs.com and "
+                              "registry[-vpc].<region>.aliyuncs.com/pai-dlc/)",
+                      fix="use the official PAI image of your region, or your own registry under its real name")
+            for img in dict.fromkeys(f.images) if isinstance(img, str) and imitates_pai(img)]
+
+
 def rule_injection(f: JobFacts, o: CheckOptions) -> list[Violation]:
     try:
         from trainfit.check.injection import find_injection
@@ -376,7 +390,7 @@ def rule_injection(f: JobFacts, o: CheckOptions) -> list[Violation]:
 
 RULES: tuple[Callable[[JobFacts, CheckOptions], list[Violation]], ...] = (
     rule_unknown_instance, rule_memory, rule_rl, rule_launcher, rule_batch, rule_placeholders, rule_platform,
-    rule_injection)
+    rule_image_registry, rule_injection)
 
 
 def run_rules(f: JobFacts, o: CheckOptions) -> list[Violation]:

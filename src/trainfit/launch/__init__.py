@@ -100,6 +100,20 @@ def _check_plan_strings(plan: Any) -> None:
                               "trainfit never writes such a value into a job file") from None
 
 
+def _check_region(region: Any, what: str) -> None:
+    """The region a job file is written for (and the PAI image host is built from) passes the region pattern,
+    whichever of ``--region``, the plan's region or the instance record's first region it came from."""
+    from trainfit import inputs
+    from trainfit.errors import InputError
+
+    try:
+        if inputs.as_ident(what, region, "region") != region:
+            raise inputs._bad(what, region, "has leading or trailing white space")
+    except InputError as e:
+        raise RenderError(f"the plan's {e.message}", fix="regenerate the plan with `trainfit plan --json`, or "
+                          "pass --region") from None
+
+
 def build_context(plan: Any, options: RenderOptions | None = None) -> RenderContext:
     """A consistent :class:`RenderContext` from a typed plan and render options (no catalog look-ups)."""
     o = options or RenderOptions()
@@ -108,12 +122,17 @@ def build_context(plan: Any, options: RenderOptions | None = None) -> RenderCont
     regions = tuple(getattr(inst, "regions", ()) or ()) if inst is not None else ()
     lingjun = plan.resource_class == "pai-lingjun" or (inst is None and is_lingjun_type(plan.instance_type))
     region = o.region or plan.region or (regions[0] if regions else ("cn-wulanchabu" if lingjun else "cn-hangzhou"))
+    _check_region(region, "the instance record's first region" if not (o.region or plan.region) else "region")
     if regions and region not in regions:
-        raise RenderError(f"{plan.instance_type} is documented only in {', '.join(regions)}, not {region}",
+        raise RenderError(f"{plan.instance_type} is documented only in {', '.join(regions)[:300]}, not {region}",
                           fix=f"use --region {regions[0]} or another instance type")
     name = slug(o.job_name or f"{plan.model.name}-{plan.workload.method}")
     img = o.image or PAI_IMAGE.format(region=region)
-    custom = bool(o.image) and not o.image.startswith(("dsw-registry", "registry.", "registry-vpc."))
+    from trainfit.providers.alibaba.images import is_pai_image, pai_image_region
+
+    if not o.image and pai_image_region(img) != region:  # pragma: no cover - _check_region makes this unreachable
+        raise RenderError(f"the default image {img[:120]!r} is not on PAI's registry", fix="pass --image")
+    custom = bool(o.image) and not is_pai_image(o.image)
     vpc = o.vpc
     if vpc is None and lingjun:
         vpc = {"VpcId": f"vpc-{PLACEHOLDER}", "SwitchId": f"vsw-{PLACEHOLDER}", "SecurityGroupId": f"sg-{PLACEHOLDER}"}

@@ -150,7 +150,8 @@ def _display_name(raw: Any) -> str:
     """A model name safe to print and to write into job files: the characters of a repo id, at most 100."""
     import re
 
-    s = re.sub(r"[^A-Za-z0-9._/@+=-]+", "-", str(raw)).strip("-/")[:100]
+    s = re.sub(r"[^A-Za-z0-9._/@+=-]+", "-", str(raw))
+    s = "/".join(p for p in s.split("/") if p not in ("", ".", "..")).strip("-/")[:100]  # no path that climbs
     return s or "custom"
 
 

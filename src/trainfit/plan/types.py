@@ -167,14 +167,11 @@ class Plan:
                 f"{where} has schema {schema!r}; this trainfit reads {PLAN_SCHEMA!r}"
                 + (" (plans written by trainfit 0.1 carry no schema and rounded numbers)" if schema is None else ""),
                 fix="regenerate the plan with this version: `trainfit plan ... --json > plan.json`")
-        from trainfit.catalog.gpus import GPU
-        from trainfit.catalog.instances import Instance
-
         try:
             wl = _checked_fields(d, where)
             workload = Workload(**{**wl, "lora_targets": tuple(wl["lora_targets"])})
-            gpu_spec = _typed(GPU, d["gpu_spec"])
-            inst = None if d.get("instance") is None else _typed(Instance, d["instance"])
+            gpu_spec = _checked_record("gpu_spec", d["gpu_spec"], where)
+            inst = None if d.get("instance") is None else _checked_record("instance", d["instance"], where)
             return cls(
                 model=model_from_dict(d["model"]), workload=workload, gpu=d["gpu"], gpu_spec=gpu_spec, instance=inst,
                 provider=d["provider"], resource_class=d["resource_class"], instance_type=d["instance_type"],
@@ -182,7 +179,7 @@ class Plan:
                 fit=FitDecision.from_dict(d["fit"]), gpu_mem_gib=d["gpu_mem_gib"], tokens=d.get("tokens"),
                 tokens_per_s=d.get("tokens_per_s"), step_seconds=d.get("step_seconds"), mfu=d.get("mfu"),
                 framework=d.get("framework"), target=d.get("target"), calibration=d.get("calibration"), hours=d.get("hours"), gpu_hours=d.get("gpu_hours"), cost=d.get("cost"),
-                currency=d.get("currency"), on_demand_cost=d.get("on_demand_cost"), spot=bool(d.get("spot")),
+                currency=d.get("currency"), on_demand_cost=d.get("on_demand_cost"), spot=d.get("spot", False),
                 spot_price_fraction=d.get("spot_price_fraction"), expected_interruptions=d.get("expected_interruptions"),
                 checkpoint_interval_hours=d.get("checkpoint_interval_hours"), price_per_hour=d.get("price_per_hour"),
                 price_source=d.get("price_source"), price_as_of=d.get("price_as_of"),
@@ -221,7 +218,22 @@ def _checked_fields(d: dict, where: str) -> dict:
                 inputs.as_float(k, d[k], lo=0)
         for k in ("gpus_per_node", "nodes"):
             if k in d:  # a missing part is reported as a wrong shape below
+                if not isinstance(d[k], int) or isinstance(d[k], bool):
+                    raise InputError(f"{k} must be an integer, not {type(d[k]).__name__}")
                 inputs.as_int(k, d[k], lo=1, hi=MAX_GPUS)
+        if isinstance(d.get("gpus_per_node"), int) and isinstance(d.get("nodes"), int) \
+                and d["gpus_per_node"] * d["nodes"] > MAX_GPUS:
+            raise InputError(f"the layout {d['nodes']} nodes x {d['gpus_per_node']} GPUs is over the "
+                             f"{MAX_GPUS:,}-GPU limit")
+        if "spot" in d and not isinstance(d["spot"], bool):
+            raise InputError(f"spot must be true or false (a JSON boolean), not {type(d['spot']).__name__} "
+                             f"{str(d['spot'])[:20]!r}")
+        for k in ("notes", "warnings"):
+            if d.get(k) is not None and (not isinstance(d[k], list) or not all(isinstance(x, str) for x in d[k])):
+                raise InputError(f"{k} must be a list of strings")
+        name = d.get("model", {}).get("name") if isinstance(d.get("model"), dict) else None
+        if name is not None:
+            _check_model_name(name)
         for k in _STRING_FIELDS:
             if d.get(k) is not None and not isinstance(d[k], str):
                 raise InputError(f"{k} must be a string, not {type(d[k]).__name__}")
@@ -234,6 +246,59 @@ def _checked_fields(d: dict, where: str) -> dict:
     return {**wl, **{k: v for k, v in parsed.items() if v is not None}}
 
 
+#: JSON types a catalog column may have in a plan file (``Plan.to_dict`` writes each record's typed values).
+_COLUMN_JSON_TYPES: dict[str, tuple[type, ...]] = {"str": (str,), "enum": (str,), "date": (str,), "int": (int,),
+                                                   "float": (int, float), "bool": (bool,), "list": (list,)}
+
+
+def _checked_record(part: str, rec: Any, where: str) -> Any:
+    """The GPU or instance record of a plan file, validated by the catalog's own schema (identifier patterns for
+    names and regions, ranges, enums, dates) with strict JSON types (``"verified": "yes"`` is refused: plan files
+    are written by trainfit with JSON booleans). A record from elsewhere may carry anything: its regions build the
+    PAI image host and its counts the job's layout."""
+    from trainfit.catalog._schema import GPU_COLUMNS, INSTANCE_COLUMNS, parse_row
+    from trainfit.catalog.gpus import gpu_from_row
+    from trainfit.catalog.instances import instance_from_row
+
+    columns = GPU_COLUMNS if part == "gpu_spec" else INSTANCE_COLUMNS
+    fix = "regenerate the plan with `trainfit plan --json`"
+    if not isinstance(rec, dict):
+        raise PlanFileError(f"{where}: {part} must be an object", fix=fix)
+    raw = dict(rec)
+    origin = raw.pop("origin", "bundled")
+    if not isinstance(origin, str) or len(origin) > 4096:
+        raise PlanFileError(f"{where}: {part}.origin must be a string", fix=fix)
+    for col in columns:
+        v = raw.get(col.name)
+        if v is None:
+            continue
+        ok = _COLUMN_JSON_TYPES[col.kind]
+        if not isinstance(v, ok) or (isinstance(v, bool) and col.kind != "bool") or \
+                (col.kind == "list" and not all(isinstance(x, str) for x in v)):
+            raise PlanFileError(f"{where}: {part}.{col.name} must be "
+                                + {"bool": "true or false", "list": "a list of strings", "int": "an integer",
+                                   "float": "a number"}.get(col.kind, "a string")
+                                + f", not {type(v).__name__}", fix=fix)
+    row, problems = parse_row(columns, raw, f"{part}")
+    if problems:
+        raise PlanFileError(f"{where}: {problems[0][:300]}", fix=fix)
+    return (gpu_from_row if part == "gpu_spec" else instance_from_row)(row, origin=origin)
+
+
+def _check_model_name(name: Any) -> None:
+    """A plan's model name: a registry name, a Hugging Face repo id (``org/name``) or a config folder's name;
+    never a path that climbs (``../``), an absolute path, or a control character: it names the job and the
+    model the job files load."""
+    from trainfit.errors import InputError
+
+    if not isinstance(name, str) or not name or len(name) > 200:
+        raise InputError("model.name must be a non-empty string of at most 200 characters")
+    if name.startswith(("/", "~")) or "\\" in name or any(p in ("..", ".") for p in name.split("/")) \
+            or "//" in name or any(ord(c) < 32 or ord(c) == 127 for c in name):
+        raise InputError(f"model.name {name[:60]!r} is not a model name (a path that climbs, an absolute "
+                         "path or a control character)")
+
+
 def _json_copy(v: Any) -> Any:
     """A deep copy of JSON-shaped data (dicts, lists, scalars); tuples become lists, as JSON writes them."""
     if isinstance(v, dict):
@@ -241,13 +306,6 @@ def _json_copy(v: Any) -> Any:
     if isinstance(v, (list, tuple)):
         return [_json_copy(x) for x in v]
     return v
-
-
-def _typed(cls: type, d: Any) -> Any:
-    if not isinstance(d, dict):
-        raise TypeError(f"{cls.__name__} must be an object")
-    names = {f.name for f in fields(cls)}
-    return cls(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in d.items() if k in names})
 
 
 @dataclass(frozen=True, kw_only=True)
