@@ -106,7 +106,7 @@ def test_pai_image_is_decided_by_exact_host(image, pai, imitates):
 
 
 def _lingjun_dlc(tmp_path: Path, capsys, image: str | None = None) -> Path:
-    out = tmp_path / "lj"
+    out = tmp_path / ("lj-custom" if image else "lj")
     rc, _, err = run(capsys, "render", "Qwen3-8B", "--method", "lora", "--instance-type", "ml.gu7xf.c96m1600.8-gu108",
                      "--gpu", "H800", "--gpus", "8", "--gpus-per-node", "8", "--target", "dlc", "--out", out)
     if rc != 0:
@@ -143,3 +143,274 @@ def test_check_custom_image_on_lingjun_is_not_silenced_by_a_registry_prefix(tmp_
     assert job_context(read_facts(p), CheckOptions()).custom_image is True
     p = _lingjun_dlc(tmp_path, capsys)
     assert job_context(read_facts(p), CheckOptions()).custom_image is False
+
+
+# ------------------------------------------------------------------------------------- 2. safe writes
+
+RENDER = ("render", "Qwen3-8B", "--method", "lora", "--gpu", "A10", "--target", "torchrun,swift,llamafactory")
+
+
+def test_render_refuses_to_overwrite_a_hand_edited_file(tmp_path, capsys):
+    out = tmp_path / "job"
+    assert run(capsys, *RENDER, "--out", out)[0] == 0
+    launch = out / "launch.sh"
+    launch.write_text(launch.read_text() + "\n# my edit\n")
+    rc, _, err = run(capsys, *RENDER, "--out", out)
+    assert rc == 2 and "launch.sh" in err and "--force" in err
+    assert launch.read_text().endswith("# my edit\n")
+    rc, _, err = run(capsys, *RENDER, "--out", out, "--force")
+    assert rc == 0 and "# my edit" not in launch.read_text()
+
+
+def test_render_again_unedited_is_fine_and_a_foreign_file_is_refused(tmp_path, capsys):
+    out = tmp_path / "job"
+    assert run(capsys, *RENDER, "--out", out)[0] == 0
+    assert run(capsys, *RENDER, "--lr", "2e-4", "--out", out)[0] == 0  # new content over trainfit's own files
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "launch.sh").write_text("#!/bin/sh\necho mine\n")
+    rc, _, err = run(capsys, *RENDER, "--out", other)
+    assert rc == 2 and "launch.sh" in err
+    assert (other / "launch.sh").read_text() == "#!/bin/sh\necho mine\n"
+
+
+def test_render_never_follows_a_symlink_out_of_out(tmp_path, capsys):
+    out = tmp_path / "job"
+    out.mkdir()
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    victim.chmod(0o600)
+    (out / "launch.sh").symlink_to(victim)
+    (out / "README.md").symlink_to(tmp_path / "created-outside.md")  # dangling
+    rc, _, err = run(capsys, *RENDER, "--out", out, "--force")
+    assert rc == 2 and "symbolic link" in err
+    assert victim.read_text() == "precious" and (victim.stat().st_mode & 0o777) == 0o600
+    assert not (tmp_path / "created-outside.md").exists()
+
+
+def test_render_does_not_hang_on_a_fifo(tmp_path, capsys):
+    out = tmp_path / "job"
+    out.mkdir()
+    os.mkfifo(out / "launch.sh")
+    rc, _, err = run(capsys, *RENDER, "--out", out, "--force")
+    assert rc == 2 and "FIFO" in err
+
+
+def test_render_removes_its_stale_files_and_submit_refuses_an_old_job(tmp_path, capsys):
+    out = tmp_path / "job"
+    assert run(capsys, *RENDER, "--out", out)[0] == 0
+    assert (out / "swift_sft.sh").exists()
+    rc, out_text, err = run(capsys, "render", "Qwen3-8B", "--method", "lora", "--gpu", "A10", "--target", "torchrun",
+                            "--out", out)
+    assert rc == 0, err
+    assert not (out / "llamafactory.yaml").exists() and not (out / "swift_sft.sh").exists()
+    # a dlc_job.json put back by hand is not trainfit's last render: submit does not send it
+    (out / "dlc_job.json").write_text(json.dumps({"JobSpecs": [{"Type": "Worker"}], "UserCommand": "x"}))
+    rc, _, err = run(capsys, "submit", out, "--region", "cn-hangzhou")
+    assert rc == 2 and "earlier render" in err
+
+
+def test_write_file_is_atomic_when_the_write_fails(tmp_path, monkeypatch):
+    from trainfit import writes
+    from trainfit.errors import WriteError
+
+    target = tmp_path / "swift_sft.sh"
+    target.write_text("the user's complete script\n")
+    real_write = os.write
+
+    def full_disk(fd, data):
+        real_write(fd, bytes(data)[:10])
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(writes.os, "write", full_disk)
+    with pytest.raises(WriteError, match="No space left"):
+        writes.write_file(target, "x" * 100_000)
+    assert target.read_text() == "the user's complete script\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["swift_sft.sh"]  # no temporary file left behind
+
+
+def _probe_results(tmp_path: Path) -> Path:
+    runs = {"r1": {"config": {"model": "Qwen3-0.6B", "method": "lora", "seq_len": 512, "micro_batch": 1,
+                              "gpus": 1, "gpus_per_node": 1},
+                   "measured": {"tokens_per_s": 4000.0, "device": "NVIDIA A10"}, "date": "2026-12-01"}}
+    p = tmp_path / "probe.json"
+    p.write_text(json.dumps({"runs": runs}))
+    return p
+
+
+def test_calibrate_keeps_the_users_comments_and_writes_atomically(tmp_path, capsys, monkeypatch):
+    cal = tmp_path / "calibration.yaml"
+    monkeypatch.setenv("TRAINFIT_CALIBRATION", str(cal))
+    cal.write_text("# calibrated on the lab's A10 box, ask Li before changing\ngpus: {}  # empty for now\n")
+    rc, out, err = run(capsys, "calibrate", _probe_results(tmp_path), "--gpu", "A10")
+    if rc != 0 and "outside" in err:
+        pytest.skip("the probe's made-up speed is outside the factor range on this model")
+    assert rc == 0, err
+    text = cal.read_text()
+    assert "ask Li before changing" in text and "empty for now" in text
+    import yaml
+
+    assert "A10" in yaml.safe_load(text)["gpus"]
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_calibrate_refuses_a_symlinked_calibration_file(tmp_path, capsys, monkeypatch):
+    victim = tmp_path / "victim.yaml"
+    victim.write_text("gpus: {}\n")
+    cal = tmp_path / "calibration.yaml"
+    cal.symlink_to(victim)
+    monkeypatch.setenv("TRAINFIT_CALIBRATION", str(cal))
+    rc, _, err = run(capsys, "calibrate", _probe_results(tmp_path), "--gpu", "A10")
+    assert rc == 2 and "link" in err and victim.read_text() == "gpus: {}\n"
+
+
+# ------------------------------------------------------------------------------------- 3. the input gate
+
+@pytest.mark.parametrize("content, word", [
+    ("gpus: [1, 2", "malformed YAML"),
+    ("gpus:\n  A10:\n    hf: {factor: .nan, runs: 1, date: 2026-01-01}\n", "finite"),
+    ("gpus:\n  A10:\n    hf: {factor: 1.0, runs: 'many', date: 2026-01-01}\n", "runs"),
+    ("gpus:\n  A10: [1, 2]\n", "not a mapping"),
+    ("- a\n- b\n", "not a mapping"),
+    ("gpus:\n  A10:\n    hf: {factor: 1.0, runs: 1, date: 2026-01-01, spread: 7}\n", "spread"),
+    ("a: &x [1]\nb: *x\n", "alias"),
+])
+def test_a_malformed_calibration_file_is_one_clear_error(tmp_path, capsys, monkeypatch, content, word):
+    from trainfit.estimate import calibration
+
+    cal = tmp_path / "calibration.yaml"
+    cal.write_text(content)
+    monkeypatch.setenv("TRAINFIT_CALIBRATION", str(cal))
+    calibration._load.cache_clear()
+    rc, out, err = run(capsys, "plan", "Qwen3-8B", "--method", "lora", "--tokens", "1B", "--gpu", "A10")
+    assert rc == 2, out + err
+    assert word in err and "calibration file" in err and "Traceback" not in err
+
+
+def test_calibration_file_special_and_huge(tmp_path, capsys, monkeypatch):
+    import time
+
+    cal = tmp_path / "calibration.yaml"
+    monkeypatch.setenv("TRAINFIT_CALIBRATION", str(cal))
+    os.mkfifo(cal)
+    rc, _, err = run(capsys, "plan", "Qwen3-8B", "--method", "lora", "--tokens", "1B", "--gpu", "A10")
+    assert rc == 2 and "not a regular file" in err
+    cal.unlink()
+    with open(cal, "wb") as f:
+        f.truncate(60 * 2**20)
+    t = time.monotonic()
+    rc, _, err = run(capsys, "plan", "Qwen3-8B", "--method", "lora", "--tokens", "1B", "--gpu", "A10")
+    assert rc == 2 and "limit" in err and time.monotonic() - t < 10
+
+
+@pytest.mark.parametrize("doc, word", [
+    ({"runs": [1, 2]}, "'runs' object"),
+    ({"runs": {"a": 5}}, "not an object"),
+    ({"runs": {"a": {"config": {"model": "Qwen3-0.6B", "seq_len": "x"}, "measured": {"tokens_per_s": 5}}}},
+     "seq_len"),
+    ({"runs": {"a": {"config": {"model": "Qwen3-0.6B", "bogus": 1}, "measured": {"tokens_per_s": 5}}}}, "bogus"),
+    ({"runs": {"a": {"config": {"model": 7}, "measured": {"tokens_per_s": 5}}}}, "config.model"),
+    ({"runs": {"a": {"config": {"model": "Qwen3-0.6B"}, "measured": {"tokens_per_s": -5}}}}, "tokens_per_s"),
+    ({"runs": {"a": {"config": {"model": "Qwen3-0.6B"}, "measured": "fast"}}}, "must be objects"),
+    ([1], "'runs' object"),
+])
+def test_calibrate_results_are_gated(tmp_path, capsys, monkeypatch, doc, word):
+    monkeypatch.setenv("TRAINFIT_CALIBRATION", str(tmp_path / "cal.yaml"))
+    p = tmp_path / "probe.json"
+    p.write_text(json.dumps(doc))
+    rc, _, err = run(capsys, "calibrate", p, "--gpu", "A10")
+    assert rc == 2 and word in err and "Traceback" not in err, err
+
+
+def test_calibrate_results_special_files(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("TRAINFIT_CALIBRATION", str(tmp_path / "cal.yaml"))
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 10_000 + "]" * 10_000)
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    for p, word in ((deep, "deeper"), (fifo, "not a regular file"), ("/dev/zero", "not a regular file"),
+                    (tmp_path, "not a regular file")):
+        rc, _, err = run(capsys, "calibrate", p)
+        assert rc == 2 and word in err and "Traceback" not in err, (p, err)
+
+
+def _metrics(tmp_path: Path, lines: list[str]) -> Path:
+    p = tmp_path / "metrics.jsonl"
+    p.write_text("\n".join(lines) + "\n")
+    return p
+
+
+GOOD_STEP = '{"step": %d, "step_seconds": 1.0, "data_wait_seconds": 0.01, "loss": 2.0}'
+
+
+@pytest.mark.parametrize("lines, word", [
+    (['{"step": 1, "step_seconds": NaN, "data_wait_seconds": 0.1}'], "finite"),
+    (['{"step": 1, "step_seconds": Infinity, "data_wait_seconds": 0.1}'], "finite"),
+    (['{"step": 1, "step_seconds": 1e999, "data_wait_seconds": 0.1}'], "finite"),
+    (['{"step": true, "step_seconds": 1, "data_wait_seconds": 0.1}'], "step"),
+    (["[" * 100_000 + "]" * 100_000], "longer than"),
+    (["[" * 5_000 + "]" * 5_000], "deeper"),
+    ([GOOD_STEP % 1, "x" * 70_000], "longer than"),
+])
+def test_diagnose_hostile_metrics(tmp_path, capsys, lines, word):
+    rc, _, err = run(capsys, "diagnose", _metrics(tmp_path, lines))
+    assert rc == 2 and word in err and "Traceback" not in err, err
+
+
+def test_diagnose_nan_loss_is_a_finding_not_a_crash(tmp_path, capsys):
+    lines = [GOOD_STEP % i for i in range(1, 30)] + \
+        ['{"step": 30, "step_seconds": 1.0, "data_wait_seconds": 0.01, "loss": NaN}']
+    rc, out, err = run(capsys, "diagnose", _metrics(tmp_path, lines))
+    assert rc == 1 and "divergence" in out, out + err
+
+
+@pytest.mark.parametrize("opt", [["--interruptions-per-hour", "nan"], ["--interruptions-per-hour", "inf"],
+                                 ["--interruptions-per-hour", "-1"], ["--warmup-steps", "-3"], ["--pick", "0"]])
+def test_diagnose_options_are_finite(tmp_path, capsys, opt):
+    rc, _, err = run(capsys, "diagnose", _metrics(tmp_path, [GOOD_STEP % 1]), *opt)
+    assert rc == 2 and opt[0] in err and "Traceback" not in err
+
+
+def test_diagnose_special_files_in_bounded_time(tmp_path, capsys):
+    import time
+
+    fifo = tmp_path / "m.fifo"
+    os.mkfifo(fifo)
+    link = tmp_path / "zero.jsonl"
+    link.symlink_to("/dev/zero")
+    huge = tmp_path / "huge.jsonl"
+    with open(huge, "wb") as f:
+        f.truncate(530 * 2**20)  # sparse: no disk used
+    for p, word in ((fifo, "not a regular file"), (link, "not a regular file"), (tmp_path, "not a regular file"),
+                    (huge, "limit")):
+        t = time.monotonic()
+        rc, _, err = run(capsys, "diagnose", p)
+        assert rc == 2 and word in err and time.monotonic() - t < 5, (p, err)
+
+
+def test_submit_reads_through_the_gate(tmp_path, capsys):
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 10_000 + "]" * 10_000)
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    link = tmp_path / "zero.json"
+    link.symlink_to("/dev/zero")
+    for p, word in ((deep, "deeper"), (fifo, "not a regular file"), (link, "not a regular file")):
+        rc, _, err = run(capsys, "submit", p, "--region", "cn-hangzhou")
+        assert rc == 2 and word in err and "Traceback" not in err, (p, err)
+
+
+def test_refresh_cache_price_reader_is_gated(tmp_path):
+    from trainfit.catalog.prices import read_cache_prices
+    from trainfit.errors import CatalogError
+
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"format": "trainfit-refresh/1", "prices": ' + "[" * 5000 + "]" * 5000 + "}")
+    big = tmp_path / "big.json"
+    with open(big, "wb") as f:
+        f.truncate(25 * 2**20)
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    for p, word in ((deep, "deeper"), (big, "limit"), (fifo, "not a regular file")):
+        with pytest.raises(CatalogError, match=word):
+            read_cache_prices(p)

@@ -150,7 +150,7 @@ def test_submit_refuses_placeholders_left_in_the_job(tmp_path, server, creds, ca
     assert rc == 0 and "dry run" in out
 
 
-@pytest.mark.parametrize("content,needle", [("{oops", "not valid JSON"), ('{"a": 1}', "not a PAI-DLC")])
+@pytest.mark.parametrize("content,needle", [("{oops", "malformed JSON"), ('{"a": 1}', "not a PAI-DLC")])
 def test_bad_job_file(tmp_path, capsys, content, needle):
     p = tmp_path / "dlc_job.json"
     p.write_text(content)

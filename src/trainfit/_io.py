@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -11,15 +10,15 @@ from trainfit.errors import TrainfitError
 
 def read_json_limited(path: str | Path, *, max_bytes: int, error: type[TrainfitError], what: str,
                       fix: str, too_big_fix: str | None = None) -> Any:
-    """Parse a JSON file of at most ``max_bytes``; every failure is one ``error`` with ``fix``."""
+    """Parse a JSON file of at most ``max_bytes`` through the input gate (regular files only: no FIFO, no
+    ``/dev/zero`` behind a link; bounded read; depth limit; no NaN); every failure is one ``error``."""
+    from trainfit.inputs import loads_json, read_text_file
+
     p = Path(path)
     try:
-        size = p.stat().st_size
-    except OSError as e:
-        raise error(f"cannot read {what} {p}: {e.strerror or e}", fix=fix) from None
-    if size > max_bytes:
-        raise error(f"{what} {p} is {size:,} bytes, over the {max_bytes:,}-byte limit", fix=too_big_fix or fix)
-    try:
-        return json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise error(f"{what} {p} is not valid JSON: {e}", fix=fix) from None
+        text = read_text_file(p, max_bytes=max_bytes, what=what, error=error, fix=fix)
+    except TrainfitError as e:
+        if "limit" in e.message and too_big_fix:
+            e.fix = too_big_fix
+        raise
+    return loads_json(text, what=f"{what} {str(p)[:200]}", error=error)

@@ -88,6 +88,12 @@ class RenderError(TrainfitError):
     code = "render-error"
 
 
+class WriteError(TrainfitError):
+    """A file trainfit would write is a link, a special file, or a file of the user's it must not overwrite."""
+
+    code = "unsafe-write"
+
+
 class CheckInputError(TrainfitError):
     """A file ``trainfit check`` cannot read: missing, too large, not text, malformed, or of unknown kind."""
 

@@ -212,7 +212,12 @@ def read_text_file(path: str | os.PathLike, *, max_bytes: int, what: str, error:
     if st.st_size > max_bytes:
         raise error(f"{what} {_short(name)} is {st.st_size:,} bytes, over the {max_bytes:,}-byte limit", fix=fix)
     try:
-        with open(p, "rb") as f:
+        # O_NONBLOCK: a file swapped for a FIFO after the stat above cannot hang the open; fstat of what was opened
+        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise error(f"{what} {_short(name)} is not a regular file", fix=fix)
+        with os.fdopen(fd, "rb") as f:
             data = f.read(max_bytes + 1)
     except OSError as e:
         raise error(f"cannot read {what} {_short(name)}: {e.strerror or e}", fix=fix) from None

@@ -231,7 +231,16 @@ def make_plan(request: Any) -> Any:
     """Search, evaluate and rank (:func:`trainfit.plan.search.plan`)."""
     from trainfit.plan.search import plan
 
+    _calibration_readable()
     return plan(request)
+
+
+def _calibration_readable() -> None:
+    """Read the speed calibration overlay once before a search: a file that cannot be used is one clear error
+    here, not a rejection of every instance type (the search turns per-candidate errors into rejections)."""
+    from trainfit.estimate.calibration import load_calibrations
+
+    load_calibrations()
 
 
 def plan_for(model: ModelShape, workload: Workload, *, gpu: str | None = None, instance_type: str | None = None,
@@ -311,6 +320,7 @@ def _plan_speed(model: ModelShape, workload: Workload, g: Any, inst: Any, *, fra
     from trainfit.estimate.speed import estimate_speed, training_time
     from trainfit.plan.hardware import hardware_for
 
+    _calibration_readable()  # a broken overlay is an error, not "speed not estimated"
     try:
         sp = estimate_speed(model, workload, hardware_for(g, inst, gpus_per_node=workload.gpus_on_node),
                             framework=framework)
@@ -360,12 +370,12 @@ def single_target(targets: str | None) -> str | None:
     return t if t in PLAN_TARGETS else None
 
 
-def write_rendered(result: Any, out_dir: str | Path) -> list[Path]:
+def write_rendered(result: Any, out_dir: str | Path, *, force: bool = False) -> list[Path]:
     from trainfit.launch import write
 
     if not str(out_dir).strip():
         raise InputError("--out is empty", fix="name a folder, e.g. --out job/")
-    return write(result, out_dir)
+    return write(result, out_dir, force=force)
 
 
 # ---------------------------------------------------------------------------------------------- check

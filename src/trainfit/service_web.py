@@ -141,10 +141,11 @@ def render_from_options(values: Mapping[str, Any]) -> Any:
 
 
 def rendered_files(result: Any) -> dict[str, str]:
-    """File name -> text of what ``render --out DIR`` writes (the job files and README.md)."""
+    """File name -> text of what ``render --out DIR`` writes (the job files and README.md with its manifest line)."""
     from trainfit.launch import readme
+    from trainfit.writes import with_manifest
 
-    return {**result.files, "README.md": readme(result)}
+    return with_manifest({**result.files, "README.md": readme(result)})
 
 
 #: Largest uploaded job file (the same limit as ``trainfit check`` reading a file).

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from trainfit._cli.common import add_json_option, print_json
@@ -28,13 +27,18 @@ def run(args: argparse.Namespace) -> int:
     from trainfit.errors import WorkloadError
     from trainfit.estimate.calibration import calibration_path, fold, save
 
+    from trainfit.estimate.calibration import MAX_RESULTS_BYTES
+    from trainfit.inputs import loads_json, read_text_file
+
     path = Path(args.results)
-    try:
-        results = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise WorkloadError(f"cannot read probe results {path}: {e}",
-                            fix="pass the JSON that benchmarks/gpu_probe.py wrote") from None
-    cals = fold(results, source=str(path), gpu=args.gpu)
+    fix = "pass the JSON that benchmarks/gpu_probe.py wrote"
+    text = read_text_file(path, max_bytes=MAX_RESULTS_BYTES, what="probe results", error=WorkloadError, fix=fix)
+    results = loads_json(text, what=f"probe results {str(path)[:200]}", error=WorkloadError)
+    if args.gpu is not None:
+        from trainfit.inputs import as_ident
+
+        args.gpu = as_ident("--gpu", args.gpu, "gpu")
+    cals = fold(results, source=str(path)[:1000], gpu=args.gpu)
     written = None if args.dry_run else save(cals)
     out = {"calibrations": [{"gpu": c.gpu, "family": c.family, "factor": round(c.factor, 4), "runs": c.runs,
                              "date": c.date, "spread": list(c.spread)} for c in cals],

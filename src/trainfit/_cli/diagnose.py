@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from trainfit._cli.common import add_json_option, print_json
+from trainfit._cli.common import add_json_option, float_arg, int_arg, print_json
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -16,11 +16,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "predicted as ratios), checkpoint-interval. Exit code 1 when a finding is critical.")
     p.add_argument("metrics", metavar="METRICS.jsonl", help="metrics file of the run")
     p.add_argument("--plan", metavar="PLAN.json", help="`trainfit plan --json` output to compare with")
-    p.add_argument("--pick", type=int, default=1, metavar="N", help="which plan of --plan, 1 = first (default 1)")
-    p.add_argument("--interruptions-per-hour", type=float, metavar="RATE",
+    p.add_argument("--pick", type=int_arg("--pick", 1, 10_000), default=1, metavar="N", help="which plan of --plan, 1 = first (default 1)")
+    p.add_argument("--interruptions-per-hour", type=float_arg("--interruptions-per-hour", 0, 3600),
+                   metavar="RATE",
                    help="expected interruptions (preemptions, failures) per hour of the whole job, for the optimal "
                         "checkpoint interval (`trainfit plan --spot` states the rate it assumes)")
-    p.add_argument("--warmup-steps", type=int, default=1,
+    p.add_argument("--warmup-steps", type=int_arg("--warmup-steps", 0, 10**9), default=1,
                    help="steps left out of timing at the start of each launch (default 1)")
     add_json_option(p)
     p.set_defaults(func=run)

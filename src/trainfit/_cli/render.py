@@ -25,6 +25,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=f"comma-separated: {', '.join(TARGETS)} or all (default: the plan's --target, else all); "
                         "a target whose engine differs from the one the plan's speed assumed is written with a warning")
     g.add_argument("--out", required=True, metavar="DIR", help="folder to write the files into (created)")
+    g.add_argument("--force", action="store_true",
+                   help="overwrite files in --out that trainfit did not write or that were edited since (default: "
+                        "refuse them; files of an earlier render are replaced, its leftovers removed)")
     g.add_argument("--plan", metavar="PLAN_JSON", help="output of `trainfit plan ... --json`")
     g.add_argument("--pick", type=int_arg("--pick", 1, 10_000), default=1, metavar="N",
                    help="which plan of --plan, 1 = first (default 1)")
@@ -118,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
     from trainfit import service
 
     result = compute(args)
-    paths = service.write_rendered(result, args.out)
+    paths = service.write_rendered(result, args.out, force=args.force)
     if args.json:
         out = result.to_dict()
         out["out"] = str(Path(args.out))

@@ -8,8 +8,6 @@ stores and reads them.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -44,21 +42,12 @@ def _gpu_update_columns(row: dict[str, Any]):
 
 
 def write_cache_atomic(path: Path, payload: dict[str, Any]) -> None:
-    """Write JSON to ``path`` via a temporary file in the same folder and ``os.replace``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(path.parent))
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(payload, f, indent=1, ensure_ascii=False)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    """Write JSON to ``path`` through the safe writer (temporary file in the same folder, fsync, rename; a link or
+    a special file there is refused)."""
+    from trainfit.writes import ensure_dir, write_file
+
+    ensure_dir(path.parent, error=CatalogError, what="cache folder")
+    write_file(path, json.dumps(payload, indent=1, ensure_ascii=False), error=CatalogError)
 
 
 

@@ -157,14 +157,13 @@ def bundled_price_rows() -> tuple[dict[str, Any], ...]:
 
 def read_cache_prices(path: Path) -> list[dict[str, Any]]:
     """Typed ``prices`` rows of one refresh cache (none if the cache has no ``prices`` list)."""
-    import json
+    from trainfit.catalog.cache import CACHE_FORMAT, MAX_CACHE_BYTES
+    from trainfit.inputs import loads_json, read_text_file
 
-    from trainfit.catalog.cache import CACHE_FORMAT
-
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise CatalogError(f"unreadable refresh cache {path}: {e}") from None
+    # the input gate, as for the cache's GPU and instance rows: a regular file within the size limit, depth limit
+    text = read_text_file(path, max_bytes=MAX_CACHE_BYTES, what="refresh cache", error=CatalogError,
+                          fix="delete it and run `trainfit catalog refresh` again")
+    data = loads_json(text, what=f"refresh cache {path}", error=CatalogError)
     if not isinstance(data, dict) or data.get("format") != CACHE_FORMAT:
         raise CatalogError(f"{path}: not a {CACHE_FORMAT} file")
     items = data.get("prices")
@@ -172,6 +171,8 @@ def read_cache_prices(path: Path) -> list[dict[str, Any]]:
         return []
     if not isinstance(items, list):
         raise CatalogError(f"{path}: 'prices' is not a list")
+    if len(items) > 100_000:
+        raise CatalogError(f"{path}: 'prices' holds {len(items):,} rows, more than any provider lists")
     rows, problems = parse_price_rows(items, "prices")
     if problems:
         raise CatalogError(f"{path}: invalid price rows: " + "; ".join(problems[:5]))

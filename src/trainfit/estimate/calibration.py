@@ -70,27 +70,89 @@ def calibration_path() -> Path:
     return Path(base) / "trainfit" / "calibration.yaml"
 
 
+#: Largest calibration overlay read (a real one holds a few entries per GPU: a few KB).
+MAX_CALIBRATION_BYTES = 1 << 20
+#: Largest probe results file ``calibrate`` reads.
+MAX_RESULTS_BYTES = 16 << 20
+_FIX = "re-run `trainfit calibrate RESULTS`, fix the entry, or delete the file"
+
+
+def _entry(path: str, gpu: Any, fam: Any, d: Any) -> Calibration:
+    """One calibration entry of the overlay, every value through the input gate."""
+    from trainfit import inputs
+    from trainfit.errors import InputError
+
+    where = f"calibration file {path}: entry {str(gpu)[:40]}/{str(fam)[:40]}"
+    try:
+        if not isinstance(gpu, str) or not isinstance(fam, str):
+            raise InputError("GPU and engine family names must be strings")
+        inputs.as_ident("gpu", gpu, "gpu")
+        inputs.as_ident("family", fam, "module")
+        if not isinstance(d, dict):
+            raise InputError("must be a mapping of factor, runs, date, source, spread")
+        spread = d.get("spread", (0.0, 0.0))
+        if not isinstance(spread, (list, tuple)) or len(spread) != 2:
+            raise InputError("spread must be a list of two numbers")
+        date_ = d.get("date")
+        if not isinstance(date_, (str, date)):
+            raise InputError("date must be a date (YYYY-MM-DD)")
+        source = d.get("source", "")
+        if not isinstance(source, str) or len(source) > 4096:
+            raise InputError("source must be a string of at most 4096 characters")
+        return Calibration(gpu=gpu, family=fam, factor=inputs.as_float("factor", d.get("factor")),
+                           runs=inputs.as_int("runs", d.get("runs"), lo=1, hi=10**9),
+                           date=date.fromisoformat(str(date_)[:10]).isoformat(), source=source,
+                           spread=(inputs.as_float("spread", spread[0], lo=0, hi=1e6),
+                                   inputs.as_float("spread", spread[1], lo=0, hi=1e6)))
+    except InputError as e:
+        raise WorkloadError(f"{where} is malformed: {e.message}", fix=_FIX) from None
+    except ValueError as e:
+        raise WorkloadError(f"{where} is malformed: {str(e)[:120]}", fix=_FIX) from None
+    except WorkloadError as e:
+        raise WorkloadError(f"{where}: {e.message}", fix=e.fix or _FIX) from None
+
+
+def _read_overlay(path: str) -> Any:
+    """The overlay document through the input gate (a regular file of at most :data:`MAX_CALIBRATION_BYTES`,
+    UTF-8, no YAML aliases, depth limit, one document)."""
+    from trainfit.inputs import loads_yaml_all, read_text_file
+
+    text = read_text_file(path, max_bytes=MAX_CALIBRATION_BYTES, what="calibration file", error=WorkloadError,
+                          fix=_FIX)
+    docs = loads_yaml_all(text, what=f"calibration file {path}", error=WorkloadError)
+    if len(docs) > 1:
+        raise WorkloadError(f"calibration file {path} holds {len(docs)} YAML documents, not one", fix=_FIX)
+    data = docs[0] if docs else {}
+    if not isinstance(data, dict) or not isinstance(data.get("gpus", {}) or {}, dict):
+        raise WorkloadError(f"calibration file {path} is not a mapping with a 'gpus' mapping", fix=_FIX)
+    return data
+
+
 @lru_cache(maxsize=8)
-def _load(path: str, mtime: float) -> dict[tuple[str, str], Calibration]:
-    data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+def _load(path: str, mtime: float, size: int) -> dict[tuple[str, str], Calibration]:
+    data = _read_overlay(path)
     out: dict[tuple[str, str], Calibration] = {}
     for gpu, fams in (data.get("gpus") or {}).items():
+        if fams is not None and not isinstance(fams, dict):
+            raise WorkloadError(f"calibration file {path}: entry {str(gpu)[:40]} is not a mapping of engine "
+                                "families", fix=_FIX)
         for fam, d in (fams or {}).items():
-            try:
-                out[(gpu, fam)] = Calibration(gpu=gpu, family=fam, factor=float(d["factor"]), runs=int(d["runs"]),
-                                              date=str(d["date"]), source=str(d.get("source", "")),
-                                              spread=tuple(d.get("spread", (0.0, 0.0))))
-            except (KeyError, TypeError, ValueError) as e:
-                raise WorkloadError(f"calibration file {path}: entry {gpu}/{fam} is malformed ({e})",
-                                    fix="re-run `trainfit calibrate RESULTS` or delete the file") from None
+            out[(gpu, fam)] = _entry(path, gpu, fam, d)
     return out
 
 
 def load_calibrations(path: Path | None = None) -> dict[tuple[str, str], Calibration]:
+    """The calibration overlay ({} when there is none). A file that is there but cannot be used (malformed, too
+    large, a FIFO or a device) is one :class:`WorkloadError` naming the file and the fix, never a traceback or a
+    hang."""
     p = path or calibration_path()
-    if not p.is_file():
+    try:
+        st = os.stat(p)
+    except FileNotFoundError:
         return {}
-    return _load(str(p), p.stat().st_mtime)
+    except (OSError, ValueError) as e:
+        raise WorkloadError(f"cannot read calibration file {p}: {getattr(e, 'strerror', None) or e}", fix=_FIX) from None
+    return _load(str(p), st.st_mtime, st.st_size)
 
 
 def calibration_for(gpu_name: str, family: str) -> Calibration | None:
@@ -128,26 +190,58 @@ def fold(results: dict[str, Any], *, source: str, gpu: str | None = None) -> lis
     from trainfit.models import from_hf_config, get_model
     from trainfit.workload import Workload
 
+    from trainfit import inputs
+    from trainfit.errors import InputError
+    from trainfit.options import WORKLOAD_OPTION_NAMES, parse_options
+
+    fix = "pass the JSON that benchmarks/gpu_probe.py wrote"
+    if not isinstance(results, dict) or not isinstance(results.get("runs") or {}, dict):
+        raise WorkloadError("the probe results are not an object with a 'runs' object", fix=fix)
     ratios: dict[tuple[str, str], list[float]] = {}
     dates: dict[tuple[str, str], str] = {}
     cpu_runs = 0
     for rid, rec in (results.get("runs") or {}).items():
+        where = f"probe run {str(rid)[:60]!r}"
+        if not isinstance(rec, dict):
+            raise WorkloadError(f"{where} is not an object", fix=fix)
         m = rec.get("measured") or {}
         cfg = rec.get("config")
+        if not isinstance(m, dict) or (cfg is not None and not isinstance(cfg, dict)):
+            raise WorkloadError(f"{where}: 'measured' and 'config' must be objects", fix=fix)
         if "tokens_per_s" not in m or not cfg:
             continue  # failed run, or a results file from a probe that did not record its configuration
         if str(m.get("device", "")).lower() == "cpu":
             cpu_runs += 1
             continue  # a `gpu_probe.py --device cpu` smoke run: not a GPU's speed
-        name = gpu or match_gpu(str(m.get("device", "")))
-        hw = hardware_for(get_gpu(name), None)
-        wl = Workload(**{k: v for k, v in cfg.items() if k not in ("model", "hf_config")})
-        shape = (from_hf_config(cfg["hf_config"], name=cfg["model"], source=source) if cfg.get("hf_config")
-                 else get_model(cfg["model"]))
-        pred = estimate_speed(shape, wl, hw, framework="hf-trainer", use_calibration=False)
+        try:
+            measured = inputs.as_float("tokens_per_s", m["tokens_per_s"], lo=0, lo_open=True, hi=1e12)
+            if not isinstance(cfg.get("model"), str):
+                raise InputError("config.model must be a model name")
+            wl_raw = {k: v for k, v in cfg.items() if k not in ("model", "hf_config")}
+            unknown = [k for k in wl_raw if k not in WORKLOAD_OPTION_NAMES and k != "lora_targets"]
+            if unknown:
+                raise InputError(f"config has unknown setting(s) {', '.join(map(str, unknown[:4]))}")
+            parsed = parse_options({k: v for k, v in wl_raw.items() if k in WORKLOAD_OPTION_NAMES}, defaults=False)
+            wl_raw.update({k: v for k, v in parsed.items() if v is not None})
+            if "lora_targets" in wl_raw:
+                wl_raw["lora_targets"] = tuple(wl_raw["lora_targets"] or ())
+            name = gpu or match_gpu(str(m.get("device", ""))[:200])
+            hw = hardware_for(get_gpu(name), None)
+            wl = Workload(**wl_raw)
+            shape = (from_hf_config(cfg["hf_config"], name=cfg["model"], source=source) if cfg.get("hf_config")
+                     else get_model(cfg["model"]))
+            pred = estimate_speed(shape, wl, hw, framework="hf-trainer", use_calibration=False)
+        except InputError as e:
+            raise WorkloadError(f"{where}: {e.message}", fix=fix) from None
+        except TrainfitError as e:
+            raise WorkloadError(f"{where}: {e.message}", fix=e.fix or fix) from None
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise WorkloadError(f"{where} does not have a probe run's shape ({type(e).__name__}: {str(e)[:80]})",
+                                fix=fix) from None
         key = (hw.name, "hf")
-        ratios.setdefault(key, []).append(float(m["tokens_per_s"]) / pred.tokens_per_s_per_gpu)
-        dates[key] = max(dates.get(key, ""), str(rec.get("date", ""))[:10])
+        ratios.setdefault(key, []).append(measured / pred.tokens_per_s_per_gpu)
+        d = rec.get("date", "")
+        dates[key] = max(dates.get(key, ""), str(d)[:10] if isinstance(d, str) and _iso(str(d)[:10]) else "")
     if not ratios and cpu_runs:
         raise WorkloadError(f"the results hold {cpu_runs} CPU run(s) (`gpu_probe.py --device cpu` is a smoke run of "
                             "the probe's code path): a CPU's speed cannot calibrate a GPU",
@@ -160,15 +254,72 @@ def fold(results: dict[str, Any], *, source: str, gpu: str | None = None) -> lis
             for (g, f), r in sorted(ratios.items())]
 
 
+def _kept_comments(text: str) -> list[str]:
+    """The user's comments of an overlay file (trainfit's own header left out): full-line comments as they are,
+    a comment after a value as a full-line comment that says which line it stood beside."""
+    out = []
+    for line in text.splitlines():
+        t = line.strip()
+        if not t or t.startswith(_HEADER) or t.startswith(_KEPT):
+            continue
+        if t.startswith("#"):
+            out.append(t)
+            continue
+        quote = None
+        for i, ch in enumerate(line):
+            if quote:
+                if ch == quote:
+                    quote = None
+            elif ch in "'\"":
+                quote = ch
+            elif ch == "#" and i > 0 and line[i - 1] in " \t":
+                out.append(f"# (beside `{line[:i].strip()[:80]}`) {line[i + 1:].strip()}")
+                break
+    return out
+
+
+_HEADER = "# trainfit speed calibration (written by `trainfit calibrate`)"
+_KEPT = "# your comments, kept by `trainfit calibrate`"
+
+
+def _iso(text: str) -> bool:
+    try:
+        date.fromisoformat(text)
+        return True
+    except ValueError:
+        return False
+
+
 def save(cals: list[Calibration], path: Path | None = None) -> Path:
-    """Merge ``cals`` into the overlay file (other GPUs/families kept)."""
+    """Merge ``cals`` into the overlay file (other GPUs/families kept) and replace it atomically (the safe writer:
+    temporary file, fsync, rename; a link or a special file there is refused). The user's comments are kept at
+    the top of the file (YAML has no place to keep them beside values a program rewrites)."""
+    from trainfit.writes import ensure_dir, write_file
+
     p = path or calibration_path()
-    data = (yaml.safe_load(p.read_text(encoding="utf-8")) or {}) if p.is_file() else {}
-    gpus = data.setdefault("gpus", {})
+    data: dict[str, Any] = {}
+    comments: list[str] = []
+    if os.path.lexists(p):
+        data = _read_overlay(str(p)) if not os.path.islink(p) else {}
+        if os.path.islink(p):
+            raise WorkloadError(f"calibration file {p} is a symbolic link; trainfit does not write through links",
+                                fix="replace the link by the file, or set $TRAINFIT_CALIBRATION to the file itself")
+        for gpu, fams in (data.get("gpus") or {}).items():  # validate what is kept
+            for fam, d in (fams or {}).items():
+                _entry(str(p), gpu, fam, d)
+        from trainfit.inputs import read_text_file
+
+        comments = _kept_comments(read_text_file(p, max_bytes=MAX_CALIBRATION_BYTES, what="calibration file",
+                                                 error=WorkloadError, fix=_FIX))
+    data = dict(data)
+    gpus = dict(data.get("gpus") or {})
+    data["gpus"] = gpus
     for c in cals:
-        gpus.setdefault(c.gpu, {})[c.family] = {"factor": round(c.factor, 4), "runs": c.runs, "date": c.date,
-                                               "source": c.source, "spread": list(c.spread)}
-    p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text("# trainfit speed calibration (written by `trainfit calibrate`)\n"
-                 + yaml.safe_dump(data, sort_keys=True), encoding="utf-8")
+        gpus[c.gpu] = dict(gpus.get(c.gpu) or {})
+        gpus[c.gpu][c.family] = {"factor": round(c.factor, 4), "runs": c.runs, "date": c.date,
+                                 "source": c.source, "spread": list(c.spread)}
+    ensure_dir(p.parent, error=WorkloadError, what="calibration folder")
+    head = [_HEADER] + ([_KEPT] + comments if comments else [])
+    write_file(p, "\n".join(head) + "\n" + yaml.safe_dump(data, sort_keys=True), error=WorkloadError)
+    _load.cache_clear()
     return p

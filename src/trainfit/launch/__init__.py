@@ -235,23 +235,12 @@ def readme(result: RenderResult) -> str:
     return "\n".join(lines)
 
 
-def write(result: RenderResult, out_dir: str | Path) -> list[Path]:
-    """Write the files and README.md into ``out_dir`` (created); shell scripts are made executable."""
-    out = Path(out_dir)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except (OSError, ValueError) as e:
-        raise RenderError(f"cannot create {str(out)[:200]}: {getattr(e, 'strerror', None) or e}",
-                          fix="choose another --out folder") from None
-    written: list[Path] = []
-    for name, text in {**result.files, "README.md": readme(result)}.items():
-        p = out / name
-        try:
-            p.write_text(text, encoding="utf-8")
-            if name.endswith(".sh"):
-                p.chmod(0o755)
-        except (OSError, ValueError) as e:
-            raise RenderError(f"cannot write {str(p)[:200]}: {getattr(e, 'strerror', None) or e}",
-                              fix="check the folder's permissions") from None
-        written.append(p)
+def write(result: RenderResult, out_dir: str | Path, *, force: bool = False) -> list[Path]:
+    """Write the files and README.md into ``out_dir`` (created) through the safe writer
+    (:func:`trainfit.writes.write_set`): atomic, no links or special files, shell scripts executable, a manifest
+    of what was written; a file trainfit did not write (or that was edited since) is refused unless ``force``, and
+    files of an earlier render that this one does not write are removed."""
+    from trainfit.writes import write_set
+
+    written, _ = write_set(out_dir, {**result.files, "README.md": readme(result)}, force=force, error=RenderError)
     return written

@@ -44,6 +44,12 @@ def load_job(path: str | Path) -> tuple[Path, dict[str, Any]]:
     if p.is_dir():
         p = p / "dlc_job.json"
     from trainfit._io import read_json_limited
+    from trainfit.writes import stale_in
+
+    if stale_in(p.parent, p.name):
+        raise SubmitError(f"{p} is not one of the files trainfit rendered last into {p.parent} (its manifest does "
+                          "not list it): it is left from an earlier render or was put there by hand",
+                          fix="render again with --target dlc, or submit a folder that holds only this job")
 
     body = read_json_limited(p, max_bytes=MAX_BODY_BYTES, error=SubmitError, what="DLC job",
                              fix="pass dlc_job.json or the folder `trainfit render --target dlc` wrote",
