@@ -414,3 +414,81 @@ def test_refresh_cache_price_reader_is_gated(tmp_path):
     for p, word in ((deep, "deeper"), (big, "limit"), (fifo, "not a regular file")):
         with pytest.raises(CatalogError, match=word):
             read_cache_prices(p)
+
+
+# ------------------------------------------------------------------------------------- 4. check cannot be walked around
+
+LAUNCH = ("torchrun --nnodes=$WORLD_SIZE --node_rank=$RANK --master_addr=$MASTER_ADDR --master_port=$MASTER_PORT "
+          "--nproc_per_node={nproc} train.py")
+
+
+def _script_findings(tmp_path: Path, capsys, body: str) -> tuple[int, dict]:
+    p = tmp_path / "job.sh"
+    p.write_text("#!/bin/bash\n# PAI-DLC job\n" + body + "\n")
+    rc, out, err = run(capsys, "check", p, "--json")
+    assert "Traceback" not in err, err
+    return rc, json.loads(out) if out.strip() else {"error": err}
+
+
+def _rules(found: dict) -> dict[str, str]:
+    items = found.get("findings") or found.get("violations") or []
+    return {v["rule"]: v["severity"] for v in items}
+
+
+@pytest.mark.parametrize("body", [
+    "exec " + LAUNCH.format(nproc="$WORLD_SIZE"),
+    "env X=1 " + LAUNCH.format(nproc="$WORLD_SIZE"),
+    "env -i PATH=/usr/bin " + LAUNCH.format(nproc="$WORLD_SIZE"),
+    "nohup " + LAUNCH.format(nproc="$WORLD_SIZE") + " > train.log 2>&1 &",
+    "time " + LAUNCH.format(nproc="$WORLD_SIZE"),
+    "time -p nice -n 5 " + LAUNCH.format(nproc="$WORLD_SIZE"),
+    "bash -c '" + LAUNCH.format(nproc="$WORLD_SIZE") + "'",
+    "/bin/sh -lc \"" + LAUNCH.format(nproc="\\$WORLD_SIZE") + "\"",
+    "N=$WORLD_SIZE\n" + LAUNCH.format(nproc="$N"),
+    "N=${WORLD_SIZE}\nM=$N\n" + LAUNCH.format(nproc="${M}"),
+    "N=$(echo $WORLD_SIZE)\n" + LAUNCH.format(nproc="$N"),
+    "export NPROC_PER_NODE=$WORLD_SIZE\nNNODES=$WORLD_SIZE NODE_RANK=$RANK swift sft --model Qwen/Qwen3-8B",
+    'echo "cat <<EOF"\n' + LAUNCH.format(nproc="$WORLD_SIZE"),
+    "if " + LAUNCH.format(nproc="$WORLD_SIZE") + "; then echo ok; fi",
+])
+def test_check_sees_through_prefixes_wrappers_and_variables(tmp_path, capsys, body):
+    rc, found = _script_findings(tmp_path, capsys, body)
+    assert _rules(found).get("dlc-world-size-is-nodes") == "error", (body, found)
+    assert rc == 1
+
+
+def test_quoted_semicolon_does_not_hide_the_commands(tmp_path, capsys):
+    rc, found = _script_findings(tmp_path, capsys, 'echo "a;b"\necho \'c && d\'\ntorchrun --nproc_per_node=8 train.py')
+    assert "error" not in found, found
+    rc, found = _script_findings(tmp_path, capsys, 'echo "a;b"; ' + LAUNCH.format(nproc="$WORLD_SIZE"))
+    assert _rules(found).get("dlc-world-size-is-nodes") == "error"
+
+
+def test_split_commands_respects_quotes_and_substitutions():
+    from trainfit.check.shell import parse_script, split_commands
+
+    assert split_commands('echo "a;b" && torchrun x.py') == ['echo "a;b" ', ' torchrun x.py']
+    assert split_commands("X=$(cd a; pwd) torchrun x.py 2>&1 # a;b") == ["X=$(cd a; pwd) torchrun x.py 2>&1 "]
+    s = parse_script('cat <<EOF\nhello\nEOF\necho "<<EOF"\ntorchrun x.py')
+    assert [c.words[0] for c in s.commands] == ["cat", "echo", "torchrun"]
+    s = parse_script("nohup torchrun --nnodes 2 a.py > log 2>&1 &")
+    assert s.commands[0].words == ["torchrun", "--nnodes", "2", "a.py"]
+
+
+@pytest.mark.parametrize("cfg, severity, word", [
+    ({"zero_optimization": {"stage": 7}, "train_micro_batch_size_per_gpu": 1}, "error", "stage"),
+    ({"zero_optimization": {"stage": True}, "train_micro_batch_size_per_gpu": 1}, "error", "stage"),
+    ({"zero_optimization": {"stage": 2}, "train_micro_batch_size_per_gpu": -4}, "error", "positive"),
+    ({"zero_optimization": {"stage": 2}, "gradient_accumulation_steps": 0}, "error", "positive"),
+    ({"zero_optimization": {"stage": 3, "offload_param": {"device": "tape"}}}, "error", "offload_param"),
+    ({"zero_optimization": {"stage": 2}, "train_micro_batch_size_per_gpu": "auto",
+      "gradient_accumulation_steps": "auto", "train_batch_size": "auto"}, "warning", "cannot be checked"),
+])
+def test_deepspeed_config_against_deepspeeds_schema(tmp_path, capsys, cfg, severity, word):
+    p = tmp_path / "ds_config.json"
+    p.write_text(json.dumps(cfg))
+    rc, out, err = run(capsys, "check", p, "--json")
+    found = json.loads(out)
+    hits = [v for v in (found.get("findings") or found.get("violations")) if v["rule"] == "deepspeed-config"]
+    assert any(v["severity"] == severity and word in v["message"] for v in hits), found
+    assert "no problems" not in out

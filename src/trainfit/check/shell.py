@@ -12,6 +12,9 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
+_VAR_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)[^}]{0,200}\}|\$([A-Za-z_][A-Za-z0-9_]*)")
+#: Longest launcher value after the script's variables are written out.
+MAX_EXPANDED = 4096
 _HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
 _ASSIGN = re.compile(r"^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
 
@@ -58,9 +61,29 @@ class Script:
     text: str
     unparsed: list[int] = field(default_factory=list)
     """Line numbers shlex could not split (unbalanced quotes)."""
+    assignment_lines: dict[str, int] = field(default_factory=dict)
+    """Line of the last assignment of each variable."""
+
+    def expand(self, value: str, rounds: int = 8) -> str:
+        """``value`` with the script's own variables written out (``$N`` where ``N=$WORLD_SIZE`` or
+        ``N=$(echo $WORLD_SIZE)`` reads ``$WORLD_SIZE``): a launcher setting cannot hide which variable it reads
+        behind another one. Variables the script does not set stay as they are; bounded in rounds and length."""
+        return self._expand(value, rounds, frozenset())[:MAX_EXPANDED]
+
+    def _expand(self, value: str, rounds: int, seen: frozenset) -> str:
+        if "$" not in value or not self.assignments or rounds <= 0 or len(value) > MAX_EXPANDED:
+            return value
+
+        def one(m: "re.Match[str]") -> str:
+            name = m.group(1) or m.group(2)
+            v = self.assignments.get(name)
+            if v is None or name in seen:
+                return m.group(0)
+            return f"{m.group(0)}({self._expand(v, rounds - 1, seen | {name})})"
+
+        return _VAR_REF.sub(one, value)
 
 
-_SEPARATORS = re.compile(r"&&|\|\||;")
 _VAR_HEAD = re.compile(r"([A-Za-z_][A-Za-z0-9_]*):?=")
 
 
@@ -112,7 +135,7 @@ def _logical_lines(raw: list[str], heredocs: list[str], comments: list[str]) -> 
             continue
         if not buf:
             start = i + 1
-        m = _HEREDOC.search(line)
+        m = _heredoc(line)
         if m:
             delim = m.group(2)
             body: list[str] = []
@@ -156,27 +179,246 @@ def _split_assignments(words: list[str]) -> tuple[list[str], dict[str, str]]:
 
 
 def _parse_line(lineno: int, line: str, commands: list[Command], assignments: dict[str, str],
-                unparsed: list[int]) -> None:
-    """Split one logical line at ``&&``, ``||`` and ``;`` and add its commands, assignments and, when ``shlex``
-    cannot split a part, its line number to ``unparsed``."""
+                unparsed: list[int], depth: int = 0, lines: dict[str, int] | None = None) -> None:
+    """Split one logical line at unquoted ``&&``, ``||``, ``|``, ``;`` and ``&`` and add its commands (prefix
+    commands such as ``exec``, ``env X=1``, ``nohup``, ``time`` taken off, ``bash -c '...'`` read as a script),
+    assignments and, when ``shlex`` cannot split a part, its line number to ``unparsed``."""
     for name, value in _default_assignments(line):
         assignments.setdefault(name, value)
-    for part in _SEPARATORS.split(line):
+    for part in split_commands(line):
         part = part.strip()
         if not part:
             continue
         try:
-            words = shlex.split(part, comments=True, posix=True)
+            words = [w.replace(_SUBST_SPACE, " ") for w in shlex.split(_protect_substitutions(part), comments=True,
+                                                                        posix=True)]
         except ValueError:
             unparsed.append(lineno)
             continue
+        words = _drop_redirections(words)
         if not words:
             continue
         words, env = _split_assignments(words)
+        words, more_env, inner = strip_wrappers(words)
+        env.update(more_env)
         assignments.update(env)
+        if lines is not None:
+            lines.update(dict.fromkeys(env, lineno))
+        if inner is not None and depth < _MAX_NESTING:  # bash -c '...': the commands of the string
+            for ln in inner.splitlines() or [inner]:
+                _parse_line(lineno, ln, commands, assignments, unparsed, depth + 1, lines)
+            continue
         words = unwrap_watch(words)
         if words:
             commands.append(Command(words=words, line=lineno, text=part, env=env))
+
+
+_MAX_NESTING = 3
+#: Shell keywords and grouping that may stand before a command (``if torchrun ...; then``, ``( torchrun ... )``).
+_KEYWORDS = frozenset({"if", "then", "else", "elif", "do", "while", "until", "!", "{", "(", "((", "coproc"})
+#: Prefix commands that run the rest of their words as a command: name -> options that take a value.
+_WRAPPERS: dict[str, frozenset[str]] = {
+    "exec": frozenset({"-a"}), "nohup": frozenset(), "time": frozenset({"-f", "-o", "--format", "--output"}),
+    "command": frozenset(), "builtin": frozenset(), "setsid": frozenset(), "nice": frozenset({"-n", "--adjustment"}),
+    "ionice": frozenset({"-c", "-n", "-p", "--class", "--classdata"}), "stdbuf": frozenset({"-i", "-o", "-e"}),
+    "sudo": frozenset({"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "--user", "--group"}),
+    "taskset": frozenset(), "numactl": frozenset(), "chrt": frozenset(), "timeout": frozenset({"-s", "-k",
+                                                                                              "--signal", "--kill-after"}),
+    "env": frozenset({"-u", "--unset", "-C", "--chdir", "-S", "--split-string"}), "xargs": frozenset(),
+    "srun": frozenset(), "mpirun": frozenset(), "caffeinate": frozenset(), "unbuffer": frozenset(),
+}
+_SHELLS = re.compile(r"(?:^|/)(?:ba|z|da|k)?sh$")
+
+
+def strip_wrappers(words: list[str]) -> tuple[list[str], dict[str, str], str | None]:
+    """``words`` without the prefix commands a shell runs the real command through: ``exec``, ``env [-i] X=1``,
+    ``nohup``, ``time [-p]``, ``nice -n 5``, ``timeout 1h``, ``setsid``, ``sudo -u u``, shell keywords and
+    grouping; with the ``VAR=value`` the prefixes set, and the script string of ``bash -c '...'`` (None when
+    there is none)."""
+    env: dict[str, str] = {}
+    for _ in range(16):
+        if not words:
+            break
+        w0 = words[0]
+        base = w0.rsplit("/", 1)[-1]
+        if w0 in _KEYWORDS:
+            words = words[1:]
+        elif w0.startswith("(") and len(w0) > 1 and not w0.startswith("(("):
+            words = [w0[1:], *words[1:]]
+        elif base in _WRAPPERS:
+            takes = _WRAPPERS[base]
+            rest = words[1:]
+            while rest and rest[0].startswith("-") and rest[0] != "--":
+                opt = rest[0]
+                rest = rest[2:] if opt in takes and len(rest) > 1 else rest[1:]
+                if base == "timeout":
+                    continue
+            if rest and rest[0] == "--":
+                rest = rest[1:]
+            if base == "env":
+                while rest:
+                    m = _ASSIGN.match(rest[0])
+                    if not m or rest[0].startswith("export"):
+                        break
+                    env[m.group(1)] = m.group(2)
+                    rest = rest[1:]
+            elif base == "timeout" and rest:
+                rest = rest[1:]  # the duration
+            elif base in ("nice", "chrt", "taskset") and rest and re.fullmatch(r"[0-9a-fx,-]+", rest[0]):
+                rest = rest[1:]  # a priority or a CPU mask
+            words = rest
+        elif _SHELLS.search(w0):
+            for i in range(1, len(words)):
+                if not words[i].startswith("-") or words[i] == "--":
+                    break
+                if "c" in words[i][1:] and not words[i].startswith("--"):
+                    return [], env, (words[i + 1] if i + 1 < len(words) else "")
+            break
+        else:
+            break
+    while words and words[-1] in (")", "}", "))"):
+        words = words[:-1]
+    return words, env, None
+
+
+_SUBST_SPACE = "\x1f"
+_REDIRECT = re.compile(r"^(?:[0-9]*(?:>>?|<<?<?|>\||<>)&?[0-9-]*|&>>?)$")
+_REDIRECT_GLUED = re.compile(r"^(?:[0-9]*(?:>>?|<)&?|&>>?)[^<>&]")
+
+
+def _drop_redirections(words: list[str]) -> list[str]:
+    """``words`` without redirections (``> log``, ``2>&1``, ``&>>log``, ``<in``): they are not arguments."""
+    out: list[str] = []
+    i = 0
+    while i < len(words):
+        w = words[i]
+        if _REDIRECT.match(w):
+            i += 1 if "&" in w[1:] and w[-1].isdigit() or w.endswith("-") else 2  # `2>&1` stands alone
+            continue
+        if _REDIRECT_GLUED.match(w) and not w.startswith("--"):
+            i += 1
+            continue
+        out.append(w)
+        i += 1
+    return out
+
+
+def _protect_substitutions(part: str) -> str:
+    """``part`` with the white space inside ``$(...)`` and backquotes replaced by a marker, so ``shlex`` keeps a
+    command substitution in one word (``X=$(cd a; pwd)`` is one assignment)."""
+    if "$(" not in part and "`" not in part:
+        return part
+    out = []
+    depth = 0
+    quote = ""
+    back = False
+    i = 0
+    while i < len(part):
+        ch = part[i]
+        if quote == "'" and not depth and not back:
+            if ch == "'":
+                quote = ""
+        elif ch == "'" and not depth and not back and quote != '"':
+            quote = "'"
+        elif ch == '"' and not depth and not back:
+            quote = "" if quote == '"' else '"'
+        elif part.startswith("$(", i):
+            depth += 1
+            out.append("$(")
+            i += 2
+            continue
+        elif ch == "(" and depth:
+            depth += 1
+        elif ch == ")" and depth:
+            depth -= 1
+        elif ch == "`":
+            back = not back
+        elif ch.isspace() and (depth or back):
+            ch = _SUBST_SPACE
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def split_commands(line: str) -> list[str]:
+    """The commands of one logical line, split at ``;``, ``&&``, ``||``, ``|`` and a background ``&`` that stand
+    outside quotes, ``$(...)`` and backquotes (``echo "a;b"`` is one command; ``2>&1`` and ``&>`` are
+    redirections, not separators); an unquoted ``#`` starting a word ends the line. Linear in the line."""
+    parts: list[str] = []
+    start = 0
+    i = 0
+    n = len(line)
+    quote = ""  # ', " or `
+    paren = 0  # depth inside $( ... )
+    while i < n:
+        ch = line[i]
+        if quote == "'":
+            if ch == "'":
+                quote = ""
+        elif ch == "\\":
+            i += 2
+            continue
+        elif quote == '"':
+            if ch == '"':
+                quote = ""
+            elif ch == "$" and line.startswith("$(", i):
+                paren += 1
+                i += 2
+                continue
+            elif ch == ")" and paren:
+                paren -= 1
+        elif quote == "`":
+            if ch == "`":
+                quote = ""
+        elif ch in "'\"`":
+            quote = ch
+        elif ch == "$" and line.startswith("$(", i):
+            paren += 1
+            i += 2
+            continue
+        elif paren:
+            if ch == "(":
+                paren += 1
+            elif ch == ")":
+                paren -= 1
+        elif ch == "#" and (i == 0 or line[i - 1] in " \t;&|("):
+            break
+        elif ch == ";" or (ch == "|" and not line.startswith("|&", i)) or (
+                ch == "&" and not (i > 0 and line[i - 1] in "<>") and not line.startswith("&>", i)):
+            parts.append(line[start:i])
+            j = i + 1
+            if j < n and line[j] == ch:  # && || ;;
+                j += 1
+            start = i = j
+            continue
+        i += 1
+    parts.append(line[start:i] if i < n else line[start:])
+    return [p for p in parts if p.strip()]
+
+
+def _heredoc(line: str) -> "re.Match[str] | None":
+    """The heredoc marker (``<<EOF``, ``<<-'EOF'``) of ``line`` that stands outside quotes (``echo "cat <<EOF"``
+    starts no heredoc); None when there is none."""
+    quote = ""
+    i = 0
+    n = len(line)
+    while i < n:
+        ch = line[i]
+        if quote:
+            if ch == quote:
+                quote = ""
+            elif ch == "\\" and quote == '"':
+                i += 1
+        elif ch == "\\":
+            i += 1
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "#" and (i == 0 or line[i - 1] in " \t"):
+            return None
+        elif line.startswith("<<", i) and not line.startswith("<<<", i):
+            return _HEREDOC.match(line, i)
+        i += 1
+    return None
 
 
 def parse_script(text: str) -> Script:
@@ -190,10 +432,11 @@ def parse_script(text: str) -> Script:
     commands: list[Command] = []
     assignments: dict[str, str] = {}
     unparsed: list[int] = []
+    lines: dict[str, int] = {}
     for lineno, line in logical:
-        _parse_line(lineno, line, commands, assignments, unparsed)
+        _parse_line(lineno, line, commands, assignments, unparsed, lines=lines)
     return Script(commands=commands, assignments=assignments, heredocs=heredocs, comments=comments, text=text,
-                  unparsed=unparsed)
+                  unparsed=unparsed, assignment_lines=lines)
 
 
 def unwrap_watch(words: list[str]) -> list[str]:

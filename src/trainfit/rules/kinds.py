@@ -144,18 +144,26 @@ def _refs(value: str, var: str) -> bool:
 def _launch_values(ctx: JobContext):
     """(where, line, key, value) of every launcher setting in the job's scripts: torchrun flags and the
     NNODES/NODE_RANK/NPROC_PER_NODE variables ms-swift and LLaMA-Factory read."""
-    from trainfit.check.shell import is_torchrun
+    from trainfit.check.shell import is_torchrun, training_args
 
     for where, s in ctx.scripts:
+        expand = getattr(s, "expand", lambda v: v)  # the script's own variables written out ($N where N=$WORLD_SIZE)
         for cmd in s.commands:
             if is_torchrun(cmd):
                 for k, v in cmd.flags().items():
                     k = k.replace("-", "_")
                     if k in ("nproc_per_node", "nnodes", "node_rank", "master_addr", "master_port"):
-                        yield where, cmd.line, k, v
+                        yield where, cmd.line, k, expand(v)
             for k, v in cmd.env.items():
                 if k in ("NPROC_PER_NODE", "NNODES", "NODE_RANK"):
-                    yield where, cmd.line, k.lower(), v
+                    yield where, cmd.line, k.lower(), expand(v)
+        # `export NPROC_PER_NODE=$WORLD_SIZE` on a line of its own: read by the launcher started after it (reported
+        # at that launcher's line, where the settings meet)
+        launcher = next((c for c in s.commands if training_args(c) is not None), None)
+        for k in ("NPROC_PER_NODE", "NNODES", "NODE_RANK"):
+            v = s.assignments.get(k)
+            if v is not None and launcher is not None and k not in launcher.env:
+                yield where, launcher.line, k.lower(), expand(v)
 
 
 def _launch_world_size(rule: Rule, ctx: JobContext) -> list[Violation]:
