@@ -116,8 +116,12 @@ def memory_report(model: ModelShape, workload: Workload, *, gpu: str | None = No
         from trainfit.estimate.hardware import kernel_gaps
         from trainfit.plan.hardware import gpu_class_of
 
+        from trainfit.catalog.gpus import assumed_note
+
         name, usable = gpu_usable_gib(gpu)
         warnings += kernel_gaps(workload.attention, gpu_class_of(get_gpu(name)), name)
+        if note := assumed_note(get_gpu(name)):  # sized by memory, speed figures assumed from a named class
+            warnings.append(note)
     if gpu_mem_gib is not None:
         usable = gpu_mem_gib
     answer = None
