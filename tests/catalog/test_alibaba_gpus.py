@@ -184,3 +184,25 @@ def test_gpu_mem_is_one_option_for_cli_and_web():
     assert opt.parse("gpu_mem", "96") == 96
     with pytest.raises(Exception):
         opt.parse("gpu_mem", "0")
+
+
+def test_check_reads_the_plans_gpu_mem_back(capsys, tmp_path):
+    """A job rendered from a `--gpu-mem` plan is checked with that memory (the header carries it), not reported as
+    'memory not in the catalog'; an edit that no longer fits is an oom that says the memory was the user's."""
+    doc = _plan_json(capsys, "Qwen3-8B", "--method", "lora", "--tokens", "100M", "--resource-class", "pai-lingjun",
+                     "--gpu", "GU108", "--gpu-mem", "96")
+    plan_file = tmp_path / "plan.json"
+    plan_file.write_text(json.dumps(doc), encoding="utf-8")
+    assert main(["render", "--plan", str(plan_file), "--pick", "1", "--target", "swift", "--out", str(tmp_path / "job")]) == 0
+    capsys.readouterr()
+    script = tmp_path / "job" / "swift_sft.sh"
+    main(["check", str(script), "--json"])
+    res = json.loads(capsys.readouterr().out)
+    assert not [v for v in res["violations"] if v["rule"] == "memory-fit"]
+    text = script.read_text(encoding="utf-8")
+    assert '"gpu_mem_gib_user":96' in text
+    script.write_text(text.replace('"gpu_mem_gib_user":96', '"gpu_mem_gib_user":8'), encoding="utf-8")
+    main(["check", str(script), "--json"])
+    res = json.loads(capsys.readouterr().out)
+    oom = [v for v in res["violations"] if v["rule"] == "memory-fit"]
+    assert oom and oom[0]["severity"] == "error" and "--gpu-mem" in oom[0]["message"]

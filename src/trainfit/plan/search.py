@@ -294,6 +294,8 @@ def _instance_gpu(req: PlanRequest, inst: Any, gpu_filter: Any) -> tuple[Any, st
     if gpu.mem_gib is None and req.gpu_mem_gib is not None:
         gpu = replace(gpu, mem_gib=float(req.gpu_mem_gib), mem_gb_marketed=None, mem_from_user=True,
                       origin="option:--gpu-mem")
+    if gpu.mem_gib is not None and gpu.bf16_dense_tflops is None and gpu.fp16_dense_tflops is None:
+        # a code sized by --gpu-mem or by a refresh (ListEcsSpecs GpuMemory) has no speed figures: a named class's
         gpu = assume_speed(gpu, gpu.speed_from or DEFAULT_SPEED_FROM)
     if gpu.mem_gib is None:
         return Rejection(instance_type=it, provider=inst.provider, code="unknown-gpu-memory",
