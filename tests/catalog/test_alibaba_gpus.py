@@ -206,3 +206,27 @@ def test_check_reads_the_plans_gpu_mem_back(capsys, tmp_path):
     res = json.loads(capsys.readouterr().out)
     oom = [v for v in res["violations"] if v["rule"] == "memory-fit"]
     assert oom and oom[0]["severity"] == "error" and "--gpu-mem" in oom[0]["message"]
+
+
+def test_web_plan_takes_gpu_mem_like_the_cli():
+    pytest.importorskip("fastapi")
+    pytest.importorskip("httpx")
+    from fastapi.testclient import TestClient
+
+    from trainfit.web.app import create_app
+
+    body = {"model": "Qwen3-8B", "method": "lora", "tokens": "100M", "resource_class": "pai-lingjun", "gpu": "GU108",
+            "gpu_mem": 64}
+    with TestClient(create_app(), raise_server_exceptions=False) as c:
+        r = c.post("/api/plan", json=body)
+    assert r.status_code == 200, r.text
+    plans = r.json()["plans"]
+    assert plans and {p["gpu_mem_gib"] for p in plans} == {64} and {p["gpu"] for p in plans} == {"GU108"}
+
+
+def test_catalog_show_marks_assumed_figures(capsys):
+    assert main(["catalog", "show", "gpus"]) == 0
+    out = capsys.readouterr().out
+    assert "148*" in out and "ALI-GPU-H-96GB from H20" in out
+    row = next(line for line in out.splitlines() if "GU8T" in line and "│" in line)
+    assert "96 " in row and "96*" not in row  # the memory is the source's, not assumed
