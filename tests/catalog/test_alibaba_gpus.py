@@ -35,6 +35,7 @@ def _alibaba(prefixes: tuple[str, ...]):
     (("ecs.gn7e-", "ecs.ebmgn7e."), "A100-80GB-SXM"),
     (("ecs.gn7-", "ecs.ebmgn7."), "A100-40GB-SXM"),
     (("ecs.gn8v", "ecs.ebmgn8v."), "ALI-GPU-H-96GB"),
+    (("ecs.gn8e",), "ALI-GPU-H-e-141GB"),
 ])
 def test_families_have_the_gpu_describe_instance_types_names(prefixes, gpu):
     rows = _alibaba(prefixes)
