@@ -147,6 +147,9 @@ def test_a_named_model_of_the_same_memory_stands_for_a_part_known_by_memory(caps
     doc = _plan_json(capsys, "Qwen3-8B", "--method", "lora", "--tokens", "100M", "--provider", "alibaba", "--gpu", "H20")
     assert doc["plans"] and {p["gpu"] for p in doc["plans"]} == {"H20"}
     assert all(any("planned as H20 because you passed --gpu H20" in w for w in p["warnings"]) for p in doc["plans"])
+    # without a provider, --gpu H20 asks for H20s anywhere: it says nothing about Alibaba's unnamed 96 GB part
+    doc = _plan_json(capsys, "Qwen3-8B", "--method", "lora", "--tokens", "100M", "--gpu", "H20", "--max-gpus", "8")
+    assert doc["plans"] and not [p for p in doc["plans"] if p["provider"] == "alibaba"]
     # an 80 GB model is not the 96 GB part: no relabelling, one error naming the GPUs Alibaba has
     assert main(["plan", "Qwen3-8B", "--method", "lora", "--tokens", "100M", "--provider", "alibaba",
                  "--gpu", "H800"]) == 2

@@ -253,7 +253,8 @@ def _instance_gpu(req: PlanRequest, inst: Any, gpu_filter: Any) -> tuple[Any, st
 
     ``--gpu`` selects rows with that GPU. A GPU *model* (one with its own published figures) may also stand for a
     row whose GPU no public source names: a code without memory (GU108; only with ``--resource-class``, as the
-    console shows it) or a part known only by its memory, when the model has that memory. A code (``--gpu GU108``)
+    console shows it) or a part known only by its memory, when the model has that memory (only with
+    ``--provider`` or ``--resource-class``: a bare ``--gpu H200`` asks for H200s, it says nothing about gn8e). A code (``--gpu GU108``)
     selects rows of that code only and never relabels another. ``--gpu-mem`` sizes rows whose GPU memory is
     unknown; their speed figures are then assumed from a named class. Every such substitution is stated."""
     from dataclasses import replace
@@ -270,7 +271,8 @@ def _instance_gpu(req: PlanRequest, inst: Any, gpu_filter: Any) -> tuple[Any, st
             stated = (f"GPU of {it} ({inst.gpu}) is not publicly documented: planned as {gpu_filter.name} because "
                       f"you passed --gpu {req.gpu}")
             gpu = gpu_filter
-        elif gpu.mem_gib is not None and gpu.mem_gib == gpu_filter.mem_gib and gpu.assumed:
+        elif gpu.mem_gib is not None and gpu.mem_gib == gpu_filter.mem_gib and gpu.assumed \
+                and (req.provider or req.resource_class):  # scoped to a provider: the user read its console
             stated = (f"GPU of {it} ({inst.gpu}, {gpu.mem_gib:g} GiB, model not published): planned as "
                       f"{gpu_filter.name} because you passed --gpu {req.gpu}")
             gpu = gpu_filter
