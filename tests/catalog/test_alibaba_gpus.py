@@ -235,3 +235,22 @@ def test_catalog_show_marks_assumed_figures(capsys):
     row = next(line for line in out.splitlines() if "GU8T" in line and "│" in line)
     cells = [c.strip() for c in row.split("│")]
     assert cells[2] == "96" and "148*" in cells  # the memory is the source's, the TFLOP/s assumed
+
+
+def test_memory_and_render_size_a_code_with_gpu_mem_as_plan_does(capsys):
+    """`memory --instance-type <GU108 spec> --gpu-mem 96` answered 'pass --gpu-mem GIB'; render without a plan file
+    (service.plan_for) sizes and times the code the same way as plan."""
+    assert main(["memory", "Qwen3-8B", "--method", "lora", "--instance-type", "ml.gu7xf.c96m1600.8-gu108",
+                 "--gpu-mem", "96", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["gpu"] == "GU108" and out["gpu_mem_gib"] == 96 and out["verdict"] == "fits"
+    assert any("from --gpu-mem" in w for w in out["warnings"])
+    from trainfit.models import get_model
+    from trainfit.service import plan_for
+    from trainfit.workload import Workload
+
+    p = plan_for(get_model("Qwen3-8B"), Workload(method="lora", gpus=8, gpus_per_node=8),
+                 instance_type="ml.gu7xf.c96m1600.8-gu108", gpu_mem_gib=96, tokens=1e8)
+    assert p.gpu == "GU108" and p.gpu_spec.mem_from_user and p.tokens_per_s
+    assert p.gpu_spec.bf16_dense_tflops == get_gpu("H20").bf16_dense_tflops
+    assert any("assumed from H20" in w for w in p.warnings)

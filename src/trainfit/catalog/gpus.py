@@ -129,6 +129,21 @@ def assume_speed(gpu: GPU, speed_from: "str | GPU | None" = None) -> GPU:
     return replace(gpu, **filled, speed_from=src.name, assumed=tuple(dict.fromkeys(gpu.assumed + tuple(filled))))
 
 
+def sized_gpu(gpu: GPU, user_mem_gib: float | None = None) -> GPU:
+    """The GPU record a plan sizes and times: ``gpu`` with ``user_mem_gib`` as its memory when the catalog has none
+    (``--gpu-mem`` for a code such as GU108, said by :func:`assumed_note`), and, when it has memory but no compute
+    figure, speed figures assumed from its ``speed_from`` (else :data:`DEFAULT_SPEED_FROM`). Used by ``plan`` and
+    by ``render`` without a plan file, so both size and time a code the same way."""
+    from dataclasses import replace
+
+    if gpu.mem_gib is None and user_mem_gib is not None:
+        gpu = replace(gpu, mem_gib=float(user_mem_gib), mem_gb_marketed=None, mem_from_user=True,
+                      origin="option:--gpu-mem")
+    if gpu.mem_gib is not None and gpu.bf16_dense_tflops is None and gpu.fp16_dense_tflops is None:
+        gpu = assume_speed(gpu, gpu.speed_from or DEFAULT_SPEED_FROM)
+    return gpu
+
+
 def is_model(gpu: GPU) -> bool:
     """True for a GPU model with its own published figures (A100-80GB-SXM, H20), False for a cloud code name (GU108,
     GU30) or a GPU known only by its memory (:attr:`GPU.assumed`): only a model may stand for a row whose GPU the

@@ -257,9 +257,7 @@ def _instance_gpu(req: PlanRequest, inst: Any, gpu_filter: Any) -> tuple[Any, st
     ``--provider`` or ``--resource-class``: a bare ``--gpu H200`` asks for H200s, it says nothing about gn8e). A code (``--gpu GU108``)
     selects rows of that code only and never relabels another. ``--gpu-mem`` sizes rows whose GPU memory is
     unknown; their speed figures are then assumed from a named class. Every such substitution is stated."""
-    from dataclasses import replace
-
-    from trainfit.catalog.gpus import DEFAULT_SPEED_FROM, assume_speed, assumed_note, is_model
+    from trainfit.catalog.gpus import assumed_note, is_model, sized_gpu
 
     it = inst.instance_type
     gpu = _gpu_of(inst)
@@ -293,12 +291,7 @@ def _instance_gpu(req: PlanRequest, inst: Any, gpu_filter: Any) -> tuple[Any, st
         return Rejection(instance_type=it, provider=inst.provider, code="region",
                          reason=f"not listed in region {req.region} (listed: {', '.join(inst.regions)})",
                          fix="drop --region or pick one of the listed regions")
-    if gpu.mem_gib is None and req.gpu_mem_gib is not None:
-        gpu = replace(gpu, mem_gib=float(req.gpu_mem_gib), mem_gb_marketed=None, mem_from_user=True,
-                      origin="option:--gpu-mem")
-    if gpu.mem_gib is not None and gpu.bf16_dense_tflops is None and gpu.fp16_dense_tflops is None:
-        # a code sized by --gpu-mem or by a refresh (ListEcsSpecs GpuMemory) has no speed figures: a named class's
-        gpu = assume_speed(gpu, gpu.speed_from or DEFAULT_SPEED_FROM)
+    gpu = sized_gpu(gpu, req.gpu_mem_gib)  # a code sized by --gpu-mem (or a refresh) gets a named class's speed
     if gpu.mem_gib is None:
         return Rejection(instance_type=it, provider=inst.provider, code="unknown-gpu-memory",
                          reason=f"memory of {gpu.name} is unknown (no public source maps it)",
