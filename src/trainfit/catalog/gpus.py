@@ -131,16 +131,17 @@ def assume_speed(gpu: GPU, speed_from: "str | GPU | None" = None) -> GPU:
 
 def sized_gpu(gpu: GPU, user_mem_gib: float | None = None) -> GPU:
     """The GPU record a plan sizes and times: ``gpu`` with ``user_mem_gib`` as its memory when the catalog has none
-    (``--gpu-mem`` for a code such as GU108, said by :func:`assumed_note`), and, when it has memory but no compute
-    figure, speed figures assumed from its ``speed_from`` (else :data:`DEFAULT_SPEED_FROM`). Used by ``plan`` and
-    by ``render`` without a plan file, so both size and time a code the same way."""
+    (``--gpu-mem`` for a code such as GU108, said by :func:`assumed_note`) and then speed figures assumed from its
+    ``speed_from`` (else :data:`DEFAULT_SPEED_FROM`). A code whose memory a source states but no compute figure
+    (GU30) is left as it is: nothing was asked of the user, so nothing is assumed for it. Used by ``plan``,
+    ``memory`` and ``render`` without a plan file, so all size and time a code the same way."""
     from dataclasses import replace
 
     if gpu.mem_gib is None and user_mem_gib is not None:
         gpu = replace(gpu, mem_gib=float(user_mem_gib), mem_gb_marketed=None, mem_from_user=True,
                       origin="option:--gpu-mem")
-    if gpu.mem_gib is not None and gpu.bf16_dense_tflops is None and gpu.fp16_dense_tflops is None:
-        gpu = assume_speed(gpu, gpu.speed_from or DEFAULT_SPEED_FROM)
+        if gpu.bf16_dense_tflops is None and gpu.fp16_dense_tflops is None:
+            gpu = assume_speed(gpu, gpu.speed_from or DEFAULT_SPEED_FROM)
     return gpu
 
 

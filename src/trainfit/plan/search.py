@@ -291,7 +291,7 @@ def _instance_gpu(req: PlanRequest, inst: Any, gpu_filter: Any) -> tuple[Any, st
         return Rejection(instance_type=it, provider=inst.provider, code="region",
                          reason=f"not listed in region {req.region} (listed: {', '.join(inst.regions)})",
                          fix="drop --region or pick one of the listed regions")
-    gpu = sized_gpu(gpu, req.gpu_mem_gib)  # a code sized by --gpu-mem (or a refresh) gets a named class's speed
+    gpu = sized_gpu(gpu, req.gpu_mem_gib)  # a code sized by --gpu-mem gets a named class's speed, said
     if gpu.mem_gib is None:
         return Rejection(instance_type=it, provider=inst.provider, code="unknown-gpu-memory",
                          reason=f"memory of {gpu.name} is unknown (no public source maps it)",
