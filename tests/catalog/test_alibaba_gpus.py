@@ -71,8 +71,8 @@ def test_a_gpu_known_by_memory_only_takes_speed_from_a_named_class_and_says_so()
 @pytest.mark.parametrize("speed_from", ["H2O", "GU8T", "ALI-GPU-H-96GB"])
 def test_speed_from_must_name_another_gpu_with_its_own_figures(tmp_path, monkeypatch, speed_from):
     ov = tmp_path / "catalog.yaml"
-    ov.write_text("gpus:\n  - name: ALI-GPU-H-96GB\n    speed_from: " + speed_from + "\n    source: https://example.com/x\n"
-                  "    as_of: 2026-12-06\n", encoding="utf-8")
+    ov.write_text("gpus:\n  - name: ALI-GPU-H-96GB\n    speed_from: " + speed_from
+                  + "\n    source: https://example.com/x\n    as_of: 2026-12-06\n", encoding="utf-8")
     monkeypatch.setenv("TRAINFIT_CATALOG_OVERLAY", str(ov))
     _store.reset_cache()
     with pytest.raises(CatalogError) as e:
@@ -137,14 +137,16 @@ def test_alibaba_a100_plans_and_h_class_rows_are_candidates(capsys):
     doc = _plan_json(capsys, "Qwen3-14B", "--method", "full", "--tokens", "2B", "--provider", "alibaba",
                      "--gpu", "A100-80GB")
     assert doc["plans"] and {p["gpu"] for p in doc["plans"]} == {"A100-80GB-SXM"}
-    assert {p["instance_type"] for p in doc["plans"]} <= {i.instance_type for i in _alibaba(("ecs.gn7e-", "ecs.ebmgn7e."))}
+    gn7e = {i.instance_type for i in _alibaba(("ecs.gn7e-", "ecs.ebmgn7e."))}
+    assert {p["instance_type"] for p in doc["plans"]} <= gn7e
     doc = _plan_json(capsys, "Qwen3-14B", "--method", "full", "--tokens", "2B", "--provider", "alibaba")
     gpus = {p["gpu"] for p in doc["plans"]}
     assert {"A100-80GB-SXM", "ALI-GPU-H-96GB"} <= gpus
 
 
 def test_a_named_model_of_the_same_memory_stands_for_a_part_known_by_memory(capsys):
-    doc = _plan_json(capsys, "Qwen3-8B", "--method", "lora", "--tokens", "100M", "--provider", "alibaba", "--gpu", "H20")
+    doc = _plan_json(capsys, "Qwen3-8B", "--method", "lora", "--tokens", "100M", "--provider", "alibaba",
+                     "--gpu", "H20")
     assert doc["plans"] and {p["gpu"] for p in doc["plans"]} == {"H20"}
     assert all(any("planned as H20 because you passed --gpu H20" in w for w in p["warnings"]) for p in doc["plans"])
     # without a provider, --gpu H20 asks for H20s anywhere: it says nothing about Alibaba's unnamed 96 GB part
@@ -157,7 +159,8 @@ def test_a_named_model_of_the_same_memory_stands_for_a_part_known_by_memory(caps
 
 
 def test_memory_on_an_alibaba_a100_instance_gives_a_verdict(capsys):
-    assert main(["memory", "Qwen3-14B", "--method", "lora", "--instance-type", "ecs.gn7e-c16g1.32xlarge", "--json"]) == 0
+    assert main(["memory", "Qwen3-14B", "--method", "lora", "--instance-type", "ecs.gn7e-c16g1.32xlarge",
+                 "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["gpu"] == "A100-80GB-SXM" and out["verdict"] == "fits" and out["gpu_mem_gib"] == 80
     main(["memory", "Qwen3-14B", "--method", "lora", "--instance-type", "ecs.gn8v-8x.48xlarge", "--json"])
@@ -197,7 +200,8 @@ def test_check_reads_the_plans_gpu_mem_back(capsys, tmp_path):
                      "--gpu", "GU108", "--gpu-mem", "96")
     plan_file = tmp_path / "plan.json"
     plan_file.write_text(json.dumps(doc), encoding="utf-8")
-    assert main(["render", "--plan", str(plan_file), "--pick", "1", "--target", "swift", "--out", str(tmp_path / "job")]) == 0
+    assert main(["render", "--plan", str(plan_file), "--pick", "1", "--target", "swift",
+                 "--out", str(tmp_path / "job")]) == 0
     capsys.readouterr()
     script = tmp_path / "job" / "swift_sft.sh"
     main(["check", str(script), "--json"])
