@@ -255,8 +255,9 @@ def _instance_gpu(req: PlanRequest, inst: Any, gpu_filter: Any) -> tuple[Any, st
     row whose GPU no public source names: a code without memory (GU108; only with ``--resource-class``, as the
     console shows it) or a part known only by its memory, when the model has that memory (only with
     ``--provider`` or ``--resource-class``: a bare ``--gpu H200`` asks for H200s, it says nothing about gn8e).
-    A code (``--gpu GU108``) selects rows of that code only and never relabels another. ``--gpu-mem`` sizes rows whose GPU memory is
-    unknown; their speed figures are then assumed from a named class. Every such substitution is stated."""
+    A code (``--gpu GU108``) selects rows of that code only and never relabels another. ``--gpu-mem`` sizes rows
+    whose GPU memory is unknown; their speed figures are then assumed from a named class. Every such substitution
+    is stated."""
     from trainfit.catalog.gpus import assumed_note, is_model, sized_gpu
 
     it = inst.instance_type
