@@ -255,6 +255,10 @@ PLAN_OPTIONS: tuple[Option, ...] = (
                 "only layouts it writes are searched, and `render` writes it by default (default: none, ms-swift's "
                 "engine)"),
     Option(name="gpu", parse=_ident("gpu"), group="search", metavar="NAME", help="only instance types with this GPU"),
+    Option(name="gpu_mem", parse=_float(0, 4096, lo_open=True), group="search", metavar="GIB",
+           help="GiB per GPU for instance types whose GPU memory no public source states (a Lingjun code such as "
+                "GU108: what your console shows); the plan says the memory is yours and that its speed figures are "
+                "assumed (from H20 unless the catalog names a class)"),
     Option(name="instance_type", parse=_ident("instance_type"), group="search", help="only this instance type"),
     Option(name="ignore_rule", parse=_rules, default=(), group="search", metavar="RULE_ID",
            help="do not enforce a platform rule (e.g. pai-public-quota when your quota was raised); repeatable"),
@@ -309,8 +313,9 @@ def plan_request_from_values(model: Any, values: Mapping[str, Any]) -> Any:
         objective=values.get("objective") or "cost", budget=values.get("budget"), deadline_hours=values.get("deadline"),
         max_days=values.get("max_days") or 14.0,
         provider=values.get("provider"), region=values.get("region"), resource_class=values.get("resource_class"),
-        gpu=values.get("gpu"), instance_type=values.get("instance_type"), spot=bool(values.get("spot")),
-        max_gpus=values.get("max_gpus") or 64, framework=values.get("framework"), target=target,
+        gpu=values.get("gpu"), gpu_mem_gib=values.get("gpu_mem"), instance_type=values.get("instance_type"),
+        spot=bool(values.get("spot")), max_gpus=values.get("max_gpus") or 64, framework=values.get("framework"),
+        target=target,
         ignore_rules=frozenset(values.get("ignore_rule") or ()),
         interruption_rate_per_node_hour=values.get("interruption_rate"),
         checkpoint_interval_hours=values.get("checkpoint_interval"), rl=rl,

@@ -116,8 +116,13 @@ def memory_report(model: ModelShape, workload: Workload, *, gpu: str | None = No
         from trainfit.estimate.hardware import kernel_gaps
         from trainfit.plan.hardware import gpu_class_of
 
-        name, usable = gpu_usable_gib(gpu)
-        warnings += kernel_gaps(workload.attention, gpu_class_of(get_gpu(name)), name)
+        from trainfit.catalog.gpus import assumed_note, sized_gpu
+
+        g = sized_gpu(get_gpu(gpu), gpu_mem_gib)  # a code without memory (GU108) takes --gpu-mem, as in plan
+        name, usable = gpu_usable_gib(g)
+        warnings += kernel_gaps(workload.attention, gpu_class_of(g), name)
+        if note := assumed_note(g):  # sized by memory, speed figures assumed from a named class
+            warnings.append(note)
     if gpu_mem_gib is not None:
         usable = gpu_mem_gib
     answer = None
@@ -274,7 +279,9 @@ def plan_for(model: ModelShape, workload: Workload, *, gpu: str | None = None, i
                 fix=f"use --gpus-per-node {inst.gpu_count} and a multiple of it for --gpus, or an instance type with "
                     f"{gpn_used} GPU(s)")
     if gpu:
-        g = get_gpu(gpu)
+        from trainfit.catalog.gpus import sized_gpu
+
+        g = sized_gpu(get_gpu(gpu), gpu_mem_gib)  # as plan sizes and times it (--gpu-mem for a code, speed_from)
     elif gpu_mem_gib is not None:
         g = GPU(name="custom", mem_gib=gpu_mem_gib, source="--gpu-mem", as_of="")
     else:
@@ -303,6 +310,10 @@ def plan_for(model: ModelShape, workload: Workload, *, gpu: str | None = None, i
     fit = decide_fit(est, usable_gib=usable, gpus_per_node=gpn,
                      host_ram_gib=getattr(inst, "ram_gib", None), margin=margin)
     warnings: list[str] = list(fit.reasons)
+    from trainfit.catalog.gpus import assumed_note
+
+    if note := assumed_note(g):
+        warnings.append(note)
     speed = _plan_speed(model, workload, g, inst, framework=framework, tokens=tokens, warnings=warnings)
     return Plan(model=model, workload=workload, gpu=g.name, gpu_spec=g, instance=inst,
                 provider=getattr(inst, "provider", "generic"), resource_class=getattr(inst, "resource_class", "generic"),

@@ -142,7 +142,7 @@ def _run(server, **kw):
 
 def test_spec_refresh_pages_validates_and_updates_the_catalog(server):
     before = get_instance("ecs.gn8v-8x.48xlarge")
-    assert before.gpu is None  # the bundled doc does not name the GPU
+    assert before.gpu == "ALI-GPU-H-96GB"  # bundled: known by its memory only (DescribeInstanceTypes says "GPU H")
     res = _run(server)
     assert res.instances == 3 and res.path == cache_path(REGION, prices=False)
     assert res.new_gpus == ("NVIDIA Z900",)

@@ -113,10 +113,19 @@ def _show(args: argparse.Namespace) -> int:
             json.dump([g.to_dict() for g in gpus], sys.stdout, indent=2, ensure_ascii=False)
             print()
             return 0
+        def cell(g: Any, f: str) -> Any:  # a figure assumed from speed_from is marked, never shown as the GPU's own
+            v = getattr(g, f)
+            return f"{_fmt(v)}*" if f in g.assumed and v is not None else v
+
         cols = ["name", "mem GiB", "type", "GB/s", "bf16 TF", "fp8 TF", "NVLink GB/s", "form", "verified", "aliases"]
         _table("GPUs (dense peaks; mem = nominal GiB)", cols,
-               [[g.name, g.mem_gib, g.mem_type, g.mem_bandwidth_gbps, g.bf16_dense_tflops, g.fp8_dense_tflops,
-                 g.nvlink_gbps, g.form_factor, g.verified, g.aliases] for g in gpus])
+               [[g.name, g.mem_gib, g.mem_type, cell(g, "mem_bandwidth_gbps"), cell(g, "bf16_dense_tflops"),
+                 cell(g, "fp8_dense_tflops"), cell(g, "nvlink_gbps"), g.form_factor, g.verified, g.aliases]
+                for g in gpus])
+        assumed = [g for g in gpus if g.assumed]
+        if assumed:
+            print("* assumed, not published: " + "; ".join(f"{g.name} from {g.speed_from}" for g in assumed)
+                  + " (speed_from in gpus.csv; docs/catalog.md)")
         return 0
     if args.what == "prices":
         return _show_prices(args)

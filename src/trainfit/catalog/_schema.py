@@ -71,6 +71,9 @@ GPU_COLUMNS: tuple[Column, ...] = (
     _c("source", "str", required=True, help="URL(s) or document the numbers come from"),
     _c("as_of", "date", required=True, help="date the row was compiled (YYYY-MM-DD)"),
     _c("notes", "str"),
+    _c("speed_from", "str", ident="gpu",
+       help="for a GPU known only by its memory (model not published): the GPU row whose speed figures (arch, "
+            "TFLOP/s, NVLink, PCIe) are assumed for it where its own are empty; every plan on it says so"),
 )
 
 INSTANCE_COLUMNS: tuple[Column, ...] = (

@@ -182,6 +182,15 @@ def cross_check(gpus: list[dict[str, Any]], instances: list[dict[str, Any]], whe
             if k in index and index[k] != name:
                 problems.append(f"{where}: GPU name/alias {n!r} of {name!r} is already used by {index[k]!r}")
             index.setdefault(k, name)
+    by_name = {g.get("name"): g for g in gpus}
+    for g in gpus:
+        ref = g.get("speed_from")
+        if not ref:
+            continue
+        src = by_name.get(index.get(normalize_gpu_name(ref)))
+        if src is None or src is g or src.get("speed_from"):
+            problems.append(f"{where}: GPU {g.get('name')!r}: speed_from {ref!r} must name another GPU of the catalog "
+                            "that has its own speed figures")
     seen: set[tuple[str, str, str]] = set()
     for r in instances:
         label = f"{where}: instance {r.get('instance_type')!r} ({r.get('provider')}/{r.get('resource_class')})"
@@ -287,6 +296,14 @@ def _build(ov_key, cache_keys) -> Catalog:
     for g in gpus:
         for n in (g.name, *g.aliases):
             index.setdefault(normalize_gpu_name(n), g)
+    if any(g.speed_from for g in gpus):  # GPUs known by memory only: speed figures assumed from a named class
+        from trainfit.catalog.gpus import assume_speed
+
+        gpus = tuple(assume_speed(g, index[normalize_gpu_name(g.speed_from)]) if g.speed_from else g for g in gpus)
+        index = {}
+        for g in gpus:
+            for n in (g.name, *g.aliases):
+                index.setdefault(normalize_gpu_name(n), g)
     i_dicts = [dict(r) for r, _ in i_rows]
     _canonical_gpu_refs(i_dicts, index)
     instances = tuple(instance_from_row(r, origin=o) for r, (_, o) in zip(i_dicts, i_rows))

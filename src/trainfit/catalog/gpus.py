@@ -66,6 +66,13 @@ class GPU:
     notes: str | None = None
     origin: str = "bundled"
     """Where the row came from: ``bundled``, ``overlay:<path>`` or ``refresh:<cache file>``."""
+    speed_from: str | None = None
+    """For a GPU known only by its memory (the provider does not publish the model): the GPU whose speed figures are
+    assumed where this row's are empty (see :func:`assume_speed`)."""
+    assumed: tuple[str, ...] = ()
+    """Fields filled from ``speed_from`` (not from this row's source); empty = every figure is the row's own."""
+    mem_from_user: bool = False
+    """True when ``mem_gib`` is the user's (``plan --gpu-mem``), not the catalog's."""
 
     @property
     def mem_bytes(self) -> int | None:
@@ -93,6 +100,69 @@ class GPU:
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able dict of all fields."""
         return {f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v) for f in fields(self)}
+
+
+#: Fields :func:`assume_speed` may fill: what the speed model reads, never the memory that sizes the job.
+SPEED_FIELDS = ("arch", "bf16_dense_tflops", "fp16_dense_tflops", "fp8_dense_tflops", "nvlink_gbps", "pcie_gen",
+                "mem_bandwidth_gbps")
+
+#: The named class whose speed figures are assumed for a GPU the user sized with ``plan --gpu-mem`` when its row
+#: names no ``speed_from``: H20 (the 96 GB Hopper part Alibaba's own Qwen3 recipes are written for, the slowest
+#: Hopper in the catalog, so the assumption does not flatter the plan). Stated in every plan that uses it.
+DEFAULT_SPEED_FROM = "H20"
+
+
+def assume_speed(gpu: GPU, speed_from: "str | GPU | None" = None) -> GPU:
+    """``gpu`` with its empty speed fields (:data:`SPEED_FIELDS`) taken from ``speed_from`` (a name or a record;
+    default: the row's own ``speed_from``); the names of the fields taken are in ``assumed``. Memory is never
+    taken. Unchanged when no class is named or nothing is missing."""
+    from dataclasses import replace
+
+    src_ref = speed_from or gpu.speed_from
+    if not src_ref:
+        return gpu
+    src = src_ref if isinstance(src_ref, GPU) else get_gpu(src_ref)
+    filled = {f: getattr(src, f) for f in SPEED_FIELDS
+              if getattr(gpu, f) in (None, "") and getattr(src, f) not in (None, "")}
+    if not filled:
+        return gpu
+    return replace(gpu, **filled, speed_from=src.name, assumed=tuple(dict.fromkeys(gpu.assumed + tuple(filled))))
+
+
+def sized_gpu(gpu: GPU, user_mem_gib: float | None = None) -> GPU:
+    """The GPU record a plan sizes and times: ``gpu`` with ``user_mem_gib`` as its memory when the catalog has none
+    (``--gpu-mem`` for a code such as GU108, said by :func:`assumed_note`) and then speed figures assumed from its
+    ``speed_from`` (else :data:`DEFAULT_SPEED_FROM`). A code whose memory a source states but no compute figure
+    (GU30) is left as it is: nothing was asked of the user, so nothing is assumed for it. Used by ``plan``,
+    ``memory`` and ``render`` without a plan file, so all size and time a code the same way."""
+    from dataclasses import replace
+
+    if gpu.mem_gib is None and user_mem_gib is not None:
+        gpu = replace(gpu, mem_gib=float(user_mem_gib), mem_gb_marketed=None, mem_from_user=True,
+                      origin="option:--gpu-mem")
+        if gpu.bf16_dense_tflops is None and gpu.fp16_dense_tflops is None:
+            gpu = assume_speed(gpu, gpu.speed_from or DEFAULT_SPEED_FROM)
+    return gpu
+
+
+def is_model(gpu: GPU) -> bool:
+    """True for a GPU model with its own published figures (A100-80GB-SXM, H20), False for a cloud code name (GU108,
+    GU30) or a GPU known only by its memory (:attr:`GPU.assumed`): only a model may stand for a row whose GPU the
+    provider does not publish."""
+    return gpu.mem_gib is not None and not gpu.pai_codes and not gpu.assumed and not gpu.mem_from_user
+
+
+def assumed_note(gpu: GPU) -> str | None:
+    """The one sentence every command prints for a GPU whose speed figures are assumed or whose memory is the
+    user's; None when all figures are the catalog's own."""
+    parts = []
+    if gpu.mem_from_user:
+        parts.append(f"memory of {gpu.name} ({gpu.mem_gib:g} GiB per GPU) is from --gpu-mem, not from a public source")
+    if gpu.assumed:
+        parts.append(f"{gpu.name}'s model is not published: sized by its memory, speed figures "
+                     f"({', '.join(gpu.assumed)}) assumed from {gpu.speed_from}; pass --gpu NAME with the model your "
+                     "console shows to plan it as that GPU")
+    return "; ".join(parts) or None
 
 
 def normalize_gpu_name(name: str) -> str:

@@ -126,22 +126,26 @@ def get_instance(instance_type: str, *, provider: str | None = None,
 
 
 def gpu_on_instance(inst: Instance, gpu: str | None) -> str | None:
-    """The GPU a job on ``inst`` runs on: the instance's own GPU, or ``gpu`` where the catalog does not know it (a
-    Lingjun code no public page maps). A ``gpu`` that names another GPU than the instance has is an error: it would
-    size the job for a GPU the instance does not have."""
+    """The GPU a job on ``inst`` runs on: the instance's own GPU, or ``gpu`` where no public source names the
+    instance's GPU model (a Lingjun code such as GU108, or a part known only by its memory) and ``gpu`` is a model
+    with that memory. A ``gpu`` that names another GPU than the instance has, or another code, is an error: it
+    would size the job for a GPU the instance does not have."""
     if not gpu or not inst.gpu:
         return gpu or inst.gpu
-    from trainfit.catalog.gpus import get_gpu
+    from trainfit.catalog.gpus import get_gpu, is_model
     from trainfit.errors import InputError, TrainfitError
 
     try:
         own = get_gpu(inst.gpu)
     except TrainfitError:
         return gpu
-    if own.mem_gib is None:  # a code name (GU108) no public source maps: the user says what the console shows
+    want = get_gpu(gpu)
+    if want.name == own.name:
         return gpu
-    if get_gpu(gpu).name != own.name:
-        raise InputError(f"--gpu {gpu} contradicts --instance-type {inst.instance_type}, whose GPU is {inst.gpu}",
-                         fix=f"drop --gpu (the instance type says {inst.gpu}) or pick an instance type with {gpu} "
-                             "(`trainfit catalog show instances`)")
-    return gpu
+    # the user says what the console shows for a GPU no public source names: a code without memory (GU108), or one
+    # known only by its memory (gn8v's 96 GB part) when the named model has that memory. A code is never a model.
+    if is_model(want) and not is_model(own) and own.mem_gib in (None, want.mem_gib):
+        return gpu
+    raise InputError(f"--gpu {gpu} contradicts --instance-type {inst.instance_type}, whose GPU is {inst.gpu}",
+                     fix=f"drop --gpu (the instance type says {inst.gpu}) or pick an instance type with {gpu} "
+                         "(`trainfit catalog show instances`)")

@@ -144,6 +144,12 @@ def _resolve_gpu(f: JobFacts, o: Any, plan: dict) -> tuple[Any, Any]:
             return Violation(rule="memory-fit", severity=INFO,
                              message=f"GPU {gpu} is not in the catalog, so the fit was not checked",
                              fix="pass --gpu NAME (e.g. H800) or add the GPU to your catalog overlay"), inst
+    user_mem = plan.get("gpu_mem_gib_user")
+    if g.usable_mem_gib is None and g.name == plan.get("gpu") and isinstance(user_mem, (int, float)) \
+            and not isinstance(user_mem, bool) and 0 < user_mem <= 4096:
+        from dataclasses import replace
+
+        return replace(g, mem_gib=float(user_mem), mem_from_user=True), inst  # the plan's --gpu-mem, said below
     if g.usable_mem_gib is None:
         return Violation(rule="memory-fit", severity=INFO,
                          message=f"GPU {g.name}'s memory is not in the catalog, so the fit was not checked",
@@ -182,6 +188,9 @@ def read_workload(f: JobFacts, o: Any) -> Readback | Any | None:
                          fix="pass --gpu NAME (e.g. H800) or --instance-type TYPE")
     if isinstance(g, Violation):
         return g
+    if g.mem_from_user:
+        assumed.append(f"memory of {g.name} ({g.mem_gib:g} GiB per GPU) from the plan's --gpu-mem (trainfit header), "
+                       "not from a public source")
     decision = decide_fit(est, usable_gib=g.usable_mem_gib, gpus_per_node=gpn,
                           host_ram_gib=getattr(inst, "ram_gib", None))
     planned = plan.get("reserved_gib") if isinstance(plan.get("reserved_gib"), (int, float)) else None

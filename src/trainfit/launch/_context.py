@@ -214,6 +214,8 @@ class RenderContext:
                  "provider": p.provider, "resource_class": p.resource_class, "nodes": self.nodes,
                  "gpus_per_node": self.gpus_per_node, "reserved_gib": p.memory.reserved_gib,
                  "verdict": p.fit.verdict, "workload": p.workload.to_dict()}
+        if getattr(p.gpu_spec, "mem_from_user", False):  # plan --gpu-mem: check sizes the GPU as the plan did
+            facts["gpu_mem_gib_user"] = p.gpu_spec.mem_gib
         rl = getattr(p, "rl", None)
         if rl is not None:  # RL plan: reserved_gib is the binding phase's peak
             facts["rl"] = {"algo": rl["algo"], "rl_framework": rl.get("rl_framework"), "gpu_mem_gib": p.gpu_mem_gib,

@@ -65,6 +65,9 @@ class PlanRequest:
     region: str | None = None
     resource_class: str | None = None
     gpu: str | None = None
+    gpu_mem_gib: float | None = None
+    """GiB per GPU for rows whose GPU memory no source states (``--gpu-mem``: a Lingjun code such as GU108, as the
+    console shows it); never applied to a GPU whose memory is known."""
     instance_type: str | None = None
     spot: bool = False
     max_gpus: int = 64
@@ -246,15 +249,35 @@ def plan(req: PlanRequest) -> PlanResult:
 
 
 def _instance_gpu(req: PlanRequest, inst: Any, gpu_filter: Any) -> tuple[Any, str] | Rejection | None:
-    """(GPU record, note) of an instance; a Rejection when it cannot be planned; None when --gpu filters it out."""
+    """(GPU record, note) of an instance; a Rejection when it cannot be planned; None when --gpu filters it out.
+
+    ``--gpu`` selects rows with that GPU. A GPU *model* (one with its own published figures) may also stand for a
+    row whose GPU no public source names: a code without memory (GU108; only with ``--resource-class``, as the
+    console shows it) or a part known only by its memory, when the model has that memory (only with
+    ``--provider`` or ``--resource-class``: a bare ``--gpu H200`` asks for H200s, it says nothing about gn8e).
+    A code (``--gpu GU108``) selects rows of that code only and never relabels another. ``--gpu-mem`` sizes rows
+    whose GPU memory is unknown; their speed figures are then assumed from a named class. Every such substitution
+    is stated."""
+    from trainfit.catalog.gpus import assumed_note, is_model, sized_gpu
+
     it = inst.instance_type
     gpu = _gpu_of(inst)
     stated = ""
-    undocumented = gpu is None or gpu.mem_gib is None  # e.g. PAI code names (GU108) no public source maps
-    if undocumented and inst.gpu_count and gpu_filter is not None and req.resource_class:
-        # the user says which GPU this resource class has (e.g. what the PAI console shows for a Lingjun quota)
-        stated = (f"GPU of {it} ({inst.gpu or 'not named'}) is not publicly documented: planned as "
-                  f"{gpu_filter.name} because you passed --gpu {req.gpu}")
+    if gpu_filter is not None and gpu is not None and gpu.name != gpu_filter.name and is_model(gpu_filter) \
+            and inst.gpu_count and not is_model(gpu):
+        if gpu.mem_gib is None and req.resource_class:
+            # the user says which GPU this resource class has (e.g. what the PAI console shows for a Lingjun quota)
+            stated = (f"GPU of {it} ({inst.gpu}) is not publicly documented: planned as {gpu_filter.name} because "
+                      f"you passed --gpu {req.gpu}")
+            gpu = gpu_filter
+        elif gpu.mem_gib is not None and gpu.mem_gib == gpu_filter.mem_gib and gpu.assumed \
+                and (req.provider or req.resource_class):  # scoped to a provider: the user read its console
+            stated = (f"GPU of {it} ({inst.gpu}, {gpu.mem_gib:g} GiB, model not published): planned as "
+                      f"{gpu_filter.name} because you passed --gpu {req.gpu}")
+            gpu = gpu_filter
+    elif gpu is None and gpu_filter is not None and inst.gpu_count and req.resource_class and is_model(gpu_filter):
+        stated = (f"GPU of {it} (not named) is not publicly documented: planned as {gpu_filter.name} because you "
+                  f"passed --gpu {req.gpu}")
         gpu = gpu_filter
     if gpu is None or not inst.gpu_count:
         if gpu_filter is not None and not req.instance_type:
@@ -269,11 +292,15 @@ def _instance_gpu(req: PlanRequest, inst: Any, gpu_filter: Any) -> tuple[Any, st
         return Rejection(instance_type=it, provider=inst.provider, code="region",
                          reason=f"not listed in region {req.region} (listed: {', '.join(inst.regions)})",
                          fix="drop --region or pick one of the listed regions")
+    gpu = sized_gpu(gpu, req.gpu_mem_gib)  # a code sized by --gpu-mem gets a named class's speed, said
     if gpu.mem_gib is None:
         return Rejection(instance_type=it, provider=inst.provider, code="unknown-gpu-memory",
                          reason=f"memory of {gpu.name} is unknown (no public source maps it)",
-                         fix="set mem_gib for it in the catalog overlay, `trainfit catalog refresh --provider pai`, "
-                             "or with --resource-class pass --gpu NAME")
+                         fix=f"pass --gpu-mem GIB (the GPU memory your console shows for {gpu.name}), set mem_gib "
+                             "for it in the catalog overlay, `trainfit catalog refresh --provider pai`, or with "
+                             "--resource-class pass --gpu NAME")
+    note = assumed_note(gpu)
+    stated = "; ".join(x for x in (stated, note) if x)
     from trainfit.estimate.hardware import kernel_gaps
     from trainfit.plan.hardware import gpu_class_of
 
