@@ -35,6 +35,8 @@ BILLINGS = ("payg", "subscription", "spot")
 #: PAI-DLC billing: public resources are pay-as-you-go at a per-region price per instance type shown in the PAI
 #: console (not the ECS list price).
 DLC_BILLING_URL = "https://www.alibabacloud.com/help/en/pai/product-overview/billing-of-dlc"
+#: Hours in a month when a monthly (subscription) price is stated per hour: 8,760 h a year / 12.
+HOURS_PER_MONTH = 730.0
 #: Resource classes priced with the ECS list price of the same instance type when they have no price of their own.
 ECS_STAND_IN_CLASSES = ("pai-public",)
 

@@ -43,6 +43,20 @@ def _price_rows(inst: Any, region: str | None, spot: bool):
     return payg, spot_row
 
 
+def _subscription_only(inst: Any, region: str | None) -> str | None:
+    """A note when only a subscription price is published (e.g. PAI's Lingjun billing example): shown, never used
+    as a pay-as-you-go price."""
+    from trainfit.catalog.prices import HOURS_PER_MONTH, price_for_instance
+
+    sub = price_for_instance(inst, region, billing="subscription")
+    if sub is None:
+        return None
+    return (f"{inst.instance_type}: only a subscription price is published, "
+            f"{sub.price_per_hour * HOURS_PER_MONTH:,.2f} "
+            f"{sub.currency} per node-month{' in ' + sub.region if sub.region else ''} (as of {sub.as_of}, "
+            f"{sub.source}); not used as a pay-as-you-go price")
+
+
 def time_and_cost(*, inst: Any, hours: float, gpus: int, trainable_params: int, nodes: int, spot: bool,
                   region: str | None, interruption_rate: float | None = None,
                   checkpoint_interval_hours: float | None = None) -> TimeAndCost:
@@ -64,6 +78,9 @@ def time_and_cost(*, inst: Any, hours: float, gpus: int, trainable_params: int, 
     warnings: list[str] = []
     if c.cost is None:
         notes.append(c.fix or "no price")
+        sub = _subscription_only(inst, region) if payg is None else None
+        if sub:
+            notes.append(sub)
     base = dict(currency=c.currency, price_per_hour=None if payg is None else payg.price_per_hour,
                 price_source=None if payg is None else payg.source, price_as_of=None if payg is None else payg.as_of)
     if not spot:

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from trainfit.catalog.prices import DLC_BILLING_URL, HOURS_PER_MONTH  # noqa: F401 - re-exported for docs and tests
 from trainfit.errors import CatalogError, NetworkError
 
 #: Newest version of each site's file cited in public code (SpareCores sc-crawler cites intl 2.0.375; the
@@ -51,9 +52,6 @@ SITES = tuple(DEFAULT_URLS)
 MAX_PRICE_LIST_BYTES = 96 * 2**20
 #: Deepest nesting accepted (the real file nests 4 levels).
 MAX_DEPTH = 12
-#: Hours in a month when a monthly subscription price is stated per hour: 8,760 h a year / 12.
-HOURS_PER_MONTH = 730.0
-DLC_BILLING_URL = "https://www.alibabacloud.com/help/en/pai/product-overview/billing-of-dlc"
 _PRICE_RE = re.compile(r"^[0-9]{1,9}(?:\.[0-9]{1,8})?$")
 _URL_RE = re.compile(r"^https?://[A-Za-z0-9._~:/?#@!$&'()*+,;=%-]{1,2000}$")
 
