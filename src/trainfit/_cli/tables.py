@@ -161,14 +161,22 @@ def _print_region_prices(c: Console, out: dict, top: int) -> None:
     rows = [r for r in out.get("region_prices", []) if r["plan"] < top]
     if not rows:
         return
-    t = Table(title="the same plans priced per region (list prices; hours do not change)", title_justify="left")
+    t = Table(title="the same plans priced per region (list prices; hours do not change; cheapest 3, the plan's "
+                    "region and the dearest; --json lists every region)", title_justify="left")
     for col, j in (("#", "right"), ("instance type", "left"), ("region", "left"), ("price/h", "right"),
                    ("cost", "right"), ("as of", "left")):
         t.add_column(col, justify=j)
     for r in rows:
-        shown = r["regions"] if not r["same_everywhere"] else r["regions"][:1]
+        regions = r["regions"]
+        if r["same_everywhere"]:
+            shown = regions[:1]
+        else:
+            keep = {0, 1, 2, len(regions) - 1} | {k for k, g in enumerate(regions) if g["region"] == r["plan_region"]}
+            shown = [g for k, g in enumerate(regions) if k in keep]
         for k, g in enumerate(shown):
-            region = g["region"] + (f" (same in all {len(r['regions'])})" if r["same_everywhere"] else "")
+            region = g["region"] + (f" (same in all {len(regions)})" if r["same_everywhere"] else "")
+            if g["region"] == r["plan_region"]:
+                region += " (--region)"
             t.add_row(str(r["plan"] + 1) if k == 0 else "", r["instance_type"] if k == 0 else "", region,
                       f"{g['price_per_hour']:,.2f} {g['currency']}", _money(g["cost"], g["currency"]), g["as_of"])
     c.print(t)
