@@ -29,6 +29,7 @@ class _Server(ReplayServer):
 
     def __init__(self, body: bytes):
         self.body = body
+        self.page = b"<html>no price list named here</html>"
         self.mode = "ok"
         self.hits = 0
         outer = self
@@ -39,7 +40,9 @@ class _Server(ReplayServer):
 
             def do_GET(self):
                 outer.hits += 1
-                if self.path.split("?")[0] != PATH or outer.mode == "404":
+                if self.path == "/price/ecs/ecs-pricing/zh":
+                    send(self, 200, outer.page)
+                elif self.path.split("?")[0] != PATH or outer.mode == "404":
                     send(self, 404, b"<html>Not Found</html>")
                 elif outer.mode == "slow":
                     time.sleep(3)
@@ -354,3 +357,21 @@ def test_every_alibaba_plan_in_the_list_has_a_cny_cost(server, fixture_data):
     for p in ecs_plans:
         assert p["cost"] is not None and p["currency"] == "CNY", p["instance_type"]
         assert "version 2.0.999" in p["price_source"] and p["price_as_of"] == "2026-11-20"
+
+
+def test_the_pricing_page_names_the_current_list(server, monkeypatch):
+    server.page = (b'<script src="https://g.alicdn.com/aliyun/ecs-price-info/2.0.9/price/js/x.js"></script>'
+                   b'<script>var a="//g.alicdn.com/aliyun/ecs-price-info/2.0.412";'
+                   b'var b="//g.alicdn.com/aliyun/ecs-price-info-intl/9.9.9";</script>')
+    monkeypatch.setitem(public_prices.PRICING_PAGES, "cn", f"http://{server.endpoint}/price/ecs/ecs-pricing/zh")
+    got = public_prices.discover_url("cn", timeout_s=5)
+    assert got == "https://g.alicdn.com/aliyun/ecs-price-info/2.0.412/price/download/instancePrice.json"
+    assert public_prices.discover_url("intl", timeout_s=5) is None  # no page is known for the intl site
+    # the refresh reads the discovered link; a page naming nothing falls back to the pinned default
+    monkeypatch.setattr(public_prices, "discover_url", lambda site, **kw: server.url)
+    res = refresh_public_prices(instance_types=[A10], timeout_s=5)
+    assert res.url == server.url and "the link on" in res.how
+    monkeypatch.setattr(public_prices, "discover_url", lambda site, **kw: None)
+    monkeypatch.setitem(public_prices.DEFAULT_URLS, "cn", server.url)
+    res = refresh_public_prices(instance_types=[A10], timeout_s=5)
+    assert res.url == server.url and "pinned default" in res.how

@@ -281,13 +281,14 @@ def _refresh_public(args: argparse.Namespace) -> int:
     out = {"provider": "alibaba", "site": res.site, "path": str(res.path), "url": res.url, "version": res.version,
            "publication_date": res.publication_date, "currency": res.currency, "prices": res.prices,
            "regions": list(res.regions), "instance_types": res.instance_types, "missing": list(res.missing),
-           "fetched_at": res.fetched_at}
+           "fetched_at": res.fetched_at, "found_via": res.how}
     if args.json:
         print(json.dumps(out, indent=2))
         return 0
     print(f"{res.prices} price rows ({res.instance_types} instance types x {len(res.regions)} regions, "
           f"{res.currency}) from {res.url} cached in {res.path}")
-    print(f"price list version {res.version or 'not stated'}, " + _published(res.publication_date))
+    print(f"price list version {res.version or 'not stated'}, " + _published(res.publication_date)
+          + f"; found via {res.how}")
     if res.missing:
         print(f"not in the {res.site} site's list ({len(res.missing)}): " + ", ".join(res.missing[:12])
               + (" ..." if len(res.missing) > 12 else ""))

@@ -45,6 +45,13 @@ DEFAULT_URLS = {
     "cn": "https://g.alicdn.com/aliyun/ecs-price-info/2.0.211/price/download/instancePrice.json",
     "intl": "https://g.alicdn.com/aliyun/ecs-price-info-intl/2.0.375/price/download/instancePrice.json",
 }
+#: The China site's ECS pricing page, whose script names the current price-list directory
+#: (``https://g.alicdn.com/aliyun/ecs-price-info/<version>``; public code finds the list this way, e.g.
+#: cloudpilot-ai/priceserver). No such page is cited for the international site: it uses :data:`DEFAULT_URLS`.
+PRICING_PAGES = {"cn": "https://www.aliyun.com/price/ecs/ecs-pricing/zh"}
+#: Largest pricing page read while looking for the list's link.
+MAX_PAGE_BYTES = 8 * 2**20
+_CDN_RE = re.compile(r"g\.alicdn\.com/aliyun/(ecs-price-info(?:-intl)?)/([0-9]{1,4}(?:\.[0-9]{1,5}){1,3})")
 #: Currency of each site (the file's ``currency`` field wins when it names one).
 SITE_CURRENCY = {"cn": "CNY", "intl": "USD"}
 SITES = tuple(DEFAULT_URLS)
@@ -72,6 +79,8 @@ class PublicPriceResult:
     missing: tuple[str, ...]
     """Instance types asked for that the file does not list."""
     fetched_at: str
+    how: str = ""
+    """How the list was found: ``--url``, the pricing page's link, or the pinned default."""
 
 
 def cache_path(site: str) -> Path:
@@ -148,6 +157,22 @@ def read_source(src: str, *, timeout_s: float, total_timeout_s: float | None = N
 
 class _TooBig(Exception):
     pass
+
+
+def discover_url(site: str, *, timeout_s: float, total_timeout_s: float | None = None) -> str | None:
+    """The ``instancePrice.json`` link the site's pricing page names today (the highest version it mentions), or
+    None when no page is known for the site or the page names none. Network errors are raised."""
+    page = PRICING_PAGES.get(site)
+    if page is None:
+        return None
+    text = read_source(page, timeout_s=timeout_s, total_timeout_s=total_timeout_s,
+                       max_bytes=MAX_PAGE_BYTES).decode("utf-8", errors="replace")
+    want = "ecs-price-info-intl" if site == "intl" else "ecs-price-info"
+    versions = [m.group(2) for m in _CDN_RE.finditer(text) if m.group(1) == want]
+    if not versions:
+        return None
+    best = max(versions, key=lambda v: tuple(int(x) for x in v.split(".")))
+    return f"https://g.alicdn.com/aliyun/{want}/{best}/price/download/instancePrice.json"
 
 
 # ------------------------------------------------------------------------------------------ parse
@@ -272,13 +297,22 @@ def _catalog_types() -> list[str]:
 
 def refresh_public_prices(*, site: str = "cn", url: str | None = None, instance_types: list[str] | None = None,
                           timeout_s: float = 30.0, total_timeout_s: float | None = None) -> PublicPriceResult:
-    """Read Alibaba's public ECS price list (``url``, else the site's :data:`DEFAULT_URLS`), keep the catalog's
+    """Read Alibaba's public ECS price list (``url``; else the link the site's pricing page names, see
+    :func:`discover_url`; else the site's :data:`DEFAULT_URLS`), keep the catalog's
     Alibaba ECS instance types (or ``instance_types``), write them atomically into the user cache."""
     if site not in SITES:
         raise CatalogError(f"unknown --site {site!r}", fix=f"use one of {', '.join(SITES)}")
     from trainfit.inputs import PATTERNS, loads_json
 
-    src = (url or DEFAULT_URLS[site]).strip()
+    found = None
+    if not url:
+        from trainfit.errors import TrainfitError
+
+        try:
+            found = discover_url(site, timeout_s=timeout_s, total_timeout_s=total_timeout_s)
+        except TrainfitError:
+            found = None  # the pinned default below is read instead (its own version and date are recorded)
+    src = (url or found or DEFAULT_URLS[site]).strip()
     if instance_types:
         bad = [t for t in instance_types if not PATTERNS["instance_type"].match(t.strip())]
         if bad:
@@ -309,7 +343,10 @@ def refresh_public_prices(*, site: str = "cn", url: str | None = None, instance_
                   "--instance-type; the cache was left as it was",
         extra={"price_list": meta})
     regions = tuple(sorted({r["region"] for r in rows}))
-    return PublicPriceResult(site=site, path=path, url=source_url, version=meta["version"],
+    how = ("--url" if url else f"the link on {PRICING_PAGES[site]}" if found else
+           "the pinned default (" + (f"{PRICING_PAGES[site]} named no price list" if site in PRICING_PAGES else
+                                     "no pricing page is known for this site") + ")")
+    return PublicPriceResult(site=site, path=path, url=source_url, version=meta["version"], how=how,
                              publication_date=meta["publication_date"], currency=meta["currency"], prices=n,
                              regions=regions, instance_types=len({r["instance_type"] for r in rows}),
                              missing=missing, fetched_at=fetched)
