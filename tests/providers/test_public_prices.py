@@ -375,3 +375,24 @@ def test_the_pricing_page_names_the_current_list(server, monkeypatch):
     monkeypatch.setitem(public_prices.DEFAULT_URLS, "cn", server.url)
     res = refresh_public_prices(instance_types=[A10], timeout_s=5)
     assert res.url == server.url and "pinned default" in res.how
+
+
+def test_web_api_compare_regions(server):
+    """The option is one Option in options.py: the web API takes it too and returns the same per-region prices."""
+    pytest.importorskip("fastapi")
+    pytest.importorskip("httpx")
+    from fastapi.testclient import TestClient
+
+    from trainfit.web.app import create_app
+
+    _refresh(server)
+    client = TestClient(create_app())
+    body = {"model": "Qwen3-0.6B", "method": "lora", "tokens": "20M", "provider": "alibaba", "gpus": 1,
+            "instance_type": A10, "region": "cn-hangzhou", "compare_regions": True}
+    r = client.post("/api/plan", json=body)
+    assert r.status_code == 200, r.text
+    out = r.json()
+    _, cli = _plan("--instance-type", A10, "--region", "cn-hangzhou", "--compare-regions")
+    assert out["region_prices"] == cli["region_prices"]
+    r = client.post("/api/plan", json={**body, "compare_regions": "sometimes"})
+    assert r.status_code in (400, 422) and "compare_regions" in r.text
