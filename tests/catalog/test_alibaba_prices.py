@@ -83,3 +83,10 @@ def test_region_notes(tmp_path):
     assert "no cn-shanghai list price" in notes[0]
     notes = region_notes(None, [a10, same])
     assert "cheapest region" in notes[0] and "cn-beijing" in notes[0]
+
+
+def test_region_note_for_a_tencent_list_price_does_not_point_at_the_alibaba_refresh():
+    from trainfit.plan.pricing import region_notes
+
+    notes = region_notes("ap-guangzhou", [get_instance("GN7.2XLARGE32")])
+    assert len(notes) == 1 and "changes nothing" in notes[0] and "alibaba" not in notes[0]

@@ -167,9 +167,10 @@ def region_notes(region: str | None, instances: list[Any]) -> list[str]:
         out.append(f"--region {region} changes nothing for the price of {_few(same)}: the same list price in every "
                    "region that lists it")
     if no_regional:
+        hint = (" (`trainfit catalog refresh --provider alibaba --public-prices` reads Alibaba's per-region list "
+                "prices)" if any(seen[it].provider == "alibaba" for it in no_regional) else "")
         out.append(f"--region {region} changes nothing for the price of {_few(no_regional)}: no source gives a "
-                   "regional price (`trainfit catalog refresh --provider alibaba --public-prices` reads Alibaba's "
-                   "per-region list prices)")
+                   f"regional price{hint}")
     if absent:
         out.append(f"no {region} list price for {_few(absent)}: those plans are unpriced there (see "
                    "--compare-regions)")
