@@ -396,3 +396,19 @@ def test_web_api_compare_regions(server):
     assert out["region_prices"] == cli["region_prices"]
     r = client.post("/api/plan", json={**body, "compare_regions": "sometimes"})
     assert r.status_code in (400, 422) and "compare_regions" in r.text
+
+
+@pytest.mark.parametrize("raw,want", [("2026-11-20T08:00:00Z", "2026-11-20"), ("2026/1/2", "2026-01-02"),
+                                      ("20261120", "2026-11-20"), ("2026-13-01", None), ("soon", None)])
+def test_publication_date_forms(server, fixture_data, raw, want):
+    import datetime as dt
+
+    server.body = json.dumps({**fixture_data, "publicationDate": raw}).encode()
+    res = _refresh(server)
+    row = latest_price("alibaba", "ecs", A10, region="cn-hangzhou")
+    assert res.publication_date == want
+    if want:
+        assert row.as_of == want and f"published {want}" in row.source
+    else:  # never guessed: dated the day it was read, and the source says so
+        assert row.as_of == dt.datetime.now(dt.timezone.utc).date().isoformat()
+        assert "not a date trainfit reads" in row.source and repr(raw) in row.source

@@ -181,7 +181,8 @@ def _pub_date(raw: Any) -> str | None:
     """``YYYY-MM-DD`` of a ``publicationDate`` (``2026-11-20``, ``2026-11-20T08:00:00Z``, ``2026/11/20``)."""
     if not isinstance(raw, str):
         return None
-    m = re.match(r"^\s*([0-9]{4})[-/]([0-9]{1,2})[-/]([0-9]{1,2})", raw)
+    m = re.match(r"^\s*([0-9]{4})[-/]?([0-9]{1,2})[-/]?([0-9]{1,2})(?![0-9])", raw) or \
+        re.match(r"^\s*([0-9]{4})([0-9]{2})([0-9]{2})", raw)
     if not m:
         return None
     try:
@@ -233,8 +234,11 @@ def parse_price_list(data: Any, *, site: str, wanted: dict[str, str], source_url
     from trainfit.providers._refresh_common import today
 
     as_of = published or today()
+    raw_date = meta["publication_date_raw"]
+    when = published or (f"{raw_date!r} (not a date trainfit reads; dated the day it was read)" if raw_date
+                         else "date not stated (dated the day it was read)")
     src = (f"{source_url} (Alibaba ECS public price list instancePrice.json, {site} site, version "
-           f"{version or 'not stated'}, published {published or 'date not stated'})")
+           f"{version or 'not stated'}, published {when})")
     problems: list[str] = []
     best: dict[tuple[str, str], tuple[int, str, dict]] = {}
     for key, entry in data["pricingInfo"].items():
