@@ -233,7 +233,11 @@ PLAN_OPTIONS: tuple[Option, ...] = (
            choices=("alibaba", "tencent", "generic", "private"), help="alibaba | tencent | generic (default: all)"),
     Option(name="resource_class", parse=_choice(RESOURCE_CLASSES), group="search", choices=RESOURCE_CLASSES,
            metavar="CLASS", help=" | ".join(RESOURCE_CLASSES)),
-    Option(name="region", parse=_ident("region"), group="search", help="e.g. cn-hangzhou, cn-wulanchabu"),
+    Option(name="region", parse=_ident("region"), group="search",
+           help="e.g. cn-hangzhou, cn-wulanchabu: also prices each plan at that region's price where sources give "
+                "per-region prices (default: the cheapest region's)"),
+    Option(name="compare_regions", parse=inputs.as_bool, default=False, group="search",
+           help="also show each plan priced in every region with a price for its instance type"),
     Option(name="spot", parse=inputs.as_bool, default=False, group="search",
            help="spot / preemptible instances (竞价实例)"),
     Option(name="interruption_rate", parse=_float(0, 10), group="search", metavar="PER_NODE_HOUR",
@@ -319,6 +323,7 @@ def plan_request_from_values(model: Any, values: Mapping[str, Any]) -> Any:
         ignore_rules=frozenset(values.get("ignore_rule") or ()),
         interruption_rate_per_node_hour=values.get("interruption_rate"),
         checkpoint_interval_hours=values.get("checkpoint_interval"), rl=rl,
+        compare_regions=bool(values.get("compare_regions")),
         steps=values.get("steps") if rl is not None else None)
 
 

@@ -33,13 +33,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     v.add_argument("--json", action="store_true")
     v.set_defaults(func=_validate)
 
-    r = sub.add_parser("refresh", help="fetch live specs or prices (PAI-DLC, ECS, Tencent CVM) into the user cache")
-    r.add_argument("--provider", required=True, choices=("pai", "ecs", "tencent"),
+    r = sub.add_parser("refresh", help="fetch live specs or prices (PAI-DLC, ECS, Tencent CVM, Alibaba's public "
+                                       "price list) into the user cache")
+    r.add_argument("--provider", required=True, choices=("pai", "ecs", "tencent", "alibaba"),
                    help="pai: PAI-DLC ListEcsSpecs; ecs: Alibaba ECS DescribeInstanceTypes (--prices: DescribePrice "
                         "+ DescribeSpotPriceHistory); tencent: CVM DescribeInstanceTypeConfigs (--prices: "
-                        "InquiryPriceRunInstances)")
-    r.add_argument("--region", required=True, help="region id, e.g. cn-hangzhou, cn-wulanchabu, ap-guangzhou")
+                        "InquiryPriceRunInstances); alibaba --public-prices: Alibaba's public ECS price list "
+                        "(instancePrice.json, every region, no credentials)")
+    r.add_argument("--region", help="region id, e.g. cn-hangzhou, cn-wulanchabu, ap-guangzhou (required except "
+                                    "with --public-prices, which reads every region)")
     r.add_argument("--prices", action="store_true", help="ecs/tencent: fetch prices instead of specs")
+    r.add_argument("--public-prices", dest="public_prices", action="store_true",
+                   help="alibaba: read Alibaba's public ECS price list (no credentials): pay-as-you-go and one-month "
+                        "subscription list prices of every region, with the list's version and publication date")
+    r.add_argument("--site", choices=("cn", "intl"), default="cn",
+                   help="--public-prices: cn = China site (CNY, default), intl = international site (USD)")
+    r.add_argument("--url", metavar="URL|FILE",
+                   help="--public-prices: read this instancePrice.json (a newer version's link, a mirror or a saved "
+                        "copy) instead of the site's default")
     r.add_argument("--instance-type", dest="instance_types", action="append", metavar="TYPE",
                    help="with --prices: price only this type (repeatable; default: the provider's GPU types "
                         "in the catalog)")
@@ -230,11 +241,20 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _refresh(args: argparse.Namespace) -> int:
+    from trainfit.errors import CatalogError
+
+    if args.provider == "alibaba" or args.public_prices:
+        return _refresh_public(args)
+    if args.url:
+        raise CatalogError("--url only applies to --public-prices",
+                           fix="use --endpoint for an API endpoint, or add --provider alibaba --public-prices")
+    if not args.region:
+        raise CatalogError(f"--provider {args.provider} refresh needs --region",
+                           fix="pass --region, e.g. cn-hangzhou (or --provider alibaba --public-prices for every "
+                               "region's list price)")
     if args.provider in ("ecs", "tencent"):
         return _refresh_cloud(args)
     if args.prices:
-        from trainfit.errors import CatalogError
-
         raise CatalogError("--prices is not available for --provider pai (ListEcsSpecs already reports the "
                            "spot discount)", fix="use --provider ecs --prices for ECS list and spot prices")
     from trainfit.providers.alibaba.refresh import refresh
@@ -250,6 +270,49 @@ def _refresh(args: argparse.Namespace) -> int:
         if res.new_gpus:
             print("GPU types not in the catalog (memory only, compute unknown): " + ", ".join(res.new_gpus))
     return 0
+
+
+def _refresh_public(args: argparse.Namespace) -> int:
+    """``--provider alibaba --public-prices``: Alibaba's public ECS price list into the user cache."""
+    from trainfit.errors import CatalogError
+
+    if args.provider != "alibaba" or not args.public_prices:
+        raise CatalogError("--public-prices reads Alibaba's public ECS price list: use it with --provider alibaba",
+                           fix="trainfit catalog refresh --provider alibaba --public-prices [--site cn|intl]")
+    if args.region or args.prices or args.endpoint:
+        raise CatalogError("--public-prices reads every region from one file: --region, --prices and --endpoint do "
+                           "not apply", fix="drop them (plan --region picks the region's price afterwards); "
+                                            "--url reads another copy of the list")
+    from trainfit.providers.alibaba.public_prices import refresh_public_prices
+
+    res = refresh_public_prices(site=args.site, url=args.url, instance_types=args.instance_types,
+                                timeout_s=args.timeout, total_timeout_s=args.total_timeout)
+    out = {"provider": "alibaba", "site": res.site, "path": str(res.path), "url": res.url, "version": res.version,
+           "publication_date": res.publication_date, "currency": res.currency, "prices": res.prices,
+           "regions": list(res.regions), "instance_types": res.instance_types, "missing": list(res.missing),
+           "fetched_at": res.fetched_at, "found_via": res.how}
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return 0
+    print(f"{res.prices} price rows ({res.instance_types} instance types x {len(res.regions)} regions, "
+          f"{res.currency}) from {res.url} cached in {res.path}")
+    print(f"price list version {res.version or 'not stated'}, " + _published(res.publication_date)
+          + f"; found via {res.how}")
+    if res.missing:
+        print(f"not in the {res.site} site's list ({len(res.missing)}): " + ", ".join(res.missing[:12])
+              + (" ..." if len(res.missing) > 12 else ""))
+    return 0
+
+
+def _published(date: str | None) -> str:
+    """'published 2026-11-20 (16 days ago)', with a warning when the list is old."""
+    import datetime as dt
+
+    if not date:
+        return "publication date not stated (prices dated today)"
+    days = (dt.date.today() - dt.date.fromisoformat(date)).days
+    old = "; an old list: pass --url with the link the ECS pricing page uses today" if days > 180 else ""
+    return f"published {date} ({days} days ago{old})"
 
 
 def _refresh_cloud(args: argparse.Namespace) -> int:

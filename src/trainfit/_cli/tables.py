@@ -143,6 +143,7 @@ def print_plan(out: dict, top: int = 10, console: Console | None = None) -> None
                 c.print(f"[yellow]#{i + 1} warning:[/yellow] {escape(wmsg)}")
     else:
         c.print("[red]no instance type fits these limits[/red]")
+    _print_region_prices(c, out, top)
     for note in out.get("notes", []):
         c.print(f"[yellow]note:[/yellow] {escape(note)}")
     if out["rejected"]:
@@ -153,3 +154,29 @@ def print_plan(out: dict, top: int = 10, console: Console | None = None) -> None
         for r in out["rejected"]:
             t.add_row(escape(r["instance_type"]), escape(f"[{r['code']}] {r['reason']}"), escape(r.get("fix") or ""))
         c.print(t)
+
+
+def _print_region_prices(c: Console, out: dict, top: int) -> None:
+    """``plan --compare-regions``: the shown plans priced in every region with a price, cheapest region first."""
+    rows = [r for r in out.get("region_prices", []) if r["plan"] < top]
+    if not rows:
+        return
+    t = Table(title="the same plans priced per region (list prices; hours do not change; cheapest 3, the plan's "
+                    "region and the dearest; --json lists every region)", title_justify="left")
+    for col, j in (("#", "right"), ("instance type", "left"), ("region", "left"), ("price/h", "right"),
+                   ("cost", "right"), ("as of", "left")):
+        t.add_column(col, justify=j)
+    for r in rows:
+        regions = r["regions"]
+        if r["same_everywhere"]:
+            shown = regions[:1]
+        else:
+            keep = {0, 1, 2, len(regions) - 1} | {k for k, g in enumerate(regions) if g["region"] == r["plan_region"]}
+            shown = [g for k, g in enumerate(regions) if k in keep]
+        for k, g in enumerate(shown):
+            region = g["region"] + (f" (same in all {len(regions)})" if r["same_everywhere"] else "")
+            if g["region"] == r["plan_region"]:
+                region += " (--region)"
+            t.add_row(str(r["plan"] + 1) if k == 0 else "", r["instance_type"] if k == 0 else "", region,
+                      f"{g['price_per_hour']:,.2f} {g['currency']}", _money(g["cost"], g["currency"]), g["as_of"])
+    c.print(t)

@@ -11,7 +11,13 @@ Rows are never merged field by field: each row is one published figure, and look
 rows, newest first. No currency is ever converted; a row states the currency of its source.
 
 Units: ``price_per_hour`` is in ``currency`` per instance (node) hour; ``spot_discount`` is the fraction
-of the pay-as-you-go price paid on spot (0.1 = pay 10%), as the Alibaba APIs report ``SpotDiscount``.
+of the pay-as-you-go price paid on spot (0.1 = pay 10%), as the Alibaba APIs report ``SpotDiscount`` (PAI-EAS
+``DescribeMachineSpec``: ``SpotDiscount`` / ``NonProtectSpotDiscount`` "0.1 代表 1 折", i.e. pay 10%).
+
+Regions: a row whose ``region`` is set is that region's price. Without ``--region`` the cheapest region's
+price is used (and the plan says which region); a PAI-DLC public-resource instance (``pai-public``) without a
+price of its own is priced with the ECS list price of the same instance type (class ``ecs``), and the price's
+``source`` says so: DLC bills its own per-region price, shown in the PAI console (:data:`DLC_BILLING_URL`).
 """
 
 from __future__ import annotations
@@ -26,6 +32,13 @@ from trainfit.catalog._schema import CURRENCIES, PROVIDERS, RESOURCE_CLASSES, Co
 from trainfit.errors import CatalogError
 
 BILLINGS = ("payg", "subscription", "spot")
+#: PAI-DLC billing: public resources are pay-as-you-go at a per-region price per instance type shown in the PAI
+#: console (not the ECS list price).
+DLC_BILLING_URL = "https://www.alibabacloud.com/help/en/pai/product-overview/billing-of-dlc"
+#: Hours in a month when a monthly (subscription) price is stated per hour: 8,760 h a year / 12.
+HOURS_PER_MONTH = 730.0
+#: Resource classes priced with the ECS list price of the same instance type when they have no price of their own.
+ECS_STAND_IN_CLASSES = ("pai-public",)
 
 PRICE_COLUMNS: tuple[Column, ...] = (
     Column(name="provider", kind="enum", required=True, choices=PROVIDERS),
@@ -261,10 +274,47 @@ def prices_for(provider: str, resource_class: str | None, instance_type: str, re
 def latest_price(provider: str, resource_class: str | None, instance_type: str, region: str | None = None,
                  billing: str = "payg") -> PriceRow | None:
     """The first row of :func:`prices_for` that states a price (``price_per_hour``): a row for ``region``
-    beats a list price whose region is not stated, then the newest wins. None when no source states one."""
+    beats a list price whose region is not stated, then the newest wins. Without ``region``, among the newest
+    rows of the best layer in one currency, the cheapest region's. None when no source states one."""
     rows = [r for r in prices_for(provider, resource_class, instance_type, region=region, billing=billing)
             if r.price_per_hour is not None]
-    return rows[0] if rows else None
+    if not rows:
+        return None
+    if region is None:
+        top = rows[0]
+        peers = [r for r in rows if r.as_of == top.as_of and r.currency == top.currency
+                 and r.origin.split(":", 1)[0] == top.origin.split(":", 1)[0]]
+        return min(peers, key=lambda r: r.price_per_hour)  # stable: the first of equal prices
+    return rows[0]
+
+
+def regional_prices(instance: Any, *, billing: str = "payg") -> list[PriceRow]:
+    """One price per region that states one for ``instance`` (the newest of the best layer per region, with the
+    ECS stand-in of :func:`price_for_instance`), cheapest first. Rows whose region is not stated are left out."""
+    own = [r for r in prices_for(instance.provider, instance.resource_class, instance.instance_type, billing=billing)
+           if r.price_per_hour is not None and r.region]
+    stand_in = not own and _ecs_stands_in(instance)
+    rows = own or ([r for r in prices_for(instance.provider, "ecs", instance.instance_type, billing=billing)
+                    if r.price_per_hour is not None and r.region] if stand_in else [])
+    first: dict[str, PriceRow] = {}
+    for r in rows:
+        first.setdefault(r.region, r)
+    out = [_as_stand_in(r, instance) if stand_in else r for r in first.values()]
+    return sorted(out, key=lambda r: (r.currency or "", r.price_per_hour, r.region))
+
+
+def _ecs_stands_in(instance: Any) -> bool:
+    return instance.provider == "alibaba" and instance.resource_class in ECS_STAND_IN_CLASSES
+
+
+def _as_stand_in(row: PriceRow, instance: Any) -> PriceRow:
+    """An ECS list-price row used for a PAI-DLC public-resource instance, saying so in its source."""
+    from dataclasses import replace
+
+    return replace(row, resource_class=instance.resource_class,
+                   source=f"{row.source}; ECS list price used for PAI-DLC public resources, which bill their own "
+                          f"per-region price shown in the PAI console ({DLC_BILLING_URL})",
+                   notes=f"ECS list price (class ecs) standing in for {instance.resource_class}; " + (row.notes or ""))
 
 
 def latest_spot_discount(provider: str, resource_class: str | None, instance_type: str,
@@ -278,8 +328,9 @@ def latest_spot_discount(provider: str, resource_class: str | None, instance_typ
 def price_for_instance(instance: Any, region: str | None = None, *, billing: str = "payg") -> PriceRow | None:
     """The price to use for one catalog :class:`~trainfit.catalog.instances.Instance`, with its provenance.
 
-    Order: the price table (:func:`latest_price`, region rows before list prices); else the price stated on
-    the instance row itself (an overlay or refresh ``price_per_hour``, kept for compatibility), returned as a
+    Order: the price table (:func:`latest_price`, region rows before list prices); for a PAI-DLC
+    public-resource instance without a price of its own, the ECS list price of the same type (its source says
+    so); else the price stated on the instance row itself (an overlay or refresh ``price_per_hour``, kept for compatibility), returned as a
     :class:`PriceRow` whose ``origin`` is the instance's; for ``billing="spot"`` without a spot row, the
     instance's ``spot_discount`` applied to the pay-as-you-go price (noted as such). None = no source.
     """
@@ -287,6 +338,10 @@ def price_for_instance(instance: Any, region: str | None = None, *, billing: str
                        billing=billing)
     if row is not None:
         return row
+    if _ecs_stands_in(instance) and billing != "spot":
+        ecs = latest_price(instance.provider, "ecs", instance.instance_type, region=region, billing=billing)
+        if ecs is not None:
+            return _as_stand_in(ecs, instance)
     if billing == "spot":
         spot = latest_spot_discount(instance.provider, instance.resource_class, instance.instance_type, region=region)
         disc = spot.spot_discount if spot is not None else getattr(instance, "spot_discount", None)

@@ -43,6 +43,20 @@ def _price_rows(inst: Any, region: str | None, spot: bool):
     return payg, spot_row
 
 
+def _subscription_only(inst: Any, region: str | None) -> str | None:
+    """A note when only a subscription price is published (e.g. PAI's Lingjun billing example): shown, never used
+    as a pay-as-you-go price."""
+    from trainfit.catalog.prices import HOURS_PER_MONTH, price_for_instance
+
+    sub = price_for_instance(inst, region, billing="subscription")
+    if sub is None:
+        return None
+    return (f"{inst.instance_type}: only a subscription price is published, "
+            f"{sub.price_per_hour * HOURS_PER_MONTH:,.2f} "
+            f"{sub.currency} per node-month{' in ' + sub.region if sub.region else ''} (as of {sub.as_of}, "
+            f"{sub.source}); not used as a pay-as-you-go price")
+
+
 def time_and_cost(*, inst: Any, hours: float, gpus: int, trainable_params: int, nodes: int, spot: bool,
                   region: str | None, interruption_rate: float | None = None,
                   checkpoint_interval_hours: float | None = None) -> TimeAndCost:
@@ -64,6 +78,9 @@ def time_and_cost(*, inst: Any, hours: float, gpus: int, trainable_params: int, 
     warnings: list[str] = []
     if c.cost is None:
         notes.append(c.fix or "no price")
+        sub = _subscription_only(inst, region) if payg is None else None
+        if sub:
+            notes.append(sub)
     base = dict(currency=c.currency, price_per_hour=None if payg is None else payg.price_per_hour,
                 price_source=None if payg is None else payg.source, price_as_of=None if payg is None else payg.as_of)
     if not spot:
@@ -103,3 +120,88 @@ def time_and_cost(*, inst: Any, hours: float, gpus: int, trainable_params: int, 
                        expected_interruptions=interruptions,
                        checkpoint_interval_hours=policy.checkpoint_interval_hours, notes=tuple(notes),
                        warnings=tuple(warnings), **base)
+
+
+# ------------------------------------------------------------------------------------------ regions
+
+def _same_price_everywhere(rows: list[Any]) -> bool:
+    return len(rows) > 1 and len({(r.currency, r.price_per_hour) for r in rows}) == 1
+
+
+def region_notes(region: str | None, instances: list[Any]) -> list[str]:
+    """What the region did to the prices of ``instances`` (the planned instance types, best first).
+
+    With ``region``: which instance types' prices the region does not change (the same list price in every
+    region, or no regional price at all) and which have no price in that region. Without: that each price is
+    the cheapest region's, naming it for the first instance type that has regional prices."""
+    from trainfit.catalog.prices import price_for_instance, regional_prices
+
+    seen: dict[str, Any] = {}
+    for inst in instances:
+        if inst is not None:
+            seen.setdefault(inst.instance_type, inst)
+    same, no_regional, absent = [], [], []
+    first_cheapest = None
+    for it, inst in seen.items():
+        rows = regional_prices(inst)
+        if region is None:
+            if first_cheapest is None and len(rows) > 1:
+                used = price_for_instance(inst, None)
+                if used is not None and used.region:
+                    first_cheapest = (it, used.region, len(rows))
+            continue
+        if not rows:
+            no_regional.append(it)
+        elif region not in {r.region for r in rows}:
+            absent.append(f"{it} ({len(rows)} other regions)")
+        elif _same_price_everywhere(rows):
+            same.append(it)
+    out: list[str] = []
+    if region is None:
+        if first_cheapest is not None:
+            it, r, n = first_cheapest
+            out.append(f"no --region: each Alibaba list price is its instance type's cheapest region ({it}: {r}, "
+                       f"of {n} regions with a price); pass --region to price one region, or --compare-regions")
+        return out
+    if same:
+        out.append(f"--region {region} changes nothing for the price of {_few(same)}: the same list price in every "
+                   "region that lists it")
+    if no_regional:
+        hint = (" (`trainfit catalog refresh --provider alibaba --public-prices` reads Alibaba's per-region list "
+                "prices)" if any(seen[it].provider == "alibaba" for it in no_regional) else "")
+        out.append(f"--region {region} changes nothing for the price of {_few(no_regional)}: no source gives a "
+                   f"regional price{hint}")
+    if absent:
+        out.append(f"no {region} list price for {_few(absent)}: those plans are unpriced there (see "
+                   "--compare-regions)")
+    return out
+
+
+def _few(items: list[str], n: int = 6) -> str:
+    return ", ".join(items[:n]) + (f" and {len(items) - n} more" if len(items) > n else "")
+
+
+def region_prices(plans: tuple[Any, ...] | list[Any]) -> list[dict[str, Any]]:
+    """The same plans priced in every region that states a price for their instance type (``plan
+    --compare-regions``): per plan, one entry per region, cheapest first. The plan's hours do not depend on the
+    region; the cost is its instance-hours x the region's price (x the plan's spot fraction on spot, assumed the
+    same in every region)."""
+    from trainfit.catalog.prices import regional_prices
+
+    out: list[dict[str, Any]] = []
+    for i, p in enumerate(plans):
+        inst = p.instance
+        if inst is None:
+            continue
+        rows = regional_prices(inst)
+        if not rows:
+            continue
+        per = inst.gpu_count or 1
+        inst_hours = p.gpu_hours / per
+        frac = p.spot_price_fraction if p.spot and p.spot_price_fraction else 1.0
+        out.append({"plan": i, "instance_type": p.instance_type, "plan_region": p.region,
+                    "same_everywhere": _same_price_everywhere(rows),
+                    "regions": [{"region": r.region, "price_per_hour": r.price_per_hour, "currency": r.currency,
+                                 "cost": inst_hours * r.price_per_hour * frac, "as_of": r.as_of, "source": r.source}
+                                for r in rows]})
+    return out

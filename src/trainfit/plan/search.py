@@ -87,6 +87,8 @@ class PlanRequest:
     """RL fine-tuning (:class:`~trainfit.rl.RLConfig`), None = SFT: candidates are evaluated by ``plan/rl.py``."""
     steps: int | None = None
     """RL steps (hours = RL step time x steps); required with ``rl``."""
+    compare_regions: bool = False
+    """Also price every plan in every region with a price for its instance type (``PlanResult.region_prices``)."""
 
     def __post_init__(self) -> None:
         if not self.tokens or self.tokens <= 0:
@@ -244,8 +246,11 @@ def plan(req: PlanRequest) -> PlanResult:
         plans = [replace(p, target=req.target) for p in plans]
     plans.sort(key=lambda p: _score(req, p))
     note = _region_note(req.region) if req.region else None
-    notes = (note,) if note else ()
-    return PlanResult(request=req, plans=tuple(plans), rejected=tuple(rejected), pareto=_pareto(plans), notes=notes)
+    from trainfit.plan.pricing import region_notes, region_prices
+
+    notes = ((note,) if note else ()) + tuple(region_notes(req.region, [p.instance for p in plans]))
+    return PlanResult(request=req, plans=tuple(plans), rejected=tuple(rejected), pareto=_pareto(plans), notes=notes,
+                      region_prices=tuple(region_prices(plans)) if req.compare_regions else ())
 
 
 def _instance_gpu(req: PlanRequest, inst: Any, gpu_filter: Any) -> tuple[Any, str] | Rejection | None:

@@ -330,6 +330,9 @@ class PlanResult:
     pareto: tuple[int, ...]
     """Indices into ``plans`` on the time-vs-cost frontier (GPU-hours stand in for cost without prices)."""
     notes: tuple[str, ...] = field(default=())
+    region_prices: tuple[dict[str, Any], ...] = field(default=())
+    """``plan --compare-regions``: per plan, its cost in every region with a price (:func:`~trainfit.plan.pricing.
+    region_prices`); empty otherwise."""
 
     @property
     def best(self) -> Plan | None:
@@ -349,7 +352,8 @@ class PlanResult:
             w.update({"rl": rl.to_dict(), "steps": getattr(req, "steps", None)})
         return {"schema": PLAN_SCHEMA, "workload": w, "plans": [p.to_dict() for p in self.plans],
                 "pareto": list(self.pareto), "rejected": [r.to_dict() for r in self.rejected],
-                "notes": list(self.notes)}
+                "notes": list(self.notes),
+                **({"region_prices": list(self.region_prices)} if self.region_prices else {})}
 
 
 def plans_from_document(doc: Any, *, where: str = "plan file") -> list[Plan]:

@@ -114,10 +114,12 @@ def now_iso() -> str:
 
 
 def write_cache(path: Path, *, provider: str, region: str, sdk: str, gpus: list[dict[str, Any]] | None = None,
-                instances: list[dict[str, Any]] | None = None, prices: list[dict[str, Any]] | None = None) -> str:
+                instances: list[dict[str, Any]] | None = None, prices: list[dict[str, Any]] | None = None,
+                extra: dict[str, Any] | None = None) -> str:
     """Validate nothing more and write a ``trainfit-refresh/1`` cache atomically; returns fetched_at.
 
-    Callers validate every row before calling this (nothing is written on any problem).
+    Callers validate every row before calling this (nothing is written on any problem). ``extra``: more top-level
+    keys (metadata such as a price list's version; readers ignore keys they do not know).
     """
     from trainfit.catalog._store import reset_cache
     from trainfit.catalog.prices import reset_price_cache
@@ -128,6 +130,8 @@ def write_cache(path: Path, *, provider: str, region: str, sdk: str, gpus: list[
                                "fetched_at": fetched, "sdk": sdk, "gpus": gpus or [], "instances": instances or []}
     if prices is not None:
         payload["prices"] = prices
+    for k, v in (extra or {}).items():
+        payload.setdefault(k, v)
     write_cache_atomic(path, payload)
     reset_cache()
     reset_price_cache()
@@ -219,7 +223,8 @@ def wanted_types(in_catalog: list[tuple[str, str]], asked: list[str] | None) -> 
 
 
 def write_price_cache(path: Path, price_rows: list[dict[str, Any]], *, label: str, provider: str, region: str,
-                      sdk: str, schema_what: str, schema_fix: str, empty: str, empty_fix: str) -> tuple[int, str]:
+                      sdk: str, schema_what: str, schema_fix: str, empty: str, empty_fix: str,
+                      extra: dict[str, Any] | None = None) -> tuple[int, str]:
     """Validate ``price_rows`` against the price schema (CatalogError ``<schema_what> returned values outside
     the price schema`` listing every problem; ``empty`` when no row is left) and write them; returns (rows,
     fetched_at)."""
@@ -233,7 +238,7 @@ def write_price_cache(path: Path, price_rows: list[dict[str, Any]], *, label: st
     if not rows:
         raise CatalogError(empty, fix=empty_fix)
     stored = [{k: to_csv_value(v) for k, v in r.items()} for r in rows]
-    return len(rows), write_cache(path, provider=provider, region=region, sdk=sdk, prices=stored)
+    return len(rows), write_cache(path, provider=provider, region=region, sdk=sdk, prices=stored, extra=extra)
 
 
 @dataclass(frozen=True, kw_only=True)
