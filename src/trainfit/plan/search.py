@@ -5,7 +5,7 @@ For a :class:`PlanRequest` it searches instance types (catalog, filtered by prov
 node counts x strategies (DDP, ZeRO-1/2/3, FSDP, CPU offload, expert parallelism for MoE) x gradient
 checkpointing x micro-batch, keeps what fits GPU memory (``reserved_gib`` plus a safety margin) and host
 RAM, estimates speed (``estimate/speed.py``), time and cost (``cost.py``), applies the platform rules
-(``platforms/rules.py``), and ranks by cost or time. Per instance type it keeps the best configuration;
+(``platforms/rules.py``), and ranks them on one basis (``rank.py``). Per instance type it keeps the best configuration;
 instance types with no feasible configuration are returned as rejections with a code, a reason and a fix.
 
 Pure: no I/O beyond the lazily loaded bundled catalog; no torch.
@@ -24,6 +24,7 @@ from trainfit.models.shapes import ModelShape
 from trainfit.plan.explain import explain_rejection as _explain, unknown_region_note as _region_note
 from trainfit.plan.layout_fit import fit_layout as _fit_layout
 from trainfit.plan.rank import pareto as _pareto
+from trainfit.plan.rank import rank as _rank
 from trainfit.plan.rank import score as _score
 from trainfit.plan.types import Plan, PlanResult, Rejection
 from trainfit.workload import LAYOUT_FIELDS, Workload
@@ -239,10 +240,11 @@ def plan(req: PlanRequest) -> PlanResult:
         from dataclasses import replace
 
         plans = [replace(p, target=req.target) for p in plans]
-    plans.sort(key=lambda p: _score(req, p))
+    plans, ranking = _rank(req, plans)
     note = _region_note(req.region) if req.region else None
     notes = (note,) if note else ()
-    return PlanResult(request=req, plans=tuple(plans), rejected=tuple(rejected), pareto=_pareto(plans), notes=notes)
+    return PlanResult(request=req, plans=tuple(plans), rejected=tuple(rejected), pareto=_pareto(plans), notes=notes,
+                      ranking=ranking)
 
 
 def _instance_gpu(req: PlanRequest, inst: Any, gpu_filter: Any) -> tuple[Any, str] | Rejection | None:

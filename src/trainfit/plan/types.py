@@ -272,6 +272,8 @@ class PlanResult:
     pareto: tuple[int, ...]
     """Indices into ``plans`` on the time-vs-cost frontier (GPU-hours stand in for cost without prices)."""
     notes: tuple[str, ...] = field(default=())
+    ranking: Any = None
+    """How the plans were ranked and why #1 is #1 (:class:`~trainfit.plan.rank.Ranking`)."""
 
     @property
     def best(self) -> Plan | None:
@@ -291,7 +293,7 @@ class PlanResult:
             w.update({"rl": rl.to_dict(), "steps": getattr(req, "steps", None)})
         return {"schema": PLAN_SCHEMA, "workload": w, "plans": [p.to_dict() for p in self.plans],
                 "pareto": list(self.pareto), "rejected": [r.to_dict() for r in self.rejected],
-                "notes": list(self.notes)}
+                "notes": list(self.notes), "ranking": None if self.ranking is None else self.ranking.to_dict()}
 
 
 def plans_from_document(doc: Any, *, where: str = "plan file") -> list[Plan]:
