@@ -18,9 +18,10 @@ def explain_rejection(inst: Any, gpu: Any, limit: float, miss: _Best, req: PlanR
     """Why instance type ``inst`` got no plan: the nearest miss recorded in ``miss`` (a broken limit, host RAM,
     GPU memory, a blocking rule), with the fix."""
     it = inst.instance_type
-    if miss.other is not None:  # something fitted but broke a limit (time, deadline, budget): the nearest miss
-        code, reason, fix = miss.other
-        return Rejection(instance_type=it, provider=inst.provider, code=code, reason=reason, fix=fix)
+    if miss.other is not None:  # something fitted but broke a limit (time, deadline, budget, network): the nearest miss
+        code, reason, fix, *opts = miss.other
+        return Rejection(instance_type=it, provider=inst.provider, code=code, reason=reason, fix=fix,
+                         fix_options=opts[0] if opts else ())
     if miss.host is not None:  # a config fitted GPU memory but not host RAM: nearer than a GPU-memory miss
         return Rejection(instance_type=it, provider=inst.provider, code="host-ram",
                          reason=f"needs {miss.host[0]:.0f} GiB host RAM per node > {miss.host[1]:g} x {HOST_RAM_USABLE:.0%}",

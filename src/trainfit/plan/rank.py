@@ -122,6 +122,8 @@ def rank(req: PlanRequest, plans: list[Plan]) -> tuple[list[Plan], Ranking]:
         currencies = sorted({str(p.currency) for p in ordered})
         summary = (f"ranked by GPU-hours: prices are in {' and '.join(currencies)}, which trainfit does not convert; "
                    "cost shown per row")
+    elif len(unpriced) == len(ordered):
+        summary = "ranked by GPU-hours: no plan has a price"
     else:
         summary = (f"ranked by GPU-hours: {len(ordered) - len(unpriced)} of {len(ordered)} plans have a price, so "
                    "cost cannot rank them all; cost shown where known")

@@ -41,6 +41,12 @@ _MULTI = (("ddp", "none"), ("zero1", "none"), ("zero2", "none"), ("fsdp", "none"
 #: What Megatron (tp/pp/ep/cp > 1) can run: plain data parallel, or its distributed optimizer (= ZeRO-1), with
 #: optional optimizer CPU offload.
 _MEGATRON = (("ddp", "none"), ("zero1", "none"), ("zero1", "optimizer"))
+SLOW_NETWORK_COMM_SHARE = 0.5
+"""A multi-node plan whose nodes talk without RDMA (TCP, or a network the catalog does not state, timed at one
+25 Gbit/s NIC) is rejected (code ``slow-network``) when the communication the speed model cannot hide behind compute
+(``SpeedEstimate.comm_seconds_exposed``) exceeds this share of the step: beyond it the GPUs wait on the network more
+than they compute, so over half of every GPU-hour bought is idle, and the speed model has no TCP-bound run to check
+such a plan against (docs/cost-model.md, "Ranking"). ``--ignore-rule slow-network`` keeps such plans."""
 #: Pinnable distribution / settings fields (the same names as Workload's).
 PIN_FIELDS = LAYOUT_FIELDS
 
@@ -69,6 +75,9 @@ class PlanRequest:
     instance_type: str | None = None
     spot: bool = False
     max_gpus: int = 64
+    allow_fp16: bool = False
+    """Search GPUs without bf16 for a bf16 request (planned in fp16 mixed precision); without it they are rejected
+    (code ``no-bf16``) unless ``gpu`` or ``instance_type`` names them."""
     framework: str | None = None
     """Engine profile of the speed model (``--framework``); None = the engine ``target`` runs for each layout."""
     target: str | None = None
@@ -146,7 +155,8 @@ class _Best:
     need_wl: Workload | None = None
     rule: Any = None
     host: tuple[float, float] | None = None
-    other: tuple[str, str, str | None] | None = None
+    other: tuple[Any, ...] | None = None
+    """(code, reason, fix[, fix options]) of the nearest miss that fitted but broke a limit."""
 
 
 def _configs(req: PlanRequest, model: ModelShape, gpn: int, nodes: int, precision: str | None = None) -> list[Workload]:
@@ -284,6 +294,15 @@ def _instance_gpu(req: PlanRequest, inst: Any, gpu_filter: Any) -> tuple[Any, st
         return Rejection(instance_type=it, provider=inst.provider, code="kernel-support", reason=gaps[0],
                          fix="--attention sdpa, or a GPU that runs the kernel (FlashAttention-3: H800 / H100 / H200 / "
                              "H20; FlashAttention-2: Ampere or newer)")
+    if (req.rl is None and req.workload.precision in ("bf16", "amp-bf16") and gpu.bf16_dense_tflops is None
+            and not (req.allow_fp16 or req.gpu or req.instance_type)):
+        # (RL: the RL writers train and generate in bf16 only, rejected as `precision` in plan/rl.py)
+        return Rejection(instance_type=it, provider=inst.provider, code="no-bf16",
+                         reason=f"{gpu.name} has no bf16: Qwen3 is trained in bf16, and fp16 mixed precision (the only "
+                                "16-bit mode here) can overflow (max 65,504) where bf16 does not",
+                         fix=f"--allow-fp16 to plan it in fp16 mixed precision, --gpu {gpu.name} to pin it, or a GPU "
+                             "with bf16 (A10, L20, A100, H100...)",
+                         fix_options=({"allow_fp16": True},))
     return gpu, stated
 
 
@@ -352,7 +371,8 @@ def _best_on_instance(req: PlanRequest, inst: Any, gpu: Any, stated: str, layout
                 if fit.host_verdict in ("oom", "tight"):
                     miss.host = (est.host_ram_gib, inst.ram_gib)
                 continue
-            p = _evaluate(req, inst, gpu, gpn, nodes, wl, est, fit, ((stated,) if stated else ()) + rule_warnings)
+            p = _evaluate(req, inst, gpu, gpn, nodes, wl, est, fit, ((stated,) if stated else ()) + rule_warnings,
+                          miss)
             if p is None or not _within_limits(req, p, miss):
                 continue
             score = _score(req, p)
@@ -372,8 +392,9 @@ def _precision_for(req: PlanRequest, gpu: Any) -> tuple[str | None, str]:
 
 
 def _evaluate(req: PlanRequest, inst: Any, gpu: Any, gpn: int, nodes: int, wl: Workload, est: MemoryEstimate,
-              fit: Any, warnings: tuple[str, ...]) -> Plan | None:
-    """Speed, time and cost of one fitting configuration, as a typed Plan."""
+              fit: Any, warnings: tuple[str, ...], miss: _Best | None = None) -> Plan | None:
+    """Speed, time and cost of one fitting configuration, as a typed Plan; None when its spot run cannot finish or
+    its network is too slow (:data:`SLOW_NETWORK_COMM_SHARE`, recorded in ``miss``)."""
     from trainfit.estimate.calibration import calibration_note
     from trainfit.estimate.speed import estimate_speed, training_time
     from trainfit.launch.targets import speed_framework
@@ -382,6 +403,11 @@ def _evaluate(req: PlanRequest, inst: Any, gpu: Any, gpn: int, nodes: int, wl: W
 
     framework = speed_framework(req.framework, req.target, wl)
     sp = estimate_speed(req.model, wl, hardware_for(gpu, inst, gpus_per_node=gpn), framework=framework)
+    slow = slow_network(inst, nodes, sp)
+    if slow is not None and "slow-network" not in req.ignore_rules:
+        if miss is not None:
+            miss.other = slow
+        return None
     tt = training_time(sp, req.tokens)
     tc = time_and_cost(inst=inst, hours=tt.hours, gpus=wl.gpus, trainable_params=est.params.trainable, nodes=nodes,
                        spot=req.spot, region=req.region, interruption_rate=req.interruption_rate_per_node_hour,
@@ -399,6 +425,25 @@ def _evaluate(req: PlanRequest, inst: Any, gpu: Any, gpn: int, nodes: int, wl: W
                 price_per_hour=tc.price_per_hour, price_source=tc.price_source, price_as_of=tc.price_as_of,
                 region=req.region, notes=tc.notes,
                 warnings=warnings[:1] + tuple(fit.reasons) + tuple(sp.warnings) + tc.warnings + warnings[1:])
+
+
+def slow_network(inst: Any, nodes: int, sp: Any) -> tuple[str, str, str, tuple[dict[str, Any], ...]] | None:
+    """(code, reason, fix, fix options) when a multi-node plan without RDMA spends more than
+    :data:`SLOW_NETWORK_COMM_SHARE` of its step in exposed communication; None otherwise."""
+    net = (getattr(inst, "inter_node", None) or "").lower()
+    if nodes <= 1 or net == "rdma" or not sp.step_seconds:
+        return None
+    share = sp.comm_seconds_exposed / sp.step_seconds
+    if share <= SLOW_NETWORK_COMM_SHARE:
+        return None
+    over = f"over {net}" if net else "over a network the catalog does not state (timed as one 25 Gbit/s NIC)"
+    return ("slow-network",
+            f"{nodes} nodes {over}: communication the compute cannot hide is {share:.0%} of each step "
+            f"(bound {SLOW_NETWORK_COMM_SHARE:.0%}), so most GPU-hours would wait on the network",
+            "RDMA nodes (e.g. --resource-class pai-lingjun; for your own cluster set inter_node: rdma and "
+            "inter_node_gbit_per_s in ~/.config/trainfit/catalog.yaml), a GPU with more memory so the job fits on "
+            "fewer nodes, or --ignore-rule slow-network to keep the plan",
+            ({"ignore_rule": ["slow-network"]},))
 
 
 def _within_limits(req: PlanRequest, p: Plan, miss: _Best) -> bool:
