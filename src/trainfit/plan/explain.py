@@ -28,25 +28,131 @@ def explain_rejection(inst: Any, gpu: Any, limit: float, miss: _Best, req: PlanR
                          fix="less offload or an instance with more RAM")
     if miss.need_wl is not None and math.isfinite(miss.need_gib):
         w = miss.need_wl
-        fix = memory_fix(req, w, gpu)
+        options = memory_fix_options(req, w, limit, gpu=gpu, inst=inst)
+        if req.rl is not None:
+            fix = memory_fix(req, w, gpu) + (("; checked to fit: " + " | ".join(as_flags(o) for o in options))
+                                             if options else "")
+        elif options:
+            fix = ("checked with the memory model to fit here: " + " | ".join(as_flags(o) for o in options)
+                   + "; or a GPU with more memory")
+        else:
+            fix = (f"nothing the search can change fits {gpu.name} (up to {FIX_MAX_GPUS} GPUs, ZeRO-3, (Q)LoRA were "
+                   "checked): a GPU with more memory" + (", or a shorter --seq-len" if w.seq_len > 512 else ""))
         if miss.rule is not None:
             fix = (f"larger layouts are blocked by {miss.rule.rule} ({miss.rule.message}); "
                    f"pass --ignore-rule {miss.rule.rule} if your quota allows more, or: " + fix)
+            options = ({"ignore_rule": [miss.rule.rule]},) + options
         return Rejection(instance_type=it, provider=inst.provider, code="memory",
                          reason=(f"needs {miss.need_gib:.1f} GiB/GPU > {limit:.1f} usable "
                                  f"({gpu.usable_mem_gib:g} GiB less a "
                                  f"{req.memory_margin:.0%} margin; best try: {w.gpus} GPU, {w.strategy}"
                                  f"{'+offload ' + w.offload if w.offload != 'none' else ''}, "
                                  f"GC {'on' if w.grad_ckpt else 'off'}, micro-batch {w.micro_batch})"),
-                         fix=fix)
+                         fix=fix, fix_options=options, tried=w.to_dict())
     if miss.rule is not None:
         v = miss.rule
-        return Rejection(instance_type=it, provider=inst.provider, code=v.rule, reason=v.message, fix=v.fix)
-    if miss.other is not None:
-        code, reason, fix = miss.other
-        return Rejection(instance_type=it, provider=inst.provider, code=code, reason=reason, fix=fix)
+        return Rejection(instance_type=it, provider=inst.provider, code=v.rule, reason=v.message,
+                         fix=f"{v.fix} (or --ignore-rule {v.rule} when that is done)",
+                         fix_options=({"ignore_rule": [v.rule]},))
+    if miss.layout is not None:  # every candidate layout broke a layout rule of Workload (the one set of rules)
+        reason, fix = miss.layout
+        return Rejection(instance_type=it, provider=inst.provider, code="layout",
+                         reason=f"no layout the search tries is valid: {reason}", fix=fix)
     return Rejection(instance_type=it, provider=inst.provider, code="no-config",
                      reason="no configuration within the limits", fix="raise --max-gpus")
+
+
+def _rl_memory_fix_options(req: PlanRequest, w: Workload, gpu: Any, inst: Any) -> tuple[dict[str, Any], ...]:
+    """RL memory fixes checked with :func:`trainfit.rl.memory.estimate_rl_memory` (every phase, the KV pool)."""
+    from trainfit.errors import TrainfitError
+    from trainfit.plan.rl import fit_rollout_tp
+    from trainfit.rl.memory import estimate_rl_memory
+
+    if gpu is None or not gpu.usable_mem_gib:
+        return ()
+    rl0, _ = fit_rollout_tp(req.rl, w.gpus_per_node)
+
+    def fits(rl_changes: dict[str, Any] | None = None, **changes: Any) -> bool:
+        try:
+            w2 = w.with_(**changes)
+            rl, _ = fit_rollout_tp(req.rl.with_(**(rl_changes or {})), w2.gpus_per_node)
+            e = estimate_rl_memory(req.model, w2, rl, gpu.usable_mem_gib, strict=False,
+                                   host_ram_gib=getattr(inst, "ram_gib", None), margin=req.memory_margin)
+        except TrainfitError:
+            return False
+        return e.verdict not in ("oom", "tight") and (e.max_concurrent_seqs is None or e.max_concurrent_seqs >= 1)
+
+    out: list[dict[str, Any]] = []
+    if "gpus" in req.pins:
+        g = w.gpus
+        while g < FIX_MAX_GPUS:
+            g *= 2
+            if fits(gpus=g, gpus_per_node=w.gpus_per_node if g >= w.gpus_per_node else g):
+                out.append({"gpus": g})
+                break
+    for knob in ("trainer_offload", "ref_offload"):
+        if not getattr(rl0, knob, None) and fits({knob: True}):
+            out.append({knob: True})
+    if w.method == "full" and fits(method="lora"):
+        out.append({"method": "lora"})
+    return tuple(out)
+
+
+def as_flags(option: dict[str, Any]) -> str:
+    """A fix option as command-line flags (``{"gpus": 32}`` -> ``--gpus 32``; None drops the option)."""
+    parts = []
+    for k, v in option.items():
+        flag = "--" + k.replace("_", "-")
+        if v is None:
+            parts.append(f"drop {flag}")
+        elif v is True:
+            parts.append(flag)
+        elif isinstance(v, (list, tuple)):
+            parts.extend(f"{flag} {x}" for x in v)
+        else:
+            parts.append(f"{flag} {v}")
+    return " ".join(parts)
+
+
+#: The largest job a memory fix proposes (GPUs).
+FIX_MAX_GPUS = 4096
+
+
+def memory_fix_options(req: PlanRequest, w: Workload, limit: float, *, gpu: Any = None,
+                       inst: Any = None) -> tuple[dict[str, Any], ...]:
+    """The memory fixes that work, as option changes: each alternative is checked with the memory model (RL: the RL
+    memory model over all phases) on the closest miss ``w`` before it is offered."""
+    from trainfit.errors import TrainfitError
+    from trainfit.estimate.memory import estimate_memory
+
+    if req.rl is not None:
+        return _rl_memory_fix_options(req, w, gpu, inst)
+
+    def fits(**changes: Any) -> bool:
+        try:
+            return estimate_memory(req.model, w.with_(**changes)).reserved_gib <= limit
+        except TrainfitError:
+            return False
+
+    out: list[dict[str, Any]] = []
+    g = w.gpus
+    while g < FIX_MAX_GPUS:  # more GPUs: the smallest power-of-two multiple that fits (pinned, so any node count)
+        g *= 2
+        if fits(gpus=g, gpus_per_node=w.gpus_per_node if g >= w.gpus_per_node else g):
+            out.append({"gpus": g})
+            break
+    pinned = req.pins
+    if pinned.get("strategy") not in (None, "zero3") and fits(strategy="zero3"):
+        out.append({"strategy": "zero3"})
+    if pinned.get("grad_ckpt") is False and fits(grad_ckpt=True):
+        out.append({"grad_ckpt": True})
+    if pinned.get("micro_batch", 1) > 1 and fits(micro_batch=1):
+        out.append({"micro_batch": None})
+    for method in {"full": ("lora", "qlora"), "freeze": ("lora", "qlora"), "lora": ("qlora",)}.get(w.method, ()):
+        if fits(method=method):
+            out.append({"method": method})
+            break
+    return tuple(out)
 
 
 def memory_fix(req: PlanRequest, w: Workload, gpu: Any) -> str:
@@ -76,7 +182,7 @@ def no_instance_has(req: Any, gpu_filter: Any, instances: Any) -> None:
                         "pai-lingjun --gpu NAME; private instance types go in ~/.config/trainfit/catalog.yaml")
 
 
-__all__ = ["explain_rejection", "memory_fix", "no_instance_has"]
+__all__ = ["as_flags", "explain_rejection", "memory_fix", "memory_fix_options", "no_instance_has"]
 
 
 

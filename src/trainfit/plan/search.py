@@ -157,10 +157,15 @@ class _Best:
     host: tuple[float, float] | None = None
     other: tuple[Any, ...] | None = None
     """(code, reason, fix[, fix options]) of the nearest miss that fitted but broke a limit."""
+    layout: tuple[str, str | None] | None = None
+    """(reason, fix) of the first candidate layout that broke a layout rule of Workload (tp x pp x cp must divide
+    the GPUs, ep the data-parallel ranks...), for a rejection that names the true cause."""
 
 
-def _configs(req: PlanRequest, model: ModelShape, gpn: int, nodes: int, precision: str | None = None) -> list[Workload]:
-    """Candidate workloads for one node layout, fastest strategies first."""
+def _configs(req: PlanRequest, model: ModelShape, gpn: int, nodes: int, precision: str | None = None,
+             invalid: list[tuple[str, str | None]] | None = None) -> list[Workload]:
+    """Candidate workloads for one node layout, fastest strategies first; the layout-rule errors of the candidates
+    Workload refuses are appended to ``invalid``."""
     base = req.workload if precision is None else req.workload.with_(precision=precision)
     pins = req.pins
     gpus = gpn * nodes
@@ -188,7 +193,9 @@ def _configs(req: PlanRequest, model: ModelShape, gpn: int, nodes: int, precisio
                           grad_accum=pins.get("grad_accum", 1))
                 try:
                     out.append(base.with_(**kw))
-                except WorkloadError:
+                except WorkloadError as e:
+                    if invalid is not None:
+                        invalid.append((e.message, e.fix))
                     continue
     return out
 
@@ -207,7 +214,8 @@ def _for_target(req: PlanRequest, configs: list[Workload], miss: _Best) -> list[
     kept = [w for w, why in zip(configs, reasons) if why is None]
     if configs and not kept and miss.other is None:
         miss.other = ("target", f"--target {req.target} writes none of the layouts that fit here: {reasons[0]}",
-                      "drop --target (or --framework), or pin a layout the target writes")
+                      "drop --target (or --framework), or pin a layout the target writes",
+                      ({"target": None, "framework": None},))
     return kept
 
 
@@ -280,7 +288,8 @@ def _instance_gpu(req: PlanRequest, inst: Any, gpu_filter: Any) -> tuple[Any, st
     if req.region and inst.regions and req.region not in inst.regions:
         return Rejection(instance_type=it, provider=inst.provider, code="region",
                          reason=f"not listed in region {req.region} (listed: {', '.join(inst.regions)})",
-                         fix="drop --region or pick one of the listed regions")
+                         fix="drop --region or pick one of the listed regions",
+                         fix_options=({"region": None}, {"region": inst.regions[0]}))
     if gpu.mem_gib is None:
         return Rejection(instance_type=it, provider=inst.provider, code="unknown-gpu-memory",
                          reason=f"memory of {gpu.name} is unknown (no public source maps it)",
@@ -293,7 +302,8 @@ def _instance_gpu(req: PlanRequest, inst: Any, gpu_filter: Any) -> tuple[Any, st
     if gaps:  # `check` would refuse every file rendered from it (rule kernel-support)
         return Rejection(instance_type=it, provider=inst.provider, code="kernel-support", reason=gaps[0],
                          fix="--attention sdpa, or a GPU that runs the kernel (FlashAttention-3: H800 / H100 / H200 / "
-                             "H20; FlashAttention-2: Ampere or newer)")
+                             "H20; FlashAttention-2: Ampere or newer)",
+                         fix_options=({"attention": "sdpa"},))
     if (req.rl is None and req.workload.precision in ("bf16", "amp-bf16") and gpu.bf16_dense_tflops is None
             and not (req.allow_fp16 or req.gpu or req.instance_type)):
         # (RL: the RL writers train and generate in bf16 only, rejected as `precision` in plan/rl.py)
@@ -316,17 +326,22 @@ def _layouts(req: PlanRequest, inst: Any) -> list[tuple[int, int]] | Rejection:
             return Rejection(instance_type=it, provider=inst.provider, code="partial-node",
                              reason=f"{gpn} of the {inst.gpu_count} GPUs per {it} node: launchers start one process "
                                     "per GPU of the node and the whole node is billed",
-                             fix=f"use --gpus-per-node {inst.gpu_count}, or an instance type with {gpn} GPU(s)")
+                             fix=f"use --gpus-per-node {inst.gpu_count}, or an instance type with {gpn} GPU(s)",
+                             fix_options=({"gpus_per_node": inst.gpu_count,
+                                           "gpus": -(-g // inst.gpu_count) * inst.gpu_count},))
         if gpn > inst.gpu_count or g % gpn:
             return Rejection(instance_type=it, provider=inst.provider, code="layout",
                              reason=f"{g} GPUs in nodes of {gpn} do not fit {it} ({inst.gpu_count} GPUs per instance)",
-                             fix="choose --gpus as a multiple of the instance's GPU count")
+                             fix="choose --gpus as a multiple of the instance's GPU count",
+                             fix_options=({"gpus": -(-g // inst.gpu_count) * inst.gpu_count,
+                                           "gpus_per_node": inst.gpu_count},))
         return [(gpn, g // gpn)]
     gpn = req.pins.get("gpus_per_node", inst.gpu_count)
     layouts = [(gpn, n) for n in NODE_COUNTS if gpn * n <= req.max_gpus]
     if not layouts:
         return Rejection(instance_type=it, provider=inst.provider, code="max-gpus",
-                         reason=f"{gpn} GPUs per instance > --max-gpus {req.max_gpus}", fix="raise --max-gpus")
+                         reason=f"{gpn} GPUs per instance > --max-gpus {req.max_gpus}", fix=f"--max-gpus {gpn} or more",
+                         fix_options=({"max_gpus": gpn},))
     return layouts
 
 
@@ -362,7 +377,11 @@ def _best_on_instance(req: PlanRequest, inst: Any, gpu: Any, stated: str, layout
             continue
         key = (gpn, nodes, precision)
         if key not in config_cache:
-            config_cache[key] = _configs(req, req.model, gpn, nodes, precision)
+            invalid: list[tuple[str, str | None]] = []
+            config_cache[key] = _configs(req, req.model, gpn, nodes, precision, invalid)
+            config_cache[key, "invalid"] = invalid
+        if not config_cache[key] and config_cache[key, "invalid"] and miss.layout is None:
+            miss.layout = config_cache[key, "invalid"][0]
         rule_warnings = tuple(f"{v.rule}: {v.message}" for v in all_v if v.severity == "warning")
         for wl, est in _fit_layout(req, _for_target(req, config_cache[key], miss), limit, miss, inst):
             fit = decide_fit(est, usable_gib=gpu.usable_mem_gib, gpus_per_node=gpn, host_ram_gib=inst.ram_gib,
@@ -450,19 +469,24 @@ def _within_limits(req: PlanRequest, p: Plan, miss: _Best) -> bool:
     """Deadline, wall-clock limit and budget; records the closest miss."""
     limit_h = req.max_days * 24
     if p.hours > limit_h:
+        days = math.ceil(p.hours / 24 * 1.01)
         miss.other = ("too-slow", f"{p.hours:,.0f} h ({p.hours / 24:.1f} days) > --max-days {req.max_days:g}",
-                      "more GPUs, a faster GPU, fewer tokens, or raise --max-days")
+                      f"more GPUs, a faster GPU, fewer tokens, or --max-days {days}", ({"max_days": days},))
         return False
     if req.deadline_hours is not None and p.hours > req.deadline_hours:
-        miss.other = ("deadline", f"{p.hours:.1f} h > deadline {req.deadline_hours:g} h", "more nodes or a faster GPU")
+        allow = math.ceil(p.hours * 1.01)
+        miss.other = ("deadline", f"{p.hours:.1f} h > deadline {req.deadline_hours:g} h",
+                      f"more nodes, a faster GPU, or allow --deadline {allow}", ({"deadline": allow},))
         return False
     if req.budget is not None:
         if p.cost is None:
             miss.other = ("unknown-price", f"no price for {p.instance_type}; cannot check --budget",
-                          "add price_per_hour in ~/.config/trainfit/catalog.yaml")
+                          "add price_per_hour in ~/.config/trainfit/catalog.yaml, or drop --budget",
+                          ({"budget": None},))
             return False
         if p.cost > req.budget:
+            allow = math.ceil(p.cost * 1.01)
             miss.other = ("over-budget", f"{p.cost:,.0f} {p.currency} > budget {req.budget:,.0f}",
-                          "fewer tokens, a cheaper instance or --spot")
+                          f"fewer tokens, a cheaper instance, --spot, or --budget {allow}", ({"budget": allow},))
             return False
     return True

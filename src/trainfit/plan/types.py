@@ -261,10 +261,13 @@ class Rejection:
     """The fix as option changes a program can apply: alternatives, each {option name: value} (None = drop the
     option), in the words of ``options.py`` (``{"allow_fp16": True}`` is ``--allow-fp16``); empty when the fix is
     not a change of options (a catalog overlay, a quota raise)."""
+    tried: dict[str, Any] | None = None
+    """``memory``: the settings of the closest miss (``Workload.to_dict()``), which ``trainfit memory`` judges alike."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"instance_type": self.instance_type, "provider": self.provider, "code": self.code,
-                "reason": self.reason, "fix": self.fix, "fix_options": [dict(o) for o in self.fix_options]}
+                "reason": self.reason, "fix": self.fix, "fix_options": [dict(o) for o in self.fix_options],
+                "tried": self.tried}
 
 
 @dataclass(frozen=True, kw_only=True)
