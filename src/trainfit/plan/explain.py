@@ -29,16 +29,21 @@ def explain_rejection(inst: Any, gpu: Any, limit: float, miss: _Best, req: PlanR
     if miss.need_wl is not None and math.isfinite(miss.need_gib):
         w = miss.need_wl
         options = memory_fix_options(req, w, limit, gpu=gpu, inst=inst)
-        if req.rl is not None:
-            fix = memory_fix(req, w, gpu) + (("; checked to fit: " + " | ".join(as_flags(o) for o in options))
-                                             if options else "")
+        if req.rl is not None and options:
+            fix = ("checked with the RL memory model to fit here: " + " | ".join(as_flags(o) for o in options)
+                   + "; or " + memory_fix(req, w, gpu))
+        elif req.rl is not None:
+            fix = (f"nothing the search can change fits {gpu.name} (up to {FIX_MAX_GPUS} GPUs, trainer/reference "
+                   "offload, LoRA were checked): a GPU with more memory, or shorter --prompt-len/--response-len")
         elif options:
             fix = ("checked with the memory model to fit here: " + " | ".join(as_flags(o) for o in options)
                    + "; or a GPU with more memory")
         else:
             fix = (f"nothing the search can change fits {gpu.name} (up to {FIX_MAX_GPUS} GPUs, ZeRO-3, (Q)LoRA were "
                    "checked): a GPU with more memory" + (", or a shorter --seq-len" if w.seq_len > 512 else ""))
-        if miss.rule is not None:
+        more = [o["gpus"] for o in options if "gpus" in o]
+        if miss.rule is not None and more and "gpus" not in req.pins and more[0] <= _largest_searched(req, w):
+            # a larger layout the search tries would fit, but a platform rule blocked it
             fix = (f"larger layouts are blocked by {miss.rule.rule} ({miss.rule.message}); "
                    f"pass --ignore-rule {miss.rule.rule} if your quota allows more, or: " + fix)
             options = ({"ignore_rule": [miss.rule.rule]},) + options
@@ -62,6 +67,13 @@ def explain_rejection(inst: Any, gpu: Any, limit: float, miss: _Best, req: PlanR
                      reason="no configuration within the limits", fix="raise --max-gpus")
 
 
+def _largest_searched(req: PlanRequest, w: Workload) -> int:
+    """The most GPUs the search tries on ``w``'s node size (``--max-gpus``, at most the largest node count)."""
+    from trainfit.plan.search import NODE_COUNTS
+
+    return max((w.gpus_per_node * n for n in NODE_COUNTS if w.gpus_per_node * n <= req.max_gpus), default=0)
+
+
 def _rl_memory_fix_options(req: PlanRequest, w: Workload, gpu: Any, inst: Any) -> tuple[dict[str, Any], ...]:
     """RL memory fixes checked with :func:`trainfit.rl.memory.estimate_rl_memory` (every phase, the KV pool)."""
     from trainfit.errors import TrainfitError
@@ -83,13 +95,12 @@ def _rl_memory_fix_options(req: PlanRequest, w: Workload, gpu: Any, inst: Any) -
         return e.verdict not in ("oom", "tight") and (e.max_concurrent_seqs is None or e.max_concurrent_seqs >= 1)
 
     out: list[dict[str, Any]] = []
-    if "gpus" in req.pins:
-        g = w.gpus
-        while g < FIX_MAX_GPUS:
-            g *= 2
-            if fits(gpus=g, gpus_per_node=w.gpus_per_node if g >= w.gpus_per_node else g):
-                out.append({"gpus": g})
-                break
+    g = w.gpus
+    while g < FIX_MAX_GPUS:
+        g *= 2
+        if fits(gpus=g, gpus_per_node=w.gpus_per_node if g >= w.gpus_per_node else g):
+            out.append({"gpus": g})
+            break
     for knob in ("trainer_offload", "ref_offload"):
         if not getattr(rl0, knob, None) and fits({knob: True}):
             out.append({knob: True})
