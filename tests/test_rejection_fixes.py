@@ -71,6 +71,8 @@ RL = [
     ("Qwen3-8B", {"rl": "dpo", "steps": 50, "rl_framework": "ms-swift", "provider": "alibaba", "gpus": 4}),
     ("Qwen3-30B-A3B", {"rl": "grpo", "steps": 50, "rl_framework": "verl", "num_generations": 4, "provider": "generic",
                        "budget": 1.0}),
+    ("Qwen3-235B-A22B", {"rl": "grpo", "steps": 20, "gpus": 16, "max_gpus": 64, "provider": "generic"}),
+    ("Qwen3-32B", {"rl": "grpo", "steps": 50, "gpus": 8, "rollout_tp": 1, "provider": "generic"}),
 ]
 PER_CODE = 3
 """Rejections tested per (request, code): distinct instance types, the first in the planner's order."""
@@ -158,7 +160,7 @@ def test_every_rejection_fix_works():
             tested += 1
             kinds["rl" if is_rl else "sft"] += 1
     assert not failures, "\n".join(failures)
-    assert tested >= 100 and kinds["rl"] >= 5, (tested, dict(kinds))
+    assert tested >= 100 and kinds["rl"] >= 20, (tested, dict(kinds))
 
 
 @pytest.mark.parametrize("gpus", [None, 256])

@@ -31,10 +31,11 @@ def explain_rejection(inst: Any, gpu: Any, limit: float, miss: _Best, req: PlanR
         options = memory_fix_options(req, w, limit, gpu=gpu, inst=inst)
         if req.rl is not None and options:
             fix = ("checked with the RL memory model to fit here: " + " | ".join(as_flags(o) for o in options)
-                   + "; or " + memory_fix(req, w, gpu))
+                   + "; or a GPU with more memory")
         elif req.rl is not None:
             fix = (f"nothing the search can change fits {gpu.name} (up to {FIX_MAX_GPUS} GPUs, trainer/reference "
-                   "offload, LoRA were checked): a GPU with more memory, or shorter --prompt-len/--response-len")
+                   "offload, rollout tensor parallelism up to the node's GPUs, LoRA were checked): a GPU with more "
+                   "memory, or shorter --prompt-len/--response-len")
         elif options:
             fix = ("checked with the memory model to fit here: " + " | ".join(as_flags(o) for o in options)
                    + "; or a GPU with more memory")
@@ -104,6 +105,20 @@ def _rl_memory_fix_options(req: PlanRequest, w: Workload, gpu: Any, inst: Any) -
     for knob in ("trainer_offload", "ref_offload"):
         if not getattr(rl0, knob, None) and fits({knob: True}):
             out.append({knob: True})
+    node = int(getattr(inst, "gpu_count", None) or w.gpus_per_node)
+    tp = rl0.rollout_tp * 2 if rl0.has_rollout else node + 1
+    while tp <= node:  # the engine's weights split over more GPUs of a node (alone, then with both offloads)
+        g = max(w.gpus, tp)
+        layout = {} if g == w.gpus else {"gpus": g}
+        shape = {"gpus": g, "gpus_per_node": min(g, node)}
+        if fits({"rollout_tp": tp}, **shape):
+            out.append({"rollout_tp": tp, **layout})
+            break
+        both = {"rollout_tp": tp, "trainer_offload": True, "ref_offload": True}
+        if fits(both, **shape):
+            out.append({**both, **layout})
+            break
+        tp *= 2
     if w.method == "full" and fits(method="lora"):
         out.append({"method": "lora"})
     return tuple(out)
@@ -166,20 +181,6 @@ def memory_fix_options(req: PlanRequest, w: Workload, limit: float, *, gpu: Any 
     return tuple(out)
 
 
-def memory_fix(req: PlanRequest, w: Workload, gpu: Any) -> str:
-    """The fix for a GPU-memory rejection, by what the request pinned and its method (RL: the RL knobs)."""
-    if req.rl is not None:
-        return ("a lower --rollout-util, --trainer-offload / --ref-offload, --rollout-tp > 1, shorter "
-                "--prompt-len/--response-len, more GPUs or --method lora")
-    if "gpus" in req.pins:
-        return "more GPUs (--gpus), --strategy zero3, or --method lora"
-    if req.workload.method == "full":
-        return f"more GPUs (up to --max-gpus {req.max_gpus} were tried), --method lora, or a GPU with more memory"
-    if req.workload.method == "lora":
-        return "--method qlora, a shorter --seq-len, or a GPU with more memory"
-    return "a shorter --seq-len or a GPU with more memory"
-
-
 def no_instance_has(req: Any, gpu_filter: Any, instances: Any) -> None:
     """--gpu filtered out every instance type (``--provider alibaba --gpu A100``): one error naming the GPUs the
     other filters leave, instead of an empty result."""
@@ -193,7 +194,7 @@ def no_instance_has(req: Any, gpu_filter: Any, instances: Any) -> None:
                         "pai-lingjun --gpu NAME; private instance types go in ~/.config/trainfit/catalog.yaml")
 
 
-__all__ = ["as_flags", "explain_rejection", "memory_fix", "memory_fix_options", "no_instance_has"]
+__all__ = ["as_flags", "explain_rejection", "memory_fix_options", "no_instance_has"]
 
 
 
