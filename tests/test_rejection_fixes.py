@@ -24,7 +24,7 @@ NOT_OPTIONS = {
     "unknown-gpu": "add the GPU to the catalog overlay",
     "unknown-gpu-memory": "add the GPU's memory to the catalog overlay",
     "bad-catalog": "complete the catalog row",
-    "host-ram": "an instance type with more RAM (another instance, not an option of this one)",
+    "host-ram": "when no GPU count or offload change fits (checked): an instance type with more RAM",
     "precision": "RL launches run bf16 only: another GPU",
 }
 
@@ -51,6 +51,8 @@ SFT = [
     ("Qwen3-235B-A22B", {"method": "full", "tp": 4, "pp": 8, "ep": 8, "framework": "megatron", "gpus": 256,
                          "max_gpus": 4096, "provider": "generic"}),
     ("Qwen3-8B", {"method": "full", "provider": "alibaba", "resource_class": "pai-public", "gpus": 4}),
+    ("Qwen3-14B", {"method": "full", "offload": "all", "strategy": "zero3", "gpus": 8, "provider": "generic"}),
+    ("Qwen3-32B", {"method": "full", "provider": "alibaba", "max_gpus": 8}),
     ("Qwen3-8B", {"method": "full", "target": "llamafactory", "strategy": "fsdp", "provider": "generic"}),
 ]
 RL = [

@@ -23,9 +23,14 @@ def explain_rejection(inst: Any, gpu: Any, limit: float, miss: _Best, req: PlanR
         return Rejection(instance_type=it, provider=inst.provider, code=code, reason=reason, fix=fix,
                          fix_options=opts[0] if opts else ())
     if miss.host is not None:  # a config fitted GPU memory but not host RAM: nearer than a GPU-memory miss
+        options = host_fix_options(req, miss.host_wl, limit, inst) if miss.host_wl is not None else ()
+        fix = (("checked to fit GPU memory and host RAM: " + " | ".join(as_flags(o) for o in options)
+                + "; or an instance type with more RAM") if options else
+               "an instance type with more RAM" + (" (no GPU count or offload change the search can make fits both "
+                                                   "GPU memory and host RAM here)" if miss.host_wl is not None else ""))
         return Rejection(instance_type=it, provider=inst.provider, code="host-ram",
                          reason=f"needs {miss.host[0]:.0f} GiB host RAM per node > {miss.host[1]:g} x {HOST_RAM_USABLE:.0%}",
-                         fix="less offload or an instance with more RAM")
+                         fix=fix, fix_options=options)
     if miss.need_wl is not None and math.isfinite(miss.need_gib):
         w = miss.need_wl
         options = memory_fix_options(req, w, limit, gpu=gpu, inst=inst)
@@ -66,6 +71,37 @@ def explain_rejection(inst: Any, gpu: Any, limit: float, miss: _Best, req: PlanR
                          reason=f"no layout the search tries is valid: {reason}", fix=fix)
     return Rejection(instance_type=it, provider=inst.provider, code="no-config",
                      reason="no configuration within the limits", fix="raise --max-gpus")
+
+
+def host_fix_options(req: PlanRequest, w: Workload, limit: float, inst: Any) -> tuple[dict[str, Any], ...]:
+    """Host-RAM fixes checked with the memory model (GPU memory and the node's RAM): less offload where the offload
+    was pinned, more GPUs (offloaded states shard over more nodes)."""
+    from trainfit.errors import TrainfitError
+    from trainfit.estimate.fit import host_ram_verdict
+    from trainfit.estimate.memory import estimate_memory
+
+    def fits(**changes: Any) -> bool:
+        try:
+            w2 = w.with_(**changes)
+            e = estimate_memory(req.model, w2)
+        except TrainfitError:
+            return False
+        return (e.reserved_gib <= limit
+                and host_ram_verdict(e.host_ram_gib, inst.ram_gib, w2.gpus_per_node)[0] not in ("tight", "oom"))
+
+    out: list[dict[str, Any]] = []
+    if "offload" in req.pins:
+        for off in ("optimizer", "none"):
+            if off != w.offload and (off == "none" or w.offload == "all") and fits(offload=off):
+                out.append({"offload": off})
+                break
+    g = w.gpus
+    while g < FIX_MAX_GPUS:
+        g *= 2
+        if fits(gpus=g, gpus_per_node=w.gpus_per_node if g >= w.gpus_per_node else g):
+            out.append({"gpus": g})
+            break
+    return tuple(out)
 
 
 def _largest_searched(req: PlanRequest, w: Workload) -> int:
@@ -194,7 +230,7 @@ def no_instance_has(req: Any, gpu_filter: Any, instances: Any) -> None:
                         "pai-lingjun --gpu NAME; private instance types go in ~/.config/trainfit/catalog.yaml")
 
 
-__all__ = ["as_flags", "explain_rejection", "memory_fix_options", "no_instance_has"]
+__all__ = ["as_flags", "explain_rejection", "host_fix_options", "memory_fix_options", "no_instance_has"]
 
 
 

@@ -155,6 +155,8 @@ class _Best:
     need_wl: Workload | None = None
     rule: Any = None
     host: tuple[float, float] | None = None
+    host_wl: Workload | None = None
+    """The candidate that fitted GPU memory but not host RAM (SFT), for a checked fix."""
     other: tuple[Any, ...] | None = None
     """(code, reason, fix[, fix options]) of the nearest miss that fitted but broke a limit."""
     layout: tuple[str, str | None] | None = None
@@ -389,6 +391,7 @@ def _best_on_instance(req: PlanRequest, inst: Any, gpu: Any, stated: str, layout
             if fit.verdict in ("oom", "tight"):
                 if fit.host_verdict in ("oom", "tight"):
                     miss.host = (est.host_ram_gib, inst.ram_gib)
+                    miss.host_wl = wl
                 continue
             p = _evaluate(req, inst, gpu, gpn, nodes, wl, est, fit, ((stated,) if stated else ()) + rule_warnings,
                           miss)
