@@ -258,6 +258,10 @@ PLAN_OPTIONS: tuple[Option, ...] = (
                 "(ms-swift targets: megatron/deepspeed/hf-trainer by layout; llamafactory: hf-trainer/deepspeed), "
                 "only layouts it writes are searched, and `render` writes it by default (default: none, ms-swift's "
                 "engine)"),
+    Option(name="allow_fp16", parse=inputs.as_bool, default=False, group="search",
+           help="also search GPUs without bf16 (V100, T4, P100) for a bf16 model, planned in fp16 mixed precision "
+                "(fp16 can overflow where bf16 does not); without it they are rejected (code no-bf16) unless "
+                "--gpu or --instance-type names them"),
     Option(name="gpu", parse=_ident("gpu"), group="search", metavar="NAME", help="only instance types with this GPU"),
     Option(name="gpu_mem", parse=_float(0, 4096, lo_open=True), group="search", metavar="GIB",
            help="GiB per GPU for instance types whose GPU memory no public source states (a Lingjun code such as "
@@ -319,7 +323,7 @@ def plan_request_from_values(model: Any, values: Mapping[str, Any]) -> Any:
         provider=values.get("provider"), region=values.get("region"), resource_class=values.get("resource_class"),
         gpu=values.get("gpu"), gpu_mem_gib=values.get("gpu_mem"), instance_type=values.get("instance_type"),
         spot=bool(values.get("spot")), max_gpus=values.get("max_gpus") or 64, framework=values.get("framework"),
-        target=target,
+        target=target, allow_fp16=bool(values.get("allow_fp16")),
         ignore_rules=frozenset(values.get("ignore_rule") or ()),
         interruption_rate_per_node_hour=values.get("interruption_rate"),
         checkpoint_interval_hours=values.get("checkpoint_interval"), rl=rl,

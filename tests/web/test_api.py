@@ -85,6 +85,7 @@ PLAN_CASES = [
     {"model": "Qwen3-8B", "method": "full", "tokens": "500M", "objective": "time", "provider": "alibaba"},
     {"model": "Qwen3-4B", "method": "lora", "dataset_tokens": "100M", "epochs": 3, "gpu": "A10", "micro_batch": 2},
     {"model": "Qwen3-14B", "method": "full", "tokens": "1B", "gpus": 8, "strategy": "zero3", "spot": True},
+    {"model": "Qwen3-8B", "method": "lora", "tokens": "1B", "provider": "tencent", "allow_fp16": True},
 ]
 
 
@@ -96,6 +97,8 @@ def test_plan_is_exactly_the_cli_json(client, body):
     got = r.json()
     assert got == expected
     assert got["plans"] or got["rejected"]
+    if got["plans"]:  # the page states the basis the plans were ranked by
+        assert got["ranking"]["basis"] in ("cost", "gpu_hours", "hours") and got["ranking"]["why_first"]
 
 
 def test_pasted_config_is_the_cli_config(client, tmp_path):

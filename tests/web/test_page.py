@@ -120,8 +120,15 @@ def test_plan_view_appears_under_a_second(page, server):
     assert str(len(expected["rejected"])) in page.inner_text("#rejected-box summary")
     first = rows.nth(0).locator("td").nth(1).inner_text()
     assert first == (expected["plans"][0]["instance_type"] or "–")
+    # the page states the basis the server ranked by: never "cost" unless every plan has a price in one currency
+    rk = expected["ranking"]
+    summary = page.inner_text("#plan-summary")
+    assert summary.endswith({"cost": "ranked by cost.", "gpu_hours": "ranked by GPU-hours.",
+                             "hours": "ranked by time."}[rk["basis"]])
+    assert rk["why_first"] in page.inner_text("#plan-ranking")
     metric = page.input_value("#y-metric")
     priced = [p["cost"] is not None for p in expected["plans"]]
+    assert (rk["basis"] == "cost") == (all(priced) and len({p["currency"] for p in expected["plans"]}) == 1)
     assert metric == ("cost" if all(priced) else "gpu_hours")
 
     def has(p: dict) -> bool:

@@ -82,6 +82,24 @@ def _age(as_of: str | None) -> str:
     return f"as of {as_of} ({days} days old)"
 
 
+def _print_ranking(c: Console, r: dict | None, plans: list, top: int) -> None:
+    """The table's footer: the ranking basis and why, why #1 is #1 (ties), and which rows lack a price."""
+    if not r:
+        return
+    c.print(f"[bold]{escape(r['summary'])}[/bold]")
+    if r.get("why_first"):
+        c.print(escape(r["why_first"]))
+    unpriced = [i for i in r.get("unpriced", []) if i < top]
+    if unpriced:
+        shown = min(top, len(plans))
+        which = ("no row shown has a price" if len(unpriced) == shown else
+                 "no price for " + ", ".join(f"#{i + 1}" for i in unpriced))
+        providers = sorted({plans[i]["provider"] for i in unpriced})
+        how = r.get("price_fix_by_provider") or {}
+        c.print(f"[yellow]{which}[/yellow] (cost '-'). To price them: "
+                + escape("; ".join(f"{p}: {how.get(p, '')}" for p in providers)))
+
+
 def print_plan(out: dict, top: int = 10, console: Console | None = None) -> None:
     c = console or make_console()
     w = out["workload"]
@@ -128,10 +146,7 @@ def print_plan(out: dict, top: int = 10, console: Console | None = None) -> None
         if any(i in pareto for i in range(min(top, len(plans)))):
             c.print("[dim]* on the time-vs-cost Pareto frontier (cost when every plan has a price in one currency, "
                     "else GPU-hours for all)[/dim]")
-        best = plans[0]
-        if best["cost"] is None:
-            c.print("[yellow]no prices in the catalog for these instance types: ranked by GPU-hours. Add "
-                    "price_per_hour and currency in ~/.config/trainfit/catalog.yaml (see docs/catalog.md).[/yellow]")
+        _print_ranking(c, out.get("ranking"), plans, top)
         for i, p in enumerate(plans[:top]):
             if p.get("calibration"):
                 c.print(f"[dim]#{i + 1} speed ({p['framework']} engine): {p['calibration']}[/dim]")

@@ -18,48 +18,203 @@ def explain_rejection(inst: Any, gpu: Any, limit: float, miss: _Best, req: PlanR
     """Why instance type ``inst`` got no plan: the nearest miss recorded in ``miss`` (a broken limit, host RAM,
     GPU memory, a blocking rule), with the fix."""
     it = inst.instance_type
-    if miss.other is not None:  # something fitted but broke a limit (time, deadline, budget): the nearest miss
-        code, reason, fix = miss.other
-        return Rejection(instance_type=it, provider=inst.provider, code=code, reason=reason, fix=fix)
+    if miss.other is not None:  # something fitted but broke a limit (time, deadline, budget, network): the nearest miss
+        code, reason, fix, *opts = miss.other
+        return Rejection(instance_type=it, provider=inst.provider, code=code, reason=reason, fix=fix,
+                         fix_options=opts[0] if opts else ())
     if miss.host is not None:  # a config fitted GPU memory but not host RAM: nearer than a GPU-memory miss
+        options = host_fix_options(req, miss.host_wl, limit, inst) if miss.host_wl is not None else ()
+        fix = (("checked to fit GPU memory and host RAM: " + " | ".join(as_flags(o) for o in options)
+                + "; or an instance type with more RAM") if options else
+               "an instance type with more RAM" + (" (no GPU count or offload change the search can make fits both "
+                                                   "GPU memory and host RAM here)" if miss.host_wl is not None else ""))
         return Rejection(instance_type=it, provider=inst.provider, code="host-ram",
                          reason=f"needs {miss.host[0]:.0f} GiB host RAM per node > {miss.host[1]:g} x {HOST_RAM_USABLE:.0%}",
-                         fix="less offload or an instance with more RAM")
+                         fix=fix, fix_options=options)
     if miss.need_wl is not None and math.isfinite(miss.need_gib):
         w = miss.need_wl
-        fix = memory_fix(req, w, gpu)
-        if miss.rule is not None:
+        options = memory_fix_options(req, w, limit, gpu=gpu, inst=inst)
+        if req.rl is not None and options:
+            fix = ("checked with the RL memory model to fit here: " + " | ".join(as_flags(o) for o in options)
+                   + "; or a GPU with more memory")
+        elif req.rl is not None:
+            fix = (f"nothing the search can change fits {gpu.name} (up to {FIX_MAX_GPUS} GPUs, trainer/reference "
+                   "offload, rollout tensor parallelism up to the node's GPUs, LoRA were checked): a GPU with more "
+                   "memory, or shorter --prompt-len/--response-len")
+        elif options:
+            fix = ("checked with the memory model to fit here: " + " | ".join(as_flags(o) for o in options)
+                   + "; or a GPU with more memory")
+        else:
+            fix = (f"nothing the search can change fits {gpu.name} (up to {FIX_MAX_GPUS} GPUs, ZeRO-3, (Q)LoRA were "
+                   "checked): a GPU with more memory" + (", or a shorter --seq-len" if w.seq_len > 512 else ""))
+        more = [o["gpus"] for o in options if "gpus" in o]
+        if miss.rule is not None and more and "gpus" not in req.pins and more[0] <= _largest_searched(req, w):
+            # a larger layout the search tries would fit, but a platform rule blocked it
             fix = (f"larger layouts are blocked by {miss.rule.rule} ({miss.rule.message}); "
                    f"pass --ignore-rule {miss.rule.rule} if your quota allows more, or: " + fix)
+            options = ({"ignore_rule": [miss.rule.rule]},) + options
         return Rejection(instance_type=it, provider=inst.provider, code="memory",
                          reason=(f"needs {miss.need_gib:.1f} GiB/GPU > {limit:.1f} usable "
                                  f"({gpu.usable_mem_gib:g} GiB less a "
                                  f"{req.memory_margin:.0%} margin; best try: {w.gpus} GPU, {w.strategy}"
                                  f"{'+offload ' + w.offload if w.offload != 'none' else ''}, "
                                  f"GC {'on' if w.grad_ckpt else 'off'}, micro-batch {w.micro_batch})"),
-                         fix=fix)
+                         fix=fix, fix_options=options, tried=w.to_dict())
     if miss.rule is not None:
         v = miss.rule
-        return Rejection(instance_type=it, provider=inst.provider, code=v.rule, reason=v.message, fix=v.fix)
-    if miss.other is not None:
-        code, reason, fix = miss.other
-        return Rejection(instance_type=it, provider=inst.provider, code=code, reason=reason, fix=fix)
+        return Rejection(instance_type=it, provider=inst.provider, code=v.rule, reason=v.message,
+                         fix=f"{v.fix} (or --ignore-rule {v.rule} when that is done)",
+                         fix_options=({"ignore_rule": [v.rule]},))
+    if miss.layout is not None:  # every candidate layout broke a layout rule of Workload (the one set of rules)
+        reason, fix = miss.layout
+        return Rejection(instance_type=it, provider=inst.provider, code="layout",
+                         reason=f"no layout the search tries is valid: {reason}", fix=fix)
     return Rejection(instance_type=it, provider=inst.provider, code="no-config",
                      reason="no configuration within the limits", fix="raise --max-gpus")
 
 
-def memory_fix(req: PlanRequest, w: Workload, gpu: Any) -> str:
-    """The fix for a GPU-memory rejection, by what the request pinned and its method (RL: the RL knobs)."""
+def host_fix_options(req: PlanRequest, w: Workload, limit: float, inst: Any) -> tuple[dict[str, Any], ...]:
+    """Host-RAM fixes checked with the memory model (GPU memory and the node's RAM): less offload where the offload
+    was pinned, more GPUs (offloaded states shard over more nodes)."""
+    from trainfit.errors import TrainfitError
+    from trainfit.estimate.fit import host_ram_verdict
+    from trainfit.estimate.memory import estimate_memory
+
+    def fits(**changes: Any) -> bool:
+        try:
+            w2 = w.with_(**changes)
+            e = estimate_memory(req.model, w2)
+        except TrainfitError:
+            return False
+        return (e.reserved_gib <= limit
+                and host_ram_verdict(e.host_ram_gib, inst.ram_gib, w2.gpus_per_node)[0] not in ("tight", "oom"))
+
+    out: list[dict[str, Any]] = []
+    if "offload" in req.pins:
+        for off in ("optimizer", "none"):
+            if off != w.offload and (off == "none" or w.offload == "all") and fits(offload=off):
+                out.append({"offload": off})
+                break
+    g = w.gpus
+    while g < FIX_MAX_GPUS:
+        g *= 2
+        if fits(gpus=g, gpus_per_node=w.gpus_per_node if g >= w.gpus_per_node else g):
+            out.append({"gpus": g})
+            break
+    return tuple(out)
+
+
+def _largest_searched(req: PlanRequest, w: Workload) -> int:
+    """The most GPUs the search tries on ``w``'s node size (``--max-gpus``, at most the largest node count)."""
+    from trainfit.plan.search import NODE_COUNTS
+
+    return max((w.gpus_per_node * n for n in NODE_COUNTS if w.gpus_per_node * n <= req.max_gpus), default=0)
+
+
+def _rl_memory_fix_options(req: PlanRequest, w: Workload, gpu: Any, inst: Any) -> tuple[dict[str, Any], ...]:
+    """RL memory fixes checked with :func:`trainfit.rl.memory.estimate_rl_memory` (every phase, the KV pool)."""
+    from trainfit.errors import TrainfitError
+    from trainfit.plan.rl import fit_rollout_tp
+    from trainfit.rl.memory import estimate_rl_memory
+
+    if gpu is None or not gpu.usable_mem_gib:
+        return ()
+    rl0, _ = fit_rollout_tp(req.rl, w.gpus_per_node)
+
+    def fits(rl_changes: dict[str, Any] | None = None, **changes: Any) -> bool:
+        try:
+            w2 = w.with_(**changes)
+            rl, _ = fit_rollout_tp(req.rl.with_(**(rl_changes or {})), w2.gpus_per_node)
+            e = estimate_rl_memory(req.model, w2, rl, gpu.usable_mem_gib, strict=False,
+                                   host_ram_gib=getattr(inst, "ram_gib", None), margin=req.memory_margin)
+        except TrainfitError:
+            return False
+        return e.verdict not in ("oom", "tight") and (e.max_concurrent_seqs is None or e.max_concurrent_seqs >= 1)
+
+    out: list[dict[str, Any]] = []
+    g = w.gpus
+    while g < FIX_MAX_GPUS:
+        g *= 2
+        if fits(gpus=g, gpus_per_node=w.gpus_per_node if g >= w.gpus_per_node else g):
+            out.append({"gpus": g})
+            break
+    for knob in ("trainer_offload", "ref_offload"):
+        if not getattr(rl0, knob, None) and fits({knob: True}):
+            out.append({knob: True})
+    node = int(getattr(inst, "gpu_count", None) or w.gpus_per_node)
+    tp = rl0.rollout_tp * 2 if rl0.has_rollout else node + 1
+    while tp <= node:  # the engine's weights split over more GPUs of a node (alone, then with both offloads)
+        g = max(w.gpus, tp)
+        layout = {} if g == w.gpus else {"gpus": g}
+        shape = {"gpus": g, "gpus_per_node": min(g, node)}
+        if fits({"rollout_tp": tp}, **shape):
+            out.append({"rollout_tp": tp, **layout})
+            break
+        both = {"rollout_tp": tp, "trainer_offload": True, "ref_offload": True}
+        if fits(both, **shape):
+            out.append({**both, **layout})
+            break
+        tp *= 2
+    if w.method == "full" and fits(method="lora"):
+        out.append({"method": "lora"})
+    return tuple(out)
+
+
+def as_flags(option: dict[str, Any]) -> str:
+    """A fix option as command-line flags (``{"gpus": 32}`` -> ``--gpus 32``; None drops the option)."""
+    parts = []
+    for k, v in option.items():
+        flag = "--" + k.replace("_", "-")
+        if v is None:
+            parts.append(f"drop {flag}")
+        elif v is True:
+            parts.append(flag)
+        elif isinstance(v, (list, tuple)):
+            parts.extend(f"{flag} {x}" for x in v)
+        else:
+            parts.append(f"{flag} {v}")
+    return " ".join(parts)
+
+
+#: The largest job a memory fix proposes (GPUs).
+FIX_MAX_GPUS = 4096
+
+
+def memory_fix_options(req: PlanRequest, w: Workload, limit: float, *, gpu: Any = None,
+                       inst: Any = None) -> tuple[dict[str, Any], ...]:
+    """The memory fixes that work, as option changes: each alternative is checked with the memory model (RL: the RL
+    memory model over all phases) on the closest miss ``w`` before it is offered."""
+    from trainfit.errors import TrainfitError
+    from trainfit.estimate.memory import estimate_memory
+
     if req.rl is not None:
-        return ("a lower --rollout-util, --trainer-offload / --ref-offload, --rollout-tp > 1, shorter "
-                "--prompt-len/--response-len, more GPUs or --method lora")
-    if "gpus" in req.pins:
-        return "more GPUs (--gpus), --strategy zero3, or --method lora"
-    if req.workload.method == "full":
-        return f"more GPUs (up to --max-gpus {req.max_gpus} were tried), --method lora, or a GPU with more memory"
-    if req.workload.method == "lora":
-        return "--method qlora, a shorter --seq-len, or a GPU with more memory"
-    return "a shorter --seq-len or a GPU with more memory"
+        return _rl_memory_fix_options(req, w, gpu, inst)
+
+    def fits(**changes: Any) -> bool:
+        try:
+            return estimate_memory(req.model, w.with_(**changes)).reserved_gib <= limit
+        except TrainfitError:
+            return False
+
+    out: list[dict[str, Any]] = []
+    g = w.gpus
+    while g < FIX_MAX_GPUS:  # more GPUs: the smallest power-of-two multiple that fits (pinned, so any node count)
+        g *= 2
+        if fits(gpus=g, gpus_per_node=w.gpus_per_node if g >= w.gpus_per_node else g):
+            out.append({"gpus": g})
+            break
+    pinned = req.pins
+    if pinned.get("strategy") not in (None, "zero3") and fits(strategy="zero3"):
+        out.append({"strategy": "zero3"})
+    if pinned.get("grad_ckpt") is False and fits(grad_ckpt=True):
+        out.append({"grad_ckpt": True})
+    if pinned.get("micro_batch", 1) > 1 and fits(micro_batch=1):
+        out.append({"micro_batch": None})
+    for method in {"full": ("lora", "qlora"), "freeze": ("lora", "qlora"), "lora": ("qlora",)}.get(w.method, ()):
+        if fits(method=method):
+            out.append({"method": method})
+            break
+    return tuple(out)
 
 
 def no_instance_has(req: Any, gpu_filter: Any, instances: Any) -> None:
@@ -75,7 +230,7 @@ def no_instance_has(req: Any, gpu_filter: Any, instances: Any) -> None:
                         "pai-lingjun --gpu NAME; private instance types go in ~/.config/trainfit/catalog.yaml")
 
 
-__all__ = ["explain_rejection", "memory_fix", "no_instance_has"]
+__all__ = ["as_flags", "explain_rejection", "host_fix_options", "memory_fix_options", "no_instance_has"]
 
 
 

@@ -77,6 +77,7 @@ def _fit_one(req: PlanRequest, wl: Workload, limit: float, miss: _Best,
     wl, est = fitted
     if host_ram_verdict(est.host_ram_gib, inst.ram_gib, wl.gpus_per_node)[0] in ("tight", "oom"):
         miss.host = (est.host_ram_gib, inst.ram_gib)
+        miss.host_wl = wl
         return None
     if req.global_batch:
         ga = max(1, math.ceil(req.global_batch / (wl.micro_batch * wl.dp)))

@@ -1,31 +1,163 @@
-"""Ranking of the planner's plans: the sort key under the objective and the time-vs-money frontier."""
+"""Ranking of the planner's plans: one basis for every plan compared, the sort key under it, the time-vs-money
+frontier, and why #1 is #1.
+
+Whether a row has a price never decides the order. Plans are ranked by cost only when every plan compared has a
+price in one currency; otherwise all are ranked by GPU-hours (``--objective cost``; GPU-hours are what every price
+multiplies) or by hours (``--objective time``), the cost is shown where known, and the rows without a price are
+named with how to get one (docs/cost-model.md, "Ranking").
+"""
 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
 
 from trainfit.plan.types import Plan
 
 if TYPE_CHECKING:
     from trainfit.plan.search import PlanRequest
 
+Basis = Literal["cost", "gpu_hours", "hours"]
 
-def score(req: PlanRequest, p: Plan) -> tuple:
-    """Sort key of a plan under ``req.objective`` (smaller ranks first)."""
+TIE_FRACTION = 0.05
+"""Plans within 5 % of #1 on the ranking basis are called a tie: a 5 % difference is well inside the speed model's
+error (docs/accuracy.md), so the order between them is not a reason to pick one; the footer says so."""
+
+_BASIS_WORDS = {"cost": "cost", "gpu_hours": "GPU-hours", "hours": "hours (wall clock)"}
+
+
+def common_currency(plans: list[Plan] | tuple[Plan, ...]) -> str | None:
+    """The one currency every plan is priced in, or None when a plan has no price or currencies differ."""
+    if not plans or any(p.cost is None for p in plans):
+        return None
+    currencies = {p.currency for p in plans}
+    return next(iter(currencies)) if len(currencies) == 1 else None
+
+
+def ranking_basis(objective: str, plans: list[Plan] | tuple[Plan, ...]) -> Basis:
+    """What the plans are ranked by: hours under ``--objective time``; else cost when every plan has a price in one
+    currency, else GPU-hours for all."""
+    if objective == "time":
+        return "hours"
+    return "cost" if common_currency(plans) is not None else "gpu_hours"
+
+
+def score(req: PlanRequest, p: Plan, basis: Basis | None = None) -> tuple:
+    """Sort key of a plan (smaller ranks first). ``basis`` None: compare plans of one instance type (one price
+    status, so cost and GPU-hours order them alike)."""
     # a plan whose verdict is not a clean "fits" (host RAM unknown) is never ranked above one that is
     unsure = p.fit.verdict != "fits"
-    if req.objective == "time":
-        return (unsure, p.hours, p.cost if p.cost is not None else math.inf, p.gpu_hours)
-    # cost: priced plans first by cost; unpriced ones after, by GPU-hours
-    return (unsure, 0 if p.cost is not None else 1, p.cost if p.cost is not None else p.gpu_hours, p.hours)
+    if basis is None:
+        basis = "hours" if req.objective == "time" else ("cost" if p.cost is not None else "gpu_hours")
+    if basis == "hours":
+        # the tie-break is money in one unit for all: GPU-hours (cost would favour whichever rows have a price)
+        return (unsure, p.hours, p.gpu_hours)
+    if basis == "cost":
+        return (unsure, p.cost if p.cost is not None else math.inf, p.hours)
+    return (unsure, p.gpu_hours, p.hours)
+
+
+def _value(p: Plan, basis: Basis) -> float:
+    return {"cost": p.cost, "gpu_hours": p.gpu_hours, "hours": p.hours}[basis] or 0.0
+
+
+def _fmt(p: Plan, basis: Basis) -> str:
+    if basis == "cost":
+        return f"{p.cost:,.0f} {p.currency or ''}".strip()
+    if basis == "gpu_hours":
+        return f"{p.gpu_hours:,.0f} GPU-h"
+    return f"{p.hours:,.1f} h"
+
+
+#: How to get a price, per provider (docs/catalog.md).
+PRICE_HOWTO = {
+    "alibaba": "`trainfit catalog refresh --provider ecs --region REGION --prices` (your credentials), or a "
+               "price_per_hour row in ~/.config/trainfit/catalog.yaml",
+    "tencent": "`trainfit catalog refresh --provider tencent --region REGION --prices --image-id ID` (your "
+               "credentials), or a price_per_hour row in ~/.config/trainfit/catalog.yaml",
+}
+PRICE_HOWTO_DEFAULT = "add price_per_hour and currency for it in ~/.config/trainfit/catalog.yaml (docs/catalog.md)"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Ranking:
+    """How the plans were ranked, in words a user can check."""
+
+    basis: Basis
+    """cost | gpu_hours | hours: what the order compares (the Pareto frontier uses the same money unit)."""
+    currency: str | None
+    """The one currency of every plan's cost when ``basis`` is cost (or every plan is priced in it), else None."""
+    summary: str
+    """"ranked by X" with the reason for X."""
+    why_first: str
+    """Why #1 is #1 ("" without plans)."""
+    ties: tuple[int, ...]
+    """0-based indices of the plans after #1 within :data:`TIE_FRACTION` of it on the basis."""
+    unpriced: tuple[int, ...]
+    """0-based indices of the plans without a price."""
+    price_fix: str | None
+    """How to price the unpriced rows (per provider), None when every row has a price."""
+    price_fix_by_provider: tuple[tuple[str, str], ...] = ()
+    """(provider, how to price its rows) for the providers of the unpriced rows."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"basis": self.basis, "currency": self.currency, "summary": self.summary, "why_first": self.why_first,
+                "ties": list(self.ties), "unpriced": list(self.unpriced), "price_fix": self.price_fix,
+                "price_fix_by_provider": dict(self.price_fix_by_provider),
+                "tie_fraction": TIE_FRACTION}
+
+
+def rank(req: PlanRequest, plans: list[Plan]) -> tuple[list[Plan], Ranking]:
+    """``plans`` sorted under one basis for all, and the :class:`Ranking` that says how and why."""
+    basis = ranking_basis(req.objective, plans)
+    ordered = sorted(plans, key=lambda p: score(req, p, basis))
+    currency = common_currency(ordered)
+    unpriced = tuple(i for i, p in enumerate(ordered) if p.cost is None)
+    if basis == "hours":
+        summary = "ranked by hours (--objective time); ties broken by GPU-hours"
+    elif basis == "cost":
+        summary = f"ranked by cost: every plan has a price in {currency}"
+    elif not unpriced:
+        currencies = sorted({str(p.currency) for p in ordered})
+        summary = (f"ranked by GPU-hours: prices are in {' and '.join(currencies)}, which trainfit does not convert; "
+                   "cost shown per row")
+    elif len(unpriced) == len(ordered):
+        summary = "ranked by GPU-hours: no plan has a price"
+    else:
+        summary = (f"ranked by GPU-hours: {len(ordered) - len(unpriced)} of {len(ordered)} plans have a price, so "
+                   "cost cannot rank them all; cost shown where known")
+    why, ties = "", ()
+    if ordered:
+        first = ordered[0]
+        word = {"cost": "is the cheapest", "gpu_hours": "uses the fewest GPU-hours", "hours": "is the fastest"}[basis]
+        why = f"#1 ({first.instance_type}, {first.nodes}×{first.gpus_per_node} {first.gpu}) {word}: {_fmt(first, basis)}"
+        if len(ordered) > 1:
+            second = ordered[1]
+            v1, v2 = _value(first, basis), _value(second, basis)
+            if v2 > 0 and v1 > 0:
+                why += f"; #2 {_fmt(second, basis)} ({(v2 / v1 - 1):+.0%})"
+            ties = tuple(i for i, p in enumerate(ordered[1:], start=1)
+                         if score(req, p, basis)[0] == score(req, first, basis)[0]
+                         and _value(p, basis) <= _value(first, basis) * (1 + TIE_FRACTION))
+            if ties:
+                why += (f"; {', '.join(f'#{i + 1}' for i in ties)} within {TIE_FRACTION:.0%} of #1: a tie at this "
+                        "model's accuracy, choose among them on the other columns")
+        if first.fit.verdict != "fits":
+            why += "; its fit is not a clean 'fits' (see its warnings), and no plan that surely fits was found"
+        elif any(p.fit.verdict != "fits" for p in ordered):
+            why += "; plans whose fit is unsure (host RAM unknown) rank after the sure ones"
+    by_provider = tuple((prov, PRICE_HOWTO.get(prov, PRICE_HOWTO_DEFAULT))
+                        for prov in sorted({ordered[i].provider for i in unpriced}))
+    price_fix = "; ".join(f"{prov}: {how}" for prov, how in by_provider) or None
+    return ordered, Ranking(basis=basis, currency=currency, summary=summary, why_first=why, ties=ties,
+                            unpriced=unpriced, price_fix=price_fix, price_fix_by_provider=by_provider)
 
 
 def pareto(plans: list[Plan]) -> tuple[int, ...]:
     """Plans on the time-vs-money frontier. Money is compared only in one unit: cost when every plan has a price in
     the same currency, else GPU-hours for all (a cost in CNY, a cost in USD and GPU-hours never meet)."""
-    currencies = {p.currency for p in plans if p.cost is not None}
-    priced = all(p.cost is not None for p in plans) and len(currencies) == 1
+    priced = common_currency(plans) is not None
 
     def c(p: Plan) -> float:
         return p.cost if priced else p.gpu_hours
@@ -38,4 +170,4 @@ def pareto(plans: list[Plan]) -> tuple[int, ...]:
     return tuple(sorted(idx, key=lambda i: plans[i].hours))
 
 
-__all__ = ["pareto", "score"]
+__all__ = ["PRICE_HOWTO", "Ranking", "TIE_FRACTION", "common_currency", "pareto", "rank", "ranking_basis", "score"]

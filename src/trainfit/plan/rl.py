@@ -241,9 +241,10 @@ def evaluate_rl_layout(req: Any, *, inst: Any, gpu: Any, gpn: int, nodes: int, u
                 if e1.peak_gib < miss.need_gib:
                     miss.need_gib, miss.need_wl = e1.peak_gib, w1
             elif e1.max_concurrent_seqs is not None and e1.max_concurrent_seqs < 1:
+                opts = _kv_fix_options(req, w1, rl, gpn, usable, inst)
                 miss.other = ("kv-pool", f"the rollout KV pool ({e1.kv_pool_gib:.2f} GiB/GPU) holds no "
                               f"{rl.seq_len}-token sequence ({e1.kv_gib_per_seq:.2f} GiB)",
-                              "raise --rollout-util or --rollout-tp, or shorten --prompt-len/--response-len")
+                              "raise --rollout-util or --rollout-tp, or shorten --prompt-len/--response-len", opts)
             elif e1.fit.get("host_verdict") in ("oom", "tight"):
                 miss.host = (e1.host_ram_gib, inst.ram_gib)
             continue
@@ -263,9 +264,36 @@ def evaluate_rl_layout(req: Any, *, inst: Any, gpu: Any, gpn: int, nodes: int, u
                     checkpoint_interval_hours=req.checkpoint_interval_hours, rule_warnings=rule_warnings)
         if p is None:
             miss.other = ("spot-infeasible", "spot interruptions come faster than checkpoints save the work",
-                          "drop --spot or use fewer nodes")
+                          "drop --spot or use fewer nodes", ({"spot": False},))
         return p
     return None
+
+
+def _kv_fix_options(req: Any, w: Workload, rl: Any, gpn: int, usable: float, inst: Any) -> tuple[dict[str, Any], ...]:
+    """The KV-pool fixes checked with the RL memory model: a larger engine share or tensor-parallel size."""
+    from trainfit.errors import TrainfitError
+    from trainfit.rl.memory import estimate_rl_memory
+
+    def works(**changes: Any) -> bool:
+        try:
+            e = estimate_rl_memory(req.model, w, rl.with_(**changes), usable, strict=False,
+                                   host_ram_gib=inst.ram_gib, margin=req.memory_margin)
+        except TrainfitError:
+            return False
+        return e.verdict not in ("oom", "tight") and (e.max_concurrent_seqs is None or e.max_concurrent_seqs >= 1)
+
+    out: list[dict[str, Any]] = []
+    for util in (0.6, 0.7, 0.8, 0.9):
+        if util > (rl.rollout_util or 0) and works(rollout_util=util):
+            out.append({"rollout_util": util})
+            break
+    tp = rl.rollout_tp * 2
+    while tp <= gpn:
+        if gpn % tp == 0 and works(rollout_tp=tp):
+            out.append({"rollout_tp": tp})
+            break
+        tp *= 2
+    return tuple(out)
 
 
 __all__ = ["MAX_RL_MICRO_BATCH", "check_rl_request", "evaluate_rl_layout", "fit_rollout_tp", "memory_view", "rl_configs", "rl_plan",

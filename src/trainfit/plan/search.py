@@ -5,7 +5,7 @@ For a :class:`PlanRequest` it searches instance types (catalog, filtered by prov
 node counts x strategies (DDP, ZeRO-1/2/3, FSDP, CPU offload, expert parallelism for MoE) x gradient
 checkpointing x micro-batch, keeps what fits GPU memory (``reserved_gib`` plus a safety margin) and host
 RAM, estimates speed (``estimate/speed.py``), time and cost (``cost.py``), applies the platform rules
-(``platforms/rules.py``), and ranks by cost or time. Per instance type it keeps the best configuration;
+(``platforms/rules.py``), and ranks them on one basis (``rank.py``). Per instance type it keeps the best configuration;
 instance types with no feasible configuration are returned as rejections with a code, a reason and a fix.
 
 Pure: no I/O beyond the lazily loaded bundled catalog; no torch.
@@ -24,6 +24,7 @@ from trainfit.models.shapes import ModelShape
 from trainfit.plan.explain import explain_rejection as _explain, unknown_region_note as _region_note
 from trainfit.plan.layout_fit import fit_layout as _fit_layout
 from trainfit.plan.rank import pareto as _pareto
+from trainfit.plan.rank import rank as _rank
 from trainfit.plan.rank import score as _score
 from trainfit.plan.types import Plan, PlanResult, Rejection
 from trainfit.workload import LAYOUT_FIELDS, Workload
@@ -40,6 +41,12 @@ _MULTI = (("ddp", "none"), ("zero1", "none"), ("zero2", "none"), ("fsdp", "none"
 #: What Megatron (tp/pp/ep/cp > 1) can run: plain data parallel, or its distributed optimizer (= ZeRO-1), with
 #: optional optimizer CPU offload.
 _MEGATRON = (("ddp", "none"), ("zero1", "none"), ("zero1", "optimizer"))
+SLOW_NETWORK_COMM_SHARE = 0.5
+"""A multi-node plan whose nodes talk without RDMA (TCP, or a network the catalog does not state, timed at one
+25 Gbit/s NIC) is rejected (code ``slow-network``) when the communication the speed model cannot hide behind compute
+(``SpeedEstimate.comm_seconds_exposed``) exceeds this share of the step: beyond it the GPUs wait on the network more
+than they compute, so over half of every GPU-hour bought is idle, and the speed model has no TCP-bound run to check
+such a plan against (docs/cost-model.md, "Ranking"). ``--ignore-rule slow-network`` keeps such plans."""
 #: Pinnable distribution / settings fields (the same names as Workload's).
 PIN_FIELDS = LAYOUT_FIELDS
 
@@ -71,6 +78,9 @@ class PlanRequest:
     instance_type: str | None = None
     spot: bool = False
     max_gpus: int = 64
+    allow_fp16: bool = False
+    """Search GPUs without bf16 for a bf16 request (planned in fp16 mixed precision); without it they are rejected
+    (code ``no-bf16``) unless ``gpu`` or ``instance_type`` names them."""
     framework: str | None = None
     """Engine profile of the speed model (``--framework``); None = the engine ``target`` runs for each layout."""
     target: str | None = None
@@ -150,11 +160,19 @@ class _Best:
     need_wl: Workload | None = None
     rule: Any = None
     host: tuple[float, float] | None = None
-    other: tuple[str, str, str | None] | None = None
+    host_wl: Workload | None = None
+    """The candidate that fitted GPU memory but not host RAM (SFT), for a checked fix."""
+    other: tuple[Any, ...] | None = None
+    """(code, reason, fix[, fix options]) of the nearest miss that fitted but broke a limit."""
+    layout: tuple[str, str | None] | None = None
+    """(reason, fix) of the first candidate layout that broke a layout rule of Workload (tp x pp x cp must divide
+    the GPUs, ep the data-parallel ranks...), for a rejection that names the true cause."""
 
 
-def _configs(req: PlanRequest, model: ModelShape, gpn: int, nodes: int, precision: str | None = None) -> list[Workload]:
-    """Candidate workloads for one node layout, fastest strategies first."""
+def _configs(req: PlanRequest, model: ModelShape, gpn: int, nodes: int, precision: str | None = None,
+             invalid: list[tuple[str, str | None]] | None = None) -> list[Workload]:
+    """Candidate workloads for one node layout, fastest strategies first; the layout-rule errors of the candidates
+    Workload refuses are appended to ``invalid``."""
     base = req.workload if precision is None else req.workload.with_(precision=precision)
     pins = req.pins
     gpus = gpn * nodes
@@ -182,7 +200,9 @@ def _configs(req: PlanRequest, model: ModelShape, gpn: int, nodes: int, precisio
                           grad_accum=pins.get("grad_accum", 1))
                 try:
                     out.append(base.with_(**kw))
-                except WorkloadError:
+                except WorkloadError as e:
+                    if invalid is not None:
+                        invalid.append((e.message, e.fix))
                     continue
     return out
 
@@ -201,7 +221,8 @@ def _for_target(req: PlanRequest, configs: list[Workload], miss: _Best) -> list[
     kept = [w for w, why in zip(configs, reasons) if why is None]
     if configs and not kept and miss.other is None:
         miss.other = ("target", f"--target {req.target} writes none of the layouts that fit here: {reasons[0]}",
-                      "drop --target (or --framework), or pin a layout the target writes")
+                      "drop --target (or --framework), or pin a layout the target writes",
+                      ({"target": None, "framework": None},))
     return kept
 
 
@@ -244,13 +265,13 @@ def plan(req: PlanRequest) -> PlanResult:
         from dataclasses import replace
 
         plans = [replace(p, target=req.target) for p in plans]
-    plans.sort(key=lambda p: _score(req, p))
+    plans, ranking = _rank(req, plans)
     note = _region_note(req.region) if req.region else None
     from trainfit.plan.pricing import region_notes, region_prices
 
     notes = ((note,) if note else ()) + tuple(region_notes(req.region, [p.instance for p in plans]))
     return PlanResult(request=req, plans=tuple(plans), rejected=tuple(rejected), pareto=_pareto(plans), notes=notes,
-                      region_prices=tuple(region_prices(plans)) if req.compare_regions else ())
+                      region_prices=tuple(region_prices(plans)) if req.compare_regions else (), ranking=ranking)
 
 
 def _instance_gpu(req: PlanRequest, inst: Any, gpu_filter: Any) -> tuple[Any, str] | Rejection | None:
@@ -296,7 +317,8 @@ def _instance_gpu(req: PlanRequest, inst: Any, gpu_filter: Any) -> tuple[Any, st
     if req.region and inst.regions and req.region not in inst.regions:
         return Rejection(instance_type=it, provider=inst.provider, code="region",
                          reason=f"not listed in region {req.region} (listed: {', '.join(inst.regions)})",
-                         fix="drop --region or pick one of the listed regions")
+                         fix="drop --region or pick one of the listed regions",
+                         fix_options=({"region": None}, {"region": inst.regions[0]}))
     gpu = sized_gpu(gpu, req.gpu_mem_gib)  # a code sized by --gpu-mem gets a named class's speed, said
     if gpu.mem_gib is None:
         return Rejection(instance_type=it, provider=inst.provider, code="unknown-gpu-memory",
@@ -313,7 +335,17 @@ def _instance_gpu(req: PlanRequest, inst: Any, gpu_filter: Any) -> tuple[Any, st
     if gaps:  # `check` would refuse every file rendered from it (rule kernel-support)
         return Rejection(instance_type=it, provider=inst.provider, code="kernel-support", reason=gaps[0],
                          fix="--attention sdpa, or a GPU that runs the kernel (FlashAttention-3: H800 / H100 / H200 / "
-                             "H20; FlashAttention-2: Ampere or newer)")
+                             "H20; FlashAttention-2: Ampere or newer)",
+                         fix_options=({"attention": "sdpa"},))
+    if (req.rl is None and req.workload.precision in ("bf16", "amp-bf16") and gpu.bf16_dense_tflops is None
+            and not (req.allow_fp16 or req.gpu or req.instance_type)):
+        # (RL: the RL writers train and generate in bf16 only, rejected as `precision` in plan/rl.py)
+        return Rejection(instance_type=it, provider=inst.provider, code="no-bf16",
+                         reason=f"{gpu.name} has no bf16: Qwen3 is trained in bf16, and fp16 mixed precision (the only "
+                                "16-bit mode here) can overflow (max 65,504) where bf16 does not",
+                         fix=f"--allow-fp16 to plan it in fp16 mixed precision, --gpu {gpu.name} to pin it, or a GPU "
+                             "with bf16 (A10, L20, A100, H100...)",
+                         fix_options=({"allow_fp16": True},))
     return gpu, stated
 
 
@@ -327,17 +359,22 @@ def _layouts(req: PlanRequest, inst: Any) -> list[tuple[int, int]] | Rejection:
             return Rejection(instance_type=it, provider=inst.provider, code="partial-node",
                              reason=f"{gpn} of the {inst.gpu_count} GPUs per {it} node: launchers start one process "
                                     "per GPU of the node and the whole node is billed",
-                             fix=f"use --gpus-per-node {inst.gpu_count}, or an instance type with {gpn} GPU(s)")
+                             fix=f"use --gpus-per-node {inst.gpu_count}, or an instance type with {gpn} GPU(s)",
+                             fix_options=({"gpus_per_node": inst.gpu_count,
+                                           "gpus": -(-g // inst.gpu_count) * inst.gpu_count},))
         if gpn > inst.gpu_count or g % gpn:
             return Rejection(instance_type=it, provider=inst.provider, code="layout",
                              reason=f"{g} GPUs in nodes of {gpn} do not fit {it} ({inst.gpu_count} GPUs per instance)",
-                             fix="choose --gpus as a multiple of the instance's GPU count")
+                             fix="choose --gpus as a multiple of the instance's GPU count",
+                             fix_options=({"gpus": -(-g // inst.gpu_count) * inst.gpu_count,
+                                           "gpus_per_node": inst.gpu_count},))
         return [(gpn, g // gpn)]
     gpn = req.pins.get("gpus_per_node", inst.gpu_count)
     layouts = [(gpn, n) for n in NODE_COUNTS if gpn * n <= req.max_gpus]
     if not layouts:
         return Rejection(instance_type=it, provider=inst.provider, code="max-gpus",
-                         reason=f"{gpn} GPUs per instance > --max-gpus {req.max_gpus}", fix="raise --max-gpus")
+                         reason=f"{gpn} GPUs per instance > --max-gpus {req.max_gpus}", fix=f"--max-gpus {gpn} or more",
+                         fix_options=({"max_gpus": gpn},))
     return layouts
 
 
@@ -373,7 +410,11 @@ def _best_on_instance(req: PlanRequest, inst: Any, gpu: Any, stated: str, layout
             continue
         key = (gpn, nodes, precision)
         if key not in config_cache:
-            config_cache[key] = _configs(req, req.model, gpn, nodes, precision)
+            invalid: list[tuple[str, str | None]] = []
+            config_cache[key] = _configs(req, req.model, gpn, nodes, precision, invalid)
+            config_cache[key, "invalid"] = invalid
+        if not config_cache[key] and config_cache[key, "invalid"] and miss.layout is None:
+            miss.layout = config_cache[key, "invalid"][0]
         rule_warnings = tuple(f"{v.rule}: {v.message}" for v in all_v if v.severity == "warning")
         for wl, est in _fit_layout(req, _for_target(req, config_cache[key], miss), limit, miss, inst):
             fit = decide_fit(est, usable_gib=gpu.usable_mem_gib, gpus_per_node=gpn, host_ram_gib=inst.ram_gib,
@@ -381,8 +422,10 @@ def _best_on_instance(req: PlanRequest, inst: Any, gpu: Any, stated: str, layout
             if fit.verdict in ("oom", "tight"):
                 if fit.host_verdict in ("oom", "tight"):
                     miss.host = (est.host_ram_gib, inst.ram_gib)
+                    miss.host_wl = wl
                 continue
-            p = _evaluate(req, inst, gpu, gpn, nodes, wl, est, fit, ((stated,) if stated else ()) + rule_warnings)
+            p = _evaluate(req, inst, gpu, gpn, nodes, wl, est, fit, ((stated,) if stated else ()) + rule_warnings,
+                          miss)
             if p is None or not _within_limits(req, p, miss):
                 continue
             score = _score(req, p)
@@ -402,8 +445,9 @@ def _precision_for(req: PlanRequest, gpu: Any) -> tuple[str | None, str]:
 
 
 def _evaluate(req: PlanRequest, inst: Any, gpu: Any, gpn: int, nodes: int, wl: Workload, est: MemoryEstimate,
-              fit: Any, warnings: tuple[str, ...]) -> Plan | None:
-    """Speed, time and cost of one fitting configuration, as a typed Plan."""
+              fit: Any, warnings: tuple[str, ...], miss: _Best | None = None) -> Plan | None:
+    """Speed, time and cost of one fitting configuration, as a typed Plan; None when its spot run cannot finish or
+    its network is too slow (:data:`SLOW_NETWORK_COMM_SHARE`, recorded in ``miss``)."""
     from trainfit.estimate.calibration import calibration_note
     from trainfit.estimate.speed import estimate_speed, training_time
     from trainfit.launch.targets import speed_framework
@@ -412,6 +456,11 @@ def _evaluate(req: PlanRequest, inst: Any, gpu: Any, gpn: int, nodes: int, wl: W
 
     framework = speed_framework(req.framework, req.target, wl)
     sp = estimate_speed(req.model, wl, hardware_for(gpu, inst, gpus_per_node=gpn), framework=framework)
+    slow = slow_network(inst, nodes, sp)
+    if slow is not None and "slow-network" not in req.ignore_rules:
+        if miss is not None:
+            miss.other = slow
+        return None
     tt = training_time(sp, req.tokens)
     tc = time_and_cost(inst=inst, hours=tt.hours, gpus=wl.gpus, trainable_params=est.params.trainable, nodes=nodes,
                        spot=req.spot, region=req.region, interruption_rate=req.interruption_rate_per_node_hour,
@@ -431,23 +480,47 @@ def _evaluate(req: PlanRequest, inst: Any, gpu: Any, gpn: int, nodes: int, wl: W
                 warnings=warnings[:1] + tuple(fit.reasons) + tuple(sp.warnings) + tc.warnings + warnings[1:])
 
 
+def slow_network(inst: Any, nodes: int, sp: Any) -> tuple[str, str, str, tuple[dict[str, Any], ...]] | None:
+    """(code, reason, fix, fix options) when a multi-node plan without RDMA spends more than
+    :data:`SLOW_NETWORK_COMM_SHARE` of its step in exposed communication; None otherwise."""
+    net = (getattr(inst, "inter_node", None) or "").lower()
+    if nodes <= 1 or net == "rdma" or not sp.step_seconds:
+        return None
+    share = sp.comm_seconds_exposed / sp.step_seconds
+    if share <= SLOW_NETWORK_COMM_SHARE:
+        return None
+    over = f"over {net}" if net else "over a network the catalog does not state (timed as one 25 Gbit/s NIC)"
+    return ("slow-network",
+            f"{nodes} nodes {over}: communication the compute cannot hide is {share:.0%} of each step "
+            f"(bound {SLOW_NETWORK_COMM_SHARE:.0%}), so most GPU-hours would wait on the network",
+            "RDMA nodes (e.g. --resource-class pai-lingjun; for your own cluster set inter_node: rdma and "
+            "inter_node_gbit_per_s in ~/.config/trainfit/catalog.yaml), a GPU with more memory so the job fits on "
+            "fewer nodes, or --ignore-rule slow-network to keep the plan",
+            ({"ignore_rule": ["slow-network"]},))
+
+
 def _within_limits(req: PlanRequest, p: Plan, miss: _Best) -> bool:
     """Deadline, wall-clock limit and budget; records the closest miss."""
     limit_h = req.max_days * 24
     if p.hours > limit_h:
+        days = math.ceil(p.hours / 24 * 1.01)
         miss.other = ("too-slow", f"{p.hours:,.0f} h ({p.hours / 24:.1f} days) > --max-days {req.max_days:g}",
-                      "more GPUs, a faster GPU, fewer tokens, or raise --max-days")
+                      f"more GPUs, a faster GPU, fewer tokens, or --max-days {days}", ({"max_days": days},))
         return False
     if req.deadline_hours is not None and p.hours > req.deadline_hours:
-        miss.other = ("deadline", f"{p.hours:.1f} h > deadline {req.deadline_hours:g} h", "more nodes or a faster GPU")
+        allow = math.ceil(p.hours * 1.01)
+        miss.other = ("deadline", f"{p.hours:.1f} h > deadline {req.deadline_hours:g} h",
+                      f"more nodes, a faster GPU, or allow --deadline {allow}", ({"deadline": allow},))
         return False
     if req.budget is not None:
         if p.cost is None:
             miss.other = ("unknown-price", f"no price for {p.instance_type}; cannot check --budget",
-                          "add price_per_hour in ~/.config/trainfit/catalog.yaml")
+                          "add price_per_hour in ~/.config/trainfit/catalog.yaml, or drop --budget",
+                          ({"budget": None},))
             return False
         if p.cost > req.budget:
+            allow = math.ceil(p.cost * 1.01)
             miss.other = ("over-budget", f"{p.cost:,.0f} {p.currency} > budget {req.budget:,.0f}",
-                          "fewer tokens, a cheaper instance or --spot")
+                          f"fewer tokens, a cheaper instance, --spot, or --budget {allow}", ({"budget": allow},))
             return False
     return True

@@ -315,10 +315,17 @@ class Rejection:
     reason: str
     fix: str | None = None
     provider: str = ""
+    fix_options: tuple[dict[str, Any], ...] = ()
+    """The fix as option changes a program can apply: alternatives, each {option name: value} (None = drop the
+    option), in the words of ``options.py`` (``{"allow_fp16": True}`` is ``--allow-fp16``); empty when the fix is
+    not a change of options (a catalog overlay, a quota raise)."""
+    tried: dict[str, Any] | None = None
+    """``memory``: the settings of the closest miss (``Workload.to_dict()``), which ``trainfit memory`` judges alike."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"instance_type": self.instance_type, "provider": self.provider, "code": self.code,
-                "reason": self.reason, "fix": self.fix}
+                "reason": self.reason, "fix": self.fix, "fix_options": [dict(o) for o in self.fix_options],
+                "tried": self.tried}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -333,6 +340,8 @@ class PlanResult:
     region_prices: tuple[dict[str, Any], ...] = field(default=())
     """``plan --compare-regions``: per plan, its cost in every region with a price (:func:`~trainfit.plan.pricing.
     region_prices`); empty otherwise."""
+    ranking: Any = None
+    """How the plans were ranked and why #1 is #1 (:class:`~trainfit.plan.rank.Ranking`)."""
 
     @property
     def best(self) -> Plan | None:
@@ -352,7 +361,7 @@ class PlanResult:
             w.update({"rl": rl.to_dict(), "steps": getattr(req, "steps", None)})
         return {"schema": PLAN_SCHEMA, "workload": w, "plans": [p.to_dict() for p in self.plans],
                 "pareto": list(self.pareto), "rejected": [r.to_dict() for r in self.rejected],
-                "notes": list(self.notes),
+                "notes": list(self.notes), "ranking": None if self.ranking is None else self.ranking.to_dict(),
                 **({"region_prices": list(self.region_prices)} if self.region_prices else {})}
 
 

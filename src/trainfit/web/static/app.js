@@ -23,6 +23,7 @@ const I18N = {
     trainable: "trainable", rank: "#", instance: "Instance type", gpu_x: "GPUs", nodes: "Nodes", strategy: "Strategy",
     mb: "Micro-batch", verdict: "Verdict", gib: "GiB/GPU", hours: "Hours", gpu_hours: "GPU-hours", cost: "Cost",
     files: "Files", reason: "Reason", fix: "Fix", fix_label: "fix", plans_found: "{n} plans, {r} instance types rejected; ranked by {o}.",
+    by_gpu_hours: "GPU-hours", unpriced: "{n} plan(s) without a price (cost –); to price them: {how}",
     y_cost: "cost ({c})", y_gpu_hours: "GPU-hours", x_hours: "hours (wall clock)",
     frontier: "frontier", all_plans: "plans", no_plans: "No plan fits: see the rejections below.",
     check_ok: "no problems found", findings: "{n} finding(s), {e} error(s)", loading: "working…",
@@ -49,6 +50,7 @@ const I18N = {
     rank: "#", instance: "实例类型", gpu_x: "GPU", nodes: "节点", strategy: "策略", mb: "微批",
     verdict: "结论", gib: "GiB/卡", hours: "小时", gpu_hours: "GPU 小时", cost: "成本", files: "文件",
     reason: "原因", fix: "修改建议", fix_label: "建议", plans_found: "{n} 个方案，排除 {r} 个实例类型；按{o}排序。",
+    by_gpu_hours: "GPU 小时", unpriced: "{n} 个方案没有价格（成本 –）；获取价格：{how}",
     y_cost: "成本（{c}）", y_gpu_hours: "GPU 小时", x_hours: "小时（墙钟）",
     frontier: "前沿", all_plans: "方案", no_plans: "没有方案装得下：见下方排除原因。",
     check_ok: "未发现问题", findings: "{n} 条发现，{e} 个错误", loading: "计算中…",
@@ -280,9 +282,15 @@ function paretoChart(res) {
 function showPlan(res) {
   state.lastPlan = res;
   $("#plan-view").hidden = false;
-  const obj = res.workload.objective === "time" ? t("by_time") : t("by_cost");
+  // the basis the server ranked by (cost only when every plan has a price in one currency), never the objective alone
+  const basis = (res.ranking && res.ranking.basis) || (res.workload.objective === "time" ? "hours" : "gpu_hours");
+  const obj = t({ cost: "by_cost", gpu_hours: "by_gpu_hours", hours: "by_time" }[basis]);
   $("#plan-summary").textContent = res.plans.length ? t("plans_found", { n: res.plans.length, r: res.rejected.length, o: obj })
     : t("no_plans");
+  const r = res.ranking;
+  $("#plan-ranking").textContent = res.plans.length && r ? [r.summary, r.why_first,
+    r.unpriced.length ? t("unpriced", { n: r.unpriced.length, how: r.price_fix || "" }) : ""].filter(Boolean).join(" · ")
+    : "";
   paretoChart(res);
   const pareto = new Set(res.pareto);
   const head = ["rank", "instance", "gpu_x", "nodes", "strategy", "mb", "verdict", "gib", "hours", "gpu_hours", "cost", "files"];

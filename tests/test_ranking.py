@@ -1,0 +1,189 @@
+"""Ranking an expert would accept (issue 25, item 3): a price never decides the order; bf16 models are not planned
+on GPUs without bf16 unless asked; multi-node plans starved by a TCP network are rejected; the table says why #1 is
+#1."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from trainfit.catalog._store import reset_cache
+from trainfit.cli import main
+from trainfit.models import get_model
+from trainfit.plan import PlanRequest, plan
+from trainfit.plan.rank import TIE_FRACTION
+from trainfit.plan.search import SLOW_NETWORK_COMM_SHARE
+from trainfit.workload import Workload
+
+
+def _req(name="Qwen3-8B", **kw):
+    wl = kw.pop("workload", Workload(method="full"))
+    return PlanRequest(model=get_model(name), workload=wl, tokens=kw.pop("tokens", 1e9), **kw)
+
+
+@pytest.fixture
+def overlay(tmp_path, monkeypatch):
+    """Write a catalog overlay of instance rows (price overrides) for one test."""
+    def write(rows: list[dict]) -> None:
+        lines = ["instances:"]
+        for r in rows:
+            lines.append("  - {" + ", ".join(f"{k}: {v}" for k, v in r.items()) + "}")
+        ov = tmp_path / "catalog.yaml"
+        ov.write_text("\n".join(lines) + "\n")
+        monkeypatch.setenv("TRAINFIT_CATALOG_OVERLAY", str(ov))
+        reset_cache()
+    yield write
+    monkeypatch.delenv("TRAINFIT_CATALOG_OVERLAY", raising=False)
+    reset_cache()
+
+
+def _price(it: str, price: float, currency: str = "CNY") -> dict:
+    return {"provider": "generic", "resource_class": "generic", "instance_type": it, "price_per_hour": price,
+            "currency": currency, "source": "'https://example.com/p'", "as_of": "'2026-12-01'"}
+
+
+def test_a_price_never_decides_the_order(overlay):
+    """One priced row among unpriced ones: all rank by GPU-hours, the priced row keeps its place (it used to jump to #1
+    just for having a price)."""
+    base = plan(_req("Qwen3-8B", provider="generic"))
+    assert base.ranking.basis == "gpu_hours" and len(base.plans) >= 3
+    last = base.plans[-1].instance_type  # the most GPU-hours
+    overlay([_price(last, 1.0)])  # and dirt cheap
+    res = plan(_req("Qwen3-8B", provider="generic"))
+    assert res.ranking.basis == "gpu_hours"
+    assert [p.instance_type for p in res.plans] == [p.instance_type for p in base.plans]
+    assert res.plans[-1].cost is not None
+    assert [res.plans[i].instance_type for i in res.ranking.unpriced] == [p.instance_type for p in res.plans[:-1]]
+    gh = [(p.fit.verdict != "fits", p.gpu_hours) for p in res.plans]
+    assert gh == sorted(gh)
+    assert "cannot rank them all" in res.ranking.summary and res.ranking.price_fix
+
+
+def test_cost_ranks_only_when_every_plan_has_a_price_in_one_currency(overlay):
+    its = ["generic-8xH100", "generic-8xA100-80GB", "generic-8xH200"]
+    # prices chosen against GPU-hours: the slowest is the cheapest
+    overlay([_price("generic-8xH100", 900.0), _price("generic-8xA100-80GB", 10.0), _price("generic-8xH200", 2000.0)])
+    res = plan(_req("Qwen3-8B", provider="generic", gpu=None))
+    res = [p for p in res.plans if p.instance_type in its]
+    assert len(res) == 3
+    one = plan(_req("Qwen3-8B", instance_type="generic-8xA100-80GB"))
+    assert one.ranking.basis == "cost" and one.ranking.currency == "CNY" and not one.ranking.unpriced
+    # a search limited to the three priced types ranks by cost, cheapest first
+    from trainfit.plan.rank import rank
+
+    req = _req("Qwen3-8B")
+    ordered, r = rank(req, res)
+    assert r.basis == "cost" and [p.cost for p in ordered] == sorted(p.cost for p in ordered)
+    assert "every plan has a price in CNY" in r.summary and "is the cheapest" in r.why_first
+
+
+def test_two_currencies_rank_by_gpu_hours(overlay):
+    overlay([_price("generic-8xH100", 900.0, "CNY"), _price("generic-8xA100-80GB", 10.0, "USD")])
+    from trainfit.plan.rank import pareto, rank
+
+    plans = [p for p in plan(_req("Qwen3-8B", provider="generic")).plans
+             if p.instance_type in ("generic-8xH100", "generic-8xA100-80GB")]
+    ordered, r = rank(_req("Qwen3-8B"), plans)
+    assert r.basis == "gpu_hours" and r.currency is None and not r.unpriced
+    assert "does not convert" in r.summary
+    assert [p.gpu_hours for p in ordered] == sorted(p.gpu_hours for p in ordered)
+    assert pareto(ordered)
+
+
+def test_objective_time_ties_break_on_gpu_hours_not_price():
+    res = plan(_req("Qwen3-8B", objective="time"))
+    assert res.ranking.basis == "hours" and "fastest" in res.ranking.why_first
+    keys = [(p.fit.verdict != "fits", p.hours, p.gpu_hours) for p in res.plans]
+    assert keys == sorted(keys)
+
+
+def test_ties_are_named():
+    res = plan(_req("Qwen3-14B", provider="tencent", tokens=2e9))
+    r = res.ranking
+    first = res.plans[0].gpu_hours
+    expect = [i for i, p in enumerate(res.plans[1:], start=1)
+              if p.gpu_hours <= first * (1 + TIE_FRACTION) and (p.fit.verdict != "fits") == (res.plans[0].fit.verdict != "fits")]
+    assert list(r.ties) == expect
+    if expect:
+        assert "a tie" in r.why_first
+
+
+def test_headline_ranks_a_bf16_gpu_first_and_says_why(capsys):
+    """README's headline: `plan Qwen3-14B --method full --tokens 2B` used to rank 8 x V100 (fp16, ZeRO-3 + offload,
+    220 h) first because only old V100/T4 rows had a price."""
+    assert main(["plan", "Qwen3-14B", "--method", "full", "--tokens", "2B", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    best = out["plans"][0]
+    assert best["gpu"] not in ("V100-32GB", "V100-16GB", "T4", "P100")
+    assert not any(p["gpu"].startswith(("V100", "T4", "P100")) for p in out["plans"])
+    assert out["ranking"]["basis"] == "gpu_hours"
+    assert best["gpu_hours"] == min(p["gpu_hours"] for p in out["plans"] if p["verdict"] == "fits")
+    assert best["hours"] < 48  # a practitioner's pick: one node of a current GPU, hours not weeks
+    assert main(["plan", "Qwen3-14B", "--method", "full", "--tokens", "2B"]) == 0
+    table = capsys.readouterr().out
+    assert "ranked by GPU-hours" in table and "#1 (" in table and "uses the fewest GPU-hours" in table
+    assert "no row shown has a price" in table and "To price them" in table
+    assert "ranked by cost" not in table
+
+
+def test_gpus_without_bf16_only_when_asked():
+    req = dict(provider="tencent", tokens=2e9)
+    default = plan(_req("Qwen3-14B", **req))
+    assert not any(p.gpu_spec.bf16_dense_tflops is None for p in default.plans)
+    nob = [r for r in default.rejected if r.code == "no-bf16"]
+    assert nob and all("--allow-fp16" in r.fix and r.fix_options == ({"allow_fp16": True},) for r in nob)
+    allowed = plan(_req("Qwen3-14B", allow_fp16=True, **req))
+    fp16 = [p for p in allowed.plans if p.gpu_spec.bf16_dense_tflops is None]
+    assert fp16 and all(p.workload.precision == "fp16" for p in fp16)
+    assert not any(r.code == "no-bf16" for r in allowed.rejected)
+    pinned = plan(_req("Qwen3-14B", gpu="V100-32GB", **req))
+    assert pinned.plans and not any(r.code == "no-bf16" for r in pinned.rejected)
+    asked_fp16 = plan(_req("Qwen3-14B", workload=Workload(method="full", precision="fp16"), **req))
+    assert not any(r.code == "no-bf16" for r in asked_fp16.rejected)
+
+
+def test_allow_fp16_is_an_option_of_cli_and_web(capsys):
+    assert main(["plan", "Qwen3-8B", "--method", "lora", "--tokens", "1B", "--provider", "tencent", "--allow-fp16",
+                 "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert any(p["gpu"].startswith("V100") or p["gpu"] == "T4" for p in out["plans"])
+    from trainfit.options import PLAN_OPTIONS
+
+    assert "allow_fp16" in {o.name for o in PLAN_OPTIONS}
+
+
+def _exposed_share(req, p):
+    from trainfit.estimate.speed import estimate_speed
+    from trainfit.plan.hardware import hardware_for
+
+    sp = estimate_speed(req.model, p.workload, hardware_for(p.gpu_spec, p.instance, gpus_per_node=p.gpus_per_node),
+                        framework=p.framework)
+    return sp.comm_seconds_exposed / sp.step_seconds
+
+
+def test_slow_network_rejects_tcp_plans_that_mostly_wait():
+    kw = dict(tokens=2e9, allow_fp16=True)
+    req = _req("Qwen3-14B", **kw)
+    res = plan(req)
+    slow = [r for r in res.rejected if r.code == "slow-network"]
+    assert slow and all("bound 50%" in r.reason and r.fix_options == ({"ignore_rule": ["slow-network"]},)
+                        for r in slow)
+    for p in res.plans:  # what is left: one node, RDMA, or TCP within the bound
+        net = (p.instance.inter_node or "").lower()
+        if p.nodes > 1 and net != "rdma":
+            assert _exposed_share(req, p) <= SLOW_NETWORK_COMM_SHARE
+    kept_req = _req("Qwen3-14B", ignore_rules=frozenset({"slow-network"}), **kw)
+    kept = plan(kept_req)
+    assert not any(r.code == "slow-network" for r in kept.rejected)
+    over = [p for p in kept.plans if p.nodes > 1 and (p.instance.inter_node or "").lower() != "rdma"
+            and _exposed_share(kept_req, p) > SLOW_NETWORK_COMM_SHARE]
+    assert over  # the bound removed real plans
+    assert {p.instance_type for p in over} <= {r.instance_type for r in slow} | {p.instance_type for p in res.plans}
+
+
+def test_rdma_plans_are_never_slow_network():
+    res = plan(_req("Qwen3-32B", provider="generic", tokens=2e9))
+    rdma = {p.instance_type for p in res.plans if (p.instance.inter_node or "") == "rdma"}
+    assert rdma
+    assert not any(r.code == "slow-network" and r.instance_type in rdma for r in res.rejected)
