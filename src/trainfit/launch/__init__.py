@@ -172,7 +172,18 @@ def render(ctx: RenderContext, targets: list[str] | tuple[str, ...] | str | None
         rendered.append(t)
     warnings = (engine_mismatch(ctx.plan.framework, getattr(ctx.plan, "target", None), rendered, ctx.workload)
                 + experts_mismatch(rendered, ctx.workload, ctx.model.is_moe) + loss_mismatch(rendered, ctx.workload))
-    return RenderResult(files=files, skipped=skipped, context=ctx, warnings=warnings + _kernel_gaps(ctx))
+    return RenderResult(files=files, skipped=skipped, context=ctx,
+                        warnings=warnings + _kernel_gaps(ctx) + _packing_notes(ctx, rendered))
+
+
+def _packing_notes(ctx: RenderContext, rendered: list[str]) -> tuple[str, ...]:
+    """A job without packing trains fewer tokens than its step budget on short samples (``--no-packing``)."""
+    from trainfit.launch._common import packing_budget_warning
+
+    if getattr(ctx.plan, "rl", None) is not None or not rendered:
+        return ()
+    why = packing_budget_warning(ctx.workload)
+    return (why,) if why else ()
 
 
 def _kernel_gaps(ctx: RenderContext) -> tuple[str, ...]:

@@ -84,6 +84,32 @@ def swift_layout_reason(wl: Workload) -> str | None:
     return None
 
 
+def packing_budget_warning(wl: Workload) -> str | None:
+    """Render's warning for a job without packing (None with packing): the plan's step budget assumes rows of
+    ``seq_len`` data tokens."""
+    if wl.packing:
+        return None
+    return ("packing off (--no-packing): each row is one sample padded to the batch's longest, but the step budget "
+            f"(tokens / (global batch x seq_len)) assumes {wl.seq_len}-token samples: on shorter samples the job "
+            "trains fewer tokens than planned (average sample tokens / seq_len of them); use --epochs for a "
+            "dataset-sized budget, or keep packing on")
+
+
+def packing_line(wl: Workload, *, megatron: bool) -> str:
+    """The header's packing line: whether the samples of a packed row see each other in each launcher.
+
+    Packed rows keep their samples apart only where the launcher documents it: ms-swift with ``--attn_impl
+    flash_attn`` (its command-line docs, ``packing``), Megatron-SWIFT always (except Qwen3-Next), LLaMA-Factory's
+    ``neat_packing`` (written with FlashAttention-2 only: other kernels get a ``(batch, 1, S, S)`` mask in the
+    compute dtype that trainfit does not size). Elsewhere the samples of one row attend to each other, as in
+    pre-training."""
+    if not wl.packing:
+        return f"packing: off; rows are single samples padded to at most {wl.seq_len} tokens"
+    swift = "apart" if (megatron or wl.attention in ("flash", "flash3")) else "attending to each other (--attention flash keeps them apart)"
+    lf = "apart (neat_packing)" if wl.attention == "flash" else "attending to each other (--attention flash: neat_packing)"
+    return (f"packing: on; rows of {wl.seq_len} tokens; samples in a row: ms-swift {swift}; LLaMA-Factory {lf}")
+
+
 def writes_experts_impl(ctx: RenderContext) -> bool:
     """``swift sft`` gets ``--experts_impl`` (and its script transformers 5): a Hugging Face MoE job whose experts
     run transformers 5's way (``Workload.experts_impl`` eager or grouped_mm)."""
@@ -96,6 +122,8 @@ def swift_args(ctx: RenderContext) -> list[tuple[str, str]]:
     tuner = "full" if wl.method in ("full", "freeze") else "lora"
     a: list[tuple[str, str]] = [("model", ctx.model_id), ("tuner_type", tuner), ("dataset", ctx.dataset),
                                 ("torch_dtype", dtype_name(ctx)), ("max_length", str(wl.seq_len))]
+    if wl.packing:  # rows of max_length tokens: the plan's step budget counts seq_len data tokens per row
+        a.append(("packing", "true"))
     if ctx.max_steps:
         a.append(("max_steps", str(ctx.max_steps)))
     else:
@@ -252,6 +280,7 @@ def swift_workload(args: dict[str, str], *, num_layers: int | None, gpus: int | 
                                          if "lora_dropout" not in args else None))
     if args.get("target_modules"):
         kw["lora_targets"] = tuple(args["target_modules"].replace(",", " ").split())
+    kw["packing"] = bool(_flag(args.get("packing")))  # ms-swift's default: false
     if args.get("max_length", "").isdecimal():
         kw["seq_len"] = int(args["max_length"])
     else:

@@ -214,6 +214,8 @@ class RenderContext:
                  "provider": p.provider, "resource_class": p.resource_class, "nodes": self.nodes,
                  "gpus_per_node": self.gpus_per_node, "reserved_gib": p.memory.reserved_gib,
                  "verdict": p.fit.verdict, "workload": p.workload.to_dict()}
+        if self.max_steps and getattr(p, "rl", None) is None:  # the step budget check reads back
+            facts["budget"] = {"tokens": p.tokens, "max_steps": self.max_steps}
         rl = getattr(p, "rl", None)
         if rl is not None:  # RL plan: reserved_gib is the binding phase's peak
             facts["rl"] = {"algo": rl["algo"], "rl_framework": rl.get("rl_framework"), "gpu_mem_gib": p.gpu_mem_gib,
@@ -228,7 +230,8 @@ class RenderContext:
         s = self.summary
         lines = [
             f"rendered by trainfit from: {s.get('source', 'trainfit')}",
-            f"model {self.model_id}; method {wl.method}; seq_len {wl.seq_len}; micro_batch {wl.micro_batch}; "
+            f"model {self.model_id}; method {wl.method}; seq_len {wl.seq_len}; packing {'on' if wl.packing else 'off'}; "
+            f"micro_batch {wl.micro_batch}; "
             f"grad_accum {wl.grad_accum}; global_batch {wl.global_batch}; gpus {wl.gpus} "
             f"({self.nodes} node(s) x {self.gpus_per_node}); strategy {wl.strategy}; offload {wl.offload}; "
             f"precision {wl.precision}; tp {wl.tp} pp {wl.pp} ep {wl.ep} cp {wl.cp}",
@@ -269,7 +272,11 @@ class RenderContext:
                     f"{rl.get('steps') or '?'} steps; GiB per GPU: rollout {_num(ph.get('rollout'))}, train "
                     f"{_num(ph.get('train'))}, sync {_num(ph.get('sync'))} (binding: {rl['binding_phase']}); KV pool "
                     f"{_num(rl.get('kv_pool_gib'))} GiB = {rl.get('max_concurrent_seqs')} sequences")
-        elif self.max_steps:
+        else:
+            from trainfit.launch._common import packing_line
+
+            lines.append(packing_line(wl, megatron=self.megatron))
+        if rl is None and self.max_steps:
             lines.append(f"budget: {self.max_steps} optimizer steps = {_num(self.plan.tokens, 0)} tokens / "
                          f"(global batch {wl.global_batch} x seq_len {wl.seq_len}); checkpoint every {self.save_steps} steps")
         lines.append(self.facts_line())
