@@ -112,7 +112,9 @@ def print_plan(out: dict, top: int = 10, console: Console | None = None) -> None
                 st += f" ep{s['ep']}"
             if s["tp"] > 1:
                 st += f" tp{s['tp']}"
-            st += f" mb{s['micro_batch']}" + (" GC" if s["grad_ckpt"] else "")
+            st += f" mb{s['micro_batch']}" + (f"×ga{s['grad_accum']}" if s["grad_accum"] > 1 else "")
+            st += f" gb{s['global_batch']}" if "global_batch" in s else ""
+            st += " GC" if s["grad_ckpt"] else ""
             if p.get("rl"):
                 st += f" {p['rl']['binding_phase']}-bound, KV {p['rl']['max_concurrent_seqs']} seqs"
             mark = "*" if i in pareto else ""
