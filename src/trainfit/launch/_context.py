@@ -211,7 +211,7 @@ class RenderContext:
 
         p = self.plan
         facts = {"model": p.model.name, "gpu": p.gpu, "instance_type": p.instance_type,
-                 "provider": p.provider, "resource_class": p.resource_class, "nodes": self.nodes,
+                 "provider": p.provider, "resource_class": p.resource_class, "region": self.region, "nodes": self.nodes,
                  "gpus_per_node": self.gpus_per_node, "reserved_gib": p.memory.reserved_gib,
                  "verdict": p.fit.verdict, "workload": p.workload.to_dict()}
         if self.max_steps and getattr(p, "rl", None) is None:  # the step budget check reads back
