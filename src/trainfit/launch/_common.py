@@ -384,9 +384,31 @@ def ds_config_snippet(ctx: RenderContext) -> str:
     return f"cat > {DS_CONFIG_PATH} <<'TRAINFIT_DS_EOF'\n{text}\nTRAINFIT_DS_EOF\n"
 
 
+#: Kernels a model's layers need for the speed the plan assumes: Qwen3-Next's Gated DeltaNet layers run the chunked
+#: delta rule of flash-linear-attention (module ``fla``) and the short convolution of causal-conv1d; without them
+#: transformers' ``modeling_qwen3_next`` falls back to its PyTorch loops ("fast path is not available") at a fraction
+#: of the speed (docs/speed-model.md). causal-conv1d compiles against the installed torch (no build isolation).
+LINEAR_ATTENTION_KERNELS = (("fla", "flash-linear-attention", ""), ("causal_conv1d", "causal-conv1d", "--no-build-isolation "))
+
+
+def model_kernels(model: Any) -> tuple[tuple[str, str, str], ...]:
+    """(import name, pip package, pip flags) of the kernels ``model`` needs (empty for full-attention models)."""
+    return LINEAR_ATTENTION_KERNELS if getattr(model, "n_linear_attention_layers", 0) else ()
+
+
+def model_kernels_snippet(model: Any) -> str:
+    """POSIX sh that installs :func:`model_kernels` where they are missing (empty when none are needed)."""
+    out = ""
+    for module, pkg, flags in model_kernels(model):
+        out += (f"python3 -c {q('import ' + module)} 2>/dev/null || pip install -q {flags}{q(pkg)}"
+                f"  # {module}: the linear-attention kernels the plan's speed assumes\n")
+    return out
+
+
 def install_snippet(ctx: RenderContext) -> str:
     pkg = "ms-swift[megatron]>=4.6" if ctx.megatron else "ms-swift>=4.6"
     out = f'command -v swift >/dev/null 2>&1 || pip install -q {q(pkg)}\n'
+    out += model_kernels_snippet(ctx.model)
     if writes_experts_impl(ctx):  # ms-swift refuses --experts_impl under transformers < 5; 4.6 pins < 5.17
         check = 'import sys, transformers; sys.exit(int(transformers.__version__.split(".")[0]) < 5)'
         out += (f"python3 -c {q(check)} 2>/dev/null || pip install -q {q('transformers>=5,<5.17')}"

@@ -86,6 +86,12 @@ def render(ctx: RenderContext) -> dict[str, str]:
     body = dump_yaml(config(ctx))
     note = ("# resume_from_checkpoint: unset on purpose -- LLaMA-Factory resumes from the newest checkpoint-N\n"
             "# in output_dir (on the checkpoint mount) because overwrite_output_dir is false.\n")
+    from trainfit.launch._common import model_kernels
+
+    kernels = model_kernels(ctx.model)
+    if kernels:
+        note += ("# before training: pip install " + " ".join(pkg for _, pkg, _ in kernels)
+                 + "  (linear-attention kernels the plan's speed assumes; causal-conv1d with --no-build-isolation)\n")
     if ctx.workload.gpus > 1:
         note += ("# multi-GPU: FORCE_TORCHRUN=1 NNODES=$WORLD_SIZE NODE_RANK=$RANK "
                  "llamafactory-cli train llamafactory.yaml  (ds_config.json beside it)\n")
