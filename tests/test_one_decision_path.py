@@ -149,7 +149,8 @@ def test_targets_table_agrees_with_the_writers_and_the_plans_engine():
                 applied += 1
                 assert same_engine(target_framework(t, p.workload), p.framework), (t, p.settings(), p.framework)
         warned = render_plan(p, RenderOptions(checkpoint_uri="oss://bkt/ckpt/", vpc=VPC), "all").warnings
-        assert not [w for w in warned if "per-expert" not in w]  # the experts warning is about transformers 5
+        # the experts warning is about transformers 5; the pure-bf16 one about numerics (issue 25), not the engine
+        assert not [w for w in warned if "per-expert" not in w and not w.startswith("pure bf16")]
     assert applied >= 500
 
 

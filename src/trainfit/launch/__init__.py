@@ -177,13 +177,16 @@ def render(ctx: RenderContext, targets: list[str] | tuple[str, ...] | str | None
 
 
 def _packing_notes(ctx: RenderContext, rendered: list[str]) -> tuple[str, ...]:
-    """A job without packing trains fewer tokens than its step budget on short samples (``--no-packing``)."""
+    """A job without packing trains fewer tokens than its step budget on short samples (``--no-packing``); a full
+    fine-tuning in pure bf16 loses small updates to bf16 rounding (:func:`~trainfit.estimate.states.pure_bf16_warning`)."""
     from trainfit.launch._common import packing_budget_warning
 
     if getattr(ctx.plan, "rl", None) is not None or not rendered:
         return ()
-    why = packing_budget_warning(ctx.workload)
-    return (why,) if why else ()
+    from trainfit.estimate.states import pure_bf16_warning
+
+    out = tuple(w for w in (packing_budget_warning(ctx.workload), pure_bf16_warning(ctx.workload)) if w)
+    return out
 
 
 def _kernel_gaps(ctx: RenderContext) -> tuple[str, ...]:

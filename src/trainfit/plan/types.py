@@ -133,7 +133,7 @@ class Plan:
                 "grad_accum": w.grad_accum, "gpus": w.gpus, "gpus_per_node": w.gpus_per_node, "tp": w.tp,
                 "pp": w.pp, "ep": w.ep, "cp": w.cp, "precision": w.precision, "optimizer": w.optimizer,
                 "attention": w.attention, "loss": w.loss, "method": w.method, "seq_len": w.seq_len,
-                "packing": w.packing, "global_batch": w.global_batch,
+                "packing": w.packing, "global_batch": w.global_batch, "precision_mode": _precision_mode(w),
                 "tokens_per_step": w.global_batch * w.seq_len}
 
     # ------------------------------------------------------------------------------------------ JSON
@@ -234,6 +234,12 @@ def _checked_fields(d: dict, where: str) -> dict:
     except InputError as e:
         raise PlanFileError(f"{where}: {e.message}", fix="regenerate it with `trainfit plan --json`") from None
     return {**wl, **{k: v for k, v in parsed.items() if v is not None}}
+
+
+def _precision_mode(w: Workload) -> str:
+    from trainfit.estimate.states import precision_mode
+
+    return precision_mode(w)
 
 
 def _json_copy(v: Any) -> Any:
