@@ -90,8 +90,9 @@ WORKLOAD_OPTIONS: tuple[Option, ...] = (
                 "--no-packing pads each sample instead: the step budget then assumes samples of --seq-len tokens)"),
     Option(name="micro_batch", parse=_int(1, MAX_MICRO_BATCH), default=_D.micro_batch,
            help="samples per GPU per step (default 1)"),
-    Option(name="grad_accum", parse=_int(1, 1_000_000), default=_D.grad_accum,
-           help="gradient accumulation steps (default 1)"),
+    Option(name="grad_accum", parse=_int(1, 1_000_000), default=None,
+           help="gradient accumulation steps (default: plan and render reach the planned tokens per optimizer step, "
+                "docs/launch.md; memory and trace: 1)"),
     Option(name="grad_ckpt", parse=inputs.as_bool, default=_D.grad_ckpt,
            help="gradient checkpointing (default on; --no-grad-ckpt turns it off)"),
     Option(name="attention", parse=_choice(ATTENTIONS), default=_D.attention, choices=ATTENTIONS,

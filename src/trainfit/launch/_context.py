@@ -84,7 +84,8 @@ class RenderOptions:
     epochs: float | None = None
     """Epochs over the dataset; default: the plan's token budget decides the steps (``max_steps``)."""
     save_steps: int | None = None
-    """Checkpoint interval in steps; default: from the plan's checkpoint interval (spot) or 200."""
+    """Checkpoint interval in steps; default: the Young/Daly interval of the plan (spot: at the spot reclaim rate;
+    on demand: at the on-demand interruption rate, ``plan/cost.py``), in steps of the plan's step time."""
     spot_discount_limit: float | None = None
 
     def __post_init__(self) -> None:
@@ -132,6 +133,8 @@ class RenderContext:
     max_steps: int | None = None
     """Optimizer steps for the plan's token budget (tokens / (global batch x seq len)); None = use epochs."""
     save_steps: int = 200
+    save_reason: str = ""
+    """Why ``save_steps`` (the Young/Daly interval it came from, or ``--save-steps``)."""
     spot_discount_limit: float | None = None
 
     # ---- the plan's facts, for the targets
@@ -278,7 +281,8 @@ class RenderContext:
             lines.append(packing_line(wl, megatron=self.megatron))
         if rl is None and self.max_steps:
             lines.append(f"budget: {self.max_steps} optimizer steps = {_num(self.plan.tokens, 0)} tokens / "
-                         f"(global batch {wl.global_batch} x seq_len {wl.seq_len}); checkpoint every {self.save_steps} steps")
+                         f"(global batch {wl.global_batch} x seq_len {wl.seq_len}); checkpoint every {self.save_steps} steps"
+                         + (f" ({self.save_reason})" if self.save_reason else ""))
         lines.append(self.facts_line())
         return lines
 

@@ -26,6 +26,9 @@ sample per rank (accumulation 1) is the smallest global batch the layout can run
 
 from __future__ import annotations
 
+import math
+from typing import Any
+
 #: method -> (lowest, target, highest) tokens per optimizer step.
 TOKENS_PER_STEP: dict[str, tuple[int, int, int]] = {
     "full": (2**18, 2**19, 2**22), "freeze": (2**18, 2**19, 2**22),
@@ -46,3 +49,11 @@ def target_tokens_per_step(method: str, tokens: float | None) -> float:
 def default_global_batch(method: str, seq_len: int, tokens: float | None) -> int:
     """Samples per optimizer step (packed rows of ``seq_len`` tokens) the planner aims at: at least 1."""
     return max(1, round(target_tokens_per_step(method, tokens) / seq_len))
+
+
+def with_target_batch(wl: Any, tokens: float | None) -> Any:
+    """``wl`` with the gradient accumulation that reaches :func:`default_global_batch` at its micro-batch (what
+    ``render MODEL ...`` without a plan file and without ``--grad-accum`` renders; the planner also lowers the
+    micro-batch where accumulation does not fit, ``plan/layout_fit.py``)."""
+    gb = default_global_batch(wl.method, wl.seq_len, tokens)
+    return wl.with_(grad_accum=max(1, math.ceil(gb / (wl.micro_batch * wl.dp))))

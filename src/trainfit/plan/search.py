@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal
 
 from trainfit.errors import PlanError, TrainfitError, WorkloadError
@@ -107,7 +108,7 @@ class PlanRequest:
             check_target(self.target, self.framework, rl=self.rl is not None, model=self.model, pins=self.pins)
 
 
-    @property
+    @cached_property
     def target_global_batch(self) -> int | None:
         """Samples per optimizer step the search aims at: ``global_batch`` when pinned, else the method's tokens per
         step (:func:`trainfit.plan.batch.default_global_batch`); None with ``--grad-accum`` pinned or for RL (its
