@@ -996,7 +996,8 @@ def c15(ctx: Ctx) -> Result:
     if not slow:
         return Result("C15", NA, "no pair of plans to compare", facts=facts)
     why = (f"trainfit estimates ZeRO-3 + offload all {pct_range(slow)} slower than ZeRO-3 on the "
-           "same 8 A100s (CPU Adam and PCIe transfers; assumptions of docs/speed-model.md \u00a73.5)")
+           "same 8 A100s at the planned global batch (CPU Adam once per optimizer step, amortised over the "
+           "accumulated micro-batches, and PCIe transfers; docs/speed-model.md \u00a73.5, docs/launch.md)")
     if all(0.3 <= s <= 0.5 for s in slow):
         return Result("C15", TRUE, why, facts=facts)
     return Result("C15", FALSE if all(s > 0.55 or s < 0.25 for s in slow) else PARTLY, why, facts=facts)

@@ -76,9 +76,11 @@ def test_c13_amp_adds_memory_gc_removes_it(evaluate):
     assert "AMP adds memory" in r.why
 
 
-def test_c15_offload_slower_than_claimed(evaluate):
+def test_c15_offload_slowdown_at_the_planned_global_batch(evaluate):
+    """At the planner's global batch (about 0.5M tokens per step, 16 accumulated micro-batches here) the CPU Adam
+    step of offload is amortised: the slowdown is near the claimed 40%, not the 76% of one micro-batch per step."""
     r = evaluate("C15")
-    assert r.verdict == "false" and "slower" in r.why
+    assert r.verdict in ("true", "partly") and "slower" in r.why and "global batch" in r.why
 
 
 def test_platform_claims_follow_the_rules(evaluate):

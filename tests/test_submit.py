@@ -169,3 +169,46 @@ def test_no_credentials_is_not_a_refusal():
     err = classify_create_job(CredentialException("unable to load credentials from any of the providers in the "
                                                   "chain"), "cn-hangzhou")
     assert err.message.startswith("no Alibaba Cloud credentials found") and "nothing was submitted" in err.message
+
+
+def test_submit_takes_the_region_workspace_and_resource_class_from_the_job(tmp_path, server, creds, capsys):
+    """Issue 25: a job rendered for cn-wulanchabu (Lingjun) is checked and sent there without --region (it used to
+    default to cn-hangzhou and then fail its own region check); its workspace and quota are the job's."""
+    pytest.importorskip("alibabacloud_pai_dlc20201203")
+    out_dir = tmp_path / "job"
+    assert main(["render", "Qwen3-8B", "--method", "lora", "--instance-type", "ml.gu7xf.c96m1600.8-gu108",
+                 "--gpu", "H800", "--gpus", "8", "--region", "cn-wulanchabu", "--checkpoint-uri", "oss://bkt/ckpt/",
+                 "--workspace-id", "ws-42", "--resource-id", "quota-7", "--vpc-id", "vpc-t", "--vswitch-id", "vsw-t",
+                 "--security-group-id", "sg-t", "--target", "dlc", "--out", str(out_dir)]) == 0
+    capsys.readouterr()
+    rc, out, err = _run(["submit", str(out_dir), "--json"], capsys)
+    assert rc == 0, err
+    got = json.loads(out)
+    assert got["region"] == "cn-wulanchabu" and got["region_source"] == "the job's trainfit header"
+    assert got["endpoint"] == "pai-dlc.cn-wulanchabu.aliyuncs.com"
+    assert got["job"]["workspace_id"] == "ws-42" and got["job"]["resource_id"] == "quota-7"
+    assert got["job"]["resource_class"] == "pai-lingjun"
+    assert not [v for v in got["check"]["violations"] if v["rule"] == "region-must-match"]
+    host, port = server.server_address
+    _Handler.seen.clear()
+    _Handler.mode = "ok"
+    rc, out, err = _run(["submit", str(out_dir), "--yes", "--endpoint", f"{host}:{port}", "--protocol", "http"],
+                        capsys)
+    assert rc == 0, err
+    assert "cn-wulanchabu" in out and json.loads(_Handler.seen[-1][2])["WorkspaceId"] == "ws-42"
+    # an explicit other region still wins, and the region check says the job was rendered elsewhere
+    rc, out, err = _run(["submit", str(out_dir), "--region", "cn-hangzhou", "--json"], capsys)
+    got = json.loads(out)
+    assert got["region"] == "cn-hangzhou" and got["region_source"] == "--region"
+    assert [v for v in got["check"]["violations"] if v["rule"] == "region-must-match"]
+
+
+def test_job_region_falls_back_to_the_image_registry_then_the_default():
+    from trainfit.providers.alibaba.submit import DEFAULT_REGION, job_target, resolve_region
+
+    body = {"JobSpecs": [{"EcsSpec": "ecs.gn7i-c8g1.2xlarge",
+                          "Image": "dsw-registry-vpc.cn-shanghai.cr.aliyuncs.com/pai/x:1"}], "UserCommand": "true"}
+    t = job_target(body)
+    assert (t.region, t.region_source, t.resource_class) == ("cn-shanghai", "the job's image registry", None)
+    body["JobSpecs"][0]["Image"] = "myimage:1"
+    assert resolve_region(None, job_target(body)) == (DEFAULT_REGION, "default (the job file names no region)")

@@ -85,10 +85,14 @@ WORKLOAD_OPTIONS: tuple[Option, ...] = (
            default=_D.freeze_trainable_layers, help="for --method freeze: how many last layers train (default 2)"),
     Option(name="seq_len", parse=lambda f, v: inputs.as_seq_len(f, v), default=_D.seq_len,
            help=f"tokens per sample: 4096 or 4k (default {_D.seq_len})"),
+    Option(name="packing", parse=inputs.as_bool, default=_D.packing,
+           help="pack samples into rows of --seq-len tokens (ms-swift --packing, LLaMA-Factory packing; default on; "
+                "--no-packing pads each sample instead: the step budget then assumes samples of --seq-len tokens)"),
     Option(name="micro_batch", parse=_int(1, MAX_MICRO_BATCH), default=_D.micro_batch,
            help="samples per GPU per step (default 1)"),
-    Option(name="grad_accum", parse=_int(1, 1_000_000), default=_D.grad_accum,
-           help="gradient accumulation steps (default 1)"),
+    Option(name="grad_accum", parse=_int(1, 1_000_000), default=None,
+           help="gradient accumulation steps (default: plan and render reach the planned tokens per optimizer step, "
+                "docs/launch.md; memory and trace: 1)"),
     Option(name="grad_ckpt", parse=inputs.as_bool, default=_D.grad_ckpt,
            help="gradient checkpointing (default on; --no-grad-ckpt turns it off)"),
     Option(name="attention", parse=_choice(ATTENTIONS), default=_D.attention, choices=ATTENTIONS,
@@ -126,7 +130,7 @@ WORKLOAD_OPTIONS: tuple[Option, ...] = (
 )
 WORKLOAD_OPTION_NAMES = tuple(o.name for o in WORKLOAD_OPTIONS)
 _BY_NAME = {o.name: o for o in WORKLOAD_OPTIONS}
-_NEGATABLE = {"grad_ckpt": "--no-grad-ckpt", "sequence_parallel": "--no-sequence-parallel",
+_NEGATABLE = {"grad_ckpt": "--no-grad-ckpt", "packing": "--no-packing", "sequence_parallel": "--no-sequence-parallel",
               "ds_overlap_comm": "--no-ds-overlap-comm"}
 
 

@@ -413,24 +413,28 @@ def check_file(path: str | Path, *, region: str | None = None, gpu: str | None =
 
 # --------------------------------------------------------------------------------------------- submit
 
-def submit_job(path: str | Path, *, region: str, yes: bool = False, gate: bool = True, **kw: Any) -> Any:
+def submit_job(path: str | Path, *, region: str | None = None, yes: bool = False, gate: bool = True,
+               **kw: Any) -> Any:
     """Check the job (the same rules as ``trainfit check``), then dry-run or send it through the official SDK.
-    With ``gate`` (default) an error-level finding, or a value still to fill in (``placeholder``: a job sent with
-    ``REPLACE_ME`` in its bucket or VPC fails on the platform after it is queued), stops a real submission.
+    ``region`` None: the region the job file was rendered for (its trainfit header, else its image registry;
+    :func:`trainfit.providers.alibaba.submit.job_target`), so a job rendered for cn-wulanchabu is checked and sent
+    there. With ``gate`` (default) an error-level finding, or a value still to fill in (``placeholder``: a job sent
+    with ``REPLACE_ME`` in its bucket or VPC fails on the platform after it is queued), stops a real submission.
     Returns (SubmitResult, CheckResult)."""
     from trainfit import inputs
     from trainfit.errors import SubmitError
-    from trainfit.providers.alibaba.submit import load_job, submit
+    from trainfit.providers.alibaba.submit import job_target, load_job, resolve_region, submit
 
-    region = inputs.as_ident("--region", region, "region")
-    p, _ = load_job(path)
+    p, body = load_job(path)
+    given = None if region is None else inputs.as_ident("--region", region, "region")
+    region = inputs.as_ident("--region", resolve_region(given, job_target(body))[0], "region")
     res_check = check_file(p, region=region)
     blocking = [v for v in res_check.violations if v.severity == "error" or v.rule == "placeholder"]
     if gate and blocking and yes:
         first = blocking[0]
         raise SubmitError(f"`trainfit check` found {len(blocking)} problem(s) that stop a submission in {p}, e.g. {first.rule}: "
                           f"{first.message}", fix=f"{first.fix}; or pass --no-check")
-    return submit(p, region=region, yes=yes, **kw), res_check
+    return submit(p, region=given, yes=yes, **kw), res_check
 
 
 @dataclass(frozen=True, kw_only=True)

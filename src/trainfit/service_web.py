@@ -131,7 +131,12 @@ def render_from_options(values: Mapping[str, Any]) -> Any:
         wl_vals = parse_options(values, allowed_extra=RENDER_EXTRA + RENDER_OPTION_FIELDS)
         model = resolve_model(_opt_str(values, "model"), config=_config_value(values))
         gpu, it, tokens = values.get("gpu"), values.get("instance_type"), values.get("tokens")
-        plan = plan_for(model, workload_from_values(wl_vals),
+        wl = workload_from_values(wl_vals)
+        if wl_vals.get("grad_accum") is None:  # the global batch the planner would aim at
+            from trainfit.plan.batch import with_target_batch
+
+            wl = with_target_batch(wl, None if tokens in (None, "") else float(inputs.as_count("tokens", tokens)))
+        plan = plan_for(model, wl,
                         gpu=None if gpu in (None, "") else inputs.as_ident("gpu", gpu, "gpu"),
                         instance_type=None if it in (None, "") else inputs.as_ident("instance_type", it, "instance_type"),
                         tokens=None if tokens in (None, "") else float(inputs.as_count("tokens", tokens)),

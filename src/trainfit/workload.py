@@ -82,6 +82,13 @@ class Workload:
     """For ``freeze``: how many of the last decoder layers train (LLaMA-Factory's default is 2)."""
     seq_len: int = 2048
     """Tokens per sample (packed or padded to this length)."""
+    packing: bool = True
+    """Samples packed into rows of ``seq_len`` tokens (ms-swift ``--packing true``, LLaMA-Factory ``packing`` /
+    ``neat_packing``): every row the job trains holds ``seq_len`` data tokens, so the step budget
+    ``tokens / (global batch x seq_len)`` is the number of optimizer steps that train ``tokens`` tokens. Off
+    (``--no-packing``), each row is one sample padded to the batch's longest: memory is sized at ``seq_len`` (the
+    worst case), and on data whose samples average ``L < seq_len`` tokens that many steps train only
+    ``L / seq_len`` of the planned tokens. Memory and speed are sized the same either way."""
     micro_batch: int = 1
     """Samples per GPU per forward/backward."""
     grad_accum: int = 1
@@ -177,6 +184,8 @@ class Workload:
         if self.ds_bucket_elems > MAX_DS_BUCKET_ELEMS:
             raise WorkloadError(f"ds_bucket_elems {self.ds_bucket_elems} is beyond any GPU's memory",
                                 fix="use DeepSpeed's default 500000000 (5e8) or less")
+        if not isinstance(self.packing, bool):
+            raise WorkloadError(f"packing must be true or false; got {self.packing!r}")
         if not isinstance(self.ds_overlap_comm, bool):
             raise WorkloadError(f"ds_overlap_comm must be true or false; got {self.ds_overlap_comm!r}")
         if self.seq_len % self.cp:

@@ -89,7 +89,12 @@ def plan_from_args(args: argparse.Namespace):
     from trainfit.options import rl_config_from_values
 
     rl = rl_config_from_values(vars(args))
-    return service.plan_for(model_from_args(args), workload_from_args(args), gpu=args.gpu,
+    wl = workload_from_args(args)
+    if rl is None and args.grad_accum is None:  # the global batch the planner would aim at
+        from trainfit.plan.batch import with_target_batch
+
+        wl = with_target_batch(wl, args.tokens)
+    return service.plan_for(model_from_args(args), wl, gpu=args.gpu,
                             instance_type=args.instance_type, tokens=args.tokens, spot=args.spot, region=args.region,
                             rl=rl, steps=args.steps if rl is not None else None,
                             target=None if rl is not None else service.single_target(args.target))

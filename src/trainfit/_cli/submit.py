@@ -15,7 +15,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "chain and are never printed or written.")
     p.add_argument("path", metavar="DIR_OR_JSON", help="dlc_job.json or the folder `trainfit render` wrote")
     p.add_argument("--yes", action="store_true", help="really submit (default: dry run)")
-    p.add_argument("--region", default="cn-hangzhou", help="region id (default cn-hangzhou)")
+    p.add_argument("--region", default=None,
+                   help="region id (default: the region the job was rendered for, from its trainfit header or image "
+                        "registry; else cn-hangzhou)")
     p.add_argument("--endpoint", help="API endpoint (default pai-dlc.REGION.aliyuncs.com)")
     p.add_argument("--protocol", default="https", choices=("https", "http"), help=argparse.SUPPRESS)
     p.add_argument("--timeout", type=float_arg("--timeout", 0, 600, lo_open=True), default=30.0,
@@ -40,7 +42,12 @@ def run(args: argparse.Namespace) -> int:
     if not res.sent:
         import json
 
-        print(f"dry run: POST https://{res.endpoint}/api/v1/jobs (region {res.region}); nothing was sent")
+        print(f"dry run: POST https://{res.endpoint}/api/v1/jobs (region {res.region}, from {res.region_source}); "
+              "nothing was sent")
+        t = res.target
+        if t is not None:
+            print(f"job: workspace {t.workspace_id or 'default (none in the job)'}; resource "
+                  f"{t.resource_id or 'public resources (no ResourceId)'}; resource class {t.resource_class or 'not stated'}")
         print(json.dumps(res.body, indent=2, ensure_ascii=False))
         for v in res_check.violations:
             print(f"check {v.severity}: {v.rule}: {v.message}")

@@ -120,7 +120,8 @@ def print_plan(out: dict, top: int = 10, console: Console | None = None) -> None
     if plans:
         t = Table(title_justify="left")
         for col, j in (("#", "right"), ("instance type", "left"), ("GPU", "left"), ("nodes×GPUs", "right"),
-                       ("settings", "left"), ("GiB/GPU", "right"), ("tok/s", "right"), ("MFU", "right"),
+                       ("settings", "left"), ("precision", "left"), ("GiB/GPU", "right"), ("tok/s", "right"),
+                       ("MFU", "right"),
                        ("hours", "right"), ("GPU-h", "right"), ("cost", "right")):
             t.add_column(col, justify=j)
         for i, p in enumerate(plans[:top]):
@@ -130,11 +131,14 @@ def print_plan(out: dict, top: int = 10, console: Console | None = None) -> None
                 st += f" ep{s['ep']}"
             if s["tp"] > 1:
                 st += f" tp{s['tp']}"
-            st += f" mb{s['micro_batch']}" + (" GC" if s["grad_ckpt"] else "")
+            st += f" mb{s['micro_batch']}" + (f"×ga{s['grad_accum']}" if s["grad_accum"] > 1 else "")
+            st += f" gb{s['global_batch']}" if "global_batch" in s else ""
+            st += " GC" if s["grad_ckpt"] else ""
             if p.get("rl"):
                 st += f" {p['rl']['binding_phase']}-bound, KV {p['rl']['max_concurrent_seqs']} seqs"
             mark = "*" if i in pareto else ""
             t.add_row(f"{i + 1}{mark}", p["instance_type"], p["gpu"], f"{p['nodes']}×{p['gpus_per_node']}", st,
+                      s.get("precision_mode", s["precision"]),
                       f"{p['per_gpu_gib']:.1f}/{p['gpu_mem_gib']:g}", f"{p['tokens_per_s']:,.0f}",
                       "-" if p["mfu"] is None else f"{p['mfu']:.0%}", f"{p['hours']:,.1f}", f"{p['gpu_hours']:,.0f}",
                       _money(p["cost"], p["currency"]))

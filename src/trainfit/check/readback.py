@@ -30,6 +30,26 @@ class Readback:
     planned_gib: float | None
     """reserved_gib of the plan in the file's header (None without a header)."""
     assumed: tuple[str, ...] = ()
+    max_steps: int | None = None
+    """Optimizer steps the file trains (ms-swift / LLaMA-Factory ``max_steps``, Megatron ``train_iters``); None when
+    it states none (an epoch budget, or a DeepSpeed config)."""
+
+    @property
+    def tokens_trained(self) -> int | None:
+        """Tokens the file's steps train: max_steps x global batch x seq_len (packed rows: seq_len data tokens each)."""
+        if self.max_steps is None:
+            return None
+        return self.max_steps * self.workload.global_batch * self.workload.seq_len
+
+
+def _max_steps(f: JobFacts) -> int | None:
+    for k in ("max_steps", "train_iters"):
+        v = f.train.get(k)
+        if isinstance(v, int) and not isinstance(v, bool) and v > 0:
+            return v
+        if isinstance(v, str) and v.strip().isdecimal() and int(v) > 0:
+            return int(v)
+    return None
 
 
 def _model_name(f: JobFacts) -> str | None:
@@ -198,4 +218,4 @@ def read_workload(f: JobFacts, o: Any) -> Readback | Any | None:
 
     return Readback(model=model, workload=wl, estimate=est, decision=decision, gpu=g.name,
                     gpu_class=gpu_class_of(g), planned_gib=planned,
-                    assumed=tuple(assumed))
+                    assumed=tuple(assumed), max_steps=_max_steps(f))

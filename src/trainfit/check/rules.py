@@ -4,13 +4,15 @@
 runs them all, so every problem is reported at once.
 
 Job-level rule ids (here): unknown-instance-type, memory-fit, launcher (nnodes/nproc/master address/node rank
-inconsistent with the job), global-batch, batch-mismatch, placeholder, settings-differ-from-plan,
+inconsistent with the job), global-batch, batch-mismatch, step-budget, placeholder, settings-differ-from-plan,
 image-registry (a look-alike of PAI's registry host), deepspeed-config (DeepSpeed's own schema: stage 0-3,
 positive batch sizes, offload devices; what fills "auto"), shell-injection. Every platform rule id comes from the YAML (pai-public-quota, lingjun-needs-vpc,
 spot-needs-checkpoints, region-must-match, dlc-world-size-is-nodes, dlc-node-rank-not-rank-env, dlc-body-size...).
 """
 
 from __future__ import annotations
+
+import math
 
 import re
 from dataclasses import dataclass
@@ -317,12 +319,41 @@ def rule_memory(f: JobFacts, o: CheckOptions) -> list[Violation]:
     for gap in kernel_gaps(rb.workload.attention, rb.gpu_class, rb.gpu):
         out.append(Violation(rule="kernel-support", severity=ERROR, message=gap,
                              fix="change the attention setting (sdpa runs everywhere), or rent GPUs that run the kernel"))
+    out += _budget_findings(f, rb)
     planned = rb.planned_gib
     if planned is not None and abs(planned - rb.estimate.reserved_gib) > 0.01:
         out.append(Violation(rule="settings-differ-from-plan", severity=INFO,
                              message=f"the file's settings need {rb.estimate.reserved_gib:.2f} GiB per GPU; its trainfit "
                                      f"header planned {planned:.2f} GiB (edited since it was rendered?)",
                              fix="re-render from the plan, or re-plan with the new settings"))
+    return out
+
+
+def _budget_findings(f: JobFacts, rb: Any) -> list[Violation]:
+    """The step budget the file trains against the plan's (its header's ``budget``), and a file without packing:
+    ``max_steps`` x global batch x seq_len counts ``seq_len`` data tokens per row, which holds for packed rows only."""
+    out: list[Violation] = []
+    wl = rb.workload
+    budget = f.plan.get("budget") if isinstance(f.plan.get("budget"), dict) else {}
+    tokens = budget.get("tokens")
+    got = rb.tokens_trained
+    if isinstance(tokens, (int, float)) and tokens > 0 and got is not None:
+        per_step = wl.global_batch * wl.seq_len
+        want = max(1, math.ceil(tokens / per_step))
+        if rb.max_steps != want:
+            out.append(Violation(
+                rule="step-budget", severity=INFO,
+                message=f"the file trains {rb.max_steps:,} steps x global batch {wl.global_batch} x seq_len "
+                        f"{wl.seq_len} = {got:,} tokens; its trainfit header planned {tokens:,.0f} tokens "
+                        f"({want:,} steps at this batch)",
+                fix=f"set max_steps {want}, or re-render from the plan"))
+    if not wl.packing and rb.max_steps is not None and f.engine in ("swift", "megatron", "llamafactory"):
+        out.append(Violation(
+            rule="step-budget", severity=INFO,
+            message=f"no packing: each of the {rb.max_steps:,} steps trains {wl.global_batch} samples padded to at most "
+                    f"{wl.seq_len} tokens, so on shorter samples the run trains fewer tokens than max_steps x "
+                    f"global batch x seq_len = {got:,}",
+            fix="turn packing on (ms-swift --packing true, LLaMA-Factory packing: true), or budget by epochs"))
     return out
 
 

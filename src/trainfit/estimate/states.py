@@ -153,6 +153,32 @@ def _storage(wl: Workload, notes: list[str]) -> _Storage:
     return _Storage(param=p_b, trainable_param=tp_b, grad=g_b, state=s_b, master=master)
 
 
+def precision_mode(wl: Workload) -> str:
+    """How the trainable weights and the optimizer's states are held, as the memory model sizes them (one
+    decision: :func:`_storage`): ``pure bf16`` (16-bit weights, gradients and Adam states, no fp32 copy: the HF
+    Trainer with ``torch_dtype bfloat16``, LLaMA-Factory ``pure_bf16``), ``fp32 master`` (16-bit weights with an fp32
+    master copy and fp32 states: DeepSpeed ZeRO, Megatron, fp8), ``fp32 AMP`` (fp32 weights and states, 16-bit
+    autocast) or ``fp32 adapters`` (LoRA adapters and their states in fp32 on a 16-bit base)."""
+    st = _storage(wl, [])
+    if st.state < 4.0:
+        return "pure bf16"
+    if st.master:
+        return "fp32 master"
+    return "fp32 adapters" if wl.method in ("lora", "qlora") and wl.precision not in ("amp-bf16", "fp16") else "fp32 AMP"
+
+
+def pure_bf16_warning(wl: Workload) -> str | None:
+    """The numerics of a pure-bf16 update of full weights (None for any other mode or for adapters): bf16 keeps 8
+    significant bits, so an update below about 2^-9 of a weight's magnitude rounds away in the weight (and small
+    second-moment increments in the Adam state); PyTorch's AdamW does no stochastic rounding or Kahan summation."""
+    if precision_mode(wl) != "pure bf16" or wl.method not in ("full", "freeze"):
+        return None
+    return ("pure bf16: weights and Adam states in bf16 with no fp32 master copy; updates smaller than ~0.2% of a "
+            "weight round away (bf16 keeps 8 significant bits; no stochastic rounding), which slows or stalls "
+            "fine-tuning at small learning rates. For fp32 master weights plan with --precision amp-bf16 or a ZeRO "
+            "strategy (DeepSpeed keeps an fp32 master copy), at 6-8 more bytes per trainable parameter")
+
+
 def _opt_bytes_per_elem(o: str, peft: bool, t: ParamTensor, s_b: float, master: float) -> float:
     """Optimizer-state bytes per trainable element of ``t`` under optimizer ``o`` (``s_b`` bytes per moment),
     incl. the fp32 master copy (``master`` bytes)."""

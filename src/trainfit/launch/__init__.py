@@ -68,15 +68,35 @@ def _steps(plan: Any) -> int | None:
     return max(1, math.ceil(plan.tokens / (wl.global_batch * wl.seq_len)))
 
 
-def _save_steps(plan: Any, step_seconds: float | None, max_steps: int | None) -> int:
-    """Checkpoint interval in steps: the plan's optimal interval on spot (Young/Daly, in its notes as
-    ``checkpoint_interval_hours``), else every 200 steps (HF's common choice), never more than the run."""
-    hours = plan.checkpoint_interval_hours
+#: Checkpoint interval when the plan has no step time to convert hours into steps (HF's common choice).
+SAVE_STEPS_FALLBACK = 200
+
+
+def _save_steps(plan: Any, step_seconds: float | None, max_steps: int | None) -> tuple[int, str]:
+    """(checkpoint interval in steps, why): the plan's interval (spot: Young/Daly at the spot reclaim rate, or
+    ``--checkpoint-interval``), else Young/Daly for an on-demand job (:func:`trainfit.plan.cost.checkpoint_interval_hours`
+    at :data:`~trainfit.plan.cost.ON_DEMAND_INTERRUPTION_RATE_PER_NODE_HOUR`): its checkpoint size, written by every
+    node at the assumed bandwidth, against the nodes' interruption rate. Never more than the run; every
+    :data:`SAVE_STEPS_FALLBACK` steps when the plan has no step time."""
+    from trainfit.plan.cost import (CHECKPOINT_BYTES_PER_TRAINABLE_PARAM, CHECKPOINT_WRITE_GBYTES_PER_S_DEFAULT,
+                                    ON_DEMAND_INTERRUPTION_RATE_PER_NODE_HOUR, checkpoint_interval_hours)
+
+    hours, why = plan.checkpoint_interval_hours, "the plan's spot checkpoint interval"
+    trainable = getattr(getattr(plan.memory, "params", None), "trainable", None)
+    if not hours and trainable:
+        hours, write_h = checkpoint_interval_hours(trainable_params=trainable, nodes=plan.nodes,
+                                                   interruptions_per_node_hour=ON_DEMAND_INTERRUPTION_RATE_PER_NODE_HOUR)
+        size_gb = trainable * CHECKPOINT_BYTES_PER_TRAINABLE_PARAM / 1e9
+        why = (f"Young/Daly: a {size_gb:,.1f} GB checkpoint at {CHECKPOINT_WRITE_GBYTES_PER_S_DEFAULT:g} GB/s per node "
+               f"= {write_h * 3600:,.{0 if write_h * 3600 >= 10 else 1}f} s, {plan.nodes} node(s) x {ON_DEMAND_INTERRUPTION_RATE_PER_NODE_HOUR:.2g} "
+               f"interruptions per node-hour -> every {hours:,.1f} h")
     if hours and step_seconds:
         n = max(1, int(hours * 3600 / step_seconds))
     else:
-        n = 200
-    return min(n, max_steps) if max_steps else n
+        n, why = SAVE_STEPS_FALLBACK, "no step time in the plan: every 200 steps"
+    if max_steps and n >= max_steps:
+        return max_steps, why + "; capped at the run's end"
+    return n, why
 
 
 def _check_plan_strings(plan: Any) -> None:
@@ -140,13 +160,14 @@ def build_context(plan: Any, options: RenderOptions | None = None) -> RenderCont
         max_steps = plan.rl.get("steps")
     else:
         max_steps = None if o.epochs is not None else _steps(plan)
-    save = o.save_steps or _save_steps(plan, plan.step_seconds, max_steps)
+    save, save_why = (o.save_steps, "--save-steps") if o.save_steps else _save_steps(plan, plan.step_seconds,
+                                                                                         max_steps)
     return RenderContext(
         plan=plan, model_id=model_repo_id(plan.model), region=region, image=img, custom_image=custom,
         dataset=o.dataset or "AI-ModelScope/alpaca-gpt4-data-en", job_name=name,
         checkpoint_uri=o.checkpoint_uri or f"oss://{PLACEHOLDER}-bucket/trainfit/{name}/",
         vpc=dict(vpc) if vpc else None, workspace_id=o.workspace_id, resource_id=o.resource_id,
-        learning_rate=o.learning_rate, epochs=o.epochs, max_steps=max_steps, save_steps=save,
+        learning_rate=o.learning_rate, epochs=o.epochs, max_steps=max_steps, save_steps=save, save_reason=save_why,
         spot_discount_limit=o.spot_discount_limit)
 
 
@@ -191,7 +212,21 @@ def render(ctx: RenderContext, targets: list[str] | tuple[str, ...] | str | None
         rendered.append(t)
     warnings = (engine_mismatch(ctx.plan.framework, getattr(ctx.plan, "target", None), rendered, ctx.workload)
                 + experts_mismatch(rendered, ctx.workload, ctx.model.is_moe) + loss_mismatch(rendered, ctx.workload))
-    return RenderResult(files=files, skipped=skipped, context=ctx, warnings=warnings + _kernel_gaps(ctx))
+    return RenderResult(files=files, skipped=skipped, context=ctx,
+                        warnings=warnings + _kernel_gaps(ctx) + _packing_notes(ctx, rendered))
+
+
+def _packing_notes(ctx: RenderContext, rendered: list[str]) -> tuple[str, ...]:
+    """A job without packing trains fewer tokens than its step budget on short samples (``--no-packing``); a full
+    fine-tuning in pure bf16 loses small updates to bf16 rounding (:func:`~trainfit.estimate.states.pure_bf16_warning`)."""
+    from trainfit.launch._common import packing_budget_warning
+
+    if getattr(ctx.plan, "rl", None) is not None or not rendered:
+        return ()
+    from trainfit.estimate.states import pure_bf16_warning
+
+    out = tuple(w for w in (packing_budget_warning(ctx.workload), pure_bf16_warning(ctx.workload)) if w)
+    return out
 
 
 def _kernel_gaps(ctx: RenderContext) -> tuple[str, ...]:

@@ -84,6 +84,32 @@ def swift_layout_reason(wl: Workload) -> str | None:
     return None
 
 
+def packing_budget_warning(wl: Workload) -> str | None:
+    """Render's warning for a job without packing (None with packing): the plan's step budget assumes rows of
+    ``seq_len`` data tokens."""
+    if wl.packing:
+        return None
+    return ("packing off (--no-packing): each row is one sample padded to the batch's longest, but the step budget "
+            f"(tokens / (global batch x seq_len)) assumes {wl.seq_len}-token samples: on shorter samples the job "
+            "trains fewer tokens than planned (average sample tokens / seq_len of them); use --epochs for a "
+            "dataset-sized budget, or keep packing on")
+
+
+def packing_line(wl: Workload, *, megatron: bool) -> str:
+    """The header's packing line: whether the samples of a packed row see each other in each launcher.
+
+    Packed rows keep their samples apart only where the launcher documents it: ms-swift with ``--attn_impl
+    flash_attn`` (its command-line docs, ``packing``), Megatron-SWIFT always (except Qwen3-Next), LLaMA-Factory's
+    ``neat_packing`` (written with FlashAttention-2 only: other kernels get a ``(batch, 1, S, S)`` mask in the
+    compute dtype that trainfit does not size). Elsewhere the samples of one row attend to each other, as in
+    pre-training."""
+    if not wl.packing:
+        return f"packing: off; rows are single samples padded to at most {wl.seq_len} tokens"
+    swift = "apart" if (megatron or wl.attention in ("flash", "flash3")) else "attending to each other (--attention flash keeps them apart)"
+    lf = "apart (neat_packing)" if wl.attention == "flash" else "attending to each other (--attention flash: neat_packing)"
+    return (f"packing: on; rows of {wl.seq_len} tokens; samples in a row: ms-swift {swift}; LLaMA-Factory {lf}")
+
+
 def writes_experts_impl(ctx: RenderContext) -> bool:
     """``swift sft`` gets ``--experts_impl`` (and its script transformers 5): a Hugging Face MoE job whose experts
     run transformers 5's way (``Workload.experts_impl`` eager or grouped_mm)."""
@@ -96,6 +122,8 @@ def swift_args(ctx: RenderContext) -> list[tuple[str, str]]:
     tuner = "full" if wl.method in ("full", "freeze") else "lora"
     a: list[tuple[str, str]] = [("model", ctx.model_id), ("tuner_type", tuner), ("dataset", ctx.dataset),
                                 ("torch_dtype", dtype_name(ctx)), ("max_length", str(wl.seq_len))]
+    if wl.packing:  # rows of max_length tokens: the plan's step budget counts seq_len data tokens per row
+        a.append(("packing", "true"))
     if ctx.max_steps:
         a.append(("max_steps", str(ctx.max_steps)))
     else:
@@ -252,6 +280,7 @@ def swift_workload(args: dict[str, str], *, num_layers: int | None, gpus: int | 
                                          if "lora_dropout" not in args else None))
     if args.get("target_modules"):
         kw["lora_targets"] = tuple(args["target_modules"].replace(",", " ").split())
+    kw["packing"] = bool(_flag(args.get("packing")))  # ms-swift's default: false
     if args.get("max_length", "").isdecimal():
         kw["seq_len"] = int(args["max_length"])
     else:
@@ -355,9 +384,31 @@ def ds_config_snippet(ctx: RenderContext) -> str:
     return f"cat > {DS_CONFIG_PATH} <<'TRAINFIT_DS_EOF'\n{text}\nTRAINFIT_DS_EOF\n"
 
 
+#: Kernels a model's layers need for the speed the plan assumes: Qwen3-Next's Gated DeltaNet layers run the chunked
+#: delta rule of flash-linear-attention (module ``fla``) and the short convolution of causal-conv1d; without them
+#: transformers' ``modeling_qwen3_next`` falls back to its PyTorch loops ("fast path is not available") at a fraction
+#: of the speed (docs/speed-model.md). causal-conv1d compiles against the installed torch (no build isolation).
+LINEAR_ATTENTION_KERNELS = (("fla", "flash-linear-attention", ""), ("causal_conv1d", "causal-conv1d", "--no-build-isolation "))
+
+
+def model_kernels(model: Any) -> tuple[tuple[str, str, str], ...]:
+    """(import name, pip package, pip flags) of the kernels ``model`` needs (empty for full-attention models)."""
+    return LINEAR_ATTENTION_KERNELS if getattr(model, "n_linear_attention_layers", 0) else ()
+
+
+def model_kernels_snippet(model: Any) -> str:
+    """POSIX sh that installs :func:`model_kernels` where they are missing (empty when none are needed)."""
+    out = ""
+    for module, pkg, flags in model_kernels(model):
+        out += (f"python3 -c {q('import ' + module)} 2>/dev/null || pip install -q {flags}{q(pkg)}"
+                f"  # {module}: the linear-attention kernels the plan's speed assumes\n")
+    return out
+
+
 def install_snippet(ctx: RenderContext) -> str:
     pkg = "ms-swift[megatron]>=4.6" if ctx.megatron else "ms-swift>=4.6"
     out = f'command -v swift >/dev/null 2>&1 || pip install -q {q(pkg)}\n'
+    out += model_kernels_snippet(ctx.model)
     if writes_experts_impl(ctx):  # ms-swift refuses --experts_impl under transformers < 5; 4.6 pins < 5.17
         check = 'import sys, transformers; sys.exit(int(transformers.__version__.split(".")[0]) < 5)'
         out += (f"python3 -c {q(check)} 2>/dev/null || pip install -q {q('transformers>=5,<5.17')}"

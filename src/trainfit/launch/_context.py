@@ -84,7 +84,8 @@ class RenderOptions:
     epochs: float | None = None
     """Epochs over the dataset; default: the plan's token budget decides the steps (``max_steps``)."""
     save_steps: int | None = None
-    """Checkpoint interval in steps; default: from the plan's checkpoint interval (spot) or 200."""
+    """Checkpoint interval in steps; default: the Young/Daly interval of the plan (spot: at the spot reclaim rate;
+    on demand: at the on-demand interruption rate, ``plan/cost.py``), in steps of the plan's step time."""
     spot_discount_limit: float | None = None
 
     def __post_init__(self) -> None:
@@ -132,6 +133,8 @@ class RenderContext:
     max_steps: int | None = None
     """Optimizer steps for the plan's token budget (tokens / (global batch x seq len)); None = use epochs."""
     save_steps: int = 200
+    save_reason: str = ""
+    """Why ``save_steps`` (the Young/Daly interval it came from, or ``--save-steps``)."""
     spot_discount_limit: float | None = None
 
     # ---- the plan's facts, for the targets
@@ -211,11 +214,13 @@ class RenderContext:
 
         p = self.plan
         facts = {"model": p.model.name, "gpu": p.gpu, "instance_type": p.instance_type,
-                 "provider": p.provider, "resource_class": p.resource_class, "nodes": self.nodes,
+                 "provider": p.provider, "resource_class": p.resource_class, "region": self.region, "nodes": self.nodes,
                  "gpus_per_node": self.gpus_per_node, "reserved_gib": p.memory.reserved_gib,
                  "verdict": p.fit.verdict, "workload": p.workload.to_dict()}
         if getattr(p.gpu_spec, "mem_from_user", False):  # plan --gpu-mem: check sizes the GPU as the plan did
             facts["gpu_mem_gib_user"] = p.gpu_spec.mem_gib
+        if self.max_steps and getattr(p, "rl", None) is None:  # the step budget check reads back
+            facts["budget"] = {"tokens": p.tokens, "max_steps": self.max_steps}
         rl = getattr(p, "rl", None)
         if rl is not None:  # RL plan: reserved_gib is the binding phase's peak
             facts["rl"] = {"algo": rl["algo"], "rl_framework": rl.get("rl_framework"), "gpu_mem_gib": p.gpu_mem_gib,
@@ -230,7 +235,8 @@ class RenderContext:
         s = self.summary
         lines = [
             f"rendered by trainfit from: {s.get('source', 'trainfit')}",
-            f"model {self.model_id}; method {wl.method}; seq_len {wl.seq_len}; micro_batch {wl.micro_batch}; "
+            f"model {self.model_id}; method {wl.method}; seq_len {wl.seq_len}; packing {'on' if wl.packing else 'off'}; "
+            f"micro_batch {wl.micro_batch}; "
             f"grad_accum {wl.grad_accum}; global_batch {wl.global_batch}; gpus {wl.gpus} "
             f"({self.nodes} node(s) x {self.gpus_per_node}); strategy {wl.strategy}; offload {wl.offload}; "
             f"precision {wl.precision}; tp {wl.tp} pp {wl.pp} ep {wl.ep} cp {wl.cp}",
@@ -271,9 +277,14 @@ class RenderContext:
                     f"{rl.get('steps') or '?'} steps; GiB per GPU: rollout {_num(ph.get('rollout'))}, train "
                     f"{_num(ph.get('train'))}, sync {_num(ph.get('sync'))} (binding: {rl['binding_phase']}); KV pool "
                     f"{_num(rl.get('kv_pool_gib'))} GiB = {rl.get('max_concurrent_seqs')} sequences")
-        elif self.max_steps:
+        else:
+            from trainfit.launch._common import packing_line
+
+            lines.append(packing_line(wl, megatron=self.megatron))
+        if rl is None and self.max_steps:
             lines.append(f"budget: {self.max_steps} optimizer steps = {_num(self.plan.tokens, 0)} tokens / "
-                         f"(global batch {wl.global_batch} x seq_len {wl.seq_len}); checkpoint every {self.save_steps} steps")
+                         f"(global batch {wl.global_batch} x seq_len {wl.seq_len}); checkpoint every {self.save_steps} steps"
+                         + (f" ({self.save_reason})" if self.save_reason else ""))
         lines.append(self.facts_line())
         return lines
 

@@ -61,6 +61,11 @@ def config(ctx: RenderContext) -> dict[str, Any]:
               "per_device_train_batch_size": wl.micro_batch, "gradient_accumulation_steps": wl.grad_accum,
               "learning_rate": ctx.lr, "lr_scheduler_type": "cosine",
               "optim": OPTIMIZERS[wl.optimizer], "flash_attn": LF_ATTN[wl.attention]})
+    # packing: rows of cutoff_len tokens (the plan's step budget); neat_packing keeps the samples apart, written
+    # with FlashAttention-2 only (other kernels get a (batch, 1, S, S) mask that trainfit does not size)
+    c["packing"] = wl.packing
+    if wl.packing and wl.attention == "flash":
+        c["neat_packing"] = True
     if ctx.max_steps:
         c["max_steps"] = ctx.max_steps
     else:
@@ -81,6 +86,12 @@ def render(ctx: RenderContext) -> dict[str, str]:
     body = dump_yaml(config(ctx))
     note = ("# resume_from_checkpoint: unset on purpose -- LLaMA-Factory resumes from the newest checkpoint-N\n"
             "# in output_dir (on the checkpoint mount) because overwrite_output_dir is false.\n")
+    from trainfit.launch._common import model_kernels
+
+    kernels = model_kernels(ctx.model)
+    if kernels:
+        note += ("# before training: pip install " + " ".join(pkg for _, pkg, _ in kernels)
+                 + "  (linear-attention kernels the plan's speed assumes; causal-conv1d with --no-build-isolation)\n")
     if ctx.workload.gpus > 1:
         note += ("# multi-GPU: FORCE_TORCHRUN=1 NNODES=$WORLD_SIZE NODE_RANK=$RANK "
                  "llamafactory-cli train llamafactory.yaml  (ds_config.json beside it)\n")
@@ -117,6 +128,9 @@ def llamafactory_workload(c: dict, *, num_layers: int | None = None) -> tuple[di
             kw[name] = int(s[k])
     if "seq_len" not in kw:
         assumed.append("seq_len 2048 (cutoff_len not set)")
+    # LLaMA-Factory: packing unset = on for pre-training (stage pt) only; neat_packing turns packing on
+    packing = s.get("packing", "")
+    kw["packing"] = s.get("neat_packing") == "true" or packing == "true" or (packing == "" and s.get("stage") == "pt")
     if s.get("fp16") == "true":
         kw["precision"] = "fp16"
     elif s.get("pure_bf16") == "true":

@@ -280,6 +280,24 @@ def young_daly_interval_hours(*, write_hours: float, interruptions_per_job_hour:
     return math.sqrt(2.0 * max(write_hours, 1e-6) / interruptions_per_job_hour)
 
 
+ON_DEMAND_INTERRUPTION_RATE_PER_NODE_HOUR = 419 / (54 * 24 * 2048)
+"""Unexpected interruptions of an on-demand job per node-hour: Llama 3's pre-training saw 419 unexpected job
+interruptions (failed GPUs, host and network faults) in a 54-day snapshot on 16,384 H100 GPUs = 2,048 nodes of 8
+(Llama Team, "The Llama 3 Herd of Models", 2024, sec. 3.3.4, https://arxiv.org/abs/2407.21783): 1.6e-4 per
+node-hour, 0.0013 per node per 8-hour day. An assumption for any other fleet; spot reclaims are far more frequent
+(``SpotPolicy``)."""
+
+
+def checkpoint_interval_hours(*, trainable_params: int, nodes: int, interruptions_per_node_hour: float,
+                              write_gbytes_per_s: float = CHECKPOINT_WRITE_GBYTES_PER_S_DEFAULT) -> tuple[float | None, float]:
+    """(Young/Daly checkpoint interval in hours, stall per checkpoint in hours) of a job: its checkpoint size
+    (:data:`CHECKPOINT_BYTES_PER_TRAINABLE_PARAM` per trainable parameter) written by every node in parallel at
+    ``write_gbytes_per_s``, against ``nodes x interruptions_per_node_hour``. The one function ``plan --spot`` prices
+    with and ``render`` turns into ``save_steps`` (on demand at :data:`ON_DEMAND_INTERRUPTION_RATE_PER_NODE_HOUR`)."""
+    write_h = checkpoint_write_hours(trainable_params=trainable_params, nodes=nodes, write_gbytes_per_s=write_gbytes_per_s)
+    return young_daly_interval_hours(write_hours=write_h, interruptions_per_job_hour=interruptions_per_node_hour * nodes), write_h
+
+
 def spot_elapsed_hours(*, hours: float, instances: int, policy: SpotPolicy) -> tuple[float | None, float | None]:
     """(expected wall-clock hours on spot, expected interruptions) for ``hours`` of productive training: checkpoint
     stalls, lost work since the last checkpoint and restarts included (module docstring). (None, None) when

@@ -60,9 +60,10 @@ def _fit_one(req: PlanRequest, wl: Workload, limit: float, miss: _Best,
              inst: Any) -> tuple[Workload, MemoryEstimate] | None:
     """``wl`` with the largest micro-batch that fits GPU memory and host RAM (and the global batch), or None."""
     model = req.model
+    gb = req.target_global_batch
     cap = req.pins.get("micro_batch", MAX_MICRO_BATCH)
-    if req.global_batch:
-        cap = min(cap, max(1, req.global_batch // wl.dp))
+    if gb:
+        cap = min(cap, max(1, gb // wl.dp))
     if "micro_batch" in req.pins:
         wl = wl.with_(micro_batch=req.pins["micro_batch"])
         est = estimate_memory(model, wl)
@@ -79,14 +80,30 @@ def _fit_one(req: PlanRequest, wl: Workload, limit: float, miss: _Best,
         miss.host = (est.host_ram_gib, inst.ram_gib)
         miss.host_wl = wl
         return None
-    if req.global_batch:
-        ga = max(1, math.ceil(req.global_batch / (wl.micro_batch * wl.dp)))
-        if ga != wl.grad_accum:
-            wl = wl._with_batch(wl.micro_batch, ga)
-            est = estimate_memory(model, wl)
-            if est.reserved_gib > limit:
-                return None
+    if gb:
+        return _accumulate(req, wl, est, gb, limit)
     return wl, est
+
+
+def _accumulate(req: PlanRequest, wl: Workload, est: MemoryEstimate, gb: int,
+                limit: float) -> tuple[Workload, MemoryEstimate] | None:
+    """``wl`` with the gradient accumulation that reaches ``gb`` samples per step. Accumulating keeps the gradients
+    alive through the forward passes (``estimate/memory.py``), so where that no longer fits the micro-batch halves
+    (more accumulation). Where even micro-batch 1 does not fit: None for a pinned ``--global-batch``; for the
+    planner's own target the layout keeps accumulation 1 (its smallest global batch that fits)."""
+    mb = wl.micro_batch
+    while True:
+        ga = max(1, math.ceil(gb / (mb * wl.dp)))
+        if ga == wl.grad_accum and mb == wl.micro_batch:
+            return wl, est
+        w2 = wl._with_batch(mb, ga)
+        e2 = estimate_memory(req.model, w2)
+        if e2.reserved_gib <= limit:
+            return w2, e2
+        if mb == 1 or "micro_batch" in req.pins:
+            return None if req.global_batch else (wl, est)  # fit_layout prefers a candidate that reaches gb
+        mb //= 2
+
 
 
 def fit_layout(req: PlanRequest, configs: list[Workload], limit: float, miss: _Best,
@@ -106,13 +123,17 @@ def fit_layout(req: PlanRequest, configs: list[Workload], limit: float, miss: _B
             miss.need_gib, miss.need_wl = e_lean.reserved_gib, lean
         return []
     found: dict[int, tuple[Workload, MemoryEstimate]] = {}
+    fallback: dict[int, tuple[Workload, MemoryEstimate]] = {}  # fits, but without the accumulation the target needs
     eps = {w.ep for w in configs}
     for wl in configs:
         if wl.ep in found:
             continue
         got = _fit_one(req, wl, limit, miss, inst)
         if got is not None:
-            found[wl.ep] = got
+            if got[0].global_batch >= (req.target_global_batch or 0):
+                found[wl.ep] = got
+            else:
+                fallback.setdefault(wl.ep, got)
             if len(found) == len(eps):
                 break
-    return list(found.values())
+    return list(found.values()) + [v for ep, v in fallback.items() if ep not in found]

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainfit.plan.cost import (CHECKPOINT_BYTES_PER_TRAINABLE_PARAM, CHECKPOINT_WRITE_GBYTES_PER_S_DEFAULT, Price,
-                                SpotPolicy, checkpoint_write_hours, estimate_cost, spot_elapsed_hours,
-                                young_daly_interval_hours)
+                                SpotPolicy, estimate_cost, spot_elapsed_hours)
+from trainfit.plan.cost import checkpoint_interval_hours as young_daly
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -90,10 +90,11 @@ def time_and_cost(*, inst: Any, hours: float, gpus: int, trainable_params: int, 
     policy_kw: dict[str, Any] = {}
     if interruption_rate is not None:
         policy_kw["interruption_rate_per_node_hour"] = interruption_rate
-    write_h = checkpoint_write_hours(trainable_params=trainable_params, nodes=nodes)
+    policy = SpotPolicy(**policy_kw)
+    optimum, write_h = young_daly(trainable_params=trainable_params, nodes=nodes,
+                                  interruptions_per_node_hour=policy.interruption_rate_per_node_hour)
     policy = SpotPolicy(**policy_kw, checkpoint_write_hours=write_h)
-    interval = checkpoint_interval_hours or young_daly_interval_hours(
-        write_hours=write_h, interruptions_per_job_hour=policy.interruption_rate_per_node_hour * c.instances)
+    interval = checkpoint_interval_hours or optimum
     if interval:
         policy = SpotPolicy(**policy_kw, checkpoint_write_hours=write_h, checkpoint_interval_hours=interval)
     elapsed, interruptions = spot_elapsed_hours(hours=hours, instances=c.instances, policy=policy)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal
 
 from trainfit.errors import PlanError, TrainfitError, WorkloadError
@@ -63,7 +64,7 @@ class PlanRequest:
     pins: dict[str, Any] = field(default_factory=dict)
     """Workload fields fixed by the user (gpus, strategy, micro_batch...); the rest is searched."""
     global_batch: int | None = None
-    """Samples per optimizer step; None = no constraint (gradient accumulation 1)."""
+    """Samples per optimizer step (``--global-batch``); None = the planner's choice, :attr:`target_global_batch`."""
     objective: Objective = "cost"
     budget: float | None = None
     """Maximum cost in the instance's currency."""
@@ -120,6 +121,20 @@ class PlanRequest:
             from trainfit.launch.targets import check_target
 
             check_target(self.target, self.framework, rl=self.rl is not None, model=self.model, pins=self.pins)
+
+
+    @cached_property
+    def target_global_batch(self) -> int | None:
+        """Samples per optimizer step the search aims at: ``global_batch`` when pinned, else the method's tokens per
+        step (:func:`trainfit.plan.batch.default_global_batch`); None with ``--grad-accum`` pinned or for RL (its
+        batch is the rollout's)."""
+        if self.global_batch:
+            return self.global_batch
+        if self.rl is not None or "grad_accum" in self.pins:
+            return None
+        from trainfit.plan.batch import default_global_batch
+
+        return default_global_batch(self.workload.method, self.workload.seq_len, self.tokens)
 
 
 # ------------------------------------------------------------------------------------------ search
@@ -477,7 +492,18 @@ def _evaluate(req: PlanRequest, inst: Any, gpu: Any, gpn: int, nodes: int, wl: W
                 expected_interruptions=tc.expected_interruptions, checkpoint_interval_hours=tc.checkpoint_interval_hours,
                 price_per_hour=tc.price_per_hour, price_source=tc.price_source, price_as_of=tc.price_as_of,
                 region=req.region, notes=tc.notes,
-                warnings=warnings[:1] + tuple(fit.reasons) + tuple(sp.warnings) + tc.warnings + warnings[1:])
+                warnings=warnings[:1] + tuple(fit.reasons) + _batch_warning(req, wl) + tuple(sp.warnings) + tc.warnings
+                + warnings[1:])
+
+
+def _batch_warning(req: PlanRequest, wl: Workload) -> tuple[str, ...]:
+    """A plan whose global batch stays below the planner's target (accumulating gradients does not fit)."""
+    gb = req.target_global_batch
+    if not gb or wl.global_batch >= gb:
+        return ()
+    return (f"global batch {wl.global_batch} ({wl.global_batch * wl.seq_len:,} tokens per step) is below the "
+            f"planned {gb} ({gb * wl.seq_len:,}): accumulating gradients does not fit in memory with this layout "
+            "(docs/launch.md, Global batch)",)
 
 
 def slow_network(inst: Any, nodes: int, sp: Any) -> tuple[str, str, str, tuple[dict[str, Any], ...]] | None:

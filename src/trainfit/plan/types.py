@@ -132,7 +132,9 @@ class Plan:
         return {"strategy": w.strategy, "offload": w.offload, "grad_ckpt": w.grad_ckpt, "micro_batch": w.micro_batch,
                 "grad_accum": w.grad_accum, "gpus": w.gpus, "gpus_per_node": w.gpus_per_node, "tp": w.tp,
                 "pp": w.pp, "ep": w.ep, "cp": w.cp, "precision": w.precision, "optimizer": w.optimizer,
-                "attention": w.attention, "loss": w.loss, "method": w.method, "seq_len": w.seq_len}
+                "attention": w.attention, "loss": w.loss, "method": w.method, "seq_len": w.seq_len,
+                "packing": w.packing, "global_batch": w.global_batch, "precision_mode": _precision_mode(w),
+                "tokens_per_step": w.global_batch * w.seq_len}
 
     # ------------------------------------------------------------------------------------------ JSON
     def to_dict(self) -> dict[str, Any]:
@@ -299,6 +301,12 @@ def _check_model_name(name: Any) -> None:
                          "path or a control character)")
 
 
+def _precision_mode(w: Workload) -> str:
+    from trainfit.estimate.states import precision_mode
+
+    return precision_mode(w)
+
+
 def _json_copy(v: Any) -> Any:
     """A deep copy of JSON-shaped data (dicts, lists, scalars); tuples become lists, as JSON writes them."""
     if isinstance(v, dict):
@@ -354,6 +362,7 @@ class PlanResult:
         wl = req.workload
         w = {k: v for k, v in wl.to_dict().items() if k not in PIN_FIELDS or k in req.pins}
         w.update({"model": req.model.name, "tokens": req.tokens, "global_batch": req.global_batch,
+                  "global_batch_target": getattr(req, "target_global_batch", None),
                   "objective": req.objective, "spot": req.spot, "pins": dict(req.pins),
                   "target": getattr(req, "target", None), "framework": req.framework})
         rl = getattr(req, "rl", None)

@@ -23,6 +23,78 @@ MAX_BODY_BYTES = 65_536
 _CRED_FIX = CREATE_JOB_CRED_FIX
 
 
+#: Where ``submit`` sends a job whose file names no region (and the CLI did not): PAI-DLC's first documented region.
+DEFAULT_REGION = "cn-hangzhou"
+
+
+@dataclass(frozen=True, kw_only=True)
+class JobTarget:
+    """Where a rendered job is meant to run, read from the job file itself: the region of its ``trainfit-plan``
+    header line (in ``UserCommand``, which render writes), else of its image registry
+    (``dsw-registry-vpc.<region>.cr.aliyuncs.com``) or OSS data source; the workspace and quota the body names;
+    the resource class of its header, else Lingjun for an ``ml.*`` spec."""
+
+    region: str | None = None
+    region_source: str | None = None
+    workspace_id: str | None = None
+    resource_id: str | None = None
+    resource_class: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"region": self.region, "region_source": self.region_source, "workspace_id": self.workspace_id,
+                "resource_id": self.resource_id, "resource_class": self.resource_class}
+
+
+def job_target(body: dict[str, Any]) -> JobTarget:
+    """:class:`JobTarget` of a CreateJob body (see there); every value through the input gate."""
+    import re
+
+    from trainfit import inputs
+    from trainfit.check.facts import _plan_facts
+    from trainfit.errors import InputError
+
+    def ident(v: Any, kind: str) -> str | None:
+        try:
+            return inputs.as_ident(kind, v, kind) if isinstance(v, str) and v.strip() else None
+        except InputError:
+            return None
+
+    plan: dict = {}
+    cmd = body.get("UserCommand")
+    for line in (cmd.splitlines()[:40] if isinstance(cmd, str) else ()):
+        pf = _plan_facts(line.lstrip("#").strip())
+        if pf is not None:
+            plan = pf
+            break
+    region, source = ident(plan.get("region"), "region"), "the job's trainfit header"
+    specs = body.get("JobSpecs") if isinstance(body.get("JobSpecs"), list) else []
+    spec = specs[0] if specs and isinstance(specs[0], dict) else {}
+    if region is None:
+        m = re.search(r"\.([a-z]{2}-[a-z0-9-]+?)\.cr\.aliyuncs\.com", str(spec.get("Image") or ""))
+        region, source = (ident(m.group(1), "region"), "the job's image registry") if m else (None, None)
+    if region is None:
+        for d in body.get("DataSources") or ():
+            m = re.search(r"oss-([a-z]{2}-[a-z0-9-]+?)(?:-internal)?\.aliyuncs\.com", str((d or {}).get("Uri") or ""))
+            if m:
+                region, source = ident(m.group(1), "region"), "the job's OSS data source"
+                break
+    rc = plan.get("resource_class") if isinstance(plan.get("resource_class"), str) else None
+    if rc is None and str(spec.get("EcsSpec") or "").startswith("ml."):
+        rc = "pai-lingjun"
+    return JobTarget(region=region, region_source=source if region else None,
+                     workspace_id=ident(body.get("WorkspaceId"), "workspace_id"),
+                     resource_id=ident(body.get("ResourceId"), "resource_id"), resource_class=ident(rc, "resource_id"))
+
+
+def resolve_region(region: str | None, target: JobTarget) -> tuple[str, str]:
+    """(region, where it came from): ``--region`` when given, else the job's, else :data:`DEFAULT_REGION`."""
+    if region:
+        return region, "--region"
+    if target.region:
+        return target.region, target.region_source or "the job file"
+    return DEFAULT_REGION, "default (the job file names no region)"
+
+
 @dataclass(frozen=True, kw_only=True)
 class SubmitResult:
     sent: bool
@@ -31,11 +103,15 @@ class SubmitResult:
     body: dict[str, Any]
     job_id: str | None = None
     request_id: str | None = None
+    region_source: str = "--region"
+    """Where the region came from: ``--region``, the job's trainfit header, its image registry, or the default."""
+    target: JobTarget | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"sent": self.sent, "region": self.region, "endpoint": self.endpoint, "job_id": self.job_id,
-                "request_id": self.request_id, "request": {"method": "POST", "path": "/api/v1/jobs",
-                                                           "body": self.body}}
+        return {"sent": self.sent, "region": self.region, "region_source": self.region_source,
+                "endpoint": self.endpoint, "job_id": self.job_id, "request_id": self.request_id,
+                "job": None if self.target is None else self.target.to_dict(),
+                "request": {"method": "POST", "path": "/api/v1/jobs", "body": self.body}}
 
 
 def load_job(path: str | Path) -> tuple[Path, dict[str, Any]]:
@@ -72,16 +148,19 @@ def _credential():
     return default_credential(error=SubmitError, fix=_CRED_FIX, pip=PAI_PIP, describe=lambda e: _scrub(str(e))[:300])
 
 
-def submit(path: str | Path, *, region: str, yes: bool = False, endpoint: str | None = None,
+def submit(path: str | Path, *, region: str | None = None, yes: bool = False, endpoint: str | None = None,
            protocol: str = "https", credential: Any = None, timeout_s: float = 30.0) -> SubmitResult:
-    """Dry run (default) or send the job at ``path``; see the module docstring."""
+    """Dry run (default) or send the job at ``path``; see the module docstring. ``region`` None: the job file's
+    (:func:`job_target`), else :data:`DEFAULT_REGION`."""
     from trainfit import inputs
 
     _, body = load_job(path)
+    target = job_target(body)
+    region, source = resolve_region(region, target)
     region = inputs.as_ident("--region", region, "region")  # part of the API host name
     ep = endpoint or f"pai-dlc.{region}.aliyuncs.com"
     if not yes:
-        return SubmitResult(sent=False, region=region, endpoint=ep, body=body)
+        return SubmitResult(sent=False, region=region, endpoint=ep, body=body, region_source=source, target=target)
     sdk = _import_sdk()
     Client, models = sdk.Client, sdk.models
     cred = credential if credential is not None else _credential()
@@ -102,4 +181,4 @@ def submit(path: str | Path, *, region: str, yes: bool = False, endpoint: str | 
         raise _classify(e, region, timeout_s) from None
     rb = getattr(resp, "body", None)
     return SubmitResult(sent=True, region=region, endpoint=ep, body=body, job_id=getattr(rb, "job_id", None),
-                        request_id=getattr(rb, "request_id", None))
+                        request_id=getattr(rb, "request_id", None), region_source=source, target=target)
