@@ -167,6 +167,7 @@ def rl_memory_report(model: ModelShape, workload: Workload, rl: Any, *, gpu: str
     from trainfit.rl.report import rl_report
 
     gpu_rec = None
+    inst = None
     if instance_type:
         from trainfit.catalog.instances import get_instance, gpu_on_instance
 
@@ -186,8 +187,8 @@ def rl_memory_report(model: ModelShape, workload: Workload, rl: Any, *, gpu: str
     if usable is None:
         raise WorkloadError("--rl needs the GPU: the rollout engine's budget is a fraction of its memory",
                             fix="pass --gpu NAME (e.g. H100), --gpu-mem GIB or --instance-type TYPE")
-    rep = rl_report(model, workload, rl, float(usable), gpu=gpu_rec, steps=steps, host_ram_gib=host_ram_gib,
-                    margin=margin)
+    rep = rl_report(model, workload, rl, float(usable), gpu=gpu_rec, instance=inst, steps=steps,
+                    host_ram_gib=host_ram_gib, margin=margin)
     rep.pop("_train")
     wl = rep.pop("_workload")
     est = rep.pop("_estimate")

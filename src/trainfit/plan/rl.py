@@ -5,7 +5,7 @@ For every candidate layout (strategy x offload x gradient checkpointing x micro-
 per-phase memory (:func:`trainfit.rl.memory.estimate_rl_memory`: rollout, train, weight sync) gives the verdict
 over all phases through the one fit decision (:func:`trainfit.estimate.fit.decide_fit` on the binding phase's
 peak and the RL host RAM, an empty KV pool being ``oom``); the first that fits is kept. Its hours are the RL
-step time (:func:`trainfit.rl.speed.estimate_rl_speed`) x ``steps``, its cost price x instance-hours through
+step time (:func:`trainfit.rl.speed.rl_step_speed`, the one function ``memory --rl`` calls too) x ``steps``, its cost price x instance-hours through
 :func:`trainfit.plan.pricing.time_and_cost` (the cost model of ``plan/cost.py``, spot interruptions included).
 
 Candidates are limited to layouts the launch writers of :mod:`trainfit.rl.launch` express: verl's FSDP backend
@@ -134,7 +134,7 @@ def rl_summary(rl: Any, est: Any, *, steps: int | None, speed: Any = None) -> di
 
 
 def rl_plan(model: ModelShape, wl: Workload, rl: Any, est: Any, *, gpu: Any, usable: float, gpus_per_node: int,
-            inst: Any = None, steps: int | None = None, hw: Any = None, spot: bool = False, region: str | None = None,
+            inst: Any = None, steps: int | None = None, spot: bool = False, region: str | None = None,
             margin: float = SAFETY_MARGIN_DEFAULT, interruption_rate: float | None = None,
             checkpoint_interval_hours: float | None = None, rule_warnings: tuple[str, ...] = (),
             source: str = "trainfit plan", strict_speed: bool = True) -> Plan | None:
@@ -144,7 +144,7 @@ def rl_plan(model: ModelShape, wl: Workload, rl: Any, est: Any, *, gpu: Any, usa
     ``strict_speed`` (the planner): a speed-model error (no compute peak or memory bandwidth in the catalog) is
     raised, so the instance type is rejected with it, and None is returned when spot interruptions outpace the
     checkpoints; otherwise (``render`` without a plan file) they become warnings."""
-    from trainfit.errors import CatalogError, TrainfitError
+    from trainfit.errors import TrainfitError
 
     mem = memory_view(est)
     fit = decide_fit(mem, usable_gib=usable, gpus_per_node=gpus_per_node,
@@ -157,18 +157,15 @@ def rl_plan(model: ModelShape, wl: Workload, rl: Any, est: Any, *, gpu: Any, usa
     sp = None
     timing: dict[str, Any] = {}
     try:
-        if not (gpu.bf16_dense_tflops or gpu.fp16_dense_tflops):
-            raise CatalogError(f"{gpu.name}: the catalog has no compute peak; the RL step time needs it",
-                               fix="add bf16_dense_tflops for the GPU in ~/.config/trainfit/catalog.yaml")
-        from trainfit.plan.hardware import hardware_for
-        from trainfit.rl.speed import estimate_rl_speed
+        from trainfit.rl.speed import rl_step_speed
 
-        sp = estimate_rl_speed(model, wl, rl, hw or hardware_for(gpu, inst, gpus_per_node=gpus_per_node), est)
+        sp = rl_step_speed(model, wl, rl, est, gpu=gpu, instance=inst)
     except TrainfitError as e:
         if strict_speed:
             raise
         warnings.append(f"RL speed not estimated: {e.message}")
     if sp is not None:
+        warnings += list(sp.warnings)
         seq_tokens = rl.seqs_per_step * rl.seq_len
         timing = {"step_seconds": sp.step_seconds, "tokens_per_s": seq_tokens / sp.step_seconds,
                   "framework": rl.rl_framework}
@@ -201,7 +198,7 @@ def rl_plan(model: ModelShape, wl: Workload, rl: Any, est: Any, *, gpu: Any, usa
 
 
 def evaluate_rl_layout(req: Any, *, inst: Any, gpu: Any, gpn: int, nodes: int, usable: float, miss: Any,
-                       hw: Any = None, rule_warnings: tuple[str, ...] = (), precision: str | None = None) -> Plan | None:
+                       rule_warnings: tuple[str, ...] = (), precision: str | None = None) -> Plan | None:
     """The best RL plan of one node layout of one instance type (None when nothing fits; ``miss`` records the
     closest miss for the rejection). Candidates fastest first; the first that fits is kept with the largest
     micro-batch that fits. ``precision``: what the SFT planner would train in on this GPU (fp16 where it has no
@@ -258,7 +255,7 @@ def evaluate_rl_layout(req: Any, *, inst: Any, gpu: Any, gpn: int, nodes: int, u
             b *= 2
         w, e = best
         p = rl_plan(model, w, rl, e, gpu=gpu, usable=usable, gpus_per_node=gpn, inst=inst, steps=req.steps,
-                    hw=hw, spot=req.spot, region=req.region, margin=req.memory_margin,
+                    spot=req.spot, region=req.region, margin=req.memory_margin,
                     interruption_rate=req.interruption_rate_per_node_hour,
                     checkpoint_interval_hours=req.checkpoint_interval_hours, rule_warnings=rule_warnings)
         if p is None:
