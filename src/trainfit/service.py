@@ -163,7 +163,8 @@ def rl_memory_report(model: ModelShape, workload: Workload, rl: Any, *, gpu: str
                      margin: float | None = None) -> RLMemoryReport:
     """RL sizing of ``rl`` around the policy update ``workload`` on a GPU (name, ``gpu_mem_gib`` or an instance
     type): memory per phase and the one verdict over all phases; with a catalog GPU also the step time and, with
-    ``steps``, the hours. A KV pool below one sequence is a :class:`~trainfit.errors.RolloutMemoryError`."""
+    ``steps``, the hours. A KV pool below one sequence is the verdict ``oom`` with the reason and its fix, as
+    every other non-fit."""
     from trainfit.rl.report import rl_report
 
     gpu_rec = None
@@ -282,7 +283,8 @@ def plan_for(model: ModelShape, workload: Workload, *, gpu: str | None = None, i
 
         rl, tp_warning = fit_rollout_tp(rl, gpn)
         wl = workload.with_(seq_len=rl.seq_len) if workload.seq_len != rl.seq_len else workload
-        rest = estimate_rl_memory(model, wl, rl, usable, host_ram_gib=getattr(inst, "ram_gib", None), margin=margin)
+        rest = estimate_rl_memory(model, wl, rl, usable, strict=False, host_ram_gib=getattr(inst, "ram_gib", None),
+                                  margin=margin)
         return rl_plan(model, wl, rl, rest, gpu=g, usable=usable, gpus_per_node=gpn, inst=inst, steps=steps,
                        spot=spot, region=region, margin=margin, source=source, strict_speed=False,
                        rule_warnings=(tp_warning,) if tp_warning else ())

@@ -100,10 +100,11 @@ def test_memory_cli_web_and_service_are_one_path(capsys):
 
 
 def test_memory_rl_takes_gpu_and_host_ram_from_an_instance_type(capsys):
-    assert main(["memory", "Qwen3-8B", "--rl", "grpo", "--instance-type", "generic-8xH100", "--gpus", "8",
-                 "--json"]) == 0
+    rc = main(["memory", "Qwen3-8B", "--rl", "grpo", "--instance-type", "generic-8xH100", "--gpus", "8", "--json"])
     out = json.loads(capsys.readouterr().out)
     assert out["gpu"] == "H100-SXM" and out["rl"]["gpu_mem_gib"] == pytest.approx(80, abs=1)
+    assert out["rl"]["speed"]["node"] == "generic-8xH100"  # the step time is timed on that node
+    assert rc == (1 if out["verdict"] == "oom" else 0)
 
 
 def test_memory_rl_without_a_gpu_is_one_clear_error(capsys):

@@ -46,17 +46,20 @@ def compute(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
+    """Exit status 1 when the verdict is ``oom`` (as ``plan`` when nothing fits and ``check`` on errors), with or
+    without ``--json``; 0 otherwise."""
     rep = compute(args)
     out = rep if isinstance(rep, dict) else rep.to_dict()
+    rc = 1 if out.get("verdict") == "oom" else 0
     if args.json:
         print_json(out)
-        return 0
+        return rc
     if "rl" in out:
         from trainfit._cli.rl_options import print_rl_memory
 
         print_rl_memory(out)
-        return 0
+        return rc
     from trainfit._cli.tables import print_memory
 
     print_memory(out)
-    return 0
+    return rc

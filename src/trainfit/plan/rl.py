@@ -149,9 +149,9 @@ def rl_plan(model: ModelShape, wl: Workload, rl: Any, est: Any, *, gpu: Any, usa
     mem = memory_view(est)
     fit = decide_fit(mem, usable_gib=usable, gpus_per_node=gpus_per_node,
                      host_ram_gib=getattr(inst, "ram_gib", None), margin=margin)
-    if est.max_concurrent_seqs is not None and est.max_concurrent_seqs < 1:
+    if est.kv_shortfall is not None:
         fit = replace(fit, verdict="oom", gpu_verdict="oom",
-                      reasons=fit.reasons + (f"the KV pool holds no {rl.seq_len}-token sequence",))
+                      reasons=fit.reasons + (f"{est.kv_shortfall[0]}: {est.kv_shortfall[1]}",))
     warnings = list(rule_warnings[:1]) + list(fit.reasons) + list(est.warnings) + list(rule_warnings[1:])
     notes: list[str] = []
     sp = None
@@ -159,7 +159,8 @@ def rl_plan(model: ModelShape, wl: Workload, rl: Any, est: Any, *, gpu: Any, usa
     try:
         from trainfit.rl.speed import rl_step_speed
 
-        sp = rl_step_speed(model, wl, rl, est, gpu=gpu, instance=inst)
+        if est.kv_shortfall is None:  # an engine that holds no sequence has no step time
+            sp = rl_step_speed(model, wl, rl, est, gpu=gpu, instance=inst)
     except TrainfitError as e:
         if strict_speed:
             raise
@@ -237,10 +238,8 @@ def evaluate_rl_layout(req: Any, *, inst: Any, gpu: Any, gpn: int, nodes: int, u
             if e1.peak_gib > limit:
                 if e1.peak_gib < miss.need_gib:
                     miss.need_gib, miss.need_wl = e1.peak_gib, w1
-            elif e1.max_concurrent_seqs is not None and e1.max_concurrent_seqs < 1:
-                miss.other = ("kv-pool", f"the rollout KV pool ({e1.kv_pool_gib:.2f} GiB/GPU) holds no "
-                              f"{rl.seq_len}-token sequence ({e1.kv_gib_per_seq:.2f} GiB)",
-                              "raise --rollout-util or --rollout-tp, or shorten --prompt-len/--response-len")
+            elif e1.kv_shortfall is not None:
+                miss.other = ("kv-pool", *e1.kv_shortfall)
             elif e1.fit.get("host_verdict") in ("oom", "tight"):
                 miss.host = (e1.host_ram_gib, inst.ram_gib)
             continue

@@ -10,7 +10,7 @@ from trainfit.workload import Workload
 
 
 def rl_report(model: ModelShape, workload: Workload, rl: RLConfig, gpu_mem_gib: float, *, gpu: Any = None,
-              instance: Any = None, steps: int | None = None, strict: bool = True,
+              instance: Any = None, steps: int | None = None, strict: bool = False,
               host_ram_gib: float | None = None, margin: float | None = None) -> dict[str, Any]:
     """``{"config", phases_gib, kv_pool_gib, max_concurrent_seqs, binding_phase, fits, ...}`` of
     :func:`~trainfit.rl.memory.estimate_rl_memory`; with a catalog ``gpu`` record also ``speed`` (step-time
@@ -24,7 +24,7 @@ def rl_report(model: ModelShape, workload: Workload, rl: RLConfig, gpu_mem_gib: 
     wl = workload.with_(seq_len=rl.seq_len) if workload.seq_len != rl.seq_len else workload
     est = estimate_rl_memory(model, wl, rl, gpu_mem_gib, strict=strict, host_ram_gib=host_ram_gib, margin=margin)
     out: dict[str, Any] = {"config": rl.to_dict(), **est.to_dict()}
-    if gpu is not None:
+    if gpu is not None and est.kv_shortfall is None:  # an engine that holds no sequence has no step time
         from trainfit.rl.speed import rl_hours, rl_step_speed
 
         sp = rl_step_speed(model, wl, rl, est, gpu=gpu, instance=instance)
