@@ -388,6 +388,20 @@ RL_CONFIG_FIELDS = ("rollout_engine", "rollout_tp", "rollout_util", "prompt_len"
                     "rollout_batch", "colocate", "ref", "critic", "engine_sleep", "trainer_offload", "ref_offload")
 
 
+def rl_workload_from_values(values: Mapping[str, Any], rl: Any) -> Workload:
+    """The policy update of the RL request ``rl``: the workload options the user set (None or absent = not set),
+    then the RL framework's documented trainer defaults (:func:`trainfit.rl.config.trainer_defaults`: verl trains
+    with FSDP), then the Workload's; at prompt + response length."""
+    from trainfit.rl.config import trainer_defaults
+
+    kw = {k: values.get(k) for k in WORKLOAD_OPTION_NAMES}
+    for k, v in trainer_defaults(rl.rl_framework).items():
+        if kw.get(k) is None:
+            kw[k] = v
+    kw["seq_len"] = rl.seq_len
+    return workload_from_values(kw)
+
+
 def rl_config_from_values(values: Mapping[str, Any]) -> Any:
     """The :class:`~trainfit.rl.RLConfig` of parsed option values, or None without ``rl`` (SFT). Unset fields
     take ``rl_framework``'s documented defaults, then RLConfig's."""

@@ -205,9 +205,10 @@ def memory_from_options(values: Mapping[str, Any]) -> MemoryReport | RLMemoryRep
     """``memory`` from a mapping of option values (the web API body; the CLI parses flags the same way). With
     ``rl`` set (and the RL options of :data:`trainfit.options.RL_OPTIONS`) the :class:`RLMemoryReport`."""
     from trainfit import inputs
-    from trainfit.options import RL_OPTION_NAMES, RL_OPTIONS, parse_options, rl_config_from_values, workload_from_values
+    from trainfit.options import (RL_OPTION_NAMES, RL_OPTIONS, parse_options, rl_config_from_values,
+                                  rl_workload_from_values, workload_from_values)
 
-    wl_vals = parse_options(values, allowed_extra=MEMORY_EXTRA + RL_OPTION_NAMES)
+    wl_vals = parse_options(values, allowed_extra=MEMORY_EXTRA + RL_OPTION_NAMES, defaults=False)
     rl_vals = parse_options({k: v for k, v in values.items() if k in RL_OPTION_NAMES}, RL_OPTIONS)
     model = resolve_model(values.get("model"), config=values.get("config"))
     gpu = values.get("gpu")
@@ -222,8 +223,7 @@ def memory_from_options(values: Mapping[str, Any]) -> MemoryReport | RLMemoryRep
               instance_type=None if it is None else inputs.as_ident("instance_type", it, "instance_type"))
     rl = rl_config_from_values(rl_vals)
     if rl is not None:
-        wl = workload_from_values({**wl_vals, "seq_len": rl.seq_len})
-        return rl_memory_report(model, wl, rl, steps=rl_vals.get("steps"), **kw)
+        return rl_memory_report(model, rl_workload_from_values(wl_vals, rl), rl, steps=rl_vals.get("steps"), **kw)
     return memory_report(model, workload_from_values(wl_vals), **kw)
 
 

@@ -83,10 +83,11 @@ def plan_from_args(args: argparse.Namespace):
     if args.plan:
         _refuse_options_the_plan_fixes(args)
         return service.load_plan(args.plan, args.pick)
-    from trainfit.options import rl_config_from_values
+    from trainfit.options import rl_config_from_values, rl_workload_from_values
 
     rl = rl_config_from_values(vars(args))
-    return service.plan_for(model_from_args(args), workload_from_args(args), gpu=args.gpu,
+    wl = workload_from_args(args) if rl is None else rl_workload_from_values(vars(args), rl)
+    return service.plan_for(model_from_args(args), wl, gpu=args.gpu,
                             instance_type=args.instance_type, tokens=args.tokens, spot=args.spot, region=args.region,
                             rl=rl, steps=args.steps if rl is not None else None,
                             target=None if rl is not None else service.single_target(args.target))
