@@ -314,7 +314,15 @@ def plan_request_from_values(model: Any, values: Mapping[str, Any]) -> Any:
         ignore_rules=frozenset(values.get("ignore_rule") or ()),
         interruption_rate_per_node_hour=values.get("interruption_rate"),
         checkpoint_interval_hours=values.get("checkpoint_interval"), rl=rl,
-        steps=values.get("steps") if rl is not None else None)
+        steps=values.get("steps") if rl is not None else None,
+        rl_searched=_rl_searched(values) if rl is not None else frozenset())
+
+
+def _rl_searched(values: Mapping[str, Any]) -> frozenset[str]:
+    """The RL settings ``plan --rl`` searches: those of :data:`trainfit.plan.rl.RL_SEARCHED` the user left unset."""
+    from trainfit.plan.rl import RL_SEARCHED
+
+    return frozenset(f for f in RL_SEARCHED if values.get(f) is None)
 
 
 def _rl_framework_of_target(target: str, values: Mapping[str, Any]) -> Mapping[str, Any]:

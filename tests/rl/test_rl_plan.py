@@ -163,10 +163,13 @@ def test_plan_rl_cost_is_price_times_instance_hours(tmp_path, capsys):
 
 
 def test_plan_rl_lowers_a_rollout_tp_that_does_not_fit_the_node(tmp_path, capsys):
-    model, args, _, _ = CASES["8b-lora-1gpu-verl"]  # verl's default rollout tp is 2
-    _, doc = _plan_json(tmp_path, capsys, model, args)
+    model, args, _, _ = CASES["8b-lora-1gpu-verl"]
+    _, doc = _plan_json(tmp_path, capsys, model, args + ["--rollout-tp", "2"])  # set by the user: lowered, said
     p = doc["plans"][0]
     assert p["rl"]["rollout_tp"] == 1 and any("rollout tp 2" in w for w in p["warnings"])
+    _, doc = _plan_json(tmp_path, capsys, model, args)  # verl's default 2 is not the user's: searched, no warning
+    p = doc["plans"][0]
+    assert p["rl"]["rollout_tp"] == 1 and not any("rollout tp 2" in w for w in p["warnings"])
 
 
 @pytest.mark.parametrize("extra,needle", [

@@ -50,9 +50,14 @@ def explain_rejection(inst: Any, gpu: Any, limit: float, miss: _Best, req: PlanR
 
 def memory_fix(req: PlanRequest, w: Workload, gpu: Any) -> str:
     """The fix for a GPU-memory rejection, by what the request pinned and its method (RL: the RL knobs)."""
-    if req.rl is not None:
-        return ("a lower --rollout-util, --trainer-offload / --ref-offload, --rollout-tp > 1, shorter "
-                "--prompt-len/--response-len, more GPUs or --method lora")
+    if req.rl is not None:  # the RL settings the planner searched already tried both ways (plan/rl.py)
+        searched = getattr(req, "rl_searched", frozenset())
+        knobs = ["a lower --rollout-util", "--ref-offload"]
+        if "trainer_offload" not in searched:
+            knobs.insert(1, "--trainer-offload")
+        if "rollout_tp" not in searched:
+            knobs.append("--rollout-tp > 1")
+        return ", ".join(knobs) + ", shorter --prompt-len/--response-len, more GPUs or --method lora"
     if "gpus" in req.pins:
         return "more GPUs (--gpus), --strategy zero3, or --method lora"
     if req.workload.method == "full":

@@ -41,6 +41,8 @@ _ANY_MULTI = (("ddp", "none"), ("zero2", "none"), ("fsdp", "none"), ("zero3", "n
               ("fsdp", "optimizer"), ("zero3", "all"))
 #: Largest policy-update micro-batch the search tries (as the SFT search's MAX_MICRO_BATCH).
 MAX_RL_MICRO_BATCH = 16
+#: RL settings ``plan --rl`` searches when the user does not set them (``PlanRequest.rl_searched``).
+RL_SEARCHED = ("rollout_tp", "trainer_offload")
 
 
 def rl_strategies(framework: str | None, gpus: int) -> tuple[tuple[str, str], ...]:
@@ -198,25 +200,71 @@ def rl_plan(model: ModelShape, wl: Workload, rl: Any, est: Any, *, gpu: Any, usa
                 rl=rl_summary(rl, est, steps=steps, speed=sp), **timing)
 
 
+def rl_candidates(req: Any, gpn: int) -> list[list[Any]]:
+    """The RL settings one node layout of ``gpn`` GPUs per node is evaluated with, grouped by rollout TP, smallest
+    first: the request's, with each setting of :data:`RL_SEARCHED` the user left unset (``req.rl_searched``)
+    varied: rollout tensor-parallel sizes that divide the node's GPUs and the model's attention heads (vLLM splits
+    the heads over TP ranks; an engine sits inside one node), and the trainer offloaded to host RAM during
+    rollout or not. A rollout TP the user set that does not divide the node is lowered (:func:`fit_rollout_tp`)."""
+    rl = req.rl
+    searched = getattr(req, "rl_searched", frozenset())
+    if not rl.has_rollout:
+        return [[rl]]
+    if "rollout_tp" in searched:
+        tps = [t for t in (1, 2, 4, 8, 16) if t <= gpn and gpn % t == 0 and req.model.num_heads % t == 0]
+    else:
+        tps = [fit_rollout_tp(rl, gpn)[0].rollout_tp]
+    offs = [rl.trainer_offload]
+    if "trainer_offload" in searched and rl.colocate:
+        offs = [False, True]
+    return [[rl.with_(rollout_tp=tp, trainer_offload=off) for off in offs] for tp in tps]
+
+
 def evaluate_rl_layout(req: Any, *, inst: Any, gpu: Any, gpn: int, nodes: int, usable: float, miss: Any,
                        rule_warnings: tuple[str, ...] = (), precision: str | None = None) -> Plan | None:
     """The best RL plan of one node layout of one instance type (None when nothing fits; ``miss`` records the
-    closest miss for the rejection). Candidates fastest first; the first that fits is kept with the largest
-    micro-batch that fits. ``precision``: what the SFT planner would train in on this GPU (fp16 where it has no
-    bf16), which the RL writers cannot express: such GPUs are rejected."""
-    from trainfit.rl.memory import estimate_rl_memory
+    closest miss for the rejection). RL settings of :func:`rl_candidates`, each with its first fitting trainer
+    layout: the rollout TP is the smallest whose KV pool holds one group of ``num_generations`` sequences (else
+    the smallest that fits at all): more engines beat larger ones when memory allows (verl's performance tuning
+    guide, docs/perf/perf_tuning.rst: "use a smaller tensor_parallel_size"; the decode model does not charge the
+    TP all-reduce, so it cannot rank TP sizes itself); at that TP, trainer offload on or off, whichever ranks
+    first (:func:`trainfit.plan.rank.score`). ``precision``: what the SFT planner would train in on this GPU
+    (fp16 where it has no bf16), which the RL writers cannot express: such GPUs are rejected."""
+    from trainfit.plan.rank import score
 
-    rl = req.rl
-    model = req.model
-    limit = usable * (1 - req.memory_margin)
     if precision is not None and precision != req.workload.precision:
         # the SFT planner would train in fp16 here (no bf16 on this GPU); verl and ms-swift RL launches run bf16
         miss.other = ("precision", f"{gpu.name} has no bf16; the RL launch files train and generate in bf16",
                       "a GPU with bf16 (A10, L20, A100, H100...)")
         return None
-    rl, tp_warning = fit_rollout_tp(rl, gpn)
-    if tp_warning:
-        rule_warnings = (tp_warning,) + tuple(rule_warnings)
+    fallback: Plan | None = None
+    for group in rl_candidates(req, gpn):
+        best: tuple[tuple, Plan] | None = None
+        for rl in group:
+            warn = tuple(rule_warnings)
+            if rl.rollout_tp != req.rl.rollout_tp and "rollout_tp" not in getattr(req, "rl_searched", frozenset()):
+                warn = (fit_rollout_tp(req.rl, gpn)[1],) + warn
+            p = _evaluate_rl_setting(req, rl, inst=inst, gpu=gpu, gpn=gpn, nodes=nodes, usable=usable, miss=miss,
+                                     rule_warnings=warn)
+            if p is not None and (best is None or score(req, p) < best[0]):
+                best = (score(req, p), p)
+        if best is None:
+            continue
+        seqs = best[1].rl.get("max_concurrent_seqs")
+        if seqs is None or seqs >= req.rl.num_generations:
+            return best[1]
+        fallback = fallback or best[1]
+    return fallback
+
+
+def _evaluate_rl_setting(req: Any, rl: Any, *, inst: Any, gpu: Any, gpn: int, nodes: int, usable: float, miss: Any,
+                         rule_warnings: tuple[str, ...]) -> Plan | None:
+    """The plan of one RL setting on one node layout: trainer candidates fastest first; the first that fits is
+    kept with the largest micro-batch that fits."""
+    from trainfit.rl.memory import estimate_rl_memory
+
+    model = req.model
+    limit = usable * (1 - req.memory_margin)
 
     def est_of(w: Workload) -> Any:
         return estimate_rl_memory(model, w, rl, usable, strict=False, host_ram_gib=inst.ram_gib,
@@ -264,5 +312,5 @@ def evaluate_rl_layout(req: Any, *, inst: Any, gpu: Any, gpn: int, nodes: int, u
     return None
 
 
-__all__ = ["MAX_RL_MICRO_BATCH", "check_rl_request", "evaluate_rl_layout", "fit_rollout_tp", "memory_view", "rl_configs", "rl_plan",
-           "rl_strategies", "rl_summary"]
+__all__ = ["MAX_RL_MICRO_BATCH", "RL_SEARCHED", "check_rl_request", "evaluate_rl_layout", "fit_rollout_tp",
+           "memory_view", "rl_candidates", "rl_configs", "rl_plan", "rl_strategies", "rl_summary"]

@@ -84,6 +84,9 @@ class PlanRequest:
     """RL fine-tuning (:class:`~trainfit.rl.RLConfig`), None = SFT: candidates are evaluated by ``plan/rl.py``."""
     steps: int | None = None
     """RL steps (hours = RL step time x steps); required with ``rl``."""
+    rl_searched: frozenset[str] = frozenset()
+    """RL settings the planner searches instead of taking them from ``rl`` (``rollout_tp``, ``trainer_offload``:
+    those the user did not set; :data:`trainfit.plan.rl.RL_SEARCHED`)."""
 
     def __post_init__(self) -> None:
         if not self.tokens or self.tokens <= 0:
