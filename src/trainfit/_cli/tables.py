@@ -114,7 +114,11 @@ def print_plan(out: dict, top: int = 10, console: Console | None = None) -> None
                 st += f" tp{s['tp']}"
             st += f" mb{s['micro_batch']}" + (" GC" if s["grad_ckpt"] else "")
             if p.get("rl"):
-                st += f" {p['rl']['binding_phase']}-bound, KV {p['rl']['max_concurrent_seqs']} seqs"
+                r = p["rl"]
+                if r.get("rollout_tp") and r.get("algo") != "dpo":  # the engine settings plan --rl searched
+                    st += f" rollout-tp{r['rollout_tp']}" + (" trainer-off" if r.get("trainer_offload") else "")
+                st += f" {r['binding_phase']}-bound" + (f", KV {r['max_concurrent_seqs']} seqs"
+                                                         if r.get("max_concurrent_seqs") is not None else "")
             mark = "*" if i in pareto else ""
             t.add_row(f"{i + 1}{mark}", p["instance_type"], p["gpu"], f"{p['nodes']}×{p['gpus_per_node']}", st,
                       f"{p['per_gpu_gib']:.1f}/{p['gpu_mem_gib']:g}", f"{p['tokens_per_s']:,.0f}",
