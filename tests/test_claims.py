@@ -46,7 +46,7 @@ def test_c1_qwen3_4b_lora_fits_an_a10(capsys, evaluate):
 def test_c6_14b_full_zero2_on_two_a100_does_not_fit(capsys, evaluate):
     rc, d = _json(capsys, ["memory", "Qwen3-14B", "--method", "full", "--gpus", "2", "--strategy", "zero2",
                            "--gpu", "A100-80GB", "--json"])
-    assert rc == 0 and d["verdict"] == "oom" and d["fits"] is False and d["reserved_gib"] > 80
+    assert rc == 1 and d["verdict"] == "oom" and d["fits"] is False and d["reserved_gib"] > 80  # exit 1: oom
     r = evaluate("C6")
     assert r.verdict == "false"
     assert "does not fit" in r.why and "ml.gn8v.4xlarge" in r.why

@@ -115,7 +115,7 @@ def test_core_commands_never_import_heavy_libraries(tmp_path):
         "from trainfit.cli import main\n"
         f"out = {str(tmp_path)!r}\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
-        "    assert main(['memory', 'Qwen3-8B', '--gpu', 'A10', '--json']) == 0\n"
+        "    assert main(['memory', 'Qwen3-8B', '--gpu', 'A10', '--json']) in (0, 1)\n"
         "    assert main(['plan', 'Qwen3-8B', '--tokens', '1B', '--json']) in (0, 1)\n"
         "    assert main(['render', 'Qwen3-8B', '--gpu', 'H100', '--out', out]) == 0\n"
         "    main(['check', out + '/launch.sh'])\n"

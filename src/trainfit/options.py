@@ -332,7 +332,15 @@ def plan_request_from_values(model: Any, values: Mapping[str, Any]) -> Any:
         interruption_rate_per_node_hour=values.get("interruption_rate"),
         checkpoint_interval_hours=values.get("checkpoint_interval"), rl=rl,
         compare_regions=bool(values.get("compare_regions")),
-        steps=values.get("steps") if rl is not None else None)
+        steps=values.get("steps") if rl is not None else None,
+        rl_searched=_rl_searched(values) if rl is not None else frozenset())
+
+
+def _rl_searched(values: Mapping[str, Any]) -> frozenset[str]:
+    """The RL settings ``plan --rl`` searches: those of :data:`trainfit.plan.rl.RL_SEARCHED` the user left unset."""
+    from trainfit.plan.rl import RL_SEARCHED
+
+    return frozenset(f for f in RL_SEARCHED if values.get(f) is None)
 
 
 def _rl_framework_of_target(target: str, values: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -404,6 +412,20 @@ RL_OPTION_NAMES = tuple(o.name for o in RL_OPTIONS)
 #: RLConfig fields set from the option of the same name (``rl`` is ``algo``; ``steps`` is not a config field).
 RL_CONFIG_FIELDS = ("rollout_engine", "rollout_tp", "rollout_util", "prompt_len", "response_len", "num_generations",
                     "rollout_batch", "colocate", "ref", "critic", "engine_sleep", "trainer_offload", "ref_offload")
+
+
+def rl_workload_from_values(values: Mapping[str, Any], rl: Any) -> Workload:
+    """The policy update of the RL request ``rl``: the workload options the user set (None or absent = not set),
+    then the RL framework's documented trainer defaults (:func:`trainfit.rl.config.trainer_defaults`: verl trains
+    with FSDP), then the Workload's; at prompt + response length."""
+    from trainfit.rl.config import trainer_defaults
+
+    kw = {k: values.get(k) for k in WORKLOAD_OPTION_NAMES}
+    for k, v in trainer_defaults(rl.rl_framework).items():
+        if kw.get(k) is None:
+            kw[k] = v
+    kw["seq_len"] = rl.seq_len
+    return workload_from_values(kw)
 
 
 def rl_config_from_values(values: Mapping[str, Any]) -> Any:

@@ -168,10 +168,12 @@ def rl_memory_report(model: ModelShape, workload: Workload, rl: Any, *, gpu: str
                      margin: float | None = None) -> RLMemoryReport:
     """RL sizing of ``rl`` around the policy update ``workload`` on a GPU (name, ``gpu_mem_gib`` or an instance
     type): memory per phase and the one verdict over all phases; with a catalog GPU also the step time and, with
-    ``steps``, the hours. A KV pool below one sequence is a :class:`~trainfit.errors.RolloutMemoryError`."""
+    ``steps``, the hours. A KV pool below one sequence is the verdict ``oom`` with the reason and its fix, as
+    every other non-fit."""
     from trainfit.rl.report import rl_report
 
     gpu_rec = None
+    inst = None
     if instance_type:
         from trainfit.catalog.instances import get_instance, gpu_on_instance
 
@@ -191,8 +193,8 @@ def rl_memory_report(model: ModelShape, workload: Workload, rl: Any, *, gpu: str
     if usable is None:
         raise WorkloadError("--rl needs the GPU: the rollout engine's budget is a fraction of its memory",
                             fix="pass --gpu NAME (e.g. H100), --gpu-mem GIB or --instance-type TYPE")
-    rep = rl_report(model, workload, rl, float(usable), gpu=gpu_rec, steps=steps, host_ram_gib=host_ram_gib,
-                    margin=margin)
+    rep = rl_report(model, workload, rl, float(usable), gpu=gpu_rec, instance=inst, steps=steps,
+                    host_ram_gib=host_ram_gib, margin=margin)
     rep.pop("_train")
     wl = rep.pop("_workload")
     est = rep.pop("_estimate")
@@ -208,9 +210,10 @@ def memory_from_options(values: Mapping[str, Any]) -> MemoryReport | RLMemoryRep
     """``memory`` from a mapping of option values (the web API body; the CLI parses flags the same way). With
     ``rl`` set (and the RL options of :data:`trainfit.options.RL_OPTIONS`) the :class:`RLMemoryReport`."""
     from trainfit import inputs
-    from trainfit.options import RL_OPTION_NAMES, RL_OPTIONS, parse_options, rl_config_from_values, workload_from_values
+    from trainfit.options import (RL_OPTION_NAMES, RL_OPTIONS, parse_options, rl_config_from_values,
+                                  rl_workload_from_values, workload_from_values)
 
-    wl_vals = parse_options(values, allowed_extra=MEMORY_EXTRA + RL_OPTION_NAMES)
+    wl_vals = parse_options(values, allowed_extra=MEMORY_EXTRA + RL_OPTION_NAMES, defaults=False)
     rl_vals = parse_options({k: v for k, v in values.items() if k in RL_OPTION_NAMES}, RL_OPTIONS)
     model = resolve_model(values.get("model"), config=values.get("config"))
     gpu = values.get("gpu")
@@ -225,8 +228,7 @@ def memory_from_options(values: Mapping[str, Any]) -> MemoryReport | RLMemoryRep
               instance_type=None if it is None else inputs.as_ident("instance_type", it, "instance_type"))
     rl = rl_config_from_values(rl_vals)
     if rl is not None:
-        wl = workload_from_values({**wl_vals, "seq_len": rl.seq_len})
-        return rl_memory_report(model, wl, rl, steps=rl_vals.get("steps"), **kw)
+        return rl_memory_report(model, rl_workload_from_values(wl_vals, rl), rl, steps=rl_vals.get("steps"), **kw)
     return memory_report(model, workload_from_values(wl_vals), **kw)
 
 
@@ -297,7 +299,8 @@ def plan_for(model: ModelShape, workload: Workload, *, gpu: str | None = None, i
 
         rl, tp_warning = fit_rollout_tp(rl, gpn)
         wl = workload.with_(seq_len=rl.seq_len) if workload.seq_len != rl.seq_len else workload
-        rest = estimate_rl_memory(model, wl, rl, usable, host_ram_gib=getattr(inst, "ram_gib", None), margin=margin)
+        rest = estimate_rl_memory(model, wl, rl, usable, strict=False, host_ram_gib=getattr(inst, "ram_gib", None),
+                                  margin=margin)
         return rl_plan(model, wl, rl, rest, gpu=g, usable=usable, gpus_per_node=gpn, inst=inst, steps=steps,
                        spot=spot, region=region, margin=margin, source=source, strict_speed=False,
                        rule_warnings=(tp_warning,) if tp_warning else ())

@@ -70,16 +70,23 @@ def test_rollout_phase_holds_engine_budget_plus_trainer_residual():
     assert est.phases_gib["rollout"] == pytest.approx(eng + est.trainer_residual_gib, rel=1e-6)
 
 
-def test_kv_pool_below_one_sequence_is_an_error_with_fix(capsys):
+def test_kv_pool_below_one_sequence_is_an_oom_verdict_with_reason_and_fix(capsys):
     m = get_model("Qwen3-8B")
-    with pytest.raises(RolloutMemoryError) as e:
+    with pytest.raises(RolloutMemoryError) as e:  # the library's strict mode
         estimate_rl_memory(m, Workload(), RLConfig(rollout_util=0.5, prompt_len=1024, response_len=7168), 22.0)
     assert e.value.fix and "--rollout-util" in e.value.fix
     est = estimate_rl_memory(m, Workload(), RLConfig(rollout_util=0.5), 22.0, strict=False)
     assert est.max_concurrent_seqs == 0 and est.fits is False and est.verdict == "oom"
+    assert est.kv_shortfall is not None and "KV pool" in est.kv_shortfall[0]
+    # the commands: a non-fit like any other (verdict oom, the reason and its fix, exit 1), not an input error
     rc = main(["memory", "Qwen3-8B", "--rl", "grpo", "--gpu", "A10", "--response-len", "7168"])
-    err = capsys.readouterr().err
-    assert rc == 2 and "fix:" in err and "KV pool" in err
+    out, err = capsys.readouterr()
+    assert rc == 1 and not err and "oom" in out and "KV pool" in out and "--rollout-tp" in out
+    rc = main(["memory", "Qwen3-14B", "--rl", "grpo", "--gpu", "A10", "--json"])
+    d = json.loads(capsys.readouterr().out)
+    assert rc == 1 and d["verdict"] == "oom" and d["rl"]["verdict"] == "oom"
+    assert any("KV pool" in r and "--rollout-tp" in r for r in d["rl"]["fit"]["reasons"])
+    assert "speed" not in d["rl"]  # an engine that holds no sequence has no step time
 
 
 def test_qwen3_next_linear_attention_state_by_hand():
@@ -163,7 +170,7 @@ def test_rl_report_is_pure_and_json_ready():
     m = get_model("Qwen3-30B-A3B")
     rl = RLConfig.for_framework("verl", num_generations=8, prompt_len=2048, response_len=4096)
     rep = rl_report(m, Workload(method="full", gpus=8, strategy="fsdp"), rl, 80.0, gpu=get_gpu("H100"), steps=100)
-    assert rep["config"]["max_num_seqs"] == 1024  # verl's rollout.yaml passes 1024
+    assert rep["config"]["max_num_seqs"] == 256  # verl's rollout.yaml passes 256 (since verl e9405d7)
     assert rep["_workload"].seq_len == 6144
     private = {k for k in rep if k.startswith("_")}
     assert {"_train", "_workload", "_estimate", "_speed"} <= private

@@ -100,10 +100,11 @@ def test_memory_cli_web_and_service_are_one_path(capsys):
 
 
 def test_memory_rl_takes_gpu_and_host_ram_from_an_instance_type(capsys):
-    assert main(["memory", "Qwen3-8B", "--rl", "grpo", "--instance-type", "generic-8xH100", "--gpus", "8",
-                 "--json"]) == 0
+    rc = main(["memory", "Qwen3-8B", "--rl", "grpo", "--instance-type", "generic-8xH100", "--gpus", "8", "--json"])
     out = json.loads(capsys.readouterr().out)
     assert out["gpu"] == "H100-SXM" and out["rl"]["gpu_mem_gib"] == pytest.approx(80, abs=1)
+    assert out["rl"]["speed"]["node"] == "generic-8xH100"  # the step time is timed on that node
+    assert rc == (1 if out["verdict"] == "oom" else 0)
 
 
 def test_memory_rl_without_a_gpu_is_one_clear_error(capsys):
@@ -162,10 +163,13 @@ def test_plan_rl_cost_is_price_times_instance_hours(tmp_path, capsys):
 
 
 def test_plan_rl_lowers_a_rollout_tp_that_does_not_fit_the_node(tmp_path, capsys):
-    model, args, _, _ = CASES["8b-lora-1gpu-verl"]  # verl's default rollout tp is 2
-    _, doc = _plan_json(tmp_path, capsys, model, args)
+    model, args, _, _ = CASES["8b-lora-1gpu-verl"]
+    _, doc = _plan_json(tmp_path, capsys, model, args + ["--rollout-tp", "2"])  # set by the user: lowered, said
     p = doc["plans"][0]
     assert p["rl"]["rollout_tp"] == 1 and any("rollout tp 2" in w for w in p["warnings"])
+    _, doc = _plan_json(tmp_path, capsys, model, args)  # verl's default 2 is not the user's: searched, no warning
+    p = doc["plans"][0]
+    assert p["rl"]["rollout_tp"] == 1 and not any("rollout tp 2" in w for w in p["warnings"])
 
 
 @pytest.mark.parametrize("extra,needle", [

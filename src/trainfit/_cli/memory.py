@@ -15,7 +15,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "phase of the peak, host RAM; with --gpu, --gpu-mem or --instance-type also the verdict "
                     "(fits / tight / oom / unknown), the largest micro-batch and sequence, and changes that fit.")
     add_model_argument(p)
-    add_workload_options(p)
+    add_workload_options(p, unset_defaults=True)  # None = not given: the Workload's default, or --rl-framework's
     g = p.add_argument_group("GPU")
     g.add_argument("--gpu", metavar="NAME", type=ident_arg("--gpu", "gpu"),
                    help="GPU from the catalog (A10, L20, A100-80GB, H800, H20...)")
@@ -33,12 +33,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def compute(args: argparse.Namespace):
-    from trainfit.options import rl_config_from_values
+    from trainfit.options import rl_config_from_values, rl_workload_from_values
     from trainfit.service import memory_report, rl_memory_report
 
     rl = rl_config_from_values(vars(args))
     if rl is not None:  # RL sizing (issue 13): memory per phase
-        return rl_memory_report(model_from_args(args), workload_from_args(args, seq_len=rl.seq_len), rl,
+        return rl_memory_report(model_from_args(args), rl_workload_from_values(vars(args), rl), rl,
                                 gpu=args.gpu, gpu_mem_gib=args.gpu_mem, host_ram_gib=args.host_ram,
                                 instance_type=args.instance_type, steps=args.steps)
     return memory_report(model_from_args(args), workload_from_args(args), gpu=args.gpu, gpu_mem_gib=args.gpu_mem,
@@ -46,17 +46,20 @@ def compute(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
+    """Exit status 1 when the verdict is ``oom`` (as ``plan`` when nothing fits and ``check`` on errors), with or
+    without ``--json``; 0 otherwise."""
     rep = compute(args)
     out = rep if isinstance(rep, dict) else rep.to_dict()
+    rc = 1 if out.get("verdict") == "oom" else 0
     if args.json:
         print_json(out)
-        return 0
+        return rc
     if "rl" in out:
         from trainfit._cli.rl_options import print_rl_memory
 
         print_rl_memory(out)
-        return 0
+        return rc
     from trainfit._cli.tables import print_memory
 
     print_memory(out)
-    return 0
+    return rc

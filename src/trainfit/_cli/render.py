@@ -86,10 +86,10 @@ def plan_from_args(args: argparse.Namespace):
     if args.plan:
         _refuse_options_the_plan_fixes(args)
         return service.load_plan(args.plan, args.pick)
-    from trainfit.options import rl_config_from_values
+    from trainfit.options import rl_config_from_values, rl_workload_from_values
 
     rl = rl_config_from_values(vars(args))
-    wl = workload_from_args(args)
+    wl = workload_from_args(args) if rl is None else rl_workload_from_values(vars(args), rl)
     if rl is None and args.grad_accum is None:  # the global batch the planner would aim at
         from trainfit.plan.batch import with_target_batch
 

@@ -67,7 +67,10 @@ def print_rl_memory(out: dict) -> None:
                 f"({s['rollout_tokens_per_s']:,.0f} tok/s, {s['engines']} engine(s) x batch {s['decode_batch']}), "
                 f"update {s['update_seconds']:,.0f} s, log-probs {s['logprob_seconds']:,.0f} s"
                 + (f", critic {s['critic_seconds']:,.0f} s" if s["critic_seconds"] else "")
-                + f", sync {s['sync_seconds']:,.1f} s")
+                + f", sync {s['sync_seconds']:,.1f} s"
+                + (f" (nodes: {s['node']})" if s.get("node") else ""))
+        for w in s.get("warnings", []):
+            c.print(f"[yellow]warning:[/yellow] {w}")
     if "time" in rl:
         c.print(f"{rl['time']['steps']} steps: {rl['time']['hours']:,.1f} h, {rl['time']['gpu_hours']:,.1f} GPU-hours")
     for w in rl["warnings"]:

@@ -135,7 +135,11 @@ def print_plan(out: dict, top: int = 10, console: Console | None = None) -> None
             st += f" gb{s['global_batch']}" if "global_batch" in s else ""
             st += " GC" if s["grad_ckpt"] else ""
             if p.get("rl"):
-                st += f" {p['rl']['binding_phase']}-bound, KV {p['rl']['max_concurrent_seqs']} seqs"
+                r = p["rl"]
+                if r.get("rollout_tp") and r.get("algo") != "dpo":  # the engine settings plan --rl searched
+                    st += f" rollout-tp{r['rollout_tp']}" + (" trainer-off" if r.get("trainer_offload") else "")
+                st += f" {r['binding_phase']}-bound" + (f", KV {r['max_concurrent_seqs']} seqs"
+                                                         if r.get("max_concurrent_seqs") is not None else "")
             mark = "*" if i in pareto else ""
             t.add_row(f"{i + 1}{mark}", p["instance_type"], p["gpu"], f"{p['nodes']}×{p['gpus_per_node']}", st,
                       s.get("precision_mode", s["precision"]),

@@ -5,7 +5,7 @@ For every candidate layout (strategy x offload x gradient checkpointing x micro-
 per-phase memory (:func:`trainfit.rl.memory.estimate_rl_memory`: rollout, train, weight sync) gives the verdict
 over all phases through the one fit decision (:func:`trainfit.estimate.fit.decide_fit` on the binding phase's
 peak and the RL host RAM, an empty KV pool being ``oom``); the first that fits is kept. Its hours are the RL
-step time (:func:`trainfit.rl.speed.estimate_rl_speed`) x ``steps``, its cost price x instance-hours through
+step time (:func:`trainfit.rl.speed.rl_step_speed`, the one function ``memory --rl`` calls too) x ``steps``, its cost price x instance-hours through
 :func:`trainfit.plan.pricing.time_and_cost` (the cost model of ``plan/cost.py``, spot interruptions included).
 
 Candidates are limited to layouts the launch writers of :mod:`trainfit.rl.launch` express: verl's FSDP backend
@@ -41,6 +41,8 @@ _ANY_MULTI = (("ddp", "none"), ("zero2", "none"), ("fsdp", "none"), ("zero3", "n
               ("fsdp", "optimizer"), ("zero3", "all"))
 #: Largest policy-update micro-batch the search tries (as the SFT search's MAX_MICRO_BATCH).
 MAX_RL_MICRO_BATCH = 16
+#: RL settings ``plan --rl`` searches when the user does not set them (``PlanRequest.rl_searched``).
+RL_SEARCHED = ("rollout_tp", "trainer_offload")
 
 
 def rl_strategies(framework: str | None, gpus: int) -> tuple[tuple[str, str], ...]:
@@ -134,7 +136,7 @@ def rl_summary(rl: Any, est: Any, *, steps: int | None, speed: Any = None) -> di
 
 
 def rl_plan(model: ModelShape, wl: Workload, rl: Any, est: Any, *, gpu: Any, usable: float, gpus_per_node: int,
-            inst: Any = None, steps: int | None = None, hw: Any = None, spot: bool = False, region: str | None = None,
+            inst: Any = None, steps: int | None = None, spot: bool = False, region: str | None = None,
             margin: float = SAFETY_MARGIN_DEFAULT, interruption_rate: float | None = None,
             checkpoint_interval_hours: float | None = None, rule_warnings: tuple[str, ...] = (),
             source: str = "trainfit plan", strict_speed: bool = True) -> Plan | None:
@@ -144,31 +146,29 @@ def rl_plan(model: ModelShape, wl: Workload, rl: Any, est: Any, *, gpu: Any, usa
     ``strict_speed`` (the planner): a speed-model error (no compute peak or memory bandwidth in the catalog) is
     raised, so the instance type is rejected with it, and None is returned when spot interruptions outpace the
     checkpoints; otherwise (``render`` without a plan file) they become warnings."""
-    from trainfit.errors import CatalogError, TrainfitError
+    from trainfit.errors import TrainfitError
 
     mem = memory_view(est)
     fit = decide_fit(mem, usable_gib=usable, gpus_per_node=gpus_per_node,
                      host_ram_gib=getattr(inst, "ram_gib", None), margin=margin)
-    if est.max_concurrent_seqs is not None and est.max_concurrent_seqs < 1:
+    if est.kv_shortfall is not None:
         fit = replace(fit, verdict="oom", gpu_verdict="oom",
-                      reasons=fit.reasons + (f"the KV pool holds no {rl.seq_len}-token sequence",))
+                      reasons=fit.reasons + (f"{est.kv_shortfall[0]}: {est.kv_shortfall[1]}",))
     warnings = list(rule_warnings[:1]) + list(fit.reasons) + list(est.warnings) + list(rule_warnings[1:])
     notes: list[str] = []
     sp = None
     timing: dict[str, Any] = {}
     try:
-        if not (gpu.bf16_dense_tflops or gpu.fp16_dense_tflops):
-            raise CatalogError(f"{gpu.name}: the catalog has no compute peak; the RL step time needs it",
-                               fix="add bf16_dense_tflops for the GPU in ~/.config/trainfit/catalog.yaml")
-        from trainfit.plan.hardware import hardware_for
-        from trainfit.rl.speed import estimate_rl_speed
+        from trainfit.rl.speed import rl_step_speed
 
-        sp = estimate_rl_speed(model, wl, rl, hw or hardware_for(gpu, inst, gpus_per_node=gpus_per_node), est)
+        if est.kv_shortfall is None:  # an engine that holds no sequence has no step time
+            sp = rl_step_speed(model, wl, rl, est, gpu=gpu, instance=inst)
     except TrainfitError as e:
         if strict_speed:
             raise
         warnings.append(f"RL speed not estimated: {e.message}")
     if sp is not None:
+        warnings += list(sp.warnings)
         seq_tokens = rl.seqs_per_step * rl.seq_len
         timing = {"step_seconds": sp.step_seconds, "tokens_per_s": seq_tokens / sp.step_seconds,
                   "framework": rl.rl_framework}
@@ -200,25 +200,71 @@ def rl_plan(model: ModelShape, wl: Workload, rl: Any, est: Any, *, gpu: Any, usa
                 rl=rl_summary(rl, est, steps=steps, speed=sp), **timing)
 
 
-def evaluate_rl_layout(req: Any, *, inst: Any, gpu: Any, gpn: int, nodes: int, usable: float, miss: Any,
-                       hw: Any = None, rule_warnings: tuple[str, ...] = (), precision: str | None = None) -> Plan | None:
-    """The best RL plan of one node layout of one instance type (None when nothing fits; ``miss`` records the
-    closest miss for the rejection). Candidates fastest first; the first that fits is kept with the largest
-    micro-batch that fits. ``precision``: what the SFT planner would train in on this GPU (fp16 where it has no
-    bf16), which the RL writers cannot express: such GPUs are rejected."""
-    from trainfit.rl.memory import estimate_rl_memory
-
+def rl_candidates(req: Any, gpn: int) -> list[list[Any]]:
+    """The RL settings one node layout of ``gpn`` GPUs per node is evaluated with, grouped by rollout TP, smallest
+    first: the request's, with each setting of :data:`RL_SEARCHED` the user left unset (``req.rl_searched``)
+    varied: rollout tensor-parallel sizes that divide the node's GPUs and the model's attention heads (vLLM splits
+    the heads over TP ranks; an engine sits inside one node), and the trainer offloaded to host RAM during
+    rollout or not. A rollout TP the user set that does not divide the node is lowered (:func:`fit_rollout_tp`)."""
     rl = req.rl
-    model = req.model
-    limit = usable * (1 - req.memory_margin)
+    searched = getattr(req, "rl_searched", frozenset())
+    if not rl.has_rollout:
+        return [[rl]]
+    if "rollout_tp" in searched:
+        tps = [t for t in (1, 2, 4, 8, 16) if t <= gpn and gpn % t == 0 and req.model.num_heads % t == 0]
+    else:
+        tps = [fit_rollout_tp(rl, gpn)[0].rollout_tp]
+    offs = [rl.trainer_offload]
+    if "trainer_offload" in searched and rl.colocate:
+        offs = [False, True]
+    return [[rl.with_(rollout_tp=tp, trainer_offload=off) for off in offs] for tp in tps]
+
+
+def evaluate_rl_layout(req: Any, *, inst: Any, gpu: Any, gpn: int, nodes: int, usable: float, miss: Any,
+                       rule_warnings: tuple[str, ...] = (), precision: str | None = None) -> Plan | None:
+    """The best RL plan of one node layout of one instance type (None when nothing fits; ``miss`` records the
+    closest miss for the rejection). RL settings of :func:`rl_candidates`, each with its first fitting trainer
+    layout: the rollout TP is the smallest whose KV pool holds one group of ``num_generations`` sequences (else
+    the smallest that fits at all): more engines beat larger ones when memory allows (verl's performance tuning
+    guide, docs/perf/perf_tuning.rst: "use a smaller tensor_parallel_size"; the decode model does not charge the
+    TP all-reduce, so it cannot rank TP sizes itself); at that TP, trainer offload on or off, whichever ranks
+    first (:func:`trainfit.plan.rank.score`). ``precision``: what the SFT planner would train in on this GPU
+    (fp16 where it has no bf16), which the RL writers cannot express: such GPUs are rejected."""
+    from trainfit.plan.rank import score
+
     if precision is not None and precision != req.workload.precision:
         # the SFT planner would train in fp16 here (no bf16 on this GPU); verl and ms-swift RL launches run bf16
         miss.other = ("precision", f"{gpu.name} has no bf16; the RL launch files train and generate in bf16",
                       "a GPU with bf16 (A10, L20, A100, H100...)")
         return None
-    rl, tp_warning = fit_rollout_tp(rl, gpn)
-    if tp_warning:
-        rule_warnings = (tp_warning,) + tuple(rule_warnings)
+    fallback: Plan | None = None
+    for group in rl_candidates(req, gpn):
+        best: tuple[tuple, Plan] | None = None
+        for rl in group:
+            warn = tuple(rule_warnings)
+            if rl.rollout_tp != req.rl.rollout_tp and "rollout_tp" not in getattr(req, "rl_searched", frozenset()):
+                warn = (fit_rollout_tp(req.rl, gpn)[1],) + warn
+            p = _evaluate_rl_setting(req, rl, inst=inst, gpu=gpu, gpn=gpn, nodes=nodes, usable=usable, miss=miss,
+                                     rule_warnings=warn)
+            if p is not None and (best is None or score(req, p) < best[0]):
+                best = (score(req, p), p)
+        if best is None:
+            continue
+        seqs = best[1].rl.get("max_concurrent_seqs")
+        if seqs is None or seqs >= req.rl.num_generations:
+            return best[1]
+        fallback = fallback or best[1]
+    return fallback
+
+
+def _evaluate_rl_setting(req: Any, rl: Any, *, inst: Any, gpu: Any, gpn: int, nodes: int, usable: float, miss: Any,
+                         rule_warnings: tuple[str, ...]) -> Plan | None:
+    """The plan of one RL setting on one node layout: trainer candidates fastest first; the first that fits is
+    kept with the largest micro-batch that fits."""
+    from trainfit.rl.memory import estimate_rl_memory
+
+    model = req.model
+    limit = usable * (1 - req.memory_margin)
 
     def est_of(w: Workload) -> Any:
         return estimate_rl_memory(model, w, rl, usable, strict=False, host_ram_gib=inst.ram_gib,
@@ -240,11 +286,9 @@ def evaluate_rl_layout(req: Any, *, inst: Any, gpu: Any, gpn: int, nodes: int, u
             if e1.peak_gib > limit:
                 if e1.peak_gib < miss.need_gib:
                     miss.need_gib, miss.need_wl = e1.peak_gib, w1
-            elif e1.max_concurrent_seqs is not None and e1.max_concurrent_seqs < 1:
+            elif e1.kv_shortfall is not None:
                 opts = _kv_fix_options(req, w1, rl, gpn, usable, inst)
-                miss.other = ("kv-pool", f"the rollout KV pool ({e1.kv_pool_gib:.2f} GiB/GPU) holds no "
-                              f"{rl.seq_len}-token sequence ({e1.kv_gib_per_seq:.2f} GiB)",
-                              "raise --rollout-util or --rollout-tp, or shorten --prompt-len/--response-len", opts)
+                miss.other = ("kv-pool", *e1.kv_shortfall, opts)
             elif e1.fit.get("host_verdict") in ("oom", "tight"):
                 miss.host = (e1.host_ram_gib, inst.ram_gib)
             continue
@@ -259,7 +303,7 @@ def evaluate_rl_layout(req: Any, *, inst: Any, gpu: Any, gpn: int, nodes: int, u
             b *= 2
         w, e = best
         p = rl_plan(model, w, rl, e, gpu=gpu, usable=usable, gpus_per_node=gpn, inst=inst, steps=req.steps,
-                    hw=hw, spot=req.spot, region=req.region, margin=req.memory_margin,
+                    spot=req.spot, region=req.region, margin=req.memory_margin,
                     interruption_rate=req.interruption_rate_per_node_hour,
                     checkpoint_interval_hours=req.checkpoint_interval_hours, rule_warnings=rule_warnings)
         if p is None:
@@ -296,5 +340,5 @@ def _kv_fix_options(req: Any, w: Workload, rl: Any, gpn: int, usable: float, ins
     return tuple(out)
 
 
-__all__ = ["MAX_RL_MICRO_BATCH", "check_rl_request", "evaluate_rl_layout", "fit_rollout_tp", "memory_view", "rl_configs", "rl_plan",
-           "rl_strategies", "rl_summary"]
+__all__ = ["MAX_RL_MICRO_BATCH", "RL_SEARCHED", "check_rl_request", "evaluate_rl_layout", "fit_rollout_tp",
+           "memory_view", "rl_candidates", "rl_configs", "rl_plan", "rl_strategies", "rl_summary"]

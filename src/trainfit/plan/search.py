@@ -100,6 +100,9 @@ class PlanRequest:
     """RL steps (hours = RL step time x steps); required with ``rl``."""
     compare_regions: bool = False
     """Also price every plan in every region with a price for its instance type (``PlanResult.region_prices``)."""
+    rl_searched: frozenset[str] = frozenset()
+    """RL settings the planner searches instead of taking them from ``rl`` (``rollout_tp``, ``trainer_offload``:
+    those the user did not set; :data:`trainfit.plan.rl.RL_SEARCHED`)."""
 
     def __post_init__(self) -> None:
         if not self.tokens or self.tokens <= 0:

@@ -60,6 +60,13 @@ class FrameworkDefaults:
     """Public files / pages the values were read from."""
     max_num_seqs: int | None = None
     """Engine ``max_num_seqs`` the framework passes (None = the engine's own default)."""
+    strategy: str | None = None
+    """The trainer's data-parallel strategy out of the box (trainfit's ``--strategy``: verl's actor ``fsdp``,
+    OpenRLHF's ``--zero_stage 2`` = ``zero2``); None = not documented here (the Workload default, ``ddp``)."""
+    offload: str | None = None
+    """The trainer's offload out of the box (``none`` | ``optimizer`` | ``all``)."""
+    grad_ckpt: bool | None = None
+    """Gradient checkpointing of the policy out of the box."""
     as_of: str = "2026-12-03"
     notes: str = ""
 
@@ -67,18 +74,27 @@ class FrameworkDefaults:
 FRAMEWORK_DEFAULTS: dict[str, FrameworkDefaults] = {
     "verl": FrameworkDefaults(
         name="verl", rollout_util=0.5, rollout_tp=2, num_generations=1, prompt_len=512, response_len=512,
-        colocate=True, engine_sleep=True, trainer_offload=False, ref=True, ref_offload=False, max_num_seqs=1024,
-        sources=("https://github.com/volcengine/verl/blob/main/verl/trainer/config/rollout/rollout.yaml",
+        colocate=True, engine_sleep=True, trainer_offload=False, ref=True, ref_offload=False, max_num_seqs=256,
+        strategy="fsdp", offload="none", grad_ckpt=True,
+        sources=("https://github.com/volcengine/verl/blob/b178a3cd56f58b2d502255daba591e92833930a7/verl/trainer/"
+                 "config/_generated_ppo_trainer.yaml",
+                 "https://github.com/volcengine/verl/blob/b178a3cd56f58b2d502255daba591e92833930a7/verl/trainer/"
+                 "config/rollout/rollout.yaml",
                  "https://github.com/volcengine/verl/blob/main/verl/trainer/config/ref/ref.yaml",
                  "https://verl.readthedocs.io/en/latest/examples/config.html"),
-        notes="rollout.gpu_memory_utilization 0.5, tensor_model_parallel_size 2, n 1, free_cache_engine True "
-              "(engine sleeps during the update), max_num_seqs 1024, prompt/response 512; actor and reference run in the same "
-              "hybrid-engine worker (colocated); actor fsdp_config param_offload/optimizer_offload False, "
-              "ref param_offload False (the GRPO examples set it True); use_kl_loss examples load a reference.",
+        as_of="2026-12-06",
+        notes="verl commit b178a3c (2026-01-29), _generated_ppo_trainer.yaml (the flattened ppo_trainer.yaml): "
+              "actor_rollout_ref.actor.strategy fsdp, actor fsdp_config param_offload/optimizer_offload false, "
+              "actor_rollout_ref.model.enable_gradient_checkpointing true; rollout.gpu_memory_utilization 0.5, "
+              "tensor_model_parallel_size 2, n 1, free_cache_engine true (engine sleeps during the update), "
+              "max_num_seqs 256 (1024 before verl e9405d7, 2026-01-24), prompt/response 512; actor and reference "
+              "run in the same hybrid-engine worker (colocated); ref param_offload false (the GRPO examples set it "
+              "true); use_kl_loss examples load a reference.",
     ),
     "openrlhf": FrameworkDefaults(
         name="openrlhf", rollout_util=0.95, rollout_tp=1, num_generations=1, prompt_len=1024, response_len=1024,
         colocate=False, engine_sleep=False, trainer_offload=False, ref=True, ref_offload=False,
+        strategy="zero2",
         sources=("https://github.com/OpenRLHF/OpenRLHF/blob/main/openrlhf/cli/train_ppo_ray.py",),
         notes="--vllm_gpu_memory_utilization 0.95, --vllm_tensor_parallel_size 1, --n_samples_per_prompt 1, "
               "--prompt_max_len 1024, --generate_max_len 1024; --colocate_all_models, --vllm_enable_sleep and "
@@ -235,8 +251,17 @@ class RLConfig:
         return cls(**kw)
 
 
+def trainer_defaults(framework: str | None) -> dict[str, Any]:
+    """The policy update's Workload fields ``framework`` sets out of the box (verl: ``strategy`` fsdp, ``offload``
+    none, ``grad_ckpt`` True), for the fields the user leaves unset; {} without a framework."""
+    fd = FRAMEWORK_DEFAULTS.get(framework) if framework else None
+    if fd is None:
+        return {}
+    return {k: getattr(fd, k) for k in ("strategy", "offload", "grad_ckpt") if getattr(fd, k) is not None}
+
+
 RL_FIELD_NAMES = frozenset(f.name for f in fields(RLConfig))
 DEFAULT_RL = RLConfig()
 
 __all__ = ["ALGOS", "ENGINES", "FRAMEWORKS", "FRAMEWORK_DEFAULTS", "FrameworkDefaults", "KV_BLOCK_TOKENS",
-           "RLConfig"]
+           "RLConfig", "trainer_defaults"]

@@ -86,6 +86,8 @@ class RLMemoryEstimate:
     """The policy update's :class:`~trainfit.estimate.memory.MemoryEstimate`."""
     assumptions: tuple[str, ...] = field(default=())
     warnings: tuple[str, ...] = field(default=())
+    kv_shortfall: tuple[str, str] | None = None
+    """(why, fix) when the rollout KV pool holds no full sequence: the engine cannot run, verdict ``oom``."""
 
     def to_dict(self) -> dict:
         r = lambda v: None if v is None else round(v, 3)  # noqa: E731
@@ -211,6 +213,8 @@ class _Engine:
     """Budget left for the KV cache (None without a rollout)."""
     max_seqs: int | None
     """Sequences the pool holds at once (None without a rollout)."""
+    shortfall: tuple[str, str] | None = None
+    """(why, fix) when the pool holds no full sequence: the reason of the ``oom`` verdict."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -271,19 +275,20 @@ def _rollout_phase(model: ModelShape, rl: RLConfig, gpu_mem_gib: float, *, stric
     budget = rl.rollout_util * mem
     pool = budget - eng_w - eng_ov if rl.has_rollout else None
     max_seqs = None
+    shortfall = None
     if rl.has_rollout:
         max_seqs = max(0, int(pool // seq_b)) if pool > 0 else 0
-        if max_seqs < 1 and strict:
+        if max_seqs < 1:
             need = (eng_w + eng_ov + seq_b) / mem
-            raise RolloutMemoryError(
+            shortfall = (
                 f"the rollout KV pool ({max(pool, 0) / GIB:.2f} GiB per GPU = {rl.rollout_util:g} x "
                 f"{gpu_mem_gib:.1f} GiB - {eng_w / GIB:.2f} GiB engine weights - {eng_ov / GIB:.2f} GiB engine "
                 f"overhead) cannot hold one {rl.seq_len}-token sequence ({seq_b / GIB:.2f} GiB)",
-                fix=(f"raise --rollout-util to at least {min(need, 1.0):.2f}" if need <= 0.95 else
-                     "the engine cannot hold one sequence at any utilisation")
+                (f"raise --rollout-util to at least {min(need, 1.0):.2f}" if need <= 0.95 else
+                 "the engine cannot hold one sequence at any utilisation")
                 + f", raise --rollout-tp (now {rl.rollout_tp}) or shorten --prompt-len/--response-len")
-        if max_seqs < 1:
-            warnings.append(f"the KV pool holds no full {rl.seq_len}-token sequence")
+            if strict:
+                raise RolloutMemoryError(shortfall[0], fix=shortfall[1])
         if 0 < max_seqs < rl.num_generations:
             warnings.append(f"the KV pool holds {max_seqs} sequences, fewer than one group of {rl.num_generations} "
                             "generations: the engine will preempt/recompute")
@@ -295,7 +300,7 @@ def _rollout_phase(model: ModelShape, rl: RLConfig, gpu_mem_gib: float, *, stric
         if model.n_linear_attention_layers:
             assumptions.append("Qwen3-Next linear-attention state per sequence in bf16 (conv + recurrent state)")
     return _Engine(per_tok=per_tok, fixed=fixed, seq_b=seq_b, weights_b=eng_w, overhead_b=eng_ov, budget_b=budget,
-                   pool_b=pool, max_seqs=max_seqs)
+                   pool_b=pool, max_seqs=max_seqs, shortfall=shortfall)
 
 
 def _trainer_residual(rl: RLConfig, tr: _Trainer, assumptions: list[str]) -> _Residual:
@@ -400,9 +405,9 @@ def _fit_decision(rl: RLConfig, train: object, eng: _Engine, peak: float, host: 
                      **({} if margin is None else {"margin": margin}))
     fit = dec.to_dict()
     verdict = dec.verdict
-    if eng.max_seqs is not None and eng.max_seqs < 1:
+    if eng.shortfall is not None:
         verdict = fit["verdict"] = fit["gpu_verdict"] = "oom"
-        fit["reasons"] = list(fit["reasons"]) + [f"the KV pool holds no {rl.seq_len}-token sequence"]
+        fit["reasons"] = list(fit["reasons"]) + [f"{eng.shortfall[0]}: {eng.shortfall[1]}"]
     fit["binding_phase"] = binding
     return fit, verdict
 
@@ -445,4 +450,4 @@ def estimate_rl_memory(model: ModelShape, workload: Workload, rl: RLConfig, gpu_
         max_concurrent_seqs=eng.max_seqs, engine_weights_gib=eng.weights_b / GIB,
         engine_overhead_gib=eng.overhead_b / GIB, trainer_residual_gib=res.total_b / GIB, ref_gib=tr.ref_b / GIB,
         critic_gib=tr.critic_b / GIB, sync_bucket_gib=bucket / GIB, host_ram_gib=host, terms_gib=terms,
-        train=tr.train, assumptions=tuple(assumptions), warnings=tuple(warnings))
+        train=tr.train, assumptions=tuple(assumptions), warnings=tuple(warnings), kv_shortfall=eng.shortfall)

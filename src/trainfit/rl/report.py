@@ -10,11 +10,12 @@ from trainfit.workload import Workload
 
 
 def rl_report(model: ModelShape, workload: Workload, rl: RLConfig, gpu_mem_gib: float, *, gpu: Any = None,
-              steps: int | None = None, strict: bool = True, host_ram_gib: float | None = None,
-              margin: float | None = None) -> dict[str, Any]:
+              instance: Any = None, steps: int | None = None, strict: bool = False,
+              host_ram_gib: float | None = None, margin: float | None = None) -> dict[str, Any]:
     """``{"config", phases_gib, kv_pool_gib, max_concurrent_seqs, binding_phase, fits, ...}`` of
     :func:`~trainfit.rl.memory.estimate_rl_memory`; with a catalog ``gpu`` record also ``speed`` (step-time
-    split), and with ``steps`` also ``time`` (hours, GPU-hours). The workload's ``seq_len`` is replaced by
+    split, :func:`~trainfit.rl.speed.rl_step_speed` on the node ``instance``: the step time ``plan --rl``
+    gives), and with ``steps`` also ``time`` (hours, GPU-hours). The workload's ``seq_len`` is replaced by
     prompt + response. The policy update's MemoryEstimate is under the ``"_train"`` key, the
     :class:`~trainfit.rl.memory.RLMemoryEstimate` under ``"_estimate"`` and the RLSpeedEstimate (with a GPU)
     under ``"_speed"`` (not JSON)."""
@@ -23,12 +24,10 @@ def rl_report(model: ModelShape, workload: Workload, rl: RLConfig, gpu_mem_gib: 
     wl = workload.with_(seq_len=rl.seq_len) if workload.seq_len != rl.seq_len else workload
     est = estimate_rl_memory(model, wl, rl, gpu_mem_gib, strict=strict, host_ram_gib=host_ram_gib, margin=margin)
     out: dict[str, Any] = {"config": rl.to_dict(), **est.to_dict()}
-    if gpu is not None:
-        from trainfit.plan.hardware import hardware_for
-        from trainfit.rl.speed import estimate_rl_speed, rl_hours
+    if gpu is not None and est.kv_shortfall is None:  # an engine that holds no sequence has no step time
+        from trainfit.rl.speed import rl_hours, rl_step_speed
 
-        hw = hardware_for(gpu)
-        sp = estimate_rl_speed(model, wl, rl, hw, est)
+        sp = rl_step_speed(model, wl, rl, est, gpu=gpu, instance=instance)
         out["speed"] = sp.to_dict()
         out["_speed"] = sp
         if steps:

@@ -67,6 +67,10 @@ class RLSpeedEstimate:
     """Share of the step per part (rollout, update, logprob, critic, sync)."""
     update_tokens_per_s: float
     assumptions: tuple[str, ...] = field(default=())
+    warnings: tuple[str, ...] = field(default=())
+    """The policy update's speed warnings (an inter-node bandwidth assumed, kernels the GPU lacks...)."""
+    node: str | None = None
+    """The catalog instance type whose node (links inside it and between nodes) the step time assumed."""
 
     def to_dict(self) -> dict:
         d = {k: getattr(self, k) for k in ("engines", "decode_batch", "waves")}
@@ -75,6 +79,8 @@ class RLSpeedEstimate:
             d[k] = round(getattr(self, k), 4)
         d["split"] = {k: round(v, 3) for k, v in self.split.items()}
         d["assumptions"] = list(self.assumptions)
+        d["warnings"] = list(self.warnings)
+        d["node"] = self.node
         return d
 
 
@@ -96,13 +102,24 @@ def estimate_rl_speed(model: ModelShape, workload: Workload, rl: RLConfig, hardw
     assumptions: list[str] = [f"decode at {MEM_BW_EFFICIENCY:g} of peak memory bandwidth, prefill/decode matmuls at "
                               f"{DECODE_FLOP_EFFICIENCY:g} of peak (assumptions, not measured)"]
     wl = workload.with_(seq_len=rl.seq_len) if workload.seq_len != rl.seq_len else workload
-    sp = api.estimate_speed(model, wl, hardware, efficiency=efficiency)
     seqs = rl.seqs_per_step
+    wl_update = wl
+    if wl.strategy == "fsdp":
+        # verl (the FSDP launch): ppo_mini_batch_size = the step's prompts, one optimizer step per RL step
+        # (rl/launch.py write_verl), so the update accumulates every micro-batch of the step before it
+        accum = max(1, math.ceil(seqs / (wl.micro_batch * wl.dp)))
+        if accum != wl.grad_accum:
+            wl_update = wl.with_(grad_accum=accum)
+        assumptions.append(f"one optimizer step per RL step (verl ppo_mini_batch_size = the step's prompts): "
+                           f"{accum} micro-batch(es) of {wl.micro_batch} per GPU before it")
+    sp = api.estimate_speed(model, wl_update, hardware, efficiency=efficiency)
     tokens = seqs * rl.seq_len
     update_s = tokens / sp.tokens_per_s
     fwd_share = 0.25 if wl.grad_ckpt else 1 / 3
     n_fwd = (1 if rl.ref else 0) + (1 if rl.algo != "dpo" else 0)  # reference + old-policy log-probs
-    logprob_s = update_s * fwd_share * n_fwd
+    # forward-only passes: a share of the forward+backward, without the (CPU, offloaded) optimizer step
+    gpu_share = (sp.step_seconds - sp.cpu_seconds) / sp.step_seconds if sp.step_seconds > 0 else 1.0
+    logprob_s = update_s * gpu_share * fwd_share * n_fwd
     critic_s = update_s * (1 + fwd_share) if rl.has_critic else 0.0
     bw = (hardware.mem_gbytes_per_s or 0.0) * 1e9
     peak = hardware.peak_tflops * 1e12
@@ -113,7 +130,8 @@ def estimate_rl_speed(model: ModelShape, workload: Workload, rl: RLConfig, hardw
         return RLSpeedEstimate(engines=0, decode_batch=0, waves=0, decode_step_seconds=0.0, rollout_tokens_per_s=0.0,
                                rollout_seconds=0.0, update_seconds=update_s, logprob_seconds=logprob_s,
                                critic_seconds=0.0, sync_seconds=0.0, step_seconds=step, split=split,
-                               update_tokens_per_s=sp.tokens_per_s, assumptions=tuple(assumptions))
+                               update_tokens_per_s=sp.tokens_per_s, assumptions=tuple(assumptions),
+                               warnings=tuple(sp.warnings))
     if not bw:
         from trainfit.errors import CatalogError
 
@@ -152,7 +170,54 @@ def estimate_rl_speed(model: ModelShape, workload: Workload, rl: RLConfig, hardw
                            rollout_tokens_per_s=engines * B / step_t, rollout_seconds=rollout_s,
                            update_seconds=update_s, logprob_seconds=logprob_s, critic_seconds=critic_s,
                            sync_seconds=sync_s, step_seconds=step, split=split,
-                           update_tokens_per_s=sp.tokens_per_s, assumptions=tuple(assumptions))
+                           update_tokens_per_s=sp.tokens_per_s, assumptions=tuple(assumptions),
+                           warnings=tuple(sp.warnings))
+
+
+def template_node(gpu: Any, gpus_per_node: int) -> Any:
+    """The catalog's generic node template (``provider`` generic, e.g. ``generic-8xH100``) of ``gpu`` with
+    ``gpus_per_node`` GPUs: the node ``plan --gpu NAME`` lays the same job on. None when the catalog has no such
+    template or several."""
+    from trainfit.catalog.instances import list_instances
+    from trainfit.errors import CatalogError
+
+    try:
+        rows = [r for r in list_instances(provider="generic", gpu=gpu.name) if r.gpu_count == gpus_per_node]
+    except CatalogError:  # a GPU the catalog does not list (--gpu-mem)
+        return None
+    return rows[0] if len(rows) == 1 else None
+
+
+def rl_step_speed(model: ModelShape, workload: Workload, rl: RLConfig, mem: RLMemoryEstimate, *, gpu: Any,
+                  instance: Any = None) -> RLSpeedEstimate:
+    """THE RL step time of ``workload`` on catalog ``gpu`` in the node ``instance``.
+
+    ``memory --rl``, ``plan --rl`` and ``render --rl`` all call this one function, so the same settings on the
+    same node give the same step time: the speed model's :class:`Hardware` is built here, from the GPU *and*
+    its node (NVLink or PCIe inside it, the network between nodes), the node holding the workload's GPUs per
+    node. Without ``instance`` (``memory --rl --gpu NAME``) the node is the catalog's generic template of the GPU
+    with that many GPUs (:func:`template_node`, what ``plan --gpu NAME`` searches), said in the assumptions;
+    without one the network between nodes is unknown (:func:`trainfit.estimate.comm.links_for` assumes TCP and
+    warns). A GPU without a compute peak is a :class:`~trainfit.errors.CatalogError`."""
+    from dataclasses import replace as _replace
+
+    from trainfit.errors import CatalogError
+    from trainfit.plan.hardware import hardware_for
+
+    if not (gpu.bf16_dense_tflops or gpu.fp16_dense_tflops):
+        raise CatalogError(f"{gpu.name}: the catalog has no compute peak; the RL step time needs it",
+                           fix="add bf16_dense_tflops for the GPU in ~/.config/trainfit/catalog.yaml")
+    gpn = workload.gpus_on_node
+    node = instance if instance is not None else template_node(gpu, gpn)
+    sp = estimate_rl_speed(model, workload, rl, hardware_for(gpu, node, gpus_per_node=gpn), mem)
+    sp = _replace(sp, node=getattr(node, "instance_type", None))
+    if instance is None and node is not None and workload.nodes > 1:
+        net = (f"{node.inter_node} {node.inter_node_gbit_per_s:g} Gbit/s" if node.inter_node_gbit_per_s
+               else node.inter_node or "unknown network")
+        sp = _replace(sp, assumptions=sp.assumptions + (
+            f"nodes as the catalog template {node.instance_type} ({node.intra_node_link or 'unknown'} inside, {net} "
+            f"between nodes), as `plan --gpu {gpu.name}` lays them; pass --instance-type for yours",))
+    return sp
 
 
 def rl_hours(speed: RLSpeedEstimate, steps: int, gpus: int) -> dict[str, float]:
