@@ -281,10 +281,26 @@ def _checked_record(part: str, rec: Any, where: str) -> Any:
                                 + {"bool": "true or false", "list": "a list of strings", "int": "an integer",
                                    "float": "a number"}.get(col.kind, "a string")
                                 + f", not {type(v).__name__}", fix=fix)
+    derived: dict[str, Any] = {}
+    if part == "gpu_spec":  # what the planner derived for the plan (speed assumed from a class, --gpu-mem), not columns
+        from trainfit.catalog.gpus import SPEED_FIELDS
+
+        assumed = raw.pop("assumed", [])
+        if not isinstance(assumed, list) or not all(a in SPEED_FIELDS for a in assumed):
+            raise PlanFileError(f"{where}: gpu_spec.assumed must list speed fields ({', '.join(SPEED_FIELDS)})",
+                                fix=fix)
+        mem_from_user = raw.pop("mem_from_user", False)
+        if not isinstance(mem_from_user, bool):
+            raise PlanFileError(f"{where}: gpu_spec.mem_from_user must be true or false", fix=fix)
+        derived = {"assumed": tuple(assumed), "mem_from_user": mem_from_user}
     row, problems = parse_row(columns, raw, f"{part}")
     if problems:
         raise PlanFileError(f"{where}: {problems[0][:300]}", fix=fix)
-    return (gpu_from_row if part == "gpu_spec" else instance_from_row)(row, origin=origin)
+    if part == "gpu_spec":
+        from dataclasses import replace
+
+        return replace(gpu_from_row(row, origin=origin), **derived)
+    return instance_from_row(row, origin=origin)
 
 
 def _check_model_name(name: Any) -> None:
