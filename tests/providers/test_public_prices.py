@@ -275,7 +275,6 @@ def test_cli_public_prices(server, capsys):
 # ------------------------------------------------------------------------------------------ plans
 
 def _plan(*extra):
-    from trainfit.options import PLAN_OPTIONS  # noqa: F401 - the options the CLI parses
     import io
     from contextlib import redirect_stdout
 

@@ -330,9 +330,10 @@ def price_for_instance(instance: Any, region: str | None = None, *, billing: str
 
     Order: the price table (:func:`latest_price`, region rows before list prices); for a PAI-DLC
     public-resource instance without a price of its own, the ECS list price of the same type (its source says
-    so); else the price stated on the instance row itself (an overlay or refresh ``price_per_hour``, kept for compatibility), returned as a
-    :class:`PriceRow` whose ``origin`` is the instance's; for ``billing="spot"`` without a spot row, the
-    instance's ``spot_discount`` applied to the pay-as-you-go price (noted as such). None = no source.
+    so); else the price stated on the instance row itself (an overlay or refresh ``price_per_hour``, kept for
+    compatibility), returned as a :class:`PriceRow` whose ``origin`` is the instance's; for ``billing="spot"``
+    without a spot row, the instance's ``spot_discount`` applied to the pay-as-you-go price (noted as such).
+    None = no source.
     """
     row = latest_price(instance.provider, instance.resource_class, instance.instance_type, region=region,
                        billing=billing)

@@ -225,7 +225,8 @@ def parse_price_list(data: Any, *, site: str, wanted: dict[str, str], source_url
     from trainfit.inputs import PATTERNS
 
     cur = data.get("currency")
-    currency = cur.strip().upper() if isinstance(cur, str) and cur.strip().upper() in CURRENCIES else SITE_CURRENCY[site]
+    stated = cur.strip().upper() if isinstance(cur, str) else ""
+    currency = stated if stated in CURRENCIES else SITE_CURRENCY[site]
     version = str(data["version"]).strip()[:40] if isinstance(data.get("version"), (str, int, float)) else None
     published = _pub_date(data.get("publicationDate"))
     meta = {"url": source_url, "site": site, "version": version, "publication_date": published,
