@@ -44,6 +44,9 @@ def explain_rejection(inst: Any, gpu: Any, limit: float, miss: _Best, req: PlanR
     if miss.other is not None:
         code, reason, fix = miss.other
         return Rejection(instance_type=it, provider=inst.provider, code=code, reason=reason, fix=fix)
+    if miss.layout is not None:  # the pinned layout cannot be formed here: its true cause, as `memory` says it
+        return Rejection(instance_type=it, provider=inst.provider, code="layout", reason=miss.layout.message,
+                         fix=miss.layout.fix or "choose another --tp/--pp/--ep/--cp")
     return Rejection(instance_type=it, provider=inst.provider, code="no-config",
                      reason="no configuration within the limits", fix="raise --max-gpus")
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any, Literal
 
 from trainfit.errors import PlanError, TrainfitError, WorkloadError
@@ -26,7 +27,7 @@ from trainfit.plan.layout_fit import fit_layout as _fit_layout
 from trainfit.plan.rank import pareto as _pareto
 from trainfit.plan.rank import score as _score
 from trainfit.plan.types import Plan, PlanResult, Rejection
-from trainfit.workload import LAYOUT_FIELDS, Workload
+from trainfit.workload import LAYOUT_FIELDS, Workload, check_layout, layout_error
 
 Objective = Literal["cost", "time"]
 
@@ -146,10 +147,14 @@ class _Best:
     rule: Any = None
     host: tuple[float, float] | None = None
     other: tuple[str, str, str | None] | None = None
+    layout: WorkloadError | None = None
+    """A node layout whose every candidate broke the layout rule (``workload.layout_error``)."""
 
 
-def _configs(req: PlanRequest, model: ModelShape, gpn: int, nodes: int, precision: str | None = None) -> list[Workload]:
-    """Candidate workloads for one node layout, fastest strategies first."""
+def _configs(req: PlanRequest, model: ModelShape, gpn: int, nodes: int,
+             precision: str | None = None) -> tuple[list[Workload], WorkloadError | None]:
+    """Candidate workloads for one node layout, fastest strategies first, each valid under the one layout rule
+    (``workload.layout_error``); when none is, the first rule broken (what ``memory`` says for that layout)."""
     base = req.workload if precision is None else req.workload.with_(precision=precision)
     pins = req.pins
     gpus = gpn * nodes
@@ -167,6 +172,7 @@ def _configs(req: PlanRequest, model: ModelShape, gpn: int, nodes: int, precisio
     mp_pinned = max(pins.get("tp", 1), pins.get("pp", 1), pins.get("cp", 1)) > 1
     gcs = [pins["grad_ckpt"]] if "grad_ckpt" in pins else [False, True]
     out = []
+    errors: list[WorkloadError] = []
     for s, o in strategies:
         for ep in eps:
             if (ep > 1 or mp_pinned) and (s, o) not in _MEGATRON and "strategy" not in pins:
@@ -176,10 +182,15 @@ def _configs(req: PlanRequest, model: ModelShape, gpn: int, nodes: int, precisio
                           tp=pins.get("tp", 1), pp=pins.get("pp", 1), cp=pins.get("cp", 1), micro_batch=1,
                           grad_accum=pins.get("grad_accum", 1))
                 try:
-                    out.append(base.with_(**kw))
-                except WorkloadError:
+                    w = base.with_(**kw)
+                    check_layout(w, model)
+                except WorkloadError as e:
+                    # the layout rule with the model's shape first (an expert count ep cannot split is the cause
+                    # whatever the GPU count), else the Workload's own complaint
+                    errors.append(layout_error(SimpleNamespace(**{**base.__dict__, **kw}), model) or e)
                     continue
-    return out
+                out.append(w)
+    return out, (errors[0] if errors and not out else None)
 
 
 def _for_target(req: PlanRequest, configs: list[Workload], miss: _Best) -> list[Workload]:
@@ -343,7 +354,10 @@ def _best_on_instance(req: PlanRequest, inst: Any, gpu: Any, stated: str, layout
         if key not in config_cache:
             config_cache[key] = _configs(req, req.model, gpn, nodes, precision)
         rule_warnings = tuple(f"{v.rule}: {v.message}" for v in all_v if v.severity == "warning")
-        for wl, est in _fit_layout(req, _for_target(req, config_cache[key], miss), limit, miss, inst):
+        configs, layout_err = config_cache[key]
+        if layout_err is not None and miss.layout is None:
+            miss.layout = layout_err
+        for wl, est in _fit_layout(req, _for_target(req, configs, miss), limit, miss, inst):
             fit = decide_fit(est, usable_gib=gpu.usable_mem_gib, gpus_per_node=gpn, host_ram_gib=inst.ram_gib,
                              margin=req.memory_margin)
             if fit.verdict in ("oom", "tight"):
