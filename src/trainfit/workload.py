@@ -14,7 +14,7 @@ from trainfit.errors import WorkloadError
 
 Method = Literal["full", "lora", "qlora", "freeze"]
 Attention = Literal["sdpa", "flash", "flash3", "eager"]
-Loss = Literal["standard", "fused", "half"]
+Loss = Literal["standard", "fused", "half", "shift-copy"]
 Precision = Literal["bf16", "amp-bf16", "fp16", "fp8"]
 Optimizer = Literal["adamw-fused", "adamw-foreach", "adamw-8bit", "paged-adamw-8bit", "sgd", "adafactor"]
 Strategy = Literal["ddp", "zero1", "zero2", "zero3", "fsdp"]
@@ -23,7 +23,7 @@ ExpertsImpl = Literal["modulelist", "eager", "grouped_mm"]
 
 METHODS: tuple[str, ...] = ("full", "lora", "qlora", "freeze")
 ATTENTIONS: tuple[str, ...] = ("sdpa", "flash", "flash3", "eager")
-LOSSES: tuple[str, ...] = ("standard", "fused", "half")
+LOSSES: tuple[str, ...] = ("standard", "fused", "half", "shift-copy")
 PRECISIONS: tuple[str, ...] = ("bf16", "amp-bf16", "fp16", "fp8")
 OPTIMIZERS: tuple[str, ...] = ("adamw-fused", "adamw-foreach", "adamw-8bit", "paged-adamw-8bit", "sgd", "adafactor")
 STRATEGIES: tuple[str, ...] = ("ddp", "zero1", "zero2", "zero3", "fsdp")
@@ -179,7 +179,11 @@ class Workload:
     forward calls ``CrossEntropyLoss`` on the LM head output without ``.float()`` (Qwen v1's ``QWenLMHeadModel``,
     https://huggingface.co/Qwen/Qwen-7B-Chat/blob/main/modeling_qwen.py) run without autocast (DeepSpeed fp16/bf16,
     pure bf16). Under autocast (``amp-bf16``/``fp16`` with ``ddp``) cross_entropy runs in fp32 and ``half`` sizes
-    as ``standard`` (estimate/loss_region.py ``_loss_region``)."""
+    as ``standard`` (estimate/loss_region.py ``_loss_region``). ``shift-copy``: the Hugging Face loss of transformers
+    < 4.49, whose ``ForCausalLMLoss`` (and, before 4.46, each model's forward) shifted the fp32 logits with
+    ``logits[..., :-1, :].contiguous()``: with more than one sample per micro-batch, one more fp32 copy of all logits
+    alive through the cross-entropy (removed
+    by https://github.com/huggingface/transformers/pull/35646, merged 2025-01-13, first released in 4.49.0)."""
     precision: Precision = "bf16"
     """``bf16``: pure bf16 params, grads and optimizer states; ``amp-bf16``: fp32 params with autocast;
     ``fp16``: fp32 master params with fp16 autocast; ``fp8``: fp8 matmuls with bf16 weights, fp32 master."""
