@@ -102,3 +102,20 @@ def test_render_without_a_plan_file_uses_the_same_rule():
     assert p.workload.ep == 8
     with pytest.raises(WorkloadError, match="128 experts"):
         plan_for(MOE, Workload(method="full", gpus=48, ep=6, strategy="zero1"), instance_type="generic-8xH100")
+
+
+@pytest.mark.parametrize("etp,startable", [(1, True), (2, True), (4, False)])
+def test_check_applies_the_rule_with_the_files_expert_tensor_parallel_size(tmp_path, etp, startable):
+    """A job file that sets expert_tensor_parallel_size > 1 splits experts over etp x ep ranks of a stage: check says
+    when Megatron-Core cannot form those groups, instead of sizing the file as expert TP 1."""
+    wl = Workload(method="full", gpus=16, tp=2, cp=4, ep=8, seq_len=32768, strategy="zero1")
+    p = plan_for(MOE, wl, instance_type="generic-8xH100", tokens=1e8)
+    write_rendered(render_plan(p, RenderOptions(checkpoint_uri="oss://bkt/ckpt/"), "swift"), tmp_path)
+    f = tmp_path / "swift_sft.sh"
+    f.write_text(f.read_text().replace("--expert_tensor_parallel_size 1", f"--expert_tensor_parallel_size {etp}"))
+    r = check_file(f)
+    cannot = [v for v in r.violations if "could not be modelled" in v.message]
+    if startable:
+        assert not cannot, [v.message for v in cannot]
+    else:
+        assert cannot and "expert tensor parallelism 4" in cannot[0].message

@@ -64,7 +64,7 @@ def _divisors(n: int, limit: int | None = None) -> list[int]:
     return [d for d in range(2, n + 1) if n % d == 0 and (limit is None or limit % d == 0)]
 
 
-def layout_error(wl: "Workload", model: object | None = None) -> WorkloadError | None:
+def layout_error(wl: "Workload", model: object | None = None, *, expert_tp: int = 1) -> WorkloadError | None:
     """The one rule for how a job's GPUs form tensor-, pipeline-, context- and expert-parallel groups: ``None``
     when the layout is valid, else the error that names the first broken condition and its cause. ``Workload``
     calls it without a model (the group arithmetic); :func:`trainfit.estimate.memory.estimate_memory` (so
@@ -82,7 +82,9 @@ def layout_error(wl: "Workload", model: object | None = None) -> WorkloadError |
     With the model: ``num_experts % ep == 0`` (``BaseMoELayer``, megatron/core/transformer/moe/moe_layer.py), the
     attention heads and the key/value heads divide over ``tp`` (``divide(num_query_groups, tp)`` in
     megatron/core/transformer/attention.py; every tensor-parallel engine shards whole heads), and a pipeline has no
-    more stages than the model has layers."""
+    more stages than the model has layers. ``expert_tp``: a job file's ``expert_tensor_parallel_size`` (check reads it;
+    trainfit's own layouts use 1): the expert split is then ``expert_tp x ep x edp x pp``, so ``expert_tp x ep`` must
+    divide ``gpus / pp``."""
     mp = wl.tp * wl.pp * wl.cp
     if wl.gpus % mp:
         return WorkloadError(f"--gpus {wl.gpus} is not divisible by tp*pp*cp = {mp}",
@@ -94,6 +96,12 @@ def layout_error(wl: "Workload", model: object | None = None) -> WorkloadError |
         return WorkloadError(f"--ep {wl.ep} does not divide the model's {experts} experts (each expert-parallel rank "
                              "holds num_experts / ep whole experts)",
                              fix=(f"use --ep {', '.join(map(str, ok[:6]))}" if ok else "use --ep 1"))
+    if wl.ep > 1 and expert_tp > 1 and stage % (wl.ep * expert_tp):
+        return WorkloadError(
+            f"--ep {wl.ep} with expert tensor parallelism {expert_tp} needs {wl.ep * expert_tp} GPUs per pipeline "
+            f"stage to split the experts, the stage has {stage} (tp x cp x dp): Megatron-Core refuses it at start "
+            "(world size not divisible by expert_tensor_parallel x expert_model_parallel x pipeline size)",
+            fix="set expert_tensor_parallel_size 1 (whole experts per rank) or a smaller expert_model_parallel_size")
     if wl.ep > 1 and stage % wl.ep:
         ok = _divisors(stage, getattr(model, "num_experts", None) or None)
         return WorkloadError(

@@ -173,8 +173,8 @@ def read_workload(f: JobFacts, o: Any) -> Readback | Any | None:
     model = _resolve_model(f, plan)
     if model is None or isinstance(model, Violation):
         return model
-    kw, assumed, gpn = _workload_kwargs(f, o, plan, model)
     try:
+        kw, assumed, gpn = _workload_kwargs(f, o, plan, model)  # a layout the engine cannot start raises here
         wl = Workload(**kw)
         est = estimate_memory(model, wl)
     except (TrainfitError, TypeError) as e:
