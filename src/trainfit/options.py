@@ -102,7 +102,8 @@ WORKLOAD_OPTIONS: tuple[Option, ...] = (
                 "stacked weights in a loop) | grouped_mm (transformers >= 5's default; ms-swift --experts_impl)"),
     Option(name="loss", parse=_choice(LOSSES), default=_D.loss, choices=LOSSES,
            help="standard (fp32 logits) | fused (Liger-style) | half (16-bit logits, no fp32 copy: "
-                "e.g. Qwen v1 remote code without autocast)"),
+                "e.g. Qwen v1 remote code without autocast) | shift-copy (transformers < 4.49: one more fp32 "
+                "copy of the logits)"),
     Option(name="precision", parse=_choice(PRECISIONS), default=_D.precision, choices=PRECISIONS,
            help="bf16 (pure) | amp-bf16 | fp16 | fp8 (default bf16)"),
     Option(name="optimizer", parse=_choice(OPTIMIZERS), default=_D.optimizer, choices=OPTIMIZERS,

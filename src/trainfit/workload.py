@@ -14,7 +14,7 @@ from trainfit.errors import WorkloadError
 
 Method = Literal["full", "lora", "qlora", "freeze"]
 Attention = Literal["sdpa", "flash", "flash3", "eager"]
-Loss = Literal["standard", "fused", "half"]
+Loss = Literal["standard", "fused", "half", "shift-copy"]
 Precision = Literal["bf16", "amp-bf16", "fp16", "fp8"]
 Optimizer = Literal["adamw-fused", "adamw-foreach", "adamw-8bit", "paged-adamw-8bit", "sgd", "adafactor"]
 Strategy = Literal["ddp", "zero1", "zero2", "zero3", "fsdp"]
@@ -23,7 +23,7 @@ ExpertsImpl = Literal["modulelist", "eager", "grouped_mm"]
 
 METHODS: tuple[str, ...] = ("full", "lora", "qlora", "freeze")
 ATTENTIONS: tuple[str, ...] = ("sdpa", "flash", "flash3", "eager")
-LOSSES: tuple[str, ...] = ("standard", "fused", "half")
+LOSSES: tuple[str, ...] = ("standard", "fused", "half", "shift-copy")
 PRECISIONS: tuple[str, ...] = ("bf16", "amp-bf16", "fp16", "fp8")
 OPTIMIZERS: tuple[str, ...] = ("adamw-fused", "adamw-foreach", "adamw-8bit", "paged-adamw-8bit", "sgd", "adafactor")
 STRATEGIES: tuple[str, ...] = ("ddp", "zero1", "zero2", "zero3", "fsdp")
@@ -51,6 +51,88 @@ def _choice(name: str, value: str, allowed) -> None:
 def _positive(name: str, value: int, *, zero_ok: bool = False) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or value < (0 if zero_ok else 1):
         raise WorkloadError(f"{name} must be an integer >= {0 if zero_ok else 1}; got {value!r}")
+
+
+#: Megatron-Core's process groups (``initialize_model_parallel`` in megatron/core/parallel_state.py,
+#: https://github.com/NVIDIA/Megatron-LM/blob/00caa53af30912914981c86f39db123961678bbd/megatron/core/parallel_state.py)
+#: and the layer asserts cited in :func:`layout_error`.
+MEGATRON_PARALLEL_STATE_URL = ("https://github.com/NVIDIA/Megatron-LM/blob/00caa53af30912914981c86f39db123961678bbd/"
+                               "megatron/core/parallel_state.py")
+
+
+def _divisors(n: int, limit: int | None = None) -> list[int]:
+    return [d for d in range(2, n + 1) if n % d == 0 and (limit is None or limit % d == 0)]
+
+
+def layout_error(wl: "Workload", model: object | None = None, *, expert_tp: int = 1) -> WorkloadError | None:
+    """The one rule for how a job's GPUs form tensor-, pipeline-, context- and expert-parallel groups: ``None``
+    when the layout is valid, else the error that names the first broken condition and its cause. ``Workload``
+    calls it without a model (the group arithmetic); :func:`trainfit.estimate.memory.estimate_memory` (so
+    ``memory``, ``plan``, ``render`` and ``check``) and the planner's candidate search call it with the model (the
+    shape conditions).
+
+    Megatron-Core, ``initialize_model_parallel`` (:data:`MEGATRON_PARALLEL_STATE_URL`):
+    - the dense layers use ``world = tp x cp x dp x pp`` ("world_size is not divisible by tp*pp*cp");
+    - the expert layers re-split the same ranks as ``etp x ep x edp x pp``: the expert-parallel group is drawn from
+      the tensor-, context- and data-parallel ranks of one pipeline stage together ("MoE parallel folding"), so
+      with expert tensor parallelism 1 (what trainfit's Megatron writers set and its memory and speed models
+      size) ``ep`` must divide ``tp x cp x dp = gpus / pp``, not ``dp``; the expert data-parallel size is
+      ``gpus / (pp x ep)``;
+    - ``seq_len`` splits over ``cp`` ranks.
+    With the model: ``num_experts % ep == 0`` (``BaseMoELayer``, megatron/core/transformer/moe/moe_layer.py), the
+    attention heads and the key/value heads divide over ``tp`` (``divide(num_query_groups, tp)`` in
+    megatron/core/transformer/attention.py; every tensor-parallel engine shards whole heads), and a pipeline has no
+    more stages than the model has layers. ``expert_tp``: a job file's ``expert_tensor_parallel_size`` (check reads it;
+    trainfit's own layouts use 1): the expert split is then ``expert_tp x ep x edp x pp``, so ``expert_tp x ep`` must
+    divide ``gpus / pp``."""
+    mp = wl.tp * wl.pp * wl.cp
+    if wl.gpus % mp:
+        return WorkloadError(f"--gpus {wl.gpus} is not divisible by tp*pp*cp = {mp}",
+                             fix=f"use a multiple of {mp} GPUs or smaller --tp/--pp/--cp")
+    stage = wl.gpus // wl.pp  # tp x cp x dp: the ranks of one pipeline stage
+    experts = getattr(model, "num_experts", 0) or 0
+    if wl.ep > 1 and experts and experts % wl.ep:
+        ok = _divisors(stage, experts)
+        return WorkloadError(f"--ep {wl.ep} does not divide the model's {experts} experts (each expert-parallel rank "
+                             "holds num_experts / ep whole experts)",
+                             fix=(f"use --ep {', '.join(map(str, ok[:6]))}" if ok else "use --ep 1"))
+    if wl.ep > 1 and expert_tp > 1 and stage % (wl.ep * expert_tp):
+        return WorkloadError(
+            f"--ep {wl.ep} with expert tensor parallelism {expert_tp} needs {wl.ep * expert_tp} GPUs per pipeline "
+            f"stage to split the experts, the stage has {stage} (tp x cp x dp): Megatron-Core refuses it at start "
+            "(world size not divisible by expert_tensor_parallel x expert_model_parallel x pipeline size)",
+            fix="set expert_tensor_parallel_size 1 (whole experts per rank) or a smaller expert_model_parallel_size")
+    if wl.ep > 1 and stage % wl.ep:
+        ok = _divisors(stage, getattr(model, "num_experts", None) or None)
+        return WorkloadError(
+            f"--ep {wl.ep} must divide the GPUs of one pipeline stage (tp x cp x dp = {wl.tp} x {wl.cp} x "
+            f"{stage // (wl.tp * wl.cp)} = {stage}): Megatron-Core forms expert-parallel groups from the tensor-, "
+            "context- and data-parallel ranks of a stage (expert tensor parallelism 1)",
+            fix=(f"use --ep {', '.join(map(str, ok[:6]))}" if ok else "use --ep 1") + " or more GPUs")
+    if wl.seq_len % wl.cp:
+        return WorkloadError(f"seq_len {wl.seq_len} is not divisible by --cp {wl.cp}",
+                             fix=f"use a --seq-len that is a multiple of {wl.cp}")
+    if model is None:
+        return None
+    for what, n in (("attention heads", getattr(model, "num_heads", 0)),
+                    ("key/value heads", getattr(model, "num_kv_heads", 0))):
+        if wl.tp > 1 and n and n % wl.tp:
+            ok = [d for d in _divisors(n) if d <= 8]
+            return WorkloadError(f"--tp {wl.tp} does not divide the model's {n} {what} (tensor parallelism splits "
+                                 "whole heads over its ranks)",
+                                 fix=f"use --tp {', '.join(map(str, ok))}" if ok else "use --tp 1")
+    layers = getattr(model, "num_layers", 0)
+    if layers and wl.pp > layers:
+        return WorkloadError(f"--pp {wl.pp} is more pipeline stages than the model's {layers} layers",
+                             fix=f"use --pp {layers} or fewer")
+    return None
+
+
+def check_layout(wl: "Workload", model: object) -> None:
+    """Raise :func:`layout_error` of ``wl`` on ``model``, if any."""
+    err = layout_error(wl, model)
+    if err is not None:
+        raise err
 
 
 #: The fields that decide how the job is laid out on GPUs (what `trainfit plan` searches unless pinned).
@@ -112,7 +194,11 @@ class Workload:
     forward calls ``CrossEntropyLoss`` on the LM head output without ``.float()`` (Qwen v1's ``QWenLMHeadModel``,
     https://huggingface.co/Qwen/Qwen-7B-Chat/blob/main/modeling_qwen.py) run without autocast (DeepSpeed fp16/bf16,
     pure bf16). Under autocast (``amp-bf16``/``fp16`` with ``ddp``) cross_entropy runs in fp32 and ``half`` sizes
-    as ``standard`` (estimate/loss_region.py ``_loss_region``)."""
+    as ``standard`` (estimate/loss_region.py ``_loss_region``). ``shift-copy``: the Hugging Face loss of transformers
+    < 4.49, whose ``ForCausalLMLoss`` (and, before 4.46, each model's forward) shifted the fp32 logits with
+    ``logits[..., :-1, :].contiguous()``: with more than one sample per micro-batch, one more fp32 copy of all logits
+    alive through the cross-entropy (removed
+    by https://github.com/huggingface/transformers/pull/35646, merged 2025-01-13, first released in 4.49.0)."""
     precision: Precision = "bf16"
     """``bf16``: pure bf16 params, grads and optimizer states; ``amp-bf16``: fp32 params with autocast;
     ``fp16``: fp32 master params with fp16 autocast; ``fp8``: fp8 matmuls with bf16 weights, fp32 master."""
@@ -160,17 +246,9 @@ class Workload:
                 f"{self.gpus} GPUs do not fill whole nodes of {self.gpus_per_node}",
                 fix=f"use a multiple of {self.gpus_per_node} GPUs or set --gpus-per-node",
             )
-        mp = self.tp * self.pp * self.cp
-        if self.gpus % mp:
-            raise WorkloadError(
-                f"--gpus {self.gpus} is not divisible by tp*pp*cp = {mp}",
-                fix=f"use a multiple of {mp} GPUs or smaller --tp/--pp/--cp",
-            )
-        if self.ep > 1 and self.dp % self.ep and (self.dp * self.tp) % self.ep:
-            raise WorkloadError(
-                f"--ep {self.ep} must divide the data-parallel size ({self.dp})",
-                fix="choose --ep that divides --gpus / (tp*pp*cp)",
-            )
+        err = layout_error(self)
+        if err is not None:
+            raise err
         if self.offload != "none" and self.strategy not in ("zero1", "zero2", "zero3", "fsdp"):
             raise WorkloadError(
                 f"offload={self.offload} needs a sharded strategy", fix="use --strategy zero2, zero3 or fsdp"
@@ -188,8 +266,6 @@ class Workload:
             raise WorkloadError(f"packing must be true or false; got {self.packing!r}")
         if not isinstance(self.ds_overlap_comm, bool):
             raise WorkloadError(f"ds_overlap_comm must be true or false; got {self.ds_overlap_comm!r}")
-        if self.seq_len % self.cp:
-            raise WorkloadError(f"seq_len {self.seq_len} is not divisible by --cp {self.cp}")
 
     # ------------------------------------------------------------------ derived
     @property

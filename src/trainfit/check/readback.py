@@ -107,6 +107,14 @@ def _ds_stage_from_name(path: str, kw: dict[str, Any], assumed: list[str]) -> No
                    f"{' + offload' if off and stage else ''} taken from its name")
 
 
+def _keep_planned_loss(kw: dict[str, Any], got: dict[str, Any]) -> None:
+    """A job file states a chunked (Liger) loss or not; which Hugging Face loss code runs without it (``standard``, or
+    ``shift-copy`` with transformers < 4.49) depends on the installed transformers, which the file does not state:
+    the header's ``shift-copy`` stands when the file reads back as ``standard``."""
+    if kw.get("loss") == "shift-copy" and got.get("loss") == "standard":
+        got["loss"] = "shift-copy"
+
+
 def _workload_kwargs(f: JobFacts, o: Any, plan: dict, model: Any) -> tuple[dict[str, Any], list[str], int]:
     """Workload keyword arguments: the header's workload, overridden by what the file states (launcher, engine
     arguments, DeepSpeed config); with the assumptions made and the GPUs per node."""
@@ -125,9 +133,11 @@ def _workload_kwargs(f: JobFacts, o: Any, plan: dict, model: Any) -> tuple[dict[
     gpus = nodes * gpn
     if f.engine in ("swift", "megatron"):
         got, assumed = swift_workload(f.train, num_layers=model.num_layers, gpus=gpus)
+        _keep_planned_loss(kw, got)
         kw.update(got)
     elif f.engine == "llamafactory":
         got, assumed = llamafactory_workload(f.train, num_layers=model.num_layers)
+        _keep_planned_loss(kw, got)
         kw.update(got)
     if f.ds_config:
         kw.update(strategy_from_config(f.ds_config, hidden_size=getattr(model, "hidden_size", None)))
@@ -189,8 +199,8 @@ def read_workload(f: JobFacts, o: Any) -> Readback | Any | None:
     model = _resolve_model(f, plan)
     if model is None or isinstance(model, Violation):
         return model
-    kw, assumed, gpn = _workload_kwargs(f, o, plan, model)
     try:
+        kw, assumed, gpn = _workload_kwargs(f, o, plan, model)  # a layout the engine cannot start raises here
         wl = Workload(**kw)
         est = estimate_memory(model, wl)
     except (TrainfitError, TypeError) as e:

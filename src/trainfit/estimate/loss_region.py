@@ -20,6 +20,8 @@ def _loss_region(m: ModelShape, wl: Workload, T: float, head_trains: bool) -> tu
         return _megatron_loss_region(vt)
     if wl.loss == "half" and not autocast(wl):
         return _half_loss_region(vt, wl.micro_batch)
+    if wl.loss == "shift-copy":
+        return _shift_copy_loss_region(vt, wl.micro_batch)
     if wl.loss in ("standard", "half"):
         loss_fwd_peak = 10 * vt  # bf16 logits + fp32 copy + log_softmax output
         loss_bwd_peak = 12 * vt  # saved log_softmax output + nll grad + log_softmax grad (fp32)
@@ -59,6 +61,33 @@ HALF_CE_SHIFT_COPY_BYTES = 2.0
 HALF_CE_BWD_BYTES = 6.0
 
 
+#: Bytes per logit element of the Hugging Face loss before transformers 4.49 (``--loss shift-copy``). transformers
+#: 4.46-4.48's ``ForCausalLMLoss`` (src/transformers/loss/loss_utils.py) ran ``logits = logits.float()`` and then
+#: ``shift_logits = logits[..., :-1, :].contiguous()``: with more than one sample per micro-batch the slice is not
+#: contiguous, so ``.contiguous()`` copies all fp32 logits while the upcast stays referenced by the local ``logits``
+#: until the function returns (with one sample, packed or not, the slice of a [1, T, V] tensor is contiguous and
+#: nothing is copied: the standard loss's 10 B). Forward with the copy: the model output's bf16 logits, the fp32
+#: upcast, its shifted fp32 copy and the log_softmax output (2 + 4 + 4 + 4).
+#: Backward starts after the Trainer drops the outputs: log_softmax's saved output, the incoming and the outgoing
+#: gradient (4 + 4 + 4), then the slice's backward (a zero-filled full-size fp32 gradient, 4 + 4) and the cast to
+#: bf16 (4 + 2), never above 12. Before 4.46 each model's forward did the same after ``logits = logits.float()``,
+#: which drops the bf16 logits (2 B less, the shift copy stays). transformers PR 35646 (merged 2025-01-13, first in
+#: 4.49.0) pads the labels instead of slicing the logits: https://github.com/huggingface/transformers/pull/35646.
+SHIFT_COPY_CE_FWD_BYTES = 14.0
+SHIFT_COPY_CE_BWD_BYTES = 12.0
+
+
+def _shift_copy_loss_region(vt: float, micro_batch: int) -> tuple[float, float, str]:
+    """(forward peak, backward-start bytes, note) of the pre-4.49 Hugging Face loss over ``vt`` logits on the rank."""
+    if micro_batch == 1:
+        return (10 * vt, SHIFT_COPY_CE_BWD_BYTES * vt,
+                "--loss shift-copy with one sample per micro-batch: the shifted slice is contiguous, no copy (sized as "
+                "--loss standard)")
+    return (SHIFT_COPY_CE_FWD_BYTES * vt, SHIFT_COPY_CE_BWD_BYTES * vt,
+            "--loss shift-copy: transformers < 4.49 shifts the fp32 logits with .contiguous(), one more fp32 copy of "
+            "all logits in the forward with more than one sample per micro-batch (transformers PR 35646)")
+
+
 def _half_loss_region(vt: float, micro_batch: int) -> tuple[float, float, str]:
     """(forward peak, backward-start bytes, note) of a 16-bit cross-entropy over ``vt`` logits on the rank."""
     fwd = HALF_CE_FWD_BYTES + (HALF_CE_SHIFT_COPY_BYTES if micro_batch > 1 else 0.0)
@@ -77,6 +106,6 @@ def largest_loss_block_bytes_per_logit(wl: Workload) -> float:
     """Bytes per logit element of the largest single tensor the loss region allocates: the fp32 copy of the logits
     (standard loss, or ``half`` under autocast), the 16-bit logits (``half`` without autocast), none for a chunked
     (fused) loss, whose chunks never hold all logits."""
-    if megatron_core(wl) or wl.loss == "standard" or (wl.loss == "half" and autocast(wl)):
+    if megatron_core(wl) or wl.loss in ("standard", "shift-copy") or (wl.loss == "half" and autocast(wl)):
         return 4.0
     return 2.0 if wl.loss == "half" else 0.0

@@ -38,7 +38,7 @@ from trainfit.estimate.states import (ADAM8_STATE_BYTES, DS_PREFETCH_BUCKET, DS_
                                       mp_shard, rank_layers)
 from trainfit.estimate.zero3 import largest_compute_block_bytes, step_segment_reserve_bytes
 from trainfit.models.shapes import ModelShape
-from trainfit.workload import Workload
+from trainfit.workload import Workload, check_layout
 
 # the model-state constants and model_state_gib live in estimate/states.py; importable from here as before
 __all__ = ["ADAM8_STATE_BYTES", "DEFAULT_OVERHEAD", "DS_PREFETCH_BUCKET", "DS_REDUCE_BUCKET", "GIB", "MemoryEstimate",
@@ -420,6 +420,7 @@ def _zero3_step_segments(s: _Step, cands: list[_Cand], *, extra: float) -> float
 
 
 def _estimate(m: ModelShape, wl: Workload, overhead: OverheadModel) -> MemoryEstimate:
+    check_layout(wl, m)  # the one layout rule (workload.layout_error): groups that the engine cannot form
     params = _cached_counts(m, wl.method, wl.lora_rank, tuple(wl.lora_targets), wl.freeze_trainable_layers)
     st = cached_states(m, wl)
     assumptions: list[str] = list(st.notes)

@@ -187,6 +187,16 @@ def _megatron_fields(args: dict[str, str], gpus: int | None, kw: dict, assumed: 
         if args.get(k, "").isdecimal():
             kw[name] = int(args[k])
     etp = args.get("expert_tensor_parallel_size", "1")
+    if kw.get("ep", 1) > 1 and etp.isdecimal() and int(etp) > 1 and gpus:
+        from types import SimpleNamespace
+
+        from trainfit.workload import layout_error
+
+        err = layout_error(SimpleNamespace(gpus=gpus, tp=kw.get("tp", 1), pp=kw.get("pp", 1), cp=kw.get("cp", 1),
+                                           ep=kw["ep"], seq_len=kw.get("cp", 1)),  # the length is not at issue
+                           expert_tp=int(etp))
+        if err is not None:  # the layout the file states cannot start: its cause, not a sizing of another layout
+            raise err
     if kw.get("ep", 1) > 1 and etp != "1":
         assumed.append(f"expert_tensor_parallel_size {etp} read as 1: trainfit sizes experts with expert "
                        "tensor parallelism 1 (whole experts per TP rank, ms-swift's default)")

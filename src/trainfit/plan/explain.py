@@ -65,10 +65,9 @@ def explain_rejection(inst: Any, gpu: Any, limit: float, miss: _Best, req: PlanR
         return Rejection(instance_type=it, provider=inst.provider, code=v.rule, reason=v.message,
                          fix=f"{v.fix} (or --ignore-rule {v.rule} when that is done)",
                          fix_options=({"ignore_rule": [v.rule]},))
-    if miss.layout is not None:  # every candidate layout broke a layout rule of Workload (the one set of rules)
-        reason, fix = miss.layout
-        return Rejection(instance_type=it, provider=inst.provider, code="layout",
-                         reason=f"no layout the search tries is valid: {reason}", fix=fix)
+    if miss.layout is not None:  # the pinned layout cannot be formed here: its true cause, as `memory` says it
+        return Rejection(instance_type=it, provider=inst.provider, code="layout", reason=miss.layout.message,
+                         fix=miss.layout.fix or "choose another --tp/--pp/--ep/--cp")
     return Rejection(instance_type=it, provider=inst.provider, code="no-config",
                      reason="no configuration within the limits", fix="raise --max-gpus")
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from functools import cached_property
+from types import SimpleNamespace
 from typing import Any, Literal
 
 from trainfit.errors import PlanError, TrainfitError, WorkloadError
@@ -28,7 +29,7 @@ from trainfit.plan.rank import pareto as _pareto
 from trainfit.plan.rank import rank as _rank
 from trainfit.plan.rank import score as _score
 from trainfit.plan.types import Plan, PlanResult, Rejection
-from trainfit.workload import LAYOUT_FIELDS, Workload
+from trainfit.workload import LAYOUT_FIELDS, Workload, check_layout, layout_error
 
 Objective = Literal["cost", "time"]
 
@@ -182,15 +183,15 @@ class _Best:
     """The candidate that fitted GPU memory but not host RAM (SFT), for a checked fix."""
     other: tuple[Any, ...] | None = None
     """(code, reason, fix[, fix options]) of the nearest miss that fitted but broke a limit."""
-    layout: tuple[str, str | None] | None = None
-    """(reason, fix) of the first candidate layout that broke a layout rule of Workload (tp x pp x cp must divide
-    the GPUs, ep the data-parallel ranks...), for a rejection that names the true cause."""
+    layout: WorkloadError | None = None
+    """A node layout whose every candidate broke the layout rule (``workload.layout_error``): the rejection names
+    that true cause (tp x pp x cp must divide the GPUs, ep the tp x cp x dp ranks of a stage...), not "no-config"."""
 
 
-def _configs(req: PlanRequest, model: ModelShape, gpn: int, nodes: int, precision: str | None = None,
-             invalid: list[tuple[str, str | None]] | None = None) -> list[Workload]:
-    """Candidate workloads for one node layout, fastest strategies first; the layout-rule errors of the candidates
-    Workload refuses are appended to ``invalid``."""
+def _configs(req: PlanRequest, model: ModelShape, gpn: int, nodes: int,
+             precision: str | None = None) -> tuple[list[Workload], WorkloadError | None]:
+    """Candidate workloads for one node layout, fastest strategies first, each valid under the one layout rule
+    (``workload.layout_error``); when none is, the first rule broken (what ``memory`` says for that layout)."""
     base = req.workload if precision is None else req.workload.with_(precision=precision)
     pins = req.pins
     gpus = gpn * nodes
@@ -208,6 +209,7 @@ def _configs(req: PlanRequest, model: ModelShape, gpn: int, nodes: int, precisio
     mp_pinned = max(pins.get("tp", 1), pins.get("pp", 1), pins.get("cp", 1)) > 1
     gcs = [pins["grad_ckpt"]] if "grad_ckpt" in pins else [False, True]
     out = []
+    errors: list[WorkloadError] = []
     for s, o in strategies:
         for ep in eps:
             if (ep > 1 or mp_pinned) and (s, o) not in _MEGATRON and "strategy" not in pins:
@@ -217,12 +219,15 @@ def _configs(req: PlanRequest, model: ModelShape, gpn: int, nodes: int, precisio
                           tp=pins.get("tp", 1), pp=pins.get("pp", 1), cp=pins.get("cp", 1), micro_batch=1,
                           grad_accum=pins.get("grad_accum", 1))
                 try:
-                    out.append(base.with_(**kw))
+                    w = base.with_(**kw)
+                    check_layout(w, model)
                 except WorkloadError as e:
-                    if invalid is not None:
-                        invalid.append((e.message, e.fix))
+                    # the layout rule with the model's shape first (an expert count ep cannot split is the cause
+                    # whatever the GPU count), else the Workload's own complaint
+                    errors.append(layout_error(SimpleNamespace(**{**base.__dict__, **kw}), model) or e)
                     continue
-    return out
+                out.append(w)
+    return out, (errors[0] if errors and not out else None)
 
 
 def _for_target(req: PlanRequest, configs: list[Workload], miss: _Best) -> list[Workload]:
@@ -428,13 +433,12 @@ def _best_on_instance(req: PlanRequest, inst: Any, gpu: Any, stated: str, layout
             continue
         key = (gpn, nodes, precision)
         if key not in config_cache:
-            invalid: list[tuple[str, str | None]] = []
-            config_cache[key] = _configs(req, req.model, gpn, nodes, precision, invalid)
-            config_cache[key, "invalid"] = invalid
-        if not config_cache[key] and config_cache[key, "invalid"] and miss.layout is None:
-            miss.layout = config_cache[key, "invalid"][0]
+            config_cache[key] = _configs(req, req.model, gpn, nodes, precision)
         rule_warnings = tuple(f"{v.rule}: {v.message}" for v in all_v if v.severity == "warning")
-        for wl, est in _fit_layout(req, _for_target(req, config_cache[key], miss), limit, miss, inst):
+        configs, layout_err = config_cache[key]
+        if layout_err is not None and miss.layout is None:
+            miss.layout = layout_err
+        for wl, est in _fit_layout(req, _for_target(req, configs, miss), limit, miss, inst):
             fit = decide_fit(est, usable_gib=gpu.usable_mem_gib, gpus_per_node=gpn, host_ram_gib=inst.ram_gib,
                              margin=req.memory_margin)
             if fit.verdict in ("oom", "tight"):

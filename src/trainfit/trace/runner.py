@@ -61,6 +61,12 @@ def check_traceable(shape: ModelShape, w: Workload) -> None:
             "QWenLMHeadModel) over 16-bit logits, while the transformers models the trace builds upcast to fp32",
             fix="use `trainfit memory`, or trace --loss standard",
         )
+    if w.loss == "shift-copy":
+        raise NotTraceableError(
+            f"{name}: --loss shift-copy is the loss of transformers < 4.49; the trace runs the installed transformers, "
+            "whose loss makes no shifted copy of the logits",
+            fix="use `trainfit memory`, or trace --loss standard",
+        )
     for dim in ("tp", "pp", "ep", "cp"):
         if getattr(w, dim) > 1:
             raise NotTraceableError(
