@@ -187,6 +187,38 @@ def oom_probability(reserved_gib: float, usable_gib: float, releasable_gib: floa
     return 0.5 * math.erfc(z / math.sqrt(2))
 
 
+def memory_range(reserved_gib: float) -> dict[str, float] | None:
+    """p10/p50/p90 of the GiB a job predicted at ``reserved_gib`` needs (None when the data file is missing)."""
+    try:
+        return memory_interval().scale(reserved_gib)
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def plan_speed_interval(model: Any, workload: Any, framework: str | None) -> dict | None:
+    """:func:`speed_interval` as the plan stores it (None when the data file is missing)."""
+    try:
+        return speed_interval(model, workload, framework).to_dict()
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def rl_speed_interval(model: Any, workload: Any) -> dict | None:
+    """The interval of an RL step (rollout generation, reward, weight sync and the policy update): no published
+    RL run calibrates it, so it is the update's own regime interval widened :data:`OUT_OF_DOMAIN_WIDENING` x in
+    log space and flagged outside the calibration domain (a stated assumption, not a measurement)."""
+    try:
+        iv = speed_interval(model, workload, None)
+    except (OSError, KeyError, ValueError):
+        return None
+    lo, hi = math.log(iv.p10 / iv.p50), math.log(iv.p90 / iv.p50)
+    k = OUT_OF_DOMAIN_WIDENING
+    return Interval(p10=iv.p50 * math.exp(k * lo), p50=iv.p50, p90=iv.p50 * math.exp(k * hi), group=iv.group,
+                    rows=iv.rows, sources=iv.sources, out_of_domain=True,
+                    note=(f"outside the calibration domain (no published RL run): the policy update's interval "
+                          f"({iv.group}) widened {k:g}x, an assumption")).to_dict()
+
+
 def ranges_overlap(a: dict | None, b: dict | None) -> bool:
     """Whether two p10-p90 ranges overlap (a tie in a ranking)."""
     if not a or not b:
@@ -195,5 +227,5 @@ def ranges_overlap(a: dict | None, b: dict | None) -> bool:
 
 
 __all__ = ["GBS_BANDS", "Interval", "LEVELS", "OUT_OF_DOMAIN_WIDENING", "SEQ_BANDS", "group_key",
-           "interval_from_groups", "load_data", "memory_interval", "oom_probability", "parallelism",
-           "ranges_overlap", "speed_interval", "speed_regime"]
+           "interval_from_groups", "load_data", "memory_interval", "memory_range", "oom_probability", "parallelism",
+           "plan_speed_interval", "ranges_overlap", "rl_speed_interval", "speed_interval", "speed_regime"]
