@@ -251,6 +251,45 @@ def summary(errs: list[dict]) -> dict:
             "within_30_pct": sum(x <= 30 for x in a)}
 
 
+ROW_KNOBS = {  # per-row settings of throughput.yaml that are not plain workload inputs, and what sets them
+    "recompute_fraction": "share of the forward re-run by selective recompute (torchtitan's per-op SAC: derived "
+                          "from the layer's matmuls; other rows from the source's own HFU/MFU)",
+    "attention_kernel": "llm-foundry's Triton flash attention (scaled by triton_attention_factor)",
+    "etp": "expert tensor parallel size, inferred where the source does not print it",
+    "moe_grouped_gemm": "MoE experts run without grouped GEMM",
+    "z3_leaf_moe": "DeepSpeed ZeRO-3 leaf-module setting for MoE blocks",
+    "experts_impl": "transformers' expert implementation (ModuleList loop or stacked grouped_mm)",
+    "compiled": "torch.compile on (a user setting)",
+}
+
+
+def constant_influence(rows: list[Row], c: engines.EngineConstants, step: float = 0.9) -> dict[str, dict]:
+    """What each fitted constant explains: the rows (and their sources) whose predicted tokens/s moves by more
+    than 1 % when the constant alone is multiplied by ``step``."""
+    base = [predict(r, c) for r in rows]
+    out = {}
+    for n in engines.FIT_FIELDS:
+        c2 = c.with_(**{n: getattr(c, n) * step})
+        hit = [r for r, b in zip(rows, base) if abs(predict(r, c2) / b - 1) > 0.01]
+        out[n] = {"rows": len(hit), "sources": sorted({r.source for r in hit})}
+    return out
+
+
+def row_knobs(data: dict) -> dict[str, dict]:
+    """Rows and sources that carry each per-row knob of :data:`ROW_KNOBS` (calibration and frozen together), and
+    GPU entries whose peak or bandwidth the data file overrides."""
+    out = {}
+    for k, why in ROW_KNOBS.items():
+        rs = [r for r in data["rows"] if k in r]
+        out[k] = {"rows": len(rs), "sources": sorted({r["source"] for r in rs}), "what": why}
+    for name, g in data["gpus"].items():
+        if "peak_tflops" in g or "mem_gbytes_per_s" in g:
+            rs = [r for r in data["rows"] if r["gpu"] == name]
+            out[f"gpu {name}"] = {"rows": len(rs), "sources": sorted({r["source"] for r in rs}),
+                                  "what": g.get("note", "peak / bandwidth override")}
+    return out
+
+
 def run(check: bool = False) -> dict:
     data, all_rows = load()
     frozen = [r for r in all_rows if is_frozen(r.source)]
@@ -292,6 +331,7 @@ def run(check: bool = False) -> dict:
         "prior_summary": summary(prior_errs), "excluded_rows": excluded,
         "frozen_summary": summary(frozen_errs) if frozen_errs else None, "frozen_per_source": frozen_per_source,
         "frozen_rows": frozen_errs,
+        "constant_influence": constant_influence(all_rows, allfit), "row_knobs": row_knobs(data),
         "frozen_prior_summary": summary(errors(frozen, engines.PRIORS)) if frozen else None,
     }
 
@@ -349,9 +389,34 @@ def markdown(res: dict) -> str:
         for e in res["excluded_rows"]:
             lines.append(f"| {e['id']} | {e['model']} | {e['gpus']} x {e['gpu']} | {e['measured']:,.0f} | "
                          f"{e['predicted']:,.0f} | {e['error_pct']:+.1f} % | {e['excluded_reason']} |")
-    lines += ["", "Constants fitted on all sources (prior in parentheses):", ""]
+    inf = res.get("constant_influence") or {}
+    one = [n for n, v in inf.items() if len(v["sources"]) <= 1]
+    lines += ["", f"### Fitted constants ({len(res['fitted_all_sources'])})", "",
+              f"{len(res['fitted_all_sources'])} constants of `EngineConstants` (`src/trainfit/estimate/engines.py`) "
+              "are fitted on the calibration sources (value; prior in parentheses). What each explains: the runs "
+              "(calibration and frozen) whose predicted tokens/s moves by more than 1 % when that constant alone is "
+              "lowered 10 %; sources of the frozen split are marked * (the fit never sees them: a constant that only "
+              "they inform stays at its prior). A constant that at most one source informs is flagged: it fits "
+              "that source, not an engine mechanism seen across sources "
+              f"({len(one)}: {', '.join(f'`{n}`' for n in one) or 'none'}).",
+              "", "| constant | fitted (prior) | runs moved > 1 % | sources | flag |", "|---|---:|---:|---|---|"]
     for n, v in res["fitted_all_sources"].items():
-        lines.append(f"* `{n}` = {v:.4g} ({res['priors'][n]:.4g})")
+        i = inf.get(n, {"rows": 0, "sources": []})
+        flag = "one source" if len(i["sources"]) == 1 else ("no run" if not i["sources"] else "")
+        fz = set(res.get("frozen_sources") or ())
+        srcs = ", ".join(x + ("*" if x in fz else "") for x in i["sources"])
+        lines.append(f"| `{n}` | {v:.4g} ({res['priors'][n]:.4g}) | {i['rows']} | {srcs} | {flag} |")
+    knobs = res.get("row_knobs") or {}
+    if knobs:
+        lines += ["", "Per-row settings in the data file that a user would not state as such (they shape the "
+                  "prediction of the rows that carry them; none is fitted, but each was chosen with the rows in view):",
+                  "", "| setting | runs | sources | what |", "|---|---:|---|---|"]
+        for k, v in knobs.items():
+            srcs = ", ".join(x + ("*" if x in set(res.get("frozen_sources") or ()) else "") for x in v["sources"])
+            lines.append(f"| `{k}` | {v['rows']} | {srcs} | {v['what']} |")
+        lines += ["", "Beyond these: `EP_OVERLAP` = 0.5 in `estimate/comm.py` was set by hand while MoE rows were "
+                  "visible and is not refitted (the audit, issue 26); the interval widening factors of "
+                  "`benchmarks/intervals.py` (3) are chosen on the calibration split."]
     lines += ["", "Sources:", ""]
     for k, v in res["sources"].items():
         lines.append(f"* {k}: {v['name']} ({v['org']}), {v['url']} - {v['engine_version']}")
