@@ -119,6 +119,28 @@ def _pct_range(rng: dict | None) -> dict | None:
     return None if rng is None else {k: 100 * v for k, v in rng.items()}
 
 
+def _plan_cells(p: dict) -> list[str]:
+    """The cells of one plan row after the rank: where, layout, settings, memory, speed, time and cost, each figure
+    with its p10–p90 range."""
+    s = p["settings"]
+    st = s["strategy"] + (f"+off:{s['offload']}" if s["offload"] != "none" else "")
+    if s["ep"] > 1:
+        st += f" ep{s['ep']}"
+    if s["tp"] > 1:
+        st += f" tp{s['tp']}"
+    st += f" mb{s['micro_batch']}" + (" GC" if s["grad_ckpt"] else "")
+    if p.get("rl"):
+        st += f" {p['rl']['binding_phase']}-bound, KV {p['rl']['max_concurrent_seqs']} seqs"
+    iv = p.get("intervals") or {}
+    mem = iv.get("per_gpu_gib")
+    return [p["instance_type"], p["gpu"], f"{p['nodes']}×{p['gpus_per_node']}", st,
+            f"{p['per_gpu_gib']:.1f}/{p['gpu_mem_gib']:g}" + (f"\n({mem['p10']:.0f}–{mem['p90']:.0f})" if mem else ""),
+            _with_range(p["tokens_per_s"], iv.get("tokens_per_s"), ",.0f"),
+            "-" if p["mfu"] is None else _with_range(100 * p["mfu"], _pct_range(iv.get("mfu")), ".0f", "%"),
+            _with_range(p["hours"], iv.get("hours"), ",.0f" if p["hours"] >= 100 else ",.1f"),
+            _with_range(p["gpu_hours"], iv.get("gpu_hours"), ",.0f"), _money(p["cost"], p["currency"], iv.get("cost"))]
+
+
 def print_plan(out: dict, top: int = 10, console: Console | None = None) -> None:
     c = console or make_console()
     w = out["workload"]
@@ -144,25 +166,8 @@ def print_plan(out: dict, top: int = 10, console: Console | None = None) -> None
                        ("hours", "right"), ("GPU-h", "right"), ("cost", "right")):
             t.add_column(col, justify=j, overflow="fold" if j == "right" and col not in ("#", "nodes×GPUs") else "ellipsis")
         for i, p in enumerate(plans[:top]):
-            s = p["settings"]
-            st = s["strategy"] + (f"+off:{s['offload']}" if s["offload"] != "none" else "")
-            if s["ep"] > 1:
-                st += f" ep{s['ep']}"
-            if s["tp"] > 1:
-                st += f" tp{s['tp']}"
-            st += f" mb{s['micro_batch']}" + (" GC" if s["grad_ckpt"] else "")
-            if p.get("rl"):
-                st += f" {p['rl']['binding_phase']}-bound, KV {p['rl']['max_concurrent_seqs']} seqs"
             mark = ("*" if i in pareto else "") + ("≈" if i in tied else "")
-            iv = p.get("intervals") or {}
-            mem = iv.get("per_gpu_gib")
-            t.add_row(f"{i + 1}{mark}", p["instance_type"], p["gpu"], f"{p['nodes']}×{p['gpus_per_node']}", st,
-                      f"{p['per_gpu_gib']:.1f}/{p['gpu_mem_gib']:g}"
-                      + (f"\n({mem['p10']:.0f}–{mem['p90']:.0f})" if mem else ""),
-                      _with_range(p["tokens_per_s"], iv.get("tokens_per_s"), ",.0f"),
-                      "-" if p["mfu"] is None else _with_range(100 * p["mfu"], _pct_range(iv.get("mfu")), ".0f", "%"),
-                      _with_range(p["hours"], iv.get("hours"), ",.0f" if p["hours"] >= 100 else ",.1f"), _with_range(p["gpu_hours"], iv.get("gpu_hours"), ",.0f"),
-                      _money(p["cost"], p["currency"], iv.get("cost")))
+            t.add_row(f"{i + 1}{mark}", *_plan_cells(p))
         c.print(t)
         c.print("[dim](p10–p90): 80 % prediction interval from published runs predicted out of sample "
                 "(docs/accuracy.md)" + ("; ≈ tied with the plan above: their ranges of "
