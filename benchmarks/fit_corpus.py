@@ -16,6 +16,11 @@ Agreement: a ``fits`` or ``oom`` verdict agrees when it matches the report; ``ti
 separately and counted as agreeing ("hedged") in the second figure only. Where the report states the memory
 used, the error of ``reserved_gib`` against it is listed too (reports at or near the GPU's capacity are
 lower bounds of what the job wanted).
+
+Frozen test split (benchmarks/_split.py, the rule shared with speed_loso.py): a report whose source
+(``_split.report_source``: its URL without commit and fragment) hashes to the frozen side is reported apart;
+``benchmarks/intervals.py`` builds the memory interval and the OOM probability's spread from the calibration
+reports only (``log_ratio`` = ln(measured / predicted) of each row), and measures their coverage on both.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
+from _split import RULE as FROZEN_RULE, is_frozen, report_source  # noqa: E402
 from trainfit.catalog import get_gpu  # noqa: E402
 from trainfit.estimate.memory import DEFAULT_OVERHEAD, OverheadModel, estimate_memory  # noqa: E402
 from trainfit.estimate.fit import SAFETY_MARGIN_DEFAULT, decide_fit  # noqa: E402
@@ -135,8 +141,13 @@ def run() -> dict:
         # buffers that reserved_gib adds; the like-for-like comparison leaves them out for its reports
         fixed = e["overhead"].outside_allocator_gib(e["workload"])
         like = est.reserved_gib - (fixed if "modelscope/ms-swift" in r["url"] else 0.0)
+        fd = decide_fit(est, usable_gib=e["usable_gib"])
+        src = report_source(r)
         rows.append({
-            "id": r["id"], "url": r["url"], "model": r["model"], "gpu": e["gpu"], "gpus": r["gpus"],
+            "id": r["id"], "url": r["url"], "source": src, "frozen": is_frozen(src),
+            "oom_probability": None if fd.oom_probability is None else round(fd.oom_probability, 4),
+            "log_ratio": (round(math.log(meas / est.reserved_gib), 6)
+                          if meas and meas < 0.95 * e["usable_gib"] else None), "model": r["model"], "gpu": e["gpu"], "gpus": r["gpus"],
             "strategy": r["strategy"], "method": r["method"], "seq_len": r["seq_len"], "outcome": r["outcome"],
             "tokens_per_micro_batch": e["workload"].micro_batch * e["workload"].seq_len,
             "predicted_gib": round(est.reserved_gib, 1), "usable_gib": e["usable_gib"], "verdict": v,
@@ -166,8 +177,20 @@ def run() -> dict:
     hedged = sum(r["agree"] or r["hedged"] for r in rows)
     mem = [abs(r["error_pct"]) for r in rows if r["error_pct"] is not None]
     oom_rows = [r for r in rows if r["outcome"] == "oom"]
+    def split_summary(rs: list[dict]) -> dict:
+        return {"reports": len(rs), "oom": sum(r["outcome"] == "oom" for r in rs),
+                "agreement_pct": round(100 * sum(r["agree"] for r in rs) / len(rs), 1) if rs else None,
+                "agreement_with_tight_pct": round(100 * sum(r["agree"] or r["hedged"] for r in rs) / len(rs), 1)
+                if rs else None,
+                "memory_rows": sum(r["error_pct"] is not None for r in rs),
+                "memory_median_abs_error_pct": round(statistics.median(
+                    [abs(r["error_pct"]) for r in rs if r["error_pct"] is not None]), 1)
+                if any(r["error_pct"] is not None for r in rs) else None}
+
     return {
         "date": date.today().isoformat(), "command": "python benchmarks/fit_corpus.py",
+        "frozen_rule": FROZEN_RULE, "calibration_split": split_summary([r for r in rows if not r["frozen"]]),
+        "frozen_split": split_summary([r for r in rows if r["frozen"]]),
         "tight_band": SAFETY_MARGIN_DEFAULT,
         "elastic_cache_agreement_pct": round(100 * sum(r["elastic_agree"] for r in rows) / n, 1),
         "n_reports": n, "n_oom": len(oom_rows), "n_fits": n - len(oom_rows),
@@ -201,6 +224,13 @@ def markdown(res: dict) -> str:
         f"* **Verdict agreement: {res['agreement_pct']} %** (tight counted wrong; target >= {TARGET:.0f} %: "
         f"**{'met' if ok else 'not met'}**); {res['agreement_with_tight_pct']} % counting tight as a hedge "
         f"({res['tight']} tight). OOM reports predicted OOM: {res['oom_predicted_oom']}/{res['n_oom']}.",
+        f"* By split (`{res['frozen_rule']}` on the report's source, `benchmarks/_split.py`): calibration "
+        f"{res['calibration_split']['agreement_pct']} % over {res['calibration_split']['reports']} reports "
+        f"({res['calibration_split']['oom']} OOM), frozen {res['frozen_split']['agreement_pct']} % over "
+        f"{res['frozen_split']['reports']} ({res['frozen_split']['oom']} OOM); memory median |error| "
+        f"{res['calibration_split']['memory_median_abs_error_pct']} % / "
+        f"{res['frozen_split']['memory_median_abs_error_pct']} %. The memory model has no constant fitted to this "
+        "corpus, but its runtime terms were written with these reports in view: neither split is first contact.",
         f"* Measured alternative (not trainfit's rule): if only tensors + CUDA context decided OOM (the caching "
         f"allocator gives back its cache before failing), agreement would be {res['elastic_cache_agreement_pct']} %.",
         f"* Reports with a stated memory: {res['memory_rows']}; median |error| of reserved_gib "
@@ -227,15 +257,15 @@ def markdown(res: dict) -> str:
         "`seq` is the script's max_length (packed length); `tokens` the largest micro-batch trainfit sized: for "
         "unpacked data sets with published token statistics (`datasets` in the YAML) the longest sample of a "
         "padded batch, or the expected largest padding-free micro-batch (n x mean + 3 sd x sqrt(n)).", "",
-        "| report | model | GPUs | strategy | method | seq | tokens | reported | trainfit GiB | usable | verdict | agree | measured GiB | error |",
-        "|---|---|---|---|---|---:|---:|---|---:|---:|---|---|---:|---:|",
+        "| report | split | model | GPUs | strategy | method | seq | tokens | reported | trainfit GiB | usable | verdict | P(OOM) | agree | measured GiB | error |",
+        "|---|---|---|---|---|---|---:|---:|---|---:|---:|---|---:|---|---:|---:|",
     ]
     for r in res["rows"]:
         err = "" if r["error_pct"] is None else f"{r['error_pct']:+.1f} %"
         lines.append(
-            f"| [{r['id']}]({r['url']}) | {r['model']} | {r['gpus']} x {r['gpu']} | {r['strategy']} | {r['method']} | "
+            f"| [{r['id']}]({r['url']}) | {'frozen' if r['frozen'] else 'calib.'} | {r['model']} | {r['gpus']} x {r['gpu']} | {r['strategy']} | {r['method']} | "
             f"{r['seq_len']} | {r['tokens_per_micro_batch']} | {r['outcome']} | {r['predicted_gib']} | "
-            f"{r['usable_gib']:.0f} | {r['verdict']} | {'yes' if r['agree'] else ('~' if r['hedged'] else 'no')} | "
+            f"{r['usable_gib']:.0f} | {r['verdict']} | {_pct(r['oom_probability'])} | {'yes' if r['agree'] else ('~' if r['hedged'] else 'no')} | "
             f"{r['measured_gib'] or ''} | {err} |")
     notes = [r for r in res["rows"] if r["explain"]]
     if notes:
@@ -243,6 +273,10 @@ def markdown(res: dict) -> str:
                   "(`explain` in the YAML):", ""]
         lines += [f"* **{r['id']}** ({r['verdict']}, {r['predicted_gib']} GiB): {r['explain']}" for r in notes]
     return "\n".join(lines) + "\n"
+
+
+def _pct(p: float | None) -> str:
+    return "" if p is None else ("<1 %" if p < 0.01 else (">99 %" if p > 0.99 else f"{100 * p:.0f} %"))
 
 
 def main() -> int:

@@ -74,8 +74,11 @@ class MemoryReport:
     ``plan`` reports as a warning and ``trainfit check`` as a ``kernel-support`` error."""
 
     def to_dict(self) -> dict[str, Any]:
+        from trainfit.estimate.uncertainty import memory_range
+
         out = self.estimate.to_dict()
         out["workload"] = self.workload.to_dict()
+        out["reserved_interval_gib"] = memory_range(self.estimate.reserved_gib)
         out.update({"gpu": self.gpu, "gpu_mem_gib": self.usable_gib, "host_ram_node_gib": self.host_ram_gib,
                     "verdict": None, "fits": None, "fit": None, "headroom_gib": None, "max_micro_batch": None,
                     "max_seq_len": None, "suggestions": [], "warnings": list(self.warnings)})
@@ -341,8 +344,11 @@ def _plan_speed(model: ModelShape, workload: Workload, g: Any, inst: Any, *, fra
     except WorkloadError as e:
         warnings.append(f"speed not estimated: {e.message}")
         return {}
+    from trainfit.estimate.uncertainty import plan_speed_interval
+
     speed: dict[str, Any] = {"tokens_per_s": sp.tokens_per_s, "step_seconds": sp.step_seconds, "mfu": sp.mfu,
-                             "framework": sp.framework, "calibration": calibration_note(sp.assumptions)}
+                             "framework": sp.framework, "calibration": calibration_note(sp.assumptions),
+                             "speed_interval": plan_speed_interval(model, workload, sp.framework)}
     warnings += list(sp.warnings)
     if tokens:
         tt = training_time(sp, tokens)

@@ -41,6 +41,9 @@ def print_memory(out: dict, console: Console | None = None) -> None:
     t.add_section()
     t.add_row("tensor peak (max_memory_allocated)", f"{out['tensor_peak_gib']:,.2f}", "")
     t.add_row("[bold]reserved (nvidia-smi)[/bold]", f"[bold]{out['reserved_gib']:,.2f}[/bold]", "")
+    rng = out.get("reserved_interval_gib")
+    if rng:
+        t.add_row("reserved, p10–p90 (fit corpus)", f"{rng['p10']:,.1f}–{rng['p90']:,.1f}", "")
     c.print(t)
     c.print(f"peak phase: [bold]{out['peak_phase']}[/bold]   "
             f"params: total {p['total']:,}  trainable {p['trainable']:,}  active {p['active']:,}   "
@@ -48,8 +51,10 @@ def print_memory(out: dict, console: Console | None = None) -> None:
     if out.get("gpu_mem_gib") is not None:
         name = out.get("gpu") or "GPU"
         colour = {"fits": "green", "tight": "yellow", "oom": "red", "unknown": "yellow"}[out["verdict"]]
+        p_oom = (out.get("fit") or {}).get("oom_probability")
         c.print(f"[{colour}]{VERDICT_LABEL[out['verdict']]}[/{colour}] on {name} ({out['gpu_mem_gib']:.4g} GiB usable): "
-                f"headroom {out['headroom_gib']:.2f} GiB")
+                f"headroom {out['headroom_gib']:.2f} GiB"
+                + ("" if p_oom is None else f", P(OOM) {_prob(p_oom)}"))
         for reason in out["fit"]["reasons"]:
             c.print(f"  - {escape(reason)}")
         for w in out.get("warnings", []):
@@ -62,11 +67,39 @@ def print_memory(out: dict, console: Console | None = None) -> None:
         c.print(f"[dim]- {escape(a)}[/dim]")
 
 
-def _money(v, cur) -> str:
+def _money(v, cur, rng: dict | None = None) -> str:
     if v is None:
         return "-"
     sym = {"CNY": "¥", "USD": "$"}.get(cur or "", (cur or "") + " ")
-    return f"{sym}{v:,.0f}"
+    return f"{sym}{v:,.0f}" + (f"\n({_short(rng['p10'])}–{_short(rng['p90'])})" if rng else "")
+
+
+def _short(v: float) -> str:
+    """A range end in 2-3 significant figures: 163, 2.2k, 1.3M."""
+    for div, suffix in ((1e6, "M"), (1e3, "k")):
+        if abs(v) >= div:
+            x = v / div
+            return f"{x:.1f}{suffix}" if x < 100 else f"{x:.0f}{suffix}"
+    return f"{v:.2g}" if abs(v) < 10 else f"{v:.0f}"
+
+
+def _with_range(v, rng: dict | None, fmt: str, unit: str = "") -> str:
+    """``172 (140–230)``: a figure with its p10–p90 interval (docs/accuracy.md, prediction intervals), the range
+    on a second line of the cell."""
+    if v is None:
+        return "-"
+    return format(v, fmt) + unit + (f"\n({_short(rng['p10'])}–{_short(rng['p90'])}{unit})" if rng else "")
+
+
+def interval_lines(iv: dict | None) -> list[str]:
+    """The speed interval's provenance for a footnote, flagged when outside the calibration domain."""
+    if not iv:
+        return []
+    return [("outside the calibration domain: " if iv.get("out_of_domain") else "") + str(iv.get("note") or "")]
+
+
+def _prob(p: float) -> str:
+    return "<1%" if p < 0.01 else (">99%" if p > 0.99 else f"{p:.0%}")
 
 
 def _age(as_of: str | None) -> str:
@@ -100,6 +133,38 @@ def _print_ranking(c: Console, r: dict | None, plans: list, top: int) -> None:
                 + escape("; ".join(f"{p}: {how.get(p, '')}" for p in providers)))
 
 
+def _pct_range(rng: dict | None) -> dict | None:
+    return None if rng is None else {k: 100 * v for k, v in rng.items()}
+
+
+def _plan_cells(p: dict) -> list[str]:
+    """The cells of one plan row after the rank: where, layout, settings, memory, speed, time and cost, each figure
+    with its p10–p90 range."""
+    s = p["settings"]
+    st = s["strategy"] + (f"+off:{s['offload']}" if s["offload"] != "none" else "")
+    if s["ep"] > 1:
+        st += f" ep{s['ep']}"
+    if s["tp"] > 1:
+        st += f" tp{s['tp']}"
+    st += f" mb{s['micro_batch']}" + (f"×ga{s['grad_accum']}" if s["grad_accum"] > 1 else "")
+    st += f" gb{s['global_batch']}" if "global_batch" in s else ""
+    st += " GC" if s["grad_ckpt"] else ""
+    if p.get("rl"):
+        r = p["rl"]
+        if r.get("rollout_tp") and r.get("algo") != "dpo":  # the engine settings plan --rl searched
+            st += f" rollout-tp{r['rollout_tp']}" + (" trainer-off" if r.get("trainer_offload") else "")
+        st += f" {r['binding_phase']}-bound" + (f", KV {r['max_concurrent_seqs']} seqs"
+                                                 if r.get("max_concurrent_seqs") is not None else "")
+    iv = p.get("intervals") or {}
+    mem = iv.get("per_gpu_gib")
+    return [p["instance_type"], p["gpu"], f"{p['nodes']}×{p['gpus_per_node']}", st, s.get("precision_mode", s["precision"]),
+            f"{p['per_gpu_gib']:.1f}/{p['gpu_mem_gib']:g}" + (f"\n({mem['p10']:.0f}–{mem['p90']:.0f})" if mem else ""),
+            _with_range(p["tokens_per_s"], iv.get("tokens_per_s"), ",.0f"),
+            "-" if p["mfu"] is None else _with_range(100 * p["mfu"], _pct_range(iv.get("mfu")), ".0f", "%"),
+            _with_range(p["hours"], iv.get("hours"), ",.0f" if p["hours"] >= 100 else ",.1f"),
+            _with_range(p["gpu_hours"], iv.get("gpu_hours"), ",.0f"), _money(p["cost"], p["currency"], iv.get("cost"))]
+
+
 def print_plan(out: dict, top: int = 10, console: Console | None = None) -> None:
     c = console or make_console()
     w = out["workload"]
@@ -117,36 +182,22 @@ def print_plan(out: dict, top: int = 10, console: Console | None = None) -> None
                 + (f", framework {w['framework']}" if w.get("framework") else ""))
     plans = out["plans"]
     pareto = set(out.get("pareto", []))
+    tied = set(out.get("ties", []))
     if plans:
         t = Table(title_justify="left")
         for col, j in (("#", "right"), ("instance type", "left"), ("GPU", "left"), ("nodes×GPUs", "right"),
                        ("settings", "left"), ("precision", "left"), ("GiB/GPU", "right"), ("tok/s", "right"),
                        ("MFU", "right"),
                        ("hours", "right"), ("GPU-h", "right"), ("cost", "right")):
-            t.add_column(col, justify=j)
+            t.add_column(col, justify=j, overflow="fold" if j == "right" and col not in ("#", "nodes×GPUs") else "ellipsis")
         for i, p in enumerate(plans[:top]):
-            s = p["settings"]
-            st = s["strategy"] + (f"+off:{s['offload']}" if s["offload"] != "none" else "")
-            if s["ep"] > 1:
-                st += f" ep{s['ep']}"
-            if s["tp"] > 1:
-                st += f" tp{s['tp']}"
-            st += f" mb{s['micro_batch']}" + (f"×ga{s['grad_accum']}" if s["grad_accum"] > 1 else "")
-            st += f" gb{s['global_batch']}" if "global_batch" in s else ""
-            st += " GC" if s["grad_ckpt"] else ""
-            if p.get("rl"):
-                r = p["rl"]
-                if r.get("rollout_tp") and r.get("algo") != "dpo":  # the engine settings plan --rl searched
-                    st += f" rollout-tp{r['rollout_tp']}" + (" trainer-off" if r.get("trainer_offload") else "")
-                st += f" {r['binding_phase']}-bound" + (f", KV {r['max_concurrent_seqs']} seqs"
-                                                         if r.get("max_concurrent_seqs") is not None else "")
-            mark = "*" if i in pareto else ""
-            t.add_row(f"{i + 1}{mark}", p["instance_type"], p["gpu"], f"{p['nodes']}×{p['gpus_per_node']}", st,
-                      s.get("precision_mode", s["precision"]),
-                      f"{p['per_gpu_gib']:.1f}/{p['gpu_mem_gib']:g}", f"{p['tokens_per_s']:,.0f}",
-                      "-" if p["mfu"] is None else f"{p['mfu']:.0%}", f"{p['hours']:,.1f}", f"{p['gpu_hours']:,.0f}",
-                      _money(p["cost"], p["currency"]))
+            mark = ("*" if i in pareto else "") + ("≈" if i in tied else "")
+            t.add_row(f"{i + 1}{mark}", *_plan_cells(p))
         c.print(t)
+        c.print("[dim](p10–p90): 80 % prediction interval from published runs predicted out of sample "
+                "(docs/accuracy.md)" + ("; ≈ tied with the plan above: their ranges of "
+                + ("hours" if w.get("objective") == "time" else "cost") + " overlap" if tied & set(range(top)) else "")
+                + "[/dim]")
         engines = sorted({p["framework"] for p in plans[:top] if p.get("framework")})
         if engines:
             c.print(f"[dim]speed model engine: {', '.join(engines)} (--framework; default: the --target's engine)"
@@ -156,6 +207,12 @@ def print_plan(out: dict, top: int = 10, console: Console | None = None) -> None
                     "else GPU-hours for all)[/dim]")
         _print_ranking(c, out.get("ranking"), plans, top)
         for i, p in enumerate(plans[:top]):
+            siv = p.get("speed_interval")
+            if siv and siv.get("out_of_domain"):
+                c.print(f"[yellow]#{i + 1} outside the calibration domain:[/yellow] {escape(str(siv.get('note')))}")
+            if p.get("oom_probability") is not None and p["oom_probability"] >= 0.1:
+                c.print(f"[dim]#{i + 1} P(OOM) {_prob(p['oom_probability'])} (the memory model's spread over "
+                        "published runs)[/dim]")
             if p.get("calibration"):
                 c.print(f"[dim]#{i + 1} speed ({p['framework']} engine): {p['calibration']}[/dim]")
             if p.get("price_per_hour") is not None:

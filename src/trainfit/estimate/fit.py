@@ -61,6 +61,10 @@ class FitDecision:
     """Host RAM of the node; None = unknown."""
     reasons: tuple[str, ...] = ()
     """One line per part that is not ``fits``."""
+    oom_probability: float | None = None
+    """Calibrated probability that the job needs more GPU memory than ``usable_gib`` (plus the releasable cache),
+    from the spread of measured / predicted memory over the fit corpus's calibration reports
+    (:func:`trainfit.estimate.uncertainty.oom_probability`); None in plan files written before it existed."""
 
     @property
     def fits(self) -> bool:
@@ -77,7 +81,8 @@ class FitDecision:
         return {"verdict": self.verdict, "gpu_verdict": self.gpu_verdict, "host_verdict": self.host_verdict,
                 "reserved_gib": self.reserved_gib, "usable_gib": self.usable_gib, "margin": self.margin,
                 "headroom_gib": self.headroom_gib, "host_ram_need_gib": self.host_ram_need_gib,
-                "host_ram_gib": self.host_ram_gib, "reasons": list(self.reasons)}
+                "host_ram_gib": self.host_ram_gib, "reasons": list(self.reasons),
+                "oom_probability": self.oom_probability}
 
     @classmethod
     def from_dict(cls, d: dict) -> "FitDecision":
@@ -127,7 +132,17 @@ def decide_fit(est: MemoryEstimate, *, usable_gib: float, gpus_per_node: int = 1
     verdict = max((gv, hv), key=lambda v: _ORDER[v])
     return FitDecision(verdict=verdict, gpu_verdict=gv, host_verdict=hv, reserved_gib=r, usable_gib=usable_gib,
                        margin=margin, headroom_gib=usable_gib - r, host_ram_need_gib=need, host_ram_gib=host_ram_gib,
-                       reasons=tuple(reasons))
+                       reasons=tuple(reasons), oom_probability=_oom_probability(est, usable_gib))
+
+
+def _oom_probability(est: MemoryEstimate, usable_gib: float) -> float | None:
+    """The calibrated P(OOM) of :func:`decide_fit` (None when the interval data file is missing)."""
+    from trainfit.estimate.uncertainty import oom_probability
+
+    try:
+        return oom_probability(est.reserved_gib, usable_gib, est.releasable_cache_gib)
+    except (OSError, KeyError, ValueError):
+        return None
 
 
 #: Longest sequence searched (tokens); the model's own context limit is reported separately.

@@ -197,7 +197,11 @@ class RenderContext:
     def summary(self) -> dict[str, Any]:
         """The plan's numbers for headers (memory, fit, speed, cost)."""
         p = self.plan
-        return {"source": p.source, "verdict": p.fit.verdict,
+        iv = p.intervals()
+        return {"source": p.source, "verdict": p.fit.verdict, "intervals": iv,
+                "oom_probability": p.fit.oom_probability,
+                "out_of_domain": (p.speed_interval or {}).get("note") if (p.speed_interval or {}).get("out_of_domain")
+                else None,
                 "memory": {"reserved_gib": p.memory.reserved_gib, "tensor_peak_gib": p.memory.tensor_peak_gib,
                            "peak_phase": p.memory.peak_phase, "gpu_mem_gib": p.gpu_mem_gib,
                            "verdict": p.fit.verdict, "fits": p.fit.fits, "reasons": list(p.fit.reasons)},
@@ -244,23 +248,30 @@ class RenderContext:
             f"{'spot' if self.spot else 'on-demand'}; region {self.region}",
         ]
         mem = s["memory"]
-        lines.append(f"memory: {_num(mem.get('reserved_gib'))} GiB per GPU reserved (tensor peak "
-                     f"{_num(mem.get('tensor_peak_gib'))} GiB, {mem.get('peak_phase', '?')}) of "
-                     f"{_num(mem.get('gpu_mem_gib'))} GiB usable: {s['verdict'].upper() if s['verdict'] != 'fits' else 'fits'}")
+        iv = s.get("intervals") or {}
+        p_oom = s.get("oom_probability")
+        lines.append(f"memory: {_num(mem.get('reserved_gib'))} GiB{_rng(iv.get('per_gpu_gib'))} per GPU reserved "
+                     f"(tensor peak {_num(mem.get('tensor_peak_gib'))} GiB, {mem.get('peak_phase', '?')}) of "
+                     f"{_num(mem.get('gpu_mem_gib'))} GiB usable: {s['verdict'].upper() if s['verdict'] != 'fits' else 'fits'}"
+                     + ("" if p_oom is None else f", P(OOM) {100 * p_oom:.0f} %"))
         speed = s.get("speed")
-        lines.append("speed: " + (f"{_num(speed.get('tokens_per_s'), 0)} tokens/s, "
+        lines.append("speed: " + (f"{_num(speed.get('tokens_per_s'), 0)} tokens/s{_rng(iv.get('tokens_per_s'), 0)}, "
                                   f"{_num(speed.get('step_seconds'))} s/step, MFU {_num(speed.get('mfu'))}"
+                                  f"{_rng(iv.get('mfu'))}"
                                   if speed else "not estimated (no trainfit plan given)"))
         cost = s.get("cost")
         if cost and cost.get("cost") is not None:
-            text = (f"{_num(cost.get('cost'))} {cost.get('currency') or ''} for {_num(cost.get('hours'))} h "
-                    f"({_num(cost.get('gpu_hours'))} GPU-hours)")
+            text = (f"{_num(cost.get('cost'))} {cost.get('currency') or ''}{_rng(iv.get('cost'), 0)} for "
+                    f"{_num(cost.get('hours'))} h{_rng(iv.get('hours'), 1)} "
+                    f"({_num(cost.get('gpu_hours'))} GPU-hours{_rng(iv.get('gpu_hours'), 0)})")
         elif cost:
-            text = (f"no price in the catalog; {_num(cost.get('hours'))} h "
-                    f"({_num(cost.get('gpu_hours'))} GPU-hours)")
+            text = (f"no price in the catalog; {_num(cost.get('hours'))} h{_rng(iv.get('hours'), 1)} "
+                    f"({_num(cost.get('gpu_hours'))} GPU-hours{_rng(iv.get('gpu_hours'), 0)})")
         else:
             text = "not estimated (no trainfit plan given)"
         lines.append("cost: " + text)
+        if s.get("out_of_domain"):
+            lines.append("speed interval: " + s["out_of_domain"])
         rl = getattr(self.plan, "rl", None)
         if rl is not None:
             ph = rl["phases_gib"]
@@ -287,6 +298,11 @@ class RenderContext:
                          + (f" ({self.save_reason})" if self.save_reason else ""))
         lines.append(self.facts_line())
         return lines
+
+
+def _rng(r: dict | None, nd: int = 2) -> str:
+    """`` (p10-p90 a-b)``: the prediction interval of a figure (docs/accuracy.md), empty without one."""
+    return f" (p10-p90 {_num(r['p10'], nd)}-{_num(r['p90'], nd)})" if r else ""
 
 
 def _num(v: Any, nd: int = 2) -> str:

@@ -170,4 +170,35 @@ def pareto(plans: list[Plan]) -> tuple[int, ...]:
     return tuple(sorted(idx, key=lambda i: plans[i].hours))
 
 
-__all__ = ["PRICE_HOWTO", "Ranking", "TIE_FRACTION", "common_currency", "pareto", "rank", "ranking_basis", "score"]
+def objective_range(objective: str, p: Plan) -> dict[str, float] | None:
+    """The p10-p90 range of the figure a plan is ranked by: hours for ``time``; cost for ``cost`` (GPU-hours when
+    the plan has no price)."""
+    iv = p.intervals()
+    if objective == "time":
+        return iv.get("hours")
+    return iv.get("cost") if p.cost is not None else iv.get("gpu_hours")
+
+
+def ties(objective: str, plans: list[Plan] | tuple[Plan, ...]) -> tuple[int, ...]:
+    """Indices ``i`` (from 1) of ranked plans whose p10-p90 range of the objective overlaps that of plan ``i - 1``:
+    the ranking between them is within the model's error (a tie). Plans priced in different currencies, or one
+    priced and one not, are not compared; nor are two plans with the same workload and speed estimate on the same
+    GPU (they differ in price only: one speed error moves both)."""
+    from trainfit.estimate.uncertainty import ranges_overlap
+
+    out = []
+    for i in range(1, len(plans)):
+        a, b = plans[i - 1], plans[i]
+        if objective != "time" and ((a.cost is None) != (b.cost is None)
+                                    or (a.cost is not None and a.currency != b.currency)):
+            continue
+        if a.gpu == b.gpu and a.workload == b.workload and a.speed_interval == b.speed_interval:
+            continue  # the same speed estimate on the same GPU: one error moves both, the order holds
+        if ranges_overlap(objective_range(objective, a), objective_range(objective, b)):
+            out.append(i)
+    return tuple(out)
+
+
+
+__all__ = ["PRICE_HOWTO", "Ranking", "TIE_FRACTION", "common_currency", "objective_range", "pareto", "rank",
+           "ranking_basis", "score", "ties"]

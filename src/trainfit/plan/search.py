@@ -472,6 +472,7 @@ def _evaluate(req: PlanRequest, inst: Any, gpu: Any, gpn: int, nodes: int, wl: W
     its network is too slow (:data:`SLOW_NETWORK_COMM_SHARE`, recorded in ``miss``)."""
     from trainfit.estimate.calibration import calibration_note
     from trainfit.estimate.speed import estimate_speed, training_time
+    from trainfit.estimate.uncertainty import plan_speed_interval
     from trainfit.launch.targets import speed_framework
     from trainfit.plan.hardware import hardware_for
     from trainfit.plan.pricing import time_and_cost
@@ -494,6 +495,7 @@ def _evaluate(req: PlanRequest, inst: Any, gpu: Any, gpn: int, nodes: int, wl: W
                 nodes=nodes, workload=wl, memory=est, fit=fit, gpu_mem_gib=gpu.usable_mem_gib, tokens=req.tokens,
                 tokens_per_s=sp.tokens_per_s, step_seconds=sp.step_seconds, mfu=sp.mfu, framework=sp.framework,
                 calibration=calibration_note(sp.assumptions),
+                speed_interval=plan_speed_interval(req.model, wl, sp.framework),
                 hours=tc.hours, gpu_hours=tc.gpu_hours, cost=tc.cost, currency=tc.currency, spot=req.spot,
                 on_demand_cost=tc.on_demand_cost, spot_price_fraction=tc.spot_price_fraction,
                 expected_interruptions=tc.expected_interruptions, checkpoint_interval_hours=tc.checkpoint_interval_hours,

@@ -59,6 +59,11 @@ class Plan:
     calibration: str | None = None
     """The measured speed calibration the estimate used ("calibrated on <GPU> (<family> engine), <date>: ..."
     from ``trainfit calibrate``), None = the fitted engine model alone."""
+    speed_interval: dict | None = None
+    """Prediction interval of the speed (:class:`trainfit.estimate.uncertainty.Interval` as a dict: ``p10``,
+    ``p50``, ``p90`` of measured / predicted tokens/s for the plan's regime, the group, ``out_of_domain`` and a
+    ``note``); tokens/s, MFU, step time, hours, GPU-hours and cost ranges follow from it (:meth:`intervals`).
+    None when there is no speed, and in plan files written before it existed."""
     hours: float | None = None
     gpu_hours: float | None = None
     cost: float | None = None
@@ -127,6 +132,25 @@ class Plan:
     def lingjun(self) -> bool:
         return self.resource_class == "pai-lingjun"
 
+    def intervals(self) -> dict[str, dict[str, float]]:
+        """p10/p50/p90 of every speed-derived figure (tokens/s and MFU with the speed; step time, hours,
+        GPU-hours and cost against it) and of the memory per GPU (``per_gpu_gib``, from the fit corpus)."""
+        from trainfit.estimate.uncertainty import Interval, memory_range
+
+        out: dict[str, dict[str, float]] = {}
+        mem = memory_range(self.memory.reserved_gib)
+        if mem:
+            out["per_gpu_gib"] = mem
+        if self.speed_interval is None:
+            return out
+        iv = Interval.from_dict(self.speed_interval)
+        for name, inverse in (("tokens_per_s", False), ("mfu", False), ("step_seconds", True), ("hours", True),
+                              ("gpu_hours", True), ("cost", True), ("on_demand_cost", True)):
+            r = iv.scale(getattr(self, name), inverse=inverse)
+            if r is not None:
+                out[name] = r
+        return out
+
     def settings(self) -> dict[str, Any]:
         w = self.workload
         return {"strategy": w.strategy, "offload": w.offload, "grad_ckpt": w.grad_ckpt, "micro_batch": w.micro_batch,
@@ -148,6 +172,8 @@ class Plan:
             "host_ram_gib": self.memory.host_ram_gib, "tokens": self.tokens,
             "tokens_per_s": self.tokens_per_s, "step_seconds": self.step_seconds, "mfu": self.mfu,
             "framework": self.framework, "target": self.target, "calibration": self.calibration, "hours": self.hours, "gpu_hours": self.gpu_hours, "cost": self.cost,
+            "intervals": self.intervals(), "speed_interval": self.speed_interval,
+            "oom_probability": self.fit.oom_probability,
             "currency": self.currency, "on_demand_cost": self.on_demand_cost, "spot": self.spot,
             "spot_price_fraction": self.spot_price_fraction, "expected_interruptions": self.expected_interruptions,
             "checkpoint_interval_hours": self.checkpoint_interval_hours, "price_per_hour": self.price_per_hour,
@@ -181,7 +207,8 @@ class Plan:
                 fit=FitDecision.from_dict(d["fit"]), gpu_mem_gib=d["gpu_mem_gib"], tokens=d.get("tokens"),
                 tokens_per_s=d.get("tokens_per_s"), step_seconds=d.get("step_seconds"), mfu=d.get("mfu"),
                 framework=d.get("framework"), target=d.get("target"), calibration=d.get("calibration"), hours=d.get("hours"), gpu_hours=d.get("gpu_hours"), cost=d.get("cost"),
-                currency=d.get("currency"), on_demand_cost=d.get("on_demand_cost"), spot=d.get("spot", False),
+                speed_interval=_speed_interval(d.get("speed_interval")), currency=d.get("currency"),
+                on_demand_cost=d.get("on_demand_cost"), spot=d.get("spot", False),
                 spot_price_fraction=d.get("spot_price_fraction"), expected_interruptions=d.get("expected_interruptions"),
                 checkpoint_interval_hours=d.get("checkpoint_interval_hours"), price_per_hour=d.get("price_per_hour"),
                 price_source=d.get("price_source"), price_as_of=d.get("price_as_of"),
@@ -323,6 +350,23 @@ def _precision_mode(w: Workload) -> str:
     return precision_mode(w)
 
 
+def _speed_interval(d: Any) -> dict | None:
+    """A plan file's ``speed_interval`` checked (finite positive quantiles in order), or None."""
+    if d is None:
+        return None
+    from trainfit.estimate.uncertainty import Interval
+    from trainfit import inputs
+
+    if not isinstance(d, dict):
+        raise TypeError("speed_interval must be an object")
+    iv = Interval.from_dict(d)
+    for k in ("p10", "p50", "p90"):
+        inputs.as_float(f"speed_interval.{k}", getattr(iv, k), lo=1e-6, hi=1e6)
+    if not iv.p10 <= iv.p50 <= iv.p90:
+        raise ValueError("speed_interval quantiles out of order")
+    return iv.to_dict()
+
+
 def _json_copy(v: Any) -> Any:
     """A deep copy of JSON-shaped data (dicts, lists, scalars); tuples become lists, as JSON writes them."""
     if isinstance(v, dict):
@@ -384,8 +428,11 @@ class PlanResult:
         rl = getattr(req, "rl", None)
         if rl is not None:
             w.update({"rl": rl.to_dict(), "steps": getattr(req, "steps", None)})
+        from trainfit.plan.rank import ties
+
         return {"schema": PLAN_SCHEMA, "workload": w, "plans": [p.to_dict() for p in self.plans],
-                "pareto": list(self.pareto), "rejected": [r.to_dict() for r in self.rejected],
+                "pareto": list(self.pareto), "ties": list(ties(req.objective, self.plans)),
+                "rejected": [r.to_dict() for r in self.rejected],
                 "notes": list(self.notes), "ranking": None if self.ranking is None else self.ranking.to_dict(),
                 **({"region_prices": list(self.region_prices)} if self.region_prices else {})}
 

@@ -25,6 +25,7 @@ const I18N = {
     files: "Files", reason: "Reason", fix: "Fix", fix_label: "fix", plans_found: "{n} plans, {r} instance types rejected; ranked by {o}.",
     by_gpu_hours: "GPU-hours", unpriced: "{n} plan(s) without a price (cost –); to price them: {how}",
     y_cost: "cost ({c})", y_gpu_hours: "GPU-hours", x_hours: "hours (wall clock)",
+    range_note: "(p10–p90): 80 % prediction interval from published runs predicted out of sample; ≈ marks a tie with the plan above (overlapping ranges).",
     frontier: "frontier", all_plans: "plans", no_plans: "No plan fits: see the rejections below.",
     check_ok: "no problems found", findings: "{n} finding(s), {e} error(s)", loading: "working…",
     t_weights: "weights", t_gradients: "gradients", t_optimizer: "optimizer", t_activations: "activations",
@@ -52,6 +53,7 @@ const I18N = {
     reason: "原因", fix: "修改建议", fix_label: "建议", plans_found: "{n} 个方案，排除 {r} 个实例类型；按{o}排序。",
     by_gpu_hours: "GPU 小时", unpriced: "{n} 个方案没有价格（成本 –）；获取价格：{how}",
     y_cost: "成本（{c}）", y_gpu_hours: "GPU 小时", x_hours: "小时（墙钟）",
+    range_note: "（p10–p90）：由公开训练记录的样本外预测得到的 80 % 预测区间；≈ 表示与上一方案区间重叠（并列）。",
     frontier: "前沿", all_plans: "方案", no_plans: "没有方案装得下：见下方排除原因。",
     check_ok: "未发现问题", findings: "{n} 条发现，{e} 个错误", loading: "计算中…",
     t_weights: "权重", t_gradients: "梯度", t_optimizer: "优化器状态", t_activations: "激活",
@@ -247,6 +249,12 @@ function chartMetric(res) {
   return sel.value;
 }
 
+// a figure with its p10-p90 prediction interval: "172 (140–230)" (docs/accuracy.md)
+function withRange(v, r, digits) {
+  if (v == null) return "–";
+  return r ? `${fmt(v, digits)} (${fmt(r.p10, digits)}–${fmt(r.p90, digits)})` : fmt(v, digits);
+}
+
 function paretoChart(res) {
   const plans = res.plans;
   const metric = chartMetric(res);
@@ -258,11 +266,31 @@ function paretoChart(res) {
   $("#chart-note").textContent = metric === "cost" && res.pareto.length && !front.length ? t("frontier_unpriced") : "";
   if (state.chart) state.chart.destroy();
   if (typeof Chart === "undefined") return;
+  const rangeOf = (p, k) => (p.intervals || {})[k];
   const label = (ctx) => {
     const p = plans[ctx.raw.i];
-    return `#${ctx.raw.i + 1} ${p.instance_type || p.gpu} ×${p.nodes}: ${fmt(p.hours, 1)} h, ` +
-      (metric === "cost" ? `${fmt(p.cost, 0)} ${p.currency || ""}` : `${fmt(p.gpu_hours, 1)} GPU-h`);
+    const yk = metric === "cost" ? "cost" : "gpu_hours";
+    return `#${ctx.raw.i + 1} ${p.instance_type || p.gpu} ×${p.nodes}: ${withRange(p.hours, rangeOf(p, "hours"), 1)} h, ` +
+      (metric === "cost" ? `${withRange(p.cost, rangeOf(p, yk), 0)} ${p.currency || ""}`
+        : `${withRange(p.gpu_hours, rangeOf(p, yk), 1)} GPU-h`);
   };
+  // error bars: the p10-p90 range of hours (horizontal) and of the y measure (vertical) of every plotted plan
+  const errorBars = { id: "errorBars", afterDatasetsDraw(chart) {
+    const { ctx, scales: { x, y } } = chart;
+    ctx.save();
+    ctx.strokeStyle = "rgba(60,70,80,.55)";
+    ctx.lineWidth = 1;
+    for (const pt of pts) {
+      const p = plans[pt.i];
+      const hx = rangeOf(p, "hours"), hy = rangeOf(p, metric === "cost" ? "cost" : "gpu_hours");
+      const px = x.getPixelForValue(pt.x), py = y.getPixelForValue(pt.y);
+      ctx.beginPath();
+      if (hx) { ctx.moveTo(x.getPixelForValue(hx.p10), py); ctx.lineTo(x.getPixelForValue(hx.p90), py); }
+      if (hy) { ctx.moveTo(px, y.getPixelForValue(hy.p10)); ctx.lineTo(px, y.getPixelForValue(hy.p90)); }
+      ctx.stroke();
+    }
+    ctx.restore();
+  } };
   state.chart = new Chart($("#pareto"), {
     type: "scatter",
     data: { datasets: [
@@ -271,6 +299,7 @@ function paretoChart(res) {
       { label: t("all_plans"), data: pts, borderColor: "#7b8794", backgroundColor: "rgba(123,135,148,.45)",
         pointRadius: 4, order: 1 },
     ] },
+    plugins: [errorBars],
     options: { animation: false, responsive: true, maintainAspectRatio: false,
       plugins: { tooltip: { callbacks: { label } } },
       scales: { x: { type: "logarithmic", title: { display: true, text: t("x_hours") } },
@@ -293,6 +322,7 @@ function showPlan(res) {
     : "";
   paretoChart(res);
   const pareto = new Set(res.pareto);
+  const ties = new Set(res.ties || []);
   const head = ["rank", "instance", "gpu_x", "nodes", "strategy", "mb", "verdict", "gib", "hours", "gpu_hours", "cost", "files"];
   $("#plans thead").replaceChildren(el("tr", {}, ...head.map((h) => el("th", { text: t(h) }))));
   $("#plans tbody").replaceChildren(...res.plans.map((p, i) => {
@@ -302,10 +332,12 @@ function showPlan(res) {
       const region = $("#job-region").value.trim();
       downloadZip(region ? { plan: p, region } : { plan: p });
     });
-    const cells = [String(i + 1), p.instance_type || "–", `${p.gpus_per_node}× ${p.gpu}`, String(p.nodes),
+    const iv = p.intervals || {};
+    const cells = [String(i + 1) + (ties.has(i) ? " ≈" : ""), p.instance_type || "–", `${p.gpus_per_node}× ${p.gpu}`, String(p.nodes),
       `${s.strategy}${s.offload !== "none" ? "+" + s.offload : ""}${s.grad_ckpt ? " ckpt" : ""}`, String(s.micro_batch),
-      t("verdict_" + p.verdict), fmt(p.per_gpu_gib, 1), fmt(p.hours, 1), fmt(p.gpu_hours, 1),
-      p.cost == null ? "–" : `${fmt(p.cost, 0)} ${p.currency || ""}`];
+      t("verdict_" + p.verdict), withRange(p.per_gpu_gib, iv.per_gpu_gib, 1), withRange(p.hours, iv.hours, 1),
+      withRange(p.gpu_hours, iv.gpu_hours, 1),
+      p.cost == null ? "–" : `${withRange(p.cost, iv.cost, 0)} ${p.currency || ""}`];
     const tr = el("tr", { class: (pareto.has(i) ? "pareto" : "") + (i >= SHOWN_PLANS ? " extra" : "") },
       ...cells.map((c, j) => el("td", { class: j >= 7 || j === 0 || j === 3 || j === 5 ? "num" : "", text: c })), el("td", {}, btn));
     return tr;
@@ -318,7 +350,10 @@ function showPlan(res) {
   $("#rejected thead").replaceChildren(el("tr", {}, ...["instance", "reason", "fix"].map((h) => el("th", { text: t(h) }))));
   $("#rejected tbody").replaceChildren(...res.rejected.map((r) =>
     el("tr", {}, el("td", { text: r.instance_type }), el("td", { text: r.reason }), el("td", { text: r.fix || "" }))));
-  $("#plan-notes").replaceChildren(...res.notes.map((n) => el("li", { text: n })));
+  const ood = res.plans.map((p, i) => (p.speed_interval && p.speed_interval.out_of_domain
+    ? `#${i + 1}: ${p.speed_interval.note}` : null)).filter((n) => n);
+  const rangeNote = res.plans.some((p) => p.intervals && p.intervals.hours) ? [t("range_note")] : [];
+  $("#plan-notes").replaceChildren(...[...rangeNote, ...res.notes, ...ood].map((n) => el("li", { text: n })));
 }
 
 function applyOptions(opts) {

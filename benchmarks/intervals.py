@@ -1,0 +1,293 @@
+"""Prediction intervals from out-of-sample residuals, and their coverage on the calibration and frozen splits.
+
+    python benchmarks/intervals.py           # from benchmarks/results/speed_loso.json and fit_corpus.json
+    python benchmarks/intervals.py --rerun   # first rerun speed_loso.py and fit_corpus.py (after a model or
+                                             # data change), then fit_corpus.py again for its P(OOM) column
+
+Writes src/trainfit/estimate/data/intervals.json (the packaged data that ``trainfit.estimate.uncertainty``
+reads), benchmarks/results/intervals.json and the "Prediction intervals" section of docs/accuracy.md.
+
+Speed: the residual of a run is ln(measured / predicted tokens/s) with the run predicted out of sample: the
+leave-one-source-out prediction of each calibration source (speed_loso.py). The frozen split never enters the
+intervals. Runs are grouped by regime (``uncertainty.speed_regime``: engine family x dense/MoE x parallelism x
+sequence band x global-batch band) and every coarser level of ``uncertainty.LEVELS``; each group stores the
+p10/p50/p90 of exp(residual) (linear interpolation between order statistics) with its run and source counts.
+A request uses the finest group with at least ``MIN_ROWS`` runs from ``MIN_SOURCES`` sources (rows of one
+source share their errors, so one source is not enough to measure a spread).
+
+Memory: ln(measured / predicted reserved_gib) of the fit corpus's calibration reports with a stated memory
+below 95 % of the GPU (readings at the capacity only bound the need), one pooled group.
+
+Coverage: on the calibration split, each source's runs are tested against intervals built without that source
+(leave-one-source-out again, so no run is covered by an interval built from itself); on the frozen split,
+against the intervals built from all calibration runs. An 80 % interval should cover 75-90 %.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+from datetime import date
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+
+from trainfit.estimate import uncertainty as U  # noqa: E402
+
+SPEED = HERE / "results" / "speed_loso.json"
+FIT = HERE / "results" / "fit_corpus.json"
+OUT = HERE / "results" / "intervals.json"
+PACKAGED = U.DATA
+MIN_ROWS = 8
+MIN_SOURCES = 2
+MEMORY_MIN_ROWS = 8
+COMMAND = "python benchmarks/intervals.py"
+
+
+def quantile(xs: list[float], q: float) -> float:
+    """Linear interpolation between order statistics (numpy's default, Hyndman-Fan type 7)."""
+    s = sorted(xs)
+    pos = q * (len(s) - 1)
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
+
+
+def group_stats(logs: list[float], sources: set[str]) -> dict:
+    return {"p10": round(math.exp(quantile(logs, 0.1)), 4), "p50": round(math.exp(quantile(logs, 0.5)), 4),
+            "p90": round(math.exp(quantile(logs, 0.9)), 4), "rows": len(logs), "sources": len(sources)}
+
+
+def speed_groups(rows: list[dict]) -> tuple[dict, dict]:
+    """(groups, domain) of speed residual rows (each with ``regime``, ``log_ratio``, ``source``)."""
+    acc: dict[str, tuple[list[float], set[str]]] = {}
+    domain: dict[str, set[str]] = {"family": set()}
+    for r in rows:
+        reg = r["regime"]
+        for level in U.LEVELS:
+            logs, srcs = acc.setdefault(U.group_key(reg, level), ([], set()))
+            logs.append(r["log_ratio"])
+            srcs.add(r["source"])
+        domain["family"].add(reg["family"])
+        for f in ("arch", "par", "seq", "gbs"):
+            domain.setdefault(f"{reg['family']}|{f}", set()).add(reg[f])
+    groups = {k: group_stats(v[0], v[1]) for k, v in sorted(acc.items())}
+    return groups, {k: sorted(v) for k, v in sorted(domain.items())}
+
+
+def memory_groups(rows: list[dict]) -> dict:
+    logs = [r["log_ratio"] for r in rows]
+    return {"all": group_stats(logs, {r["source"] for r in rows})} if logs else {}
+
+
+def _widened(iv: U.Interval, k: float) -> dict:
+    return {"p10": iv.p50 * (iv.p10 / iv.p50) ** k, "p90": iv.p50 * (iv.p90 / iv.p50) ** k}
+
+
+def covered(iv: U.Interval, log_ratio: float) -> bool:
+    return iv.p10 <= math.exp(log_ratio) <= iv.p90
+
+
+def coverage(pairs: list[tuple[U.Interval, dict]]) -> dict:
+    """Share of rows whose measured/predicted lies inside their p10-p90 interval, overall and by domain."""
+    def share(ps):
+        return None if not ps else round(100 * sum(covered(iv, r["log_ratio"]) for iv, r in ps) / len(ps), 1)
+
+    inside = [(iv, r) for iv, r in pairs if not iv.out_of_domain]
+    outside = [(iv, r) for iv, r in pairs if iv.out_of_domain]
+    below = sum(math.exp(r["log_ratio"]) < iv.p10 for iv, r in pairs)
+    return {"rows": len(pairs), "coverage_pct": share(pairs), "in_domain_rows": len(inside),
+            "in_domain_coverage_pct": share(inside), "out_of_domain_rows": len(outside),
+            "out_of_domain_coverage_pct": share(outside), "below_p10": below,
+            "above_p90": sum(math.exp(r["log_ratio"]) > iv.p90 for iv, r in pairs),
+            "median_width": round(statistics.median(iv.p90 / iv.p10 for iv, _ in pairs), 3) if pairs else None}
+
+
+def speed_interval_of(regime: dict, groups: dict, domain: dict, **kw) -> U.Interval:
+    return U.interval_from_groups(regime, groups, domain, min_rows=MIN_ROWS, min_sources=MIN_SOURCES, **kw)
+
+
+TARGET_COVERAGE = 0.8
+WIDEN_GRID = [round(1 + 0.05 * i, 2) for i in range(0, 81)]  # 1.0 ... 5.0
+
+
+def choose_widen(pairs: list[tuple[U.Interval, dict]]) -> float:
+    """The smallest factor on the log distances of p10/p90 from p50 that covers ``TARGET_COVERAGE`` of ``pairs``
+    (intervals built without the run's own source, so this is conformal calibration over sources)."""
+    for k in WIDEN_GRID:
+        cov = sum(math.exp(k * math.log(iv.p10 / iv.p50)) * iv.p50 <= math.exp(r["log_ratio"])
+                  <= math.exp(k * math.log(iv.p90 / iv.p50)) * iv.p50 for iv, r in pairs)
+        if not pairs or cov >= TARGET_COVERAGE * len(pairs):
+            return k
+    return WIDEN_GRID[-1]
+
+
+def run() -> dict:
+    sp = json.loads(SPEED.read_text(encoding="utf-8"))
+    fc = json.loads(FIT.read_text(encoding="utf-8"))
+    calib, frozen = sp["loso_rows"], sp.get("frozen_rows") or []
+    if not calib or "log_ratio" not in calib[0]:
+        raise SystemExit(f"{SPEED} has no residuals: rerun `python benchmarks/speed_loso.py` first (or --rerun)")
+    groups, domain = speed_groups(calib)
+    # calibration coverage: leave one source out of the intervals too; the raw (unwidened) intervals first,
+    # to choose the widening factors inside and outside the domain, then with them
+    raw, folds = [], {}
+    for s in sorted({r["source"] for r in calib}):
+        folds[s] = speed_groups([r for r in calib if r["source"] != s])
+        raw += [(speed_interval_of(r["regime"], *folds[s], widen_out=1.0), r) for r in calib if r["source"] == s]
+    widen = choose_widen([(iv, r) for iv, r in raw if not iv.out_of_domain])
+    widen_out = max(widen, choose_widen([(iv, r) for iv, r in raw if iv.out_of_domain]))
+    calib_pairs = [(speed_interval_of(r["regime"], *folds[r["source"]], widen=widen, widen_out=widen_out), r)
+                   for _, r in raw]
+    frozen_pairs = [(speed_interval_of(r["regime"], groups, domain, widen=widen, widen_out=widen_out), r)
+                    for r in frozen]
+
+    mem_rows = [r for r in fc["rows"] if r.get("log_ratio") is not None]
+    mem_calib = [r for r in mem_rows if not r["frozen"]]
+    mem_frozen = [r for r in mem_rows if r["frozen"]]
+    mgroups = memory_groups(mem_calib)
+    mem_raw = []
+    for s in sorted({r["source"] for r in mem_calib}):
+        g = memory_groups([r for r in mem_calib if r["source"] != s])
+        iv = U.interval_from_groups({}, g, None, min_rows=MEMORY_MIN_ROWS, min_sources=1, what="memory")
+        mem_raw += [(iv, r) for r in mem_calib if r["source"] == s]
+    mem_widen = choose_widen(mem_raw)
+    mem_calib_pairs = [(U.Interval(**{**iv.to_dict(), **_widened(iv, mem_widen)}), r) for iv, r in mem_raw]
+    miv = U.interval_from_groups({}, mgroups, None, min_rows=MEMORY_MIN_ROWS, min_sources=1, what="memory",
+                                 widen=mem_widen)
+    mem_frozen_pairs = [(miv, r) for r in mem_frozen]
+
+    packaged = {
+        "date": date.today().isoformat(), "command": COMMAND,
+        "about": "p10/p50/p90 of measured / predicted, from out-of-sample residuals (benchmarks/intervals.py)",
+        "speed": {"what": "tokens/s: leave-one-source-out predictions of the calibration sources of "
+                          "benchmarks/data/throughput.yaml (speed_loso.py); the frozen split is not used",
+                  "fit_date": sp["date"], "rows": len(calib), "min_rows": MIN_ROWS, "min_sources": MIN_SOURCES,
+                  "widen": widen, "widen_out_of_domain": widen_out, "groups": groups, "domain": domain},
+        "memory": {"what": "reserved_gib: calibration reports of benchmarks/data/fit_reports.yaml with a stated "
+                           "memory below 95 % of the GPU (fit_corpus.py)",
+                   "fit_date": fc["date"], "rows": len(mem_calib), "min_rows": MEMORY_MIN_ROWS, "widen": mem_widen,
+                   "groups": mgroups},
+    }
+    oom = _oom_check(fc["rows"], miv)
+    return {
+        "date": packaged["date"], "command": COMMAND, "packaged": packaged,
+        "speed_coverage": {"calibration": coverage(calib_pairs), "frozen": coverage(frozen_pairs)},
+        "memory_coverage": {"calibration": coverage(mem_calib_pairs), "frozen": coverage(mem_frozen_pairs)},
+        "speed_frozen_rows": [{"id": r["id"], "ratio": round(math.exp(r["log_ratio"]), 3), "p10": round(iv.p10, 3),
+                               "p90": round(iv.p90, 3), "group": iv.group, "out_of_domain": iv.out_of_domain,
+                               "covered": covered(iv, r["log_ratio"])} for iv, r in frozen_pairs],
+        "oom_probability": oom, "memory_interval": miv.to_dict(),
+        "n_speed_groups_usable": sum(g["rows"] >= MIN_ROWS and g["sources"] >= MIN_SOURCES for g in groups.values()),
+        "n_speed_groups": len(groups),
+    }
+
+
+def _oom_check(rows: list[dict], miv: U.Interval) -> dict:
+    """P(OOM) from the pooled memory interval against what each report says happened, by split."""
+    mu = math.log(miv.p50)
+    sigma = max(1e-6, (math.log(miv.p90) - math.log(miv.p10)) / (2 * 1.2815515655446004))
+    out = {}
+    for split in ("calibration", "frozen"):
+        rs = [r for r in rows if r["frozen"] == (split == "frozen")]
+        ps = []
+        for r in rs:
+            z = (math.log(r["usable_gib"] / r["predicted_gib"]) - mu) / sigma if r["predicted_gib"] > 0 else 9.0
+            ps.append((0.5 * math.erfc(z / math.sqrt(2)), r["outcome"] == "oom"))
+        brier = statistics.fmean((p - o) ** 2 for p, o in ps) if ps else None
+        out[split] = {"reports": len(ps), "brier": None if brier is None else round(brier, 4),
+                      "oom_reports_p_ge_50": sum(p >= 0.5 for p, o in ps if o), "oom_reports": sum(o for _, o in ps),
+                      "ran_reports_p_ge_50": sum(p >= 0.5 for p, o in ps if not o),
+                      "ran_reports": sum(not o for _, o in ps)}
+    return out
+
+
+def _cov_line(name: str, c: dict) -> str:
+    dom = ""
+    if c["out_of_domain_rows"]:
+        dom = (f"; inside the calibration domain {c['in_domain_coverage_pct']} % of {c['in_domain_rows']}, outside "
+               f"(widened) {c['out_of_domain_coverage_pct']} % of {c['out_of_domain_rows']}")
+    return (f"| {name} | {c['rows']} | {c['coverage_pct']} % | {c['below_p10']} | {c['above_p90']} | "
+            f"{c['median_width']}x | {dom.lstrip('; ')} |")
+
+
+def markdown(res: dict) -> str:
+    p = res["packaged"]
+    sc, mc, oom = res["speed_coverage"], res["memory_coverage"], res["oom_probability"]
+    mi = res["memory_interval"]
+    lines = [
+        "## Prediction intervals", "",
+        f"Generated {res['date']} by `{res['command']}` from `benchmarks/results/speed_loso.json` and "
+        "`benchmarks/results/fit_corpus.json`; packaged as `src/trainfit/estimate/data/intervals.json`, which "
+        "`trainfit.estimate.uncertainty` reads for every speed, hours, GPU-hours, cost and memory figure "
+        "(p10-p90; docs/speed-model.md).", "",
+        f"* Speed: {p['speed']['rows']} leave-one-source-out residuals (ln measured / predicted) of the calibration "
+        f"sources, grouped by engine family x dense/MoE x parallelism x sequence band x global-batch band; "
+        f"{res['n_speed_groups_usable']} of {res['n_speed_groups']} groups (all levels) have >= {MIN_ROWS} runs from "
+        f">= {MIN_SOURCES} sources; a smaller regime backs off to family x dense/MoE x parallelism, then family x "
+        "dense/MoE, family, all runs. A request whose family x dense/MoE x parallelism, sequence band or batch "
+        "band has no calibration run is outside the domain and flagged. Widening (log distances of p10 and p90 "
+        f"from p50): x{p['speed']['widen']:g} inside the domain, x{p['speed']['widen_out_of_domain']:g} outside, "
+        "the smallest factors that give 80 % leave-one-source-out coverage of the calibration runs (two "
+        "constants chosen on the calibration split: a group's spread over a few sources understates the "
+        "spread between sources).",
+        f"* Memory: one pooled group of {p['memory']['rows']} calibration reports (too few sources to split by "
+        f"regime), widened x{p['memory']['widen']:g} the same way: measured / predicted reserved_gib p10 "
+        f"{mi['p10']:.3f}, p50 {mi['p50']:.3f}, p90 {mi['p90']:.3f}.",
+        "", "Coverage of the 80 % interval (p10-p90; target 75-90 %). Calibration: each source against "
+        "intervals built without it; frozen: against intervals from all calibration runs.", "",
+        "| figure, split | rows | covered | below p10 | above p90 | median p90/p10 | by domain |",
+        "|---|---:|---:|---:|---:|---:|---|",
+        _cov_line("speed, calibration (LOSO)", sc["calibration"]), _cov_line("speed, frozen", sc["frozen"]),
+        _cov_line("memory, calibration (LOSO)", mc["calibration"]), _cov_line("memory, frozen", mc["frozen"]),
+        "",
+        "P(OOM) (`FitDecision.oom_probability`: log-normal spread of the memory interval around the prediction) "
+        "against the reported outcome:", "",
+        "| split | reports | Brier score | OOM reports with P >= 50 % | ran with P >= 50 % |", "|---|---:|---:|---:|---:|",
+        *[f"| {k} | {v['reports']} | {v['brier']} | {v['oom_reports_p_ge_50']}/{v['oom_reports']} | "
+          f"{v['ran_reports_p_ge_50']}/{v['ran_reports']} |" for k, v in oom.items()],
+        "", "Frozen speed runs against their interval:", "",
+        "| run | measured/predicted | p10 | p90 | group | covered |", "|---|---:|---:|---:|---|---|",
+        *[f"| {r['id']} | {r['ratio']} | {r['p10']} | {r['p90']} | {r['group']}"
+          f"{' (outside domain, widened)' if r['out_of_domain'] else ''} | {'yes' if r['covered'] else 'no'} |"
+          for r in res["speed_frozen_rows"]],
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rerun", action="store_true", help="rerun speed_loso.py and fit_corpus.py first")
+    args = ap.parse_args(argv)
+    if args.rerun:
+        import fit_corpus
+        import speed_loso
+
+        speed_loso.main([])
+        fit_corpus.main()
+    res = run()
+    PACKAGED.parent.mkdir(parents=True, exist_ok=True)
+    PACKAGED.write_text(json.dumps(res["packaged"], indent=1) + "\n", encoding="utf-8")
+    U.load_data.cache_clear()
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text(json.dumps(res, indent=1) + "\n", encoding="utf-8")
+    md = markdown(res)
+    print(md)
+    from _docsections import replace_section
+
+    replace_section("intervals", md)
+    if args.rerun:  # fit_corpus's P(OOM) column reads the intervals just written
+        import fit_corpus
+
+        fit_corpus.main()
+    print(f"wrote {PACKAGED}, {OUT} and docs/accuracy.md", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

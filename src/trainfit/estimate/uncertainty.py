@@ -1,0 +1,231 @@
+"""Prediction intervals for speed, time, cost and memory, from out-of-sample residuals.
+
+The data file ``estimate/data/intervals.json`` is written by ``benchmarks/intervals.py`` (its header carries the
+date and the command). It holds, for each *regime* of the speed model, quantiles (p10, p50, p90) of the ratio
+measured / predicted tokens/s over published runs predicted out of sample (leave-one-source-out over the
+calibration sources; the frozen test split is never used to build intervals), and the same ratio for memory
+(``reserved_gib``) over the fit corpus.
+
+A regime is engine family x dense/MoE x parallelism x sequence-length band x global-batch band
+(:func:`speed_regime`). A regime with fewer than ``min_rows`` rows or ``min_sources`` sources backs off to a
+coarser one, in the order of :data:`LEVELS` (drop the batch and length bands, then the parallelism, then
+dense/MoE, then the engine family). A request whose engine family x dense/MoE x parallelism, sequence band or
+batch band has no calibration row at all lies *outside the calibration domain*: its interval is widened
+(the data file's ``widen_out_of_domain`` x the log distance of p10 and p90 from p50) and says so.
+
+Speed-derived figures follow the ratio ``q``: tokens/s and MFU scale with ``q``; step time, hours, GPU-hours and
+cost with ``1 / q`` (so their p10 comes from the speed's p90). The file is read once, lazily; nothing here
+imports more than the standard library.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+DATA = Path(__file__).resolve().parent / "data" / "intervals.json"
+
+#: Sequence-length bands (tokens per sample): upper bounds, inclusive.
+SEQ_BANDS: tuple[tuple[int | None, str], ...] = ((2048, "seq<=2k"), (8192, "seq2k-8k"), (None, "seq>8k"))
+#: Global-batch bands (sequences per optimizer step): upper bounds, inclusive. 32 is where the published
+#: small-batch Megatron SFT runs start to miss (issue 26).
+GBS_BANDS: tuple[tuple[int | None, str], ...] = ((32, "gbs<=32"), (512, "gbs33-512"), (None, "gbs>512"))
+#: Regime fields from the finest to the coarsest grouping (the back-off order).
+LEVELS: tuple[tuple[str, ...], ...] = (("family", "arch", "par", "seq", "gbs"), ("family", "arch", "par"),
+                                       ("family", "arch"), ("family",), ())
+#: Outside the calibration domain the interval's log distances from p50 are multiplied by this when the data
+#: file sets no factor of its own (``widen_out_of_domain``, chosen by benchmarks/intervals.py for 80 %
+#: leave-one-source-out coverage of the calibration runs outside their domain).
+OUT_OF_DOMAIN_WIDENING = 2.0
+_Z90 = 1.2815515655446004  # standard normal quantile at 0.9
+
+
+def _band(v: int, bands: tuple[tuple[int | None, str], ...]) -> str:
+    for hi, name in bands:
+        if hi is None or v <= hi:
+            return name
+    return bands[-1][1]
+
+
+def parallelism(workload: Any) -> str:
+    """The parallelism of a workload as a regime label: the data-parallel kind (``dp`` = DDP, ``zero`` = ZeRO-1/2
+    or Megatron's distributed optimizer, ``shard`` = ZeRO-3/FSDP) plus ``+tp``, ``+pp``, ``+ep``, ``+cp``."""
+    s = workload.strategy
+    base = "dp" if s == "ddp" else ("shard" if s in ("zero3", "fsdp") else "zero")
+    return base + "".join(f"+{n}" for n in ("tp", "pp", "ep", "cp") if getattr(workload, n, 1) > 1)
+
+
+def speed_regime(model: Any, workload: Any, framework: str | None) -> dict[str, str]:
+    """The speed regime of a workload: engine family, dense/MoE, parallelism, sequence band, global-batch band."""
+    from trainfit.estimate.engines import FAMILY_OF
+    from trainfit.estimate.speed import default_framework
+
+    fw = framework or default_framework(workload)
+    return {"family": FAMILY_OF.get(fw, fw), "arch": "moe" if getattr(model, "num_experts", 0) else "dense",
+            "par": parallelism(workload), "seq": _band(workload.seq_len, SEQ_BANDS),
+            "gbs": _band(workload.global_batch, GBS_BANDS)}
+
+
+def group_key(regime: dict[str, str], level: tuple[str, ...]) -> str:
+    """``family=megatron|arch=moe|...`` for the fields of ``level``; ``all`` for the empty level."""
+    return "|".join(f"{k}={regime[k]}" for k in level) or "all"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Interval:
+    """Quantiles of measured / predicted for one request, with where they came from."""
+
+    p10: float
+    p50: float
+    p90: float
+    group: str
+    """The regime group the quantiles are from (after back-off)."""
+    rows: int
+    sources: int
+    out_of_domain: bool = False
+    note: str = ""
+
+    def scale(self, value: float | None, *, inverse: bool = False) -> dict[str, float] | None:
+        """p10/p50/p90 of a figure proportional to the measured quantity (``inverse``: to its reciprocal, e.g.
+        hours from speed: the fast end of speed gives the short end of time)."""
+        if value is None:
+            return None
+        if inverse:
+            return {"p10": value / self.p90, "p50": value / self.p50, "p90": value / self.p10}
+        return {"p10": value * self.p10, "p50": value * self.p50, "p90": value * self.p90}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"p10": self.p10, "p50": self.p50, "p90": self.p90, "group": self.group, "rows": self.rows,
+                "sources": self.sources, "out_of_domain": self.out_of_domain, "note": self.note}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Interval":
+        return cls(p10=float(d["p10"]), p50=float(d["p50"]), p90=float(d["p90"]), group=str(d["group"]),
+                   rows=int(d["rows"]), sources=int(d["sources"]), out_of_domain=bool(d.get("out_of_domain")),
+                   note=str(d.get("note") or ""))
+
+
+@lru_cache(maxsize=1)
+def load_data() -> dict:
+    """The interval data file (read once)."""
+    return json.loads(DATA.read_text(encoding="utf-8"))
+
+
+def interval_from_groups(regime: dict[str, str], groups: dict[str, dict], domain: dict[str, list[str]] | None,
+                         *, min_rows: int, min_sources: int, what: str = "speed", widen: float = 1.0,
+                         widen_out: float = OUT_OF_DOMAIN_WIDENING) -> Interval:
+    """The interval of ``regime`` from ``groups`` (key -> {p10, p50, p90, rows, sources}), backing off to coarser
+    levels; ``domain`` (regime field -> values seen per family, keys ``family|field``) decides out-of-domain.
+    The log distances of p10 and p90 from p50 are multiplied by ``widen`` (inside the domain) or ``widen_out``
+    (outside): the factors ``benchmarks/intervals.py`` sets so that leave-one-source-out coverage of the
+    calibration runs reaches 80 % (a group's spread within a few sources understates the spread between
+    sources)."""
+    chosen = None
+    for level in (lv for lv in LEVELS if all(k in regime for k in lv)):
+        g = groups.get(group_key(regime, level))
+        if g and g["rows"] >= min_rows and g["sources"] >= min_sources:
+            chosen = (group_key(regime, level), g)
+            break
+    if chosen is None:  # not even the pooled group: no data at all
+        return Interval(p10=0.5, p50=1.0, p90=2.0, group="none", rows=0, sources=0, out_of_domain=True,
+                        note=f"no calibration data for {what} intervals: 0.5x-2x stated, not measured")
+    key, g = chosen
+    missing = []
+    if domain is not None:
+        fam = regime.get("family", "")
+        if fam not in domain.get("family", []):
+            missing.append(f"engine family {fam}")
+        else:
+            for f in ("arch", "par", "seq", "gbs"):
+                if regime[f] not in domain.get(f"{fam}|{f}", []):
+                    missing.append(regime[f])
+            if not groups.get(group_key(regime, LEVELS[1])):
+                missing.append(f"{regime['arch']} {regime['par']} together")
+    p10, p50, p90 = g["p10"], g["p50"], g["p90"]
+    k = widen_out if missing else widen
+    lo, hi = math.log(p10 / p50), math.log(p90 / p50)
+    p10, p90 = p50 * math.exp(k * lo), p50 * math.exp(k * hi)
+    note = f"{what} interval from {g['rows']} runs of {g['sources']} sources ({key})"
+    if missing:
+        note = (f"outside the calibration domain (no published {regime.get('family')} run with "
+                f"{', '.join(dict.fromkeys(missing))}): {what} interval widened {k:.2g}x from "
+                f"{g['rows']} runs ({key})")
+    return Interval(p10=p10, p50=p50, p90=p90, group=key, rows=g["rows"], sources=g["sources"],
+                    out_of_domain=bool(missing), note=note)
+
+
+def speed_interval(model: Any, workload: Any, framework: str | None) -> Interval:
+    """The interval of measured / predicted tokens/s for a workload under an engine (``--framework``)."""
+    d = load_data()["speed"]
+    return interval_from_groups(speed_regime(model, workload, framework), d["groups"], d["domain"],
+                                min_rows=d["min_rows"], min_sources=d["min_sources"], widen=d.get("widen", 1.0),
+                                widen_out=d.get("widen_out_of_domain", OUT_OF_DOMAIN_WIDENING))
+
+
+def memory_interval() -> Interval:
+    """The interval of measured / predicted ``reserved_gib`` (one pooled group: the fit corpus's stated-memory
+    reports come from too few sources to split by regime)."""
+    d = load_data()["memory"]
+    return interval_from_groups({}, d["groups"], None, min_rows=d["min_rows"], min_sources=1, what="memory",
+                                widen=d.get("widen", 1.0))
+
+
+def oom_probability(reserved_gib: float, usable_gib: float, releasable_gib: float = 0.0) -> float:
+    """Calibrated probability that a job predicted at ``reserved_gib`` needs more than ``usable_gib`` (plus the
+    releasable cache the allocator gives back before failing): a log-normal spread of measured / predicted with
+    the memory interval's p50 and its p10-p90 width."""
+    iv = memory_interval()
+    mu = math.log(iv.p50)
+    sigma = max(1e-6, (math.log(iv.p90) - math.log(iv.p10)) / (2 * _Z90))
+    if reserved_gib <= 0:
+        return 0.0
+    z = (math.log((usable_gib + releasable_gib) / reserved_gib) - mu) / sigma
+    return 0.5 * math.erfc(z / math.sqrt(2))
+
+
+def memory_range(reserved_gib: float) -> dict[str, float] | None:
+    """p10/p50/p90 of the GiB a job predicted at ``reserved_gib`` needs (None when the data file is missing)."""
+    try:
+        return memory_interval().scale(reserved_gib)
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def plan_speed_interval(model: Any, workload: Any, framework: str | None) -> dict | None:
+    """:func:`speed_interval` as the plan stores it (None when the data file is missing)."""
+    try:
+        return speed_interval(model, workload, framework).to_dict()
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def rl_speed_interval(model: Any, workload: Any) -> dict | None:
+    """The interval of an RL step (rollout generation, reward, weight sync and the policy update): no published
+    RL run calibrates it, so it is the update's own regime interval widened :data:`OUT_OF_DOMAIN_WIDENING` x in
+    log space and flagged outside the calibration domain (a stated assumption, not a measurement)."""
+    try:
+        iv = speed_interval(model, workload, None)
+    except (OSError, KeyError, ValueError):
+        return None
+    lo, hi = math.log(iv.p10 / iv.p50), math.log(iv.p90 / iv.p50)
+    k = OUT_OF_DOMAIN_WIDENING
+    return Interval(p10=iv.p50 * math.exp(k * lo), p50=iv.p50, p90=iv.p50 * math.exp(k * hi), group=iv.group,
+                    rows=iv.rows, sources=iv.sources, out_of_domain=True,
+                    note=(f"outside the calibration domain (no published RL run): the policy update's interval "
+                          f"({iv.group}) widened {k:g}x, an assumption")).to_dict()
+
+
+def ranges_overlap(a: dict | None, b: dict | None) -> bool:
+    """Whether two p10-p90 ranges overlap (a tie in a ranking)."""
+    if not a or not b:
+        return False
+    return a["p10"] <= b["p90"] and b["p10"] <= a["p90"]
+
+
+__all__ = ["GBS_BANDS", "Interval", "LEVELS", "OUT_OF_DOMAIN_WIDENING", "SEQ_BANDS", "group_key",
+           "interval_from_groups", "load_data", "memory_interval", "memory_range", "oom_probability", "parallelism",
+           "plan_speed_interval", "ranges_overlap", "rl_speed_interval", "speed_interval", "speed_regime"]

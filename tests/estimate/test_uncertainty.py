@@ -1,0 +1,205 @@
+"""Prediction intervals (estimate/uncertainty.py, benchmarks/intervals.py) and the frozen split rule."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+from trainfit.errors import PlanFileError
+from trainfit.estimate import uncertainty as U
+from trainfit.models import get_model
+from trainfit.workload import Workload
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+
+def _wl(**kw) -> Workload:
+    base = dict(seq_len=4096, micro_batch=1, grad_accum=8, gpus=8, gpus_per_node=8, strategy="zero3", method="full")
+    return Workload(**{**base, **kw})
+
+
+def test_packaged_data_says_when_and_how_it_was_made_and_is_ordered():
+    d = U.load_data()
+    assert d["command"].startswith("python benchmarks/intervals.py") and len(d["date"]) == 10
+    for part in ("speed", "memory"):
+        assert d[part]["groups"], part
+        for key, g in d[part]["groups"].items():
+            assert 0 < g["p10"] <= g["p50"] <= g["p90"], key
+            assert g["rows"] >= 1 and g["sources"] >= 1
+    assert "all" in d["speed"]["groups"]
+
+
+def test_regime_fields():
+    dense, moe = get_model("Qwen3-14B"), get_model("Qwen3-30B-A3B")
+    r = U.speed_regime(dense, _wl(), None)
+    assert r == {"family": "hf", "arch": "dense", "par": "shard", "seq": "seq2k-8k", "gbs": "gbs33-512"}
+    r = U.speed_regime(moe, _wl(strategy="zero1", tp=2, pp=2, ep=2, seq_len=32768, grad_accum=2, gpus=16), "megatron")
+    assert r["family"] == "megatron" and r["arch"] == "moe" and r["par"] == "zero+tp+pp+ep"
+    assert r["seq"] == "seq>8k" and r["gbs"] == "gbs<=32"
+    assert U.speed_regime(dense, _wl(strategy="ddp", seq_len=1024), "fsdp2")["par"] == "dp"
+
+
+def _groups():
+    reg = {"family": "hf", "arch": "dense", "par": "dp", "seq": "seq<=2k", "gbs": "gbs<=32"}
+    g = {U.group_key(reg, U.LEVELS[0]): {"p10": 0.5, "p50": 1.0, "p90": 1.5, "rows": 3, "sources": 1},
+         U.group_key(reg, U.LEVELS[1]): {"p10": 0.8, "p50": 1.0, "p90": 1.25, "rows": 20, "sources": 3},
+         "all": {"p10": 0.7, "p50": 1.0, "p90": 1.4, "rows": 90, "sources": 10}}
+    dom = {"family": ["hf"], "hf|arch": ["dense"], "hf|par": ["dp"], "hf|seq": ["seq<=2k"], "hf|gbs": ["gbs<=32"]}
+    return reg, g, dom
+
+
+def test_back_off_to_the_first_level_with_enough_rows_and_sources():
+    reg, g, dom = _groups()
+    iv = U.interval_from_groups(reg, g, dom, min_rows=8, min_sources=2)
+    assert iv.group == U.group_key(reg, U.LEVELS[1]) and (iv.p10, iv.p90) == (0.8, 1.25)
+    assert not iv.out_of_domain
+    iv = U.interval_from_groups(reg, g, dom, min_rows=2, min_sources=1)
+    assert iv.group == U.group_key(reg, U.LEVELS[0])
+
+
+def test_outside_the_domain_is_flagged_and_wider():
+    reg, g, dom = _groups()
+    inside = U.interval_from_groups(reg, g, dom, min_rows=8, min_sources=2, widen=1.2, widen_out=2.0)
+    far = dict(reg, seq="seq>8k")
+    out = U.interval_from_groups(far, g, dom, min_rows=8, min_sources=2, widen=1.2, widen_out=2.0)
+    assert out.out_of_domain and "outside the calibration domain" in out.note and "seq>8k" in out.note
+    assert out.p90 / out.p10 > inside.p90 / inside.p10
+    assert math.isclose(out.p90, 1.25 ** 2)  # the level without the bands, log distance doubled
+    unknown = dict(reg, family="megatron")
+    assert U.interval_from_groups(unknown, g, dom, min_rows=8, min_sources=2).out_of_domain
+
+
+def test_time_and_cost_invert_the_speed_ratio():
+    iv = U.Interval(p10=0.8, p50=1.0, p90=1.25, group="all", rows=10, sources=3)
+    assert iv.scale(100.0) == {"p10": 80.0, "p50": 100.0, "p90": 125.0}
+    assert iv.scale(100.0, inverse=True) == {"p10": 80.0, "p50": 100.0, "p90": 125.0}
+    iv = U.Interval(p10=0.5, p50=1.0, p90=1.25, group="all", rows=10, sources=3)
+    h = iv.scale(100.0, inverse=True)
+    assert h["p10"] == 80.0 and h["p90"] == 200.0  # slow end of speed = long end of time
+
+
+def test_oom_probability_grows_with_the_need_and_is_half_at_the_median():
+    mi = U.memory_interval()
+    ps = [U.oom_probability(r, 80.0) for r in (40.0, 60.0, 70.0, 76.0, 80.0, 90.0)]
+    assert ps == sorted(ps) and ps[0] < 0.05 and ps[-1] > 0.5
+    assert math.isclose(U.oom_probability(80.0 / mi.p50, 80.0), 0.5, abs_tol=1e-9)
+    # releasable cache counts as room, as in decide_fit
+    assert U.oom_probability(78.0, 80.0, releasable_gib=10.0) < U.oom_probability(78.0, 80.0)
+
+
+def test_decide_fit_reports_the_probability_and_keeps_its_verdict_rules():
+    from trainfit.estimate.fit import decide_fit
+    from trainfit.estimate.memory import estimate_memory
+
+    est = estimate_memory(get_model("Qwen3-8B"), _wl(method="lora", strategy="ddp", gpus=1, gpus_per_node=1))
+    for usable in (est.reserved_gib * 0.9, est.reserved_gib * 1.02, est.reserved_gib * 2):
+        d = decide_fit(est, usable_gib=usable)
+        assert d.oom_probability == pytest.approx(U.oom_probability(est.reserved_gib, usable, est.releasable_cache_gib))
+    assert decide_fit(est, usable_gib=est.reserved_gib * 0.9).gpu_verdict == "oom"
+    assert decide_fit(est, usable_gib=est.reserved_gib * 1.02).gpu_verdict == "tight"
+    assert decide_fit(est, usable_gib=est.reserved_gib * 2).gpu_verdict == "fits"
+
+
+def _plan(**kw):
+    from trainfit.service import plan_for
+
+    return plan_for(get_model("Qwen3-8B"), _wl(**kw), gpu="H800", tokens=1e9)
+
+
+def test_plan_carries_intervals_and_reads_them_back():
+    from trainfit.plan.types import Plan
+
+    p = _plan()
+    assert p.speed_interval is not None
+    d = p.to_dict()
+    iv = d["intervals"]
+    for k in ("tokens_per_s", "mfu", "hours", "gpu_hours", "per_gpu_gib"):
+        assert iv[k]["p10"] < iv[k]["p50"] < iv[k]["p90"], k
+    ratio = p.speed_interval
+    assert math.isclose(iv["tokens_per_s"]["p10"], p.tokens_per_s * ratio["p10"])
+    assert math.isclose(iv["hours"]["p90"], p.hours / ratio["p10"])
+    assert d["oom_probability"] == p.fit.oom_probability
+    back = Plan.from_dict(json.loads(json.dumps(d)))
+    assert back.speed_interval == p.speed_interval and back.intervals() == p.intervals()
+
+
+def test_plan_files_without_intervals_still_read_and_bad_ones_are_refused():
+    from trainfit.plan.types import Plan
+
+    d = _plan().to_dict()
+    old = {k: v for k, v in d.items() if k not in ("intervals", "speed_interval", "oom_probability")}
+    old["fit"] = {k: v for k, v in d["fit"].items() if k != "oom_probability"}
+    p = Plan.from_dict(old)
+    assert p.speed_interval is None and p.fit.oom_probability is None and "hours" not in p.intervals()
+    for bad in ({"p10": 2.0, "p50": 1.0, "p90": 1.5, "group": "x", "rows": 1, "sources": 1}, "fast",
+                {"p10": float("nan"), "p50": 1.0, "p90": 1.5, "group": "x", "rows": 1, "sources": 1}):
+        with pytest.raises(PlanFileError):
+            Plan.from_dict({**d, "speed_interval": bad})
+
+
+def test_ties_are_overlapping_ranges_of_the_objective():
+    from trainfit.plan.rank import ties
+
+    a = _plan()
+    b = dataclasses.replace(a, gpu="H100-SXM", hours=a.hours * 1.05, gpu_hours=a.gpu_hours * 1.05)
+    c = dataclasses.replace(a, gpu="A100-80GB-SXM", hours=a.hours * 5, gpu_hours=a.gpu_hours * 5)
+    assert ties("time", [a, b, c]) == (1,)
+    # the same estimate on the same GPU differing in price only: one error moves both, no tie
+    same = dataclasses.replace(a, cost=1.0, currency="USD")
+    assert ties("time", [a, dataclasses.replace(same, hours=a.hours * 1.01)]) == ()
+
+
+def test_rl_plans_are_flagged_outside_the_domain():
+    iv = U.rl_speed_interval(get_model("Qwen3-8B"), _wl())
+    base = U.speed_interval(get_model("Qwen3-8B"), _wl(), None)
+    assert iv["out_of_domain"] and "RL" in iv["note"] and iv["p90"] / iv["p10"] > base.p90 / base.p10
+
+
+def test_frozen_split_rule_and_report_sources():
+    import _split
+
+    for key in ("flagperf", "torchtitan", "ms-swift", "qwen-v1-finetune"):
+        assert _split.is_frozen(key) == (hashlib.sha256(key.encode()).digest()[0] % 4 == 0)
+    a = _split.report_source({"url": "https://github.com/o/r/blob/abc123/x/y.sh#L3"})
+    b = _split.report_source({"url": "https://github.com/o/r/blob/main/x/y.sh"})
+    assert a == b == "github.com/o/r/x/y.sh"
+    assert _split.report_source({"url": "https://github.com/o/r/issues/5"}) == "github.com/o/r/issues/5"
+    assert _split.report_source({"source": "s", "url": "u"}) == "s"
+
+
+def test_speed_fit_never_sees_frozen_sources():
+    res = json.loads((ROOT / "benchmarks" / "results" / "speed_loso.json").read_text())
+    import _split
+
+    assert res["frozen_sources"] and all(_split.is_frozen(s) for s in res["frozen_sources"])
+    assert not any(_split.is_frozen(s) for s in res["calibration_sources"])
+    assert {r["source"] for r in res["loso_rows"]} <= set(res["calibration_sources"])
+    assert {r["source"] for r in res["frozen_rows"]} <= set(res["frozen_sources"])
+
+
+def test_widening_reaches_the_target_coverage():
+    import intervals
+
+    iv = U.Interval(p10=0.9, p50=1.0, p90=1.1, group="all", rows=10, sources=3)
+    rows = [{"log_ratio": math.log(x)} for x in (0.7, 0.8, 0.85, 0.95, 1.0, 1.02, 1.05, 1.15, 1.3, 1.5)]
+    k = intervals.choose_widen([(iv, r) for r in rows])
+    wide = U.Interval(**{**iv.to_dict(), **intervals._widened(iv, k)})
+    assert k > 1 and intervals.coverage([(wide, r) for r in rows])["coverage_pct"] >= 80
+    narrower = U.Interval(**{**iv.to_dict(), **intervals._widened(iv, k - 0.05)})
+    assert intervals.coverage([(narrower, r) for r in rows])["coverage_pct"] < 80
+
+
+def test_plan_table_shows_ranges_and_the_legend(capsys):
+    from trainfit.cli import main
+
+    assert main(["plan", "Qwen3-8B", "--method", "lora", "--tokens", "1B", "--gpu", "H800", "--top", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "(p10–p90): 80 % prediction interval" in out
+    assert out.count("–") >= 6  # ranges in the rows
