@@ -12,7 +12,7 @@ from trainfit.catalog._store import reset_cache
 from trainfit.cli import main
 from trainfit.models import get_model
 from trainfit.plan import PlanRequest, plan
-from trainfit.plan.rank import TIE_FRACTION
+from trainfit.estimate.uncertainty import ranges_overlap
 from trainfit.plan.search import SLOW_NETWORK_COMM_SHARE
 from trainfit.workload import Workload
 
@@ -101,12 +101,14 @@ def test_objective_time_ties_break_on_gpu_hours_not_price():
 def test_ties_are_named():
     res = plan(_req("Qwen3-14B", provider="tencent", tokens=2e9))
     r = res.ranking
-    first = res.plans[0].gpu_hours
+    first = res.plans[0]
     expect = [i for i, p in enumerate(res.plans[1:], start=1)
-              if p.gpu_hours <= first * (1 + TIE_FRACTION) and (p.fit.verdict != "fits") == (res.plans[0].fit.verdict != "fits")]
+              if ranges_overlap(first.intervals()["gpu_hours"], p.intervals()["gpu_hours"])
+              and not (p.gpu == first.gpu and p.workload == first.workload and p.speed_interval == first.speed_interval)
+              and (p.fit.verdict != "fits") == (first.fit.verdict != "fits")]
     assert list(r.ties) == expect
     if expect:
-        assert "a tie" in r.why_first
+        assert "tied with #1" in r.why_first
 
 
 def test_headline_ranks_a_bf16_gpu_first_and_says_why(capsys):

@@ -195,8 +195,8 @@ def print_plan(out: dict, top: int = 10, console: Console | None = None) -> None
             t.add_row(f"{i + 1}{mark}", *_plan_cells(p))
         c.print(t)
         c.print("[dim](p10–p90): 80 % prediction interval from published runs predicted out of sample "
-                "(docs/accuracy.md)" + ("; ≈ tied with the plan above: their ranges of "
-                + ("hours" if w.get("objective") == "time" else "cost") + " overlap" if tied & set(range(top)) else "")
+                "(docs/accuracy.md)" + ("; ≈ tied with #1: their ranges of the ranking figure overlap"
+                                        if tied & set(range(top)) else "")
                 + "[/dim]")
         engines = sorted({p["framework"] for p in plans[:top] if p.get("framework")})
         if engines:

@@ -20,10 +20,6 @@ if TYPE_CHECKING:
 
 Basis = Literal["cost", "gpu_hours", "hours"]
 
-TIE_FRACTION = 0.05
-"""Plans within 5 % of #1 on the ranking basis are called a tie: a 5 % difference is well inside the speed model's
-error (docs/accuracy.md), so the order between them is not a reason to pick one; the footer says so."""
-
 _BASIS_WORDS = {"cost": "cost", "gpu_hours": "GPU-hours", "hours": "hours (wall clock)"}
 
 
@@ -93,7 +89,7 @@ class Ranking:
     why_first: str
     """Why #1 is #1 ("" without plans)."""
     ties: tuple[int, ...]
-    """0-based indices of the plans after #1 within :data:`TIE_FRACTION` of it on the basis."""
+    """0-based indices of the plans after #1 tied with it (:func:`ties`: their p10-p90 ranges on the basis overlap)."""
     unpriced: tuple[int, ...]
     """0-based indices of the plans without a price."""
     price_fix: str | None
@@ -104,8 +100,7 @@ class Ranking:
     def to_dict(self) -> dict[str, Any]:
         return {"basis": self.basis, "currency": self.currency, "summary": self.summary, "why_first": self.why_first,
                 "ties": list(self.ties), "unpriced": list(self.unpriced), "price_fix": self.price_fix,
-                "price_fix_by_provider": dict(self.price_fix_by_provider),
-                "tie_fraction": TIE_FRACTION}
+                "price_fix_by_provider": dict(self.price_fix_by_provider)}
 
 
 def rank(req: PlanRequest, plans: list[Plan]) -> tuple[list[Plan], Ranking]:
@@ -127,7 +122,7 @@ def rank(req: PlanRequest, plans: list[Plan]) -> tuple[list[Plan], Ranking]:
     else:
         summary = (f"ranked by GPU-hours: {len(ordered) - len(unpriced)} of {len(ordered)} plans have a price, so "
                    "cost cannot rank them all; cost shown where known")
-    why, ties = "", ()
+    why, tied = "", ()
     if ordered:
         first = ordered[0]
         word = {"cost": "is the cheapest", "gpu_hours": "uses the fewest GPU-hours", "hours": "is the fastest"}[basis]
@@ -137,12 +132,11 @@ def rank(req: PlanRequest, plans: list[Plan]) -> tuple[list[Plan], Ranking]:
             v1, v2 = _value(first, basis), _value(second, basis)
             if v2 > 0 and v1 > 0:
                 why += f"; #2 {_fmt(second, basis)} ({(v2 / v1 - 1):+.0%})"
-            ties = tuple(i for i, p in enumerate(ordered[1:], start=1)
-                         if score(req, p, basis)[0] == score(req, first, basis)[0]
-                         and _value(p, basis) <= _value(first, basis) * (1 + TIE_FRACTION))
-            if ties:
-                why += (f"; {', '.join(f'#{i + 1}' for i in ties)} within {TIE_FRACTION:.0%} of #1: a tie at this "
-                        "model's accuracy, choose among them on the other columns")
+            tied = tuple(i for i in ties(basis, ordered) if score(req, ordered[i], basis)[0] == score(req, first, basis)[0])
+            if tied:
+                why += (f"; {', '.join(f'#{i + 1}' for i in tied)} tied with #1 (their p10-p90 ranges of "
+                        f"{_BASIS_WORDS[basis]} overlap): the order is within the model's error, choose among them on "
+                        "the other columns")
         if first.fit.verdict != "fits":
             why += "; its fit is not a clean 'fits' (see its warnings), and no plan that surely fits was found"
         elif any(p.fit.verdict != "fits" for p in ordered):
@@ -150,7 +144,7 @@ def rank(req: PlanRequest, plans: list[Plan]) -> tuple[list[Plan], Ranking]:
     by_provider = tuple((prov, PRICE_HOWTO.get(prov, PRICE_HOWTO_DEFAULT))
                         for prov in sorted({ordered[i].provider for i in unpriced}))
     price_fix = "; ".join(f"{prov}: {how}" for prov, how in by_provider) or None
-    return ordered, Ranking(basis=basis, currency=currency, summary=summary, why_first=why, ties=ties,
+    return ordered, Ranking(basis=basis, currency=currency, summary=summary, why_first=why, ties=tied,
                             unpriced=unpriced, price_fix=price_fix, price_fix_by_provider=by_provider)
 
 
@@ -170,35 +164,31 @@ def pareto(plans: list[Plan]) -> tuple[int, ...]:
     return tuple(sorted(idx, key=lambda i: plans[i].hours))
 
 
-def objective_range(objective: str, p: Plan) -> dict[str, float] | None:
-    """The p10-p90 range of the figure a plan is ranked by: hours for ``time``; cost for ``cost`` (GPU-hours when
-    the plan has no price)."""
-    iv = p.intervals()
-    if objective == "time":
-        return iv.get("hours")
-    return iv.get("cost") if p.cost is not None else iv.get("gpu_hours")
+def basis_range(basis: Basis, p: Plan) -> dict[str, float] | None:
+    """The p10-p90 range of the figure plans are ranked by (:func:`ranking_basis`)."""
+    return p.intervals().get(basis)
 
 
 def ties(objective: str, plans: list[Plan] | tuple[Plan, ...]) -> tuple[int, ...]:
-    """Indices ``i`` (from 1) of ranked plans whose p10-p90 range of the objective overlaps that of plan ``i - 1``:
-    the ranking between them is within the model's error (a tie). Plans priced in different currencies, or one
-    priced and one not, are not compared; nor are two plans with the same workload and speed estimate on the same
-    GPU (they differ in price only: one speed error moves both)."""
+    """Indices of ranked plans after #1 whose p10-p90 range on the ranking basis (``objective`` or a basis name)
+    overlaps #1's: a tie within the model's
+    error. Two plans with the same workload and speed estimate on the same GPU are not compared (they differ in
+    price only, and one speed error moves both, so their order holds)."""
     from trainfit.estimate.uncertainty import ranges_overlap
 
+    if not plans:
+        return ()
+    basis = objective if objective in ("cost", "gpu_hours", "hours") else ranking_basis(objective, plans)
+    first = plans[0]
     out = []
     for i in range(1, len(plans)):
-        a, b = plans[i - 1], plans[i]
-        if objective != "time" and ((a.cost is None) != (b.cost is None)
-                                    or (a.cost is not None and a.currency != b.currency)):
+        p = plans[i]
+        if p.gpu == first.gpu and p.workload == first.workload and p.speed_interval == first.speed_interval:
             continue
-        if a.gpu == b.gpu and a.workload == b.workload and a.speed_interval == b.speed_interval:
-            continue  # the same speed estimate on the same GPU: one error moves both, the order holds
-        if ranges_overlap(objective_range(objective, a), objective_range(objective, b)):
+        if ranges_overlap(basis_range(basis, first), basis_range(basis, p)):
             out.append(i)
     return tuple(out)
 
 
-
-__all__ = ["PRICE_HOWTO", "Ranking", "TIE_FRACTION", "common_currency", "objective_range", "pareto", "rank",
-           "ranking_basis", "score", "ties"]
+__all__ = ["PRICE_HOWTO", "Ranking", "basis_range", "common_currency", "pareto", "rank", "ranking_basis",
+           "score", "ties"]

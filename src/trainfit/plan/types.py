@@ -428,10 +428,8 @@ class PlanResult:
         rl = getattr(req, "rl", None)
         if rl is not None:
             w.update({"rl": rl.to_dict(), "steps": getattr(req, "steps", None)})
-        from trainfit.plan.rank import ties
-
         return {"schema": PLAN_SCHEMA, "workload": w, "plans": [p.to_dict() for p in self.plans],
-                "pareto": list(self.pareto), "ties": list(ties(req.objective, self.plans)),
+                "pareto": list(self.pareto), "ties": [] if self.ranking is None else list(self.ranking.ties),
                 "rejected": [r.to_dict() for r in self.rejected],
                 "notes": list(self.notes), "ranking": None if self.ranking is None else self.ranking.to_dict(),
                 **({"region_prices": list(self.region_prices)} if self.region_prices else {})}
