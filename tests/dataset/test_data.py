@@ -205,3 +205,22 @@ def test_cli_errors_are_clear(tok_dir, tmp_path, capsys, case):
     assert "error:" in err and "fix:" in err and "Traceback" not in err
     if case == "no_template":
         assert "--chat-template" in err
+
+
+def test_cutoffs_table(tok_dir, tmp_path):
+    rng = random.Random(2)
+    convs = [[("user", "q " * rng.randint(1, 100)), ("assistant", "a " * rng.randint(1, 600))] for _ in range(60)]
+    f = tmp_path / "d.jsonl"
+    f.write_text("\n".join(json.dumps(as_messages(c)) for c in convs))
+    counter = load_counter(str(tok_dir))
+    st = scan(ScanRequest(files=(str(f),), counter=counter, seq_len=300))
+    lens = [counter.count(c)[0] for c in convs]
+    caps = [c["seq_len"] for c in st.cutoffs]
+    assert caps[0] == 256 and caps[-1] >= max(lens)
+    for c in st.cutoffs:
+        assert c["packed_sequences"] == pack_count(lens, c["seq_len"])
+        assert c["tokens_after_cut"] == sum(min(x, c["seq_len"]) for x in lens)
+    assert st.at(300)["packed_sequences"] == pack_count(lens, 300)
+    with pytest.raises(DatasetError, match="--seq-len"):
+        st.at(1000)
+    assert st.steps_per_epoch(8, packing=False) == -(-60 // 8)

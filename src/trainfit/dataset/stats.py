@@ -110,6 +110,10 @@ class DatasetStats:
     """Real tokens / (packed sequences x seq_len)."""
     padding_waste: dict[str, float]
     """Micro-batch -> share of processed tokens that are padding without packing."""
+    cutoffs: list[dict[str, Any]] = field(default_factory=list)
+    """The same truncation and packing figures at other cut-off lengths (powers of two from 256 to the first at or
+    above the longest sample): {"seq_len", "truncated_share", "tokens_after_cut", "packed_sequences",
+    "packing_efficiency"}, so ``plan --dataset --seq-len N`` can choose without reading the data again."""
     tokens_ci95: tuple[float, float] | None = None
     """95 % interval of ``tokens_total`` when it is estimated from a sample."""
     errors: list[dict[str, Any]] = field(default_factory=list)
@@ -133,6 +137,10 @@ class DatasetStats:
         try:
             kw["files"] = tuple(str(f) for f in kw["files"])
             kw["histogram"] = [(int(a), int(b)) for a, b in kw.get("histogram", [])]
+            kw["cutoffs"] = [{"seq_len": int(c["seq_len"]), "truncated_share": float(c["truncated_share"]),
+                              "tokens_after_cut": int(c["tokens_after_cut"]),
+                              "packed_sequences": int(c["packed_sequences"]),
+                              "packing_efficiency": float(c["packing_efficiency"])} for c in kw.get("cutoffs", [])]
             if kw.get("tokens_ci95") is not None:
                 lo, hi = kw["tokens_ci95"]
                 kw["tokens_ci95"] = (float(lo), float(hi))
@@ -152,9 +160,32 @@ class DatasetStats:
             raise DatasetError(f"dataset stats file is incomplete or wrong: {e}",
                                fix="write it again with `trainfit data ... --json`") from None
 
-    def steps_per_epoch(self, global_batch: int, packing: bool) -> int:
+    def at(self, seq_len: int) -> dict[str, Any]:
+        """Truncation and packing figures at cut-off ``seq_len`` (the main one or one of :attr:`cutoffs`)."""
+        if seq_len == self.seq_len:
+            return {"seq_len": self.seq_len, "truncated_share": self.truncated_share,
+                    "tokens_after_cut": self.tokens_after_cut, "packed_sequences": self.packed_sequences,
+                    "packing_efficiency": self.packing_efficiency}
+        for c in self.cutoffs:
+            if c.get("seq_len") == seq_len:
+                return c
+        from trainfit.errors import DatasetError
+
+        have = sorted({self.seq_len, *(c["seq_len"] for c in self.cutoffs)})
+        raise DatasetError(f"the dataset stats have no figures for a cut-off of {seq_len:,} tokens "
+                           f"(they have {', '.join(f'{x:,}' for x in have)})",
+                           fix=f"pass one of those to --seq-len, or run `trainfit data ... --seq-len {seq_len}` again")
+
+    def percentile_len(self, name: str) -> int:
+        """Tokens of the longest sample at a percentile name (p50 ... p99, max)."""
+        return self.max_len if name == "max" else int(self.percentiles[name])
+
+    def samples_per_epoch(self) -> int:
+        return self.rows - self.skipped
+
+    def steps_per_epoch(self, global_batch: int, packing: bool, seq_len: int | None = None) -> int:
         """Optimizer steps per epoch as the launcher counts them: packed sequences, or samples, per global batch."""
-        units = self.packed_sequences if packing else self.rows - self.skipped
+        units = self.at(seq_len or self.seq_len)["packed_sequences"] if packing else self.samples_per_epoch()
         return max(1, math.ceil(units / max(1, global_batch)))
 
 
@@ -196,11 +227,24 @@ def summarize(lengths: array, loss_lengths: array, *, seq_len: int, rows: int, s
     for mb in MICRO_BATCHES:
         padded = padded_tokens(lengths, mb, seq_len)
         waste[str(mb)] = round(1.0 - cut_total / padded, 6) if padded else 0.0
+    scaled = lambda x: math.ceil(x * scale)  # noqa: E731
+    cutoffs = []
+    cap = 256
+    while True:
+        if cap != seq_len:
+            cut = sum(min(x, cap) for x in lengths)
+            b = pack_count(lengths, cap)
+            cutoffs.append({"seq_len": cap, "truncated_share": sum(x > cap for x in lengths) / n,
+                            "tokens_after_cut": scaled(cut), "packed_sequences": scaled(b),
+                            "packing_efficiency": cut / (b * cap)})
+        if cap >= srt[-1] or cap >= 131072:
+            break
+        cap *= 2
     return DatasetStats(
-        files=files, tokenizer=tokenizer, template=template, seq_len=seq_len, rows=rows, skipped=skipped,
+        cutoffs=cutoffs, files=files, tokenizer=tokenizer, template=template, seq_len=seq_len, rows=rows, skipped=skipped,
         samples=n, sampled=sampled, tokens_total=round(total * scale), loss_tokens_total=round(loss_total * scale),
-        tokens_after_cut=round(cut_total * scale), mean=mean, std=std,
+        tokens_after_cut=scaled(cut_total), mean=mean, std=std,
         percentiles={f"p{q}": percentile(srt, q) for q in PERCENTILES}, max_len=int(srt[-1]), min_len=int(srt[0]),
         loss_mean=loss_total / n, histogram=hist, truncated_share=sum(x > seq_len for x in lengths) / n,
-        packed_sequences=math.ceil(bins * scale), packing_efficiency=eff, padding_waste=waste, tokens_ci95=ci,
+        packed_sequences=scaled(bins), packing_efficiency=eff, padding_waste=waste, tokens_ci95=ci,
         errors=errors)
