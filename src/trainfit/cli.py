@@ -15,7 +15,7 @@ from typing import Sequence
 from trainfit.errors import TrainfitError
 
 COMMANDS = ("models", "memory", "trace", "plan", "catalog", "render", "check", "submit", "serve", "watch",
-            "diagnose", "calibrate")
+            "diagnose", "calibrate", "data")
 
 
 class _Parser(argparse.ArgumentParser):

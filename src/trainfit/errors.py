@@ -118,6 +118,13 @@ class InputError(TrainfitError):
     code = "bad-input"
 
 
+class DatasetError(TrainfitError):
+    """A dataset or tokenizer folder that ``trainfit data`` cannot read (not a dataset, malformed rows past the
+    allowed share, no chat template, a missing extra)."""
+
+    code = "bad-dataset"
+
+
 class RolloutMemoryError(TrainfitError):
     """RL sizing: the rollout engine's KV-cache pool cannot hold one full sequence (or its weights do not fit
     in the memory the engine is allowed to use)."""
