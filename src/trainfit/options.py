@@ -278,6 +278,49 @@ PLAN_OPTIONS: tuple[Option, ...] = (
 )
 
 
+def _file_path(field: str, raw: Any) -> str:
+    if not isinstance(raw, str) or not raw or len(raw) > 4096 or "\x00" in raw:
+        raise inputs._bad(field, raw, "must be a file path")
+    return raw
+
+
+#: Options of ``trainfit plan`` that read a file on the user's machine (a dataset stats file): the CLI's only. The web
+#: API takes no server-side paths (docs/security.md), so these are not in :data:`PLAN_OPTIONS`.
+DATA_OPTIONS: tuple[Option, ...] = (
+    Option(name="dataset", parse=_file_path, group="job", metavar="STATS",
+           help="a stats file from `trainfit data FILE --tokenizer DIR --json`: the token budget (x --epochs), the "
+                "cut-off length (unless --seq-len) and the optimizer steps as the rendered launcher counts them "
+                "(packed rows, or samples with --no-packing)"),
+    Option(name="seq_len_percentile", parse=_choice(("p50", "p90", "p95", "p99", "max")), group="job",
+           choices=("p50", "p90", "p95", "p99", "max"), metavar="PCT",
+           help="with --dataset and no --seq-len: the cut-off is the smallest in the stats at or above this "
+                "percentile of sample lengths (default p99; the plan says what it truncates)"),
+)
+
+
+def data_budget_from_values(values: Mapping[str, Any]) -> Any:
+    """The :class:`~trainfit.dataset.budget.DataBudget` of ``--dataset`` (None without it)."""
+    path = values.get("dataset")
+    if not path:
+        if values.get("seq_len_percentile"):
+            from trainfit.errors import WorkloadError
+
+            raise WorkloadError("--seq-len-percentile needs --dataset", fix="pass --dataset stats.json")
+        return None
+    from trainfit.dataset import load_stats
+    from trainfit.dataset.budget import budget_from_stats
+    from trainfit.errors import WorkloadError
+
+    for name in ("tokens", "dataset_tokens"):
+        if values.get(name) is not None:
+            raise WorkloadError(f"--{name.replace('_', '-')} and --dataset both say how many tokens to train on",
+                                fix=f"drop --{name.replace('_', '-')} (the dataset's tokens x --epochs are the budget)")
+    packing = values.get("packing")
+    return budget_from_stats(load_stats(path), path, seq_len=values.get("seq_len"),
+                             percentile=values.get("seq_len_percentile"),
+                             packing=True if packing is None else bool(packing), epochs=values.get("epochs") or 1.0)
+
+
 def plan_request_from_values(model: Any, values: Mapping[str, Any]) -> Any:
     """A :class:`~trainfit.plan.search.PlanRequest` from parsed option values (workload + plan options). Workload
     layout fields that are set are pinned; the others are searched."""
@@ -305,6 +348,10 @@ def plan_request_from_values(model: Any, values: Mapping[str, Any]) -> Any:
 
         check_target(target, values.get("framework"), rl=rl is not None)
     tokens = values.get("tokens")
+    data = None if rl is not None else data_budget_from_values(values)
+    if data is not None:
+        base["seq_len"] = data.seq_len
+        tokens = data.tokens
     if rl is not None:
         for name, why in (("seq_len", "the sequence is --prompt-len + --response-len"),
                           ("tokens", "the budget is --steps"), ("dataset_tokens", "the budget is --steps")):
@@ -332,7 +379,7 @@ def plan_request_from_values(model: Any, values: Mapping[str, Any]) -> Any:
         ignore_rules=frozenset(values.get("ignore_rule") or ()),
         interruption_rate_per_node_hour=values.get("interruption_rate"),
         checkpoint_interval_hours=values.get("checkpoint_interval"), rl=rl,
-        compare_regions=bool(values.get("compare_regions")),
+        compare_regions=bool(values.get("compare_regions")), data=data,
         steps=values.get("steps") if rl is not None else None,
         rl_searched=_rl_searched(values) if rl is not None else frozenset())
 

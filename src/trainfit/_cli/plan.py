@@ -20,7 +20,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_workload_options(p, unset_defaults=True)
     from trainfit.options import PLAN_OPTIONS, add_options
 
-    add_options(p, tuple(o for o in PLAN_OPTIONS if o.name != "ignore_rule"))
+    from trainfit.options import DATA_OPTIONS
+
+    add_options(p, tuple(o for o in PLAN_OPTIONS if o.name != "ignore_rule") + DATA_OPTIONS)
     p.add_argument("--ignore-rule", action="append", default=[], metavar="RULE_ID", type=ident_arg("--ignore-rule", "job_name"),
                    help="do not enforce a platform rule (e.g. pai-public-quota when your quota was raised)")
     from trainfit._cli.rl_options import add_rl_options
@@ -32,9 +34,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def build_request(args: argparse.Namespace):
-    from trainfit.options import PLAN_OPTIONS, RL_OPTION_NAMES, WORKLOAD_OPTION_NAMES, plan_request_from_values
+    from trainfit.options import (DATA_OPTIONS, PLAN_OPTIONS, RL_OPTION_NAMES, WORKLOAD_OPTION_NAMES,
+                                  plan_request_from_values)
 
-    names = WORKLOAD_OPTION_NAMES + tuple(o.name for o in PLAN_OPTIONS) + RL_OPTION_NAMES
+    names = WORKLOAD_OPTION_NAMES + tuple(o.name for o in PLAN_OPTIONS + DATA_OPTIONS) + RL_OPTION_NAMES
     values = {k: getattr(args, k) for k in names}
     return plan_request_from_values(model_from_args(args), values)
 

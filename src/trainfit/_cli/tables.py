@@ -165,6 +165,14 @@ def _plan_cells(p: dict) -> list[str]:
             _with_range(p["gpu_hours"], iv.get("gpu_hours"), ",.0f"), _money(p["cost"], p["currency"], iv.get("cost"))]
 
 
+def _si(n: float) -> str:
+    """2e9 -> 2B, 5.6e5 -> 565K (three significant digits)."""
+    for div, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
+        if n >= div:
+            return f"{n / div:.3g}{suffix}"
+    return f"{n:.0f}"
+
+
 def print_plan(out: dict, top: int = 10, console: Console | None = None) -> None:
     c = console or make_console()
     w = out["workload"]
@@ -176,11 +184,14 @@ def print_plan(out: dict, top: int = 10, console: Console | None = None) -> None
                 f"{rl['rollout_engine']} util {rl['rollout_util']:g}, {w['precision']}, objective: {w['objective']}"
                 + (", spot" if w.get("spot") else ""))
     else:
-        c.print(f"[bold]{w['model']}[/bold] {w['method']}, seq {w['seq_len']}, {w['tokens'] / 1e9:g}B tokens, "
+        c.print(f"[bold]{w['model']}[/bold] {w['method']}, seq {w['seq_len']}, {_si(w['tokens'])} tokens, "
                 f"{w['precision']}, objective: {w['objective']}" + (", spot" if w.get("spot") else "")
                 + (f", target {w['target']}" if w.get("target") else "")
                 + (f", framework {w['framework']}" if w.get("framework") else ""))
     plans = out["plans"]
+    data = next((p["data"] for p in plans if p.get("data")), None)
+    if data:
+        c.print(f"[dim]{escape(data['summary'])}; optimizer steps per plan: rows x epochs / its global batch[/dim]")
     pareto = set(out.get("pareto", []))
     tied = set(out.get("ties", []))
     if plans:

@@ -9,7 +9,6 @@ the plan into a folder.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from importlib import import_module
 from pathlib import Path
@@ -61,11 +60,8 @@ class RenderResult:
 
 
 def _steps(plan: Any) -> int | None:
-    """Optimizer steps that train the plan's token budget: tokens / (global batch x sequence length)."""
-    if not plan.tokens:
-        return None
-    wl = plan.workload
-    return max(1, math.ceil(plan.tokens / (wl.global_batch * wl.seq_len)))
+    """Optimizer steps that train the plan's budget (:meth:`~trainfit.plan.types.Plan.optimizer_steps`)."""
+    return plan.optimizer_steps()
 
 
 #: Checkpoint interval when the plan has no step time to convert hours into steps (HF's common choice).

@@ -99,6 +99,9 @@ class PlanRequest:
     """RL fine-tuning (:class:`~trainfit.rl.RLConfig`), None = SFT: candidates are evaluated by ``plan/rl.py``."""
     steps: int | None = None
     """RL steps (hours = RL step time x steps); required with ``rl``."""
+    data: Any = None
+    """``plan --dataset``: the :class:`~trainfit.dataset.budget.DataBudget` the token budget and the step count
+    come from (None: ``--tokens``)."""
     compare_regions: bool = False
     """Also price every plan in every region with a price for its instance type (``PlanResult.region_prices``)."""
     rl_searched: frozenset[str] = frozenset()
@@ -288,6 +291,10 @@ def plan(req: PlanRequest) -> PlanResult:
         from dataclasses import replace
 
         plans = [replace(p, target=req.target) for p in plans]
+    if req.data is not None:  # the plan records the data it was planned from (render counts its steps with it)
+        from dataclasses import replace
+
+        plans = [replace(p, data=req.data) for p in plans]
     plans, ranking = _rank(req, plans)
     note = _region_note(req.region) if req.region else None
     from trainfit.plan.pricing import region_notes, region_prices

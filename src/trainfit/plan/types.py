@@ -8,7 +8,8 @@ exactly) and carry :data:`PLAN_SCHEMA`; a file with another schema is a clear :c
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+import math
+from dataclasses import dataclass, field
 from typing import Any
 
 from trainfit.errors import PlanFileError, TrainfitError
@@ -88,6 +89,9 @@ class Plan:
     source: str = "trainfit plan"
     """What produced it (``trainfit plan``, ``trainfit memory``...)."""
     rl: dict | None = None
+    data: Any = None
+    """``plan --dataset``: the :class:`~trainfit.dataset.budget.DataBudget` (rows per epoch, epochs, cut-off,
+    packing) the token budget and :meth:`optimizer_steps` come from; None = a ``--tokens`` budget."""
     """RL fine-tuning (``--rl grpo|ppo|dpo``), None for SFT: every :class:`~trainfit.rl.RLConfig` field (``algo``,
     ``rollout_util``...) and the planned numbers ``phases_gib`` (rollout/train/sync), ``peak_gib``,
     ``binding_phase``, ``kv_pool_gib``, ``max_concurrent_seqs``, ``steps`` and ``speed`` (the step-time split).
@@ -151,6 +155,16 @@ class Plan:
                 out[name] = r
         return out
 
+    def optimizer_steps(self) -> int | None:
+        """Optimizer steps that train the plan's budget, as the launcher counts them: the data's rows over all
+        epochs per global batch (``plan --dataset``), else tokens / (global batch x sequence length)."""
+        wl = self.workload
+        if self.data is not None:
+            return self.data.steps(wl.global_batch)
+        if not self.tokens:
+            return None
+        return max(1, math.ceil(self.tokens / (wl.global_batch * wl.seq_len)))
+
     def settings(self) -> dict[str, Any]:
         w = self.workload
         return {"strategy": w.strategy, "offload": w.offload, "grad_ckpt": w.grad_ckpt, "micro_batch": w.micro_batch,
@@ -182,6 +196,8 @@ class Plan:
             "memory": self.memory.to_exact_dict(), "fit": self.fit.to_dict(),
             "gpu_spec": self.gpu_spec.to_dict(), "instance": None if self.instance is None else self.instance.to_dict(),
             "rl": None if self.rl is None else _json_copy(self.rl),
+            "optimizer_steps": self.optimizer_steps(),
+            "data": None if self.data is None else self.data.to_dict(),
         }
 
     @classmethod
@@ -214,7 +230,7 @@ class Plan:
                 price_source=d.get("price_source"), price_as_of=d.get("price_as_of"),
                 region=d.get("region"), notes=tuple(d.get("notes") or ()), warnings=tuple(d.get("warnings") or ()),
                 source=str(d.get("source") or "trainfit plan"),
-                rl=None if d.get("rl") is None else _json_copy(d["rl"]))
+                rl=None if d.get("rl") is None else _json_copy(d["rl"]), data=_data_budget(d.get("data")))
         except PlanFileError:
             raise
         except TrainfitError as e:
@@ -348,6 +364,15 @@ def _precision_mode(w: Workload) -> str:
     from trainfit.estimate.states import precision_mode
 
     return precision_mode(w)
+
+
+def _data_budget(d: Any) -> Any:
+    """A plan file's ``data`` record checked (:meth:`~trainfit.dataset.budget.DataBudget.from_dict`), or None."""
+    if d is None:
+        return None
+    from trainfit.dataset.budget import DataBudget
+
+    return DataBudget.from_dict(d)
 
 
 def _speed_interval(d: Any) -> dict | None:

@@ -1,0 +1,116 @@
+"""``plan --dataset STATS``: the token budget, the cut-off length and the step count from a dataset stats file
+(``trainfit data --json``), as the rendered launcher will count them.
+
+* Packing on (the default): every optimizer step trains ``global batch`` packed rows of ``seq_len`` tokens, and an
+  epoch is the stats' packed-row count at that cut-off. The compute budget is rows x seq_len x epochs.
+* Packing off: every row is one sample (cut to ``seq_len``, padded to its micro-batch's longest); an epoch is the
+  samples. The compute budget is the samples' tokens after the cut (micro-batch 1; larger micro-batches add the
+  padding the stats report).
+* The cut-off: ``--seq-len`` when given, else the smallest cut-off in the stats at or above the chosen percentile of
+  sample lengths (``--seq-len-percentile``, default p99), and the share of samples it truncates is reported.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from trainfit.dataset.stats import DatasetStats
+from trainfit.errors import DatasetError
+
+PERCENTILE_CHOICES = ("p50", "p90", "p95", "p99", "max")
+
+
+@dataclass(frozen=True, kw_only=True)
+class DataBudget:
+    """What a plan trains, read from a dataset stats file."""
+
+    stats_file: str
+    files: tuple[str, ...]
+    seq_len: int
+    seq_len_from: str
+    """How the cut-off was chosen ("--seq-len", or "p99 of the data" ...)."""
+    packing: bool
+    epochs: float
+    rows_per_epoch: int
+    """Packed rows of ``seq_len`` tokens (packing) or samples (no packing) per epoch."""
+    data_tokens_per_epoch: int
+    """Sample tokens per epoch after the cut."""
+    truncated_share: float
+    packing_efficiency: float | None
+    longest_gib_len: int
+    """The longest row a micro-batch holds: ``seq_len`` packed, the longest sample (cut) without packing."""
+
+    @property
+    def tokens(self) -> float:
+        """Tokens the GPUs process over all epochs (the plan's hours are these over tokens/s)."""
+        if self.packing:
+            return float(self.rows_per_epoch * self.seq_len * self.epochs)
+        return float(self.data_tokens_per_epoch * self.epochs)
+
+    def steps(self, global_batch: int) -> int:
+        """Optimizer steps the launcher runs: rows over all epochs per global batch."""
+        return max(1, math.ceil(self.rows_per_epoch * self.epochs / max(1, global_batch)))
+
+    def describe(self) -> str:
+        what = (f"{self.rows_per_epoch:,} packed rows of {self.seq_len:,} tokens ({self.packing_efficiency:.1%} "
+                "filled)" if self.packing else f"{self.rows_per_epoch:,} samples, no packing")
+        return (f"data {', '.join(self.files)} (stats {self.stats_file}): {what} per epoch x {self.epochs:g}; "
+                f"{self.data_tokens_per_epoch:,} sample tokens per epoch; cut-off {self.seq_len:,} "
+                f"({self.seq_len_from}) truncates {self.truncated_share:.1%} of samples")
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dict(self.__dict__)
+        d["files"] = list(self.files)
+        d["summary"] = self.describe()
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Any) -> "DataBudget":
+        """A plan file's ``data`` record, checked (plan files are user input)."""
+        from trainfit import inputs
+
+        if not isinstance(d, dict):
+            raise ValueError("data must be an object")
+        files = d.get("files")
+        if not isinstance(files, list) or not all(isinstance(f, str) and len(f) < 4096 for f in files):
+            raise ValueError("data.files must be a list of file names")
+        for name in ("stats_file", "seq_len_from"):
+            if not isinstance(d.get(name), str) or len(d[name]) > 4096:
+                raise ValueError(f"data.{name} must be a string")
+        if not isinstance(d.get("packing"), bool):
+            raise ValueError("data.packing must be true or false")
+        eff = d.get("packing_efficiency")
+        return cls(stats_file=d["stats_file"], files=tuple(files), seq_len_from=d["seq_len_from"], packing=d["packing"],
+                   seq_len=inputs.as_seq_len("data.seq_len", d.get("seq_len")),
+                   epochs=inputs.as_float("data.epochs", d.get("epochs"), lo=0, hi=10_000, lo_open=True),
+                   rows_per_epoch=inputs.as_int("data.rows_per_epoch", d.get("rows_per_epoch"), lo=1, hi=10**15),
+                   data_tokens_per_epoch=inputs.as_int("data.data_tokens_per_epoch", d.get("data_tokens_per_epoch"),
+                                                       lo=1, hi=10**18),
+                   truncated_share=inputs.as_float("data.truncated_share", d.get("truncated_share"), lo=0, hi=1),
+                   packing_efficiency=None if eff is None else inputs.as_float("data.packing_efficiency", eff, lo=0, hi=1),
+                   longest_gib_len=inputs.as_seq_len("data.longest_gib_len", d.get("longest_gib_len")))
+
+
+def budget_from_stats(stats: DatasetStats, stats_file: str, *, seq_len: int | None, percentile: str | None,
+                      packing: bool, epochs: float) -> DataBudget:
+    """The :class:`DataBudget` of a stats file for a cut-off (given, or chosen from a percentile)."""
+    if seq_len is not None:
+        cut, how = seq_len, "--seq-len"
+    else:
+        pct = percentile or "p99"
+        if pct not in PERCENTILE_CHOICES:
+            raise DatasetError(f"--seq-len-percentile must be one of {', '.join(PERCENTILE_CHOICES)}")
+        want = stats.percentile_len(pct)
+        have = sorted({stats.seq_len, *(c["seq_len"] for c in stats.cutoffs)})
+        cut = next((c for c in have if c >= want), have[-1])
+        how = f"the smallest cut-off in the stats at or above the {pct} sample length ({want:,} tokens)"
+    fig = stats.at(cut)
+    rows = fig["packed_sequences"] if packing else stats.samples_per_epoch()
+    longest = cut if packing else min(cut, stats.max_len)
+    return DataBudget(stats_file=stats_file, files=tuple(stats.files), seq_len=cut, seq_len_from=how, packing=packing,
+                      epochs=epochs, rows_per_epoch=max(1, int(rows)), data_tokens_per_epoch=int(fig["tokens_after_cut"]),
+                      truncated_share=float(fig["truncated_share"]),
+                      packing_efficiency=float(fig["packing_efficiency"]) if packing else None,
+                      longest_gib_len=max(1, int(longest)))
