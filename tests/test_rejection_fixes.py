@@ -53,6 +53,8 @@ SFT = [
     ("Qwen3-8B", {"method": "full", "provider": "alibaba", "resource_class": "pai-public", "gpus": 4}),
     ("Qwen3-14B", {"method": "full", "offload": "all", "strategy": "zero3", "gpus": 8, "provider": "generic"}),
     ("Qwen3-32B", {"method": "full", "provider": "alibaba", "max_gpus": 8}),
+    ("Qwen3-8B", {"method": "full", "provider": "generic", "spot": True, "interruption_rate": 5.0,
+                  "gpus": 16}),
     ("Qwen3-8B", {"method": "full", "target": "llamafactory", "strategy": "fsdp", "provider": "generic"}),
 ]
 RL = [

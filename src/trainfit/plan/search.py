@@ -452,6 +452,8 @@ def _best_on_instance(req: PlanRequest, inst: Any, gpu: Any, stated: str, layout
                 if fit.host_verdict in ("oom", "tight"):
                     miss.host = (est.host_ram_gib, inst.ram_gib)
                     miss.host_wl = wl
+                elif est.reserved_gib < miss.need_gib:  # the GPU verdict (not the raw reserve) refused it
+                    miss.need_gib, miss.need_wl = est.reserved_gib, wl
                 continue
             p = _evaluate(req, inst, gpu, gpn, nodes, wl, est, fit, ((stated,) if stated else ()) + rule_warnings,
                           miss)
@@ -496,6 +498,10 @@ def _evaluate(req: PlanRequest, inst: Any, gpu: Any, gpn: int, nodes: int, wl: W
                        spot=req.spot, region=req.region, interruption_rate=req.interruption_rate_per_node_hour,
                        checkpoint_interval_hours=req.checkpoint_interval_hours)
     if not tc.feasible:
+        if miss is not None:
+            miss.other = ("spot-infeasible", f"spot interruptions on {nodes} node(s) come faster than checkpoints save "
+                          "the work", "drop --spot, use fewer nodes, or a lower --checkpoint-interval",
+                          ({"spot": False},))
         return None
     return Plan(model=req.model, provider=inst.provider, resource_class=inst.resource_class,
                 instance_type=inst.instance_type, instance=inst, gpu=gpu.name, gpu_spec=gpu, gpus_per_node=gpn,
