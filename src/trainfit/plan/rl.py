@@ -81,6 +81,17 @@ def check_rl_request(req: Any) -> None:
         raise PlanError("RL launch files run data-parallel trainers (verl FSDP, ms-swift DeepSpeed); "
                         + ", ".join(f"--{k} {v}" for k, v in par.items()) + " does not map",
                         fix="drop --tp/--pp/--ep/--cp for --rl")
+    if (rl.trainer_offload and req.pins.get("offload", "none") != "none" and "trainer_offload" not in
+            getattr(req, "rl_searched", frozenset()) and (rl.rl_framework == "verl" or req.pins.get("strategy") == "fsdp")):
+        raise PlanError(f"verl writes --trainer-offload and --offload {req.pins['offload']} both as its FSDP "
+                        "param_offload/optimizer_offload: the launch file cannot tell them apart",
+                        fix="drop --offload (verl's offload is --trainer-offload), or drop --trainer-offload")
+    if req.pins.get("strategy") is not None and req.pins.get("offload") is not None:
+        pairs = set(rl_strategies(rl.rl_framework, 2)) | set(rl_strategies(rl.rl_framework, 1))
+        if (req.pins["strategy"], req.pins["offload"]) not in pairs:
+            raise PlanError(f"--strategy {req.pins['strategy']} with --offload {req.pins['offload']} has no RL launch "
+                            f"file for {rl.rl_framework or 'verl or ms-swift'}",
+                            fix="use one of " + ", ".join(f"--strategy {a} --offload {b}" for a, b in sorted(pairs)))
     if req.pins.get("strategy") is not None:
         allowed = {s for s, _ in rl_strategies(rl.rl_framework, 2)} | {s for s, _ in rl_strategies(rl.rl_framework, 1)}
         if req.pins["strategy"] not in allowed:
@@ -259,9 +270,12 @@ def evaluate_rl_layout(req: Any, *, inst: Any, gpu: Any, gpn: int, nodes: int, u
 
 def _evaluate_rl_setting(req: Any, rl: Any, *, inst: Any, gpu: Any, gpn: int, nodes: int, usable: float, miss: Any,
                          rule_warnings: tuple[str, ...]) -> Plan | None:
-    """The plan of one RL setting on one node layout: trainer candidates fastest first; the first that fits is
-    kept with the largest micro-batch that fits."""
+    """The plan of one RL setting on one node layout: every trainer candidate that fits, each with the largest
+    micro-batch that fits, timed; the one that ranks first (:func:`trainfit.plan.rank.score`) is kept."""
+    from trainfit.plan.rank import score
     from trainfit.rl.memory import estimate_rl_memory
+
+    best_plan: tuple[tuple, Plan] | None = None
 
     model = req.model
     limit = usable * (1 - req.memory_margin)
@@ -274,6 +288,10 @@ def _evaluate_rl_setting(req: Any, rl: Any, *, inst: Any, gpu: Any, gpn: int, no
         return e.verdict not in ("oom", "tight")
 
     for wl in rl_configs(req, gpn, nodes):
+        if rl.trainer_offload and wl.strategy == "fsdp" and wl.offload != "none":
+            # verl writes both as fsdp_config.param_offload/optimizer_offload: the file cannot tell them apart and
+            # reads back as the trainer offload alone (rl/launch.py parse_verl), so that is the one candidate
+            continue
         cap = req.pins.get("micro_batch")
         if cap is None:
             cap = max(1, min(MAX_RL_MICRO_BATCH, math.ceil(rl.seqs_per_step / wl.dp)))
@@ -308,8 +326,10 @@ def _evaluate_rl_setting(req: Any, rl: Any, *, inst: Any, gpu: Any, gpn: int, no
         if p is None:
             miss.other = ("spot-infeasible", "spot interruptions come faster than checkpoints save the work",
                           "drop --spot or use fewer nodes")
-        return p
-    return None
+            continue
+        if best_plan is None or score(req, p) < best_plan[0]:
+            best_plan = (score(req, p), p)
+    return best_plan[1] if best_plan else None
 
 
 __all__ = ["MAX_RL_MICRO_BATCH", "RL_SEARCHED", "check_rl_request", "evaluate_rl_layout", "fit_rollout_tp",
