@@ -67,7 +67,7 @@ def _memory_argv(p: dict) -> list[str]:
 
 @pytest.mark.parametrize("model,gpus,algo,framework", GRID,
                          ids=[f"{m}-{g}-{a}-{f or 'any'}" for m, g, a, f in GRID])
-def test_memory_plan_and_render_give_one_step_time(capsys, model, gpus, algo, framework):
+def test_memory_plan_and_render_give_one_step_time(tmp_path, capsys, model, gpus, algo, framework):
     method, extra = MODELS[model]
     if framework == "verl":
         gpus = VERL_GPUS.get((model, gpus), gpus)
@@ -107,6 +107,24 @@ def test_memory_plan_and_render_give_one_step_time(capsys, model, gpus, algo, fr
                                                                      "grad_accum")}, rl)
         rp = plan_for(get_model(model), wl, instance_type=p["instance_type"], rl=rl, steps=p["rl"]["steps"])
         assert rp.step_seconds == pytest.approx(step, rel=0.01)
+    # the rendered launch file reads back (check) to the planned phases and verdict: the searched rollout TP and
+    # trainer offload are written in a way the reader recovers
+    from trainfit.rl.lint import size_rl_launch
+
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(doc))
+    for i, p in enumerate(doc["plans"], 1):
+        out = tmp_path / f"job{i}"
+        assert main(["render", "--plan", str(path), "--pick", str(i), "--out", str(out)]) == 0
+        capsys.readouterr()
+        files = [f for f in ("verl_rl.sh", "swift_rlhf.sh") if (out / f).exists()]
+        assert files
+        for f in files:
+            text = (out / f).read_text()
+            facts = json.loads(next(ln for ln in text.splitlines() if ln.startswith("# trainfit-plan "))[16:])
+            parsed, est = size_rl_launch(text, facts["rl"]["gpu_mem_gib"], model=facts["model"])
+            assert est.peak_gib == pytest.approx(p["rl"]["peak_gib"], rel=1e-6), f
+            assert est.fit["gpu_verdict"] == p["fit"]["gpu_verdict"], f
 
 
 def test_the_issues_case_agrees_and_scales_with_gpus(capsys):

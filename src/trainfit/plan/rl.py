@@ -45,12 +45,13 @@ MAX_RL_MICRO_BATCH = 16
 RL_SEARCHED = ("rollout_tp", "trainer_offload")
 
 
-def rl_strategies(framework: str | None, gpus: int) -> tuple[tuple[str, str], ...]:
-    """(strategy, offload) candidates that ``framework``'s launch writer expresses, fastest first."""
+def rl_strategies(framework: str | None, gpus: int, algo: str | None = None) -> tuple[tuple[str, str], ...]:
+    """(strategy, offload) candidates that ``framework``'s launch writer expresses, fastest first. DPO has only
+    ms-swift's writer (verl has no offline DPO trainer), so no FSDP."""
+    if framework == "ms-swift" or (framework is None and algo == "dpo"):
+        return _SWIFT_SINGLE if gpus == 1 else _SWIFT_MULTI
     if framework == "verl":
         return _VERL
-    if framework == "ms-swift":
-        return _SWIFT_SINGLE if gpus == 1 else _SWIFT_MULTI
     return _ANY_SINGLE if gpus == 1 else _ANY_MULTI
 
 
@@ -87,13 +88,13 @@ def check_rl_request(req: Any) -> None:
                         "param_offload/optimizer_offload: the launch file cannot tell them apart",
                         fix="drop --offload (verl's offload is --trainer-offload), or drop --trainer-offload")
     if req.pins.get("strategy") is not None and req.pins.get("offload") is not None:
-        pairs = set(rl_strategies(rl.rl_framework, 2)) | set(rl_strategies(rl.rl_framework, 1))
+        pairs = set(rl_strategies(rl.rl_framework, 2, rl.algo)) | set(rl_strategies(rl.rl_framework, 1, rl.algo))
         if (req.pins["strategy"], req.pins["offload"]) not in pairs:
             raise PlanError(f"--strategy {req.pins['strategy']} with --offload {req.pins['offload']} has no RL launch "
                             f"file for {rl.rl_framework or 'verl or ms-swift'}",
                             fix="use one of " + ", ".join(f"--strategy {a} --offload {b}" for a, b in sorted(pairs)))
     if req.pins.get("strategy") is not None:
-        allowed = {s for s, _ in rl_strategies(rl.rl_framework, 2)} | {s for s, _ in rl_strategies(rl.rl_framework, 1)}
+        allowed = {s for s, _ in rl_strategies(rl.rl_framework, 2, rl.algo) + rl_strategies(rl.rl_framework, 1, rl.algo)}
         if req.pins["strategy"] not in allowed:
             raise PlanError(f"--strategy {req.pins['strategy']} has no launch file for "
                             f"{rl.rl_framework or 'verl or ms-swift'}",
@@ -105,7 +106,7 @@ def rl_configs(req: Any, gpn: int, nodes: int) -> list[Workload]:
     rl = req.rl
     gpus = gpn * nodes
     pins = req.pins
-    strategies = rl_strategies(rl.rl_framework, gpus)
+    strategies = rl_strategies(rl.rl_framework, gpus, rl.algo)
     if "strategy" in pins:
         strategies = tuple(p for p in strategies if p[0] == pins["strategy"])
     if "offload" in pins:
