@@ -22,7 +22,9 @@ MODELS = {
     "Qwen3-30B-A3B": ("full", []),
     "Qwen3-235B-A22B": ("full", ["--rollout-util", "0.85"]),
 }
-GPUS = {"Qwen3-8B": (8, 16), "Qwen3-30B-A3B": (8, 32), "Qwen3-235B-A22B": (32, 64)}
+GPUS = {"Qwen3-8B": (8, 16), "Qwen3-30B-A3B": (8, 32), "Qwen3-235B-A22B": (32, 128)}
+#: where verl's FSDP launch cannot fit the model (its offload is the trainer offload only), the next count up
+VERL_GPUS = {("Qwen3-235B-A22B", 32): 128}
 ALGOS = ("grpo", "ppo", "dpo")
 FRAMEWORKS = (None, "verl", "ms-swift")
 #: ms-swift's colocated engine does not sleep by default (sleep_level 0): its 0.9 of the GPU stays beside the
@@ -65,10 +67,12 @@ def _memory_argv(p: dict) -> list[str]:
 
 @pytest.mark.parametrize("model,gpus,algo,framework", GRID,
                          ids=[f"{m}-{g}-{a}-{f or 'any'}" for m, g, a, f in GRID])
-def test_memory_plan_and_render_give_one_step_time(capsys, model, gpus, algo, framework):
+def test_memory_plan_and_render_give_one_step_time(tmp_path, capsys, model, gpus, algo, framework):
     method, extra = MODELS[model]
+    if framework == "verl":
+        gpus = VERL_GPUS.get((model, gpus), gpus)
     argv = ["plan", model, "--rl", algo, "--steps", "50", "--method", method, "--gpus", str(gpus), "--gpu", "H100",
-            "--top", "3", *extra, "--json"]
+            "--max-gpus", str(max(64, gpus)), "--top", "3", *extra, "--json"]
     if framework:
         argv[4:4] = ["--rl-framework", framework]
     if algo == "grpo" and framework == "verl":
@@ -103,24 +107,45 @@ def test_memory_plan_and_render_give_one_step_time(capsys, model, gpus, algo, fr
                                                                      "grad_accum")}, rl)
         rp = plan_for(get_model(model), wl, instance_type=p["instance_type"], rl=rl, steps=p["rl"]["steps"])
         assert rp.step_seconds == pytest.approx(step, rel=0.01)
+    # the rendered launch file reads back (check) to the planned phases and verdict: the searched rollout TP and
+    # trainer offload are written in a way the reader recovers
+    from trainfit.rl.lint import size_rl_launch
+
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(doc))
+    for i, p in enumerate(doc["plans"], 1):
+        out = tmp_path / f"job{i}"
+        assert main(["render", "--plan", str(path), "--pick", str(i), "--out", str(out)]) == 0
+        capsys.readouterr()
+        files = [f for f in ("verl_rl.sh", "swift_rlhf.sh") if (out / f).exists()]
+        assert files
+        for f in files:
+            text = (out / f).read_text()
+            facts = json.loads(next(ln for ln in text.splitlines() if ln.startswith("# trainfit-plan "))[16:])
+            parsed, est = size_rl_launch(text, facts["rl"]["gpu_mem_gib"], model=facts["model"])
+            assert est.peak_gib == pytest.approx(p["rl"]["peak_gib"], rel=1e-6), f
+            assert est.fit["gpu_verdict"] == p["fit"]["gpu_verdict"], f
 
 
 def test_the_issues_case_agrees_and_scales_with_gpus(capsys):
     """Qwen3-235B-A22B GRPO at 32 H100: memory --rl said 1,093 s of update (a 25 Gbit/s TCP network between nodes
-    assumed: no instance) where plan --rl said 129 s. Same settings, same node: the same update time, and twice the
-    GPUs with the same trainer layout at most halve it (no superlinear speed-up)."""
-    common = ["--rl", "grpo", "--steps", "10", "--method", "full", "--rollout-util", "0.85", "--rollout-tp", "8",
-              "--trainer-offload", "--ref-offload", "--strategy", "fsdp", "--offload", "optimizer", "--grad-ckpt",
-              "--micro-batch", "4"]
+    assumed: no instance) where plan --rl said 129 s. Same settings, same node: the same update and step time. And
+    twice the GPUs with the same verl (FSDP) trainer layout at most halve the update (no superlinear speed-up: one
+    optimizer step per RL step, as verl's launch makes)."""
+    rl = ["--rl", "grpo", "--steps", "10", "--method", "full", "--rollout-util", "0.85", "--rollout-tp", "8",
+          "--ref-offload", "--grad-ckpt", "--micro-batch", "4"]
     upd = {}
-    for gpus in (32, 64):
-        rc, doc = _run(capsys, ["plan", "Qwen3-235B-A22B", *common, "--gpus", str(gpus), "--gpu", "H100", "--json"])
-        (p,) = [x for x in doc["plans"] if x["instance_type"] == "generic-8xH100"]
-        rc, mem = _run(capsys, ["memory", "Qwen3-235B-A22B", *common, "--gpus", str(gpus), "--gpu", "H100", "--json"])
-        assert mem["rl"]["speed"]["update_seconds"] == pytest.approx(p["rl"]["speed"]["update_seconds"], rel=0.01)
-        assert mem["rl"]["speed"]["step_seconds"] == pytest.approx(p["step_seconds"], rel=0.01)
-        upd[gpus] = p["rl"]["speed"]["update_seconds"]
-    assert upd[32] / 2.2 < upd[64] < upd[32]
+    for layout, counts in ((["--strategy", "zero3", "--offload", "all", "--trainer-offload"], (32,)),
+                           (["--strategy", "fsdp", "--offload", "optimizer", "--no-trainer-offload"], (64, 128))):
+        for gpus in counts:
+            common = [*rl, *layout, "--gpus", str(gpus), "--gpu", "H100"]
+            rc, doc = _run(capsys, ["plan", "Qwen3-235B-A22B", *common, "--max-gpus", "128", "--json"])
+            (p,) = [x for x in doc["plans"] if x["instance_type"] == "generic-8xH100"]
+            rc, mem = _run(capsys, ["memory", "Qwen3-235B-A22B", *common, "--json"])
+            assert mem["rl"]["speed"]["update_seconds"] == pytest.approx(p["rl"]["speed"]["update_seconds"], rel=0.01)
+            assert mem["rl"]["speed"]["step_seconds"] == pytest.approx(p["step_seconds"], rel=0.01)
+            upd[gpus] = p["rl"]["speed"]["update_seconds"]
+    assert upd[64] / 2.2 < upd[128] < upd[64]
 
 
 def test_plan_searches_rollout_tp_and_trainer_offload(capsys):
@@ -136,6 +161,10 @@ def test_plan_searches_rollout_tp_and_trainer_offload(capsys):
     assert rc == 0 and doc["plans"]
     p = doc["plans"][0]
     assert p["rl"]["rollout_tp"] > 1 and p["rl"]["trainer_offload"] is True
+    # verl writes its FSDP offload and the trainer offload as the same keys: never both in one plan
+    rc, verl = _run(capsys, base + ["--rl-framework", "verl", "--num-generations", "8", "--gpus", "64"])
+    assert verl["plans"] and all(not (x["rl"]["trainer_offload"] and x["workload"]["offload"] != "none")
+                                 for x in verl["plans"])
     for tp, off in ((8, False), (4, True)):
         rc, pinned = _run(capsys, base + ["--rollout-tp", str(tp), "--trainer-offload" if off else "--no-trainer-offload"])
         assert all(x["rl"]["rollout_tp"] == tp and x["rl"]["trainer_offload"] is off for x in pinned["plans"])

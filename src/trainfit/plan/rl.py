@@ -45,12 +45,13 @@ MAX_RL_MICRO_BATCH = 16
 RL_SEARCHED = ("rollout_tp", "trainer_offload")
 
 
-def rl_strategies(framework: str | None, gpus: int) -> tuple[tuple[str, str], ...]:
-    """(strategy, offload) candidates that ``framework``'s launch writer expresses, fastest first."""
+def rl_strategies(framework: str | None, gpus: int, algo: str | None = None) -> tuple[tuple[str, str], ...]:
+    """(strategy, offload) candidates that ``framework``'s launch writer expresses, fastest first. DPO has only
+    ms-swift's writer (verl has no offline DPO trainer), so no FSDP."""
+    if framework == "ms-swift" or (framework is None and algo == "dpo"):
+        return _SWIFT_SINGLE if gpus == 1 else _SWIFT_MULTI
     if framework == "verl":
         return _VERL
-    if framework == "ms-swift":
-        return _SWIFT_SINGLE if gpus == 1 else _SWIFT_MULTI
     return _ANY_SINGLE if gpus == 1 else _ANY_MULTI
 
 
@@ -81,8 +82,19 @@ def check_rl_request(req: Any) -> None:
         raise PlanError("RL launch files run data-parallel trainers (verl FSDP, ms-swift DeepSpeed); "
                         + ", ".join(f"--{k} {v}" for k, v in par.items()) + " does not map",
                         fix="drop --tp/--pp/--ep/--cp for --rl")
+    if (rl.trainer_offload and req.pins.get("offload", "none") != "none" and "trainer_offload" not in
+            getattr(req, "rl_searched", frozenset()) and (rl.rl_framework == "verl" or req.pins.get("strategy") == "fsdp")):
+        raise PlanError(f"verl writes --trainer-offload and --offload {req.pins['offload']} both as its FSDP "
+                        "param_offload/optimizer_offload: the launch file cannot tell them apart",
+                        fix="drop --offload (verl's offload is --trainer-offload), or drop --trainer-offload")
+    if req.pins.get("strategy") is not None and req.pins.get("offload") is not None:
+        pairs = set(rl_strategies(rl.rl_framework, 2, rl.algo)) | set(rl_strategies(rl.rl_framework, 1, rl.algo))
+        if (req.pins["strategy"], req.pins["offload"]) not in pairs:
+            raise PlanError(f"--strategy {req.pins['strategy']} with --offload {req.pins['offload']} has no RL launch "
+                            f"file for {rl.rl_framework or 'verl or ms-swift'}",
+                            fix="use one of " + ", ".join(f"--strategy {a} --offload {b}" for a, b in sorted(pairs)))
     if req.pins.get("strategy") is not None:
-        allowed = {s for s, _ in rl_strategies(rl.rl_framework, 2)} | {s for s, _ in rl_strategies(rl.rl_framework, 1)}
+        allowed = {s for s, _ in rl_strategies(rl.rl_framework, 2, rl.algo) + rl_strategies(rl.rl_framework, 1, rl.algo)}
         if req.pins["strategy"] not in allowed:
             raise PlanError(f"--strategy {req.pins['strategy']} has no launch file for "
                             f"{rl.rl_framework or 'verl or ms-swift'}",
@@ -94,7 +106,7 @@ def rl_configs(req: Any, gpn: int, nodes: int) -> list[Workload]:
     rl = req.rl
     gpus = gpn * nodes
     pins = req.pins
-    strategies = rl_strategies(rl.rl_framework, gpus)
+    strategies = rl_strategies(rl.rl_framework, gpus, rl.algo)
     if "strategy" in pins:
         strategies = tuple(p for p in strategies if p[0] == pins["strategy"])
     if "offload" in pins:
@@ -261,9 +273,12 @@ def evaluate_rl_layout(req: Any, *, inst: Any, gpu: Any, gpn: int, nodes: int, u
 
 def _evaluate_rl_setting(req: Any, rl: Any, *, inst: Any, gpu: Any, gpn: int, nodes: int, usable: float, miss: Any,
                          rule_warnings: tuple[str, ...]) -> Plan | None:
-    """The plan of one RL setting on one node layout: trainer candidates fastest first; the first that fits is
-    kept with the largest micro-batch that fits."""
+    """The plan of one RL setting on one node layout: every trainer candidate that fits, each with the largest
+    micro-batch that fits, timed; the one that ranks first (:func:`trainfit.plan.rank.score`) is kept."""
+    from trainfit.plan.rank import score
     from trainfit.rl.memory import estimate_rl_memory
+
+    best_plan: tuple[tuple, Plan] | None = None
 
     model = req.model
     limit = usable * (1 - req.memory_margin)
@@ -276,6 +291,10 @@ def _evaluate_rl_setting(req: Any, rl: Any, *, inst: Any, gpu: Any, gpn: int, no
         return e.verdict not in ("oom", "tight")
 
     for wl in rl_configs(req, gpn, nodes):
+        if rl.trainer_offload and wl.strategy == "fsdp" and wl.offload != "none":
+            # verl writes both as fsdp_config.param_offload/optimizer_offload: the file cannot tell them apart and
+            # reads back as the trainer offload alone (rl/launch.py parse_verl), so that is the one candidate
+            continue
         cap = req.pins.get("micro_batch")
         if cap is None:
             cap = max(1, min(MAX_RL_MICRO_BATCH, math.ceil(rl.seqs_per_step / wl.dp)))
@@ -311,8 +330,10 @@ def _evaluate_rl_setting(req: Any, rl: Any, *, inst: Any, gpu: Any, gpn: int, no
         if p is None:
             miss.other = ("spot-infeasible", "spot interruptions come faster than checkpoints save the work",
                           "drop --spot or use fewer nodes", ({"spot": False},))
-        return p
-    return None
+            continue
+        if best_plan is None or score(req, p) < best_plan[0]:
+            best_plan = (score(req, p), p)
+    return best_plan[1] if best_plan else None
 
 
 def _kv_fix_options(req: Any, w: Workload, rl: Any, gpn: int, usable: float, inst: Any) -> tuple[dict[str, Any], ...]:

@@ -3,7 +3,8 @@
 * :mod:`trainfit.rl.config`: :class:`RLConfig` and the documented defaults of verl, OpenRLHF, TRL,
   ms-swift and ChatLearn;
 * :mod:`trainfit.rl.memory`: per-phase memory (rollout, train, sync), KV pool and concurrent sequences;
-* :mod:`trainfit.rl.speed`: rollout tokens/s, policy-update time and the step-time split;
+* :mod:`trainfit.rl.speed`: rollout tokens/s, policy-update time and the step-time split (``rl_step_speed``: the
+  one step time of ``memory --rl``, ``plan --rl`` and ``render --rl``, on the GPU's node);
 * :mod:`trainfit.rl.launch`: verl / ms-swift command writers and readers;
 * :mod:`trainfit.rl.lint`: known OOM patterns of RL launch settings;
 * :mod:`trainfit.rl.report`: ``rl_report(...)``, memory + speed + hours as one dict (for the service layer).

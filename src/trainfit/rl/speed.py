@@ -8,9 +8,14 @@ passes, weight sync and sleep/offload transfers.
   capped by the sequences each engine gets and ``max_num_seqs``; the average context is prompt +
   response / 2. Tokens/s = engines x B / t.
 * **Prefill**: prompt tokens x 2 x active params / tp at the same compute efficiency.
-* **Update**: :func:`estimate_speed` of the policy workload at prompt + response length; the step's
-  sequences x length / its tokens/s. Forward-only passes (reference, old-policy log-probs, critic values)
-  cost a third of a forward+backward (a quarter with recomputation).
+* **Update**: :func:`estimate_speed` of the policy workload at prompt + response length (an FSDP / verl update
+  accumulates the whole step into one optimizer step, as verl's launch sets ``ppo_mini_batch_size``); the
+  step's sequences x length / its tokens/s. Forward-only passes (reference, old-policy log-probs, critic
+  values) cost a third of a forward+backward (a quarter with recomputation), without the CPU optimizer step.
+
+:func:`rl_step_speed` is the one entry point every command uses: it builds the speed model's hardware from the
+catalog GPU and its node (the instance type, else the GPU's generic node template), so ``memory --rl``,
+``plan --rl`` and ``render --rl`` give one step time for one set of settings.
 * **Sync**: engine weights copied device-to-device at half the memory bandwidth, plus host transfers
   (engine sleep level 1 moves its weights to host and back; trainer offload moves its states) over PCIe.
 
