@@ -120,6 +120,8 @@ def test_plan_view_appears_under_a_second(page, server):
     assert str(len(expected["rejected"])) in page.inner_text("#rejected-box summary")
     first = rows.nth(0).locator("td").nth(1).inner_text()
     assert first == (expected["plans"][0]["instance_type"] or "–")
+    hours = expected["plans"][0]["intervals"]["hours"]  # the p10-p90 range next to the figure
+    assert f"{hours['p10']:,.1f}" in rows.nth(0).locator("td").nth(8).inner_text().replace("\n", " ")
     metric = page.input_value("#y-metric")
     priced = [p["cost"] is not None for p in expected["plans"]]
     assert metric == ("cost" if all(priced) else "gpu_hours")
