@@ -138,8 +138,12 @@ def test_plan_files_without_intervals_still_read_and_bad_ones_are_refused():
     old["fit"] = {k: v for k, v in d["fit"].items() if k != "oom_probability"}
     p = Plan.from_dict(old)
     assert p.speed_interval is None and p.fit.oom_probability is None and "hours" not in p.intervals()
+    for p_oom in ("x", 1.5, float("nan"), True):
+        with pytest.raises(PlanFileError):
+            Plan.from_dict({**d, "fit": {**d["fit"], "oom_probability": p_oom}})
     for bad in ({"p10": 2.0, "p50": 1.0, "p90": 1.5, "group": "x", "rows": 1, "sources": 1}, "fast",
-                {"p10": float("nan"), "p50": 1.0, "p90": 1.5, "group": "x", "rows": 1, "sources": 1}):
+                {"p10": float("nan"), "p50": 1.0, "p90": 1.5, "group": "x", "rows": 1, "sources": 1},
+                {**d["speed_interval"], "note": "x\nrm -rf /"}, {**d["speed_interval"], "group": 7}):
         with pytest.raises(PlanFileError):
             Plan.from_dict({**d, "speed_interval": bad})
 
