@@ -150,7 +150,7 @@ def rl_plan(model: ModelShape, wl: Workload, rl: Any, est: Any, *, gpu: Any, usa
     fit = decide_fit(mem, usable_gib=usable, gpus_per_node=gpus_per_node,
                      host_ram_gib=getattr(inst, "ram_gib", None), margin=margin)
     if est.max_concurrent_seqs is not None and est.max_concurrent_seqs < 1:
-        fit = replace(fit, verdict="oom", gpu_verdict="oom",
+        fit = replace(fit, verdict="oom", gpu_verdict="oom", oom_probability=1.0,
                       reasons=fit.reasons + (f"the KV pool holds no {rl.seq_len}-token sequence",))
     warnings = list(rule_warnings[:1]) + list(fit.reasons) + list(est.warnings) + list(rule_warnings[1:])
     notes: list[str] = []
