@@ -273,7 +273,8 @@ def main(argv: list[str] | None = None) -> int:
     res = run()
     PACKAGED.parent.mkdir(parents=True, exist_ok=True)
     PACKAGED.write_text(json.dumps(res["packaged"], indent=1) + "\n", encoding="utf-8")
-    U.load_data.cache_clear()
+    for f in (U.load_data, U.memory_interval, U._speed_interval_of):
+        f.cache_clear()
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(res, indent=1) + "\n", encoding="utf-8")
     md = markdown(res)

@@ -138,8 +138,12 @@ def test_plan_files_without_intervals_still_read_and_bad_ones_are_refused():
     old["fit"] = {k: v for k, v in d["fit"].items() if k != "oom_probability"}
     p = Plan.from_dict(old)
     assert p.speed_interval is None and p.fit.oom_probability is None and "hours" not in p.intervals()
+    for p_oom in ("x", 1.5, float("nan"), True):
+        with pytest.raises(PlanFileError):
+            Plan.from_dict({**d, "fit": {**d["fit"], "oom_probability": p_oom}})
     for bad in ({"p10": 2.0, "p50": 1.0, "p90": 1.5, "group": "x", "rows": 1, "sources": 1}, "fast",
-                {"p10": float("nan"), "p50": 1.0, "p90": 1.5, "group": "x", "rows": 1, "sources": 1}):
+                {"p10": float("nan"), "p50": 1.0, "p90": 1.5, "group": "x", "rows": 1, "sources": 1},
+                {**d["speed_interval"], "note": "x\nrm -rf /"}, {**d["speed_interval"], "group": 7}):
         with pytest.raises(PlanFileError):
             Plan.from_dict({**d, "speed_interval": bad})
 
@@ -203,3 +207,17 @@ def test_plan_table_shows_ranges_and_the_legend(capsys):
     out = capsys.readouterr().out
     assert "(p10–p90): 80 % prediction interval" in out
     assert out.count("–") >= 6  # ranges in the rows
+
+
+def test_render_header_and_check_carry_the_ranges(tmp_path):
+    from trainfit.service import check_file, render_plan, write_rendered
+
+    p = _plan()
+    paths = write_rendered(render_plan(p, targets="torchrun"), tmp_path)
+    text = next(x for x in paths if x.name == "launch.sh").read_text()
+    iv = p.intervals()
+    assert f"tokens/s (p10-p90 {iv['tokens_per_s']['p10']:,.0f}-{iv['tokens_per_s']['p90']:,.0f})" in text
+    assert "P(OOM)" in text and "h (p10-p90" in text
+    res = check_file(next(x for x in paths if x.name == "launch.sh"))
+    note = [n for n in res.notes if n.startswith("memory:")]
+    assert note and "p10-p90" in note[0] and "P(OOM)" in note[0]

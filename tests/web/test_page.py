@@ -142,6 +142,8 @@ def test_plan_view_appears_under_a_second(page, server):
         npoints = page.evaluate("Chart.getChart('pareto').data.datasets.map(d => d.data.length)")
         assert npoints[1] == sum(1 for p in expected["plans"] if p["hours"] is not None and p["cost"] is not None)
         page.select_option("#y-metric", "gpu_hours")
+    hours = expected["plans"][0]["intervals"]["hours"]  # the p10-p90 range next to the figure
+    assert f"{hours['p10']:,.1f}" in rows.nth(0).locator("td").nth(8).inner_text().replace("\n", " ")
     box = page.locator("#plan-view").bounding_box()
     page.screenshot(path=str(SHOTS / "web-plan.png"), full_page=True,
                     clip={"x": box["x"], "y": box["y"], "width": box["width"], "height": min(box["height"], 1150)})

@@ -86,6 +86,9 @@ class FitDecision:
 
     @classmethod
     def from_dict(cls, d: dict) -> "FitDecision":
+        p = d.get("oom_probability")
+        if p is not None and (isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0):
+            raise ValueError("oom_probability must be a probability (a number from 0 to 1) or null")
         return cls(**{**d, "reasons": tuple(d.get("reasons") or ())})
 
 

@@ -56,7 +56,9 @@ def parallelism(workload: Any) -> str:
     or Megatron's distributed optimizer, ``shard`` = ZeRO-3/FSDP) plus ``+tp``, ``+pp``, ``+ep``, ``+cp``."""
     s = workload.strategy
     base = "dp" if s == "ddp" else ("shard" if s in ("zero3", "fsdp") else "zero")
-    return base + "".join(f"+{n}" for n in ("tp", "pp", "ep", "cp") if getattr(workload, n, 1) > 1)
+    w = workload
+    return base + ("+tp" if w.tp > 1 else "") + ("+pp" if w.pp > 1 else "") + ("+ep" if w.ep > 1 else "") + (
+        "+cp" if w.cp > 1 else "")
 
 
 def speed_regime(model: Any, workload: Any, framework: str | None) -> dict[str, str]:
@@ -160,12 +162,18 @@ def interval_from_groups(regime: dict[str, str], groups: dict[str, dict], domain
 
 def speed_interval(model: Any, workload: Any, framework: str | None) -> Interval:
     """The interval of measured / predicted tokens/s for a workload under an engine (``--framework``)."""
+    return _speed_interval_of(tuple(speed_regime(model, workload, framework).items()))
+
+
+@lru_cache(maxsize=1024)
+def _speed_interval_of(regime: tuple[tuple[str, str], ...]) -> Interval:
     d = load_data()["speed"]
-    return interval_from_groups(speed_regime(model, workload, framework), d["groups"], d["domain"],
+    return interval_from_groups(dict(regime), d["groups"], d["domain"],
                                 min_rows=d["min_rows"], min_sources=d["min_sources"], widen=d.get("widen", 1.0),
                                 widen_out=d.get("widen_out_of_domain", OUT_OF_DOMAIN_WIDENING))
 
 
+@lru_cache(maxsize=1)
 def memory_interval() -> Interval:
     """The interval of measured / predicted ``reserved_gib`` (one pooled group: the fit corpus's stated-memory
     reports come from too few sources to split by regime)."""

@@ -164,7 +164,7 @@ def rl_plan(model: ModelShape, wl: Workload, rl: Any, est: Any, *, gpu: Any, usa
     fit = decide_fit(mem, usable_gib=usable, gpus_per_node=gpus_per_node,
                      host_ram_gib=getattr(inst, "ram_gib", None), margin=margin)
     if est.kv_shortfall is not None:
-        fit = replace(fit, verdict="oom", gpu_verdict="oom",
+        fit = replace(fit, verdict="oom", gpu_verdict="oom", oom_probability=1.0,
                       reasons=fit.reasons + (f"{est.kv_shortfall[0]}: {est.kv_shortfall[1]}",))
     warnings = list(rule_warnings[:1]) + list(fit.reasons) + list(est.warnings) + list(rule_warnings[1:])
     notes: list[str] = []

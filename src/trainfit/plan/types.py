@@ -389,6 +389,10 @@ def _speed_interval(d: Any) -> dict | None:
         inputs.as_float(f"speed_interval.{k}", getattr(iv, k), lo=1e-6, hi=1e6)
     if not iv.p10 <= iv.p50 <= iv.p90:
         raise ValueError("speed_interval quantiles out of order")
+    for k in ("group", "note"):  # printed into job file headers: one line of printable text
+        v = d.get(k, "")
+        if not isinstance(v, str) or len(v) > 400 or not v.isprintable():
+            raise ValueError(f"speed_interval.{k} must be one line of text")
     return iv.to_dict()
 
 
