@@ -85,11 +85,13 @@ def test_time_and_cost_invert_the_speed_ratio():
     assert h["p10"] == 80.0 and h["p90"] == 200.0  # slow end of speed = long end of time
 
 
-def test_oom_probability_grows_with_the_need_and_is_half_at_the_median():
-    mi = U.memory_interval()
-    ps = [U.oom_probability(r, 80.0) for r in (40.0, 60.0, 70.0, 76.0, 80.0, 90.0)]
+def test_oom_probability_grows_with_the_need_and_is_half_at_the_fitted_location():
+    fit = U.load_data()["memory"]["oom"]
+    ps = [U.oom_probability(r, 80.0) for r in (40.0, 60.0, 70.0, 76.0, 80.0, 90.0, 100.0)]
     assert ps == sorted(ps) and ps[0] < 0.05 and ps[-1] > 0.5
-    assert math.isclose(U.oom_probability(80.0 / mi.p50, 80.0), 0.5, abs_tol=1e-9)
+    # even odds where the prediction is exp(mu) x the usable memory, mu fitted to the reports' outcomes
+    assert math.isclose(U.oom_probability(80.0 * math.exp(fit["mu"]), 80.0), 0.5, abs_tol=1e-9)
+    assert fit["oom_reports"] >= 1 and 0 < fit["sigma"] < 1
     # releasable cache counts as room, as in decide_fit
     assert U.oom_probability(78.0, 80.0, releasable_gib=10.0) < U.oom_probability(78.0, 80.0)
 

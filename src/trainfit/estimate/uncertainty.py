@@ -183,16 +183,23 @@ def memory_interval() -> Interval:
 
 
 def oom_probability(reserved_gib: float, usable_gib: float, releasable_gib: float = 0.0) -> float:
-    """Calibrated probability that a job predicted at ``reserved_gib`` needs more than ``usable_gib`` (plus the
-    releasable cache the allocator gives back before failing): a log-normal spread of measured / predicted with
-    the memory interval's p50 and its p10-p90 width."""
-    iv = memory_interval()
-    mu = math.log(iv.p50)
-    sigma = max(1e-6, (math.log(iv.p90) - math.log(iv.p10)) / (2 * _Z90))
+    """Calibrated probability that a job predicted at ``reserved_gib`` fails for GPU memory on ``usable_gib``
+    (plus the releasable cache the allocator gives back before failing): Phi((ln(reserved / capacity) - mu) /
+    sigma), sigma the memory interval's spread, mu fitted to the outcomes (ran / OOM) of the fit corpus's
+    calibration reports (the data file's ``memory.oom``, benchmarks/intervals.py). A data file without it falls
+    back to the memory interval alone (even odds where the prediction times its median ratio meets the card)."""
     if reserved_gib <= 0:
         return 0.0
-    z = (math.log((usable_gib + releasable_gib) / reserved_gib) - mu) / sigma
-    return 0.5 * math.erfc(z / math.sqrt(2))
+    d = load_data()["memory"]
+    iv = memory_interval()
+    sigma = max(1e-6, (math.log(iv.p90) - math.log(iv.p10)) / (2 * _Z90))
+    fit = d.get("oom")
+    if fit:
+        mu, sigma = float(fit["mu"]), float(fit["sigma"])
+    else:
+        mu = -math.log(iv.p50)
+    z = (math.log(reserved_gib / (usable_gib + releasable_gib)) - mu) / sigma
+    return 0.5 * math.erfc(-z / math.sqrt(2))
 
 
 def memory_range(reserved_gib: float) -> dict[str, float] | None:
