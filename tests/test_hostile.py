@@ -492,3 +492,140 @@ def test_deepspeed_config_against_deepspeeds_schema(tmp_path, capsys, cfg, sever
     hits = [v for v in (found.get("findings") or found.get("violations")) if v["rule"] == "deepspeed-config"]
     assert any(v["severity"] == severity and word in v["message"] for v in hits), found
     assert "no problems" not in out
+
+
+# ------------------------------------------------------------------------------------- 5. watch
+
+import signal  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+
+SRC = str(Path(__file__).resolve().parent.parent / "src")
+#: A trainer that starts a worker in its own session (setsid), writes the worker's pid, then sleeps or exits.
+SETSID_TRAINER = r"""
+import os, subprocess, sys, time
+w = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"], start_new_session=True)
+open(sys.argv[1] + ".tmp", "w").write(str(w.pid)); os.replace(sys.argv[1] + ".tmp", sys.argv[1])
+time.sleep(float(sys.argv[2]))
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _watch_setsid(tmp_path: Path, sleep: str) -> tuple[subprocess.Popen, int]:
+    pidfile = tmp_path / "worker.pid"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINFIT_")}
+    env["PYTHONPATH"] = SRC
+    w = subprocess.Popen([sys.executable, "-m", "trainfit.cli", "watch", "--stop-file", str(tmp_path / "stop"),
+                          "--", sys.executable, "-c", SETSID_TRAINER, str(pidfile), sleep],
+                         env=env, stderr=subprocess.DEVNULL)
+    t0 = time.time()
+    while not pidfile.exists():
+        assert time.time() - t0 < 60, "the trainer never started its worker"
+        time.sleep(0.05)
+    return w, int(pidfile.read_text())
+
+
+def _gone_within(pid: int, seconds: float) -> bool:
+    t0 = time.time()
+    while time.time() - t0 < seconds:
+        if not _alive(pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="subreaper and /proc are Linux")
+def test_watch_stops_a_worker_that_called_setsid(tmp_path):
+    w, worker = _watch_setsid(tmp_path, "0.5")
+    try:
+        w.wait(timeout=60)
+        assert _gone_within(worker, 10), "the setsid worker outlived watch"
+    finally:
+        try:
+            os.kill(worker, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="subreaper and /proc are Linux")
+def test_kill_9_of_watch_takes_the_grandchildren_with_it(tmp_path):
+    w, worker = _watch_setsid(tmp_path, "300")
+    try:
+        time.sleep(1.0)  # watch tracks the worker (it scans every 0.5 s)
+        w.kill()
+        w.wait(timeout=10)
+        assert _gone_within(worker, 10), "a grandchild survived kill -9 of watch"
+    finally:
+        try:
+            os.kill(worker, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+@pytest.mark.parametrize("opt", ["--poll-seconds", "--kill-grace-seconds", "--lead-seconds", "--margin-seconds"])
+@pytest.mark.parametrize("value", ["nan", "inf", "-1", "1e9"])
+def test_watch_durations_are_finite(capsys, opt, value):
+    rc, _, err = run(capsys, "watch", opt, value, "--", "true")
+    assert rc == 2 and opt in err and "Traceback" not in err
+
+
+def test_watch_config_refuses_nan_and_inf():
+    from trainfit.errors import WatchError
+    from trainfit.watch.runner import WatchConfig
+
+    for bad in (float("nan"), float("inf")):
+        with pytest.raises(WatchError, match="finite"):
+            WatchConfig(command=("true",), kill_grace_seconds=bad)
+        with pytest.raises(WatchError, match="finite"):
+            WatchConfig(command=("true",), poll_seconds=bad)
+
+
+def test_fifo_notice_file_does_not_hang(tmp_path):
+    from trainfit.watch.notice import FilePoller
+
+    fifo = tmp_path / "notice"
+    os.mkfifo(fifo)
+    t = time.monotonic()
+    notice = FilePoller(str(fifo), lead_seconds=60).poll()
+    assert time.monotonic() - t < 2 and notice is not None  # its appearance is the notice; it is never read
+
+
+def test_trickling_metadata_server_cannot_hang_watch():
+    import socket
+    import threading
+
+    from trainfit.watch.notice import MetadataPoller, custom_source
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+    stop = threading.Event()
+
+    def trickle():
+        conn, _ = srv.accept()
+        conn.recv(4096)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n")
+        while not stop.is_set():
+            try:
+                conn.sendall(b"x")
+            except OSError:
+                break
+            time.sleep(0.1)
+        conn.close()
+
+    threading.Thread(target=trickle, daemon=True).start()
+    poller = MetadataPoller(custom_source(f"http://127.0.0.1:{srv.getsockname()[1]}/"), lead_seconds=60,
+                            timeout_s=0.5)
+    t = time.monotonic()
+    assert poller.poll() is None
+    assert time.monotonic() - t < 3
+    stop.set()
+    srv.close()
