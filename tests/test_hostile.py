@@ -629,3 +629,77 @@ def test_trickling_metadata_server_cannot_hang_watch():
     assert time.monotonic() - t < 3
     stop.set()
     srv.close()
+
+
+# ------------------------------------------------------------------------------------- 6. resume
+
+def _saved(cp: Path, step: int) -> Path:
+    from trainfit.watch import checkpoint as ck
+
+    cp.mkdir(parents=True, exist_ok=True)
+    ck.mark_saving(cp, step=step)
+    (cp / "model.safetensors").write_bytes(b"w" * 128)
+    (cp / "trainer_state.json").write_text("{}")
+    ck.mark_complete(cp, step=step)
+    return cp
+
+
+def test_resume_picks_the_newest_complete_checkpoint(tmp_path):
+    from trainfit.watch import checkpoint as ck
+
+    _saved(tmp_path / "checkpoint-10", 10)
+    _saved(tmp_path / "checkpoint-20", 20)
+    assert ck.latest_complete_checkpoint(tmp_path) == tmp_path / "checkpoint-20"
+
+
+def test_a_resave_killed_midway_is_not_complete(tmp_path):
+    from trainfit.watch import checkpoint as ck
+
+    _saved(tmp_path / "checkpoint-10", 10)
+    cp = _saved(tmp_path / "checkpoint-20", 20)
+    ck.mark_saving(cp, step=20)  # the same step saved again (a resumed run), killed before it completed
+    (cp / "model.safetensors").write_bytes(b"w" * 7)
+    assert ck.latest_complete_checkpoint(tmp_path) == tmp_path / "checkpoint-10"
+
+
+@pytest.mark.parametrize("tamper", [
+    lambda cp: (cp / "trainfit-complete.json").write_text("{}"),
+    lambda cp: (cp / "trainfit-complete.json").write_text(json.dumps({"step": 99, "files": {"model.safetensors": 128}})),
+    lambda cp: (cp / "trainfit-complete.json").write_text(json.dumps({"step": 20})),
+    lambda cp: (cp / "model.safetensors").unlink(),
+    lambda cp: (cp / "model.safetensors").write_bytes(b"short"),
+    lambda cp: (cp / "trainfit-complete.json").write_text(json.dumps({"step": 20, "files": {"notes.txt": 0}})),
+    lambda cp: (cp / "trainfit-complete.json").write_text(
+        json.dumps({"step": 20, "files": {"../checkpoint-10/model.safetensors": 128}})),
+    lambda cp: (cp / "trainfit-complete.json").write_text(json.dumps({"step": True, "files": {"x.bin": 1}})),
+])
+def test_tampered_or_partial_markers_are_not_complete(tmp_path, tamper):
+    from trainfit.watch import checkpoint as ck
+
+    _saved(tmp_path / "checkpoint-10", 10)
+    cp = _saved(tmp_path / "checkpoint-20", 20)
+    tamper(cp)
+    assert ck.latest_complete_checkpoint(tmp_path) == tmp_path / "checkpoint-10"
+
+
+def test_links_out_of_the_run_folder_are_not_complete(tmp_path):
+    from trainfit.watch import checkpoint as ck
+
+    run_dir = tmp_path / "run"
+    _saved(run_dir / "checkpoint-10", 10)
+    outside = _saved(tmp_path / "elsewhere" / "checkpoint-30", 30)
+    (run_dir / "checkpoint-30").symlink_to(outside)
+    cp = _saved(run_dir / "checkpoint-20", 20)
+    (cp / "model.safetensors").unlink()
+    (cp / "model.safetensors").symlink_to(outside / "model.safetensors")
+    assert ck.latest_complete_checkpoint(run_dir) == run_dir / "checkpoint-10"
+
+
+def test_a_fifo_marker_does_not_hang_resume(tmp_path):
+    from trainfit.watch import checkpoint as ck
+
+    cp = tmp_path / "checkpoint-5"
+    cp.mkdir()
+    os.mkfifo(cp / "trainfit-complete.json")
+    t = time.monotonic()
+    assert ck.latest_complete_checkpoint(tmp_path) is None and time.monotonic() - t < 2
