@@ -703,3 +703,70 @@ def test_a_fifo_marker_does_not_hang_resume(tmp_path):
     os.mkfifo(cp / "trainfit-complete.json")
     t = time.monotonic()
     assert ck.latest_complete_checkpoint(tmp_path) is None and time.monotonic() - t < 2
+
+
+# ------------------------------------------------------------------------------------- 7. web
+
+@pytest.fixture(scope="module")
+def web():
+    pytest.importorskip("fastapi")
+    pytest.importorskip("httpx")
+    from fastapi.testclient import TestClient
+
+    from trainfit.web.app import create_app
+
+    with TestClient(create_app(), base_url="http://127.0.0.1:8000", raise_server_exceptions=False) as c:
+        yield c
+
+
+def test_web_lone_surrogate_is_422(web):
+    r = web.post("/api/memory", content=b'{"model": "Qwen3-8B\\ud800", "gpu": "A10"}',
+                 headers={"content-type": "application/json"})
+    assert r.status_code == 422, r.text
+    assert r.json()["error"]["field"] == "model"
+    r = web.post("/api/plan", content=b'{"model": "Qwen3-8B", "tokens": "1B", "region": "\\udc80x"}',
+                 headers={"content-type": "application/json"})
+    assert r.status_code == 422, r.text
+
+
+@pytest.mark.parametrize("host", ["attacker.example", "attacker.example:8000", "127.0.0.1.attacker.example"])
+def test_web_refuses_foreign_host_headers(web, host):
+    r = web.get("/api/catalog", headers={"host": host})
+    assert r.status_code == 421 and "instances" not in r.text
+
+
+def test_web_answers_its_own_hosts(web):
+    for host in ("127.0.0.1:8000", "localhost:8000", "[::1]:8000"):
+        assert web.get("/api/models", headers={"host": host}).status_code == 200
+
+
+@pytest.mark.parametrize("headers", [{"origin": "https://attacker.example"}, {"origin": "null"},
+                                     {"sec-fetch-site": "cross-site"}])
+def test_web_check_refuses_cross_origin_posts(web, headers):
+    r = web.post("/api/check", files={"file": ("job.sh", b"torchrun --nproc_per_node 8 x.py")}, headers=headers)
+    assert r.status_code == 403
+
+
+def test_web_check_accepts_same_origin_posts(web):
+    r = web.post("/api/check", files={"file": ("job.sh", b"torchrun --nproc_per_node 8 x.py")},
+                 headers={"origin": "http://127.0.0.1:8000", "sec-fetch-site": "same-origin"})
+    assert r.status_code == 200, r.text
+
+
+def test_web_errors_show_no_server_paths(monkeypatch, tmp_path):
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from trainfit.catalog import _store
+    from trainfit.web.app import create_app
+
+    overlay = tmp_path / "secret-home" / "overlay.yaml"
+    overlay.parent.mkdir()
+    overlay.write_text("instances: [1, 2\n")
+    monkeypatch.setenv("TRAINFIT_CATALOG_OVERLAY", str(overlay))
+    _store.reset_cache()
+    with TestClient(create_app(), base_url="http://127.0.0.1", raise_server_exceptions=False) as c:
+        r = c.post("/api/plan", json={"model": "Qwen3-8B", "tokens": "1B"})
+    assert r.status_code == 422, r.text
+    assert str(tmp_path) not in r.text and "secret-home" not in r.text
+    assert "overlay.yaml" in r.text
