@@ -8,7 +8,7 @@ exactly) and carry :data:`PLAN_SCHEMA`; a file with another schema is a clear :c
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
 from trainfit.errors import PlanFileError, TrainfitError

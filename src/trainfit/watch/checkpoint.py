@@ -27,7 +27,7 @@ import stat
 import time
 from pathlib import Path
 
-from trainfit.watch.protocol import RESUME_ENV, read_json, write_json_atomic
+from trainfit.watch.protocol import RESUME_ENV, write_json_atomic
 
 COMPLETE_MARKER = "trainfit-complete.json"
 SAVING_MARKER = "trainfit-saving.json"
