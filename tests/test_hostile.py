@@ -492,3 +492,281 @@ def test_deepspeed_config_against_deepspeeds_schema(tmp_path, capsys, cfg, sever
     hits = [v for v in (found.get("findings") or found.get("violations")) if v["rule"] == "deepspeed-config"]
     assert any(v["severity"] == severity and word in v["message"] for v in hits), found
     assert "no problems" not in out
+
+
+# ------------------------------------------------------------------------------------- 5. watch
+
+import signal  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+
+SRC = str(Path(__file__).resolve().parent.parent / "src")
+#: A trainer that starts a worker in its own session (setsid), writes the worker's pid, then sleeps or exits.
+SETSID_TRAINER = r"""
+import os, subprocess, sys, time
+w = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"], start_new_session=True)
+open(sys.argv[1] + ".tmp", "w").write(str(w.pid)); os.replace(sys.argv[1] + ".tmp", sys.argv[1])
+time.sleep(float(sys.argv[2]))
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _watch_setsid(tmp_path: Path, sleep: str) -> tuple[subprocess.Popen, int]:
+    pidfile = tmp_path / "worker.pid"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINFIT_")}
+    env["PYTHONPATH"] = SRC
+    w = subprocess.Popen([sys.executable, "-m", "trainfit.cli", "watch", "--stop-file", str(tmp_path / "stop"),
+                          "--", sys.executable, "-c", SETSID_TRAINER, str(pidfile), sleep],
+                         env=env, stderr=subprocess.DEVNULL)
+    t0 = time.time()
+    while not pidfile.exists():
+        assert time.time() - t0 < 60, "the trainer never started its worker"
+        time.sleep(0.05)
+    return w, int(pidfile.read_text())
+
+
+def _gone_within(pid: int, seconds: float) -> bool:
+    t0 = time.time()
+    while time.time() - t0 < seconds:
+        if not _alive(pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="subreaper and /proc are Linux")
+def test_watch_stops_a_worker_that_called_setsid(tmp_path):
+    w, worker = _watch_setsid(tmp_path, "0.5")
+    try:
+        w.wait(timeout=60)
+        assert _gone_within(worker, 10), "the setsid worker outlived watch"
+    finally:
+        try:
+            os.kill(worker, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="subreaper and /proc are Linux")
+def test_kill_9_of_watch_takes_the_grandchildren_with_it(tmp_path):
+    w, worker = _watch_setsid(tmp_path, "300")
+    try:
+        time.sleep(1.0)  # watch tracks the worker (it scans every 0.5 s)
+        w.kill()
+        w.wait(timeout=10)
+        assert _gone_within(worker, 10), "a grandchild survived kill -9 of watch"
+    finally:
+        try:
+            os.kill(worker, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+@pytest.mark.parametrize("opt", ["--poll-seconds", "--kill-grace-seconds", "--lead-seconds", "--margin-seconds"])
+@pytest.mark.parametrize("value", ["nan", "inf", "-1", "1e9"])
+def test_watch_durations_are_finite(capsys, opt, value):
+    rc, _, err = run(capsys, "watch", opt, value, "--", "true")
+    assert rc == 2 and opt in err and "Traceback" not in err
+
+
+def test_watch_config_refuses_nan_and_inf():
+    from trainfit.errors import WatchError
+    from trainfit.watch.runner import WatchConfig
+
+    for bad in (float("nan"), float("inf")):
+        with pytest.raises(WatchError, match="finite"):
+            WatchConfig(command=("true",), kill_grace_seconds=bad)
+        with pytest.raises(WatchError, match="finite"):
+            WatchConfig(command=("true",), poll_seconds=bad)
+
+
+def test_fifo_notice_file_does_not_hang(tmp_path):
+    from trainfit.watch.notice import FilePoller
+
+    fifo = tmp_path / "notice"
+    os.mkfifo(fifo)
+    t = time.monotonic()
+    notice = FilePoller(str(fifo), lead_seconds=60).poll()
+    assert time.monotonic() - t < 2 and notice is not None  # its appearance is the notice; it is never read
+
+
+def test_trickling_metadata_server_cannot_hang_watch():
+    import socket
+    import threading
+
+    from trainfit.watch.notice import MetadataPoller, custom_source
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+    stop = threading.Event()
+
+    def trickle():
+        conn, _ = srv.accept()
+        conn.recv(4096)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n")
+        while not stop.is_set():
+            try:
+                conn.sendall(b"x")
+            except OSError:
+                break
+            time.sleep(0.1)
+        conn.close()
+
+    threading.Thread(target=trickle, daemon=True).start()
+    poller = MetadataPoller(custom_source(f"http://127.0.0.1:{srv.getsockname()[1]}/"), lead_seconds=60,
+                            timeout_s=0.5)
+    t = time.monotonic()
+    assert poller.poll() is None
+    assert time.monotonic() - t < 3
+    stop.set()
+    srv.close()
+
+
+# ------------------------------------------------------------------------------------- 6. resume
+
+def _saved(cp: Path, step: int) -> Path:
+    from trainfit.watch import checkpoint as ck
+
+    cp.mkdir(parents=True, exist_ok=True)
+    ck.mark_saving(cp, step=step)
+    (cp / "model.safetensors").write_bytes(b"w" * 128)
+    (cp / "trainer_state.json").write_text("{}")
+    ck.mark_complete(cp, step=step)
+    return cp
+
+
+def test_resume_picks_the_newest_complete_checkpoint(tmp_path):
+    from trainfit.watch import checkpoint as ck
+
+    _saved(tmp_path / "checkpoint-10", 10)
+    _saved(tmp_path / "checkpoint-20", 20)
+    assert ck.latest_complete_checkpoint(tmp_path) == tmp_path / "checkpoint-20"
+
+
+def test_a_resave_killed_midway_is_not_complete(tmp_path):
+    from trainfit.watch import checkpoint as ck
+
+    _saved(tmp_path / "checkpoint-10", 10)
+    cp = _saved(tmp_path / "checkpoint-20", 20)
+    ck.mark_saving(cp, step=20)  # the same step saved again (a resumed run), killed before it completed
+    (cp / "model.safetensors").write_bytes(b"w" * 7)
+    assert ck.latest_complete_checkpoint(tmp_path) == tmp_path / "checkpoint-10"
+
+
+@pytest.mark.parametrize("tamper", [
+    lambda cp: (cp / "trainfit-complete.json").write_text("{}"),
+    lambda cp: (cp / "trainfit-complete.json").write_text(json.dumps({"step": 99, "files": {"model.safetensors": 128}})),
+    lambda cp: (cp / "trainfit-complete.json").write_text(json.dumps({"step": 20})),
+    lambda cp: (cp / "model.safetensors").unlink(),
+    lambda cp: (cp / "model.safetensors").write_bytes(b"short"),
+    lambda cp: (cp / "trainfit-complete.json").write_text(json.dumps({"step": 20, "files": {"notes.txt": 0}})),
+    lambda cp: (cp / "trainfit-complete.json").write_text(
+        json.dumps({"step": 20, "files": {"../checkpoint-10/model.safetensors": 128}})),
+    lambda cp: (cp / "trainfit-complete.json").write_text(json.dumps({"step": True, "files": {"x.bin": 1}})),
+])
+def test_tampered_or_partial_markers_are_not_complete(tmp_path, tamper):
+    from trainfit.watch import checkpoint as ck
+
+    _saved(tmp_path / "checkpoint-10", 10)
+    cp = _saved(tmp_path / "checkpoint-20", 20)
+    tamper(cp)
+    assert ck.latest_complete_checkpoint(tmp_path) == tmp_path / "checkpoint-10"
+
+
+def test_links_out_of_the_run_folder_are_not_complete(tmp_path):
+    from trainfit.watch import checkpoint as ck
+
+    run_dir = tmp_path / "run"
+    _saved(run_dir / "checkpoint-10", 10)
+    outside = _saved(tmp_path / "elsewhere" / "checkpoint-30", 30)
+    (run_dir / "checkpoint-30").symlink_to(outside)
+    cp = _saved(run_dir / "checkpoint-20", 20)
+    (cp / "model.safetensors").unlink()
+    (cp / "model.safetensors").symlink_to(outside / "model.safetensors")
+    assert ck.latest_complete_checkpoint(run_dir) == run_dir / "checkpoint-10"
+
+
+def test_a_fifo_marker_does_not_hang_resume(tmp_path):
+    from trainfit.watch import checkpoint as ck
+
+    cp = tmp_path / "checkpoint-5"
+    cp.mkdir()
+    os.mkfifo(cp / "trainfit-complete.json")
+    t = time.monotonic()
+    assert ck.latest_complete_checkpoint(tmp_path) is None and time.monotonic() - t < 2
+
+
+# ------------------------------------------------------------------------------------- 7. web
+
+@pytest.fixture(scope="module")
+def web():
+    pytest.importorskip("fastapi")
+    pytest.importorskip("httpx")
+    from fastapi.testclient import TestClient
+
+    from trainfit.web.app import create_app
+
+    with TestClient(create_app(), base_url="http://127.0.0.1:8000", raise_server_exceptions=False) as c:
+        yield c
+
+
+def test_web_lone_surrogate_is_422(web):
+    r = web.post("/api/memory", content=b'{"model": "Qwen3-8B\\ud800", "gpu": "A10"}',
+                 headers={"content-type": "application/json"})
+    assert r.status_code == 422, r.text
+    assert r.json()["error"]["field"] == "model"
+    r = web.post("/api/plan", content=b'{"model": "Qwen3-8B", "tokens": "1B", "region": "\\udc80x"}',
+                 headers={"content-type": "application/json"})
+    assert r.status_code == 422, r.text
+
+
+@pytest.mark.parametrize("host", ["attacker.example", "attacker.example:8000", "127.0.0.1.attacker.example"])
+def test_web_refuses_foreign_host_headers(web, host):
+    r = web.get("/api/catalog", headers={"host": host})
+    assert r.status_code == 421 and "instances" not in r.text
+
+
+def test_web_answers_its_own_hosts(web):
+    for host in ("127.0.0.1:8000", "localhost:8000", "[::1]:8000"):
+        assert web.get("/api/models", headers={"host": host}).status_code == 200
+
+
+@pytest.mark.parametrize("headers", [{"origin": "https://attacker.example"}, {"origin": "null"},
+                                     {"sec-fetch-site": "cross-site"}])
+def test_web_check_refuses_cross_origin_posts(web, headers):
+    r = web.post("/api/check", files={"file": ("job.sh", b"torchrun --nproc_per_node 8 x.py")}, headers=headers)
+    assert r.status_code == 403
+
+
+def test_web_check_accepts_same_origin_posts(web):
+    r = web.post("/api/check", files={"file": ("job.sh", b"torchrun --nproc_per_node 8 x.py")},
+                 headers={"origin": "http://127.0.0.1:8000", "sec-fetch-site": "same-origin"})
+    assert r.status_code == 200, r.text
+
+
+def test_web_errors_show_no_server_paths(monkeypatch, tmp_path):
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from trainfit.catalog import _store
+    from trainfit.web.app import create_app
+
+    overlay = tmp_path / "secret-home" / "overlay.yaml"
+    overlay.parent.mkdir()
+    overlay.write_text("instances: [1, 2\n")
+    monkeypatch.setenv("TRAINFIT_CATALOG_OVERLAY", str(overlay))
+    _store.reset_cache()
+    with TestClient(create_app(), base_url="http://127.0.0.1", raise_server_exceptions=False) as c:
+        r = c.post("/api/plan", json={"model": "Qwen3-8B", "tokens": "1B"})
+    assert r.status_code == 422, r.text
+    assert str(tmp_path) not in r.text and "secret-home" not in r.text
+    assert "overlay.yaml" in r.text

@@ -23,7 +23,6 @@ Findings (code: when):
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 from dataclasses import dataclass, field
@@ -31,10 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from trainfit.errors import MetricsError
-from trainfit.watch.metrics import REQUIRED_KEYS
 
 SEVERITIES = ("info", "warning", "critical")
-MAX_METRICS_BYTES = 128 * 2**20
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -130,147 +127,8 @@ class Diagnosis:
 
 
 # --------------------------------------------------------------------------- input
-#: Longest line of a metrics file (a step record is a few hundred bytes).
-MAX_LINE_BYTES = 64 * 1024
-#: Events (non-step records) kept; more are counted, not stored.
-MAX_EVENTS = 100_000
-#: The keys diagnose reads from a record; the rest is dropped while reading, so memory stays a small multiple of
-#: what is used, not of the file.
-_KEYS = ("step", "step_seconds", "data_wait_seconds", "tokens_per_s", "gpu_util", "mfu", "loss", "grad_norm",
-         "max_grad_norm", "mem_reserved_gib", "gpu_mem_gib", "save_steps", "save_seconds", "time_unix", "event",
-         "lines")
-
-
-def _short(p: Any, n: int = 200) -> str:
-    s = str(p)
-    return s if len(s) <= n else s[: n - 3] + "..."
-
-
-def _finite(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and abs(v) < 1e300
-
-
-def _compact(rec: dict[str, Any]) -> dict[str, Any]:
-    """The keys diagnose uses, with numbers kept only when they are numbers (a string, a list or a huge integer
-    where a number belongs is dropped: the record then lacks it). A non-finite loss is kept (it is a finding:
-    divergence); other non-finite numbers are dropped."""
-    out: dict[str, Any] = {}
-    for k in _KEYS:
-        if k not in rec:
-            continue
-        v = rec[k]
-        if k == "event":
-            if isinstance(v, str):
-                out[k] = v[:40]
-        elif isinstance(v, bool):
-            continue
-        elif isinstance(v, int):
-            if abs(v) < 10**15:
-                out[k] = v
-        elif isinstance(v, float) and (math.isfinite(v) or k == "loss"):
-            out[k] = v
-    return out
-
-
-def load_metrics(path: str | Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """``(events, steps)`` from a TrainfitCallback JSONL file.
-
-    Step records (with ``step``) are deduplicated by step, keeping the last one (steps replayed after a
-    restart), and sorted; the record right after each ``start`` event gets ``"_first_after_start": True``.
-    A line that is not JSON is an error, except where a killed run can leave one: the last line of the
-    file, or the line just before a ``start`` event (it is skipped and counted in a ``truncated`` event).
-    """
-    import os
-    import stat as _stat
-
-    from trainfit.inputs import MAX_DEPTH, _json_depth_ok
-
-    p = Path(path)
-    fix = "pass the metrics_path of TrainfitCallback"
-    try:
-        # O_NONBLOCK + fstat: a FIFO, /dev/zero (also behind a link) or a folder is refused, never read
-        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except (OSError, ValueError) as e:
-        raise MetricsError(f"cannot read metrics file {_short(p)}: {getattr(e, 'strerror', None) or e}",
-                           fix=fix) from None
-    st = os.fstat(fd)
-    if not _stat.S_ISREG(st.st_mode):
-        os.close(fd)
-        raise MetricsError(f"metrics file {_short(p)} is not a regular file", fix=fix)
-    f = os.fdopen(fd, "rb")
-    with f:
-        if st.st_size > MAX_METRICS_BYTES:
-            raise MetricsError(f"metrics file {_short(p)} is {st.st_size:,} bytes, over the "
-                               f"{MAX_METRICS_BYTES:,}-byte limit", fix="pass a shorter file (e.g. tail -n 100000)")
-        events: list[dict[str, Any]] = []
-        by_step: dict[int, dict[str, Any]] = {}
-        after_start = False
-        pending: tuple[int, str] | None = None  # a line that is not JSON: a write cut short by a kill?
-        truncated = 0
-        pending_seen = False
-        read = 0
-        n = 0
-        at_end = False
-        while True:
-            raw = f.readline(MAX_LINE_BYTES + 1)
-            if not raw:
-                at_end = True
-                break
-            n += 1
-            read += len(raw)
-            if read > MAX_METRICS_BYTES:  # the file grew while read
-                raise MetricsError(f"metrics file {_short(p)} is over the {MAX_METRICS_BYTES:,}-byte limit",
-                                   fix="pass a shorter file (e.g. tail -n 100000)")
-            if len(raw) > MAX_LINE_BYTES:
-                raise MetricsError(f"{_short(p)}:{n} is longer than {MAX_LINE_BYTES:,} bytes: not a metrics record",
-                                   fix="each line must be one JSON object of one step")
-            line = raw.decode("utf-8", errors="replace").strip()
-            if not line:
-                continue
-            try:
-                if line.count("[") + line.count("{") > MAX_DEPTH and not _json_depth_ok(line, MAX_DEPTH):
-                    raise ValueError(f"nests deeper than {MAX_DEPTH} levels")
-                rec = json.loads(line)
-            except (ValueError, RecursionError) as e:
-                if pending_seen:  # two bad lines in a row: damaged, report the first
-                    break
-                pending = (n, str(e)[:200])
-                if not (events or by_step):  # not a metrics file
-                    break
-                pending_seen = True
-                continue
-            if pending is not None:
-                if not (isinstance(rec, dict) and rec.get("event") == "start"):
-                    break
-                pending, pending_seen, truncated = None, False, truncated + 1
-            if not isinstance(rec, dict):
-                raise MetricsError(f"{_short(p)}:{n} is not a JSON object", fix="each line must be one JSON object")
-            rec = _compact(rec)
-            if "step" not in rec:
-                if len(events) < MAX_EVENTS:
-                    events.append(rec)
-                after_start = rec.get("event") == "start" or after_start
-                continue
-            missing = [k for k in REQUIRED_KEYS if not _finite(rec.get(k))]
-            if missing or not isinstance(rec["step"], int) or isinstance(rec["step"], bool) \
-                    or not 0 <= rec["step"] < 10**15:
-                raise MetricsError(f"{_short(p)}:{n}: step record without a finite number for "
-                                   f"{', '.join(missing) or 'step'}",
-                                   fix=f"every step record needs {', '.join(REQUIRED_KEYS)} (finite numbers)")
-            if after_start:
-                rec["_first_after_start"] = True
-                after_start = False
-            by_step[rec["step"]] = rec
-        if at_end and pending is not None and (events or by_step):  # only the last line may be cut short
-            pending, truncated = None, truncated + 1
-    if pending is not None:
-        raise MetricsError(f"{p}:{pending[0]} is not JSON: {pending[1]}", fix="each line must be one JSON object")
-    if truncated:
-        events.append({"event": "truncated", "lines": truncated})
-    steps = [by_step[k] for k in sorted(by_step)]
-    if not steps:
-        raise MetricsError(f"{p} has no step records", fix="was TrainfitCallback added to the Trainer's callbacks?")
-    return events, steps
+# load_metrics reads the file through the input gate, in bounded memory (trainfit/metrics_file.py)
+from trainfit.metrics_file import MAX_METRICS_BYTES, load_metrics  # noqa: E402,F401
 
 
 def _plan_prediction(path: str | Path, pick: int = 1) -> tuple[float | None, float | None, float | None]:

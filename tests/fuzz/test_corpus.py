@@ -58,6 +58,31 @@ CASES: list[tuple[str, list[str], dict, str]] = [
     ("too-big", ["check", "{t}/big.json"], {}, "limit"),
     ("long-name", ["check", "{t}/" + "n" * 300 + ".json"], {}, "name|cannot read"),
     ("directory", ["check", "{t}"], {}, "not a regular file"),
+    # issue 27: every other file trainfit reads goes through the same gate
+    ("calibrate-deep", ["calibrate", "{c}/deep.json"], {}, "deeper than"),
+    ("calibrate-fifo", ["calibrate", "{t}/fifo.sh"], {}, "not a regular file"),
+    ("calibrate-dev-zero", ["calibrate", "/dev/zero"], {}, "not a regular file"),
+    ("calibrate-wrong-types", ["calibrate", "{t}/probe_wrong.json"], {}, "probe run"),
+    ("calibration-file-broken", ["plan", "Qwen3-8B", "--tokens", "1B"],
+     {"TRAINFIT_CALIBRATION": "{t}/calibration_broken.yaml"}, "calibration file"),
+    ("calibration-file-fifo", ["plan", "Qwen3-8B", "--tokens", "1B"],
+     {"TRAINFIT_CALIBRATION": "{t}/fifo.sh"}, "not a regular file"),
+    ("calibration-file-huge", ["plan", "Qwen3-8B", "--tokens", "1B"],
+     {"TRAINFIT_CALIBRATION": "{t}/huge_sparse"}, "limit"),
+    ("diagnose-nan", ["diagnose", "{t}/metrics_nan.jsonl"], {}, "finite"),
+    ("diagnose-deep", ["diagnose", "{t}/metrics_deep.jsonl"], {}, "deeper|longer"),
+    ("diagnose-dir", ["diagnose", "{t}"], {}, "not a regular file"),
+    ("diagnose-dev-zero", ["diagnose", "/dev/zero"], {}, "not a regular file"),
+    ("diagnose-huge", ["diagnose", "{t}/huge_sparse"], {}, "limit"),
+    ("diagnose-nan-option", ["diagnose", "{t}/metrics_nan.jsonl", "--interruptions-per-hour", "nan"], {},
+     "finite|decimal number"),
+    ("submit-deep", ["submit", "{c}/deep_dlc.json", "--region", "cn-hangzhou"], {}, "deeper than"),
+    ("submit-fifo", ["submit", "{t}/fifo.sh", "--region", "cn-hangzhou"], {}, "not a regular file"),
+    ("submit-dev-zero-link", ["submit", "{t}/zero_link.json", "--region", "cn-hangzhou"], {}, "not a regular file"),
+    ("watch-nan-grace", ["watch", "--kill-grace-seconds", "nan", "--", "true"], {}, "finite|decimal number"),
+    ("watch-inf-poll", ["watch", "--poll-seconds", "inf", "--", "true"], {}, "finite|decimal number"),
+    ("render-into-fifo", ["render", "Qwen3-8B", "--gpu", "A10", "--target", "torchrun", "--out", "{t}/fifo_out"], {},
+     "FIFO"),
 ]
 
 
@@ -67,6 +92,16 @@ def results(tmp_path_factory):
     (t / "huge_line.sh").write_text("#!/bin/sh\ntorchrun -m swift.cli.sft --model Qwen/Qwen3-8B " + "a" * 200_000 + "\n")
     os.mkfifo(t / "fifo.sh")
     (t / "big.json").write_text('{"UserCommand": "' + "x" * (3 * 2**20) + '"}')
+    (t / "probe_wrong.json").write_text('{"runs": {"r1": {"config": {"model": "Qwen3-0.6B", "seq_len": []}, '
+                                        '"measured": {"tokens_per_s": 5}}}}')
+    (t / "calibration_broken.yaml").write_text("gpus:\n  A10: {hf: {factor: .nan, runs: 1, date: 2026-01-01}}\n")
+    with open(t / "huge_sparse", "wb") as f:
+        f.truncate(600 * 2**20)
+    (t / "metrics_nan.jsonl").write_text('{"step": 1, "step_seconds": NaN, "data_wait_seconds": 0.1}\n')
+    (t / "metrics_deep.jsonl").write_text("[" * 5000 + "]" * 5000 + "\n")
+    (t / "zero_link.json").symlink_to("/dev/zero")
+    (t / "fifo_out").mkdir()
+    os.mkfifo(t / "fifo_out" / "launch.sh")
     cases = []
     for _, argv, env, _ in CASES:
         fill = lambda s: s.replace("{c}", str(CORPUS)).replace("{t}", str(t))  # noqa: E731

@@ -43,6 +43,12 @@ def _info(tmp: Path) -> dict:
     return json.loads((tmp / "info.json").read_text())
 
 
+def _weights(cp: Path) -> None:
+    """A checkpoint folder's weights (a complete marker lists them; a folder without weights is not complete)."""
+    cp.mkdir(parents=True, exist_ok=True)
+    (cp / "model.safetensors").write_bytes(b"w" * 64)
+
+
 def _wait_for(path: Path, timeout: float = 30) -> None:
     t0 = time.time()
     while not path.exists():
@@ -208,6 +214,7 @@ def test_stale_stop_file_is_removed_and_resume_exported(tmp_path):
     (tmp_path / "stop.ack").write_text("{}")
     out = tmp_path / "out"
     for step in (2, 4):
+        _weights(out / f"checkpoint-{step}")
         ck.mark_complete(out / f"checkpoint-{step}", step=step)
     ck.mark_saving(out / "checkpoint-6", step=6)
     r = subprocess.run(_watch(tmp_path, "--checkpoint-dir", str(out), trainer=("--steps", "3")), env=_env(),
@@ -229,10 +236,12 @@ def test_latest_complete_checkpoint(tmp_path, monkeypatch):
     monkeypatch.delenv("TRAINFIT_RESUME_FROM", raising=False)
     assert ck.latest_complete_checkpoint(tmp_path / "missing") is None
     for step in (9, 10):
+        _weights(tmp_path / f"checkpoint-{step}")
         ck.mark_complete(tmp_path / f"checkpoint-{step}", step=step)
     ck.mark_saving(tmp_path / "checkpoint-12", step=12)  # killed mid-save
     (tmp_path / "checkpoint-11").mkdir()  # written without trainfit: skipped, never renamed
     ck.mark_saving(tmp_path / "checkpoint-15", step=15)
+    _weights(tmp_path / "checkpoint-15")
     ck.mark_complete(tmp_path / "checkpoint-15", step=15)  # save finished: the saving marker is gone
     (tmp_path / "checkpoint-20").write_text("a file, not a checkpoint")
     assert ck.latest_complete_checkpoint(tmp_path) == tmp_path / "checkpoint-15"

@@ -28,7 +28,7 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "check"
 @pytest.fixture(scope="module")
 def client():
     # raise_server_exceptions=False: an unhandled error shows as the 500 a user would get, and the tests fail on it
-    with TestClient(create_app(), raise_server_exceptions=False) as c:
+    with TestClient(create_app(), base_url="http://127.0.0.1", raise_server_exceptions=False) as c:
         yield c
 
 

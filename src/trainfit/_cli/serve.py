@@ -15,6 +15,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--host", default="127.0.0.1", type=ident_arg("--host", "instance_type"),
                    help="address to listen on (default 127.0.0.1, this machine only)")
     p.add_argument("--port", default=8000, type=int_arg("--port", 1, 65535), help="port (default 8000)")
+    p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                   type=ident_arg("--allow-host", "instance_type"),
+                   help="a host name clients use to reach the server (repeatable; the loopback names and --host are "
+                        "always allowed; any other Host header is refused, against DNS rebinding)")
     p.set_defaults(func=run)
 
 
@@ -31,5 +35,5 @@ def run(args: argparse.Namespace) -> int:
     print(f"trainfit: serving on http://{args.host}:{args.port}/ (API docs: /docs); Ctrl-C stops")
     # keep-alive longer than a busy client waits between requests: a connection closed by the server while the
     # client sends on it is a failed request (seen under 50 clients with the default of 5 s)
-    uvicorn.run(create_app(), host=args.host, port=args.port, log_level="warning", timeout_keep_alive=30)
+    uvicorn.run(create_app(allowed_hosts=[args.host, *args.allow_host]), host=args.host, port=args.port, log_level="warning", timeout_keep_alive=30)
     return 0

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from trainfit._cli.common import float_arg
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -21,18 +23,18 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "default: none, only SIGTERM and --notice-file)")
     g.add_argument("--metadata-url", metavar="URL", help="poll this URL instead (200 with a body = notice)")
     g.add_argument("--notice-file", metavar="PATH", help="a notice is this file appearing")
-    g.add_argument("--poll-seconds", type=float, default=5.0, help="polling interval (default 5)")
-    g.add_argument("--lead-seconds", type=float, default=120.0,
+    g.add_argument("--poll-seconds", type=float_arg("--poll-seconds", 0, 86_400, lo_open=True), default=5.0, help="polling interval (default 5)")
+    g.add_argument("--lead-seconds", type=float_arg("--lead-seconds", 0, 86_400, lo_open=True), default=120.0,
                    help="time left after a notice that states no time (default 120)")
-    g.add_argument("--sigterm-lead-seconds", type=float, default=30.0,
+    g.add_argument("--sigterm-lead-seconds", type=float_arg("--sigterm-lead-seconds", 0, 86_400, lo_open=True), default=30.0,
                    help="time left after SIGTERM (default 30, Kubernetes' default grace period)")
     s = p.add_argument_group("stop and restart")
     s.add_argument("--stop-file", metavar="PATH", help="stop-request path for the trainer (default: a temp path)")
     s.add_argument("--checkpoint-dir", metavar="DIR",
                    help="trainer output dir: set aside incomplete checkpoints and export TRAINFIT_RESUME_FROM")
-    s.add_argument("--margin-seconds", type=float, default=10.0,
+    s.add_argument("--margin-seconds", type=float_arg("--margin-seconds", 0, 86_400, lo_open=False), default=10.0,
                    help="force-stop the trainer this long before the deadline (default 10)")
-    s.add_argument("--kill-grace-seconds", type=float, default=5.0, help="SIGTERM to SIGKILL (default 5)")
+    s.add_argument("--kill-grace-seconds", type=float_arg("--kill-grace-seconds", 0, 86_400, lo_open=True), default=5.0, help="SIGTERM to SIGKILL (default 5)")
     s.add_argument("--restart-exit-code", type=int, default=143,
                    help="exit code after a preemption stop (default 143, retryable for PyTorchJob ExitCode)")
     h = p.add_argument_group("callback for CLIs that build the Trainer themselves (ms-swift, LLaMA-Factory, TRL)")

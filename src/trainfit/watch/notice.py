@@ -9,7 +9,9 @@ SIGTERM is handled by the runner itself. Tests never reach a cloud address: they
 from __future__ import annotations
 
 import json
+import http.client
 import os
+import stat
 import time
 import urllib.error
 import urllib.request
@@ -180,6 +182,31 @@ class MetadataPoller:
         self.timeout_s = timeout_s
         self._token: str | None = None
         self._token_until = 0.0
+        self._inflight = None
+
+    def _fetch(self, req: urllib.request.Request) -> str | None:
+        """The body of a 200 answer, read under a total deadline of ``3 x timeout_s`` (a server that trickles a
+        byte at a time, each within the per-read timeout, cannot hold watch: the read runs in a daemon thread and
+        is abandoned at the deadline; no new read starts while an abandoned one still runs)."""
+        import threading
+
+        if self._inflight is not None and self._inflight.is_alive():
+            return None
+        box: list[str | None] = [None]
+
+        def get() -> None:
+            try:
+                with urllib.request.urlopen(req, timeout=self.timeout_s) as r:
+                    if r.status == 200:
+                        box[0] = r.read(65536).decode("utf-8", "replace")
+            except (OSError, urllib.error.URLError, ValueError, http.client.HTTPException):
+                pass
+
+        t = threading.Thread(target=get, name="trainfit-watch-metadata", daemon=True)
+        self._inflight = t
+        t.start()
+        t.join(3 * self.timeout_s)
+        return None if t.is_alive() else box[0]
 
     def _aws_token(self) -> str | None:
         if self.src.token_url is None:
@@ -188,12 +215,10 @@ class MetadataPoller:
             return self._token
         req = urllib.request.Request(self.src.token_url, method="PUT",
                                      headers={"X-aws-ec2-metadata-token-ttl-seconds": "21600"})
-        try:
-            with urllib.request.urlopen(req, timeout=self.timeout_s) as r:
-                self._token = r.read().decode().strip()
-                self._token_until = time.time() + 21000
-        except (OSError, urllib.error.URLError):
-            self._token = None  # IMDSv1 still works where IMDSv2 is optional
+        token = self._fetch(req)  # the same total deadline; None: IMDSv1 still works where IMDSv2 is optional
+        self._token = token.strip()[:4096] if token else None
+        if self._token:
+            self._token_until = time.time() + 21000
         return self._token
 
     def poll(self, now: float | None = None) -> Notice | None:
@@ -203,12 +228,8 @@ class MetadataPoller:
         if token:
             headers["X-aws-ec2-metadata-token"] = token
         req = urllib.request.Request(self.src.url, headers=headers)
-        try:
-            with urllib.request.urlopen(req, timeout=self.timeout_s) as r:
-                if r.status != 200:
-                    return None
-                body = r.read(65536).decode("utf-8", "replace")
-        except (OSError, urllib.error.URLError, ValueError):
+        body = self._fetch(req)
+        if body is None:
             return None
         deadline = parse_notice_body(body, fmt=self.src.time_format, now=now, lead_seconds=self.lead_seconds)
         if deadline is None:
@@ -226,11 +247,16 @@ class FilePoller:
 
     def poll(self, now: float | None = None) -> Notice | None:
         now = time.time() if now is None else now
-        if not os.path.exists(self.path):
+        if not os.path.lexists(self.path):
             return None
-        try:
-            with open(self.path, encoding="utf-8", errors="replace") as f:
-                body = f.read(65536)
+        body = ""
+        try:  # O_NONBLOCK + fstat: a FIFO (or a device) there is a notice by its appearance, never read (no hang)
+            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+            try:
+                if stat.S_ISREG(os.fstat(fd).st_mode):
+                    body = os.read(fd, 65536).decode("utf-8", "replace")
+            finally:
+                os.close(fd)
         except OSError:
             body = ""
         deadline = parse_notice_body(body, fmt=None, now=now, lead_seconds=self.lead_seconds) if body.strip() \

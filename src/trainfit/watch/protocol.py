@@ -34,31 +34,25 @@ retryable ones, so 143 restarts under both; as of 2026-12)."""
 
 
 def write_json_atomic(path: str | os.PathLike, obj: dict) -> None:
-    """Write ``obj`` as JSON to ``path`` so that a reader sees either nothing or the whole file."""
+    """Write ``obj`` as JSON to ``path`` so that a reader sees either nothing or the whole file (the safe writer,
+    :func:`trainfit.writes.write_file`: temporary file in the folder, fsync, rename, fsync of the folder; a link
+    or a special file at ``path`` is refused)."""
+    from trainfit.writes import write_file
+
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_name(f".{p.name}.tmp-{os.getpid()}")
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(obj, f, sort_keys=True)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, p)
-    try:  # make the rename itself durable
-        fd = os.open(p.parent, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-    except OSError:  # pragma: no cover - some filesystems refuse fsync on a directory
-        pass
+    write_file(p, json.dumps(obj, sort_keys=True))
 
 
 def read_json(path: str | os.PathLike) -> dict | None:
-    """The JSON object in ``path``; None when the file is missing or not a JSON object."""
+    """The JSON object in ``path``; None when the file is missing, not a regular file (a FIFO is never opened
+    blocking), over 1 MiB or not a JSON object."""
+    from trainfit.errors import InputError
+    from trainfit.inputs import loads_json, read_text_file
+
     try:
-        with open(path, encoding="utf-8") as f:
-            obj = json.load(f)
-    except (OSError, ValueError):
+        obj = loads_json(read_text_file(path, max_bytes=2**20, what="watch file"), what="watch file")
+    except InputError:
         return None
     return obj if isinstance(obj, dict) else None
 

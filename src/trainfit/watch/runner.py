@@ -11,6 +11,7 @@ Exit code:
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import signal
 import subprocess
@@ -23,8 +24,13 @@ from typing import Callable
 from trainfit.errors import WatchError
 from trainfit.watch.checkpoint import latest_complete_checkpoint
 from trainfit.watch.notice import FilePoller, MetadataPoller, Notice, custom_source, provider_source
+from trainfit.watch.reaper import Guard, descendants, reap, set_child_subreaper, signal_all
 from trainfit.watch.protocol import (RESTART_EXIT_CODE, RESUME_ENV, STOP_FILE_ENV, ack_path, read_json,
                                      request_stop)
+
+
+#: Longest duration any watch setting accepts (a day).
+MAX_SECONDS = 86_400
 
 
 def _stderr(msg: str) -> None:
@@ -71,11 +77,15 @@ class WatchConfig:
     def __post_init__(self) -> None:
         if not self.command:
             raise WatchError("no training command given", fix="trainfit watch [options] -- python train.py ...")
-        for name in ("poll_seconds", "lead_seconds", "sigterm_lead_seconds", "kill_grace_seconds"):
-            if getattr(self, name) <= 0:
-                raise WatchError(f"--{name.replace('_', '-')} must be > 0; got {getattr(self, name)}")
-        if self.margin_seconds < 0:
-            raise WatchError(f"--margin-seconds must be >= 0; got {self.margin_seconds}")
+        for name in ("poll_seconds", "lead_seconds", "sigterm_lead_seconds", "kill_grace_seconds", "margin_seconds"):
+            v = getattr(self, name)
+            lo_ok = v >= 0 if name == "margin_seconds" else v > 0
+            # finite and at most a day: a nan or inf grace would never force-stop a trainer that ignores SIGTERM
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not lo_ok \
+                    or v > MAX_SECONDS:
+                raise WatchError(f"--{name.replace('_', '-')} must be a finite number in "
+                                 f"{'[0' if name == 'margin_seconds' else '(0'}, {MAX_SECONDS}]; got {v}",
+                                 fix="e.g. 5")
         if not 1 <= self.restart_exit_code <= 255:
             raise WatchError(f"--restart-exit-code must be in 1..255; got {self.restart_exit_code}")
         if (self.metrics_path or self.prometheus_port is not None) and not self.hf_callback:
@@ -161,11 +171,20 @@ def _first_notice(cfg: WatchConfig, pollers: list, sigterm_at: list[float], now:
     return notice, next_poll
 
 
+def _kill_tree(pgid: int, tracked: dict[int, int], sig: int) -> None:
+    """``sig`` to the trainer's process group and to every tracked descendant (those that left the group with
+    ``setsid`` included)."""
+    _killpg(pgid, sig)
+    signal_all(tracked, sig)
+
+
 def _enforce_deadline(cfg: WatchConfig, notice: Notice, sigterm_at: list[float], pgid: int, now: float,
-                      term_sent_at: float | None, kill_sent: bool) -> tuple[Notice, float | None, bool]:
+                      term_sent_at: float | None, kill_sent: bool,
+                      tracked: dict[int, int] | None = None) -> tuple[Notice, float | None, bool]:
     """After a notice: move the deadline up to a later SIGTERM's, then SIGTERM and, after the grace, SIGKILL the
     trainer's group; return the notice, when SIGTERM was sent and whether SIGKILL was."""
     log = cfg.log
+    tracked = {} if tracked is None else tracked
     if sigterm_at and notice.source != "sigterm" and \
             sigterm_at[0] + cfg.sigterm_lead_seconds < notice.deadline_unix:
         # the scheduler's SIGTERM after a cloud notice: its grace period may end first
@@ -173,18 +192,18 @@ def _enforce_deadline(cfg: WatchConfig, notice: Notice, sigterm_at: list[float],
                                      deadline_unix=sigterm_at[0] + cfg.sigterm_lead_seconds)
         log(f"SIGTERM: the deadline moves to {notice.deadline_unix - now:.0f} s from now")
     if term_sent_at is None and now >= notice.deadline_unix - cfg.margin_seconds:
-        log("deadline reached before the trainer stopped: SIGTERM to its process group")
-        _killpg(pgid, signal.SIGTERM)
+        log("deadline reached before the trainer stopped: SIGTERM to its process group and descendants")
+        _kill_tree(pgid, tracked, signal.SIGTERM)
         term_sent_at = now
     elif term_sent_at is not None and not kill_sent and now >= term_sent_at + cfg.kill_grace_seconds:
-        log("trainer still running: SIGKILL to its process group")
-        _killpg(pgid, signal.SIGKILL)
+        log("trainer still running: SIGKILL to its process group and descendants")
+        _kill_tree(pgid, tracked, signal.SIGKILL)
         kill_sent = True
     return notice, term_sent_at, kill_sent
 
 
 def _supervise(cfg: WatchConfig, proc: subprocess.Popen, stop_file: str, pollers: list, sigterm_at: list[float],
-               interrupted: list[float]) -> tuple[int, Notice | None, float | None]:
+               interrupted: list[float], guard: Guard | None = None) -> tuple[int, Notice | None, float | None]:
     """Wait for the trainer, passing on Ctrl-C and acting on notices; its raw return code, the notice (None if
     none came) and when the deadline SIGTERM was sent (None if never)."""
     log = cfg.log
@@ -194,11 +213,27 @@ def _supervise(cfg: WatchConfig, proc: subprocess.Popen, stop_file: str, pollers
     term_sent_at: float | None = None
     kill_sent = False
     forwarded_int = 0
+    tracked: dict[int, int] = {}
+    skip = {proc.pid} | ({guard.proc.pid} if guard is not None and guard.proc is not None else set())
+    next_scan = 0.0
+
+    def scan() -> None:
+        """The trainer's descendants and the orphans re-parented to watch (the subreaper), tracked to the end."""
+        found = {p: t for p, t in descendants({proc.pid, os.getpid()}).items() if p not in skip}
+        if guard is not None and guard.proc is not None:
+            found = {p: t for p, t in found.items() if p not in descendants({guard.proc.pid})}
+        tracked.update(found)
+        if guard is not None:
+            guard.track(tracked)
+
     while True:
         rc = proc.poll()
         if rc is not None:
             break
         now = time.time()
+        if now >= next_scan:
+            scan()
+            next_scan = now + 0.5
         if len(interrupted) > forwarded_int:  # Ctrl-C: pass it on, the trainer decides
             forwarded_int = len(interrupted)
             _killpg(pgid, signal.SIGINT)
@@ -211,9 +246,11 @@ def _supervise(cfg: WatchConfig, proc: subprocess.Popen, stop_file: str, pollers
                     f"{notice.deadline_unix - now:.0f} s left; asked the trainer to checkpoint and stop")
         else:
             notice, term_sent_at, kill_sent = _enforce_deadline(cfg, notice, sigterm_at, pgid, now, term_sent_at,
-                                                                kill_sent)
+                                                                kill_sent, tracked)
         time.sleep(0.05 if notice is None else 0.02)
-    _killpg(pgid, signal.SIGKILL)  # leftovers of the trainer's group (orphaned workers)
+    scan()
+    _kill_tree(pgid, tracked, signal.SIGKILL)  # leftovers: the trainer's group and descendants that left it
+    reap(set(tracked))
     return rc, notice, term_sent_at
 
 
@@ -252,6 +289,7 @@ def run_watch(cfg: WatchConfig) -> int:
     old_term = signal.signal(signal.SIGTERM, on_sigterm)
     old_int = signal.signal(signal.SIGINT, on_sigint)
     try:
+        set_child_subreaper()  # orphans of the trainer (setsid workers) come back to watch, not to init
         try:
             proc = subprocess.Popen(list(cfg.command), env=env, start_new_session=True,
                                     preexec_fn=_pdeathsig if sys.platform.startswith("linux") else None)
@@ -259,7 +297,13 @@ def run_watch(cfg: WatchConfig) -> int:
             raise WatchError(f"cannot start {cfg.command[0]!r}: {e.strerror or e}",
                              fix="check the command after --") from None
         cfg.log(f"started pid {proc.pid} (process group {proc.pid}); stop file {stop_file}")
-        rc, notice, term_sent_at = _supervise(cfg, proc, stop_file, pollers, sigterm_at, interrupted)
+        guard = Guard(proc.pid) if sys.platform.startswith("linux") else None
+        try:
+            rc, notice, term_sent_at = _supervise(cfg, proc, stop_file, pollers, sigterm_at, interrupted, guard)
+        finally:
+            if guard is not None:
+                guard.close()
+            set_child_subreaper(False)
     finally:
         signal.signal(signal.SIGTERM, old_term)
         signal.signal(signal.SIGINT, old_int)

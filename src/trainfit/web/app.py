@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -49,12 +50,58 @@ def _json_type(v: Any) -> str:
     return {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}.get(type(v), "number")
 
 
+def _no_surrogates(value: Any, field: str | None) -> None:
+    """Refuse text that is not Unicode (a lone surrogate such as ``"\\ud800"`` in a JSON string): a 422 naming
+    the field, not a 500 where the text is first encoded."""
+    stack = [(value, field)]
+    while stack:
+        v, f = stack.pop()
+        if isinstance(v, str):
+            try:
+                v.encode("utf-8")
+            except UnicodeEncodeError:
+                err = InputError(f"{f or 'a field'}: holds a lone surrogate escape (such as \\ud800), which is not "
+                                 "Unicode text", fix="send UTF-8 text")
+                err.field = f  # type: ignore[attr-defined]
+                raise err from None
+        elif isinstance(v, dict):
+            stack.extend((x, f or str(k)) for k, x in v.items())
+            stack.extend((k, f) for k in v if isinstance(k, str))
+        elif isinstance(v, (list, tuple)):
+            stack.extend((x, f) for x in v)
+
+
 def _body(req: Any) -> dict[str, Any]:
     """The fields the client sent (unset ones are left out, so the service applies the CLI's defaults)."""
-    return req.model_dump(exclude_unset=True)
+    body = req.model_dump(exclude_unset=True)
+    for k, v in body.items():
+        _no_surrogates(v, k)
+    return body
 
 
-def create_app() -> FastAPI:
+#: Host names a browser may use to reach a server bound to the loopback interface.
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
+_ABS_PATH = re.compile(r"(?<![\w.:/~-])/(?:[^\s/'\"]+/)+([^\s/'\"]*)")
+
+
+def _scrub_paths(text: str | None) -> str | None:
+    """A message without the server's absolute paths (``/home/u/.config/trainfit/overlay.yaml`` ->
+    ``.../overlay.yaml``): a 4xx never tells a client where the server keeps its files."""
+    return _ABS_PATH.sub(r".../\1", text) if text else text
+
+
+def _host_name(host_header: str) -> str:
+    h = host_header.strip().lower()
+    if h.startswith("["):
+        return h[: h.find("]") + 1] if "]" in h else h
+    return h.rsplit(":", 1)[0] if h.count(":") == 1 else h
+
+
+def create_app(allowed_hosts: tuple[str, ...] | list[str] | None = None) -> FastAPI:
+    """``allowed_hosts``: the Host header values (names, no port) the server answers besides the loopback names
+    (``trainfit serve --host NAME`` adds its own); any other Host gets 421, so a DNS-rebinding page cannot
+    read the API. A request that changes anything (POST) from another origin (``Origin`` or
+    ``Sec-Fetch-Site: cross-site``) gets 403."""
     import inspect
 
     limit = {"max_body_size": MAX_BODY_BYTES} if "max_body_size" in inspect.signature(FastAPI).parameters else {}
@@ -63,7 +110,7 @@ def create_app() -> FastAPI:
                               "`trainfit` CLI as a JSON API. /api/memory and /api/plan answer exactly what "
                               "`trainfit memory --json` and `trainfit plan --json` print.")
     _add_error_handlers(app)
-    _add_header_middleware(app)
+    _add_header_middleware(app, LOOPBACK_HOSTS | {_host_name(h) for h in (allowed_hosts or ())})
     _add_job_routes(app)
     _add_reference_routes(app)
     _add_page_routes(app)
@@ -75,7 +122,8 @@ def _add_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(TrainfitError)
     async def _trainfit_error(request: Request, err: TrainfitError) -> Response:
-        return _error(err.code, err.message, service.error_fix(err), service.error_field(err))
+        return _error(err.code, _scrub_paths(err.message), _scrub_paths(service.error_fix(err)),
+                      service.error_field(err))
 
     @app.exception_handler(RequestValidationError)
     async def _validation_error(request: Request, err: RequestValidationError) -> Response:
@@ -91,13 +139,40 @@ def _add_error_handlers(app: FastAPI) -> None:
         return _error(InputError.code, what, "send a JSON object with the fields listed at /docs", field)
 
 
-def _add_header_middleware(app: FastAPI) -> None:
-    """The body-size limit (413) and the security headers of every response."""
+def _refusal(status: int, message: str, fix: str) -> Response:
+    return _json({"error": {"code": "refused", "message": message, "fix": fix, "field": None}}, status)
+
+
+def _cross_origin(request: Request) -> bool:
+    """A state-changing request sent by a page of another origin (a form or fetch from elsewhere)."""
+    if request.method in ("GET", "HEAD", "OPTIONS"):
+        return False
+    site = request.headers.get("sec-fetch-site")
+    if site is not None and site.lower() not in ("same-origin", "none"):
+        return True
+    origin = request.headers.get("origin")
+    if origin is None:
+        return False  # not a browser (curl, scripts): no ambient credentials to abuse
+    if origin == "null":
+        return True
+    from urllib.parse import urlsplit
+
+    return urlsplit(origin).netloc.lower() != request.headers.get("host", "").lower()
+
+
+def _add_header_middleware(app: FastAPI, hosts: frozenset[str] | set[str] = LOOPBACK_HOSTS) -> None:
+    """The Host and Origin checks (421 / 403), the body-size limit (413) and the security headers of every
+    response."""
 
     @app.middleware("http")
     async def _headers(request: Request, call_next: Any) -> Response:
         size = request.headers.get("content-length", "")
-        if size.isdecimal() and int(size) > MAX_BODY_BYTES:
+        if _host_name(request.headers.get("host", "")) not in hosts:
+            resp = _refusal(421, "this server answers only requests addressed to its own host name",
+                            "open the page at http://127.0.0.1:PORT/, or start `trainfit serve --allow-host NAME`")
+        elif _cross_origin(request):
+            resp = _refusal(403, "cross-origin request refused", "use the page this server serves")
+        elif size.isdecimal() and int(size) > MAX_BODY_BYTES:
             resp = _json({"error": {"code": InputError.code, "message": f"the request body is {int(size):,} bytes, "
                                     f"over the {MAX_BODY_BYTES:,}-byte limit", "fix": "send the job file or plan itself",
                                     "field": None}}, 413)
@@ -149,6 +224,8 @@ def _add_job_routes(app: FastAPI) -> None:
     async def check(file: UploadFile = File(..., description="the job file (DLC JSON, launch script, YAML...)"),
                     region: str | None = Form(None), gpu: str | None = Form(None),
                     instance_type: str | None = Form(None)) -> Response:
+        for k, v in (("region", region), ("gpu", gpu), ("instance_type", instance_type), ("file", file.filename)):
+            _no_surrogates(v, k)
         data = await file.read(service.MAX_CHECK_UPLOAD_BYTES + 1)
         res = service.check_upload(file.filename or "job", data, region=region, gpu=gpu,
                                    instance_type=instance_type)
