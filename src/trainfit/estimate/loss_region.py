@@ -12,10 +12,27 @@ from trainfit.models.shapes import ModelShape
 from trainfit.workload import Workload
 
 
+#: transformers' tensor-parallel plan of the causal-LM head: ``_tp_plan = {"lm_head": "colwise_rep"}``, a column
+#: split whose output is gathered (replicated) on every TP rank, so each rank holds all logits and runs the whole loss
+#: (https://github.com/huggingface/transformers/blob/000c33fdfde12e1ffafbfcdb3c926df5727a00b6/src/transformers/models/qwen3/modeling_qwen3.py,
+#: ``Qwen3ForCausalLM``; the same in every decoder model of transformers).
+HF_TP_LM_HEAD_PLAN = "colwise_rep"
+
+
+def logits_divisor(wl: Workload) -> float:
+    """How many ranks share the logits: ``tp`` with a vocab-parallel loss (Megatron-Core's layouts, and tensor
+    parallelism with sequence parallelism, as torchtitan's loss-parallel plan), 1 for tensor parallelism without
+    sequence parallelism outside Megatron-Core: Hugging Face / accelerate's ``tp_plan`` gathers the LM head's output
+    on every rank (:data:`HF_TP_LM_HEAD_PLAN`)."""
+    if wl.tp > 1 and not megatron_core(wl) and not wl.sequence_parallel:
+        return 1.0
+    return float(wl.tp)
+
+
 def _loss_region(m: ModelShape, wl: Workload, T: float, head_trains: bool) -> tuple[float, float, str | None]:
     """(forward peak, backward-start bytes, assumption or None) of the logits and loss."""
     V, h = m.vocab_size, m.hidden_size
-    vt = V * T / wl.tp
+    vt = V * T / logits_divisor(wl)
     if megatron_core(wl):
         return _megatron_loss_region(vt)
     if wl.loss == "half" and not autocast(wl):

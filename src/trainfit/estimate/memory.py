@@ -30,7 +30,7 @@ from typing import NamedTuple
 from trainfit.estimate.activation_profile import ActProfile, act_divisor, autocast, cached_act_profile, eff_tokens
 from trainfit.estimate.loss_region import (HALF_CE_BWD_BYTES, HALF_CE_FWD_BYTES,  # noqa: F401 (re-exported)
                                            HALF_CE_SHIFT_COPY_BYTES, MEGATRON_CE_BWD_BYTES, MEGATRON_CE_FWD_BYTES,
-                                           _loss_region, largest_loss_block_bytes_per_logit)
+                                           _loss_region, largest_loss_block_bytes_per_logit, logits_divisor)
 from trainfit.estimate.params import ParamCounts, count_params
 from trainfit.estimate.runtime import ddp_broadcast_staging_bytes, nccl_communicators, runtime_terms
 from trainfit.estimate.states import (ADAM8_STATE_BYTES, DS_PREFETCH_BUCKET, DS_REDUCE_BUCKET, GIB,
@@ -412,7 +412,7 @@ def _zero3_step_segments(s: _Step, cands: list[_Cand], *, extra: float) -> float
         return 0.0
     resident = st.weights + st.gradients + st.optimizer + extra
     transient = max(sum(c[1:]) - resident - st.weights_gathered for c in cands if c[0] != "optimizer")
-    block = largest_compute_block_bytes(s.m, tokens=s.T, tp=wl.tp, act_divisor=s.tpd,
+    block = largest_compute_block_bytes(s.m, tokens=s.T, tp=logits_divisor(wl), act_divisor=s.tpd,
                                         loss_bytes_per_logit=largest_loss_block_bytes_per_logit(wl))
     return step_segment_reserve_bytes(gathered=st.weights_gathered, transient=max(0.0, transient),
                                       step_temp=st.step_temp, step_block=st.step_block, largest_block=block,
