@@ -43,12 +43,6 @@ _MULTI = (("ddp", "none"), ("zero1", "none"), ("zero2", "none"), ("fsdp", "none"
 #: What Megatron (tp/pp/ep/cp > 1) can run: plain data parallel, or its distributed optimizer (= ZeRO-1), with
 #: optional optimizer CPU offload.
 _MEGATRON = (("ddp", "none"), ("zero1", "none"), ("zero1", "optimizer"))
-SLOW_NETWORK_COMM_SHARE = 0.5
-"""A multi-node plan whose nodes talk without RDMA (TCP, or a network the catalog does not state, timed at one
-25 Gbit/s NIC) is rejected (code ``slow-network``) when the communication the speed model cannot hide behind compute
-(``SpeedEstimate.comm_seconds_exposed``) exceeds this share of the step: beyond it the GPUs wait on the network more
-than they compute, so over half of every GPU-hour bought is idle, and the speed model has no TCP-bound run to check
-such a plan against (docs/cost-model.md, "Ranking"). ``--ignore-rule slow-network`` keeps such plans."""
 #: Pinnable distribution / settings fields (the same names as Workload's).
 PIN_FIELDS = LAYOUT_FIELDS
 
@@ -379,35 +373,6 @@ def _instance_gpu(req: PlanRequest, inst: Any, gpu_filter: Any) -> tuple[Any, st
     return gpu, stated
 
 
-def _layouts(req: PlanRequest, inst: Any) -> list[tuple[int, int]] | Rejection:
-    """(GPUs per node, nodes) layouts to try on ``inst``."""
-    it = inst.instance_type
-    if "gpus" in req.pins:
-        g = req.pins["gpus"]
-        gpn = req.pins.get("gpus_per_node", min(g, inst.gpu_count))
-        if gpn < inst.gpu_count and inst.provider not in ("generic", "private"):  # a cloud spec is rented whole
-            return Rejection(instance_type=it, provider=inst.provider, code="partial-node",
-                             reason=f"{gpn} of the {inst.gpu_count} GPUs per {it} node: launchers start one process "
-                                    "per GPU of the node and the whole node is billed",
-                             fix=f"use --gpus-per-node {inst.gpu_count}, or an instance type with {gpn} GPU(s)",
-                             fix_options=({"gpus_per_node": inst.gpu_count,
-                                           "gpus": -(-g // inst.gpu_count) * inst.gpu_count},))
-        if gpn > inst.gpu_count or g % gpn:
-            return Rejection(instance_type=it, provider=inst.provider, code="layout",
-                             reason=f"{g} GPUs in nodes of {gpn} do not fit {it} ({inst.gpu_count} GPUs per instance)",
-                             fix="choose --gpus as a multiple of the instance's GPU count",
-                             fix_options=({"gpus": -(-g // inst.gpu_count) * inst.gpu_count,
-                                           "gpus_per_node": inst.gpu_count},))
-        return [(gpn, g // gpn)]
-    gpn = req.pins.get("gpus_per_node", inst.gpu_count)
-    layouts = [(gpn, n) for n in NODE_COUNTS if gpn * n <= req.max_gpus]
-    if not layouts:
-        return Rejection(instance_type=it, provider=inst.provider, code="max-gpus",
-                         reason=f"{gpn} GPUs per instance > --max-gpus {req.max_gpus}", fix=f"--max-gpus {gpn} or more",
-                         fix_options=({"max_gpus": gpn},))
-    return layouts
-
-
 def _best_on_instance(req: PlanRequest, inst: Any, gpu: Any, stated: str, layouts: list[tuple[int, int]],
                       config_cache: dict) -> tuple[Plan | None, _Best]:
     """The best plan on one instance type over its layouts, and the closest miss when none fits."""
@@ -465,16 +430,6 @@ def _best_on_instance(req: PlanRequest, inst: Any, gpu: Any, stated: str, layout
     return (best[1] if best else None), miss
 
 
-def _precision_for(req: PlanRequest, gpu: Any) -> tuple[str | None, str]:
-    """bf16 on a GPU without bf16 tensor cores (V100, T4) is planned as fp16 mixed precision (fp32 master weights),
-    with its memory and speed, and the row says so. (None, "") when the requested precision runs as it is."""
-    p = req.workload.precision
-    if p in ("bf16", "amp-bf16") and gpu.bf16_dense_tflops is None and gpu.fp16_dense_tflops:
-        return "fp16", (f"{gpu.name} has no bf16: planned with fp16 mixed precision (fp32 master weights, loss "
-                        "scaling), with the memory and speed of fp16")
-    return None, ""
-
-
 def _evaluate(req: PlanRequest, inst: Any, gpu: Any, gpn: int, nodes: int, wl: Workload, est: MemoryEstimate,
               fit: Any, warnings: tuple[str, ...], miss: _Best | None = None) -> Plan | None:
     """Speed, time and cost of one fitting configuration, as a typed Plan; None when its spot run cannot finish or
@@ -528,47 +483,6 @@ def _batch_warning(req: PlanRequest, wl: Workload) -> tuple[str, ...]:
             "(docs/launch.md, Global batch)",)
 
 
-def slow_network(inst: Any, nodes: int, sp: Any) -> tuple[str, str, str, tuple[dict[str, Any], ...]] | None:
-    """(code, reason, fix, fix options) when a multi-node plan without RDMA spends more than
-    :data:`SLOW_NETWORK_COMM_SHARE` of its step in exposed communication; None otherwise."""
-    net = (getattr(inst, "inter_node", None) or "").lower()
-    if nodes <= 1 or net == "rdma" or not sp.step_seconds:
-        return None
-    share = sp.comm_seconds_exposed / sp.step_seconds
-    if share <= SLOW_NETWORK_COMM_SHARE:
-        return None
-    over = f"over {net}" if net else "over a network the catalog does not state (timed as one 25 Gbit/s NIC)"
-    return ("slow-network",
-            f"{nodes} nodes {over}: communication the compute cannot hide is {share:.0%} of each step "
-            f"(bound {SLOW_NETWORK_COMM_SHARE:.0%}), so most GPU-hours would wait on the network",
-            "RDMA nodes (e.g. --resource-class pai-lingjun; for your own cluster set inter_node: rdma and "
-            "inter_node_gbit_per_s in ~/.config/trainfit/catalog.yaml), a GPU with more memory so the job fits on "
-            "fewer nodes, or --ignore-rule slow-network to keep the plan",
-            ({"ignore_rule": ["slow-network"]},))
-
-
-def _within_limits(req: PlanRequest, p: Plan, miss: _Best) -> bool:
-    """Deadline, wall-clock limit and budget; records the closest miss."""
-    limit_h = req.max_days * 24
-    if p.hours > limit_h:
-        days = math.ceil(p.hours / 24 * 1.01)
-        miss.other = ("too-slow", f"{p.hours:,.0f} h ({p.hours / 24:.1f} days) > --max-days {req.max_days:g}",
-                      f"more GPUs, a faster GPU, fewer tokens, or --max-days {days}", ({"max_days": days},))
-        return False
-    if req.deadline_hours is not None and p.hours > req.deadline_hours:
-        allow = math.ceil(p.hours * 1.01)
-        miss.other = ("deadline", f"{p.hours:.1f} h > deadline {req.deadline_hours:g} h",
-                      f"more nodes, a faster GPU, or allow --deadline {allow}", ({"deadline": allow},))
-        return False
-    if req.budget is not None:
-        if p.cost is None:
-            miss.other = ("unknown-price", f"no price for {p.instance_type}; cannot check --budget",
-                          "add price_per_hour in ~/.config/trainfit/catalog.yaml, or drop --budget",
-                          ({"budget": None},))
-            return False
-        if p.cost > req.budget:
-            allow = math.ceil(p.cost * 1.01)
-            miss.other = ("over-budget", f"{p.cost:,.0f} {p.currency} > budget {req.budget:,.0f}",
-                          f"fewer tokens, a cheaper instance, --spot, or --budget {allow}", ({"budget": allow},))
-            return False
-    return True
+# the search's limits (time, deadline, budget, network) and per-instance layouts: plan/limits.py, importable from here
+from trainfit.plan.limits import (SLOW_NETWORK_COMM_SHARE, _layouts, _precision_for, _within_limits,  # noqa: E402
+                                  slow_network)

@@ -1,0 +1,112 @@
+"""The planner's limits on one instance type: the node layouts it may try (``--gpus``, ``--gpus-per-node``,
+``--max-gpus``), the precision a GPU trains a bf16 request in, the network bound (``slow-network``) and the time,
+deadline and budget limits; each broken limit is recorded as the instance's nearest miss with a checked fix. Used by
+:mod:`trainfit.plan.search` (which re-exports these names)."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+from trainfit.plan.types import Plan, Rejection
+
+if TYPE_CHECKING:  # pragma: no cover
+    from trainfit.plan.search import PlanRequest, _Best
+
+
+SLOW_NETWORK_COMM_SHARE = 0.5
+"""A multi-node plan whose nodes talk without RDMA (TCP, or a network the catalog does not state, timed at one
+25 Gbit/s NIC) is rejected (code ``slow-network``) when the communication the speed model cannot hide behind compute
+(``SpeedEstimate.comm_seconds_exposed``) exceeds this share of the step: beyond it the GPUs wait on the network more
+than they compute, so over half of every GPU-hour bought is idle, and the speed model has no TCP-bound run to check
+such a plan against (docs/cost-model.md, "Ranking"). ``--ignore-rule slow-network`` keeps such plans."""
+
+
+def _layouts(req: PlanRequest, inst: Any) -> list[tuple[int, int]] | Rejection:
+    """(GPUs per node, nodes) layouts to try on ``inst``."""
+    it = inst.instance_type
+    if "gpus" in req.pins:
+        g = req.pins["gpus"]
+        gpn = req.pins.get("gpus_per_node", min(g, inst.gpu_count))
+        if gpn < inst.gpu_count and inst.provider not in ("generic", "private"):  # a cloud spec is rented whole
+            return Rejection(instance_type=it, provider=inst.provider, code="partial-node",
+                             reason=f"{gpn} of the {inst.gpu_count} GPUs per {it} node: launchers start one process "
+                                    "per GPU of the node and the whole node is billed",
+                             fix=f"use --gpus-per-node {inst.gpu_count}, or an instance type with {gpn} GPU(s)",
+                             fix_options=({"gpus_per_node": inst.gpu_count,
+                                           "gpus": -(-g // inst.gpu_count) * inst.gpu_count},))
+        if gpn > inst.gpu_count or g % gpn:
+            return Rejection(instance_type=it, provider=inst.provider, code="layout",
+                             reason=f"{g} GPUs in nodes of {gpn} do not fit {it} ({inst.gpu_count} GPUs per instance)",
+                             fix="choose --gpus as a multiple of the instance's GPU count",
+                             fix_options=({"gpus": -(-g // inst.gpu_count) * inst.gpu_count,
+                                           "gpus_per_node": inst.gpu_count},))
+        return [(gpn, g // gpn)]
+    gpn = req.pins.get("gpus_per_node", inst.gpu_count)
+    from trainfit.plan.search import NODE_COUNTS
+
+    layouts = [(gpn, n) for n in NODE_COUNTS if gpn * n <= req.max_gpus]
+    if not layouts:
+        return Rejection(instance_type=it, provider=inst.provider, code="max-gpus",
+                         reason=f"{gpn} GPUs per instance > --max-gpus {req.max_gpus}", fix=f"--max-gpus {gpn} or more",
+                         fix_options=({"max_gpus": gpn},))
+    return layouts
+
+
+def _precision_for(req: PlanRequest, gpu: Any) -> tuple[str | None, str]:
+    """bf16 on a GPU without bf16 tensor cores (V100, T4) is planned as fp16 mixed precision (fp32 master weights),
+    with its memory and speed, and the row says so. (None, "") when the requested precision runs as it is."""
+    p = req.workload.precision
+    if p in ("bf16", "amp-bf16") and gpu.bf16_dense_tflops is None and gpu.fp16_dense_tflops:
+        return "fp16", (f"{gpu.name} has no bf16: planned with fp16 mixed precision (fp32 master weights, loss "
+                        "scaling), with the memory and speed of fp16")
+    return None, ""
+
+
+def slow_network(inst: Any, nodes: int, sp: Any) -> tuple[str, str, str, tuple[dict[str, Any], ...]] | None:
+    """(code, reason, fix, fix options) when a multi-node plan without RDMA spends more than
+    :data:`SLOW_NETWORK_COMM_SHARE` of its step in exposed communication; None otherwise."""
+    net = (getattr(inst, "inter_node", None) or "").lower()
+    if nodes <= 1 or net == "rdma" or not sp.step_seconds:
+        return None
+    share = sp.comm_seconds_exposed / sp.step_seconds
+    if share <= SLOW_NETWORK_COMM_SHARE:
+        return None
+    over = f"over {net}" if net else "over a network the catalog does not state (timed as one 25 Gbit/s NIC)"
+    return ("slow-network",
+            f"{nodes} nodes {over}: communication the compute cannot hide is {share:.0%} of each step "
+            f"(bound {SLOW_NETWORK_COMM_SHARE:.0%}), so most GPU-hours would wait on the network",
+            "RDMA nodes (e.g. --resource-class pai-lingjun; for your own cluster set inter_node: rdma and "
+            "inter_node_gbit_per_s in ~/.config/trainfit/catalog.yaml), a GPU with more memory so the job fits on "
+            "fewer nodes, or --ignore-rule slow-network to keep the plan",
+            ({"ignore_rule": ["slow-network"]},))
+
+
+def _within_limits(req: PlanRequest, p: Plan, miss: _Best) -> bool:
+    """Deadline, wall-clock limit and budget; records the closest miss."""
+    limit_h = req.max_days * 24
+    if p.hours > limit_h:
+        days = math.ceil(p.hours / 24 * 1.01)
+        miss.other = ("too-slow", f"{p.hours:,.0f} h ({p.hours / 24:.1f} days) > --max-days {req.max_days:g}",
+                      f"more GPUs, a faster GPU, fewer tokens, or --max-days {days}", ({"max_days": days},))
+        return False
+    if req.deadline_hours is not None and p.hours > req.deadline_hours:
+        allow = math.ceil(p.hours * 1.01)
+        miss.other = ("deadline", f"{p.hours:.1f} h > deadline {req.deadline_hours:g} h",
+                      f"more nodes, a faster GPU, or allow --deadline {allow}", ({"deadline": allow},))
+        return False
+    if req.budget is not None:
+        if p.cost is None:
+            miss.other = ("unknown-price", f"no price for {p.instance_type}; cannot check --budget",
+                          "add price_per_hour in ~/.config/trainfit/catalog.yaml, or drop --budget",
+                          ({"budget": None},))
+            return False
+        if p.cost > req.budget:
+            allow = math.ceil(p.cost * 1.01)
+            miss.other = ("over-budget", f"{p.cost:,.0f} {p.currency} > budget {req.budget:,.0f}",
+                          f"fewer tokens, a cheaper instance, --spot, or --budget {allow}", ({"budget": allow},))
+            return False
+    return True
+
+
+__all__ = ["SLOW_NETWORK_COMM_SHARE", "slow_network"]
