@@ -226,7 +226,7 @@ def test_web_plan_takes_gpu_mem_like_the_cli():
 
     body = {"model": "Qwen3-8B", "method": "lora", "tokens": "100M", "resource_class": "pai-lingjun", "gpu": "GU108",
             "gpu_mem": 64}
-    with TestClient(create_app(), raise_server_exceptions=False) as c:
+    with TestClient(create_app(), base_url="http://127.0.0.1", raise_server_exceptions=False) as c:
         r = c.post("/api/plan", json=body)
     assert r.status_code == 200, r.text
     plans = r.json()["plans"]

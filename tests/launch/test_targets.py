@@ -191,7 +191,7 @@ def test_web_api_takes_target_from_the_option_table():
 
     from trainfit.web.app import create_app
 
-    with TestClient(create_app(), raise_server_exceptions=False) as c:
+    with TestClient(create_app(), base_url="http://127.0.0.1", raise_server_exceptions=False) as c:
         specs = c.get("/api/options").json()
         t = next(o for o in specs["plan"] if o["name"] == "target")
         assert t["flag"] == "--target" and t["choices"] == list(PLAN_TARGETS)

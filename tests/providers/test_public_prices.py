@@ -385,7 +385,7 @@ def test_web_api_compare_regions(server):
     from trainfit.web.app import create_app
 
     _refresh(server)
-    client = TestClient(create_app())
+    client = TestClient(create_app(), base_url="http://127.0.0.1")
     body = {"model": "Qwen3-0.6B", "method": "lora", "tokens": "20M", "provider": "alibaba", "gpus": 1,
             "instance_type": A10, "region": "cn-hangzhou", "compare_regions": True}
     r = client.post("/api/plan", json=body)
