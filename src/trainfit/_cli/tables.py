@@ -242,8 +242,11 @@ def print_plan(out: dict, top: int = 10, console: Console | None = None) -> None
         t.add_column("instance type")
         t.add_column("why")
         t.add_column("fix")
-        for r in out["rejected"]:
-            t.add_row(escape(r["instance_type"]), escape(f"[{r['code']}] {r['reason']}"), escape(r.get("fix") or ""))
+        groups: dict[tuple[str, str, str], list[str]] = {}
+        for r in out["rejected"]:  # instance types rejected for the same reason with the same fix share one row
+            groups.setdefault((r["code"], r["reason"], r.get("fix") or ""), []).append(r["instance_type"])
+        for (code, reason, fix), types in groups.items():
+            t.add_row(escape(", ".join(types)), escape(f"[{code}] {reason}"), escape(fix))
         c.print(t)
 
 
