@@ -71,7 +71,7 @@ def _money(v, cur, rng: dict | None = None) -> str:
     if v is None:
         return "-"
     sym = {"CNY": "¥", "USD": "$"}.get(cur or "", (cur or "") + " ")
-    return f"{sym}{v:,.0f}" + (f"\n({_short(rng['p10'])}–{_short(rng['p90'])})" if rng else "")
+    return f"{sym}{v:,.0f}" + _range_line(rng)
 
 
 def _short(v: float) -> str:
@@ -79,7 +79,7 @@ def _short(v: float) -> str:
     for div, suffix in ((1e6, "M"), (1e3, "k")):
         if abs(v) >= div:
             x = v / div
-            return f"{x:.1f}{suffix}" if x < 100 else f"{x:.0f}{suffix}"
+            return f"{x:.1f}{suffix}" if x < 10 else f"{x:.0f}{suffix}"
     return f"{v:.2g}" if abs(v) < 10 else f"{v:.0f}"
 
 
@@ -88,7 +88,11 @@ def _with_range(v, rng: dict | None, fmt: str, unit: str = "") -> str:
     on a second line of the cell."""
     if v is None:
         return "-"
-    return format(v, fmt) + unit + (f"\n({_short(rng['p10'])}–{_short(rng['p90'])}{unit})" if rng else "")
+    return (_short(v) if fmt == "short" else format(v, fmt)) + unit + _range_line(rng, unit)
+
+
+def _range_line(rng: dict | None, unit: str = "") -> str:
+    return f"\n({_short(rng['p10'])}–{_short(rng['p90'])}{unit})" if rng else ""
 
 
 def interval_lines(iv: dict | None) -> list[str]:
@@ -159,7 +163,7 @@ def _plan_cells(p: dict) -> list[str]:
     mem = iv.get("per_gpu_gib")
     return [p["instance_type"], p["gpu"], f"{p['nodes']}×{p['gpus_per_node']}", st, s.get("precision_mode", s["precision"]),
             f"{p['per_gpu_gib']:.1f}/{p['gpu_mem_gib']:g}" + (f"\n({mem['p10']:.0f}–{mem['p90']:.0f})" if mem else ""),
-            _with_range(p["tokens_per_s"], iv.get("tokens_per_s"), ",.0f"),
+            _with_range(p["tokens_per_s"], iv.get("tokens_per_s"), ",.0f" if p["tokens_per_s"] < 10_000 else "short"),
             "-" if p["mfu"] is None else _with_range(100 * p["mfu"], _pct_range(iv.get("mfu")), ".0f", "%"),
             _with_range(p["hours"], iv.get("hours"), ",.0f" if p["hours"] >= 100 else ",.1f"),
             _with_range(p["gpu_hours"], iv.get("gpu_hours"), ",.0f"), _money(p["cost"], p["currency"], iv.get("cost"))]
