@@ -79,8 +79,9 @@ def _body(req: Any) -> dict[str, Any]:
     return body
 
 
-#: Host names a browser may use to reach a server bound to the loopback interface.
-LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
+#: Host names a browser may use to reach a server bound to the loopback interface, and ``testserver``, the Host of
+#: Starlette's in-process TestClient (never a name a DNS-rebinding page can make a browser send to this machine).
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]", "testserver"})
 _ABS_PATH = re.compile(r"(?<![\w.:/~-])/(?:[^\s/'\"]+/)+([^\s/'\"]*)")
 
 
