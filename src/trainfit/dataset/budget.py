@@ -13,13 +13,14 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from trainfit.dataset.stats import DatasetStats
 from trainfit.errors import DatasetError
 
 PERCENTILE_CHOICES = ("p50", "p90", "p95", "p99", "max")
+DATA_FORMATS = ("messages", "sharegpt", "alpaca", "alpaca-query")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -41,6 +42,13 @@ class DataBudget:
     packing_efficiency: float | None
     longest_gib_len: int
     """The longest row a micro-batch holds: ``seq_len`` packed, the longest sample (cut) without packing."""
+    data_format: str | None = None
+    """The one format of every row (messages, sharegpt, alpaca, alpaca-query), None when mixed or not recorded:
+    what ``render`` tells LLaMA-Factory in ``dataset_info.json``."""
+    columns: dict[str, str] = field(default_factory=dict)
+    """The ``--columns`` mapping of ``trainfit data`` (canonical key -> the file's column)."""
+    counted_here: bool = False
+    """True when ``--dataset`` named the dataset itself and it was counted in place (``--tokenizer``)."""
 
     @property
     def tokens(self) -> float:
@@ -56,13 +64,15 @@ class DataBudget:
     def describe(self) -> str:
         what = (f"{self.rows_per_epoch:,} packed rows of {self.seq_len:,} tokens ({self.packing_efficiency:.1%} "
                 "filled)" if self.packing else f"{self.rows_per_epoch:,} samples, no packing")
-        return (f"data {', '.join(self.files)} (stats {self.stats_file}): {what} per epoch x {self.epochs:g}; "
+        src = "counted in place" if self.counted_here else f"stats {self.stats_file}"
+        return (f"data {', '.join(self.files)} ({src}): {what} per epoch x {self.epochs:g}; "
                 f"{self.data_tokens_per_epoch:,} sample tokens per epoch; cut-off {self.seq_len:,} "
                 f"({self.seq_len_from}) truncates {self.truncated_share:.1%} of samples")
 
     def to_dict(self) -> dict[str, Any]:
         d = dict(self.__dict__)
         d["files"] = list(self.files)
+        d["columns"] = dict(self.columns)
         d["summary"] = self.describe()
         return d
 
@@ -82,6 +92,13 @@ class DataBudget:
         if not isinstance(d.get("packing"), bool):
             raise ValueError("data.packing must be true or false")
         eff = d.get("packing_efficiency")
+        fmt = d.get("data_format")
+        if fmt is not None and fmt not in DATA_FORMATS:
+            raise ValueError(f"data.data_format must be one of {', '.join(DATA_FORMATS)}")
+        cols = d.get("columns") or {}
+        if not isinstance(cols, dict) or not all(isinstance(k, str) and isinstance(v, str) and len(v) < 300
+                                                 for k, v in cols.items()):
+            raise ValueError("data.columns must map names to column names")
         return cls(stats_file=d["stats_file"], files=tuple(files), seq_len_from=d["seq_len_from"], packing=d["packing"],
                    seq_len=inputs.as_seq_len("data.seq_len", d.get("seq_len")),
                    epochs=inputs.as_float("data.epochs", d.get("epochs"), lo=0, hi=10_000, lo_open=True),
@@ -90,11 +107,12 @@ class DataBudget:
                                                        lo=1, hi=10**18),
                    truncated_share=inputs.as_float("data.truncated_share", d.get("truncated_share"), lo=0, hi=1),
                    packing_efficiency=None if eff is None else inputs.as_float("data.packing_efficiency", eff, lo=0, hi=1),
-                   longest_gib_len=inputs.as_seq_len("data.longest_gib_len", d.get("longest_gib_len")))
+                   longest_gib_len=inputs.as_seq_len("data.longest_gib_len", d.get("longest_gib_len")),
+                   data_format=fmt, columns=dict(cols), counted_here=bool(d.get("counted_here")))
 
 
 def budget_from_stats(stats: DatasetStats, stats_file: str, *, seq_len: int | None, percentile: str | None,
-                      packing: bool, epochs: float) -> DataBudget:
+                      packing: bool, epochs: float, counted_here: bool = False) -> DataBudget:
     """The :class:`DataBudget` of a stats file for a cut-off (given, or chosen from a percentile)."""
     if seq_len is not None:
         cut, how = seq_len, "--seq-len"
@@ -113,4 +131,5 @@ def budget_from_stats(stats: DatasetStats, stats_file: str, *, seq_len: int | No
                       epochs=epochs, rows_per_epoch=max(1, int(rows)), data_tokens_per_epoch=int(fig["tokens_after_cut"]),
                       truncated_share=float(fig["truncated_share"]),
                       packing_efficiency=float(fig["packing_efficiency"]) if packing else None,
-                      longest_gib_len=max(1, int(longest)))
+                      longest_gib_len=max(1, int(longest)), data_format=stats.single_format(),
+                      columns=dict(stats.columns), counted_here=counted_here)
