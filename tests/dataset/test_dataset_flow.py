@@ -69,3 +69,103 @@ def test_a_compact_stats_file_is_a_stats_file(data, tmp_path, capsys):
     compact.write_text(json.dumps(st.to_dict()))
     p = _plan(["--dataset", str(compact), "--seq-len", "1024"], capsys)["plans"][0]
     assert p["data"]["rows_per_epoch"] == st.packed_sequences
+
+
+LAUNCH_DATA = __import__("pathlib").Path(__file__).parents[1] / "launch" / "data"
+
+
+def _render(plan_file, out, capsys, *extra):
+    rc = main(["render", "--plan", str(plan_file), "--target", "swift,llamafactory", "--out", str(out), *extra])
+    text = capsys.readouterr().out
+    assert rc == 0, text
+    return text
+
+
+def _swift_arg(script, name):
+    m = re.search(rf"^\s+--{name} (\S+)", script, flags=re.M)
+    return None if m is None else m.group(1).strip("'")
+
+
+@pytest.mark.parametrize("packing", [True, False])
+def test_render_writes_the_plans_data_cut_off_and_packing(data, capsys, tmp_path, packing):
+    f, stats, st = data
+    out = _plan(["--dataset", str(stats), "--seq-len-percentile", "p90", "--epochs", "2"]
+                + ([] if packing else ["--no-packing"]), capsys)
+    p = out["plans"][0]
+    plan_file = tmp_path / "plan.json"
+    plan_file.write_text(json.dumps(out))
+    job = tmp_path / "job"
+    _render(plan_file, job, capsys)
+    script = (job / "swift_sft.sh").read_text()
+    assert _swift_arg(script, "dataset") == str(f)
+    assert _swift_arg(script, "max_length") == str(p["data"]["seq_len"]) == str(p["settings"]["seq_len"])
+    assert (_swift_arg(script, "packing") == "true") is packing
+    assert _swift_arg(script, "max_steps") == str(p["optimizer_steps"])
+    cfg = yaml.safe_load((job / "llamafactory.yaml").read_text())
+    assert cfg["cutoff_len"] == p["data"]["seq_len"] and cfg["packing"] is packing
+    assert cfg["max_steps"] == p["optimizer_steps"]
+    assert cfg["dataset_dir"] == "." and cfg["dataset"] in json.loads((job / "dataset_info.json").read_text())
+    entry = json.loads((job / "dataset_info.json").read_text())[cfg["dataset"]]
+    assert entry["file_name"] == str(f) and entry["formatting"] == "sharegpt"
+    assert entry["columns"]["messages"] == "messages" and entry["tags"]["role_tag"] == "role"
+    known = set(json.loads((LAUNCH_DATA / "llamafactory_args.json").read_text())["commands"]["train"]["fields"])
+    assert not [k for k in cfg if k not in known]
+    # check reads the budget back as the data's rows: no step-budget finding on a file rendered as planned
+    for name in ("swift_sft.sh", "llamafactory.yaml"):
+        assert main(["check", str(job / name), "--json"]) in (0, 1)
+        res = json.loads(capsys.readouterr().out)
+        assert not [v for v in res["violations"] if v["rule"] == "step-budget"], res["violations"]
+
+
+def test_check_reads_a_changed_step_count_against_the_data(data, capsys, tmp_path):
+    _, stats, _ = data
+    out = _plan(["--dataset", str(stats), "--seq-len", "1024", "--no-packing"], capsys)
+    plan_file = tmp_path / "plan.json"
+    plan_file.write_text(json.dumps(out))
+    _render(plan_file, tmp_path / "job", capsys)
+    script = (tmp_path / "job" / "swift_sft.sh").read_text()
+    steps = out["plans"][0]["optimizer_steps"]
+    edited = tmp_path / "edited.sh"
+    edited.write_text(re.sub(rf"--max_steps {steps}\b", f"--max_steps {steps * 3}", script))
+    main(["check", str(edited), "--json"])
+    found = [v for v in json.loads(capsys.readouterr().out)["violations"] if v["rule"] == "step-budget"]
+    assert found and f"{steps:,} steps" in found[0]["message"] and "samples" in found[0]["message"]
+
+
+def test_a_data_path_the_gate_refuses_stays_a_placeholder(tok_dir, tmp_path, capsys):
+    d = tmp_path / "my data"
+    d.mkdir()
+    f = d / "train.jsonl"
+    f.write_text("\n".join(json.dumps(r) for r in _rows(20)))
+    out = _plan(["--dataset", str(f), "--tokenizer", str(tok_dir)], capsys)
+    plan_file = tmp_path / "plan.json"
+    plan_file.write_text(json.dumps(out))
+    text = _render(plan_file, tmp_path / "job", capsys)
+    assert "REPLACE_ME" in _swift_arg((tmp_path / "job" / "swift_sft.sh").read_text(), "dataset")
+    assert "dataset left as REPLACE_ME" in text and "spaces" in text
+    assert not (tmp_path / "job" / "dataset_info.json").exists()
+
+
+def test_render_model_counts_the_dataset_in_place(data, tok_dir, tmp_path, capsys):
+    f, _, st = data
+    rc = main(["render", "Qwen3-0.6B", "--method", "lora", "--gpu", "A10", "--dataset", str(f), "--tokenizer",
+               str(tok_dir), "--seq-len", "1024", "--micro-batch", "1", "--grad-accum", "4", "--target", "swift",
+               "--out", str(tmp_path / "job")])
+    assert rc == 0, capsys.readouterr()
+    script = (tmp_path / "job" / "swift_sft.sh").read_text()
+    assert _swift_arg(script, "dataset") == str(f.resolve())
+    assert _swift_arg(script, "max_steps") == str(-(-st.packed_sequences // 4))
+    assert _swift_arg(script, "max_length") == "1024"
+
+
+def test_alpaca_rows_are_described_as_alpaca(tok_dir, tmp_path, capsys):
+    f = tmp_path / "a.jsonl"
+    f.write_text("\n".join(json.dumps({"query": "q " * 9, "response": "a " * 30, "system": "be brief"})
+                           for _ in range(30)))
+    out = _plan(["--dataset", str(f), "--tokenizer", str(tok_dir)], capsys)
+    plan_file = tmp_path / "plan.json"
+    plan_file.write_text(json.dumps(out))
+    _render(plan_file, tmp_path / "job", capsys)
+    entry = json.loads((tmp_path / "job" / "dataset_info.json").read_text())["trainfit_data"]
+    assert entry["formatting"] == "alpaca"
+    assert entry["columns"] == {"prompt": "query", "query": None, "response": "response", "system": "system"}

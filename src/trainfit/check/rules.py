@@ -344,7 +344,19 @@ def _budget_findings(f: JobFacts, rb: Any) -> list[Violation]:
     budget = f.plan.get("budget") if isinstance(f.plan.get("budget"), dict) else {}
     tokens = budget.get("tokens")
     got = rb.tokens_trained
-    if isinstance(tokens, (int, float)) and tokens > 0 and got is not None:
+    rows, epochs = budget.get("rows_per_epoch"), budget.get("epochs")
+    from_data = (isinstance(rows, int) and not isinstance(rows, bool) and rows > 0
+                 and isinstance(epochs, (int, float)) and not isinstance(epochs, bool) and epochs > 0)
+    if from_data and rb.max_steps is not None:  # plan --dataset: steps are the data's rows per global batch
+        want = max(1, math.ceil(rows * epochs / wl.global_batch))
+        what = "packed rows" if budget.get("packing") else "samples"
+        if rb.max_steps != want:
+            out.append(Violation(
+                rule="step-budget", severity=INFO,
+                message=f"the file trains {rb.max_steps:,} steps at global batch {wl.global_batch}; its trainfit "
+                        f"header's data gives {rows:,} {what} x {epochs:g} epoch(s) = {want:,} steps at this batch",
+                fix=f"set max_steps {want}, or re-render from the plan"))
+    elif isinstance(tokens, (int, float)) and tokens > 0 and got is not None:
         per_step = wl.global_batch * wl.seq_len
         want = max(1, math.ceil(tokens / per_step))
         if rb.max_steps != want:
@@ -354,7 +366,8 @@ def _budget_findings(f: JobFacts, rb: Any) -> list[Violation]:
                         f"{wl.seq_len} = {got:,} tokens; its trainfit header planned {tokens:,.0f} tokens "
                         f"({want:,} steps at this batch)",
                 fix=f"set max_steps {want}, or re-render from the plan"))
-    if not wl.packing and rb.max_steps is not None and f.engine in ("swift", "megatron", "llamafactory"):
+    if not wl.packing and not from_data and rb.max_steps is not None and f.engine in ("swift", "megatron",
+                                                                                       "llamafactory"):
         out.append(Violation(
             rule="step-budget", severity=INFO,
             message=f"no packing: each of the {rb.max_steps:,} steps trains {wl.global_batch} samples padded to at most "

@@ -47,6 +47,8 @@ class DataBudget:
     what ``render`` tells LLaMA-Factory in ``dataset_info.json``."""
     columns: dict[str, str] = field(default_factory=dict)
     """The ``--columns`` mapping of ``trainfit data`` (canonical key -> the file's column)."""
+    keys: tuple[str, ...] = ()
+    """Top-level columns the rows have (from the stats)."""
     counted_here: bool = False
     """True when ``--dataset`` named the dataset itself and it was counted in place (``--tokenizer``)."""
 
@@ -73,6 +75,7 @@ class DataBudget:
         d = dict(self.__dict__)
         d["files"] = list(self.files)
         d["columns"] = dict(self.columns)
+        d["keys"] = list(self.keys)
         d["summary"] = self.describe()
         return d
 
@@ -99,6 +102,9 @@ class DataBudget:
         if not isinstance(cols, dict) or not all(isinstance(k, str) and isinstance(v, str) and len(v) < 300
                                                  for k, v in cols.items()):
             raise ValueError("data.columns must map names to column names")
+        keys = d.get("keys") or []
+        if not isinstance(keys, list) or not all(isinstance(k, str) and len(k) <= 100 for k in keys[:64]):
+            raise ValueError("data.keys must be a list of column names")
         return cls(stats_file=d["stats_file"], files=tuple(files), seq_len_from=d["seq_len_from"], packing=d["packing"],
                    seq_len=inputs.as_seq_len("data.seq_len", d.get("seq_len")),
                    epochs=inputs.as_float("data.epochs", d.get("epochs"), lo=0, hi=10_000, lo_open=True),
@@ -108,7 +114,8 @@ class DataBudget:
                    truncated_share=inputs.as_float("data.truncated_share", d.get("truncated_share"), lo=0, hi=1),
                    packing_efficiency=None if eff is None else inputs.as_float("data.packing_efficiency", eff, lo=0, hi=1),
                    longest_gib_len=inputs.as_seq_len("data.longest_gib_len", d.get("longest_gib_len")),
-                   data_format=fmt, columns=dict(cols), counted_here=bool(d.get("counted_here")))
+                   data_format=fmt, columns=dict(cols), keys=tuple(keys[:64]),
+                   counted_here=bool(d.get("counted_here")))
 
 
 def budget_from_stats(stats: DatasetStats, stats_file: str, *, seq_len: int | None, percentile: str | None,
@@ -132,4 +139,4 @@ def budget_from_stats(stats: DatasetStats, stats_file: str, *, seq_len: int | No
                       truncated_share=float(fig["truncated_share"]),
                       packing_efficiency=float(fig["packing_efficiency"]) if packing else None,
                       longest_gib_len=max(1, int(longest)), data_format=stats.single_format(),
-                      columns=dict(stats.columns), counted_here=counted_here)
+                      columns=dict(stats.columns), keys=tuple(stats.keys), counted_here=counted_here)

@@ -36,6 +36,7 @@ def scan(req: ScanRequest, progress: Callable[[int], None] | None = None) -> Dat
     loss = array("I")
     errors: list[dict[str, Any]] = []
     kinds: dict[str, int] = {}
+    keys: set[str] = set()
     bad = 0
     rows = 0
     population = 0
@@ -66,6 +67,8 @@ def scan(req: ScanRequest, progress: Callable[[int], None] | None = None) -> Dat
                     lengths.append(total)
                     loss.append(lo)
                     kinds[kind] = kinds.get(kind, 0) + 1
+                    if len(keys) < 64:
+                        keys.update(k for k in row if isinstance(k, str) and len(k) <= 100)
                     continue
             bad += 1
             if req.on_error == "fail":
@@ -88,7 +91,7 @@ def scan(req: ScanRequest, progress: Callable[[int], None] | None = None) -> Dat
         population = rows - skipped
     return summarize(lengths, loss, seq_len=req.seq_len, rows=rows, skipped=skipped, population=population,
                      files=req.files, tokenizer=req.counter.tokenizer_path, template=req.counter.template_source,
-                     errors=errors, formats=kinds, columns=columns)
+                     errors=errors, formats=kinds, columns=columns, keys=sorted(keys))
 
 
 def row_format(row: Any, fmt: str, columns: dict[str, str]) -> str:
