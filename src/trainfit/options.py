@@ -323,6 +323,11 @@ def data_budget_from_values(values: Mapping[str, Any]) -> Any:
                                 fix=f"drop --{name.replace('_', '-')} (the dataset's tokens x --epochs are the budget)")
     packing = values.get("packing")
     stats, counted = stats_or_scan(path, tokenizer=values.get("tokenizer"), seq_len=values.get("seq_len"))
+    from dataclasses import replace
+    from pathlib import Path
+
+    # the job files name the data by absolute path (a stats file records the paths `trainfit data` was given)
+    stats = replace(stats, files=tuple(str(Path(f).resolve()) if Path(f).is_file() else f for f in stats.files))
     return budget_from_stats(stats, path, seq_len=values.get("seq_len"), percentile=values.get("seq_len_percentile"),
                              packing=True if packing is None else bool(packing), epochs=values.get("epochs") or 1.0,
                              counted_here=counted)
