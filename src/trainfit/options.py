@@ -302,6 +302,17 @@ DATA_OPTIONS: tuple[Option, ...] = (
 )
 
 
+#: ``trainfit check --dataset``: the data a job file's settings are compared with (CLI only, as DATA_OPTIONS).
+CHECK_DATA_OPTIONS: tuple[Option, ...] = (
+    Option(name="dataset", parse=_file_path, group="data", metavar="STATS|FILE",
+           help="a stats file from `trainfit data ... --json` (or the dataset with --tokenizer): warn when the job's "
+                "cut-off truncates more than one sample in a hundred, when padding is over a fifth of the processed "
+                "tokens without packing, and when max_steps x global batch is not a whole number of epochs of the data"),
+    Option(name="tokenizer", parse=_file_path, group="data", metavar="DIR",
+           help="with --dataset FILE: the model folder to count it with"),
+)
+
+
 def data_budget_from_values(values: Mapping[str, Any]) -> Any:
     """The :class:`~trainfit.dataset.budget.DataBudget` of ``--dataset`` (None without it)."""
     path = values.get("dataset")

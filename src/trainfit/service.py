@@ -401,8 +401,10 @@ def write_rendered(result: Any, out_dir: str | Path, *, force: bool = False) -> 
 # ---------------------------------------------------------------------------------------------- check
 
 def check_file(path: str | Path, *, region: str | None = None, gpu: str | None = None,
-               instance_type: str | None = None, nodes: int | None = None, gpus_per_node: int | None = None) -> Any:
-    """Every finding of a job file (:class:`~trainfit.check.CheckResult`)."""
+               instance_type: str | None = None, nodes: int | None = None, gpus_per_node: int | None = None,
+               dataset: str | None = None, tokenizer: str | None = None) -> Any:
+    """Every finding of a job file (:class:`~trainfit.check.CheckResult`); with ``dataset`` (a stats file, or a
+    dataset counted with ``tokenizer``) also the job's cut-off, packing and steps against the data."""
     from trainfit import inputs
     from trainfit.check import check_file as _check
 
@@ -417,7 +419,17 @@ def check_file(path: str | Path, *, region: str | None = None, gpu: str | None =
 
         instance_type = inputs.as_ident("--instance-type", instance_type, "instance_type")
         get_instance(instance_type)  # an unknown type is an error with "did you mean", never silently ignored
-    return _check(path, region=region, gpu=gpu, instance_type=instance_type, nodes=nodes, gpus_per_node=gpus_per_node)
+    stats = None
+    if dataset is not None:
+        from trainfit.dataset import stats_or_scan
+
+        stats, _ = stats_or_scan(dataset, tokenizer=tokenizer)
+    elif tokenizer is not None:
+        from trainfit.errors import InputError
+
+        raise InputError("--tokenizer counts a dataset: it needs --dataset FILE", fix="pass --dataset train.jsonl")
+    return _check(path, region=region, gpu=gpu, instance_type=instance_type, nodes=nodes, gpus_per_node=gpus_per_node,
+                  dataset=stats)
 
 
 # --------------------------------------------------------------------------------------------- submit

@@ -169,3 +169,74 @@ def test_alpaca_rows_are_described_as_alpaca(tok_dir, tmp_path, capsys):
     entry = json.loads((tmp_path / "job" / "dataset_info.json").read_text())["trainfit_data"]
     assert entry["formatting"] == "alpaca"
     assert entry["columns"] == {"prompt": "query", "query": None, "response": "response", "system": "system"}
+
+
+def _edit(script: str, **flags) -> str:
+    for k, v in flags.items():
+        script = re.sub(rf"--{k} \S+", f"--{k} {v}", script)
+    return script
+
+
+def _data_findings(path, stats, capsys, *extra):
+    main(["check", str(path), "--dataset", str(stats), "--json", *extra])
+    res = json.loads(capsys.readouterr().out)
+    return [v for v in res["violations"] if v["rule"] == "data"], res
+
+
+def test_check_dataset_warns_where_the_job_disagrees_with_the_data(data, capsys, tmp_path):
+    _, stats, st = data
+    out = _plan(["--dataset", str(stats), "--seq-len-percentile", "max"], capsys)
+    plan_file = tmp_path / "plan.json"
+    plan_file.write_text(json.dumps(out))
+    _render(plan_file, tmp_path / "job", capsys)
+    script = (tmp_path / "job" / "swift_sft.sh").read_text()
+    found, res = _data_findings(tmp_path / "job" / "swift_sft.sh", stats, capsys)
+    assert found == [], found  # rendered from the plan of these stats: nothing to say
+    assert any("1.00 epoch" in n for n in res["notes"])
+    # a cut-off far below the data's lengths: the share the stats give at that cut-off
+    short = tmp_path / "short.sh"
+    short.write_text(_edit(script, max_length=256))
+    found, _ = _data_findings(short, stats, capsys)
+    cut = [v for v in found if "truncates" in v["message"]]
+    assert cut and f"{st.at(256)['truncated_share']:.1%}" in cut[0]["message"] and cut[0]["severity"] == "warning"
+    # no packing: the stats' padding waste at the job's micro-batch (a stats file with long-tailed lengths)
+    tailed = tmp_path / "tailed.json"
+    d = st.to_dict()
+    d["padding_waste"] = {"1": 0.0, "2": 0.3, "4": 0.4, "8": 0.5, "16": 0.6}
+    tailed.write_text(json.dumps(d))
+    nopack = script.replace("    --packing true \\\n", "")
+    for mb, want in ((8, "50%"), (6, "40%"), (1, None)):
+        padded = tmp_path / f"padded{mb}.sh"
+        padded.write_text(_edit(nopack, per_device_train_batch_size=mb))
+        found, _ = _data_findings(padded, tailed, capsys)
+        pad = [v for v in found if "padding" in v["message"]]
+        assert (want in pad[0]["message"]) if want else not pad, (mb, pad)
+    # max_steps covering a third of an epoch
+    steps = out["plans"][0]["optimizer_steps"]
+    few = tmp_path / "few.sh"
+    few.write_text(_edit(script, max_steps=max(1, steps // 3)))
+    found, _ = _data_findings(few, stats, capsys)
+    assert any("before it has seen all of it" in v["message"] for v in found)
+
+
+def test_check_dataset_without_a_readable_job(data, capsys, tmp_path):
+    _, stats, _ = data
+    f = tmp_path / "notes.sh"
+    f.write_text("echo hello\n")
+    found, _ = _data_findings(f, stats, capsys)
+    assert found and found[0]["severity"] == "info"
+    assert main(["check", str(f), "--tokenizer", "/x"]) == 2
+    assert "--dataset" in capsys.readouterr().err
+
+
+def test_check_step_budget_sees_packing_changed_after_render(data, capsys, tmp_path):
+    _, stats, _ = data
+    out = _plan(["--dataset", str(stats), "--seq-len", "1024"], capsys)
+    plan_file = tmp_path / "plan.json"
+    plan_file.write_text(json.dumps(out))
+    _render(plan_file, tmp_path / "job", capsys)
+    edited = tmp_path / "nopack.sh"
+    edited.write_text((tmp_path / "job" / "swift_sft.sh").read_text().replace("    --packing true \\\n", ""))
+    main(["check", str(edited), "--json"])
+    res = json.loads(capsys.readouterr().out)
+    assert any(v["rule"] == "step-budget" and "does not pack" in v["message"] for v in res["violations"])

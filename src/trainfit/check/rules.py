@@ -6,7 +6,8 @@ runs them all, so every problem is reported at once.
 Job-level rule ids (here): unknown-instance-type, memory-fit, launcher (nnodes/nproc/master address/node rank
 inconsistent with the job), global-batch, batch-mismatch, step-budget, placeholder, settings-differ-from-plan,
 image-registry (a look-alike of PAI's registry host), deepspeed-config (DeepSpeed's own schema: stage 0-3,
-positive batch sizes, offload devices; what fills "auto"), shell-injection. Every platform rule id comes from the YAML (pai-public-quota, lingjun-needs-vpc,
+positive batch sizes, offload devices; what fills "auto"), shell-injection, data (``--dataset``: the cut-off, packing
+and step count against the data's stats). Every platform rule id comes from the YAML (pai-public-quota, lingjun-needs-vpc,
 spot-needs-checkpoints, region-must-match, dlc-world-size-is-nodes, dlc-node-rank-not-rank-env, dlc-body-size...).
 """
 
@@ -33,6 +34,8 @@ class CheckOptions:
     nodes: int | None = None
     """Nodes the job runs on, when the file does not say."""
     gpus_per_node: int | None = None
+    dataset: Any = None
+    """``check --dataset``: the :class:`~trainfit.dataset.stats.DatasetStats` the job's settings are compared with."""
 
 
 def _catalog_instance(name: str):
@@ -350,7 +353,14 @@ def _budget_findings(f: JobFacts, rb: Any) -> list[Violation]:
     if from_data and rb.max_steps is not None:  # plan --dataset: steps are the data's rows per global batch
         want = max(1, math.ceil(rows * epochs / wl.global_batch))
         what = "packed rows" if budget.get("packing") else "samples"
-        if rb.max_steps != want:
+        if isinstance(budget.get("packing"), bool) and budget["packing"] != wl.packing:
+            out.append(Violation(
+                rule="step-budget", severity=INFO,
+                message=f"its trainfit header's data budget counts {what}, but the file "
+                        f"{'does not pack' if budget['packing'] else 'packs'} samples: its {rb.max_steps:,} steps cover "
+                        "a different share of the data than planned",
+                fix="set packing as planned, or re-plan with --packing/--no-packing and re-render"))
+        elif rb.max_steps != want:
             out.append(Violation(
                 rule="step-budget", severity=INFO,
                 message=f"the file trains {rb.max_steps:,} steps at global batch {wl.global_batch}; its trainfit "
@@ -506,9 +516,107 @@ def rule_injection(f: JobFacts, o: CheckOptions) -> list[Violation]:
     return [v if isinstance(v, Violation) else Violation(**v) for v in find_injection(f)]
 
 
+#: ``check --dataset``: a cut-off that truncates more than this share of the samples is a warning (the planner's
+#: default cut-off, the p99 length, truncates at most 1 %).
+DATA_TRUNCATED_WARN = 0.01
+#: Without packing, padding above this share of the processed tokens is a warning.
+DATA_PADDING_WARN = 0.20
+
+
+def _truncated_range(st: Any, cut: int) -> tuple[float, float]:
+    """(low, high) share of samples longer than ``cut``: exact where the stats have figures at that cut-off, else
+    bounded by the neighbouring cut-offs in the stats (a longer cut-off truncates fewer samples)."""
+    have = {st.seq_len: st.truncated_share, **{c["seq_len"]: c["truncated_share"] for c in st.cutoffs}}
+    if cut in have:
+        return have[cut], have[cut]
+    if cut >= st.max_len:
+        return 0.0, 0.0
+    below = [k for k in have if k < cut]
+    above = [k for k in have if k > cut]
+    hi = have[max(below)] if below else 1.0
+    lo = have[min(above)] if above else 0.0
+    return lo, hi
+
+
+def rule_data(f: JobFacts, o: CheckOptions) -> list[Violation]:
+    """``check --dataset STATS``: the job's cut-off, packing and step count against the data's stats (``trainfit
+    data``): the share of samples the cut-off truncates, the padding a job without packing processes, and how many
+    epochs of the data ``max_steps`` x global batch covers."""
+    st = o.dataset
+    if st is None:
+        return []
+    from trainfit.check.readback import read_epochs, read_max_steps, read_settings
+    from trainfit.errors import DatasetError
+
+    wl = read_settings(f, o)
+    if wl is None:
+        return [Violation(rule="data", severity=INFO,
+                          message="--dataset: the file's training settings could not be read, so they were not "
+                                  "compared with the data",
+                          fix="pass the launch script or config (swift_sft.sh, llamafactory.yaml, launch.sh)")]
+    out: list[Violation] = []
+    cut = wl.seq_len
+    lo, hi = _truncated_range(st, cut)
+    share = f"{lo:.1%}" if lo == hi else f"{lo:.1%}-{hi:.1%}"
+    if lo > DATA_TRUNCATED_WARN:
+        p99 = st.percentiles.get("p99")
+        out.append(Violation(
+            rule="data", severity=WARNING,
+            message=f"cut-off {cut:,} (max_length / cutoff_len) truncates {share} of the samples of "
+                    f"{', '.join(st.files)[:200]} (p99 {p99:,} tokens, longest {st.max_len:,}); the truncated tails "
+                    "are not trained",
+            fix=f"raise the cut-off (`trainfit plan --dataset` picks the p99 by default), or drop the long samples"))
+    else:
+        f.notes.append(f"data: cut-off {cut:,} truncates {share} of the samples")
+    if not wl.packing:
+        keys = sorted(int(k) for k in st.padding_waste if str(k).isdecimal())
+        mb = max((k for k in keys if k <= wl.micro_batch), default=None)
+        waste = st.padding_waste.get(str(mb)) if mb is not None else None
+        if waste is not None and waste > DATA_PADDING_WARN:
+            at = "" if mb == wl.micro_batch else f" (at least: the stats' figure for micro-batch {mb})"
+            out.append(Violation(
+                rule="data", severity=WARNING,
+                message=f"packing off at micro-batch {wl.micro_batch}: {waste:.0%} of the tokens the GPUs process are "
+                        f"padding{at}, padding each micro-batch to its longest sample (stats at cut-off "
+                        f"{st.seq_len:,})",
+                fix="turn packing on (ms-swift --packing true, LLaMA-Factory packing: true), or micro-batch 1 with "
+                    "more gradient accumulation"))
+    try:
+        rows = st.at(cut)["packed_sequences"] if wl.packing else st.samples_per_epoch()
+    except DatasetError:
+        rows = None  # packed rows at this cut-off are not in the stats
+    steps = read_max_steps(f)
+    gb = wl.global_batch
+    if rows and steps:
+        per_epoch = max(1, math.ceil(rows / gb))
+        epochs = steps * gb / rows
+        what = f"{rows:,} {'packed rows of ' + format(cut, ',') + ' tokens' if wl.packing else 'samples'}"
+        whole = max(1, round(epochs))
+        if steps == math.ceil(whole * rows / gb):  # whole epochs, the last step a partial batch
+            epochs = float(whole)
+        if epochs < 0.99:
+            out.append(Violation(
+                rule="data", severity=WARNING,
+                message=f"max_steps {steps:,} x global batch {gb} = {steps * gb:,} rows: {epochs:.2f} of one epoch of "
+                        f"the data ({what}, {per_epoch:,} steps per epoch); the job stops before it has seen all of it",
+                fix=f"set max_steps {per_epoch:,} per epoch (x epochs), or `trainfit plan --dataset` and re-render"))
+        elif abs(epochs - round(epochs)) > 0.05:
+            out.append(Violation(
+                rule="data", severity=INFO,
+                message=f"max_steps {steps:,} x global batch {gb} covers {epochs:.2f} epochs of the data ({what}, "
+                        f"{per_epoch:,} steps per epoch): the last epoch is partial",
+                fix=f"set max_steps to a multiple of {per_epoch:,}, or keep it if a partial epoch is meant"))
+        else:
+            f.notes.append(f"data: max_steps {steps:,} = {epochs:.2f} epoch(s) of {what} at global batch {gb}")
+    elif rows and read_epochs(f):
+        n = read_epochs(f)
+        f.notes.append(f"data: {n:g} epoch(s) = {math.ceil(rows / gb) * n:,.0f} optimizer steps at global batch {gb}")
+    return out
+
+
 RULES: tuple[Callable[[JobFacts, CheckOptions], list[Violation]], ...] = (
     rule_unknown_instance, rule_memory, rule_rl, rule_launcher, rule_batch, rule_placeholders, rule_platform,
-    rule_image_registry, rule_deepspeed_config, rule_injection)
+    rule_image_registry, rule_deepspeed_config, rule_injection, rule_data)
 
 
 def run_rules(f: JobFacts, o: CheckOptions) -> list[Violation]:
