@@ -291,7 +291,7 @@ DATA_OPTIONS: tuple[Option, ...] = (
            help="a stats file from `trainfit data FILE --tokenizer DIR --json`, or the dataset itself with "
                 "--tokenizer (counted in place, as `trainfit data` does): the token budget (x --epochs), the "
                 "cut-off length (unless --seq-len) and the optimizer steps as the rendered launcher counts them "
-                "(packed rows, or samples with --no-packing)"),
+                "(packed rows, or samples with --no-packing); `memory`: sized at the data's longest row"),
     Option(name="tokenizer", parse=_file_path, group="job", metavar="DIR",
            help="with --dataset FILE (a dataset, not a stats file): the model folder with tokenizer.json and the "
                 "chat template to count it with (the `data` extra)"),

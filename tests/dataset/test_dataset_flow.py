@@ -240,3 +240,33 @@ def test_check_step_budget_sees_packing_changed_after_render(data, capsys, tmp_p
     main(["check", str(edited), "--json"])
     res = json.loads(capsys.readouterr().out)
     assert any(v["rule"] == "step-budget" and "does not pack" in v["message"] for v in res["violations"])
+
+
+def _memory(args, capsys):
+    rc = main(["memory", "Qwen3-0.6B", "--method", "lora", "--gpu", "A10", "--json", *args])
+    out = capsys.readouterr()
+    assert rc in (0, 1), out.err
+    return json.loads(out.out)
+
+
+def test_memory_is_sized_at_the_datas_longest_row(data, capsys):
+    _, stats, st = data
+    packed = _memory(["--dataset", str(stats), "--seq-len", "1024"], capsys)
+    assert packed["workload"]["seq_len"] == 1024 and "1,024" in packed["data"]["sized_at"]
+    # no packing, a cut-off above every sample: the longest sample is the longest row
+    loose = _memory(["--dataset", str(stats), "--seq-len", "65536", "--no-packing"], capsys)
+    assert loose["workload"]["seq_len"] == st.max_len and "longest sample" in loose["data"]["sized_at"]
+    plain = _memory(["--seq-len", str(st.max_len), "--no-packing"], capsys)
+    assert loose["reserved_gib"] == plain["reserved_gib"]  # the same estimate as that length given by hand
+    cut = _memory(["--dataset", str(stats), "--seq-len", "512", "--no-packing"], capsys)
+    assert cut["workload"]["seq_len"] == 512 < st.max_len
+    assert cut["reserved_gib"] < loose["reserved_gib"]
+
+
+def test_memory_dataset_text_says_what_it_sized(data, capsys):
+    _, stats, _ = data
+    assert main(["memory", "Qwen3-0.6B", "--method", "lora", "--dataset", str(stats), "--seq-len-percentile",
+                 "max"]) == 0
+    assert "sized at the longest row" in capsys.readouterr().out
+    assert main(["memory", "Qwen3-0.6B", "--rl", "grpo", "--dataset", str(stats)]) == 2
+    assert "--dataset" in capsys.readouterr().err

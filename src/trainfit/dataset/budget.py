@@ -71,6 +71,15 @@ class DataBudget:
                 f"{self.data_tokens_per_epoch:,} sample tokens per epoch; cut-off {self.seq_len:,} "
                 f"({self.seq_len_from}) truncates {self.truncated_share:.1%} of samples")
 
+    def memory_note(self) -> str:
+        """What ``memory --dataset`` sizes: the longest row a micro-batch holds, and why."""
+        if self.packing:
+            return (f"sized at the longest row: {self.longest_gib_len:,} tokens (packing fills rows of the cut-off "
+                    f"{self.seq_len:,}, {self.seq_len_from})")
+        cut = "" if self.longest_gib_len < self.seq_len else f", cut to the cut-off {self.seq_len:,}"
+        return (f"sized at the longest row: {self.longest_gib_len:,} tokens (no packing: the longest sample of the "
+                f"data{cut}; a micro-batch pads to its longest sample)")
+
     def to_dict(self) -> dict[str, Any]:
         d = dict(self.__dict__)
         d["files"] = list(self.files)
@@ -131,7 +140,11 @@ def budget_from_stats(stats: DatasetStats, stats_file: str, *, seq_len: int | No
         have = sorted({stats.seq_len, *(c["seq_len"] for c in stats.cutoffs)})
         cut = next((c for c in have if c >= want), have[-1])
         how = f"the smallest cut-off in the stats at or above the {pct} sample length ({want:,} tokens)"
-    fig = stats.at(cut)
+    if not packing and cut >= stats.max_len:  # no sample is cut: the figures hold at any such cut-off
+        fig = {"tokens_after_cut": stats.tokens_total, "truncated_share": 0.0, "packed_sequences": None,
+               "packing_efficiency": None}
+    else:
+        fig = stats.at(cut)
     rows = fig["packed_sequences"] if packing else stats.samples_per_epoch()
     longest = cut if packing else min(cut, stats.max_len)
     return DataBudget(stats_file=stats_file, files=tuple(stats.files), seq_len=cut, seq_len_from=how, packing=packing,
