@@ -15,6 +15,10 @@ Findings (code: when):
 * ``memory-near-limit``: peak reserved memory >= 90 % (warning) / 95 % (critical) of the GPU's memory.
 * ``plan-comparison`` (info), ``slower-than-plan``, ``memory-above-plan``: measured vs predicted
   tokens/s and reserved memory, as ratios.
+* ``tokens-per-step`` (info; warning outside 0.8x-1.25x, or padding 10 points above plan): measured tokens per optimizer step vs the plan's:
+  global batch x seq_len for a token budget; with ``plan --dataset`` the data's rows per step (packed rows x seq_len
+  and their fill; without packing the mean sample after the cut and the stats' padding at the plan's micro-batch),
+  and the padding share when the step records carry ``tokens_nonpad``.
 * ``checkpoint-interval``: the save interval vs the Young/Daly optimum ``sqrt(2 * save_seconds / rate)``
   (J. W. Young, "A first order approximation to the optimum checkpoint interval", CACM 17(9), 1974,
   https://doi.org/10.1145/361147.361115; J. T. Daly, FGCS 22(3), 2006,
@@ -63,6 +67,8 @@ class Thresholds:
     """Measured / predicted reserved memory above which ``memory-above-plan`` warns."""
     interval_off: float = 2.0
     """Save interval more than this factor away from the optimum warns."""
+    tokens_off: float = 1.25
+    """Measured tokens per step more than this factor away from the plan's warns (``tokens-per-step``)."""
     warmup_steps: int = 1
     """Steps left out of the timing statistics at the start of each launch (startup, compilation)."""
 
@@ -76,7 +82,7 @@ class Thresholds:
             raise MetricsError("a warning threshold is above its critical threshold")
         if self.slower_critical > self.slower_warn:
             raise MetricsError("slower_critical must be <= slower_warn")
-        for name in ("spike_ratio", "divergence_ratio", "memory_over", "interval_off"):
+        for name in ("spike_ratio", "divergence_ratio", "memory_over", "interval_off", "tokens_off"):
             if getattr(self, name) <= 1:
                 raise MetricsError(f"threshold {name} must be > 1; got {getattr(self, name)}")
         if self.warmup_steps < 0:
@@ -136,8 +142,8 @@ MAX_LINE_BYTES = 64 * 1024
 MAX_EVENTS = 100_000
 #: The keys diagnose reads from a record; the rest is dropped while reading, so memory stays a small multiple of
 #: what is used, not of the file.
-_KEYS = ("step", "step_seconds", "data_wait_seconds", "tokens_per_s", "gpu_util", "mfu", "loss", "grad_norm",
-         "max_grad_norm", "mem_reserved_gib", "gpu_mem_gib", "save_steps", "save_seconds", "time_unix", "event",
+_KEYS = ("step", "step_seconds", "data_wait_seconds", "tokens_per_s", "tokens", "tokens_nonpad", "gpu_util", "mfu",
+         "loss", "grad_norm", "max_grad_norm", "mem_reserved_gib", "gpu_mem_gib", "save_steps", "save_seconds", "time_unix", "event",
          "lines")
 
 
@@ -286,6 +292,40 @@ def _plan_prediction(path: str | Path, pick: int = 1) -> tuple[float | None, flo
         return float(v) if isinstance(v, (int, float)) and v > 0 else None
 
     return pos(plan.tokens_per_s), pos(plan.per_gpu_gib), pos(plan.gpu_mem_gib)
+
+
+def plan_tokens_per_step(path: str | Path, pick: int = 1) -> dict[str, Any] | None:
+    """What an optimizer step of plan ``pick`` processes (None for an RL plan):
+
+    * ``processed``: tokens the GPUs run per step, padding included; ``data``: the data tokens among them;
+    * ``padding_share``: 1 - data / processed (None when the plan cannot say: a token budget without stats).
+
+    A ``--tokens`` plan assumes packed rows of ``seq_len`` data tokens: global batch x seq_len. A ``--dataset``
+    plan knows its rows: packed, global batch x seq_len of which the packing fill is data; not packed, global batch
+    samples of the data's mean length after the cut, padded to each micro-batch's longest (the stats' padding share
+    at the plan's micro-batch)."""
+    from trainfit.service import load_plan
+
+    plan = load_plan(path, pick)
+    if plan.rl is not None:
+        return None
+    wl = plan.workload
+    gb = wl.global_batch
+    data = plan.data
+    if data is None:
+        n = float(gb * wl.seq_len)
+        return {"basis": "global batch x seq_len (a token budget: packed rows assumed full)", "processed": n,
+                "data": n, "padding_share": None}
+    if data.packing:
+        eff = data.packing_efficiency if data.packing_efficiency is not None else 1.0
+        n = float(gb * data.seq_len)
+        return {"basis": f"{gb} packed rows of {data.seq_len:,} tokens, {eff:.1%} filled (the data's stats)",
+                "processed": n, "data": n * eff, "padding_share": 1.0 - eff}
+    real = gb * data.data_tokens_per_epoch / data.rows_per_epoch
+    waste = data.padding_at(wl.micro_batch)
+    return {"basis": f"{gb} samples of {real / gb:,.0f} tokens on average (the data's stats), padded at micro-batch "
+                     f"{wl.micro_batch}", "processed": real / (1.0 - waste) if waste is not None else None,
+            "data": real, "padding_share": waste}
 
 
 # --------------------------------------------------------------------------- analysis
@@ -525,10 +565,52 @@ def _checkpoint_findings(steps, timed, events, th: Thresholds, rate: float | Non
         fix=f"set save_steps to about {opt_steps}" if opt_steps else f"save every ~{opt:.0f} s", data=data)]
 
 
+def _tokens_findings(timed, expect: dict[str, Any], th: Thresholds) -> tuple[list[Finding], dict[str, Any]]:
+    """Measured tokens per step vs :func:`plan_tokens_per_step`. The step records' ``tokens`` come from the
+    Trainer's ``num_input_tokens_seen``, which counts padding or not depending on the Trainer's setting, so the
+    measured figure is compared with both the plan's processed and data tokens and the nearer decides."""
+    got = _median(_vals(timed, "tokens"))
+    nonpad = _median(_vals(timed, "tokens_nonpad"))
+    cmp: dict[str, Any] = {"basis": expect["basis"], "planned_tokens_per_step": expect["processed"],
+                           "planned_data_tokens_per_step": round(expect["data"], 1),
+                           "planned_padding_share": expect["padding_share"],
+                           "measured_tokens_per_step": got, "measured_padding_share": None, "tokens_ratio": None}
+    if not got:
+        return [Finding(code="tokens-per-step", severity="info",
+                        message="the run records no tokens per step to compare with the plan's "
+                                f"({expect['basis']})",
+                        fix="record tokens (TrainfitCallback with include_num_input_tokens_seen, or tokens_per_step=)",
+                        data=cmp)], cmp
+    ratios = [got / x for x in (expect["processed"], expect["data"]) if x]
+    r = min(ratios, key=lambda x: abs(math.log(x)))
+    cmp["tokens_ratio"] = round(r, 3)
+    if nonpad and got >= nonpad:
+        cmp["measured_padding_share"] = round(1.0 - nonpad / got, 4)
+    msg = (f"{got:,.0f} tokens per step measured vs {expect['data']:,.0f} data tokens"
+           + (f" ({expect['processed']:,.0f} with padding)" if expect["processed"] and expect["processed"] !=
+              expect["data"] else "") + f" planned ({expect['basis']}): {r:.2f}x")
+    if cmp["measured_padding_share"] is not None:
+        msg += f"; padding {cmp['measured_padding_share']:.0%} of the tokens" + (
+            f" vs {expect['padding_share']:.0%} planned" if expect["padding_share"] is not None else "")
+    off = not (1 / th.tokens_off <= r <= th.tokens_off)
+    pad_off = (cmp["measured_padding_share"] is not None and expect["padding_share"] is not None
+               and cmp["measured_padding_share"] - expect["padding_share"] > 0.10)
+    if not off and not pad_off:
+        return [Finding(code="tokens-per-step", severity="info", message=msg, fix="", data=cmp)], cmp
+    return [Finding(
+        code="tokens-per-step", severity="warning", message=msg,
+        fix="the run's global batch, cut-off or packing differs from the plan's, so its steps and hours do too: "
+            "check per-device batch x accumulation x GPUs, max_length / cutoff_len and packing against the plan "
+            "(`trainfit check FILE --dataset STATS`), or re-plan",
+        data=cmp)], cmp
+
+
 def diagnose(events: list[dict[str, Any]], steps: list[dict[str, Any]], *,
              plan: tuple[float | None, float | None, float | None] | None = None,
-             interruptions_per_hour: float | None = None, thresholds: Thresholds | None = None) -> Diagnosis:
-    """Findings for one run; ``plan`` is what :func:`_plan_prediction` returns."""
+             interruptions_per_hour: float | None = None, thresholds: Thresholds | None = None,
+             plan_tokens: dict[str, Any] | None = None) -> Diagnosis:
+    """Findings for one run; ``plan`` is what :func:`_plan_prediction` returns, ``plan_tokens`` what
+    :func:`plan_tokens_per_step` returns."""
     th = thresholds or Thresholds()
     if interruptions_per_hour is not None and not interruptions_per_hour > 0:
         raise MetricsError(f"--interruptions-per-hour must be > 0; got {interruptions_per_hour}")
@@ -543,6 +625,10 @@ def diagnose(events: list[dict[str, Any]], steps: list[dict[str, Any]], *,
     if plan is not None:
         pf, cmp = _plan_findings(timed, steps, plan, th, bool(inp))
         findings += pf
+    if plan_tokens is not None:
+        tf, tcmp = _tokens_findings(timed, plan_tokens, th)
+        findings += tf
+        cmp = {**(cmp or {}), "tokens_per_step": tcmp}
     findings += _checkpoint_findings(steps, timed, events, th, interruptions_per_hour)
     order = {s: i for i, s in enumerate(reversed(SEVERITIES))}
     findings.sort(key=lambda f: order[f.severity])

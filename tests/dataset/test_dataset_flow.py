@@ -270,3 +270,60 @@ def test_memory_dataset_text_says_what_it_sized(data, capsys):
     assert "sized at the longest row" in capsys.readouterr().out
     assert main(["memory", "Qwen3-0.6B", "--rl", "grpo", "--dataset", str(stats)]) == 2
     assert "--dataset" in capsys.readouterr().err
+
+
+def _metrics(path, tokens, nonpad=None, n=12):
+    with open(path, "w") as f:
+        f.write(json.dumps({"event": "start"}) + "\n")
+        for i in range(1, n + 1):
+            r = {"step": i, "time_unix": 1000.0 + i, "step_seconds": 1.0, "data_wait_seconds": 0.0,
+                 "compute_seconds": 1.0, "tokens": tokens, "tokens_per_s": tokens}
+            if nonpad is not None:
+                r["tokens_nonpad"] = nonpad
+            f.write(json.dumps(r) + "\n")
+    return path
+
+
+def _diagnose(metrics, plan_file, capsys):
+    main(["diagnose", str(metrics), "--plan", str(plan_file), "--json"])
+    out = json.loads(capsys.readouterr().out)
+    return next(f for f in out["findings"] if f["code"] == "tokens-per-step"), out
+
+
+@pytest.mark.parametrize("packing", [True, False])
+def test_diagnose_compares_tokens_per_step_with_the_datas(data, capsys, tmp_path, packing):
+    _, stats, st = data
+    out = _plan(["--dataset", str(stats), "--seq-len", "1024", "--micro-batch", "4"]
+                + ([] if packing else ["--no-packing"]), capsys)
+    p = out["plans"][0]
+    plan_file = tmp_path / "plan.json"
+    plan_file.write_text(json.dumps(out))
+    gb = p["settings"]["global_batch"]
+    if packing:
+        planned_data = gb * 1024 * st.at(1024)["packing_efficiency"]
+        planned_pad = 1 - st.at(1024)["packing_efficiency"]
+    else:
+        planned_data = gb * st.tokens_after_cut / st.samples
+        planned_pad = st.padding_waste["4"]
+    f, doc = _diagnose(_metrics(tmp_path / "ok.jsonl", round(planned_data)), plan_file, capsys)
+    assert f["severity"] == "info" and f["data"]["tokens_ratio"] == pytest.approx(1.0, abs=0.01)
+    assert f["data"]["planned_padding_share"] == pytest.approx(planned_pad)
+    assert doc["plan"]["tokens_per_step"]["planned_data_tokens_per_step"] == pytest.approx(planned_data, abs=0.1)
+    f, _ = _diagnose(_metrics(tmp_path / "half.jsonl", round(planned_data / 2)), plan_file, capsys)
+    assert f["severity"] == "warning" and f["data"]["tokens_ratio"] == pytest.approx(0.5, abs=0.02)
+    # the records carry non-padding tokens: padding far above the plan's is a warning
+    f, _ = _diagnose(_metrics(tmp_path / "pad.jsonl", round(planned_data / (1 - planned_pad - 0.3)),
+                              nonpad=round(planned_data)), plan_file, capsys)
+    assert f["data"]["measured_padding_share"] == pytest.approx(planned_pad + 0.3, abs=0.01)
+    assert f["severity"] == "warning"
+
+
+def test_diagnose_tokens_per_step_of_a_token_budget_plan(capsys, tmp_path):
+    assert main(["plan", "Qwen3-0.6B", "--method", "lora", "--gpu", "A10", "--max-gpus", "1", "--tokens", "50M",
+                 "--seq-len", "2048", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    plan_file = tmp_path / "plan.json"
+    plan_file.write_text(json.dumps(out))
+    gb = out["plans"][0]["settings"]["global_batch"]
+    f, _ = _diagnose(_metrics(tmp_path / "m.jsonl", gb * 2048), plan_file, capsys)
+    assert f["data"]["tokens_ratio"] == 1.0 and f["data"]["planned_padding_share"] is None

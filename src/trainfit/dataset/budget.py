@@ -49,6 +49,9 @@ class DataBudget:
     """The ``--columns`` mapping of ``trainfit data`` (canonical key -> the file's column)."""
     keys: tuple[str, ...] = ()
     """Top-level columns the rows have (from the stats)."""
+    padding_waste: dict[str, float] = field(default_factory=dict)
+    """Micro-batch -> share of processed tokens that are padding without packing (the stats' figures at their
+    cut-off), so ``diagnose`` can compare a run's padding with the plan's."""
     counted_here: bool = False
     """True when ``--dataset`` named the dataset itself and it was counted in place (``--tokenizer``)."""
 
@@ -71,6 +74,12 @@ class DataBudget:
                 f"{self.data_tokens_per_epoch:,} sample tokens per epoch; cut-off {self.seq_len:,} "
                 f"({self.seq_len_from}) truncates {self.truncated_share:.1%} of samples")
 
+    def padding_at(self, micro_batch: int) -> float | None:
+        """The stats' padding share at ``micro_batch``, or at the largest micro-batch below it (a lower bound);
+        None when the stats have none."""
+        sizes = sorted(int(k) for k in self.padding_waste if k.isdecimal() and int(k) <= micro_batch)
+        return self.padding_waste.get(str(sizes[-1])) if sizes else None
+
     def memory_note(self) -> str:
         """What ``memory --dataset`` sizes: the longest row a micro-batch holds, and why."""
         if self.packing:
@@ -85,6 +94,7 @@ class DataBudget:
         d["files"] = list(self.files)
         d["columns"] = dict(self.columns)
         d["keys"] = list(self.keys)
+        d["padding_waste"] = dict(self.padding_waste)
         d["summary"] = self.describe()
         return d
 
@@ -111,6 +121,11 @@ class DataBudget:
         if not isinstance(cols, dict) or not all(isinstance(k, str) and isinstance(v, str) and len(v) < 300
                                                  for k, v in cols.items()):
             raise ValueError("data.columns must map names to column names")
+        waste = d.get("padding_waste") or {}
+        if not isinstance(waste, dict) or not all(
+                isinstance(k, str) and k.isdecimal() and isinstance(v, (int, float)) and not isinstance(v, bool)
+                and 0 <= v < 1 for k, v in waste.items()):
+            raise ValueError("data.padding_waste must map micro-batch sizes to shares in [0, 1)")
         keys = d.get("keys") or []
         if not isinstance(keys, list) or not all(isinstance(k, str) and len(k) <= 100 for k in keys[:64]):
             raise ValueError("data.keys must be a list of column names")
@@ -124,6 +139,7 @@ class DataBudget:
                    packing_efficiency=None if eff is None else inputs.as_float("data.packing_efficiency", eff, lo=0, hi=1),
                    longest_gib_len=inputs.as_seq_len("data.longest_gib_len", d.get("longest_gib_len")),
                    data_format=fmt, columns=dict(cols), keys=tuple(keys[:64]),
+                   padding_waste={k: float(v) for k, v in waste.items()},
                    counted_here=bool(d.get("counted_here")))
 
 
@@ -152,4 +168,5 @@ def budget_from_stats(stats: DatasetStats, stats_file: str, *, seq_len: int | No
                       truncated_share=float(fig["truncated_share"]),
                       packing_efficiency=float(fig["packing_efficiency"]) if packing else None,
                       longest_gib_len=max(1, int(longest)), data_format=stats.single_format(),
-                      columns=dict(stats.columns), keys=tuple(stats.keys), counted_here=counted_here)
+                      columns=dict(stats.columns), keys=tuple(stats.keys), counted_here=counted_here,
+                      padding_waste={str(k): float(v) for k, v in stats.padding_waste.items()})
