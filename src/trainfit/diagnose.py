@@ -15,6 +15,10 @@ Findings (code: when):
 * ``memory-near-limit``: peak reserved memory >= 90 % (warning) / 95 % (critical) of the GPU's memory.
 * ``plan-comparison`` (info), ``slower-than-plan``, ``memory-above-plan``: measured vs predicted
   tokens/s and reserved memory, as ratios.
+* ``tokens-per-step`` (info; warning outside 0.8x-1.25x, or padding 10 points above plan): measured tokens per optimizer step vs the plan's:
+  global batch x seq_len for a token budget; with ``plan --dataset`` the data's rows per step (packed rows x seq_len
+  and their fill; without packing the mean sample after the cut and the stats' padding at the plan's micro-batch),
+  and the padding share when the step records carry ``tokens_nonpad``.
 * ``checkpoint-interval``: the save interval vs the Young/Daly optimum ``sqrt(2 * save_seconds / rate)``
   (J. W. Young, "A first order approximation to the optimum checkpoint interval", CACM 17(9), 1974,
   https://doi.org/10.1145/361147.361115; J. T. Daly, FGCS 22(3), 2006,
@@ -60,6 +64,8 @@ class Thresholds:
     """Measured / predicted reserved memory above which ``memory-above-plan`` warns."""
     interval_off: float = 2.0
     """Save interval more than this factor away from the optimum warns."""
+    tokens_off: float = 1.25
+    """Measured tokens per step more than this factor away from the plan's warns (``tokens-per-step``)."""
     warmup_steps: int = 1
     """Steps left out of the timing statistics at the start of each launch (startup, compilation)."""
 
@@ -73,7 +79,7 @@ class Thresholds:
             raise MetricsError("a warning threshold is above its critical threshold")
         if self.slower_critical > self.slower_warn:
             raise MetricsError("slower_critical must be <= slower_warn")
-        for name in ("spike_ratio", "divergence_ratio", "memory_over", "interval_off"):
+        for name in ("spike_ratio", "divergence_ratio", "memory_over", "interval_off", "tokens_off"):
             if getattr(self, name) <= 1:
                 raise MetricsError(f"threshold {name} must be > 1; got {getattr(self, name)}")
         if self.warmup_steps < 0:
@@ -146,7 +152,6 @@ def _plan_prediction(path: str | Path, pick: int = 1) -> tuple[float | None, flo
     return pos(plan.tokens_per_s), pos(plan.per_gpu_gib), pos(plan.gpu_mem_gib)
 
 
-# --------------------------------------------------------------------------- analysis
 def _vals(recs: list[dict[str, Any]], key: str) -> list[float]:
     out = []
     for r in recs:
@@ -385,8 +390,10 @@ def _checkpoint_findings(steps, timed, events, th: Thresholds, rate: float | Non
 
 def diagnose(events: list[dict[str, Any]], steps: list[dict[str, Any]], *,
              plan: tuple[float | None, float | None, float | None] | None = None,
-             interruptions_per_hour: float | None = None, thresholds: Thresholds | None = None) -> Diagnosis:
-    """Findings for one run; ``plan`` is what :func:`_plan_prediction` returns."""
+             interruptions_per_hour: float | None = None, thresholds: Thresholds | None = None,
+             plan_tokens: dict[str, Any] | None = None) -> Diagnosis:
+    """Findings for one run; ``plan`` is what :func:`_plan_prediction` returns, ``plan_tokens`` what
+    :func:`trainfit.diagnose_tokens.plan_tokens_per_step` returns."""
     th = thresholds or Thresholds()
     if interruptions_per_hour is not None and not interruptions_per_hour > 0:
         raise MetricsError(f"--interruptions-per-hour must be > 0; got {interruptions_per_hour}")
@@ -401,6 +408,12 @@ def diagnose(events: list[dict[str, Any]], steps: list[dict[str, Any]], *,
     if plan is not None:
         pf, cmp = _plan_findings(timed, steps, plan, th, bool(inp))
         findings += pf
+    if plan_tokens is not None:
+        from trainfit.diagnose_tokens import tokens_findings
+
+        tf, tcmp = tokens_findings(timed, plan_tokens, th)
+        findings += tf
+        cmp = {**(cmp or {}), "tokens_per_step": tcmp}
     findings += _checkpoint_findings(steps, timed, events, th, interruptions_per_hour)
     order = {s: i for i, s in enumerate(reversed(SEVERITIES))}
     findings.sort(key=lambda f: order[f.severity])

@@ -19,7 +19,7 @@ MAX_LINE_BYTES = 64 * 1024
 MAX_EVENTS = 100_000
 #: The keys diagnose reads from a record; the rest is dropped while reading, so memory stays a small multiple of
 #: what is used, not of the file.
-_KEYS = ("step", "step_seconds", "data_wait_seconds", "tokens_per_s", "gpu_util", "mfu", "loss", "grad_norm",
+_KEYS = ("step", "step_seconds", "data_wait_seconds", "tokens_per_s", "tokens", "tokens_nonpad", "gpu_util", "mfu", "loss", "grad_norm",
          "max_grad_norm", "mem_reserved_gib", "gpu_mem_gib", "save_steps", "save_seconds", "time_unix", "event",
          "lines")
 

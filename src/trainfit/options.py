@@ -287,10 +287,14 @@ def _file_path(field: str, raw: Any) -> str:
 #: Options of ``trainfit plan`` that read a file on the user's machine (a dataset stats file): the CLI's only. The web
 #: API takes no server-side paths (docs/security.md), so these are not in :data:`PLAN_OPTIONS`.
 DATA_OPTIONS: tuple[Option, ...] = (
-    Option(name="dataset", parse=_file_path, group="job", metavar="STATS",
-           help="a stats file from `trainfit data FILE --tokenizer DIR --json`: the token budget (x --epochs), the "
+    Option(name="dataset", parse=_file_path, group="job", metavar="STATS|FILE",
+           help="a stats file from `trainfit data FILE --tokenizer DIR --json`, or the dataset itself with "
+                "--tokenizer (counted in place, as `trainfit data` does): the token budget (x --epochs), the "
                 "cut-off length (unless --seq-len) and the optimizer steps as the rendered launcher counts them "
-                "(packed rows, or samples with --no-packing)"),
+                "(packed rows, or samples with --no-packing); `memory`: sized at the data's longest row"),
+    Option(name="tokenizer", parse=_file_path, group="job", metavar="DIR",
+           help="with --dataset FILE (a dataset, not a stats file): the model folder with tokenizer.json and the "
+                "chat template to count it with (the `data` extra)"),
     Option(name="seq_len_percentile", parse=_choice(("p50", "p90", "p95", "p99", "max")), group="job",
            choices=("p50", "p90", "p95", "p99", "max"), metavar="PCT",
            help="with --dataset and no --seq-len: the cut-off is the smallest in the stats at or above this "
@@ -298,27 +302,15 @@ DATA_OPTIONS: tuple[Option, ...] = (
 )
 
 
-def data_budget_from_values(values: Mapping[str, Any]) -> Any:
-    """The :class:`~trainfit.dataset.budget.DataBudget` of ``--dataset`` (None without it)."""
-    path = values.get("dataset")
-    if not path:
-        if values.get("seq_len_percentile"):
-            from trainfit.errors import WorkloadError
-
-            raise WorkloadError("--seq-len-percentile needs --dataset", fix="pass --dataset stats.json")
-        return None
-    from trainfit.dataset import load_stats
-    from trainfit.dataset.budget import budget_from_stats
-    from trainfit.errors import WorkloadError
-
-    for name in ("tokens", "dataset_tokens"):
-        if values.get(name) is not None:
-            raise WorkloadError(f"--{name.replace('_', '-')} and --dataset both say how many tokens to train on",
-                                fix=f"drop --{name.replace('_', '-')} (the dataset's tokens x --epochs are the budget)")
-    packing = values.get("packing")
-    return budget_from_stats(load_stats(path), path, seq_len=values.get("seq_len"),
-                             percentile=values.get("seq_len_percentile"),
-                             packing=True if packing is None else bool(packing), epochs=values.get("epochs") or 1.0)
+#: ``trainfit check --dataset``: the data a job file's settings are compared with (CLI only, as DATA_OPTIONS).
+CHECK_DATA_OPTIONS: tuple[Option, ...] = (
+    Option(name="dataset", parse=_file_path, group="data", metavar="STATS|FILE",
+           help="a stats file from `trainfit data ... --json` (or the dataset with --tokenizer): warn when the job's "
+                "cut-off truncates more than one sample in a hundred, when padding is over a fifth of the processed "
+                "tokens without packing, and when max_steps x global batch is not a whole number of epochs of the data"),
+    Option(name="tokenizer", parse=_file_path, group="data", metavar="DIR",
+           help="with --dataset FILE: the model folder to count it with"),
+)
 
 
 def plan_request_from_values(model: Any, values: Mapping[str, Any]) -> Any:
@@ -348,7 +340,9 @@ def plan_request_from_values(model: Any, values: Mapping[str, Any]) -> Any:
 
         check_target(target, values.get("framework"), rl=rl is not None)
     tokens = values.get("tokens")
-    data = None if rl is not None else data_budget_from_values(values)
+    from trainfit.dataset.budget import budget_from_values
+
+    data = None if rl is not None else budget_from_values(values)
     if data is not None:
         base["seq_len"] = data.seq_len
         tokens = data.tokens

@@ -72,11 +72,16 @@ class MemoryReport:
     warnings: tuple[str, ...] = ()
     """What the named GPU cannot run whatever the memory (``--attention flash3`` off Hopper): the kernel gate that
     ``plan`` reports as a warning and ``trainfit check`` as a ``kernel-support`` error."""
+    data: Any = None
+    """``memory --dataset``: the :class:`~trainfit.dataset.budget.DataBudget` whose longest row the memory is sized
+    at (``workload.seq_len``)."""
 
     def to_dict(self) -> dict[str, Any]:
         from trainfit.estimate.uncertainty import memory_range
 
         out = self.estimate.to_dict()
+        if self.data is not None:
+            out["data"] = {**self.data.to_dict(), "sized_at": self.data.memory_note()}
         out["workload"] = self.workload.to_dict()
         out["reserved_interval_gib"] = memory_range(self.estimate.reserved_gib)
         out.update({"gpu": self.gpu, "gpu_mem_gib": self.usable_gib, "host_ram_node_gib": self.host_ram_gib,
@@ -102,8 +107,15 @@ def gpu_usable_gib(gpu: str) -> tuple[str, float]:
 
 def memory_report(model: ModelShape, workload: Workload, *, gpu: str | None = None, gpu_mem_gib: float | None = None,
                   host_ram_gib: float | None = None, instance_type: str | None = None,
-                  margin: float = SAFETY_MARGIN_DEFAULT) -> MemoryReport:
-    """Memory by term and, with a GPU (name, ``gpu_mem_gib`` or an instance type), the one fit verdict."""
+                  margin: float = SAFETY_MARGIN_DEFAULT, data: Any = None) -> MemoryReport:
+    """Memory by term and, with a GPU (name, ``gpu_mem_gib`` or an instance type), the one fit verdict. With
+    ``data`` (``memory --dataset``: a :class:`~trainfit.dataset.budget.DataBudget`) the sequence is the data's
+    longest row (:attr:`~trainfit.dataset.budget.DataBudget.longest_gib_len`): the cut-off with packing, the longest
+    sample after the cut without."""
+    if data is not None:
+        from dataclasses import replace
+
+        workload = replace(workload, seq_len=data.longest_gib_len)
     est = estimate_memory(model, workload)
     name, usable = None, None
     if instance_type:
@@ -132,7 +144,7 @@ def memory_report(model: ModelShape, workload: Workload, *, gpu: str | None = No
     if usable is not None:
         answer = fit_answer(model, workload, usable, estimate=est, host_ram_gib=host_ram_gib, margin=margin)
     return MemoryReport(model=model, workload=workload, estimate=est, gpu=name, usable_gib=usable,
-                        host_ram_gib=host_ram_gib, answer=answer, warnings=tuple(warnings))
+                        host_ram_gib=host_ram_gib, answer=answer, warnings=tuple(warnings), data=data)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -401,8 +413,10 @@ def write_rendered(result: Any, out_dir: str | Path, *, force: bool = False) -> 
 # ---------------------------------------------------------------------------------------------- check
 
 def check_file(path: str | Path, *, region: str | None = None, gpu: str | None = None,
-               instance_type: str | None = None, nodes: int | None = None, gpus_per_node: int | None = None) -> Any:
-    """Every finding of a job file (:class:`~trainfit.check.CheckResult`)."""
+               instance_type: str | None = None, nodes: int | None = None, gpus_per_node: int | None = None,
+               dataset: str | None = None, tokenizer: str | None = None) -> Any:
+    """Every finding of a job file (:class:`~trainfit.check.CheckResult`); with ``dataset`` (a stats file, or a
+    dataset counted with ``tokenizer``) also the job's cut-off, packing and steps against the data."""
     from trainfit import inputs
     from trainfit.check import check_file as _check
 
@@ -417,7 +431,17 @@ def check_file(path: str | Path, *, region: str | None = None, gpu: str | None =
 
         instance_type = inputs.as_ident("--instance-type", instance_type, "instance_type")
         get_instance(instance_type)  # an unknown type is an error with "did you mean", never silently ignored
-    return _check(path, region=region, gpu=gpu, instance_type=instance_type, nodes=nodes, gpus_per_node=gpus_per_node)
+    stats = None
+    if dataset is not None:
+        from trainfit.dataset import stats_or_scan
+
+        stats, _ = stats_or_scan(dataset, tokenizer=tokenizer)
+    elif tokenizer is not None:
+        from trainfit.errors import InputError
+
+        raise InputError("--tokenizer counts a dataset: it needs --dataset FILE", fix="pass --dataset train.jsonl")
+    return _check(path, region=region, gpu=gpu, instance_type=instance_type, nodes=nodes, gpus_per_node=gpus_per_node,
+                  dataset=stats)
 
 
 # --------------------------------------------------------------------------------------------- submit

@@ -12,8 +12,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "diagnose", help="diagnose a run from its per-step metrics (input-bound, loss spikes, memory, vs plan)",
         description="Read the per-step metrics JSONL that TrainfitCallback writes and report findings with "
                     "code, severity, message and fix: input-bound, low-gpu-util, loss-spike, divergence, "
-                    "memory-near-limit, slower-than-plan / memory-above-plan (with --plan: measured vs "
-                    "predicted as ratios), checkpoint-interval. Exit code 1 when a finding is critical.")
+                    "memory-near-limit, slower-than-plan / memory-above-plan / tokens-per-step (with --plan: "
+                    "measured vs predicted as ratios), checkpoint-interval. Exit code 1 when a finding is critical.")
     p.add_argument("metrics", metavar="METRICS.jsonl", help="metrics file of the run")
     p.add_argument("--plan", metavar="PLAN.json", help="`trainfit plan --json` output to compare with")
     p.add_argument("--pick", type=int_arg("--pick", 1, 10_000), default=1, metavar="N", help="which plan of --plan, 1 = first (default 1)")
@@ -29,11 +29,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from trainfit.diagnose import Thresholds, _plan_prediction, diagnose, load_metrics
+    from trainfit.diagnose_tokens import plan_tokens_per_step
 
     events, steps = load_metrics(args.metrics)
     plan = _plan_prediction(args.plan, args.pick) if args.plan else None
+    tokens = plan_tokens_per_step(args.plan, args.pick) if args.plan else None
     d = diagnose(events, steps, plan=plan, interruptions_per_hour=args.interruptions_per_hour,
-                 thresholds=Thresholds(warmup_steps=args.warmup_steps))
+                 thresholds=Thresholds(warmup_steps=args.warmup_steps), plan_tokens=tokens)
     rc = 1 if d.worst == "critical" else 0
     if args.json:
         out = d.to_dict()

@@ -28,6 +28,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     from trainfit._cli.rl_options import add_rl_options
 
     add_rl_options(p)
+    from trainfit.options import DATA_OPTIONS, add_options
+
+    add_options(p, DATA_OPTIONS)  # --dataset: size memory at the data's longest row
     add_json_option(p)
     p.set_defaults(func=run)
 
@@ -37,12 +40,20 @@ def compute(args: argparse.Namespace):
     from trainfit.service import memory_report, rl_memory_report
 
     rl = rl_config_from_values(vars(args))
+    if rl is not None and args.dataset:
+        from trainfit.errors import WorkloadError
+
+        raise WorkloadError("--dataset sizes supervised fine-tuning rows; RL sequences are --prompt-len + "
+                            "--response-len", fix="drop --dataset, or drop --rl")
     if rl is not None:  # RL sizing (issue 13): memory per phase
         return rl_memory_report(model_from_args(args), rl_workload_from_values(vars(args), rl), rl,
                                 gpu=args.gpu, gpu_mem_gib=args.gpu_mem, host_ram_gib=args.host_ram,
                                 instance_type=args.instance_type, steps=args.steps)
+    from trainfit.dataset.budget import budget_from_values
+
+    data = budget_from_values(vars(args))
     return memory_report(model_from_args(args), workload_from_args(args), gpu=args.gpu, gpu_mem_gib=args.gpu_mem,
-                         host_ram_gib=args.host_ram, instance_type=args.instance_type)
+                         host_ram_gib=args.host_ram, instance_type=args.instance_type, data=data)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -61,5 +72,7 @@ def run(args: argparse.Namespace) -> int:
         return rc
     from trainfit._cli.tables import print_memory
 
+    if out.get("data"):
+        print(f"{out['data']['summary']}\n{out['data']['sized_at']}")
     print_memory(out)
     return rc

@@ -48,7 +48,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--image", type=ident_arg("--image", "image"),
                    help="container image (default: PAI's Megatron-Patch image of the region)")
     g.add_argument("--dataset", type=ident_arg("--dataset", "dataset"),
-                   help="dataset id or path (default AI-ModelScope/alpaca-gpt4-data-en)")
+                   help="dataset id or path the job trains on (default: the plan's data file, else "
+                        "AI-ModelScope/alpaca-gpt4-data-en); without --plan, a stats file from `trainfit data --json` "
+                        "or a dataset file with --tokenizer also sets the steps, the cut-off and the budget as "
+                        "`plan --dataset` does")
+    g.add_argument("--tokenizer", metavar="DIR",
+                   help="without --plan, with --dataset FILE: count the dataset in place with this model folder's "
+                        "tokenizer and chat template (as `trainfit data`)")
+    g.add_argument("--seq-len-percentile", choices=("p50", "p90", "p95", "p99", "max"), metavar="PCT",
+                   help="without --plan, with a --dataset that is counted: the cut-off is the smallest in the stats "
+                        "at or above this percentile of sample lengths (default p99, unless --seq-len)")
     g.add_argument("--job-name", type=ident_arg("--job-name", "job_name"), help="job name (default MODEL-METHOD)")
     g.add_argument("--checkpoint-uri", metavar="URI", type=ident_arg("--checkpoint-uri", "uri"),
                    help="OSS path for checkpoints (oss://bucket/path/)")
@@ -68,15 +77,19 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def options_from_args(args: argparse.Namespace):
+    from trainfit.dataset import is_stats_file
     from trainfit.launch import RenderOptions
+
+    counted = not args.plan and args.dataset and (args.tokenizer or is_stats_file(args.dataset))
 
     vpc = None
     if args.vpc_id or args.vswitch_id or args.security_group_id:
         vpc = {k: v for k, v in (("VpcId", args.vpc_id), ("SwitchId", args.vswitch_id),
                                  ("SecurityGroupId", args.security_group_id)) if v}
     return RenderOptions(region=args.region, workspace_id=args.workspace_id, resource_id=args.resource_id,
-                         image=args.image, dataset=args.dataset, job_name=args.job_name,
-                         checkpoint_uri=args.checkpoint_uri, vpc=vpc, learning_rate=args.lr, epochs=args.epochs,
+                         image=args.image, dataset=None if counted else args.dataset, job_name=args.job_name,
+                         checkpoint_uri=args.checkpoint_uri, vpc=vpc, learning_rate=args.lr,
+                         epochs=None if counted else args.epochs,  # counted data: --epochs is in the data's budget
                          save_steps=args.save_steps, spot_discount_limit=args.spot_discount_limit)
 
 
@@ -89,15 +102,42 @@ def plan_from_args(args: argparse.Namespace):
     from trainfit.options import rl_config_from_values, rl_workload_from_values
 
     rl = rl_config_from_values(vars(args))
-    wl = workload_from_args(args) if rl is None else rl_workload_from_values(vars(args), rl)
+    data = _data_budget(args) if rl is None else None
+    tokens = args.tokens if data is None else data.tokens
+    wl = (workload_from_args(args) if data is None else workload_from_args(args, seq_len=data.seq_len)) \
+        if rl is None else rl_workload_from_values(vars(args), rl)
     if rl is None and args.grad_accum is None:  # the global batch the planner would aim at
         from trainfit.plan.batch import with_target_batch
 
-        wl = with_target_batch(wl, args.tokens)
-    return service.plan_for(model_from_args(args), wl, gpu=args.gpu,
-                            instance_type=args.instance_type, tokens=args.tokens, spot=args.spot, region=args.region,
+        wl = with_target_batch(wl, tokens)
+    plan = service.plan_for(model_from_args(args), wl, gpu=args.gpu,
+                            instance_type=args.instance_type, tokens=tokens, spot=args.spot, region=args.region,
                             rl=rl, steps=args.steps if rl is not None else None,
                             target=None if rl is not None else service.single_target(args.target))
+    if data is None:
+        return plan
+    from dataclasses import replace
+
+    return replace(plan, data=data)
+
+
+def _data_budget(args: argparse.Namespace):
+    """``render MODEL --dataset STATS|FILE [--tokenizer DIR]``: the data budget ``plan --dataset`` computes (the same
+    function), when --dataset is a stats file or a dataset counted with --tokenizer; None when it is a dataset id
+    (or a path) that the job only names."""
+    from trainfit.dataset import is_stats_file
+    from trainfit.dataset.budget import budget_from_values
+
+    if not args.dataset or not (args.tokenizer or is_stats_file(args.dataset)):
+        if args.tokenizer or args.seq_len_percentile:
+            from trainfit.errors import InputError
+
+            raise InputError("--tokenizer and --seq-len-percentile count a dataset: they need --dataset FILE",
+                             fix="pass --dataset train.jsonl --tokenizer DIR (or --dataset stats.json)")
+        return None
+    return budget_from_values({"dataset": args.dataset, "tokenizer": args.tokenizer, "seq_len": args.seq_len,
+                                    "seq_len_percentile": args.seq_len_percentile, "packing": args.packing,
+                                    "epochs": args.epochs, "tokens": args.tokens})
 
 
 def _refuse_options_the_plan_fixes(args: argparse.Namespace) -> None:
@@ -109,7 +149,8 @@ def _refuse_options_the_plan_fixes(args: argparse.Namespace) -> None:
     given = ["MODEL"] if args.model else []
     given += [o.cli_flag for o in (*WORKLOAD_OPTIONS, *RL_OPTIONS) if getattr(args, o.name, None) is not None]
     given += [f for f, v in (("--config", args.config), ("--gpu", args.gpu), ("--instance-type", args.instance_type),
-                             ("--tokens", args.tokens), ("--spot", args.spot or None)) if v is not None]
+                             ("--tokens", args.tokens), ("--spot", args.spot or None), ("--tokenizer", args.tokenizer),
+                             ("--seq-len-percentile", args.seq_len_percentile)) if v is not None]
     if given:
         raise InputError(f"--plan fixes the model, the training settings and the GPU; {', '.join(given)} would be "
                          "ignored", fix="drop them, or re-plan with them (`trainfit plan ... --json > plan.json`), or "

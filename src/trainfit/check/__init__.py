@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from trainfit.check.facts import CheckInputError, JobFacts, read_facts
 from trainfit.check.rules import ERROR, INFO, CheckOptions, Violation, rl_launch_text, run_rules
@@ -52,11 +53,12 @@ def check_facts(facts: JobFacts, options: CheckOptions | None = None) -> CheckRe
 
 def check_file(path: str | Path, *, region: str | None = None, gpu: str | None = None,
                instance_type: str | None = None, nodes: int | None = None,
-               gpus_per_node: int | None = None) -> CheckResult:
-    """Check one job file; see the module docstring."""
+               gpus_per_node: int | None = None, dataset: Any = None) -> CheckResult:
+    """Check one job file; see the module docstring. ``dataset``: a
+    :class:`~trainfit.dataset.stats.DatasetStats` to compare the job's settings with."""
     from trainfit.catalog._store import current_catalog
 
     current_catalog()  # the catalog rules need it: an unreadable overlay or cache is an error here, not a skip
     facts = read_facts(path)
     return check_facts(facts, CheckOptions(region=region, gpu=gpu, instance_type=instance_type, nodes=nodes,
-                                           gpus_per_node=gpus_per_node))
+                                           gpus_per_node=gpus_per_node, dataset=dataset))

@@ -187,6 +187,36 @@ def _resolve_gpu(f: JobFacts, o: Any, plan: dict) -> tuple[Any, Any]:
     return g, inst
 
 
+def read_settings(f: JobFacts, o: Any) -> Any | None:
+    """The training settings the file states as a Workload (the same read-back as :func:`read_workload`, without
+    the GPU it needs for a verdict); None when they cannot be read or modelled."""
+    from trainfit.check.rules import Violation
+    from trainfit.workload import Workload
+
+    model = _resolve_model(f, f.plan)
+    if model is None or isinstance(model, Violation):
+        return None
+    try:
+        kw, _, _ = _workload_kwargs(f, o, f.plan, model)
+        return Workload(**kw)
+    except (TrainfitError, TypeError):
+        return None
+
+
+def read_epochs(f: JobFacts) -> float | None:
+    """``num_train_epochs`` the file states (None when it states none)."""
+    v = f.train.get("num_train_epochs")
+    try:
+        x = float(v) if v is not None and not isinstance(v, bool) else None
+    except (TypeError, ValueError):
+        return None
+    return x if x is not None and 0 < x < 1e6 else None
+
+
+def read_max_steps(f: JobFacts) -> int | None:
+    return _max_steps(f)
+
+
 def read_workload(f: JobFacts, o: Any) -> Readback | Any | None:
     """A :class:`Readback`, a Violation when the settings cannot be modelled, or None when the file says nothing
     about training (no model, or a model outside the registry)."""

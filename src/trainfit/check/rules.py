@@ -6,7 +6,8 @@ runs them all, so every problem is reported at once.
 Job-level rule ids (here): unknown-instance-type, memory-fit, launcher (nnodes/nproc/master address/node rank
 inconsistent with the job), global-batch, batch-mismatch, step-budget, placeholder, settings-differ-from-plan,
 image-registry (a look-alike of PAI's registry host), deepspeed-config (DeepSpeed's own schema: stage 0-3,
-positive batch sizes, offload devices; what fills "auto"), shell-injection. Every platform rule id comes from the YAML (pai-public-quota, lingjun-needs-vpc,
+positive batch sizes, offload devices; what fills "auto"), shell-injection, data (``--dataset``: the cut-off, packing
+and step count against the data's stats). Every platform rule id comes from the YAML (pai-public-quota, lingjun-needs-vpc,
 spot-needs-checkpoints, region-must-match, dlc-world-size-is-nodes, dlc-node-rank-not-rank-env, dlc-body-size...).
 """
 
@@ -18,6 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from trainfit.check.data_rules import rule_data
 from trainfit.check.ds_rules import rule_deepspeed_config
 from trainfit.check.facts import JobFacts
 from trainfit.check.shell import is_torchrun
@@ -34,6 +36,8 @@ class CheckOptions:
     nodes: int | None = None
     """Nodes the job runs on, when the file does not say."""
     gpus_per_node: int | None = None
+    dataset: Any = None
+    """``check --dataset``: the :class:`~trainfit.dataset.stats.DatasetStats` the job's settings are compared with."""
 
 
 def _catalog_instance(name: str):
@@ -345,7 +349,26 @@ def _budget_findings(f: JobFacts, rb: Any) -> list[Violation]:
     budget = f.plan.get("budget") if isinstance(f.plan.get("budget"), dict) else {}
     tokens = budget.get("tokens")
     got = rb.tokens_trained
-    if isinstance(tokens, (int, float)) and tokens > 0 and got is not None:
+    rows, epochs = budget.get("rows_per_epoch"), budget.get("epochs")
+    from_data = (isinstance(rows, int) and not isinstance(rows, bool) and rows > 0
+                 and isinstance(epochs, (int, float)) and not isinstance(epochs, bool) and epochs > 0)
+    if from_data and rb.max_steps is not None:  # plan --dataset: steps are the data's rows per global batch
+        want = max(1, math.ceil(rows * epochs / wl.global_batch))
+        what = "packed rows" if budget.get("packing") else "samples"
+        if isinstance(budget.get("packing"), bool) and budget["packing"] != wl.packing:
+            out.append(Violation(
+                rule="step-budget", severity=INFO,
+                message=f"its trainfit header's data budget counts {what}, but the file "
+                        f"{'does not pack' if budget['packing'] else 'packs'} samples: its {rb.max_steps:,} steps cover "
+                        "a different share of the data than planned",
+                fix="set packing as planned, or re-plan with --packing/--no-packing and re-render"))
+        elif rb.max_steps != want:
+            out.append(Violation(
+                rule="step-budget", severity=INFO,
+                message=f"the file trains {rb.max_steps:,} steps at global batch {wl.global_batch}; its trainfit "
+                        f"header's data gives {rows:,} {what} x {epochs:g} epoch(s) = {want:,} steps at this batch",
+                fix=f"set max_steps {want}, or re-render from the plan"))
+    elif isinstance(tokens, (int, float)) and tokens > 0 and got is not None:
         per_step = wl.global_batch * wl.seq_len
         want = max(1, math.ceil(tokens / per_step))
         if rb.max_steps != want:
@@ -355,7 +378,8 @@ def _budget_findings(f: JobFacts, rb: Any) -> list[Violation]:
                         f"{wl.seq_len} = {got:,} tokens; its trainfit header planned {tokens:,.0f} tokens "
                         f"({want:,} steps at this batch)",
                 fix=f"set max_steps {want}, or re-render from the plan"))
-    if not wl.packing and rb.max_steps is not None and f.engine in ("swift", "megatron", "llamafactory"):
+    if not wl.packing and not from_data and rb.max_steps is not None and f.engine in ("swift", "megatron",
+                                                                                       "llamafactory"):
         out.append(Violation(
             rule="step-budget", severity=INFO,
             message=f"no packing: each of the {rb.max_steps:,} steps trains {wl.global_batch} samples padded to at most "
@@ -430,7 +454,7 @@ def rule_injection(f: JobFacts, o: CheckOptions) -> list[Violation]:
 
 RULES: tuple[Callable[[JobFacts, CheckOptions], list[Violation]], ...] = (
     rule_unknown_instance, rule_memory, rule_rl, rule_launcher, rule_batch, rule_placeholders, rule_platform,
-    rule_image_registry, rule_deepspeed_config, rule_injection)
+    rule_image_registry, rule_deepspeed_config, rule_injection, rule_data)
 
 
 def run_rules(f: JobFacts, o: CheckOptions) -> list[Violation]:

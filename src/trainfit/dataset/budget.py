@@ -13,13 +13,14 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Mapping
 
 from trainfit.dataset.stats import DatasetStats
 from trainfit.errors import DatasetError
 
 PERCENTILE_CHOICES = ("p50", "p90", "p95", "p99", "max")
+DATA_FORMATS = ("messages", "sharegpt", "alpaca", "alpaca-query")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -41,6 +42,18 @@ class DataBudget:
     packing_efficiency: float | None
     longest_gib_len: int
     """The longest row a micro-batch holds: ``seq_len`` packed, the longest sample (cut) without packing."""
+    data_format: str | None = None
+    """The one format of every row (messages, sharegpt, alpaca, alpaca-query), None when mixed or not recorded:
+    what ``render`` tells LLaMA-Factory in ``dataset_info.json``."""
+    columns: dict[str, str] = field(default_factory=dict)
+    """The ``--columns`` mapping of ``trainfit data`` (canonical key -> the file's column)."""
+    keys: tuple[str, ...] = ()
+    """Top-level columns the rows have (from the stats)."""
+    padding_waste: dict[str, float] = field(default_factory=dict)
+    """Micro-batch -> share of processed tokens that are padding without packing (the stats' figures at their
+    cut-off), so ``diagnose`` can compare a run's padding with the plan's."""
+    counted_here: bool = False
+    """True when ``--dataset`` named the dataset itself and it was counted in place (``--tokenizer``)."""
 
     @property
     def tokens(self) -> float:
@@ -56,13 +69,32 @@ class DataBudget:
     def describe(self) -> str:
         what = (f"{self.rows_per_epoch:,} packed rows of {self.seq_len:,} tokens ({self.packing_efficiency:.1%} "
                 "filled)" if self.packing else f"{self.rows_per_epoch:,} samples, no packing")
-        return (f"data {', '.join(self.files)} (stats {self.stats_file}): {what} per epoch x {self.epochs:g}; "
+        src = "counted in place" if self.counted_here else f"stats {self.stats_file}"
+        return (f"data {', '.join(self.files)} ({src}): {what} per epoch x {self.epochs:g}; "
                 f"{self.data_tokens_per_epoch:,} sample tokens per epoch; cut-off {self.seq_len:,} "
                 f"({self.seq_len_from}) truncates {self.truncated_share:.1%} of samples")
+
+    def padding_at(self, micro_batch: int) -> float | None:
+        """The stats' padding share at ``micro_batch``, or at the largest micro-batch below it (a lower bound);
+        None when the stats have none."""
+        sizes = sorted(int(k) for k in self.padding_waste if k.isdecimal() and int(k) <= micro_batch)
+        return self.padding_waste.get(str(sizes[-1])) if sizes else None
+
+    def memory_note(self) -> str:
+        """What ``memory --dataset`` sizes: the longest row a micro-batch holds, and why."""
+        if self.packing:
+            return (f"sized at the longest row: {self.longest_gib_len:,} tokens (packing fills rows of the cut-off "
+                    f"{self.seq_len:,}, {self.seq_len_from})")
+        cut = "" if self.longest_gib_len < self.seq_len else f", cut to the cut-off {self.seq_len:,}"
+        return (f"sized at the longest row: {self.longest_gib_len:,} tokens (no packing: the longest sample of the "
+                f"data{cut}; a micro-batch pads to its longest sample)")
 
     def to_dict(self) -> dict[str, Any]:
         d = dict(self.__dict__)
         d["files"] = list(self.files)
+        d["columns"] = dict(self.columns)
+        d["keys"] = list(self.keys)
+        d["padding_waste"] = dict(self.padding_waste)
         d["summary"] = self.describe()
         return d
 
@@ -82,6 +114,21 @@ class DataBudget:
         if not isinstance(d.get("packing"), bool):
             raise ValueError("data.packing must be true or false")
         eff = d.get("packing_efficiency")
+        fmt = d.get("data_format")
+        if fmt is not None and fmt not in DATA_FORMATS:
+            raise ValueError(f"data.data_format must be one of {', '.join(DATA_FORMATS)}")
+        cols = d.get("columns") or {}
+        if not isinstance(cols, dict) or not all(isinstance(k, str) and isinstance(v, str) and len(v) < 300
+                                                 for k, v in cols.items()):
+            raise ValueError("data.columns must map names to column names")
+        waste = d.get("padding_waste") or {}
+        if not isinstance(waste, dict) or not all(
+                isinstance(k, str) and k.isdecimal() and isinstance(v, (int, float)) and not isinstance(v, bool)
+                and 0 <= v < 1 for k, v in waste.items()):
+            raise ValueError("data.padding_waste must map micro-batch sizes to shares in [0, 1)")
+        keys = d.get("keys") or []
+        if not isinstance(keys, list) or not all(isinstance(k, str) and len(k) <= 100 for k in keys[:64]):
+            raise ValueError("data.keys must be a list of column names")
         return cls(stats_file=d["stats_file"], files=tuple(files), seq_len_from=d["seq_len_from"], packing=d["packing"],
                    seq_len=inputs.as_seq_len("data.seq_len", d.get("seq_len")),
                    epochs=inputs.as_float("data.epochs", d.get("epochs"), lo=0, hi=10_000, lo_open=True),
@@ -90,11 +137,14 @@ class DataBudget:
                                                        lo=1, hi=10**18),
                    truncated_share=inputs.as_float("data.truncated_share", d.get("truncated_share"), lo=0, hi=1),
                    packing_efficiency=None if eff is None else inputs.as_float("data.packing_efficiency", eff, lo=0, hi=1),
-                   longest_gib_len=inputs.as_seq_len("data.longest_gib_len", d.get("longest_gib_len")))
+                   longest_gib_len=inputs.as_seq_len("data.longest_gib_len", d.get("longest_gib_len")),
+                   data_format=fmt, columns=dict(cols), keys=tuple(keys[:64]),
+                   padding_waste={k: float(v) for k, v in waste.items()},
+                   counted_here=bool(d.get("counted_here")))
 
 
 def budget_from_stats(stats: DatasetStats, stats_file: str, *, seq_len: int | None, percentile: str | None,
-                      packing: bool, epochs: float) -> DataBudget:
+                      packing: bool, epochs: float, counted_here: bool = False) -> DataBudget:
     """The :class:`DataBudget` of a stats file for a cut-off (given, or chosen from a percentile)."""
     if seq_len is not None:
         cut, how = seq_len, "--seq-len"
@@ -106,11 +156,47 @@ def budget_from_stats(stats: DatasetStats, stats_file: str, *, seq_len: int | No
         have = sorted({stats.seq_len, *(c["seq_len"] for c in stats.cutoffs)})
         cut = next((c for c in have if c >= want), have[-1])
         how = f"the smallest cut-off in the stats at or above the {pct} sample length ({want:,} tokens)"
-    fig = stats.at(cut)
+    if not packing and cut >= stats.max_len:  # no sample is cut: the figures hold at any such cut-off
+        fig = {"tokens_after_cut": stats.tokens_total, "truncated_share": 0.0, "packed_sequences": None,
+               "packing_efficiency": None}
+    else:
+        fig = stats.at(cut)
     rows = fig["packed_sequences"] if packing else stats.samples_per_epoch()
     longest = cut if packing else min(cut, stats.max_len)
     return DataBudget(stats_file=stats_file, files=tuple(stats.files), seq_len=cut, seq_len_from=how, packing=packing,
                       epochs=epochs, rows_per_epoch=max(1, int(rows)), data_tokens_per_epoch=int(fig["tokens_after_cut"]),
                       truncated_share=float(fig["truncated_share"]),
                       packing_efficiency=float(fig["packing_efficiency"]) if packing else None,
-                      longest_gib_len=max(1, int(longest)))
+                      longest_gib_len=max(1, int(longest)), data_format=stats.single_format(),
+                      columns=dict(stats.columns), keys=tuple(stats.keys), counted_here=counted_here,
+                      padding_waste={str(k): float(v) for k, v in stats.padding_waste.items()})
+
+
+def budget_from_values(values: Mapping[str, Any]) -> DataBudget | None:
+    """The :class:`~trainfit.dataset.budget.DataBudget` of ``--dataset`` (None without it)."""
+    path = values.get("dataset")
+    if not path:
+        for name in ("seq_len_percentile", "tokenizer"):
+            if values.get(name):
+                from trainfit.errors import WorkloadError
+
+                raise WorkloadError(f"--{name.replace('_', '-')} needs --dataset",
+                                    fix="pass --dataset stats.json (or --dataset train.jsonl --tokenizer DIR)")
+        return None
+    from trainfit.dataset import stats_or_scan
+    from trainfit.errors import WorkloadError
+
+    for name in ("tokens", "dataset_tokens"):
+        if values.get(name) is not None:
+            raise WorkloadError(f"--{name.replace('_', '-')} and --dataset both say how many tokens to train on",
+                                fix=f"drop --{name.replace('_', '-')} (the dataset's tokens x --epochs are the budget)")
+    packing = values.get("packing")
+    stats, counted = stats_or_scan(path, tokenizer=values.get("tokenizer"), seq_len=values.get("seq_len"))
+    from dataclasses import replace
+    from pathlib import Path
+
+    # the job files name the data by absolute path (a stats file records the paths `trainfit data` was given)
+    stats = replace(stats, files=tuple(str(Path(f).resolve()) if Path(f).is_file() else f for f in stats.files))
+    return budget_from_stats(stats, path, seq_len=values.get("seq_len"), percentile=values.get("seq_len_percentile"),
+                             packing=True if packing is None else bool(packing), epochs=values.get("epochs") or 1.0,
+                             counted_here=counted)

@@ -35,6 +35,8 @@ def scan(req: ScanRequest, progress: Callable[[int], None] | None = None) -> Dat
     lengths = array("I")
     loss = array("I")
     errors: list[dict[str, Any]] = []
+    kinds: dict[str, int] = {}
+    keys: set[str] = set()
     bad = 0
     rows = 0
     population = 0
@@ -58,11 +60,15 @@ def scan(req: ScanRequest, progress: Callable[[int], None] | None = None) -> Dat
                 try:
                     turns = formats.to_turns(row, req.fmt, columns)
                     total, lo = req.counter.count(turns)
+                    kind = row_format(row, req.fmt, columns)
                 except (formats.RowError, ValueError, TypeError) as e:
                     why = str(e)[:200]
                 else:
                     lengths.append(total)
                     loss.append(lo)
+                    kinds[kind] = kinds.get(kind, 0) + 1
+                    if len(keys) < 64:
+                        keys.update(k for k in row if isinstance(k, str) and len(k) <= 100)
                     continue
             bad += 1
             if req.on_error == "fail":
@@ -85,4 +91,13 @@ def scan(req: ScanRequest, progress: Callable[[int], None] | None = None) -> Dat
         population = rows - skipped
     return summarize(lengths, loss, seq_len=req.seq_len, rows=rows, skipped=skipped, population=population,
                      files=req.files, tokenizer=req.counter.tokenizer_path, template=req.counter.template_source,
-                     errors=errors)
+                     errors=errors, formats=kinds, columns=columns, keys=sorted(keys))
+
+
+def row_format(row: Any, fmt: str, columns: dict[str, str]) -> str:
+    """The format of a row as a launcher's dataset description needs it: messages, sharegpt, alpaca
+    (instruction/input/output) or alpaca-query (ms-swift's query/response)."""
+    kind = formats.detect(row, columns) if fmt == "auto" else fmt
+    if kind == "alpaca" and columns.get("instruction", "instruction") not in row and columns.get("input", "input") not in row:
+        return "alpaca-query"
+    return kind

@@ -118,6 +118,17 @@ class DatasetStats:
     """95 % interval of ``tokens_total`` when it is estimated from a sample."""
     errors: list[dict[str, Any]] = field(default_factory=list)
     """The first malformed rows: {"file", "line", "why"}."""
+    formats: dict[str, int] = field(default_factory=dict)
+    """Counted rows per format (messages, sharegpt, alpaca: instruction/input/output, alpaca-query: query/response),
+    so ``render`` can describe the file to LLaMA-Factory (empty in stats files written before it was recorded)."""
+    columns: dict[str, str] = field(default_factory=dict)
+    """The ``--columns`` mapping the rows were read with (canonical key -> column name)."""
+    keys: list[str] = field(default_factory=list)
+    """Top-level columns seen in the counted rows (at most 64), so ``render`` names only columns the file has."""
+
+    def single_format(self) -> str | None:
+        """The one format every counted row has (None when they differ or it was not recorded)."""
+        return next(iter(self.formats)) if len(self.formats) == 1 else None
 
     def to_dict(self) -> dict[str, Any]:
         d = {"schema": SCHEMA}
@@ -141,6 +152,9 @@ class DatasetStats:
                               "tokens_after_cut": int(c["tokens_after_cut"]),
                               "packed_sequences": int(c["packed_sequences"]),
                               "packing_efficiency": float(c["packing_efficiency"])} for c in kw.get("cutoffs", [])]
+            kw["formats"] = {str(k): int(v) for k, v in dict(kw.get("formats") or {}).items()}
+            kw["columns"] = {str(k): str(v) for k, v in dict(kw.get("columns") or {}).items()}
+            kw["keys"] = [str(k) for k in list(kw.get("keys") or [])[:64]]
             if kw.get("tokens_ci95") is not None:
                 lo, hi = kw["tokens_ci95"]
                 kw["tokens_ci95"] = (float(lo), float(hi))
@@ -191,7 +205,8 @@ class DatasetStats:
 
 def summarize(lengths: array, loss_lengths: array, *, seq_len: int, rows: int, skipped: int, population: int,
               files: tuple[str, ...], tokenizer: str, template: str | None,
-              errors: list[dict[str, Any]]) -> DatasetStats:
+              errors: list[dict[str, Any]], formats: dict[str, int] | None = None,
+              columns: dict[str, str] | None = None, keys: list[str] | None = None) -> DatasetStats:
     """Stats of counted samples; when they are a sample of ``population`` rows, totals are scaled with a 95 %
     interval (finite-population correction)."""
     n = len(lengths)
@@ -247,4 +262,5 @@ def summarize(lengths: array, loss_lengths: array, *, seq_len: int, rows: int, s
         percentiles={f"p{q}": percentile(srt, q) for q in PERCENTILES}, max_len=int(srt[-1]), min_len=int(srt[0]),
         loss_mean=loss_total / n, histogram=hist, truncated_share=sum(x > seq_len for x in lengths) / n,
         packed_sequences=scaled(bins), packing_efficiency=eff, padding_waste=waste, tokens_ci95=ci,
-        errors=errors)
+        errors=errors, formats=dict(formats or {}), columns=dict(columns or {}),
+        keys=sorted(keys or [])[:64])

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from trainfit.errors import RenderError
-from trainfit.launch._context import (CKPT_MOUNT, PAI_IMAGE, PLACEHOLDER, RenderContext, RenderOptions,
-                                      is_lingjun_type, model_repo_id, slug)
+from trainfit.launch._context import (CKPT_MOUNT, DEFAULT_DATASET, PAI_IMAGE, PLACEHOLDER, RenderContext,
+                                      RenderOptions, is_lingjun_type, model_repo_id, slug)
 
 #: Render targets -> the module that writes them. Engine targets live here in ``launch/``; platform targets
 #: (job specs of one provider) live in that provider's folder.
@@ -130,6 +130,40 @@ def _check_region(region: Any, what: str) -> None:
                           "pass --region") from None
 
 
+def job_dataset(plan: Any, o: RenderOptions) -> tuple[str, bool, str | None]:
+    """(the dataset the job trains on, whether it is the plan's data file, a note): ``--dataset``, else the file the
+    plan's data was counted from (``plan --dataset``) when it passes the input gate's ``dataset`` pattern (the same
+    gate every value passes before it reaches a job file), else a ``REPLACE_ME`` placeholder with the reason;
+    without data, the public sample dataset."""
+    from trainfit import inputs
+    from trainfit.errors import InputError
+
+    data = getattr(plan, "data", None) if getattr(plan, "rl", None) is None else None
+    if o.dataset:
+        note = None
+        if data is not None and o.dataset not in data.files:
+            note = (f"--dataset {o.dataset} is not the data the plan counted ({', '.join(data.files)[:300]}): the "
+                    "steps, the cut-off and the hours are those of the plan's data")
+        return o.dataset, False, note
+    if data is None:
+        return DEFAULT_DATASET, False, None
+    if len(data.files) != 1:
+        why = (f"the plan's data is {len(data.files)} files; name them in the job by hand (ms-swift: --dataset A B; "
+               "LLaMA-Factory: one dataset_info.json entry each) or pass --dataset")
+    else:
+        f = data.files[0]
+        try:
+            if inputs.as_ident("dataset", f, "dataset") == f:
+                note = None if f.startswith("/") else (f"the dataset path {f} is relative: the job reads it from the "
+                                                       "folder it starts in")
+                return f, True, note
+            why = f"the plan's data file {f[:200]!r} has leading or trailing white space"
+        except InputError as e:
+            why = f"the plan's data file is not written into a job file: {e.message}"
+    return f"{PLACEHOLDER}/train.jsonl", False, (f"dataset left as {PLACEHOLDER}: {why}; pass --dataset PATH (a path "
+                                                  "without spaces or shell characters)")
+
+
 def build_context(plan: Any, options: RenderOptions | None = None) -> RenderContext:
     """A consistent :class:`RenderContext` from a typed plan and render options (no catalog look-ups)."""
     o = options or RenderOptions()
@@ -158,9 +192,10 @@ def build_context(plan: Any, options: RenderOptions | None = None) -> RenderCont
         max_steps = None if o.epochs is not None else _steps(plan)
     save, save_why = (o.save_steps, "--save-steps") if o.save_steps else _save_steps(plan, plan.step_seconds,
                                                                                          max_steps)
+    dataset, from_data, dataset_note = job_dataset(plan, o)
     return RenderContext(
         plan=plan, model_id=model_repo_id(plan.model), region=region, image=img, custom_image=custom,
-        dataset=o.dataset or "AI-ModelScope/alpaca-gpt4-data-en", job_name=name,
+        dataset=dataset, dataset_from_data=from_data, dataset_note=dataset_note, job_name=name,
         checkpoint_uri=o.checkpoint_uri or f"oss://{PLACEHOLDER}-bucket/trainfit/{name}/",
         vpc=dict(vpc) if vpc else None, workspace_id=o.workspace_id, resource_id=o.resource_id,
         learning_rate=o.learning_rate, epochs=o.epochs, max_steps=max_steps, save_steps=save, save_reason=save_why,
@@ -221,7 +256,16 @@ def _packing_notes(ctx: RenderContext, rendered: list[str]) -> tuple[str, ...]:
         return ()
     from trainfit.estimate.states import pure_bf16_warning
 
-    out = tuple(w for w in (packing_budget_warning(ctx.workload), pure_bf16_warning(ctx.workload)) if w)
+    data = getattr(ctx.plan, "data", None)
+    # with the plan's data the step budget counts the data's rows (packed or not): no guess to warn about
+    out = tuple(w for w in (None if data is not None else packing_budget_warning(ctx.workload),
+                            pure_bf16_warning(ctx.workload), ctx.dataset_note) if w)
+    if "llamafactory" in rendered and ctx.dataset_from_data:
+        from trainfit.launch.llamafactory import dataset_entry
+
+        _, why = dataset_entry(ctx)
+        if why:
+            out += (f"llamafactory.yaml: dataset left as {PLACEHOLDER}: {why}",)
     return out
 
 

@@ -19,6 +19,8 @@ CKPT_MOUNT = "/mnt/checkpoints"
 #: PAI's Qwen3 Megatron image (Pai-Megatron-Patch recipe; tag read in the DLC doc, see pai-facts 4).
 PAI_IMAGE = "dsw-registry-vpc.{region}.cr.aliyuncs.com/pai/pai-megatron-patch:25.04"
 PLACEHOLDER = "REPLACE_ME"
+#: The dataset a job trains on when neither ``--dataset`` nor the plan's data names one (a public sample).
+DEFAULT_DATASET = "AI-ModelScope/alpaca-gpt4-data-en"
 
 
 def is_lingjun_type(instance_type: str | None) -> bool:
@@ -122,7 +124,11 @@ class RenderContext:
     region: str
     image: str
     custom_image: bool = False
-    dataset: str = "AI-ModelScope/alpaca-gpt4-data-en"
+    dataset: str = DEFAULT_DATASET
+    dataset_from_data: bool = False
+    """True when ``dataset`` is the file the plan's data (``plan --dataset``) was counted from."""
+    dataset_note: str | None = None
+    """Why the job's dataset is not the plan's data file (a placeholder, or another ``--dataset``)."""
     job_name: str = "trainfit-job"
     checkpoint_uri: str = ""
     vpc: dict[str, str] | None = None
@@ -225,6 +231,10 @@ class RenderContext:
             facts["gpu_mem_gib_user"] = p.gpu_spec.mem_gib
         if self.max_steps and getattr(p, "rl", None) is None:  # the step budget check reads back
             facts["budget"] = {"tokens": p.tokens, "max_steps": self.max_steps}
+            data = getattr(p, "data", None)
+            if data is not None:  # steps count the data's rows (packed rows or samples), not tokens / seq_len
+                facts["budget"].update({"rows_per_epoch": data.rows_per_epoch, "epochs": data.epochs,
+                                        "packing": data.packing})
         rl = getattr(p, "rl", None)
         if rl is not None:  # RL plan: reserved_gib is the binding phase's peak
             facts["rl"] = {"algo": rl["algo"], "rl_framework": rl.get("rl_framework"), "gpu_mem_gib": p.gpu_mem_gib,
@@ -292,10 +302,21 @@ class RenderContext:
             from trainfit.launch._common import packing_line
 
             lines.append(packing_line(wl, megatron=self.megatron))
-        if rl is None and self.max_steps:
+        data = getattr(self.plan, "data", None)
+        if rl is None and self.max_steps and data is not None:
+            rows = "packed rows" if data.packing else "samples"
+            lines.append(f"budget: {self.max_steps} optimizer steps = {data.rows_per_epoch:,} {rows} x {data.epochs:g} "
+                         f"epoch(s) / global batch {wl.global_batch}; checkpoint every {self.save_steps} steps"
+                         + (f" ({self.save_reason})" if self.save_reason else ""))
+        elif rl is None and self.max_steps:
             lines.append(f"budget: {self.max_steps} optimizer steps = {_num(self.plan.tokens, 0)} tokens / "
                          f"(global batch {wl.global_batch} x seq_len {wl.seq_len}); checkpoint every {self.save_steps} steps"
                          + (f" ({self.save_reason})" if self.save_reason else ""))
+        if rl is None and data is not None:
+            lines.append(f"dataset {self.dataset}: cut-off {data.seq_len} ({data.seq_len_from}) truncates "
+                         f"{data.truncated_share:.1%} of samples; {data.data_tokens_per_epoch:,} sample tokens per epoch"
+                         + (f" ({data.packing_efficiency:.1%} of packed rows filled)" if data.packing
+                            and data.packing_efficiency is not None else ""))
         lines.append(self.facts_line())
         return lines
 

@@ -13,10 +13,12 @@ from typing import Any
 
 
 from trainfit.launch._common import OPTIMIZERS, dump_yaml, hash_header, lora_dropout_note, optimizer_read, sft_only
-from trainfit.launch._context import RenderContext
+from trainfit.launch._context import PLACEHOLDER, RenderContext
 from trainfit.workload import Workload
 
-FILES = ("llamafactory.yaml",)
+FILES = ("llamafactory.yaml", "dataset_info.json")
+#: The name render gives the plan's data file in ``dataset_info.json``.
+DATA_NAME = "trainfit_data"
 DS_PATH = "ds_config.json"
 LF_ATTN = {"flash": "fa2", "flash3": "fa3", "sdpa": "sdpa", "eager": "disabled"}
 
@@ -43,6 +45,42 @@ def layout_reason(wl: Workload) -> str | None:
     return None
 
 
+def dataset_entry(ctx: RenderContext) -> tuple[dict[str, Any] | None, str | None]:
+    """(the ``dataset_info.json`` entry that describes the plan's data file to LLaMA-Factory, None and why not).
+
+    LLaMA-Factory names datasets in ``dataset_info.json`` (``file_name``, ``formatting`` alpaca or sharegpt,
+    ``columns``, ``tags``; https://github.com/hiyouga/LLaMA-Factory/blob/main/data/README.md). ms-swift's messages
+    format is LLaMA-Factory's sharegpt with OpenAI tags (role/content, user/assistant/system). Optional columns
+    (system, history, input) are named only when the rows have them; a column named ``null`` is not read."""
+    data = getattr(ctx.plan, "data", None)
+    if data is None or not ctx.dataset_from_data:
+        return None, "the job's dataset is not the plan's data file"
+    fmt = data.data_format
+    if fmt is None:
+        return None, ("the stats do not say one format for every row (mixed formats, or a stats file written "
+                      "before formats were recorded: run `trainfit data` again)")
+    col = lambda k: data.columns.get(k, k)  # noqa: E731
+    has = lambda k: col(k) in data.keys  # noqa: E731
+    entry: dict[str, Any] = {"file_name": ctx.dataset}
+    if fmt in ("messages", "sharegpt"):
+        cols = {"messages": col("messages" if fmt == "messages" else "conversations")}
+        if has("system"):
+            cols["system"] = col("system")
+        entry.update({"formatting": "sharegpt", "columns": cols})
+        if fmt == "messages":
+            entry["tags"] = {"role_tag": "role", "content_tag": "content", "user_tag": "user",
+                             "assistant_tag": "assistant", "system_tag": "system", "observation_tag": "tool"}
+    else:
+        prompt, response = ("instruction", "output") if fmt == "alpaca" else ("query", "response")
+        cols = {"prompt": col(prompt), "query": col("input") if fmt == "alpaca" and has("input") else None,
+                "response": col(response)}
+        for k in ("system", "history"):
+            if has(k):
+                cols[k] = col(k)
+        entry.update({"formatting": "alpaca", "columns": cols})
+    return entry, None
+
+
 def config(ctx: RenderContext) -> dict[str, Any]:
     wl = ctx.workload
     ftype = {"full": "full", "freeze": "freeze", "lora": "lora", "qlora": "lora"}[wl.method]
@@ -56,8 +94,12 @@ def config(ctx: RenderContext) -> dict[str, Any]:
         c.update({"quantization_bit": 4, "quantization_method": "bnb"})
     if wl.method == "freeze":
         c["freeze_trainable_layers"] = wl.freeze_trainable_layers
-    dataset = ctx.dataset if "/" not in ctx.dataset else "alpaca_en_demo"
-    c.update({"dataset": dataset, "template": "qwen3", "cutoff_len": wl.seq_len,
+    if ctx.dataset_from_data:  # the plan's data file, described in dataset_info.json beside this config
+        entry, _ = dataset_entry(ctx)
+        c.update({"dataset": DATA_NAME, "dataset_dir": "."} if entry else {"dataset": PLACEHOLDER})
+    else:
+        c["dataset"] = ctx.dataset if "/" not in ctx.dataset else "alpaca_en_demo"
+    c.update({"template": "qwen3", "cutoff_len": wl.seq_len,
               "per_device_train_batch_size": wl.micro_batch, "gradient_accumulation_steps": wl.grad_accum,
               "learning_rate": ctx.lr, "lr_scheduler_type": "cosine",
               "optim": OPTIMIZERS[wl.optimizer], "flash_attn": LF_ATTN[wl.attention]})
@@ -95,7 +137,15 @@ def render(ctx: RenderContext) -> dict[str, str]:
     if ctx.workload.gpus > 1:
         note += ("# multi-GPU: FORCE_TORCHRUN=1 NNODES=$WORLD_SIZE NODE_RANK=$RANK "
                  "llamafactory-cli train llamafactory.yaml  (ds_config.json beside it)\n")
+    entry, _ = dataset_entry(ctx)
+    if entry is not None:
+        note += (f"# dataset: {DATA_NAME} is the plan's data file, described in dataset_info.json (dataset_dir: the "
+                 "folder you start in)\n")
     out = {"llamafactory.yaml": hash_header(ctx, "llamafactory.yaml: LLaMA-Factory train config") + note + body}
+    if entry is not None:
+        import json
+
+        out["dataset_info.json"] = json.dumps({DATA_NAME: entry}, indent=2) + "\n"
     if ctx.workload.strategy.startswith("zero"):
         from trainfit.launch import deepspeed
 
