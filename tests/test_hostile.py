@@ -770,3 +770,46 @@ def test_web_errors_show_no_server_paths(monkeypatch, tmp_path):
     assert r.status_code == 422, r.text
     assert str(tmp_path) not in r.text and "secret-home" not in r.text
     assert "overlay.yaml" in r.text
+
+
+# ------------------------------------------------------------------------------------- 8. generated cases
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_JSON_LEAF = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True, allow_infinity=True),
+                       st.text(max_size=8))
+_RECORD = st.dictionaries(st.sampled_from(["step", "step_seconds", "data_wait_seconds", "loss", "event",
+                                           "mem_reserved_gib", "save_seconds", "time_unix", "x"]),
+                          st.one_of(_JSON_LEAF, st.lists(_JSON_LEAF, max_size=3)), max_size=6)
+
+
+@settings(max_examples=120, derandomize=True, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(records=st.lists(st.one_of(_RECORD, st.text(max_size=20)), min_size=1, max_size=12))
+def test_diagnose_generated_metrics_never_crash(tmp_path, capsys, records):
+    lines = [json.dumps(r) if isinstance(r, dict) else r.replace("\n", " ") for r in records]
+    p = tmp_path / "gen.jsonl"
+    p.write_text("\n".join(lines) + "\n")
+    rc, _, err = run(capsys, "diagnose", p)
+    assert rc in (0, 1, 2) and "Traceback" not in err
+
+
+_SHELL_ATOMS = st.sampled_from(["torchrun", "exec", "env", "X=1", "nohup", "time", "-p", "bash", "-c", "'", '"', ";",
+                                "&&", "&", "|", "$(", ")", "`", "<<EOF", "EOF", "#", "\\", "\n", "--nnodes=$N",
+                                "N=$WORLD_SIZE", "export", "(", "{", "}", "2>&1", ">", "log"])
+
+
+@settings(max_examples=300, derandomize=True, deadline=None)
+@given(atoms=st.lists(_SHELL_ATOMS, max_size=30))
+def test_generated_shell_text_parses_in_bounded_time(atoms):
+    import time as _t
+
+    from trainfit.check.shell import parse_script
+
+    text = " ".join(atoms)
+    t = _t.monotonic()
+    s = parse_script(text)
+    assert _t.monotonic() - t < 1
+    for c in s.commands:
+        assert all(isinstance(w, str) for w in c.words)
