@@ -114,7 +114,7 @@ def test_plan_view_appears_under_a_second(page, server):
     page.wait_for_selector("body[data-ready=plan]")
     ready_ms = int(page.get_attribute("body", "data-ready-at"))
     assert ready_ms < 1000, f"the plan appeared {ready_ms} ms after the page was requested"
-    rows = page.locator("#plans tbody tr")
+    rows = page.locator("#plans tbody tr.plan")
     assert rows.count() == len(expected["plans"])
     assert page.locator("#rejected tbody tr").count() == len(expected["rejected"])
     assert str(len(expected["rejected"])) in page.inner_text("#rejected-box summary")
@@ -146,9 +146,9 @@ def test_plan_view_appears_under_a_second(page, server):
     page.screenshot(path=str(SHOTS / "web-plan.png"), full_page=True,
                     clip={"x": box["x"], "y": box["y"], "width": box["width"], "height": min(box["height"], 1150)})
     if len(expected["plans"]) > 12:
-        assert not page.locator("#plans tbody tr").nth(12).is_visible()
+        assert not page.locator("#plans tbody tr.plan").nth(12).is_visible()
         page.click("#show-all")
-        assert page.locator("#plans tbody tr").nth(len(expected["plans"]) - 1).is_visible()
+        assert page.locator("#plans tbody tr.plan").nth(len(expected["plans"]) - 1).is_visible()
     print(f"plan page ready {ready_ms} ms after the request")
 
 
@@ -160,7 +160,7 @@ def test_download_zip(page, server):
     if regions:
         page.fill("#job-region", regions[0])
     with page.expect_download() as dl:
-        page.locator("#plans tbody tr").nth(0).locator("button").click()
+        page.locator("#plans tbody tr.plan").nth(0).locator("button").click()
     data = Path(dl.value.path()).read_bytes()
     names = [Path(n).name for n in zipfile.ZipFile(io.BytesIO(data)).namelist()]
     assert "README.md" in names and len(names) > 1
