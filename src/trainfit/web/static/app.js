@@ -474,8 +474,10 @@ function showPlan(res) {
       mfu: p.mfu == null ? "–" : ranged(100 * p.mfu, pct(iv.mfu), 0, " %"),
       hours: ranged(p.hours, iv.hours, 1), gpu_hours: ranged(p.gpu_hours, iv.gpu_hours, 1),
       cost: p.cost == null ? "–" : ranged(p.cost, iv.cost, 0, ` ${p.currency || ""}`), price: priceCell(p), files: btn };
-    const warns = [...(p.warnings || [])];
-    if (p.oom_probability != null && p.oom_probability >= 0.1) warns.push(t("p_oom", { p: prob(p.oom_probability) }));
+    const warns = (p.warnings || []).map((w) => el("li", { text: `${t("warning")}: ${w}` }));
+    if (p.oom_probability != null && p.oom_probability >= 0.1) {  // a note, as the CLI's dim line
+      warns.push(el("li", { class: "note", text: t("p_oom", { p: prob(p.oom_probability) }) }));
+    }
     const extra = i >= SHOWN_PLANS ? " extra" : "";
     rows.push(el("tr", { class: "plan" + (pareto.has(i) ? " pareto" : "") + (warns.length ? " has-warn" : "") + extra,
       "data-plan": String(i) }, ...head.map((h) => {
@@ -484,7 +486,7 @@ function showPlan(res) {
     })));
     if (warns.length) {
       rows.push(el("tr", { class: "warn" + extra, "data-warn": String(i) }, el("td", {}),
-        el("td", { colspan: String(head.length - 1) }, el("ul", {}, ...warns.map((w) => el("li", { text: `${t("warning")}: ${w}` }))))));
+        el("td", { colspan: String(head.length - 1) }, el("ul", {}, ...warns))));
     }
   });
   $("#plans tbody").replaceChildren(...rows);
