@@ -123,6 +123,15 @@ def memory_report(model: ModelShape, workload: Workload, *, gpu: str | None = No
 
         g = sized_gpu(get_gpu(gpu), gpu_mem_gib)  # a code without memory (GU108) takes --gpu-mem, as in plan
         name, usable = gpu_usable_gib(g)
+        from trainfit.plan.hardware import precision_on
+
+        prec, note = precision_on(g, workload.precision)  # no bf16 (V100, T4): fp16, as plan does, and say so
+        if prec is not None:
+            import dataclasses
+
+            workload = dataclasses.replace(workload, precision=prec)
+            est = estimate_memory(model, workload)
+            warnings.append(note)
         warnings += kernel_gaps(workload.attention, gpu_class_of(g), name)
         if note := assumed_note(g):  # sized by memory, speed figures assumed from a named class
             warnings.append(note)

@@ -466,11 +466,9 @@ def _best_on_instance(req: PlanRequest, inst: Any, gpu: Any, stated: str, layout
 def _precision_for(req: PlanRequest, gpu: Any) -> tuple[str | None, str]:
     """bf16 on a GPU without bf16 tensor cores (V100, T4) is planned as fp16 mixed precision (fp32 master weights),
     with its memory and speed, and the row says so. (None, "") when the requested precision runs as it is."""
-    p = req.workload.precision
-    if p in ("bf16", "amp-bf16") and gpu.bf16_dense_tflops is None and gpu.fp16_dense_tflops:
-        return "fp16", (f"{gpu.name} has no bf16: planned with fp16 mixed precision (fp32 master weights, loss "
-                        "scaling), with the memory and speed of fp16")
-    return None, ""
+    from trainfit.plan.hardware import precision_on
+
+    return precision_on(gpu, req.workload.precision, "planned")
 
 
 def _evaluate(req: PlanRequest, inst: Any, gpu: Any, gpn: int, nodes: int, wl: Workload, est: MemoryEstimate,

@@ -18,6 +18,7 @@ const I18N = {
     check_title: "Check a job file", btn_check: "Check", footer: "Estimates from trainfit; every number has a source in the docs.",
     any: "(any)", default: "(default)", none_gpu: "(no GPU: memory only)", searched: "searched",
     verdict_fits: "fits", verdict_tight: "tight", verdict_oom: "OOM", verdict_unknown: "unknown", verdict_none: "no GPU",
+    verdict_host_oom: "host RAM OOM",
     reserved: "reserved", of: "of", usable: "usable", headroom: "Headroom", max_mb: "Largest micro-batch",
     max_seq: "Longest sequence", peak_phase: "Peak phase", host_ram: "Host RAM / node", params: "Parameters",
     trainable: "trainable", rank: "#", instance: "Instance type", gpu_x: "GPUs", nodes: "Nodes", strategy: "Strategy",
@@ -57,6 +58,7 @@ const I18N = {
     check_title: "检查任务文件", btn_check: "检查", footer: "trainfit 的估算；每个数字在文档中都有来源。",
     any: "（任意）", default: "（默认）", none_gpu: "（不选 GPU：只算显存）", searched: "搜索",
     verdict_fits: "装得下", verdict_tight: "偏紧", verdict_oom: "显存不足", verdict_unknown: "未知", verdict_none: "未选 GPU",
+    verdict_host_oom: "主机内存不足",
     reserved: "预留", of: "/", usable: "可用", headroom: "余量", max_mb: "最大微批", max_seq: "最长序列",
     peak_phase: "峰值阶段", host_ram: "每节点内存", params: "参数量", trainable: "可训练",
     rank: "#", instance: "实例类型", gpu_x: "GPU", nodes: "节点", strategy: "策略", mb: "微批",
@@ -253,7 +255,8 @@ function showMemory(d, record = true) {
   $("#memory-view").classList.remove("stale");
   const v = verdictOf(d);
   const vb = $("#verdict");
-  vb.className = "verdict " + v; vb.textContent = t("verdict_" + v); vb.dataset.verdict = v;
+  const hostOom = v === "oom" && d.fit && d.fit.host_verdict === "oom" && d.fit.gpu_verdict !== "oom";
+  vb.className = "verdict " + v; vb.textContent = t(hostOom ? "verdict_host_oom" : "verdict_" + v); vb.dataset.verdict = v;
   $("#mem-summary").textContent = `${d.model} · ${d.workload.method} · ${t("reserved")} ${fmt(d.reserved_gib, 1)} GiB` +
     (d.gpu_mem_gib ? ` ${t("of")} ${fmt(d.gpu_mem_gib, 1)} GiB ${t("usable")}` + (d.gpu ? ` (${d.gpu})` : "") : "");
   $("#bar").replaceWith(Object.assign(memBar(d, false), { id: "bar" }));

@@ -1,0 +1,61 @@
+"""Issue 28's paper cuts, one test each: what a new user hit on the first try."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from trainfit.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_tokens_typo_suggests_a_count_not_a_fraction(capsys):
+    assert main(["plan", "Qwen3-8B", "--tokens", "abc"]) == 2
+    err = capsys.readouterr().err
+    assert "2B" in err and "500M" in err
+    assert "0.5 or 1e-4" not in err
+
+
+def test_pai_public_quota_fix_names_the_ignore_rule_flag(capsys):
+    main(["check", str(ROOT / "tests/fixtures/check/dlc_public_cap.json"), "--json"])
+    out = json.loads(capsys.readouterr().out)
+    v = next(v for v in out["violations"] if v["rule"] == "pai-public-quota")
+    assert "--ignore-rule pai-public-quota" in v["fix"]
+
+
+def test_pai_public_quota_rejection_says_ignore_rule_once(capsys):
+    main(["plan", "Qwen3-32B", "--method", "full", "--tokens", "2B", "--resource-class", "pai-public", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    fixes = [r["fix"] for r in out["rejected"] if r["code"] == "pai-public-quota"]
+    assert fixes and all(f.count("--ignore-rule pai-public-quota") == 1 for f in fixes)
+
+
+def test_memory_on_v100_sizes_fp16_as_plan_does(capsys):
+    assert main(["memory", "Qwen3-8B", "--method", "lora", "--gpu", "V100", "--json"]) in (0, 1)
+    out = json.loads(capsys.readouterr().out)
+    assert out["workload"]["precision"] == "fp16"
+    assert any("no bf16" in w for w in out["warnings"])
+    main(["memory", "Qwen3-8B", "--method", "lora", "--gpu", "V100"])
+    assert "no bf16" in capsys.readouterr().out
+    # the same figure plan gives a V100 plan with this layout: one rule for both
+    main(["memory", "Qwen3-8B", "--method", "lora", "--gpu", "H100", "--json"])
+    assert json.loads(capsys.readouterr().out)["workload"]["precision"] == "bf16"
+
+
+def test_host_ram_oom_says_host_ram_not_gpu_headroom(capsys):
+    assert main(["memory", "Qwen3-8B", "--method", "lora", "--gpu", "A100", "--host-ram", "4"]) == 1
+    out = " ".join(capsys.readouterr().out.split())
+    assert "does not fit in host RAM" in out
+    assert "does not fit (OOM) on" not in out
+
+
+def test_platform_rule_sources_cite_urls_not_local_files():
+    from trainfit.rules import load_rules
+
+    for r in load_rules():
+        assert re.search(r"https://\S+", r.source), (r.id, r.source)
+        assert "shared/reference" not in r.source and ".md" not in r.source.replace("README.md", ""), r.id
