@@ -59,3 +59,21 @@ def test_platform_rule_sources_cite_urls_not_local_files():
     for r in load_rules():
         assert re.search(r"https://\S+", r.source), (r.id, r.source)
         assert "shared/reference" not in r.source and ".md" not in r.source.replace("README.md", ""), r.id
+
+
+@pytest.mark.parametrize("columns", [100, 130, 200])
+def test_catalog_show_instances_is_readable_in_a_normal_terminal(columns, monkeypatch, capsys):
+    """Below ~200 columns every instance type was broken over three lines ('ecs.gn6i-' / 'c4g1.xlar' / 'ge')."""
+    from trainfit.catalog import list_instances
+
+    monkeypatch.setenv("COLUMNS", str(columns))
+    assert main(["catalog", "show", "instances"]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert max(len(ln) for ln in lines) <= columns
+    rows = list_instances(provider=None, resource_class=None, gpu=None)
+    for r in rows:  # whole, with its class and GPU on the same line
+        assert any(r.instance_type in ln and r.resource_class in ln and (r.gpu or "-") in ln for ln in lines), r.instance_type
+    header = next(ln for ln in lines if "instance type" in ln)
+    for col in ("class", "gpu", "vCPU", "RAM", "price/h"):
+        assert col in header.split() or col in header
