@@ -77,3 +77,49 @@ def test_catalog_show_instances_is_readable_in_a_normal_terminal(columns, monkey
     header = next(ln for ln in lines if "instance type" in ln)
     for col in ("class", "gpu", "vCPU", "RAM", "price/h"):
         assert col in header.split() or col in header
+
+
+def test_readme_set_up_creates_a_virtual_environment_first():
+    """Debian's system pip refuses `pip install -e .` (PEP 668): the two set-up commands make a venv first."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    setup = readme.split("## Set-up", 1)[1].split("\n## ", 1)[0]
+    commands = re.findall(r"```bash\n(.*?)\n```", setup, re.S)
+    assert len(commands) == 2
+    for cmd in commands:
+        assert cmd.startswith("python3 -m venv .venv && . .venv/bin/activate && pip install"), cmd
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert "python3 -m venv" in ci
+    install_and_test = commands[1].split(". .venv/bin/activate && ", 1)[1]
+    assert install_and_test in ci  # .ci/run runs the README's install-and-test command in its own venv
+
+
+def _codes(capsys, *argv) -> int:
+    rc = main(list(argv))
+    capsys.readouterr()
+    return rc
+
+
+def test_one_exit_code_table_for_every_command(tmp_path, capsys):
+    """0 fits / 1 does not fit or nothing plans / 2 bad input (README 'Exit status'), the same for each command."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "### Exit status" in readme
+    # 0: fits
+    assert _codes(capsys, "memory", "Qwen3-0.6B", "--method", "lora", "--gpu", "A100") == 0
+    assert _codes(capsys, "plan", "Qwen3-0.6B", "--method", "lora", "--tokens", "100M", "--json") == 0
+    assert _codes(capsys, "render", "Qwen3-0.6B", "--method", "lora", "--gpu", "A100", "--out",
+                  str(tmp_path / "ok")) == 0
+    # 1: does not fit / nothing plans (GPU or host RAM)
+    assert _codes(capsys, "memory", "Qwen3-14B", "--method", "full", "--gpu", "A10") == 1
+    assert _codes(capsys, "memory", "Qwen3-14B", "--method", "full", "--gpu", "A10", "--json") == 1
+    assert _codes(capsys, "memory", "Qwen3-8B", "--method", "lora", "--gpu", "A100", "--host-ram", "4") == 1
+    assert _codes(capsys, "plan", "Qwen3-8B", "--method", "full", "--tokens", "2B", "--gpu", "A10",
+                  "--max-gpus", "1") == 1
+    assert _codes(capsys, "render", "Qwen3-14B", "--method", "full", "--gpu", "A10", "--out",
+                  str(tmp_path / "oom")) == 1
+    assert (tmp_path / "oom").is_dir()  # the files are still written, with the warning
+    # 2: bad input, for every command that takes a model or a value
+    for argv in (["memory", "Qwen3-8X"], ["plan", "Qwen3-8B", "--tokens", "abc"],
+                 ["render", "Qwen3-8B", "--gpu", "NoSuchGPU", "--out", str(tmp_path / "bad")],
+                 ["check", str(tmp_path / "missing.json")], ["catalog", "show", "nothing"],
+                 ["memory", "Qwen3-8B", "--seq-len", "4x"]):
+        assert _codes(capsys, *argv) == 2, argv
