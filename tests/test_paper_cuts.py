@@ -123,3 +123,15 @@ def test_one_exit_code_table_for_every_command(tmp_path, capsys):
                  ["check", str(tmp_path / "missing.json")], ["catalog", "show", "nothing"],
                  ["memory", "Qwen3-8B", "--seq-len", "4x"]):
         assert _codes(capsys, *argv) == 2, argv
+
+
+def test_watch_doc_says_what_render_writes(tmp_path, capsys):
+    """docs/watch.md said render does not wrap launches in `watch`; it does."""
+    doc = (ROOT / "docs" / "watch.md").read_text(encoding="utf-8")
+    assert "does not yet wrap" not in doc
+    assert main(["render", "Qwen3-0.6B", "--method", "lora", "--gpu", "A100", "--target", "torchrun",
+                 "--out", str(tmp_path)]) == 0
+    capsys.readouterr()
+    launch = (tmp_path / "launch.sh").read_text(encoding="utf-8")
+    assert "$WATCH torchrun" in launch and 'WATCH="trainfit watch ' in launch
+    assert "$WATCH torchrun" in doc
