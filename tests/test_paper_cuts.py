@@ -135,3 +135,21 @@ def test_watch_doc_says_what_render_writes(tmp_path, capsys):
     launch = (tmp_path / "launch.sh").read_text(encoding="utf-8")
     assert "$WATCH torchrun" in launch and 'WATCH="trainfit watch ' in launch
     assert "$WATCH torchrun" in doc
+
+
+def test_diagnose_input_wait_figures_agree_with_the_percentage():
+    """'54 % of step' was printed next to 'median data wait 0.202 of a 0.221 s step' (91 %): a few long waits
+    make the total fraction and the medians disagree. The per-step figures are now the means of the same totals."""
+    from trainfit.diagnose import diagnose
+
+    steps = []
+    for i in range(1, 41):  # most steps wait 0.2 of 0.22 s; every fourth step computes 1 s without waiting
+        wait, step = (0.0, 1.0) if i % 4 == 0 else (0.2, 0.22)
+        steps.append({"step": i, "time_unix": 1000.0 + i, "step_seconds": step, "data_wait_seconds": wait,
+                      "compute_seconds": step - wait, "tokens": 1000, "tokens_per_s": 1000 / step,
+                      "loss": 2.0 - 0.01 * i})
+    f = next(f for f in diagnose([], steps).findings if f.code == "input-bound")
+    pct = float(re.match(r"(\d+) %", f.message).group(1))
+    wait_s, step_s = map(float, re.search(r"([\d.]+) s of a mean ([\d.]+) s step", f.message).groups())
+    assert abs(100 * wait_s / step_s - pct) <= 1.5, f.message
+    assert abs(pct - 100 * f.data["data_wait_fraction"]) <= 0.5
