@@ -153,3 +153,60 @@ def test_diagnose_input_wait_figures_agree_with_the_percentage():
     wait_s, step_s = map(float, re.search(r"([\d.]+) s of a mean ([\d.]+) s step", f.message).groups())
     assert abs(100 * wait_s / step_s - pct) <= 1.5, f.message
     assert abs(pct - 100 * f.data["data_wait_fraction"]) <= 0.5
+
+
+def test_watch_says_when_the_provider_metadata_service_cannot_be_reached(monkeypatch, tmp_path):
+    """`watch --provider alibaba` off an Alibaba instance polled 100.100.100.200 in silence: it looked as if it
+    listened for reclaim notices. It now warns once (a closed 127.0.0.1 port stands in for the address)."""
+    import dataclasses
+    import socket
+    import sys
+
+    from trainfit.watch import notice
+    from trainfit.watch.runner import WatchConfig, run_watch
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setitem(notice.PROVIDERS, "alibaba", dataclasses.replace(
+        notice.PROVIDERS["alibaba"], url=f"http://127.0.0.1:{port}/latest/meta-data/instance/spot/termination-time"))
+    lines: list[str] = []
+    cfg = WatchConfig(command=(sys.executable, "-c", "import time; time.sleep(0.5)"), providers=("alibaba",),
+                      poll_seconds=0.02, stop_file=str(tmp_path / "stop"), log=lines.append)
+    assert run_watch(cfg) == 0
+    warned = [ln for ln in lines if "metadata service cannot be reached" in ln]
+    assert len(warned) == 1, lines  # once, not every poll
+    assert "alibaba" in warned[0] and "SIGTERM" in warned[0]
+
+
+def test_watch_is_quiet_when_the_metadata_service_answers_404(monkeypatch, tmp_path):
+    import dataclasses
+    import http.server
+    import sys
+    import threading
+
+    from trainfit.watch import notice
+    from trainfit.watch.runner import WatchConfig, run_watch
+
+    class NoNotice(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - the documented answer when no reclaim is scheduled
+            self.send_response(404)
+            self.end_headers()
+
+        def log_message(self, *a):
+            pass
+
+    srv = http.server.HTTPServer(("127.0.0.1", 0), NoNotice)
+    th = threading.Thread(target=srv.serve_forever, daemon=True)
+    th.start()
+    try:
+        monkeypatch.setitem(notice.PROVIDERS, "alibaba", dataclasses.replace(
+            notice.PROVIDERS["alibaba"], url=f"http://127.0.0.1:{srv.server_address[1]}/termination-time"))
+        lines: list[str] = []
+        cfg = WatchConfig(command=(sys.executable, "-c", "import time; time.sleep(0.3)"), providers=("alibaba",),
+                          poll_seconds=0.02, stop_file=str(tmp_path / "stop"), log=lines.append)
+        assert run_watch(cfg) == 0
+        assert not [ln for ln in lines if "cannot be reached" in ln], lines
+    finally:
+        srv.shutdown()
+        srv.server_close()

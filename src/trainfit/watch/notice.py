@@ -180,6 +180,10 @@ class MetadataPoller:
         self.timeout_s = timeout_s
         self._token: str | None = None
         self._token_until = 0.0
+        self.reachable: bool | None = None
+        """None before the first poll; False when the last poll got no HTTP answer at all (no route, refused,
+        timed out): no notice can come from this source then, which the runner says once."""
+        self.error: str = ""
 
     def _aws_token(self) -> str | None:
         if self.src.token_url is None:
@@ -205,10 +209,16 @@ class MetadataPoller:
         req = urllib.request.Request(self.src.url, headers=headers)
         try:
             with urllib.request.urlopen(req, timeout=self.timeout_s) as r:
+                self.reachable = True
                 if r.status != 200:
                     return None
                 body = r.read(65536).decode("utf-8", "replace")
-        except (OSError, urllib.error.URLError, ValueError):
+        except urllib.error.HTTPError:  # an answer (404: no notice): the service is there
+            self.reachable = True
+            return None
+        except (OSError, urllib.error.URLError, ValueError) as e:
+            self.reachable = False
+            self.error = str(getattr(e, "reason", None) or e)[:200]
             return None
         deadline = parse_notice_body(body, fmt=self.src.time_format, now=now, lead_seconds=self.lead_seconds)
         if deadline is None:
