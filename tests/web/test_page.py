@@ -386,3 +386,39 @@ def test_rl_memory(page, server):
                                             "rl": "grpo", "prompt_len": "512", "response_len": "1024"})
     assert page.get_attribute("#verdict", "data-verdict") == expected["rl"]["verdict"]
     assert expected["rl"]["binding_phase"] in page.inner_text("#rl-phases")
+
+
+def test_price_with_source_and_age_and_the_per_region_view(page, server, tmp_path):
+    """A priced plan shows its price per hour, its date and age and a link to its source, as the CLI's '#N price:'
+    line; 'Prices in every region' shows the same plans priced per region (plan --compare-regions)."""
+    from trainfit.catalog import _store
+
+    overlay = tmp_path / "catalog.yaml"
+    rows = "".join(
+        f"  - {{provider: generic, resource_class: generic, instance_type: generic-8xH100, region: {r}, "
+        f"billing: payg, verified: yes, price_per_hour: {p}, currency: USD, source: 'https://example.com/prices', "
+        f"as_of: '2026-11-20'}}\n" for r, p in (("us-east-1", 20.0), ("eu-west-1", 24.0)))
+    overlay.write_text("prices:\n" + rows, encoding="utf-8")
+    _store.set_overlay_path(str(overlay))  # the server runs in this process
+    _store.reset_cache()
+    body = {"model": "Qwen3-8B", "method": "lora", "tokens": "2B", "gpu": "H100-SXM", "compare_regions": True}
+    expected = _api(server, "/api/plan", body)
+    page.goto(server + "/?model=Qwen3-8B&method=lora&tokens=2B&plan_gpu=H100-SXM&compare_regions=1&run=plan")
+    page.wait_for_selector("body[data-ready=plan]")
+    priced = [i for i, p in enumerate(expected["plans"]) if p["price_per_hour"] is not None]
+    assert priced
+    for i, p in enumerate(expected["plans"]):
+        cell = page.locator("#plans tbody tr.plan").nth(i).locator("td[data-col=price]")
+        if i in priced:
+            text = cell.inner_text()
+            assert f"{p['price_per_hour']:.2f} {p['currency']}" in text and "2026-11-20" in text and "days old" in text
+            assert cell.locator("a").get_attribute("href") == p["price_source"]
+        else:
+            assert cell.inner_text() == "–"
+    assert page.locator("#region-box").is_visible()
+    text = page.inner_text("#region-prices")
+    for g in expected["region_prices"][0]["regions"]:
+        assert g["region"] in text and f"{g['price_per_hour']:.2f}" in text
+    # never "ranked by cost" unless every plan has a price
+    if len(priced) < len(expected["plans"]):
+        assert "ranked by cost" not in page.inner_text("#plan-summary")
