@@ -422,3 +422,24 @@ def test_price_with_source_and_age_and_the_per_region_view(page, server, tmp_pat
     # never "ranked by cost" unless every plan has a price
     if len(priced) < len(expected["plans"]):
         assert "ranked by cost" not in page.inner_text("#plan-summary")
+
+
+def test_a_rejection_fix_applies_and_replans(page, server):
+    """Rejection fixes pointed to CLI flags the page had no input for: each fix the planner checked
+    (fix_options) is a button that applies it and plans again."""
+    body = {"model": "Qwen3-14B", "method": "full", "tokens": "2B", "gpu": "A10"}
+    expected = _api(server, "/api/plan", body)
+    page.goto(server + "/?model=Qwen3-14B&method=full&tokens=2B&plan_gpu=A10&run=plan")
+    page.wait_for_selector("body[data-ready=plan]")
+    k = next(i for i, r in enumerate(expected["rejected"]) if any("ignore_rule" in o for o in r["fix_options"]))
+    opt = next(o for o in expected["rejected"][k]["fix_options"] if "ignore_rule" in o)
+    sent = []
+    page.on("request", lambda r: sent.append(r.post_data_json) if r.url.endswith("/api/plan") else None)
+    page.click("#rejected-box summary")
+    page.locator("#rejected tbody tr").nth(k).locator("button.apply").first.click()
+    page.wait_for_selector("#plan-extra:not([hidden])")
+    page.wait_for_selector("body[data-ready=plan]")
+    assert sent and set(opt["ignore_rule"]) <= set(sent[-1]["ignore_rule"])
+    assert opt["ignore_rule"][0] in page.inner_text("#plan-extra")
+    again = _api(server, "/api/plan", sent[-1])
+    assert page.locator("#plans tbody tr.plan").count() == len(again["plans"])

@@ -41,7 +41,7 @@ const I18N = {
     plan_stale: "The form changed since this plan: press Plan again.",
     region_prices: "The same plans priced per region", region_col: "Region", as_of: "As of",
     region_hint: "List prices; hours do not change. Cheapest 3, the plan's region and the dearest.",
-    same_all: "same in all {n}", rl_phases: "RL per GPU: rollout {r} GiB, train {t} GiB, weight sync {s} GiB; binding phase {b}",
+    same_all: "same in all {n}", plan_extra: "Also applied (from a fix):", clear: "clear", rl_phases: "RL per GPU: rollout {r} GiB, train {t} GiB, weight sync {s} GiB; binding phase {b}",
   },
   zh: {
     tagline: "能不能装下、多快、多少钱、怎么启动。",
@@ -81,7 +81,7 @@ const I18N = {
     plan_stale: "表单已修改：请重新点击“规划”。",
     region_prices: "各地域价格下的同一方案", region_col: "地域", as_of: "日期",
     region_hint: "目录价；时长不变。最便宜的 3 个、方案所在地域和最贵的。",
-    same_all: "{n} 个地域相同", rl_phases: "RL 每卡：推理 {r} GiB，训练 {t} GiB，权重同步 {s} GiB；瓶颈阶段 {b}",
+    same_all: "{n} 个地域相同", plan_extra: "另外已应用（来自修改建议）：", clear: "清除", rl_phases: "RL 每卡：推理 {r} GiB，训练 {t} GiB，权重同步 {s} GiB；瓶颈阶段 {b}",
   },
 };
 const TERM_COLORS = { weights: "#3465a4", gradients: "#73a33f", optimizer: "#c17d11", activations: "#75507b",
@@ -209,6 +209,7 @@ function collect(action) {
     if (v !== "") body[k === "plan_gpu" ? "gpu" : k] = v;
   }
   if (rl) { delete body.tokens; delete body.seq_len; }  // RL: the budget is steps, the sequence prompt + response
+  if (action === "plan") Object.assign(body, state.planExtra || {});  // applied fixes without a form field
   return body;
 }
 
@@ -500,8 +501,19 @@ function showPlan(res) {
   $("#plans").classList.toggle("collapsed", !state.showAll);
   $("#rejected-count").textContent = ` (${res.rejected.length})`;
   $("#rejected thead").replaceChildren(el("tr", {}, ...["instance", "reason", "fix"].map((h) => el("th", { text: t(h) }))));
-  $("#rejected tbody").replaceChildren(...res.rejected.map((r) =>
-    el("tr", {}, el("td", { text: r.instance_type }), el("td", { text: r.reason }), el("td", { text: r.fix || "" }))));
+  $("#rejected tbody").replaceChildren(...res.rejected.map((r) => {
+    // each fix the planner checked (fix_options, the CLI flags of the fix) as a button: applied to the form, re-planned
+    const buttons = (r.fix_options || []).map((o) => {
+      const b = el("button", { type: "button", class: "apply", title: JSON.stringify(o) }, t("apply"));
+      b.addEventListener("click", () => applyFix(o));
+      return b;
+    });
+    return el("tr", {}, el("td", { text: r.instance_type }), el("td", { text: r.reason }),
+      el("td", {}, r.fix || "", ...buttons.flatMap((b) => [" ", b])));
+  }));
+  const extra = Object.entries(state.planExtra || {});
+  $("#plan-extra").hidden = !extra.length;
+  $("#plan-extra-text").textContent = extra.map(([k, v]) => `${k}=${Array.isArray(v) ? v.join(",") : v}`).join(" ");
   const ood = res.plans.map((p, i) => (p.speed_interval && p.speed_interval.out_of_domain
     ? `#${i + 1}: ${p.speed_interval.note}` : null)).filter((n) => n);
   const rangeNote = res.plans.some((p) => p.intervals && p.intervals.hours) ? [t("range_note")] : [];
@@ -517,6 +529,23 @@ function applyOptions(opts) {
     if (n.closest("details")) n.closest("details").open = true;
   }
   run("memory");
+}
+
+// a rejection's fix: fields the form has are set; the others (ignore_rule, max_days...) are kept for the next
+// plans and shown above the table with a button to clear them
+function applyFix(opts) {
+  const f = $("#form");
+  for (const [k, v] of Object.entries(opts)) {
+    const n = f.elements[k === "gpu" ? "plan_gpu" : k];
+    if (n && n.type === "checkbox") n.checked = v === true;
+    else if (n) n.value = Array.isArray(v) ? v.join(",") : String(v);
+    else {
+      state.planExtra = state.planExtra || {};
+      const old = state.planExtra[k];
+      state.planExtra[k] = Array.isArray(v) && Array.isArray(old) ? [...new Set([...old, ...v])] : v;
+    }
+  }
+  run("plan");
 }
 
 async function downloadZip(body) {
@@ -580,6 +609,7 @@ async function init() {
   $("#form").addEventListener("submit", (ev) => { ev.preventDefault(); run(action); });
   $("#download-memory").addEventListener("click", () => downloadZip(state.lastMemoryBody));
   $("#check-form").addEventListener("submit", check);
+  $("#plan-extra-clear").addEventListener("click", () => { state.planExtra = {}; run("plan"); });
   $("#show-all").addEventListener("click", () => { state.showAll = true; $("#plans").classList.remove("collapsed"); $("#show-all").hidden = true; });
   $("#y-metric").addEventListener("change", (ev) => { ev.target.dataset.touched = "1"; if (state.lastPlan) paretoChart(state.lastPlan); });
   // the memory panel follows the form: a change re-runs it (it never shows one setting's breakdown under another's
