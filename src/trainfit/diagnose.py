@@ -176,6 +176,7 @@ def _timing_records(steps: list[dict[str, Any]], warmup: int) -> list[dict[str, 
 
 def _input_findings(timed, th: Thresholds) -> tuple[list[Finding], float | None]:
     wait, total = sum(_vals(timed, "data_wait_seconds")), sum(_vals(timed, "step_seconds"))
+    n = max(len(_vals(timed, "step_seconds")), 1)
     if total <= 0:
         return [], None
     frac = wait / total
@@ -184,9 +185,10 @@ def _input_findings(timed, th: Thresholds) -> tuple[list[Finding], float | None]
     sev = "critical" if frac >= th.input_critical else "warning"
     return [Finding(
         code="input-bound", severity=sev,
-        message=f"{_pct(frac)} of step time is spent waiting for the next batch (median data wait "
-                f"{_median(_vals(timed, 'data_wait_seconds')):.3g} s of a {_median(_vals(timed, 'step_seconds')):.3g} s "
-                f"step); the GPU idles meanwhile",
+        # the fraction is total wait / total step time, so the per-step figures beside it are the means (their
+        # ratio is the fraction); medians would disagree with it whenever a few steps wait long
+        message=f"{_pct(frac)} of step time is spent waiting for the next batch (mean data wait "
+                f"{wait / n:.3g} s of a mean {total / n:.3g} s step over {n} timed steps); the GPU idles meanwhile",
         fix="load data in parallel and ahead: raise dataloader_num_workers (e.g. to the CPU cores per GPU), "
             "set dataloader_pin_memory and dataloader_prefetch_factor, tokenize and pack the dataset once "
             "offline instead of on the fly, and read it from local disk/NVMe or a cache rather than remote "

@@ -140,6 +140,9 @@ def as_count(field: str, raw: Any, *, lo: float = 1, hi: float = 1e15) -> int:
         mult = 1
         if s and s[-1].lower() in _SI:
             mult, s = _SI[s[-1].lower()], s[:-1]
+        if not _FLOAT_RE.match(s):  # a count, not a fraction: the suffixes are the hint
+            raise _bad(field, raw, "must be a count: a number with an optional K, M, B or T suffix",
+                       "e.g. 2B, 500M or 4096")
         v = as_float(field, s, lo=None) * mult
     else:
         v = as_float(field, raw)

@@ -21,7 +21,7 @@ re-exported here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -135,6 +135,15 @@ def memory_report(model: ModelShape, workload: Workload, *, gpu: str | None = No
 
         g = sized_gpu(get_gpu(gpu), gpu_mem_gib)  # a code without memory (GU108) takes --gpu-mem, as in plan
         name, usable = gpu_usable_gib(g)
+        from trainfit.plan.hardware import precision_on
+
+        prec, note = precision_on(g, workload.precision)  # no bf16 (V100, T4): fp16, as plan does, and say so
+        if prec is not None:
+            import dataclasses
+
+            workload = dataclasses.replace(workload, precision=prec)
+            est = estimate_memory(model, workload)
+            warnings.append(note)
         warnings += kernel_gaps(workload.attention, gpu_class_of(g), name)
         if note := assumed_note(g):  # sized by memory, speed figures assumed from a named class
             warnings.append(note)
@@ -470,26 +479,10 @@ def submit_job(path: str | Path, *, region: str | None = None, yes: bool = False
     return submit(p, region=given, yes=yes, **kw), res_check
 
 
-@dataclass(frozen=True, kw_only=True)
-class Catalogs:
-    gpus: tuple = field(default=())
-    instances: tuple = field(default=())
-
-    def to_dict(self) -> dict[str, Any]:
-        """What ``trainfit catalog show gpus --json`` and ``... instances --json`` print, together."""
-        return {"gpus": [g.to_dict() for g in self.gpus], "instances": [i.to_dict() for i in self.instances]}
-
-
-def catalogs() -> Catalogs:
-    from trainfit.catalog import list_gpus, list_instances
-
-    return Catalogs(gpus=tuple(list_gpus()), instances=tuple(list_instances()))
-
-
 # ------------------------------------------------------------------------------- helpers for the web API
 # In trainfit.service_web; re-exported here so ``trainfit.service.X`` and ``from trainfit.service import X`` keep
 # working (imported last: service_web imports this module's functions inside its own).
-from trainfit.service_web import (ERROR_FIELDS, MAX_CHECK_UPLOAD_BYTES, PLAN_EXTRA, RENDER_EXTRA,  # noqa: E402,F401
+from trainfit.service_web import (Catalogs, ERROR_FIELDS, MAX_CHECK_UPLOAD_BYTES, PLAN_EXTRA, RENDER_EXTRA,  # noqa: E402,F401
                                   RENDER_OPTION_FIELDS, _config_value, _opt_str, check_upload, error_field, error_fix,
                                   json_ready, memory_from_request, model_rows, option_specs, plan_from_options,
-                                  render_from_options, rendered_files)
+                                  render_from_options, rendered_files, catalogs)

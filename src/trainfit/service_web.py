@@ -9,6 +9,7 @@ imported inside each function: :mod:`trainfit.service` imports this module at it
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
@@ -36,11 +37,14 @@ PLAN_EXTRA = ("model", "config")
 
 def plan_from_options(values: Mapping[str, Any]) -> Any:
     """``plan`` from a mapping of option values (``POST /api/plan``), with the CLI's semantics: workload layout
-    options that are given are pinned, the others searched; plan options take their defaults."""
-    from trainfit.options import PLAN_OPTIONS, WORKLOAD_OPTIONS, parse_options, plan_request_from_values
+    options that are given are pinned, the others searched; plan options take their defaults; the RL options
+    (``rl``, ``steps``, ``rollout_engine``...) plan an RL run as ``plan --rl`` does."""
+    from trainfit.options import PLAN_OPTIONS, RL_OPTIONS, WORKLOAD_OPTIONS, parse_options, plan_request_from_values
     from trainfit.service import make_plan, resolve_model
 
-    parsed = parse_options(values, WORKLOAD_OPTIONS + PLAN_OPTIONS, allowed_extra=PLAN_EXTRA, defaults=False)
+    # the RL options too (``plan --rl grpo --steps N ...``), as the CLI's plan takes them
+    parsed = parse_options(values, WORKLOAD_OPTIONS + PLAN_OPTIONS + RL_OPTIONS, allowed_extra=PLAN_EXTRA,
+                           defaults=False)
     for o in PLAN_OPTIONS:
         if parsed.get(o.name) is None:
             parsed[o.name] = o.default
@@ -218,13 +222,14 @@ def model_rows() -> list[dict[str, Any]]:
 
 def option_specs() -> dict[str, list[dict[str, Any]]]:
     """The option table (name, CLI flag, group, default, choices, help) for forms and docs."""
-    from trainfit.options import PLAN_OPTIONS, WORKLOAD_OPTIONS
+    from trainfit.options import PLAN_OPTIONS, RL_OPTIONS, WORKLOAD_OPTIONS
 
     def spec(o: Any) -> dict[str, Any]:
         return {"name": o.name, "flag": o.cli_flag, "group": o.group, "default": json_ready(o.default),
                 "choices": None if o.choices is None else list(o.choices), "help": o.help}
 
-    return {"workload": [spec(o) for o in WORKLOAD_OPTIONS], "plan": [spec(o) for o in PLAN_OPTIONS]}
+    return {"workload": [spec(o) for o in WORKLOAD_OPTIONS], "plan": [spec(o) for o in PLAN_OPTIONS],
+            "rl": [spec(o) for o in RL_OPTIONS]}
 
 
 #: The request field an error is about, by error code (input-gate errors carry their own ``field``).
@@ -255,3 +260,19 @@ def error_fix(err: Exception) -> str | None:
 
 
 __all__ = ["json_ready", "PLAN_EXTRA", "plan_from_options", "memory_from_request", "RENDER_OPTION_FIELDS", "RENDER_EXTRA", "render_from_options", "rendered_files", "MAX_CHECK_UPLOAD_BYTES", "check_upload", "model_rows", "option_specs", "ERROR_FIELDS", "error_field", "error_fix"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Catalogs:
+    gpus: tuple = field(default=())
+    instances: tuple = field(default=())
+
+    def to_dict(self) -> dict[str, Any]:
+        """What ``trainfit catalog show gpus --json`` and ``... instances --json`` print, together."""
+        return {"gpus": [g.to_dict() for g in self.gpus], "instances": [i.to_dict() for i in self.instances]}
+
+
+def catalogs() -> Catalogs:
+    from trainfit.catalog import list_gpus, list_instances
+
+    return Catalogs(gpus=tuple(list_gpus()), instances=tuple(list_instances()))

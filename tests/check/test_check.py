@@ -184,8 +184,10 @@ def test_rendered_scripts_have_a_training_command(rendered):
 def test_rendered_rl_launches_have_a_training_command(framework, tmp_path):
     """verl's `python -m verl.trainer.main_ppo` and `swift rlhf` are training commands too."""
     layout = ["--strategy", "fsdp"] if framework == "verl" else []
+    # ms-swift's DDP layout does not fit here (93 GiB/GPU): render still writes the files and exits 1 (README,
+    # exit status); what is checked is the launch command in them
     assert main(["render", "Qwen3-8B", "--method", "lora", "--gpus", "8", "--gpu", "H100", "--rl", "grpo",
-                 "--rl-framework", framework, "--num-generations", "8", *layout, "--out", str(tmp_path)]) == 0
+                 "--rl-framework", framework, "--num-generations", "8", *layout, "--out", str(tmp_path)]) in (0, 1)
     scripts = list(tmp_path.glob("*_rl*.sh")) + list(tmp_path.glob("swift_rlhf.sh"))
     assert scripts
     for f in scripts:

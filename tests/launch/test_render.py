@@ -377,7 +377,7 @@ def test_render_json_carries_what_the_table_prints(tmp_path, capsys):
     """The table prints the budget (optimizer steps, checkpoint interval) and why the verdict is not 'fits'; --json
     had neither."""
     assert main(["render", "Qwen3-8B", "--method", "full", "--gpus", "8", "--gpu", "A10", "--tokens", "10M",
-                 "--out", str(tmp_path / "job"), "--json"]) == 0
+                 "--out", str(tmp_path / "job"), "--json"]) == 1  # written, but it does not fit: exit 1
     s = json.loads(capsys.readouterr().out)["summary"]
     assert s["verdict"] == "oom" and s["memory"]["reasons"] and "GiB" in s["memory"]["reasons"][0]
     assert s["steps"]["max_steps"] > 0 and s["steps"]["save_steps"] > 0

@@ -133,7 +133,7 @@ def test_render_to_a_target_of_another_engine_warns_with_the_fix(tmp_path):
     path = tmp_path / "plan.json"
     path.write_text(json.dumps(p.to_dict()))
     rc, out = _cli(["render", "--plan", str(path), "--target", "swift", "--out", str(tmp_path / "job")])
-    assert rc == 0 and "warning: swift runs hf-trainer" in out
+    assert rc == (1 if p.fit.verdict == "oom" else 0) and "warning: swift runs hf-trainer" in out  # exit table
     assert "## Warnings" in (tmp_path / "job" / "README.md").read_text()
 
 

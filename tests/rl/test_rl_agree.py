@@ -183,7 +183,7 @@ def test_plan_searches_rollout_tp_and_trainer_offload(capsys):
 def test_an_engine_that_holds_no_sequence_is_oom_in_every_command(tmp_path, capsys):
     """Qwen3-14B GRPO on one A10: the engine's weights alone fill the GPU. memory: verdict oom with the reason, exit
     1 (was an input error, exit 2); plan: a kv-pool or memory rejection, exit 1; render without a plan: written with
-    the oom warning."""
+    the oom warning, exit 1."""
     rc = main(["memory", "Qwen3-14B", "--rl", "grpo", "--gpu", "A10"])
     out, err = capsys.readouterr()
     out = " ".join(out.split())  # the console wraps long lines
@@ -193,4 +193,4 @@ def test_an_engine_that_holds_no_sequence_is_oom_in_every_command(tmp_path, caps
     assert rc == 1 and not doc["plans"] and doc["rejected"]
     rc = main(["render", "Qwen3-14B", "--rl", "grpo", "--gpu", "A10", "--out", str(tmp_path / "job")])
     out, err = capsys.readouterr()
-    assert rc == 0 and "KV pool" in err + out and "oom" in (err + out).lower()
+    assert rc == 1 and "KV pool" in err + out and "oom" in (err + out).lower()  # written; exit 1: it does not fit

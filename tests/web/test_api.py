@@ -86,6 +86,11 @@ PLAN_CASES = [
     {"model": "Qwen3-4B", "method": "lora", "dataset_tokens": "100M", "epochs": 3, "gpu": "A10", "micro_batch": 2},
     {"model": "Qwen3-14B", "method": "full", "tokens": "1B", "gpus": 8, "strategy": "zero3", "spot": True},
     {"model": "Qwen3-8B", "method": "lora", "tokens": "1B", "provider": "tencent", "allow_fp16": True},
+    # the page's inputs: Lingjun, region, GPU memory, the per-region prices, and RL sizing (= plan --rl ...)
+    {"model": "Qwen3-8B", "method": "lora", "tokens": "1B", "provider": "alibaba", "resource_class": "pai-lingjun",
+     "region": "cn-wulanchabu", "gpu_mem": 80, "compare_regions": True},
+    {"model": "Qwen3-0.6B", "method": "lora", "rl": "grpo", "steps": 50, "prompt_len": 256, "response_len": 512,
+     "num_generations": 4, "rollout_engine": "vllm", "rollout_tp": 1},
 ]
 
 

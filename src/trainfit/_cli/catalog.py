@@ -98,16 +98,34 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
-def _table(title: str, columns: list[str], rows: list[list[Any]]) -> None:
+def _table(title: str, columns: list[str], rows: list[list[Any]], *, whole: tuple[str, ...] = (),
+           compact: bool = False) -> None:
+    """A rich table; the ``whole`` columns are never broken inside a word (names a user copies); ``compact``:
+    no vertical rules (narrow terminals)."""
+    from rich import box
     from rich.console import Console
     from rich.table import Table
 
-    t = Table(title=title, show_lines=False, header_style="bold")
+    t = Table(title=title, show_lines=False, header_style="bold", **({"box": box.SIMPLE_HEAD} if compact else {}))
     for c in columns:
-        t.add_column(c, overflow="fold")
+        t.add_column(c, overflow="fold", no_wrap=c in whole)
     for r in rows:
         t.add_row(*[_fmt(x) for x in r])
     Console().print(t)
+
+
+#: Columns of `catalog show instances` left out below a terminal width (``--json`` has them all): the links and
+#: "verified" below 150 columns, the regions (``catalog show prices`` lists them) below 120.
+INSTANCE_COLUMNS_BY_WIDTH = ((150, ("intra", "inter", "Gbit/s", "verified")), (120, ("regions",)))
+INSTANCES_FULL_WIDTH = 150
+
+
+def _regions_cell(regions: Any) -> str:
+    """The first region and how many more: a list of twenty regions made every row twenty lines tall."""
+    regions = list(regions or ())
+    if not regions:
+        return "-"
+    return regions[0] + (f" +{len(regions) - 1}" if len(regions) > 1 else "")
 
 
 def _show(args: argparse.Namespace) -> int:
@@ -145,14 +163,25 @@ def _show(args: argparse.Namespace) -> int:
         json.dump([r.to_dict() for r in rows], sys.stdout, indent=2, ensure_ascii=False)
         print()
         return 0
-    cols = ["instance type", "class", "gpu", "n", "vCPU", "RAM GiB", "intra", "inter", "Gbit/s", "price/h",
+    import shutil
+
+    cols = ["instance type", "class", "gpu", "n", "vCPU", "RAM", "intra", "inter", "Gbit/s", "price/h",
             "regions", "verified"]
+    table = [[r.instance_type, r.resource_class, r.gpu, r.gpu_count, r.vcpu, r.ram_gib, r.intra_node_link,
+              r.inter_node, r.inter_node_gbit_per_s, _price_cell(r), _regions_cell(r.regions), r.verified]
+             for r in rows]
+    width = shutil.get_terminal_size((INSTANCES_FULL_WIDTH, 24)).columns
+    dropped = [c for w, cs in INSTANCE_COLUMNS_BY_WIDTH if width < w for c in cs]
+    narrow = bool(dropped)
+    if narrow:  # readable from 100 columns: names stay whole, the least needed columns go
+        keep = [i for i, c in enumerate(cols) if c not in dropped]
+        cols = [cols[i] for i in keep]
+        table = [[row[i] for i in keep] for row in table]
     _table("Instances (- = not known; pay-as-you-go prices only where published or in your overlay: "
-           "`catalog show prices` gives sources and dates)", cols,
-           [[r.instance_type, r.resource_class, r.gpu, r.gpu_count, r.vcpu, r.ram_gib, r.intra_node_link,
-             r.inter_node, r.inter_node_gbit_per_s,
-             _price_cell(r), r.regions, r.verified]
-            for r in rows])
+           "`catalog show prices` gives sources and dates)", cols, table,
+           whole=("instance type", "class", "gpu", "n", "vCPU", "RAM", "price/h"), compact=narrow)
+    if narrow:
+        print(f"(narrow terminal: {', '.join(dropped)} left out; --json shows all)")
     return 0
 
 

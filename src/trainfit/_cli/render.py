@@ -173,7 +173,7 @@ def run(args: argparse.Namespace) -> int:
         out["out"] = str(Path(args.out))
         out["written"] = [p.name for p in paths]
         print_json(out)
-        return 0
+        return _exit_status(result)
     ctx = result.context
     for i, line in enumerate(ctx.header_lines()[:-1]):
         if i == 0 and args.plan:  # which file and plan (the files stay the same whatever the plan file is called)
@@ -186,4 +186,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"warning: {w}")
     if ctx.plan.fit.verdict != "fits":
         print(f"warning: the plan's verdict is {ctx.plan.fit.verdict}: " + "; ".join(ctx.plan.fit.reasons))
-    return 0
+    return _exit_status(result)
+
+
+def _exit_status(result: object) -> int:
+    """The exit-code table (README): the files are written, but a plan that does not fit exits 1, as memory does."""
+    return 1 if result.context.plan.fit.verdict == "oom" else 0  # type: ignore[attr-defined]

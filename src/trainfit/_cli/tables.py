@@ -52,9 +52,17 @@ def print_memory(out: dict, console: Console | None = None) -> None:
         name = out.get("gpu") or "GPU"
         colour = {"fits": "green", "tight": "yellow", "oom": "red", "unknown": "yellow"}[out["verdict"]]
         p_oom = (out.get("fit") or {}).get("oom_probability")
-        c.print(f"[{colour}]{VERDICT_LABEL[out['verdict']]}[/{colour}] on {name} ({out['gpu_mem_gib']:.4g} GiB usable): "
-                f"headroom {out['headroom_gib']:.2f} GiB"
-                + ("" if p_oom is None else f", P(OOM) {_prob(p_oom)}"))
+        fit = out.get("fit") or {}
+        if out["verdict"] == "oom" and fit.get("host_verdict") == "oom" and fit.get("gpu_verdict") != "oom":
+            # host RAM is what does not fit: the GPU's headroom is not the story
+            c.print(f"[{colour}]does not fit in host RAM[/{colour}]: {fit['host_ram_need_gib']:,.0f} GiB needed per "
+                    f"node > {fit['host_ram_gib']:,.0f} GiB; on the GPU ({name}, {out['gpu_mem_gib']:.4g} GiB usable) "
+                    f"it {fit['gpu_verdict']}, GPU headroom {out['headroom_gib']:.2f} GiB"
+                    + ("" if p_oom is None else f", P(GPU OOM) {_prob(p_oom)}"))
+        else:
+            c.print(f"[{colour}]{VERDICT_LABEL[out['verdict']]}[/{colour}] on {name} ({out['gpu_mem_gib']:.4g} GiB "
+                    f"usable): headroom {out['headroom_gib']:.2f} GiB"
+                    + ("" if p_oom is None else f", P(OOM) {_prob(p_oom)}"))
         for reason in out["fit"]["reasons"]:
             c.print(f"  - {escape(reason)}")
         for w in out.get("warnings", []):

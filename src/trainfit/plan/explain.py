@@ -63,7 +63,8 @@ def explain_rejection(inst: Any, gpu: Any, limit: float, miss: _Best, req: PlanR
     if miss.rule is not None:
         v = miss.rule
         return Rejection(instance_type=it, provider=inst.provider, code=v.rule, reason=v.message,
-                         fix=f"{v.fix} (or --ignore-rule {v.rule} when that is done)",
+                         fix=v.fix if f"--ignore-rule {v.rule}" in v.fix
+                         else f"{v.fix} (or --ignore-rule {v.rule} when that is done)",
                          fix_options=({"ignore_rule": [v.rule]},))
     if miss.layout is not None:  # the pinned layout cannot be formed here: its true cause, as `memory` says it
         return Rejection(instance_type=it, provider=inst.provider, code="layout", reason=miss.layout.message,

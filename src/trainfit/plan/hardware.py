@@ -98,3 +98,13 @@ def hardware_for(gpu: GPU, instance: Instance | None = None, **overrides: Any) -
         raise CatalogError(f"GPU {name}: unknown architecture {gpu.arch or None!r}",
                            fix="pass gpu_class= one of " + ", ".join(GPU_CLASSES))
     return Hardware(**kw)
+
+
+def precision_on(gpu: Any, precision: str, verb: str = "sized") -> tuple[str | None, str]:
+    """The precision a GPU runs a bf16 request in: bf16 on a GPU without bf16 tensor cores (V100, T4) runs as fp16
+    mixed precision (fp32 master weights), with its memory and speed. ``("fp16", note)`` then, else ``(None, "")``.
+    The one rule ``plan`` and ``memory`` both apply."""
+    if precision in ("bf16", "amp-bf16") and gpu.bf16_dense_tflops is None and gpu.fp16_dense_tflops:
+        return "fp16", (f"{gpu.name} has no bf16: {verb} with fp16 mixed precision (fp32 master weights, loss "
+                        "scaling), with the memory and speed of fp16")
+    return None, ""

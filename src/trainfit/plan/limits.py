@@ -55,12 +55,11 @@ def _layouts(req: PlanRequest, inst: Any) -> list[tuple[int, int]] | Rejection:
 
 def _precision_for(req: PlanRequest, gpu: Any) -> tuple[str | None, str]:
     """bf16 on a GPU without bf16 tensor cores (V100, T4) is planned as fp16 mixed precision (fp32 master weights),
-    with its memory and speed, and the row says so. (None, "") when the requested precision runs as it is."""
-    p = req.workload.precision
-    if p in ("bf16", "amp-bf16") and gpu.bf16_dense_tflops is None and gpu.fp16_dense_tflops:
-        return "fp16", (f"{gpu.name} has no bf16: planned with fp16 mixed precision (fp32 master weights, loss "
-                        "scaling), with the memory and speed of fp16")
-    return None, ""
+    with its memory and speed, and the row says so. (None, "") when the requested precision runs as it is. The one
+    rule ``memory`` applies too (:func:`trainfit.plan.hardware.precision_on`)."""
+    from trainfit.plan.hardware import precision_on
+
+    return precision_on(gpu, req.workload.precision, "planned")
 
 
 def slow_network(inst: Any, nodes: int, sp: Any) -> tuple[str, str, str, tuple[dict[str, Any], ...]] | None:

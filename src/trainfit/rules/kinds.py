@@ -10,7 +10,10 @@ from trainfit.rules.types import JobContext, Rule, Violation
 # --------------------------------------------------------------------------------------- evaluating
 
 def _v(rule: Rule, message: str, severity: str | None = None) -> Violation:
-    return Violation(rule=rule.id, severity=severity or rule.severity, message=message, fix=rule.fix,
+    fix = rule.fix
+    if rule.plan_blocks:  # a limit `plan` enforces: say how to lift it once the platform has
+        fix += f" If your limit was already raised, plan with --ignore-rule {rule.id}."
+    return Violation(rule=rule.id, severity=severity or rule.severity, message=message, fix=fix,
                      why=rule.why, source=rule.source)
 
 

@@ -183,30 +183,45 @@ class MetadataPoller:
         self._token: str | None = None
         self._token_until = 0.0
         self._inflight = None
+        self.reachable: bool | None = None
+        """None before the first poll; False when the last finished poll got no HTTP answer at all (no route,
+        refused, timed out): no notice can come from this source then, which the runner says once."""
+        self.error: str = ""
 
     def _fetch(self, req: urllib.request.Request) -> str | None:
         """The body of a 200 answer, read under a total deadline of ``3 x timeout_s`` (a server that trickles a
         byte at a time, each within the per-read timeout, cannot hold watch: the read runs in a daemon thread and
-        is abandoned at the deadline; no new read starts while an abandoned one still runs)."""
+        is abandoned at the deadline; no new read starts while an abandoned one still runs). A finished read also
+        says whether the service answered at all (:attr:`reachable`)."""
         import threading
 
         if self._inflight is not None and self._inflight.is_alive():
             return None
         box: list[str | None] = [None]
+        state: dict[str, object] = {}
 
         def get() -> None:
             try:
                 with urllib.request.urlopen(req, timeout=self.timeout_s) as r:
+                    state["reachable"] = True
                     if r.status == 200:
                         box[0] = r.read(65536).decode("utf-8", "replace")
-            except (OSError, urllib.error.URLError, ValueError, http.client.HTTPException):
-                pass
+            except urllib.error.HTTPError:  # an answer (404: no notice): the service is there
+                state["reachable"] = True
+            except (OSError, urllib.error.URLError, ValueError, http.client.HTTPException) as e:
+                state["reachable"] = False
+                state["error"] = str(getattr(e, "reason", None) or e)[:200]
 
         t = threading.Thread(target=get, name="trainfit-watch-metadata", daemon=True)
         self._inflight = t
         t.start()
         t.join(3 * self.timeout_s)
-        return None if t.is_alive() else box[0]
+        if t.is_alive():
+            return None
+        if "reachable" in state:
+            self.reachable = bool(state["reachable"])
+            self.error = str(state.get("error", ""))
+        return box[0]
 
     def _aws_token(self) -> str | None:
         if self.src.token_url is None:

@@ -165,6 +165,7 @@ def _first_notice(cfg: WatchConfig, pollers: list, sigterm_at: list[float], now:
     if pollers and now >= next_poll:
         for poller in pollers:
             notice = poller.poll(now)
+            _say_reachability(cfg, poller)
             if notice:
                 break
         next_poll = now + cfg.poll_seconds
@@ -176,6 +177,24 @@ def _kill_tree(pgid: int, tracked: dict[int, int], sig: int) -> None:
     ``setsid`` included)."""
     _killpg(pgid, sig)
     signal_all(tracked, sig)
+
+
+def _say_reachability(cfg: WatchConfig, poller: object) -> None:
+    """Say once when a metadata service gives no answer at all (and once when it answers again): with
+    ``--provider alibaba`` off an Alibaba instance, or without a route to 100.100.100.200, no reclaim notice can
+    come from it, and watch must not look as if it were listening."""
+    reachable = getattr(poller, "reachable", None)
+    if reachable is None or reachable == getattr(poller, "_said_reachable", True):
+        return
+    src = poller.src  # type: ignore[attr-defined]
+    if reachable:
+        cfg.log(f"the {src.provider} metadata service answers again ({src.url})")
+    else:
+        cfg.log(f"warning: the {src.provider} metadata service cannot be reached ({src.url}: "
+                f"{getattr(poller, 'error', '') or 'no answer'}): no reclaim notice can come from it; only SIGTERM"
+                + (" and --notice-file" if cfg.notice_file else "") + " will stop the trainer in time. It answers "
+                "only on that cloud's instances: check the job runs there (and its network), or drop --provider")
+    poller._said_reachable = reachable  # type: ignore[attr-defined]
 
 
 def _enforce_deadline(cfg: WatchConfig, notice: Notice, sigterm_at: list[float], pgid: int, now: float,

@@ -12,7 +12,7 @@ from typing import Any, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, create_model
 
-from trainfit.options import PLAN_OPTIONS, WORKLOAD_OPTIONS
+from trainfit.options import PLAN_OPTIONS, RL_OPTIONS, WORKLOAD_OPTIONS
 
 Scalar = Union[StrictBool, StrictInt, StrictFloat, StrictStr]
 ScalarOrList = Union[StrictBool, StrictInt, StrictFloat, StrictStr, list[StrictStr]]
@@ -50,7 +50,7 @@ MemoryRequest = create_model(
 PlanRequest = create_model(
     "PlanRequest", __config__=_CFG,
     __doc__="The options of `trainfit plan` as JSON fields: layout fields that are set are pinned, the rest searched.",
-    **_MODEL_FIELDS, **_option_fields(WORKLOAD_OPTIONS + PLAN_OPTIONS),
+    **_MODEL_FIELDS, **_option_fields(WORKLOAD_OPTIONS + PLAN_OPTIONS + RL_OPTIONS),
 )
 
 RenderRequest = create_model(

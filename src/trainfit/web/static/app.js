@@ -18,6 +18,7 @@ const I18N = {
     check_title: "Check a job file", btn_check: "Check", footer: "Estimates from trainfit; every number has a source in the docs.",
     any: "(any)", default: "(default)", none_gpu: "(no GPU: memory only)", searched: "searched",
     verdict_fits: "fits", verdict_tight: "tight", verdict_oom: "OOM", verdict_unknown: "unknown", verdict_none: "no GPU",
+    verdict_host_oom: "host RAM OOM",
     reserved: "reserved", of: "of", usable: "usable", headroom: "Headroom", max_mb: "Largest micro-batch",
     max_seq: "Longest sequence", peak_phase: "Peak phase", host_ram: "Host RAM / node", params: "Parameters",
     trainable: "trainable", rank: "#", instance: "Instance type", gpu_x: "GPUs", nodes: "Nodes", strategy: "Strategy",
@@ -30,6 +31,17 @@ const I18N = {
     check_ok: "no problems found", findings: "{n} finding(s), {e} error(s)", loading: "working…",
     t_weights: "weights", t_gradients: "gradients", t_optimizer: "optimizer", t_activations: "activations",
     t_logits_loss: "logits & loss", t_temporaries: "temporaries", t_overhead: "overhead (CUDA, allocator)",
+    resource_class: "Resource class", region: "Region", gpu_mem: "GPU memory (GiB, at least)", spot: "Spot instances",
+    compare_regions: "Prices in every region", allow_fp16: "Allow fp16 GPUs (V100, T4)", rl_title: "RL (GRPO / PPO / DPO)",
+    rl_algo: "Algorithm", rl_engine: "Rollout engine", rl_tp: "Rollout TP", rl_prompt: "Prompt length",
+    rl_response: "Response length", rl_gens: "Generations per prompt", rl_batch: "Prompts per step", rl_steps: "RL steps",
+    no_rl: "(none: supervised)", gpu_col: "GPU", precision: "Precision", tok_s: "tok/s", mfu: "MFU", price: "Price/h",
+    price_age: "as of {d} ({n} days old)", price_unknown_date: "date unknown", source: "source", no_price: "no price",
+    warning: "warning", p_oom: "P(OOM) {p} (the memory model's spread over published runs)",
+    plan_stale: "The form changed since this plan: press Plan again.",
+    region_prices: "The same plans priced per region", region_col: "Region", as_of: "As of",
+    region_hint: "List prices; hours do not change. Cheapest 3, the plan's region and the dearest.",
+    same_all: "same in all {n}", plan_extra: "Also applied (from a fix):", clear: "clear", rl_phases: "RL per GPU: rollout {r} GiB, train {t} GiB, weight sync {s} GiB; binding phase {b}",
   },
   zh: {
     tagline: "能不能装下、多快、多少钱、怎么启动。",
@@ -46,6 +58,7 @@ const I18N = {
     check_title: "检查任务文件", btn_check: "检查", footer: "trainfit 的估算；每个数字在文档中都有来源。",
     any: "（任意）", default: "（默认）", none_gpu: "（不选 GPU：只算显存）", searched: "搜索",
     verdict_fits: "装得下", verdict_tight: "偏紧", verdict_oom: "显存不足", verdict_unknown: "未知", verdict_none: "未选 GPU",
+    verdict_host_oom: "主机内存不足",
     reserved: "预留", of: "/", usable: "可用", headroom: "余量", max_mb: "最大微批", max_seq: "最长序列",
     peak_phase: "峰值阶段", host_ram: "每节点内存", params: "参数量", trainable: "可训练",
     rank: "#", instance: "实例类型", gpu_x: "GPU", nodes: "节点", strategy: "策略", mb: "微批",
@@ -58,6 +71,17 @@ const I18N = {
     check_ok: "未发现问题", findings: "{n} 条发现，{e} 个错误", loading: "计算中…",
     t_weights: "权重", t_gradients: "梯度", t_optimizer: "优化器状态", t_activations: "激活",
     t_logits_loss: "logits 与损失", t_temporaries: "临时张量", t_overhead: "开销（CUDA、分配器）",
+    resource_class: "资源类型", region: "地域", gpu_mem: "显存（GiB，至少）", spot: "竞价实例",
+    compare_regions: "各地域价格", allow_fp16: "允许仅支持 fp16 的 GPU（V100、T4）", rl_title: "强化学习（GRPO / PPO / DPO）",
+    rl_algo: "算法", rl_engine: "推理引擎", rl_tp: "推理 TP", rl_prompt: "提示长度", rl_response: "回答长度",
+    rl_gens: "每个提示的生成数", rl_batch: "每步提示数", rl_steps: "RL 步数",
+    no_rl: "（无：监督微调）", gpu_col: "GPU", precision: "精度", tok_s: "tok/s", mfu: "MFU", price: "每小时价格",
+    price_age: "{d}（{n} 天前）", price_unknown_date: "日期未知", source: "来源", no_price: "无价格",
+    warning: "警告", p_oom: "P(OOM) {p}（显存模型在公开记录上的误差）",
+    plan_stale: "表单已修改：请重新点击“规划”。",
+    region_prices: "各地域价格下的同一方案", region_col: "地域", as_of: "日期",
+    region_hint: "目录价；时长不变。最便宜的 3 个、方案所在地域和最贵的。",
+    same_all: "{n} 个地域相同", plan_extra: "另外已应用（来自修改建议）：", clear: "清除", rl_phases: "RL 每卡：推理 {r} GiB，训练 {t} GiB，权重同步 {s} GiB；瓶颈阶段 {b}",
   },
 };
 const TERM_COLORS = { weights: "#3465a4", gradients: "#73a33f", optimizer: "#c17d11", activations: "#75507b",
@@ -125,6 +149,25 @@ function buildForm(specs, models, catalog) {
   const psel = $("#provider");
   psel.append(option("", t("any"), "any"));
   for (const c of byName.provider.choices) psel.append(option(c, c));
+  const rc = $("#resource_class");
+  rc.append(option("", t("any"), "any"));
+  for (const c of byName.resource_class.choices) rc.append(option(c, c));
+  for (const o of specs.plan) {  // the option table's help as the tooltip of each plan input
+    const n = $("#form").elements[o.name];
+    if (n && n.closest) n.closest("label").title = o.help;
+  }
+  // RL: the option table's algorithms and engines (plan --rl / memory --rl)
+  const rlBy = Object.fromEntries((specs.rl || []).map((o) => [o.name, o]));
+  if (rlBy.rl) {
+    $("#rl").append(option("", t("no_rl"), "no_rl"));
+    for (const c of rlBy.rl.choices) $("#rl").append(option(c, c));
+    $("#rollout_engine").append(option("", t("default"), "default"));
+    for (const c of rlBy.rollout_engine.choices) $("#rollout_engine").append(option(c, c));
+    for (const o of specs.rl) {
+      const n = $("#form").elements[o.name];
+      if (n && n.closest) n.closest("label").title = o.help;
+    }
+  }
   // every other workload option, generically from the one option table
   const more = $("#more-fields");
   for (const o of specs.workload) {
@@ -144,19 +187,29 @@ function buildForm(specs, models, catalog) {
 }
 
 const WORKLOAD_KEYS = () => state.specs.workload.map((o) => o.name);
+const PLAN_KEYS = ["tokens", "objective", "provider", "plan_gpu", "resource_class", "region", "gpu_mem", "spot",
+  "compare_regions", "allow_fp16"];
+const RL_KEYS = ["rl", "rollout_engine", "rollout_tp", "prompt_len", "response_len", "num_generations", "rollout_batch",
+  "steps"];
 function collect(action) {
   const f = $("#form");
   const body = {};
   const cfg = f.config.value.trim();
   if (cfg) body.config = cfg; else body.model = f.model.value;
-  // memory: "gpu" is the GPU it runs on; plan: "plan_gpu" keeps only instance types with that GPU
-  const keys = WORKLOAD_KEYS().concat(action === "plan" ? ["tokens", "objective", "provider", "plan_gpu"] : ["gpu"]);
+  const rl = f.elements.rl && f.elements.rl.value;
+  // memory: "gpu" is the GPU it runs on; plan: "plan_gpu" keeps only instance types with that GPU. The RL fields
+  // go only with an algorithm (as --rl); "steps" only to plan (memory sizes one step).
+  const keys = WORKLOAD_KEYS().concat(action === "plan" ? PLAN_KEYS : ["gpu", "gpu_mem"],
+    rl ? RL_KEYS.filter((k) => action === "plan" || k !== "steps") : []);
   for (const k of keys) {
     const n = f.elements[k];
     if (!n) continue;
+    if (n.type === "checkbox") { if (n.checked) body[k] = true; continue; }
     const v = (n.value || "").trim();
     if (v !== "") body[k === "plan_gpu" ? "gpu" : k] = v;
   }
+  if (rl) { delete body.tokens; delete body.seq_len; }  // RL: the budget is steps, the sequence prompt + response
+  if (action === "plan") Object.assign(body, state.planExtra || {});  // applied fixes without a form field
   return body;
 }
 
@@ -194,14 +247,17 @@ function memBar(d, small) {
   return bar;
 }
 
-function verdictOf(d) { return d.verdict || "none"; }
+// the verdict: an RL run's is the binding phase's (trainer, engine and sync), as memory --rl prints
+function verdictOf(d) { return (d.rl && d.rl.verdict) || d.verdict || "none"; }
 
 function showMemory(d, record = true) {
   state.lastMemory = d;
   $("#memory-view").hidden = false;
+  $("#memory-view").classList.remove("stale");
   const v = verdictOf(d);
   const vb = $("#verdict");
-  vb.className = "verdict " + v; vb.textContent = t("verdict_" + v); vb.dataset.verdict = v;
+  const hostOom = v === "oom" && d.fit && d.fit.host_verdict === "oom" && d.fit.gpu_verdict !== "oom";
+  vb.className = "verdict " + v; vb.textContent = t(hostOom ? "verdict_host_oom" : "verdict_" + v); vb.dataset.verdict = v;
   $("#mem-summary").textContent = `${d.model} · ${d.workload.method} · ${t("reserved")} ${fmt(d.reserved_gib, 1)} GiB` +
     (d.gpu_mem_gib ? ` ${t("of")} ${fmt(d.gpu_mem_gib, 1)} GiB ${t("usable")}` + (d.gpu ? ` (${d.gpu})` : "") : "");
   $("#bar").replaceWith(Object.assign(memBar(d, false), { id: "bar" }));
@@ -216,9 +272,13 @@ function showMemory(d, record = true) {
     [t("params"), `${fmt(d.params.total / 1e9, 2)}B (${t("trainable")} ${fmt(d.params.trainable / 1e6, 1)}M)`]];
   $("#mem-facts").replaceChildren(...facts.flatMap(([k, v2]) => [el("dt", { text: k }), el("dd", { text: v2 })]));
   $("#mem-facts").querySelectorAll("dd")[1].id = "max-micro-batch";
+  const rl = d.rl;
+  $("#rl-phases").textContent = rl ? t("rl_phases", { r: fmt(rl.phases_gib.rollout, 1), t: fmt(rl.phases_gib.train, 1),
+    s: fmt(rl.phases_gib.sync, 1), b: rl.binding_phase }) : "";
   // why the verdict is not "fits", and what the GPU cannot run (FlashAttention-3 off Hopper): as the CLI prints
-  $("#mem-warnings").replaceChildren(...[...((d.fit && d.verdict !== "fits") ? d.fit.reasons || [] : []),
-    ...(d.warnings || [])].map((w) => el("li", { text: w })));
+  const fit = rl ? rl.fit : d.fit;
+  $("#mem-warnings").replaceChildren(...[...((fit && v !== "fits") ? fit.reasons || [] : []),
+    ...(d.warnings || []), ...(rl ? rl.warnings || [] : [])].map((w) => el("li", { text: w })));
   $("#suggestions").replaceChildren(...(d.suggestions || []).map((s) => {
     const b = el("button", { type: "button", class: "apply" }, t("apply"));
     b.addEventListener("click", () => applyOptions(s.options || {}));
@@ -228,9 +288,10 @@ function showMemory(d, record = true) {
   $("#download-memory").hidden = !d.gpu;
   if (record) {
     const w = d.workload;
-    state.history.unshift({ d, label: `${d.model} ${w.method} seq ${w.seq_len} mb ${w.micro_batch} ×${w.gpus} ${w.strategy}` +
-      (d.gpu ? ` ${d.gpu}` : "") });
-    state.history = state.history.slice(0, 6);
+    const label = `${d.model} ${w.method} seq ${w.seq_len} mb ${w.micro_batch} ×${w.gpus} ${w.strategy}` +
+      (d.gpu ? ` ${d.gpu}` : "") + (rl ? ` ${rl.algo}` : "");
+    // the same setting twice (the panel re-runs when the form changes) is one row, the newest
+    state.history = [{ d, label }, ...state.history.filter((h) => h.label !== label)].slice(0, 6);
   }
   $("#history").replaceChildren(...state.history.map((h) => {
     const v3 = verdictOf(h.d);
@@ -308,6 +369,78 @@ function paretoChart(res) {
   });
 }
 
+// a figure with its p10-p90 range on a second line, as the CLI's table: [text, <br>, <small>(p10–p90)</small>]
+function ranged(v, r, digits, unit = "") {
+  if (v == null) return "–";
+  const main = fmt(v, digits) + unit;
+  return r ? [main, el("br"), el("small", { text: `(${fmt(r.p10, digits)}–${fmt(r.p90, digits)})` })] : main;
+}
+const pct = (r) => (r ? { p10: 100 * r.p10, p90: 100 * r.p90 } : null);
+const prob = (x) => (x < 0.01 ? "<1%" : x > 0.99 ? ">99%" : `${Math.round(100 * x)}%`);
+
+// the CLI's settings column: strategy, offload, ep/tp, micro-batch × accumulation, checkpointing, RL engine
+function settingsText(p) {
+  const s = p.settings;
+  let st = s.strategy + (s.offload !== "none" ? `+off:${s.offload}` : "");
+  if (s.ep > 1) st += ` ep${s.ep}`;
+  if (s.tp > 1) st += ` tp${s.tp}`;
+  st += ` mb${s.micro_batch}` + (s.grad_accum > 1 ? `×ga${s.grad_accum}` : "");
+  if (s.global_batch != null) st += ` gb${s.global_batch}`;
+  if (s.grad_ckpt) st += " GC";
+  const r = p.rl;
+  if (r) {
+    if (r.rollout_tp && r.algo !== "dpo") st += ` rollout-tp${r.rollout_tp}` + (r.trainer_offload ? " trainer-off" : "");
+    st += ` ${r.binding_phase}-bound` + (r.max_concurrent_seqs != null ? `, KV ${r.max_concurrent_seqs} seqs` : "");
+  }
+  return st;
+}
+
+// price per instance-hour with its date, age and public source (a link), as the CLI's "#N price:" line
+function priceAge(asOf) {
+  if (!asOf) return t("price_unknown_date");
+  const d = new Date(String(asOf).slice(0, 10) + "T00:00:00Z");
+  if (isNaN(d)) return String(asOf);
+  const days = Math.floor((Date.now() - d.getTime()) / 86400000);
+  return t("price_age", { d: String(asOf).slice(0, 10), n: days });
+}
+function priceCell(p) {
+  if (p.price_per_hour == null) return el("span", { class: "muted", title: t("no_price") }, "–");
+  const src = String(p.price_source || "");
+  const link = /^https?:\/\//.test(src) ? el("a", { href: src, target: "_blank", rel: "noopener noreferrer", title: src }, t("source"))
+    : el("span", { title: src }, src ? t("source") + ": " + src : "");
+  return [`${fmt(p.price_per_hour, 2)} ${p.currency || ""}` + (p.spot_price_fraction ? ` (spot ${prob(p.spot_price_fraction)})` : ""),
+    el("br"), el("small", {}, priceAge(p.price_as_of), " · ", link)];
+}
+
+// plan --compare-regions: the shown plans priced per region (cheapest 3, the plan's region and the dearest)
+function showRegionPrices(res) {
+  const rows = (res.region_prices || []).filter((r) => r.plan < SHOWN_PLANS);
+  $("#region-box").hidden = !rows.length;
+  $("#region-prices thead").replaceChildren(el("tr", {}, ...["rank", "instance", "region_col", "price", "cost", "as_of"]
+    .map((h) => el("th", { text: t(h) }))));
+  const out = [];
+  for (const r of rows) {
+    const regions = r.regions;
+    let shown = regions;
+    if (r.same_everywhere) shown = regions.slice(0, 1);
+    else {
+      const keep = new Set([0, 1, 2, regions.length - 1]);
+      regions.forEach((g, k) => { if (g.region === r.plan_region) keep.add(k); });
+      shown = regions.filter((g, k) => keep.has(k));
+    }
+    shown.forEach((g, k) => {
+      const region = g.region + (r.same_everywhere ? ` (${t("same_all", { n: regions.length })})` : "") +
+        (g.region === r.plan_region ? " ←" : "");
+      out.push(el("tr", {}, el("td", { class: "num", text: k === 0 ? String(r.plan + 1) : "" }),
+        el("td", { text: k === 0 ? r.instance_type : "" }), el("td", { text: region }),
+        el("td", { class: "num", text: `${fmt(g.price_per_hour, 2)} ${g.currency}` }),
+        el("td", { class: "num", text: g.cost == null ? "–" : `${fmt(g.cost, 0)} ${g.currency}` }),
+        el("td", { text: g.as_of || "" })));
+    });
+  }
+  $("#region-prices tbody").replaceChildren(...out);
+}
+
 function showPlan(res) {
   state.lastPlan = res;
   $("#plan-view").hidden = false;
@@ -321,35 +454,66 @@ function showPlan(res) {
     r.unpriced.length ? t("unpriced", { n: r.unpriced.length, how: r.price_fix || "" }) : ""].filter(Boolean).join(" · ")
     : "";
   paretoChart(res);
+  $("#plan-stale").hidden = true;
   const pareto = new Set(res.pareto);
   const ties = new Set(res.ties || []);
-  const head = ["rank", "instance", "gpu_x", "nodes", "strategy", "mb", "verdict", "gib", "hours", "gpu_hours", "cost", "files"];
-  $("#plans thead").replaceChildren(el("tr", {}, ...head.map((h) => el("th", { text: t(h) }))));
-  $("#plans tbody").replaceChildren(...res.plans.map((p, i) => {
-    const s = p.settings;
+  // the CLI's plan table: the same columns, each figure with its p10-p90 range, then every row's warnings
+  const head = ["rank", "instance", "gpu_col", "nodes", "strategy", "precision", "gib", "tok_s", "mfu", "hours",
+    "gpu_hours", "cost", "price", "files"];
+  const NUM = new Set(["rank", "nodes", "gib", "tok_s", "mfu", "hours", "gpu_hours", "cost", "price"]);
+  $("#plans thead").replaceChildren(el("tr", {}, ...head.map((h) => el("th", { text: t(h), "data-col": h }))));
+  const rows = [];
+  res.plans.forEach((p, i) => {
     const btn = el("button", { type: "button", "data-pick": String(i) }, "zip");
     btn.addEventListener("click", () => {
-      const region = $("#job-region").value.trim();
+      const region = $("#job-region").value.trim() || p.region || "";
       downloadZip(region ? { plan: p, region } : { plan: p });
     });
     const iv = p.intervals || {};
-    const cells = [String(i + 1) + (ties.has(i) ? " ≈" : ""), p.instance_type || "–", `${p.gpus_per_node}× ${p.gpu}`, String(p.nodes),
-      `${s.strategy}${s.offload !== "none" ? "+" + s.offload : ""}${s.grad_ckpt ? " ckpt" : ""}`, String(s.micro_batch),
-      t("verdict_" + p.verdict), withRange(p.per_gpu_gib, iv.per_gpu_gib, 1), withRange(p.hours, iv.hours, 1),
-      withRange(p.gpu_hours, iv.gpu_hours, 1),
-      p.cost == null ? "–" : `${withRange(p.cost, iv.cost, 0)} ${p.currency || ""}`];
-    const tr = el("tr", { class: (pareto.has(i) ? "pareto" : "") + (i >= SHOWN_PLANS ? " extra" : "") },
-      ...cells.map((c, j) => el("td", { class: j >= 7 || j === 0 || j === 3 || j === 5 ? "num" : "", text: c })), el("td", {}, btn));
-    return tr;
-  }));
+    const cells = { rank: String(i + 1) + (ties.has(i) ? " ≈" : ""), instance: p.instance_type || "–",
+      gpu_col: `${p.gpus_per_node}× ${p.gpu}`, nodes: String(p.nodes), strategy: settingsText(p),
+      precision: p.settings.precision_mode || p.settings.precision,
+      gib: ranged(p.per_gpu_gib, iv.per_gpu_gib, 1, `/${fmt(p.gpu_mem_gib, 0)}`),
+      tok_s: ranged(p.tokens_per_s, iv.tokens_per_s, 0),
+      mfu: p.mfu == null ? "–" : ranged(100 * p.mfu, pct(iv.mfu), 0, " %"),
+      hours: ranged(p.hours, iv.hours, 1), gpu_hours: ranged(p.gpu_hours, iv.gpu_hours, 1),
+      cost: p.cost == null ? "–" : ranged(p.cost, iv.cost, 0, ` ${p.currency || ""}`), price: priceCell(p), files: btn };
+    const warns = (p.warnings || []).map((w) => el("li", { text: `${t("warning")}: ${w}` }));
+    if (p.oom_probability != null && p.oom_probability >= 0.1) {  // a note, as the CLI's dim line
+      warns.push(el("li", { class: "note", text: t("p_oom", { p: prob(p.oom_probability) }) }));
+    }
+    const extra = i >= SHOWN_PLANS ? " extra" : "";
+    rows.push(el("tr", { class: "plan" + (pareto.has(i) ? " pareto" : "") + (warns.length ? " has-warn" : "") + extra,
+      "data-plan": String(i) }, ...head.map((h) => {
+      const c = cells[h];
+      return el("td", { class: NUM.has(h) ? "num" : "", "data-col": h }, ...(Array.isArray(c) ? c : [c]));
+    })));
+    if (warns.length) {
+      rows.push(el("tr", { class: "warn" + extra, "data-warn": String(i) }, el("td", {}),
+        el("td", { colspan: String(head.length - 1) }, el("ul", {}, ...warns))));
+    }
+  });
+  $("#plans tbody").replaceChildren(...rows);
+  showRegionPrices(res);
   const more = $("#show-all");
   more.hidden = res.plans.length <= SHOWN_PLANS;
   more.textContent = t("show_all", { n: res.plans.length });
   $("#plans").classList.toggle("collapsed", !state.showAll);
   $("#rejected-count").textContent = ` (${res.rejected.length})`;
   $("#rejected thead").replaceChildren(el("tr", {}, ...["instance", "reason", "fix"].map((h) => el("th", { text: t(h) }))));
-  $("#rejected tbody").replaceChildren(...res.rejected.map((r) =>
-    el("tr", {}, el("td", { text: r.instance_type }), el("td", { text: r.reason }), el("td", { text: r.fix || "" }))));
+  $("#rejected tbody").replaceChildren(...res.rejected.map((r) => {
+    // each fix the planner checked (fix_options, the CLI flags of the fix) as a button: applied to the form, re-planned
+    const buttons = (r.fix_options || []).map((o) => {
+      const b = el("button", { type: "button", class: "apply", title: JSON.stringify(o) }, t("apply"));
+      b.addEventListener("click", () => applyFix(o));
+      return b;
+    });
+    return el("tr", {}, el("td", { text: r.instance_type }), el("td", { text: r.reason }),
+      el("td", {}, r.fix || "", ...buttons.flatMap((b) => [" ", b])));
+  }));
+  const extra = Object.entries(state.planExtra || {});
+  $("#plan-extra").hidden = !extra.length;
+  $("#plan-extra-text").textContent = extra.map(([k, v]) => `${k}=${Array.isArray(v) ? v.join(",") : v}`).join(" ");
   const ood = res.plans.map((p, i) => (p.speed_interval && p.speed_interval.out_of_domain
     ? `#${i + 1}: ${p.speed_interval.note}` : null)).filter((n) => n);
   const rangeNote = res.plans.some((p) => p.intervals && p.intervals.hours) ? [t("range_note")] : [];
@@ -361,10 +525,27 @@ function applyOptions(opts) {
   for (const [k, v] of Object.entries(opts)) {
     const n = f.elements[k];
     if (!n) continue;
-    n.value = Array.isArray(v) ? v.join(",") : String(v);
+    if (n.type === "checkbox") n.checked = v === true || v === "true"; else n.value = Array.isArray(v) ? v.join(",") : String(v);
     if (n.closest("details")) n.closest("details").open = true;
   }
   run("memory");
+}
+
+// a rejection's fix: fields the form has are set; the others (ignore_rule, max_days...) are kept for the next
+// plans and shown above the table with a button to clear them
+function applyFix(opts) {
+  const f = $("#form");
+  for (const [k, v] of Object.entries(opts)) {
+    const n = f.elements[k === "gpu" ? "plan_gpu" : k];
+    if (n && n.type === "checkbox") n.checked = v === true;
+    else if (n) n.value = Array.isArray(v) ? v.join(",") : String(v);
+    else {
+      state.planExtra = state.planExtra || {};
+      const old = state.planExtra[k];
+      state.planExtra[k] = Array.isArray(v) && Array.isArray(old) ? [...new Set([...old, ...v])] : v;
+    }
+  }
+  run("plan");
 }
 
 async function downloadZip(body) {
@@ -428,11 +609,32 @@ async function init() {
   $("#form").addEventListener("submit", (ev) => { ev.preventDefault(); run(action); });
   $("#download-memory").addEventListener("click", () => downloadZip(state.lastMemoryBody));
   $("#check-form").addEventListener("submit", check);
+  $("#plan-extra-clear").addEventListener("click", () => { state.planExtra = {}; run("plan"); });
   $("#show-all").addEventListener("click", () => { state.showAll = true; $("#plans").classList.remove("collapsed"); $("#show-all").hidden = true; });
   $("#y-metric").addEventListener("change", (ev) => { ev.target.dataset.touched = "1"; if (state.lastPlan) paretoChart(state.lastPlan); });
+  // the memory panel follows the form: a change re-runs it (it never shows one setting's breakdown under another's
+  // name); a plan on screen is marked out of date (a search takes longer: it runs when asked)
+  let pending = null;
+  $("#form").addEventListener("change", () => {
+    if (state.lastPlan) $("#plan-stale").hidden = false;
+    if (!state.lastMemory) return;
+    $("#memory-view").classList.add("stale");
+    clearTimeout(pending);
+    pending = setTimeout(() => {
+      if (JSON.stringify(collect("memory")) === JSON.stringify(state.lastMemoryBody)) {
+        $("#memory-view").classList.remove("stale");
+        return;
+      }
+      run("memory");
+    }, 250);
+  });
   // the form can be filled from the address (?model=Qwen3-8B&method=lora&run=plan): shareable links
   const f = $("#form");
-  for (const [k, v] of q.entries()) if (f.elements[k] && k !== "run") f.elements[k].value = v;
+  for (const [k, v] of q.entries()) {
+    const n = f.elements[k];
+    if (!n || k === "run") continue;
+    if (n.type === "checkbox") n.checked = ["1", "true", "yes", "on"].includes(v.toLowerCase()); else n.value = v;
+  }
   setLang(lang);
   document.body.dataset.loaded = "1";
   if (q.get("run") === "memory" || q.get("run") === "plan") await run(q.get("run"));
