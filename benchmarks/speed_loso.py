@@ -45,6 +45,7 @@ sys.path.insert(0, str(HERE))
 from _split import RULE as FROZEN_RULE, is_frozen  # noqa: E402
 from trainfit.catalog import get_gpu  # noqa: E402
 from trainfit.estimate import engines  # noqa: E402
+from trainfit.estimate.comm import hidden_seconds  # noqa: E402
 from trainfit.estimate.speed import estimate_speed, flops_per_token  # noqa: E402
 from trainfit.estimate.uncertainty import speed_regime  # noqa: E402
 from trainfit.workload import ALL_LINEAR  # noqa: E402
@@ -152,7 +153,7 @@ def load_rows(data: dict, raw_rows: list[dict]) -> list[Row]:
                                 trainable_params=float(count_params(model, wl).trainable), **kw)
         rows.append(Row(id=r["id"], source=r["source"], measured=float(r["measured_tokens_per_s_per_gpu"]),
                         tokens_per_step=s.tokens_per_step, gpus=s.gpus, feat=feat, bubble=s.bubble_fraction,
-                        comm=tuple((c.seconds, c.overlap) for c in s.comm), cpu_s=s.cpu_seconds,
+                        comm=tuple((c.seconds, c.overlap, c.attention_share) for c in s.comm), cpu_s=s.cpu_seconds,
                         dequant_s=s.dequant_seconds, raw=r, model=model, workload=wl, hardware=hw))
     return rows
 
@@ -163,10 +164,11 @@ def asdict_hw(hw) -> dict:
 
 def predict(row: Row, c: engines.EngineConstants) -> float:
     """tokens/s/GPU; mirrors estimate_speed's combination step (tests check they agree)."""
-    compute = engines.compute_time(row.feat, c).seconds
+    et = engines.compute_time(row.feat, c)
+    compute = et.seconds
     pipe = (compute + row.dequant_s) / (1 - row.bubble)
-    total = sum(s for s, _ in row.comm)
-    hidden = min(sum(s * o for s, o in row.comm), compute)
+    total = sum(s for s, _, _ in row.comm)
+    hidden = hidden_seconds(row.comm, compute, et.attention_seconds)
     step = pipe + total - hidden + row.cpu_s
     return row.tokens_per_step / step / row.gpus
 

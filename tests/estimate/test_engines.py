@@ -395,6 +395,35 @@ def test_interleaved_pipeline_shrinks_the_bubble(q8):
         estimate_speed(q8, wl, H100, framework="megatron", virtual_pp=0)
 
 
+def test_optimizer_step_counts_clipping_and_grad_buffer_zeroing_per_engine(q8):
+    """The fixed cost of one optimizer step: AdamW + the clipping norm over the optimizer's shard, PyTorch's
+    unconditional clip scaling, Megatron-Core's zeroing of the whole tp/pp-local gradient buffer."""
+    A = engine_assumptions
+    bw = H100.mem_gbytes_per_s * 1e9 * A.HBM_EFFICIENCY
+    n = float(q8.total_params)
+    wl = Workload(seq_len=4096, micro_batch=1, gpus=8, tp=4, strategy="zero1")  # dp 2
+    _, meg = engine_terms.optimizer_seconds(q8, wl, H100, None, [], "megatron")
+    _, nat = engine_terms.optimizer_seconds(q8, wl, H100, None, [], "native")
+    shard = n / 4 / 2
+    assert meg == pytest.approx((shard * (A.OPTIMIZER_BYTES_PER_PARAM + A.GRAD_NORM_BYTES_PER_PARAM)
+                                 + n / 4 * A.GRAD_BUFFER_ZERO_BYTES_PER_PARAM["megatron"]) / bw)
+    assert nat == pytest.approx(shard * (A.OPTIMIZER_BYTES_PER_PARAM + A.GRAD_NORM_BYTES_PER_PARAM
+                                         + A.CLIP_SCALE_BYTES_PER_PARAM["native"]) / bw)
+    # the zeroing is not sharded by the distributed optimizer: more data-parallel ranks shrink the rest only
+    _, meg_dp8 = engine_terms.optimizer_seconds(q8, wl.with_(gpus=32), H100, None, [], "megatron")
+    assert meg_dp8 > meg / 4
+    # a fixed cost per step: its share of the step falls as the global batch grows
+    small = estimate_speed(q8, wl.with_(grad_accum=1), H100, framework="megatron")
+    big = estimate_speed(q8, wl.with_(grad_accum=64), H100, framework="megatron")
+    f_small, f_big = (engines.features(q8, w, H100, "megatron", flops=flops_per_token(q8, w))
+                      for w in (wl.with_(grad_accum=1), wl.with_(grad_accum=64)))
+    assert f_small.optimizer_seconds == pytest.approx(f_big.optimizer_seconds)
+    assert small.tokens_per_s < big.tokens_per_s
+    # CPU offload moves the step (and its clipping) to the host
+    assert engine_terms.optimizer_seconds(q8, wl.with_(offload="optimizer", strategy="zero2"), H100, None, [],
+                                          "hf")[1] == 0.0
+
+
 # ------------------------------------------------------------------------------------------- bookkeeping
 def test_every_constant_is_named_sourced_and_reported(q8):
     assert set(engines.CONSTANT_SOURCES) == set(engines.FIT_FIELDS)

@@ -300,3 +300,33 @@ def test_expert_tp_spaces_expert_parallel_ranks_apart():
     assert "dp-zero1-expert" not in two  # expert data parallel = 8 * 2 / (8 * 2) = 1
     with pytest.raises(WorkloadError):
         estimate_speed(m, wl, H100, efficiency=0.2, expert_tp=0)
+
+
+def test_context_parallel_ring_hides_only_behind_attention(q8):
+    """TransformerEngine's P2P ring: cp - 1 KV transfers, each behind one step's attention, none behind GEMMs."""
+    from trainfit.estimate import engines
+    from trainfit.estimate.comm import hidden_seconds
+    from trainfit.estimate.params import count_params
+
+    # the law: an attention-bound term hides at most share x attention, the rest as before, all <= compute
+    assert hidden_seconds([(1.0, 1.0, 0.5)], compute_s=10.0, attention_s=1.0) == pytest.approx(0.5)
+    assert hidden_seconds([(1.0, 1.0, 0.5)], compute_s=10.0, attention_s=4.0) == pytest.approx(1.0)
+    assert hidden_seconds([(1.0, 0.7, 0.0), (1.0, 1.0, 0.75)], compute_s=10.0, attention_s=2.0) == pytest.approx(1.7)
+    assert hidden_seconds([(5.0, 1.0, 0.0)], compute_s=2.0, attention_s=2.0) == pytest.approx(2.0)
+    # a slow link between the CP ranks: the ring exceeds the attention share and the rest is exposed
+    slow = Hardware(name="H100 over TCP", gpu_class="hopper", peak_tflops=989, mem_gbytes_per_s=3350,
+                    intra_node_gbytes_per_s=450, inter_node_gbytes_per_s=3)
+    wl = Workload(seq_len=32768, micro_batch=1, gpus=16, gpus_per_node=8, tp=8, cp=2, strategy="zero1")
+    s = estimate_speed(q8, wl, slow, framework="megatron", constants=engines.PRIORS)
+    cp = next(c for c in s.comm if c.name == "cp-kv")
+    assert cp.attention_share == pytest.approx(1 / 2) and cp.link == "inter"
+    others = sum(c.seconds * c.overlap for c in s.comm if c.name != "cp-kv")
+    feat = engines.features(q8, wl, slow, "megatron", flops=flops_per_token(q8, wl),
+                            trainable_params=float(count_params(q8, wl).trainable))
+    att = engines.compute_time(feat, engines.PRIORS).attention_seconds
+    assert cp.seconds > att / 2  # this case is ring-bound
+    expected_hidden = min(others + att / 2, s.compute_seconds)
+    assert s.comm_seconds_exposed == pytest.approx(s.comm_seconds_total - expected_hidden, rel=1e-9)
+    # more CP ranks (same link) hide a larger share of the attention time
+    cp4 = estimate_speed(q8, wl.with_(gpus=32, cp=4), slow, framework="megatron")
+    assert next(c for c in cp4.comm if c.name == "cp-kv").attention_share == pytest.approx(0.75)

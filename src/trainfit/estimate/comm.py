@@ -5,6 +5,7 @@ Formulas and overlap assumptions: ``estimate/speed.py``'s module docstring and `
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from trainfit.estimate.hardware import Hardware
@@ -32,7 +33,8 @@ dispatch/combine of one micro-batch with another's compute, ``overlap_moe_expert
 it nothing hides). Without this, the Qwen3 MoE calibration cases are predicted 10-30% slower."""
 
 CP_OVERLAP = 0.8
-"""Assumption: ring attention overlaps the KV exchange with the attention of the current block."""
+"""No longer used for context parallelism (kept for callers that import it): the KV ring now hides only behind
+the attention kernels (``cp_term``, ``hidden_seconds``)."""
 
 OFFLOAD_OVERLAP = 0.5
 """Assumption: half the offload PCIe traffic overlaps backward (ZeRO-Offload streams gradients as buckets
@@ -74,6 +76,23 @@ class CommTerm:
     link: str
     """``intra`` (NVLink/PCIe in a node), ``inter`` (network), ``pcie`` (host) or ``cpu``."""
     bytes_per_gpu: float
+    attention_share: float = 0.0
+    """> 0: the term can hide only behind the attention kernels, at most this share of their time (the
+    context-parallel KV ring, ``cp_term``); 0: behind any compute (``overlap`` of it)."""
+
+
+def hidden_seconds(terms: Iterable[tuple[float, float, float]], compute_s: float, attention_s: float) -> float:
+    """Communication hidden behind compute, from ``(seconds, overlap, attention_share)`` per term: each term hides
+    ``overlap`` of itself, an attention-bound term (``attention_share`` > 0) at most ``attention_share`` of the
+    attention time; all together never more than the compute time. ``estimate_speed`` and the LOSO fit's fast
+    path (benchmarks/speed_loso.py) both call this."""
+    hide = 0.0
+    for secs, overlap, share in terms:
+        h = secs * overlap
+        if share > 0:
+            h = min(h, attention_s * share)
+        hide += h
+    return min(hide, compute_s)
 
 
 def _param_split(model: ModelShape) -> tuple[float, float]:
@@ -220,7 +239,17 @@ def ep_term(model: ModelShape, wl: Workload, links: Links, expert_tp: int = 1) -
 
 
 def cp_term(model: ModelShape, wl: Workload, links: Links) -> CommTerm | None:
-    """Context parallel: ring exchange of K,V per full-attention layer (fwd), K,V + dK,dV (bwd)."""
+    """Context parallel: ring exchange of K,V per full-attention layer (fwd), K,V + dK,dV (bwd).
+
+    Megatron-Core's context parallelism runs TransformerEngine's P2P ring attention
+    (``AttnFuncWithCPAndKVP2P``, transformer_engine/pytorch/attention/dot_product_attention/context_parallel.py):
+    each layer-pass takes ``cp`` steps; at each step a rank runs flash attention on the KV block it holds while it
+    sends that block on and receives the next one, so ``cp - 1`` transfers each hide behind one step's attention.
+    Megatron always uses the load-balanced split (``get_batch_on_this_cp_rank``: the sequence in ``2 x cp`` chunks,
+    rank ``r`` holding chunks ``r`` and ``2cp-1-r``), which gives every step the same causal work, so the ring
+    hides behind at most ``(cp-1)/cp`` of the attention time (``attention_share``), none of it behind the GEMMs: a
+    step's transfer is waited for before the next step, inside the attention layer. The exposed part is
+    ``max(0, ring - attention x (cp-1)/cp)`` (``hidden_seconds``)."""
     if wl.cp <= 1:
         return None
     tokens_mb = wl.micro_batch * wl.seq_len / wl.cp
@@ -230,7 +259,8 @@ def cp_term(model: ModelShape, wl: Workload, links: Links) -> CommTerm | None:
     bw, where = links.ring(wl.cp, wl.tp)
     m = wl.grad_accum
     secs = m * n_full * per_layer / (bw * 1e9 * links.link_eff)
-    return CommTerm(name="cp-kv", seconds=secs, overlap=CP_OVERLAP, link=where, bytes_per_gpu=m * n_full * per_layer)
+    return CommTerm(name="cp-kv", seconds=secs, overlap=1.0, link=where, bytes_per_gpu=m * n_full * per_layer,
+                    attention_share=(wl.cp - 1) / wl.cp)
 
 
 def pp_term(model: ModelShape, wl: Workload, links: Links, virtual_pp: int = 1) -> CommTerm | None:

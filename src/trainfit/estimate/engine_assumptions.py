@@ -57,6 +57,28 @@ OPTIMIZER_BYTES_PER_PARAM: float = 30.0
 """AdamW step per trainable parameter: read fp32 weight, fp32 grad, two fp32 moments (16 B), write weight
 and moments (12 B), write the bf16 compute copy (2 B). Memory-bound; fused/foreach kernels stream it once."""
 
+GRAD_NORM_BYTES_PER_PARAM: float = 4.0
+"""Gradient clipping's norm (every engine clips by default: Megatron-LM ``--clip-grad 1.0``, the HF Trainer's
+``max_grad_norm=1.0``, torchtitan's ``max_norm 1.0``): one read of each local fp32 gradient (the optimizer's
+shard under ZeRO/FSDP/the distributed optimizer) per optimizer step, memory-bound, before the AdamW step.
+Megatron-Core ``get_grad_norm_fp32`` (``multi_tensor_l2norm``,
+https://github.com/NVIDIA/Megatron-LM/blob/main/megatron/core/optimizer/clip_grads.py); PyTorch
+``clip_grad_norm_`` (``torch._foreach_norm``, https://github.com/pytorch/pytorch/blob/main/torch/nn/utils/clip_grad.py)."""
+
+CLIP_SCALE_BYTES_PER_PARAM: dict[str, float] = {"hf": 8.0, "native": 8.0, "megatron": 0.0}
+"""Gradient clipping's scaling pass per local gradient (read 4 B, write 4 B) and optimizer step. PyTorch's
+``clip_grad_norm_`` (HF Trainer/accelerate, FSDP2 engines) multiplies every gradient by the clamped coefficient
+unconditionally (``torch._foreach_mul_(grads, clip_coef_clamped)``, torch/nn/utils/clip_grad.py); Megatron-Core
+scales only when the norm exceeds the threshold (``if clip_coeff < 1.0``, megatron/core/optimizer/clip_grads.py),
+which a converged run rarely does: not charged there."""
+
+GRAD_BUFFER_ZERO_BYTES_PER_PARAM: dict[str, float] = {"hf": 0.0, "native": 0.0, "megatron": 4.0}
+"""Zeroing the gradient buffer once per optimizer step (write 4 B per local parameter, the whole tp/pp-local
+model, not the optimizer's shard): Megatron-Core keeps gradients in a persistent fp32 ``main_grad`` buffer that
+``DistributedDataParallel.zero_grad_buffer()`` clears at the start of every iteration
+(https://github.com/NVIDIA/Megatron-LM/blob/main/megatron/core/distributed/distributed_data_parallel.py). PyTorch
+engines free their gradients instead (``zero_grad(set_to_none=True)``, the default since torch 2.0): no traffic."""
+
 HBM_EFFICIENCY: float = 0.8
 """Assumption: streaming kernels reach ~80% of the datasheet HBM/GDDR bandwidth."""
 

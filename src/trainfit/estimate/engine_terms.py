@@ -8,6 +8,7 @@ from typing import Any
 
 from trainfit.estimate.engine_assumptions import (
     KERNELS_PER_LAYER, KERNELS_PER_LORA_LINEAR, KERNELS_PER_QLORA_LINEAR, OPTIMIZER_BYTES_PER_PARAM,
+    GRAD_NORM_BYTES_PER_PARAM, CLIP_SCALE_BYTES_PER_PARAM, GRAD_BUFFER_ZERO_BYTES_PER_PARAM,
     HBM_EFFICIENCY, MEM_BANDWIDTH_FALLBACK_GBYTES_PER_S, ZERO3_INTER_NODE_FACTOR, STACKED_EXPERT_GRAD_PASSES,
     EAGER_SCORE_BYTES_FORWARD, EAGER_SCORE_BYTES_BACKWARD, ZERO3_PERSISTENCE_PER_HIDDEN,
     LORA_FORWARD_BYTES_PER_INPUT, LORA_FORWARD_BYTES_PER_OUTPUT, LORA_BACKWARD_BYTES_PER_INPUT,
@@ -139,9 +140,13 @@ def zero3_module_fetches(model: ModelShape, wl: Workload, family: str) -> float:
 
 
 def optimizer_seconds(model: ModelShape, wl: Workload, hw: Any, trainable_params: float | None,
-                       notes: list[str]) -> tuple[float, float]:
+                      notes: list[str], family: str = "megatron") -> tuple[float, float]:
     """(memory bandwidth used, GB/s; optimizer step seconds) for the local trainable parameters (sharded by
-    ZeRO/FSDP over dp, by tp/pp; experts by ep)."""
+    ZeRO/FSDP over dp, by tp/pp; experts by ep): the fixed per-step cost that does not shrink with the global
+    batch. AdamW's traffic (``OPTIMIZER_BYTES_PER_PARAM``) and gradient clipping's norm
+    (``GRAD_NORM_BYTES_PER_PARAM``) and scaling (``CLIP_SCALE_BYTES_PER_PARAM[family]``) run over the optimizer's
+    shard; Megatron-Core's gradient-buffer zeroing (``GRAD_BUFFER_ZERO_BYTES_PER_PARAM``) over the whole
+    tp/pp-local model. With CPU offload the step (and its clipping) runs on the host (``comm.offload_term``)."""
     tp_pp = wl.tp * wl.pp
     trainable = float(trainable_params if trainable_params is not None else model.total_params)
     shard = wl.dp if wl.strategy in ("zero1", "zero2", "zero3", "fsdp") else 1
@@ -151,8 +156,12 @@ def optimizer_seconds(model: ModelShape, wl: Workload, hw: Any, trainable_params
         bw = MEM_BANDWIDTH_FALLBACK_GBYTES_PER_S
         notes.append(f"memory bandwidth of {getattr(hw, 'name', 'the GPU')} unknown: assumed "
                      f"{MEM_BANDWIDTH_FALLBACK_GBYTES_PER_S:.0f} GB/s")
-    opt_s = 0.0 if wl.offload != "none" else local * OPTIMIZER_BYTES_PER_PARAM / (bw * 1e9 * HBM_EFFICIENCY)
-    return bw, opt_s
+    if wl.offload != "none":
+        return bw, 0.0
+    shard_bytes = local * (OPTIMIZER_BYTES_PER_PARAM + GRAD_NORM_BYTES_PER_PARAM
+                           + CLIP_SCALE_BYTES_PER_PARAM.get(family, 0.0))
+    zero_bytes = trainable / tp_pp * GRAD_BUFFER_ZERO_BYTES_PER_PARAM.get(family, 0.0)
+    return bw, (shard_bytes + zero_bytes) / (bw * 1e9 * HBM_EFFICIENCY)
 
 
 def stacked_expert_bytes(model: ModelShape, wl: Workload, visited: float) -> float:

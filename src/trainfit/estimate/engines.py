@@ -21,7 +21,8 @@ what this module returns. Here the GPU work of one step is split by the kind of 
   loop), at ``launch_seconds`` each on the CPU. The GPU time and the CPU launch time overlap: a
   micro-batch takes the longer of the two.
 * **Optimizer step**: AdamW reads and writes ``OPTIMIZER_BYTES_PER_PARAM`` per local trainable parameter
-  over HBM, not overlapped.
+  over HBM, not overlapped, plus gradient clipping's norm and scaling passes and Megatron-Core's
+  gradient-buffer zeroing (``engine_terms.optimizer_seconds``): a fixed cost per step.
 
 Engine families (``--framework``): ``hf-trainer`` and ``deepspeed`` run Hugging Face modeling code
 (eager kernels, MoE expert loop); ``fsdp2`` is native PyTorch FSDP2 engines (torchtitan, NeMo AutoModel,
@@ -340,7 +341,7 @@ def features(model: ModelShape, wl: Workload, hw: Any, framework: str, *, flops:
     ce = tokens_step_gpu * model.vocab_size * CE_BYTES_PER_LOGIT  # vocab-parallel over TP
     layer_units, moe_units, expert_units, zero3_fetches = terms.kernel_units(model, wl, family, ratio, visited,
                                                                              z3_leaf_moe)
-    bw, opt_s = terms.optimizer_seconds(model, wl, hw, trainable_params, notes)
+    bw, opt_s = terms.optimizer_seconds(model, wl, hw, trainable_params, notes, family)
     forwards = 1.0 + (1.0 if wl.grad_ckpt else recompute_fraction)  # selective recompute re-runs attention too
     eager_flops, eager_bytes = terms.eager_attention(model, wl, flops, tokens_step_gpu, forwards)
     return EngineFeatures(

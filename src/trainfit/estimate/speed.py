@@ -28,7 +28,7 @@ from typing import Any
 from trainfit.errors import WorkloadError
 from trainfit.estimate.comm import (CP_OVERLAP, EP_OVERLAP, OFFLOAD_OVERLAP, OVERLAP, QLORA_BYTES_PER_PARAM,
                                     QLORA_DEQUANT_BYTES_PER_PARAM, TCP_FALLBACK_GBYTES_PER_S, CommTerm, comm_terms,
-                                    dequant_seconds, links_for, offload_term, pipeline_bubble_fraction,
+                                    dequant_seconds, hidden_seconds, links_for, offload_term, pipeline_bubble_fraction,
                                     ring_seconds)
 from trainfit.estimate.flops import (GDN_CHUNK_SIZE, FlopsBreakdown, LayerFlops, _flops_cached,  # noqa: F401
                                      flops_per_token, full_attention_flops, linear_attention_flops)
@@ -144,9 +144,10 @@ def _engine_compute(model: ModelShape, wl: Workload, hw: Hardware, fw: str, fl: 
                     peak: float, flops_per_gpu_step: float, compiled: bool, recompute_fraction: float,
                     constants: Any, use_calibration: bool, warnings: list[str],
                     assumptions: list[str], moe_grouped_gemm: bool = True,
-                    z3_leaf_moe: bool = True, triton_attention: bool = False) -> tuple[float, float, tuple[str, ...]]:
-    """(compute seconds, executed-FLOPs efficiency, its sources) from the engine model of ``fw``'s kernels
-    (``estimate/engines.py``), divided by a measured calibration when there is one."""
+                    z3_leaf_moe: bool = True, triton_attention: bool = False,
+                    ) -> tuple[float, float, tuple[str, ...], float]:
+    """(compute seconds, executed-FLOPs efficiency, its sources, attention-kernel seconds) from the engine model
+    of ``fw``'s kernels (``estimate/engines.py``), divided by a measured calibration when there is one."""
     from trainfit.estimate import engines
 
     ec = constants or engines.DEFAULT_CONSTANTS
@@ -156,12 +157,14 @@ def _engine_compute(model: ModelShape, wl: Workload, hw: Hardware, fw: str, fl: 
                             z3_leaf_moe=z3_leaf_moe, triton_attention=triton_attention)
     et = engines.compute_time(feat, ec)
     compute_s = et.seconds
+    attention_s = et.attention_seconds
     if use_calibration and constants is None:
         from trainfit.estimate.calibration import calibration_for
 
         cal = calibration_for(hw.name, feat.family)
         if cal is not None:
             compute_s /= cal.factor
+            attention_s /= cal.factor
             assumptions.append(cal.line())
     eff = flops_per_gpu_step / (peak * 1e12 * compute_s)
     assumptions += engines.describe(ec, feat.family)
@@ -184,7 +187,7 @@ def _engine_compute(model: ModelShape, wl: Workload, hw: Hardware, fw: str, fl: 
     if et.launch_bound:
         warnings.append(f"kernel-launch bound: the CPU issues kernels for {et.launch_seconds:.3g} s per step, "
                         f"longer than the GPU needs ({et.gemm_seconds + et.attention_seconds + et.elementwise_seconds:.3g} s)")
-    return compute_s, eff, tuple(engines.CONSTANT_SOURCES.values())
+    return compute_s, eff, tuple(engines.CONSTANT_SOURCES.values()), attention_s
 
 
 def estimate_speed(model: ModelShape, workload: Workload, hardware: Hardware, *, framework: str | None = None,
@@ -228,7 +231,7 @@ def estimate_speed(model: ModelShape, workload: Workload, hardware: Hardware, *,
     eff_sources: tuple[str, ...] = ()
     flops_per_gpu_step = fl.hardware_flops * tokens_per_step / wl.gpus
     if efficiency is None:
-        compute_s, eff, eff_sources = _engine_compute(
+        compute_s, eff, eff_sources, attention_s = _engine_compute(
             model, wl, hw, fw, fl, precision=precision, peak=peak, flops_per_gpu_step=flops_per_gpu_step,
             compiled=compiled, recompute_fraction=recompute_fraction, constants=constants,
             use_calibration=use_calibration, warnings=warnings, assumptions=assumptions,
@@ -239,6 +242,7 @@ def estimate_speed(model: ModelShape, workload: Workload, hardware: Hardware, *,
         eff = efficiency
         assumptions.append(f"compute efficiency {eff:.3f} given by the caller")
         compute_s = flops_per_gpu_step / (peak * 1e12 * eff)
+        attention_s = compute_s * fl.forward_attention_flops / fl.forward_flops if fl.forward_flops else 0.0
 
     # ---- communication, CPU optimizer, QLoRA dequantize
     links = links_for(wl, hw, warnings)
@@ -250,13 +254,15 @@ def estimate_speed(model: ModelShape, workload: Workload, hardware: Hardware, *,
     dequant_s = dequant_seconds(model, wl, hw, warnings, assumptions)
 
     return _assemble(model, wl, fl, fw, tokens_per_step=tokens_per_step, peak=peak, eff=eff,
-                     eff_sources=eff_sources, compute_s=compute_s, dequant_s=dequant_s, cpu_s=cpu_s, terms=terms,
+                     eff_sources=eff_sources, compute_s=compute_s, attention_s=attention_s, dequant_s=dequant_s,
+                     cpu_s=cpu_s, terms=terms,
                      virtual_pp=virtual_pp, link_eff=hw.link_efficiency, warnings=warnings,
                      assumptions=assumptions)
 
 
 def _assemble(model: ModelShape, wl: Workload, fl: FlopsBreakdown, fw: str, *, tokens_per_step: int, peak: float,
               eff: float, eff_sources: tuple[str, ...], compute_s: float, dequant_s: float, cpu_s: float,
+              attention_s: float,
               terms: list[CommTerm], virtual_pp: int, link_eff: float, warnings: list[str],
               assumptions: list[str]) -> SpeedEstimate:
     """Step time = ``(compute + dequantize) / (1 - bubble) + exposed communication + CPU optimizer``; hidden
@@ -267,8 +273,7 @@ def _assemble(model: ModelShape, wl: Workload, fl: FlopsBreakdown, fw: str, *, t
     pipe_s = (compute_s + dequant_s) / (1 - bubble)
     bubble_s = pipe_s - compute_s - dequant_s
     comm_total = sum(t.seconds for t in terms)
-    hideable = sum(t.seconds * t.overlap for t in terms)
-    hidden = min(hideable, compute_s)
+    hidden = hidden_seconds(((t.seconds, t.overlap, t.attention_share) for t in terms), compute_s, attention_s)
     exposed = comm_total - hidden
     step_s = pipe_s + exposed + cpu_s
 
@@ -282,7 +287,8 @@ def _assemble(model: ModelShape, wl: Workload, fl: FlopsBreakdown, fw: str, *, t
         "every sequence is seq_len tokens long (packed or padded), no document masking",
         f"ring collectives at {link_eff:.0%} of link bandwidth; DP overlap {OVERLAP[wl.strategy]:.0%} "
         f"({wl.strategy}), hidden traffic <= compute time",
-        f"TP and PP traffic not overlapped, EP all-to-all {EP_OVERLAP:.0%}",
+        f"TP and PP traffic not overlapped, EP all-to-all {EP_OVERLAP:.0%}"
+        + (f", context-parallel KV ring only behind attention ({wl.cp - 1}/{wl.cp} of its time)" if wl.cp > 1 else ""),
     ]
     if model.n_linear_attention_layers:
         assumptions.append(f"Gated DeltaNet layers: chunked linear-attention FLOPs (chunk {GDN_CHUNK_SIZE}), "
