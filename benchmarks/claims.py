@@ -771,7 +771,7 @@ def c10(ctx: Ctx) -> Result:
     hw = ["--gpus", "32", "--gpus-per-node", "8"]
     plain = ctx.plan(model, "--method", "full", *hw, "--offload", "none", "--top", "50")
     anyp = ctx.plan(model, "--method", "full", *hw, "--top", "50")["plans"]
-    ok_gpus = sorted({p["gpu"] for p in plain["plans"]}, key=lambda x: _mem_gb(gpus, x) or 0)
+    ok_gpus = sorted({p["gpu"] for p in plain["plans"]}, key=lambda x: (_mem_gb(gpus, x) or 0, x))  # ties by name: a set has no order
     for p in plain["plans"]:
         facts.append(f"4 nodes \u00d7 8, no offload: {plan_line(p)}")
     for r in mem_rejections(plain):
