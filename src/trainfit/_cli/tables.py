@@ -62,7 +62,9 @@ def print_memory(out: dict, console: Console | None = None) -> None:
         else:
             c.print(f"[{colour}]{VERDICT_LABEL[out['verdict']]}[/{colour}] on {name} ({out['gpu_mem_gib']:.4g} GiB "
                     f"usable): headroom {out['headroom_gib']:.2f} GiB"
-                    + ("" if p_oom is None else f", P(OOM) {_prob(p_oom)}"))
+                    + ("" if p_oom is None else f", P(OOM) {_prob(p_oom)} (from what published runs near their "
+                                                 "card's limit did; the GiB range above is their reserved memory, "
+                                                 "which includes cache the allocator gives back before an OOM)"))
         for reason in out["fit"]["reasons"]:
             c.print(f"  - {escape(reason)}")
         for w in out.get("warnings", []):
@@ -100,7 +102,13 @@ def _with_range(v, rng: dict | None, fmt: str, unit: str = "") -> str:
 
 
 def _range_line(rng: dict | None, unit: str = "") -> str:
-    return f"\n({_short(rng['p10'])}–{_short(rng['p90'])}{unit})" if rng else ""
+    """The p10–p90 line of a cell; a suffix both ends share is written once (2.5–3.8k), so the cell stays narrow."""
+    if not rng:
+        return ""
+    lo, hi = _short(rng["p10"]), _short(rng["p90"])
+    if lo[-1:] == hi[-1:] and lo[-1:] in ("k", "M"):
+        lo = lo[:-1]
+    return f"\n({lo}–{hi}{unit})"
 
 
 def interval_lines(iv: dict | None) -> list[str]:
@@ -208,14 +216,15 @@ def print_plan(out: dict, top: int = 10, console: Console | None = None) -> None
     tied = set(out.get("ties", []))
     if plans:
         t = Table(title_justify="left")
-        for col, j in (("#", "right"), ("instance type", "left"), ("GPU", "left"), ("nodes×GPUs", "right"),
-                       ("settings", "left"), ("precision", "left"), ("GiB/GPU", "right"), ("tok/s", "right"),
-                       ("MFU", "right"),
-                       ("hours", "right"), ("GPU-h", "right"), ("cost", "right")):
-            t.add_column(col, justify=j, overflow="fold" if j == "right" and col not in ("#", "nodes×GPUs") else "ellipsis")
-        for i, p in enumerate(plans[:top]):
-            mark = ("*" if i in pareto else "") + ("≈" if i in tied else "")
-            t.add_row(f"{i + 1}{mark}", *_plan_cells(p))
+        rows = [[f"{i + 1}" + ("*" if i in pareto else "") + ("≈" if i in tied else ""), *_plan_cells(p)]
+                for i, p in enumerate(plans[:top])]
+        for col, j in (("#", "right"), ("instance type", "left"), ("GPU", "left"),
+                                      ("nodes×GPUs", "right"), ("settings", "left"), ("precision", "left"),
+                                      ("GiB/GPU", "right"), ("tok/s", "right"), ("MFU", "right"), ("hours", "right"),
+                                      ("GPU-h", "right"), ("cost", "right")):
+            t.add_column(col, justify=j, overflow="ellipsis" if col in ("#", "nodes×GPUs") else "fold")
+        for r in rows:
+            t.add_row(*r)
         c.print(t)
         c.print("[dim](p10–p90): 80 % prediction interval from published runs predicted out of sample "
                 "(docs/accuracy.md)" + ("; ≈ tied with #1: their ranges of the ranking figure overlap"
@@ -232,10 +241,11 @@ def print_plan(out: dict, top: int = 10, console: Console | None = None) -> None
         for i, p in enumerate(plans[:top]):
             siv = p.get("speed_interval")
             if siv and siv.get("out_of_domain"):
-                c.print(f"[yellow]#{i + 1} outside the calibration domain:[/yellow] {escape(str(siv.get('note')))}")
+                note = str(siv.get("note") or "").removeprefix("outside the calibration domain").lstrip(" :")
+                c.print(f"[yellow]#{i + 1} outside the calibration domain:[/yellow] {escape(note)}")
             if p.get("oom_probability") is not None and p["oom_probability"] >= 0.1:
-                c.print(f"[dim]#{i + 1} P(OOM) {_prob(p['oom_probability'])} (the memory model's spread over "
-                        "published runs)[/dim]")
+                c.print(f"[dim]#{i + 1} P(OOM) {_prob(p['oom_probability'])} (calibrated on what published runs "
+                        "near their card's limit did: ran or OOM)[/dim]")
             if p.get("calibration"):
                 c.print(f"[dim]#{i + 1} speed ({p['framework']} engine): {p['calibration']}[/dim]")
             if p.get("price_per_hour") is not None:

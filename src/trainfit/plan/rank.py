@@ -68,8 +68,9 @@ def _fmt(p: Plan, basis: Basis) -> str:
 
 #: How to get a price, per provider (docs/catalog.md).
 PRICE_HOWTO = {
-    "alibaba": "`trainfit catalog refresh --provider ecs --region REGION --prices` (your credentials), or a "
-               "price_per_hour row in ~/.config/trainfit/catalog.yaml",
+    "alibaba": "`trainfit catalog refresh --provider alibaba --public-prices` (Alibaba's public ECS list prices, no "
+               "credentials), `trainfit catalog refresh --provider ecs --region REGION --prices` (your account's, with "
+               "your credentials), or a price_per_hour row in ~/.config/trainfit/catalog.yaml",
     "tencent": "`trainfit catalog refresh --provider tencent --region REGION --prices --image-id ID` (your "
                "credentials), or a price_per_hour row in ~/.config/trainfit/catalog.yaml",
 }
