@@ -813,3 +813,19 @@ def test_generated_shell_text_parses_in_bounded_time(atoms):
     assert _t.monotonic() - t < 1
     for c in s.commands:
         assert all(isinstance(w, str) for w in c.words)
+
+
+# ------------------------------------------------------------------------------------- 9. found by benchmarks/fuzz.py
+
+def test_render_refuses_to_overwrite_text_added_after_the_manifest_line(tmp_path, capsys):
+    """The fuzz run's render-folders generator: a note appended to README.md below the manifest line was not part
+    of README's hash, so render overwrote it without --force."""
+    out = tmp_path / "job"
+    assert run(capsys, *RENDER, "--out", out)[0] == 0
+    readme = out / "README.md"
+    readme.write_text(readme.read_text() + "\n# my notes, keep\n")
+    rc, _, err = run(capsys, *RENDER, "--out", out)
+    assert rc == 2 and "README.md" in err and "--force" in err, err
+    assert readme.read_text().endswith("# my notes, keep\n")
+    assert run(capsys, *RENDER, "--out", out, "--force")[0] == 0
+    assert "# my notes" not in readme.read_text()
