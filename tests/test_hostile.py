@@ -829,3 +829,15 @@ def test_render_refuses_to_overwrite_text_added_after_the_manifest_line(tmp_path
     assert readme.read_text().endswith("# my notes, keep\n")
     assert run(capsys, *RENDER, "--out", out, "--force")[0] == 0
     assert "# my notes" not in readme.read_text()
+
+
+@pytest.mark.parametrize("sources", ["oss://bkt/x y", ["oss://bkt/x"], {"Uri": "oss://bkt/x"}, 7, [None, 3]])
+def test_submit_reads_a_job_with_wrongly_typed_data_sources_without_a_traceback(tmp_path, capsys, sources):
+    """The fuzz run's submit-dir generator: a DLC body whose DataSources is not a list of objects made the region
+    lookup raise AttributeError / TypeError."""
+    body = {"JobSpecs": [{"Type": "Worker", "PodCount": 1, "EcsSpec": "ecs.gn7i-c8g1.2xlarge"}],
+            "UserCommand": "torchrun x.py", "DataSources": sources}
+    p = tmp_path / "dlc_job.json"
+    p.write_text(json.dumps(body))
+    rc, _, err = run(capsys, "submit", p)
+    assert rc in (0, 1, 2) and "Traceback" not in err, err

@@ -73,8 +73,11 @@ def job_target(body: dict[str, Any]) -> JobTarget:
         m = re.search(r"\.([a-z]{2}-[a-z0-9-]+?)\.cr\.aliyuncs\.com", str(spec.get("Image") or ""))
         region, source = (ident(m.group(1), "region"), "the job's image registry") if m else (None, None)
     if region is None:
-        for d in body.get("DataSources") or ():
-            m = re.search(r"oss-([a-z]{2}-[a-z0-9-]+?)(?:-internal)?\.aliyuncs\.com", str((d or {}).get("Uri") or ""))
+        sources = body.get("DataSources")
+        for d in sources if isinstance(sources, list) else ():  # a hand-edited body may hold anything here
+            if not isinstance(d, dict):
+                continue
+            m = re.search(r"oss-([a-z]{2}-[a-z0-9-]+?)(?:-internal)?\.aliyuncs\.com", str(d.get("Uri") or ""))
             if m:
                 region, source = ident(m.group(1), "region"), "the job's OSS data source"
                 break
