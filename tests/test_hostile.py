@@ -841,3 +841,18 @@ def test_submit_reads_a_job_with_wrongly_typed_data_sources_without_a_traceback(
     p.write_text(json.dumps(body))
     rc, _, err = run(capsys, "submit", p)
     assert rc in (0, 1, 2) and "Traceback" not in err, err
+
+
+@pytest.mark.parametrize("command", [["check", "JOB"], ["data", "DATA"], ["plan", "Qwen3-0.6B", "--gpu", "A10"]])
+def test_an_over_long_tokenizer_path_is_one_clear_error(tmp_path, capsys, command):
+    """The fuzz run's cli-check generator: `--tokenizer` with a 3,000-character name raised OSError (ENAMETOOLONG)
+    from Path.is_dir instead of saying what is wrong."""
+    job = tmp_path / "job.json"
+    job.write_text("{}")
+    data = tmp_path / "train.jsonl"
+    data.write_text('{"messages": [{"role": "user", "content": "hi"}]}\n')
+    argv = [str(job) if a == "JOB" else str(data) if a == "DATA" else a for a in command]
+    if command[0] != "data":
+        argv += ["--dataset", str(data)]
+    rc, _, err = run(capsys, *argv, "--tokenizer", "x" * 3000)
+    assert rc == 2 and "--tokenizer" in err and "Traceback" not in err, err
