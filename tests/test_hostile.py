@@ -856,3 +856,30 @@ def test_an_over_long_tokenizer_path_is_one_clear_error(tmp_path, capsys, comman
         argv += ["--dataset", str(data)]
     rc, _, err = run(capsys, *argv, "--tokenizer", "x" * 3000)
     assert rc == 2 and "--tokenizer" in err and "Traceback" not in err, err
+
+
+LONG_NAME = "x" * 3000
+
+
+@pytest.mark.parametrize("argv, env", [
+    (["submit", LONG_NAME], {}),
+    (["watch", "--checkpoint-dir", LONG_NAME, "--", "true"], {}),
+    (["watch", "--stop-file", LONG_NAME, "--", "true"], {}),
+    (["catalog", "--catalog", LONG_NAME, "show"], {}),
+    (["memory", "Qwen3-0.6B", "--gpu", "A10"], {"TRAINFIT_CATALOG_OVERLAY": LONG_NAME}),
+    (["memory", "Qwen3-0.6B", "--gpu", "A10"], {"TRAINFIT_CACHE_DIR": LONG_NAME}),
+])
+def test_paths_over_the_name_limit_are_no_traceback(capsys, monkeypatch, argv, env):
+    """Found with the fuzz rerun's over-long --tokenizer: every Path.is_dir / is_file / unlink on a name longer than
+    the file system allows (ENAMETOOLONG) raised OSError out of main."""
+    from trainfit.catalog import _store
+
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    _store.reset_cache()
+    try:
+        rc, _, err = run(capsys, *argv)
+    finally:
+        _store.reset_cache()
+        _store.set_overlay_path(None)
+    assert rc in (0, 1, 2) and "Traceback" not in err, err

@@ -120,7 +120,12 @@ class SubmitResult:
 def load_job(path: str | Path) -> tuple[Path, dict[str, Any]]:
     """The CreateJob body of ``path`` (a ``dlc_job.json`` or a folder holding one)."""
     p = Path(path)
-    if p.is_dir():
+    try:
+        is_dir = p.is_dir()
+    except OSError as e:  # a name over the file system's limit (ENAMETOOLONG)
+        raise SubmitError(f"{str(p)[:80]}{'…' if len(str(p)) > 80 else ''} cannot be read: {e.strerror or e}",
+                          fix="pass dlc_job.json or the folder `trainfit render --target dlc` wrote") from None
+    if is_dir:
         p = p / "dlc_job.json"
     from trainfit._io import read_json_limited
     from trainfit.writes import stale_in
