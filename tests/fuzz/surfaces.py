@@ -27,11 +27,15 @@ import fuzzkit as fk
 from hypothesis import strategies as st
 
 #: Special things put where a file is read: (kind, how to make it at a path).
-SPECIAL = ("fifo", "dev-zero-link", "folder", "sparse-huge", "deep-json", "binary", "not-utf8", "dangling-link")
+SPECIAL = ("fifo", "dev-zero-link", "folder", "sparse-huge", "deep-json", "binary", "not-utf8", "dangling-link",
+           "over-long-name")
 
 
 def make_special(path: Path, kind: str, huge_bytes: int) -> Path:
-    """Put a hostile thing of ``kind`` at ``path`` (sparse files use no disk)."""
+    """Put a hostile thing of ``kind`` at ``path`` (sparse files use no disk); returns the path to read (for
+    ``over-long-name``: a name longer than the file system allows, ENAMETOOLONG)."""
+    if kind == "over-long-name":
+        return path.parent / ("x" * 3000)
     if kind == "fifo":
         os.mkfifo(path)
     elif kind == "dev-zero-link":
@@ -95,7 +99,7 @@ def calibrate_case(x: dict[str, Any], workdir: Path) -> tuple[list[fk.Outcome], 
     cal.write_text(user)
     p = workdir / "probe.json"
     if "special" in x:
-        make_special(p, x["special"], 20 * 2**20)
+        p = make_special(p, x["special"], 20 * 2**20)
     else:
         fk.write(p, x["text"])
     o = fk.run_cli(["calibrate", str(p), *x["argv"]], env={"TRAINFIT_CALIBRATION": str(cal)})
@@ -155,12 +159,13 @@ def metrics_input(draw) -> dict[str, Any]:
 def diagnose_case(x: dict[str, Any], workdir: Path) -> tuple[list[fk.Outcome], list[str]]:
     p = workdir / "metrics.jsonl"
     if "special" in x:
-        make_special(p, x["special"], 200 * 2**20)
+        p = make_special(p, x["special"], 200 * 2**20)
     else:
         fk.write(p, "\n".join(x["lines"]) + "\n")
     o = fk.run_cli(["diagnose", str(p), *x["argv"]], seconds=fk.CASE_SECONDS)
     probs = fk.problems_of(o, json_out="--json" in x["argv"])
-    if x.get("special") in ("fifo", "dev-zero-link", "folder", "sparse-huge", "dangling-link") and o.rc != 2:
+    if x.get("special") in ("fifo", "dev-zero-link", "folder", "sparse-huge", "dangling-link", "over-long-name") \
+            and o.rc != 2:
         probs.append(f"accepted: diagnose read a {x['special']} (exit {o.rc})")
     return [o], probs
 
@@ -241,8 +246,8 @@ def submit_case(x: dict[str, Any], workdir: Path) -> tuple[list[fk.Outcome], lis
         p = job / "dlc_job.json" if x["in_dir"] else workdir / "body.json"
         if p.exists():
             p.unlink()
-        make_special(p, x["special"], 20 * 2**20)
-        target = job if x["in_dir"] else p
+        p = make_special(p, x["special"], 20 * 2**20)
+        target = job if x["in_dir"] and x["special"] != "over-long-name" else p
         must_refuse = True
     argv = ["submit", str(target), "--region", "cn-hangzhou"] + (["--json"] if x["json"] else [])
     o = fk.run_cli(argv)
@@ -266,24 +271,26 @@ def watch_input(draw) -> dict[str, Any]:
     for flag in draw(st.lists(st.sampled_from(WATCH_DURATIONS), min_size=1, max_size=3, unique=True)):
         opts += [flag, draw(st.sampled_from(DURATION_VALUES))]
     notice = draw(st.sampled_from(("none", "none", "fifo", "folder", "dev-zero-link", "sparse-huge", "file",
-                                   "dangling-link")))
-    return {"opts": opts, "notice": notice, "checkpoint": draw(st.booleans())}
+                                   "dangling-link", "over-long-name")))
+    return {"opts": opts, "notice": notice, "checkpoint": draw(st.booleans()),
+            "long_paths": draw(st.integers(0, 5)) == 0}
 
 
 def watch_case(x: dict[str, Any], workdir: Path) -> tuple[list[fk.Outcome], list[str]]:
     import sys
 
-    argv = ["watch", *x["opts"], "--stop-file", str(workdir / "stop")]
+    long = workdir / ("x" * 3000)
+    argv = ["watch", *x["opts"], "--stop-file", str(long if x.get("long_paths") else workdir / "stop")]
     if x["notice"] != "none":
         n = workdir / "notice"
         if x["notice"] == "file":
             n.write_text("terminate at 2000-01-01T00:00:00Z")
         else:
-            make_special(n, x["notice"], 20 * 2**20)
+            n = make_special(n, x["notice"], 20 * 2**20)
         argv += ["--notice-file", str(n)]
     if x["checkpoint"]:
         (workdir / "ckpt").mkdir()
-        argv += ["--checkpoint-dir", str(workdir / "ckpt")]
+        argv += ["--checkpoint-dir", str(long if x.get("long_paths") else workdir / "ckpt")]
     argv += ["--", sys.executable, "-c", "import time; time.sleep(0.2)"]
     bad = any(v.strip().lower() in ("nan", "inf", "-inf", "1e999", "") or v.strip().startswith("-") and
               v.strip() not in ("-0",) or v in ("1e9", "86401", "9" * 30, "²", "0x10")
@@ -338,12 +345,15 @@ def cache_case(x: dict[str, Any], workdir: Path) -> tuple[list[fk.Outcome], list
     cdir = workdir / "cache" / "catalog"
     cdir.mkdir(parents=True)
     p = cdir / "alibaba-cn-hangzhou.json"
-    if "special" in x:
+    cache_root = workdir / "cache"
+    if x.get("special") == "over-long-name":  # TRAINFIT_CACHE_DIR itself over the name limit
+        cache_root = workdir / ("x" * 3000)
+    elif "special" in x:
         make_special(p, x["special"], 9 * 2**20)
     else:
         fk.write(p, x["text"])
     invalid = False  # memory reads the GPU and instance rows; plan and `catalog show prices` the prices too
-    if x.get("special") != "dangling-link":
+    if x.get("special") not in ("dangling-link", "over-long-name"):
         for reader in (read_cache_file, P.read_cache_prices) if x["cmd"] != "memory" else (read_cache_file,):
             try:
                 reader(p)
@@ -360,7 +370,7 @@ def cache_case(x: dict[str, Any], workdir: Path) -> tuple[list[fk.Outcome], list
     try:
         with warnings.catch_warnings(record=True) as caught:  # the warning that names the cache, seen every time
             warnings.simplefilter("always")
-            o = fk.run_cli(argv, env={"TRAINFIT_CACHE_DIR": str(workdir / "cache")})
+            o = fk.run_cli(argv, env={"TRAINFIT_CACHE_DIR": str(cache_root)})
     finally:
         P.reset_price_cache()
     o.err += "".join(f"{w.category.__name__}: {w.message}\n" for w in caught)
