@@ -866,6 +866,7 @@ LONG_NAME = "x" * 3000
     (["watch", "--checkpoint-dir", LONG_NAME, "--", "true"], {}),
     (["watch", "--stop-file", LONG_NAME, "--", "true"], {}),
     (["catalog", "--catalog", LONG_NAME, "show"], {}),
+    (["catalog", "validate", LONG_NAME], {}),
     (["memory", "Qwen3-0.6B", "--gpu", "A10"], {"TRAINFIT_CATALOG_OVERLAY": LONG_NAME}),
     (["memory", "Qwen3-0.6B", "--gpu", "A10"], {"TRAINFIT_CACHE_DIR": LONG_NAME}),
 ])
