@@ -2,7 +2,7 @@
 cases, counts written to ``benchmarks/results/fuzz.json``.
 
 Run: python benchmarks/fuzz.py [--scale 1.0] [--only plan-json,...] [--out benchmarks/results/fuzz.json]
-(about 15 minutes on 2 cores)
+(about 6 minutes on 2 cores, up to 15 when they are shared)
 
 Each case runs ``trainfit.cli.main`` in-process under a wall-clock bound (``fuzzkit.CASE_SECONDS``); the whole run
 is capped in memory (``RLIMIT_AS``, 8 GiB) so a blow-up shows as a MemoryError finding instead of swapping. The
