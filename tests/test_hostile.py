@@ -813,3 +813,74 @@ def test_generated_shell_text_parses_in_bounded_time(atoms):
     assert _t.monotonic() - t < 1
     for c in s.commands:
         assert all(isinstance(w, str) for w in c.words)
+
+
+# ------------------------------------------------------------------------------------- 9. found by benchmarks/fuzz.py
+
+def test_render_refuses_to_overwrite_text_added_after_the_manifest_line(tmp_path, capsys):
+    """The fuzz run's render-folders generator: a note appended to README.md below the manifest line was not part
+    of README's hash, so render overwrote it without --force."""
+    out = tmp_path / "job"
+    assert run(capsys, *RENDER, "--out", out)[0] == 0
+    readme = out / "README.md"
+    readme.write_text(readme.read_text() + "\n# my notes, keep\n")
+    rc, _, err = run(capsys, *RENDER, "--out", out)
+    assert rc == 2 and "README.md" in err and "--force" in err, err
+    assert readme.read_text().endswith("# my notes, keep\n")
+    assert run(capsys, *RENDER, "--out", out, "--force")[0] == 0
+    assert "# my notes" not in readme.read_text()
+
+
+@pytest.mark.parametrize("sources", ["oss://bkt/x y", ["oss://bkt/x"], {"Uri": "oss://bkt/x"}, 7, [None, 3]])
+def test_submit_reads_a_job_with_wrongly_typed_data_sources_without_a_traceback(tmp_path, capsys, sources):
+    """The fuzz run's submit-dir generator: a DLC body whose DataSources is not a list of objects made the region
+    lookup raise AttributeError / TypeError."""
+    body = {"JobSpecs": [{"Type": "Worker", "PodCount": 1, "EcsSpec": "ecs.gn7i-c8g1.2xlarge"}],
+            "UserCommand": "torchrun x.py", "DataSources": sources}
+    p = tmp_path / "dlc_job.json"
+    p.write_text(json.dumps(body))
+    rc, _, err = run(capsys, "submit", p)
+    assert rc in (0, 1, 2) and "Traceback" not in err, err
+
+
+@pytest.mark.parametrize("command", [["check", "JOB"], ["data", "DATA"], ["plan", "Qwen3-0.6B", "--gpu", "A10"]])
+def test_an_over_long_tokenizer_path_is_one_clear_error(tmp_path, capsys, command):
+    """The fuzz run's cli-check generator: `--tokenizer` with a 3,000-character name raised OSError (ENAMETOOLONG)
+    from Path.is_dir instead of saying what is wrong."""
+    job = tmp_path / "job.json"
+    job.write_text("{}")
+    data = tmp_path / "train.jsonl"
+    data.write_text('{"messages": [{"role": "user", "content": "hi"}]}\n')
+    argv = [str(job) if a == "JOB" else str(data) if a == "DATA" else a for a in command]
+    if command[0] != "data":
+        argv += ["--dataset", str(data)]
+    rc, _, err = run(capsys, *argv, "--tokenizer", "x" * 3000)
+    assert rc == 2 and "--tokenizer" in err and "Traceback" not in err, err
+
+
+LONG_NAME = "x" * 3000
+
+
+@pytest.mark.parametrize("argv, env", [
+    (["submit", LONG_NAME], {}),
+    (["watch", "--checkpoint-dir", LONG_NAME, "--", "true"], {}),
+    (["watch", "--stop-file", LONG_NAME, "--", "true"], {}),
+    (["catalog", "--catalog", LONG_NAME, "show"], {}),
+    (["catalog", "validate", LONG_NAME], {}),
+    (["memory", "Qwen3-0.6B", "--gpu", "A10"], {"TRAINFIT_CATALOG_OVERLAY": LONG_NAME}),
+    (["memory", "Qwen3-0.6B", "--gpu", "A10"], {"TRAINFIT_CACHE_DIR": LONG_NAME}),
+])
+def test_paths_over_the_name_limit_are_no_traceback(capsys, monkeypatch, argv, env):
+    """Found with the fuzz rerun's over-long --tokenizer: every Path.is_dir / is_file / unlink on a name longer than
+    the file system allows (ENAMETOOLONG) raised OSError out of main."""
+    from trainfit.catalog import _store
+
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    _store.reset_cache()
+    try:
+        rc, _, err = run(capsys, *argv)
+    finally:
+        _store.reset_cache()
+        _store.set_overlay_path(None)
+    assert rc in (0, 1, 2) and "Traceback" not in err, err

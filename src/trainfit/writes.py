@@ -176,9 +176,9 @@ def _split_manifest(raw: bytes) -> tuple[bytes, str | None]:
     idx = raw.rfind(b"\n" + MANIFEST_MARK.encode())
     if idx < 0:
         return raw, None
-    line = raw[idx + 1:].split(b"\n", 1)[0].decode("utf-8", "replace")
-    body = raw[: idx + 1]
-    return body, line[len(MANIFEST_MARK):].removesuffix("-->").strip()
+    line, _, rest = raw[idx + 1:].partition(b"\n")
+    body = raw[: idx + 1] + rest  # only the manifest line itself is left out: text added below it is the user's
+    return body, line.decode("utf-8", "replace")[len(MANIFEST_MARK):].removesuffix("-->").strip()
 
 
 def _hash_on_disk(path: Path) -> str:

@@ -253,8 +253,13 @@ def _validate(args: argparse.Namespace) -> int:
         ov = overlay_path()
         path = str(ov) if ov else None
     if path is not None:
-        if not Path(path).expanduser().is_file():
-            problems.append(f"{path}: no such file")
+        missing = f"{path}: no such file"
+        try:
+            is_file = Path(path).expanduser().is_file()
+        except OSError as e:  # a name over the file system's limit (ENAMETOOLONG)
+            is_file, missing = False, f"{path[:80]}…: cannot be read ({e.strerror or e})"
+        if not is_file:
+            problems.append(missing)
         else:
             problems += validate_overlay(path)
             checked.append(str(path))

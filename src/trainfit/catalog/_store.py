@@ -80,7 +80,12 @@ def overlay_path() -> Path | None:
         if chosen.strip().lower() in ("", "none", "off"):
             return None
         p = Path(chosen).expanduser()
-        if not p.is_file():
+        try:
+            is_file = p.is_file()
+        except OSError as e:  # a name over the file system's limit (ENAMETOOLONG)
+            raise CatalogError(f"catalog overlay {str(p)[:80]!r} (from {what}) cannot be read: {e.strerror or e}",
+                               fix=f"pass the overlay's path, or unset {ENV_OVERLAY}") from None
+        if not is_file:
             raise CatalogError(f"catalog overlay {str(p)!r} (from {what}) does not exist",
                                fix=f"create it, or unset {ENV_OVERLAY}")
         return p
@@ -90,8 +95,12 @@ def overlay_path() -> Path | None:
 
 def refresh_cache_files() -> list[Path]:
     d = cache_dir() / "catalog"
-    if not d.is_dir():
-        return []
+    try:
+        if not d.is_dir():
+            return []
+    except OSError as e:  # a name over the file system's limit (ENAMETOOLONG)
+        raise CatalogError(f"refresh cache folder {str(d)[:80]!r} cannot be read: {e.strerror or e}",
+                           fix="set TRAINFIT_CACHE_DIR to a folder you can write, or unset it") from None
     return sorted(d.glob("*.json"))
 
 

@@ -122,7 +122,12 @@ def load_counter(folder: str, *, use_template: bool = True, chat_template: str |
     """The token counter of a local model folder (``tokenizer.json``, and the chat template unless
     ``use_template`` is False)."""
     path = Path(folder)
-    if not path.is_dir():
+    try:
+        is_dir = path.is_dir()
+    except OSError as e:  # a name over the file system's limit (ENAMETOOLONG), an unreadable parent
+        raise DatasetError(f"--tokenizer {folder[:80]}{'…' if len(folder) > 80 else ''} cannot be read: "
+                           f"{e.strerror or e}", fix="pass the local model folder that holds tokenizer.json") from None
+    if not is_dir:
         raise DatasetError(f"--tokenizer {folder} is not a folder",
                            fix="pass the local model folder that holds tokenizer.json (modelscope download "
                                "--model Qwen/Qwen3-8B --local_dir DIR)")

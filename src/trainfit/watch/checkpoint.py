@@ -38,7 +38,10 @@ _CHECKPOINT_RE = re.compile(r"^checkpoint-(\d+)$")
 def checkpoint_dirs(output_dir: str | os.PathLike) -> list[tuple[int, Path]]:
     """``(step, path)`` of every ``checkpoint-<step>`` directory in ``output_dir``, oldest first."""
     root = Path(output_dir)
-    if not root.is_dir():
+    try:
+        if not root.is_dir():
+            return []
+    except OSError:  # a name over the file system's limit: no checkpoint can be there
         return []
     out = []
     for child in root.iterdir():

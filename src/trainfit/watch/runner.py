@@ -126,6 +126,10 @@ def _child_env(cfg: WatchConfig) -> tuple[str, dict[str, str]]:
             os.unlink(stale)
         except FileNotFoundError:
             pass
+        except OSError as e:  # a name over the file system's limit, a folder, no permission: the trainer could not
+            # write its acknowledgement either
+            raise WatchError(f"--stop-file {stale[:80]}{'…' if len(stale) > 80 else ''} cannot be used: "
+                             f"{e.strerror or e}", fix="pass a writable file path (or leave --stop-file out)") from None
     env = dict(os.environ)
     env[STOP_FILE_ENV] = stop_file
     if cfg.hf_callback:

@@ -73,8 +73,11 @@ def job_target(body: dict[str, Any]) -> JobTarget:
         m = re.search(r"\.([a-z]{2}-[a-z0-9-]+?)\.cr\.aliyuncs\.com", str(spec.get("Image") or ""))
         region, source = (ident(m.group(1), "region"), "the job's image registry") if m else (None, None)
     if region is None:
-        for d in body.get("DataSources") or ():
-            m = re.search(r"oss-([a-z]{2}-[a-z0-9-]+?)(?:-internal)?\.aliyuncs\.com", str((d or {}).get("Uri") or ""))
+        sources = body.get("DataSources")
+        for d in sources if isinstance(sources, list) else ():  # a hand-edited body may hold anything here
+            if not isinstance(d, dict):
+                continue
+            m = re.search(r"oss-([a-z]{2}-[a-z0-9-]+?)(?:-internal)?\.aliyuncs\.com", str(d.get("Uri") or ""))
             if m:
                 region, source = ident(m.group(1), "region"), "the job's OSS data source"
                 break
@@ -117,7 +120,12 @@ class SubmitResult:
 def load_job(path: str | Path) -> tuple[Path, dict[str, Any]]:
     """The CreateJob body of ``path`` (a ``dlc_job.json`` or a folder holding one)."""
     p = Path(path)
-    if p.is_dir():
+    try:
+        is_dir = p.is_dir()
+    except OSError as e:  # a name over the file system's limit (ENAMETOOLONG)
+        raise SubmitError(f"{str(p)[:80]}{'…' if len(str(p)) > 80 else ''} cannot be read: {e.strerror or e}",
+                          fix="pass dlc_job.json or the folder `trainfit render --target dlc` wrote") from None
+    if is_dir:
         p = p / "dlc_job.json"
     from trainfit._io import read_json_limited
     from trainfit.writes import stale_in
