@@ -182,7 +182,11 @@ def rendered_job(workdir: Path) -> Path:
     if "dir" not in _JOB:
         import tempfile
 
-        d = Path(tempfile.mkdtemp(prefix="trainfit-fuzz-job-")) / "job"
+        import atexit
+
+        top = tempfile.mkdtemp(prefix="trainfit-fuzz-job-")
+        atexit.register(shutil.rmtree, top, True)
+        d = Path(top) / "job"
         o = fk.run_cli([*RENDER_ARGV, "--out", str(d)])
         assert o.rc == 0, o.err
         _JOB["dir"] = d
