@@ -95,13 +95,19 @@ def host_fix_options(req: PlanRequest, w: Workload, limit: float, inst: Any) -> 
             if off != w.offload and (off == "none" or w.offload == "all") and fits(offload=off):
                 out.append({"offload": off})
                 break
+    out.extend(_more_gpus(w, fits))
+    return tuple(out)
+
+
+def _more_gpus(w: Workload, fits: Any) -> list[dict[str, Any]]:
+    """The more-GPUs fix: the smallest power-of-two multiple of ``w``'s GPUs up to :data:`FIX_MAX_GPUS` that
+    ``fits`` (pinned, so any node count), as ``[{"gpus": n}]``, or ``[]``."""
     g = w.gpus
     while g < FIX_MAX_GPUS:
         g *= 2
         if fits(gpus=g, gpus_per_node=w.gpus_per_node if g >= w.gpus_per_node else g):
-            out.append({"gpus": g})
-            break
-    return tuple(out)
+            return [{"gpus": g}]
+    return []
 
 
 def _largest_searched(req: PlanRequest, w: Workload) -> int:
@@ -132,12 +138,7 @@ def _rl_memory_fix_options(req: PlanRequest, w: Workload, gpu: Any, inst: Any) -
         return e.verdict not in ("oom", "tight") and (e.max_concurrent_seqs is None or e.max_concurrent_seqs >= 1)
 
     out: list[dict[str, Any]] = []
-    g = w.gpus
-    while g < FIX_MAX_GPUS:
-        g *= 2
-        if fits(gpus=g, gpus_per_node=w.gpus_per_node if g >= w.gpus_per_node else g):
-            out.append({"gpus": g})
-            break
+    out.extend(_more_gpus(w, fits))
     for knob in ("trainer_offload", "ref_offload"):
         if not getattr(rl0, knob, None) and fits({knob: True}):
             out.append({knob: True})
@@ -197,12 +198,7 @@ def memory_fix_options(req: PlanRequest, w: Workload, limit: float, *, gpu: Any 
             return False
 
     out: list[dict[str, Any]] = []
-    g = w.gpus
-    while g < FIX_MAX_GPUS:  # more GPUs: the smallest power-of-two multiple that fits (pinned, so any node count)
-        g *= 2
-        if fits(gpus=g, gpus_per_node=w.gpus_per_node if g >= w.gpus_per_node else g):
-            out.append({"gpus": g})
-            break
+    out.extend(_more_gpus(w, fits))
     pinned = req.pins
     if pinned.get("strategy") not in (None, "zero3") and fits(strategy="zero3"):
         out.append({"strategy": "zero3"})
