@@ -7,12 +7,10 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from trainfit.check.facts import JobFacts
-from trainfit.rules.types import Violation
+from trainfit.rules.types import INFO, WARNING, Violation
 
 if TYPE_CHECKING:
     from trainfit.check.rules import CheckOptions
-
-ERROR, WARNING, INFO = "error", "warning", "info"
 
 #: ``check --dataset``: a cut-off that truncates more than this share of the samples is a warning (the planner's
 #: default cut-off, the p99 length, truncates at most 1 %).

@@ -23,9 +23,7 @@ from trainfit.check.data_rules import rule_data
 from trainfit.check.ds_rules import rule_deepspeed_config
 from trainfit.check.facts import JobFacts
 from trainfit.check.shell import is_torchrun
-from trainfit.rules.types import Violation
-
-ERROR, WARNING, INFO = "error", "warning", "info"
+from trainfit.rules.types import ERROR, INFO, WARNING, Violation
 
 
 @dataclass(frozen=True, kw_only=True)

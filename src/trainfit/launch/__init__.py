@@ -59,11 +59,6 @@ class RenderResult:
                 "warnings": list(self.warnings)}
 
 
-def _steps(plan: Any) -> int | None:
-    """Optimizer steps that train the plan's budget (:meth:`~trainfit.plan.types.Plan.optimizer_steps`)."""
-    return plan.optimizer_steps()
-
-
 #: Checkpoint interval when the plan has no step time to convert hours into steps (HF's common choice).
 SAVE_STEPS_FALLBACK = 200
 
@@ -189,7 +184,7 @@ def build_context(plan: Any, options: RenderOptions | None = None) -> RenderCont
     if getattr(plan, "rl", None) is not None:  # RL: the planned RL steps (rollout + update rounds)
         max_steps = plan.rl.get("steps")
     else:
-        max_steps = None if o.epochs is not None else _steps(plan)
+        max_steps = None if o.epochs is not None else plan.optimizer_steps()
     save, save_why = (o.save_steps, "--save-steps") if o.save_steps else _save_steps(plan, plan.step_seconds,
                                                                                          max_steps)
     dataset, from_data, dataset_note = job_dataset(plan, o)
