@@ -12,7 +12,9 @@ import json
 import sys
 from typing import Sequence
 
-from trainfit.errors import TrainfitError
+from trainfit import i18n
+from trainfit.errors import InputError, TrainfitError
+from trainfit.i18n import _
 
 COMMANDS = ("models", "memory", "trace", "plan", "catalog", "render", "check", "submit", "serve", "watch",
             "diagnose", "calibrate", "data")
@@ -51,7 +53,10 @@ def build_parser() -> argparse.ArgumentParser:
         prog="trainfit",
         description="Will a Qwen3 training job fit, how fast is it, what does it cost, and how to launch it.",
     )
-    p.add_argument("--version", action="store_true", help="print the version and exit")
+    p.add_argument("--version", action="store_true", help=_("print the version and exit"))
+    p.add_argument("--lang", metavar="LANG", help=_("language of messages and tables: en or zh (default: TRAINFIT_LANG, "
+                                                    "LANGUAGE, LC_ALL, LC_MESSAGES, LANG; else en); "
+                                                    "taken before or after the command"))
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         try:
@@ -87,12 +92,51 @@ def _quiet_sdk_loggers() -> None:
         logging.getLogger("credentials").addFilter(lambda record: False)
 
 
+def _take_lang(argv: list[str]) -> tuple[list[str], str | None]:
+    """``--lang zh`` / ``--lang=zh`` anywhere on the command line (before or after the command): removed from the
+    arguments and returned, so every command takes it without declaring it."""
+    out: list[str] = []
+    lang = None
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--":
+            out.extend(argv[i:])
+            break
+        if a == "--lang":
+            if i + 1 >= len(argv):
+                raise InputError(_("--lang needs a value: en or zh"), fix=_("e.g. trainfit --lang zh plan Qwen3-8B"))
+            lang = argv[i + 1]
+            i += 2
+            continue
+        if a.startswith("--lang="):
+            lang = a.split("=", 1)[1]
+            i += 1
+            continue
+        out.append(a)
+        i += 1
+    return out, lang
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     _quiet_sdk_loggers()
-    parser = build_parser()
-    _Parser.json_errors = "--json" in (sys.argv[1:] if argv is None else list(argv))
+    raw = list(sys.argv[1:] if argv is None else argv)
+    _Parser.json_errors = "--json" in raw
     try:
-        args = parser.parse_args(argv)
+        raw, lang = _take_lang(raw)
+        if lang is not None:
+            lang = i18n.parse_lang(lang)
+    except TrainfitError as err:
+        _print_error(err, _Parser.json_errors)
+        return 2
+    with i18n.language(lang):
+        return _run(raw)
+
+
+def _run(raw: list[str]) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(raw)
     except SystemExit as e:  # _Parser printed its one error (or --help ran); keep its exit code (2 = usage)
         return e.code if isinstance(e.code, int) else 2
     if args.version:
