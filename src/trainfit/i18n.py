@@ -121,6 +121,12 @@ def _(message: str) -> str:
     return _catalog(current()).gettext(message)
 
 
+def translate(message: str) -> str:
+    """``message`` held in a variable, in the current language: it must be an id marked with :func:`N_` (or a
+    rule's title/why/fix) where it is defined, else it is shown as it is (English)."""
+    return _(message)
+
+
 def gettext_in(lang: str, message: str) -> str:
     """``message`` in ``lang`` whatever the current language (the web page's label table)."""
     return _catalog(normalize(lang) or "en").gettext(message)
