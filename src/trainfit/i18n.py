@@ -124,7 +124,7 @@ def _(message: str) -> str:
 def translate(message: str) -> str:
     """``message`` held in a variable, in the current language: it must be an id marked with :func:`N_` (or a
     rule's title/why/fix) where it is defined, else it is shown as it is (English)."""
-    return _(message)
+    return _catalog(current()).gettext(message) if message else message
 
 
 def gettext_in(lang: str, message: str) -> str:
