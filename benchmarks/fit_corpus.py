@@ -99,6 +99,39 @@ def tokens_per_micro_batch(r: dict, stats: dict) -> tuple[int, int] | None:
     return 1, int(math.ceil(min(n * longest, peak)))
 
 
+def reads_allocator_reserve(r: dict) -> bool:
+    """Whether report ``r`` states torch's ``max_memory_reserved`` (ms-swift's log, the YAML header) rather than
+    what nvidia-smi shows: the caching allocator's reserve without the CUDA context and NCCL's own buffers."""
+    return "modelscope/ms-swift" in r["url"]
+
+
+AT_CAPACITY = 0.95
+"""A reading or a prediction at or above this share of the GPU's usable memory is censored by the card."""
+
+
+def memory_log_ratio(measured_gib: float | None, predicted_gib: float, usable_gib: float,
+                     outside_allocator_gib: float = 0.0) -> float | None:
+    """ln(measured / predicted reserved_gib) of one report for the memory interval (benchmarks/intervals.py), or
+    None when the report gives no uncensored reading.
+
+    Like for like: a reading of the allocator's reserve (:func:`reads_allocator_reserve`) gets the CUDA context and
+    NCCL buffers (``outside_allocator_gib``) that ``reserved_gib`` includes and the reading cannot see, so that every
+    ratio compares an nvidia-smi figure with ``reserved_gib``. Censored: a reading at the card's capacity only says
+    the job needed at most that, and a run predicted at or above the card that ran cannot read above the card, so
+    its ratio is capped by the card, not by the model's error: neither measures the spread."""
+    if not measured_gib or measured_gib >= AT_CAPACITY * usable_gib or predicted_gib >= AT_CAPACITY * usable_gib:
+        return None
+    return round(math.log((measured_gib + outside_allocator_gib) / predicted_gib), 6)
+
+
+def memory_regime(wl: Workload) -> str:
+    """The layout family of a report, for the per-regime memory spread that benchmarks/intervals.py measures
+    beside the pooled one: Megatron-Core layouts, sharded (ZeRO-3 / FSDP), ZeRO-1/2, plain data parallel."""
+    if wl.uses_megatron:
+        return "megatron"
+    return {"zero3": "shard", "fsdp": "shard", "zero1": "zero", "zero2": "zero"}.get(wl.strategy, "dp")
+
+
 def overhead_for(r: dict) -> OverheadModel:
     """The runtime overhead model of report ``r``: PyTorch's NCCL ``recordStream`` behaviour when the report
     states the PyTorch release it ran (``torch``, e.g. "2.5": the newest release when the figure was first
@@ -140,14 +173,15 @@ def run() -> dict:
         # ms-swift prints torch's max_memory_reserved (fit_reports.yaml header): without the CUDA context and NCCL
         # buffers that reserved_gib adds; the like-for-like comparison leaves them out for its reports
         fixed = e["overhead"].outside_allocator_gib(e["workload"])
-        like = est.reserved_gib - (fixed if "modelscope/ms-swift" in r["url"] else 0.0)
+        like = est.reserved_gib - (fixed if reads_allocator_reserve(r) else 0.0)
         fd = decide_fit(est, usable_gib=e["usable_gib"])
         src = report_source(r)
         rows.append({
             "id": r["id"], "url": r["url"], "source": src, "frozen": is_frozen(src),
             "oom_probability": None if fd.oom_probability is None else round(fd.oom_probability, 4),
-            "log_ratio": (round(math.log(meas / est.reserved_gib), 6)
-                          if meas and meas < 0.95 * e["usable_gib"] else None), "model": r["model"], "gpu": e["gpu"], "gpus": r["gpus"],
+            "log_ratio": memory_log_ratio(meas, est.reserved_gib, e["usable_gib"],
+                                          fixed if reads_allocator_reserve(r) else 0.0),
+            "regime": memory_regime(e["workload"]), "model": r["model"], "gpu": e["gpu"], "gpus": r["gpus"],
             "strategy": r["strategy"], "method": r["method"], "seq_len": r["seq_len"], "outcome": r["outcome"],
             "tokens_per_micro_batch": e["workload"].micro_batch * e["workload"].seq_len,
             "predicted_gib": round(est.reserved_gib, 1), "usable_gib": e["usable_gib"], "verdict": v,

@@ -223,3 +223,32 @@ def test_render_header_and_check_carry_the_ranges(tmp_path):
     res = check_file(next(x for x in paths if x.name == "launch.sh"))
     note = [n for n in res.notes if n.startswith("memory:")]
     assert note and "p10-p90" in note[0] and "P(OOM)" in note[0]
+
+
+def test_memory_ratio_is_like_for_like_and_censored_by_the_card():
+    import fit_corpus
+
+    # an nvidia-smi reading: measured / predicted
+    assert fit_corpus.memory_log_ratio(40.0, 36.0, 80.0) == pytest.approx(math.log(40 / 36), abs=1e-6)
+    # a max_memory_reserved reading gets what it cannot see (CUDA context + NCCL), as reserved_gib counts it
+    assert fit_corpus.memory_log_ratio(40.0, 36.0, 80.0, 1.5) == pytest.approx(math.log(41.5 / 36), abs=1e-6)
+    # censored: a reading at the card's capacity, or a run predicted at or above it (its reading is capped)
+    assert fit_corpus.memory_log_ratio(79.0, 70.0, 80.0) is None
+    assert fit_corpus.memory_log_ratio(50.0, 503.0, 80.0) is None
+    assert fit_corpus.memory_log_ratio(None, 30.0, 80.0) is None
+    # the corpus: ms-swift rows read the allocator's reserve, the others do not
+    rows = {e["raw"]["id"]: e for e in fit_corpus.load()}
+    assert fit_corpus.reads_allocator_reserve(rows["swift-lora-7b-1gpu"]["raw"])
+    assert not fit_corpus.reads_allocator_reserve(rows["qwen1-7b-lora-2048"]["raw"])
+
+
+def test_memory_interval_data_has_no_censored_rows():
+    import fit_corpus
+
+    res = json.loads((ROOT / "benchmarks" / "results" / "fit_corpus.json").read_text(encoding="utf-8"))
+    for r in res["rows"]:
+        if r["log_ratio"] is not None:
+            assert r["predicted_gib"] < fit_corpus.AT_CAPACITY * r["usable_gib"]
+            assert r["measured_gib"] < fit_corpus.AT_CAPACITY * r["usable_gib"]
+    d = U.load_data()["memory"]
+    assert d["rows"] == sum(1 for r in res["rows"] if r["log_ratio"] is not None and not r["frozen"])
