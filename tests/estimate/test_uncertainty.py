@@ -223,6 +223,15 @@ def test_render_header_and_check_carry_the_ranges(tmp_path):
     res = check_file(next(x for x in paths if x.name == "launch.sh"))
     note = [n for n in res.notes if n.startswith("memory:")]
     assert note and "p10-p90" in note[0] and "P(OOM)" in note[0]
+    # one way to print a probability everywhere: never "0 %" (a certainty 72 published runs cannot give)
+    shown = U.format_probability(p.fit.oom_probability)
+    assert f"P(OOM) {shown}" in text and f"P(OOM) {shown}" in note[0]
+
+
+def test_probabilities_are_never_printed_as_certainties():
+    assert U.format_probability(0.0) == "<1%" and U.format_probability(0.004) == "<1%"
+    assert U.format_probability(1.0) == ">99%" and U.format_probability(0.996) == ">99%"
+    assert U.format_probability(0.25) == "25%"
 
 
 def test_memory_ratio_is_like_for_like_and_censored_by_the_card():
@@ -252,3 +261,23 @@ def test_memory_interval_data_has_no_censored_rows():
             assert r["measured_gib"] < fit_corpus.AT_CAPACITY * r["usable_gib"]
     d = U.load_data()["memory"]
     assert d["rows"] == sum(1 for r in res["rows"] if r["log_ratio"] is not None and not r["frozen"])
+
+
+def test_rl_memory_figures_carry_their_ranges(capsys):
+    """memory --rl: the binding peak, the step time and the hours show p10-p90 and P(OOM) like every other figure
+    (issue 26; they showed none)."""
+    from trainfit.cli import main
+
+    assert main(["memory", "Qwen3-8B", "--method", "lora", "--rl", "grpo", "--gpu", "H800", "--steps", "100",
+                 "--json"]) == 0
+    rl = json.loads(capsys.readouterr().out)["rl"]
+    rng = rl["peak_interval_gib"]
+    assert rng == pytest.approx(U.memory_range(rl["peak_gib"]), rel=1e-4) and rng["p10"] < rl["peak_gib"] < rng["p90"]
+    iv = U.Interval.from_dict(rl["speed"]["interval"])
+    assert iv.out_of_domain  # no published RL run
+    hrs = rl["time"]["intervals"]["hours"]
+    assert hrs["p10"] < rl["time"]["hours"] < hrs["p90"]
+    assert main(["memory", "Qwen3-8B", "--method", "lora", "--rl", "grpo", "--gpu", "H800", "--steps", "100"]) == 0
+    out = capsys.readouterr().out
+    assert f"(p10–p90 {rng['p10']:.1f}–{rng['p90']:.1f}" in out and "P(OOM)" in out
+    assert f"h ({hrs['p10']:,.1f}–{hrs['p90']:,.1f})" in out

@@ -119,7 +119,9 @@ def interval_lines(iv: dict | None) -> list[str]:
 
 
 def _prob(p: float) -> str:
-    return "<1%" if p < 0.01 else (">99%" if p > 0.99 else f"{p:.0%}")
+    from trainfit.estimate.uncertainty import format_probability
+
+    return format_probability(p)
 
 
 def _age(as_of: str | None) -> str:
