@@ -156,8 +156,12 @@ def load(path: Path = DATA) -> list[dict]:
         if derived:
             kw["micro_batch"], kw["seq_len"] = derived
         wl = Workload(**kw)
-        gpu = get_gpu(r["gpu"])
-        out.append({"raw": r, "model": m, "workload": wl, "usable_gib": gpu.usable_mem_gib, "gpu": gpu.name,
+        if "usable_gib" in r:  # a GPU outside trainfit's catalog (e.g. RTX 3090): the memory torch reports for it
+            usable, gpu_name = float(r["usable_gib"]), str(r["gpu"])
+        else:
+            gpu = get_gpu(r["gpu"])
+            usable, gpu_name = gpu.usable_mem_gib, gpu.name
+        out.append({"raw": r, "model": m, "workload": wl, "usable_gib": usable, "gpu": gpu_name,
                     "overhead": overhead_for(r)})
     return out
 
@@ -247,6 +251,10 @@ def run() -> dict:
 
 def markdown(res: dict) -> str:
     ok = res["agreement_pct"] >= TARGET
+    tight_rows = [r for r in res["rows"] if r["verdict"] == "tight"]
+    tight_oom = sum(r["outcome"] == "oom" for r in tight_rows)
+    tight_ran = len(tight_rows) - tight_oom
+    tight_cap = sum(r["outcome"] == "fits" and r["at_capacity"] for r in tight_rows)
     lines = [
         "## Real-world fit corpus", "",
         f"Generated {res['date']} by `{res['command']}` over {res['n_reports']} published reports "
@@ -283,11 +291,11 @@ def markdown(res: dict) -> str:
         *[f"| {b['margin']:.0%} | {b['agreement_pct']} % | {b['tight']} | {b['oom_reports_tight_or_oom']}/{res['n_oom']} | "
           f"{b['ran_reports_flagged']}/{res['n_fits']} |" for b in res["margins"]],
         "",
-        "The band stays at 5 %: the only reports inside it are three runs published at the GPU's capacity "
-        "('8 * 80GiB'), for which tight is a fair reading, while the corpus has no OOM report close enough to "
-        "the limit to show the band is too wide, and the model still under-predicts more often than it "
-        "over-predicts (median signed error of the memory rows "
-        f"{res['memory_median_signed_error_pct']:+.1f} %).", "",
+        f"The band stays at {res['tight_band']:.0%}: inside it are {tight_oom} report(s) that OOMed and "
+        f"{tight_ran} that ran ({tight_cap} of them published at the GPU's capacity, e.g. '8 * 80GiB'), so tight "
+        "is a fair reading on both sides; the model still under-predicts more often than it over-predicts (median "
+        f"signed error of the memory rows {res['memory_median_signed_error_pct']:+.1f} %), so a narrower band "
+        "would call more runs at the limit 'fits'.", "",
         "`seq` is the script's max_length (packed length); `tokens` the largest micro-batch trainfit sized: for "
         "unpacked data sets with published token statistics (`datasets` in the YAML) the longest sample of a "
         "padded batch, or the expected largest padding-free micro-batch (n x mean + 3 sd x sqrt(n)).", "",

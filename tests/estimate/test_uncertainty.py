@@ -281,3 +281,13 @@ def test_rl_memory_figures_carry_their_ranges(capsys):
     out = capsys.readouterr().out
     assert f"(p10–p90 {rng['p10']:.1f}–{rng['p90']:.1f}" in out and "P(OOM)" in out
     assert f"h ({hrs['p10']:,.1f}–{hrs['p90']:,.1f})" in out
+
+
+def test_fit_corpus_reads_gpus_outside_the_catalog_by_their_stated_memory():
+    import fit_corpus
+
+    rows = {e["raw"]["id"]: e for e in fit_corpus.load()}
+    r = rows["llamafactory-5977-llama3-8b-zero3-8x3090"]
+    assert r["usable_gib"] == pytest.approx(23.68) and r["gpu"] == "RTX-3090"
+    # a catalog GPU still comes from the catalog
+    assert rows["llamafactory-8642-qwen3-32b-zero2-8xh200"]["gpu"] == "H200-SXM"
