@@ -291,3 +291,20 @@ def test_fit_corpus_reads_gpus_outside_the_catalog_by_their_stated_memory():
     assert r["usable_gib"] == pytest.approx(23.68) and r["gpu"] == "RTX-3090"
     # a catalog GPU still comes from the catalog
     assert rows["llamafactory-8642-qwen3-32b-zero2-8xh200"]["gpu"] == "H200-SXM"
+
+
+def test_fit_suggestions_carry_their_memory_range(capsys):
+    """The changes memory suggests are memory figures too: each shows its p10-p90 (JSON, table, page)."""
+    from trainfit.cli import main
+
+    args = ["memory", "Qwen3-8B", "--method", "full", "--gpus", "8", "--strategy", "fsdp", "--seq-len", "32768",
+            "--gpu", "H100", "--attention", "flash"]
+    assert main(args + ["--json"]) == 0
+    sugg = json.loads(capsys.readouterr().out)["suggestions"]
+    assert sugg and all(s["reserved_interval_gib"] == U.memory_range(s["reserved_gib"]) or
+                        s["reserved_interval_gib"] == pytest.approx(U.memory_range(s["reserved_gib"]), rel=1e-3)
+                        for s in sugg)
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    r = sugg[0]["reserved_interval_gib"]
+    assert f"{sugg[0]['reserved_gib']:.1f} GiB ({r['p10']:.1f}–{r['p90']:.1f})" in out

@@ -168,8 +168,10 @@ class Suggestion:
     """What it costs (speed, quality) — the reason it is ranked where it is."""
 
     def to_dict(self) -> dict:
+        from trainfit.estimate.uncertainty import memory_range
+
         return {"change": self.change, "options": self.options, "reserved_gib": round(self.reserved_gib, 2),
-                "fits": self.fits, "why": self.why}
+                "reserved_interval_gib": memory_range(self.reserved_gib), "fits": self.fits, "why": self.why}
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -287,7 +287,7 @@ function showMemory(d, record = true) {
   $("#suggestions").replaceChildren(...(d.suggestions || []).map((s) => {
     const b = el("button", { type: "button", class: "apply" }, t("apply"));
     b.addEventListener("click", () => applyOptions(s.options || {}));
-    return el("li", {}, el("code", { text: s.change }), ` → ${fmt(s.reserved_gib, 1)} GiB` +
+    return el("li", {}, el("code", { text: s.change }), ` → ${withRange(s.reserved_gib, s.reserved_interval_gib, 1)} GiB` +
       (s.fits === true ? ` (${t("verdict_fits")})` : "") + (s.why ? ` — ${s.why} ` : " "), b);
   }));
   $("#download-memory").hidden = !d.gpu;
