@@ -99,6 +99,39 @@ def tokens_per_micro_batch(r: dict, stats: dict) -> tuple[int, int] | None:
     return 1, int(math.ceil(min(n * longest, peak)))
 
 
+def reads_allocator_reserve(r: dict) -> bool:
+    """Whether report ``r`` states torch's ``max_memory_reserved`` (ms-swift's log, the YAML header) rather than
+    what nvidia-smi shows: the caching allocator's reserve without the CUDA context and NCCL's own buffers."""
+    return "modelscope/ms-swift" in r["url"]
+
+
+AT_CAPACITY = 0.95
+"""A reading or a prediction at or above this share of the GPU's usable memory is censored by the card."""
+
+
+def memory_log_ratio(measured_gib: float | None, predicted_gib: float, usable_gib: float,
+                     outside_allocator_gib: float = 0.0) -> float | None:
+    """ln(measured / predicted reserved_gib) of one report for the memory interval (benchmarks/intervals.py), or
+    None when the report gives no uncensored reading.
+
+    Like for like: a reading of the allocator's reserve (:func:`reads_allocator_reserve`) gets the CUDA context and
+    NCCL buffers (``outside_allocator_gib``) that ``reserved_gib`` includes and the reading cannot see, so that every
+    ratio compares an nvidia-smi figure with ``reserved_gib``. Censored: a reading at the card's capacity only says
+    the job needed at most that, and a run predicted at or above the card that ran cannot read above the card, so
+    its ratio is capped by the card, not by the model's error: neither measures the spread."""
+    if not measured_gib or measured_gib >= AT_CAPACITY * usable_gib or predicted_gib >= AT_CAPACITY * usable_gib:
+        return None
+    return round(math.log((measured_gib + outside_allocator_gib) / predicted_gib), 6)
+
+
+def memory_regime(wl: Workload) -> str:
+    """The layout family of a report, for the per-regime memory spread that benchmarks/intervals.py measures
+    beside the pooled one: Megatron-Core layouts, sharded (ZeRO-3 / FSDP), ZeRO-1/2, plain data parallel."""
+    if wl.uses_megatron:
+        return "megatron"
+    return {"zero3": "shard", "fsdp": "shard", "zero1": "zero", "zero2": "zero"}.get(wl.strategy, "dp")
+
+
 def overhead_for(r: dict) -> OverheadModel:
     """The runtime overhead model of report ``r``: PyTorch's NCCL ``recordStream`` behaviour when the report
     states the PyTorch release it ran (``torch``, e.g. "2.5": the newest release when the figure was first
@@ -123,8 +156,12 @@ def load(path: Path = DATA) -> list[dict]:
         if derived:
             kw["micro_batch"], kw["seq_len"] = derived
         wl = Workload(**kw)
-        gpu = get_gpu(r["gpu"])
-        out.append({"raw": r, "model": m, "workload": wl, "usable_gib": gpu.usable_mem_gib, "gpu": gpu.name,
+        if "usable_gib" in r:  # a GPU outside trainfit's catalog (e.g. RTX 3090): the memory torch reports for it
+            usable, gpu_name = float(r["usable_gib"]), str(r["gpu"])
+        else:
+            gpu = get_gpu(r["gpu"])
+            usable, gpu_name = gpu.usable_mem_gib, gpu.name
+        out.append({"raw": r, "model": m, "workload": wl, "usable_gib": usable, "gpu": gpu_name,
                     "overhead": overhead_for(r)})
     return out
 
@@ -140,14 +177,15 @@ def run() -> dict:
         # ms-swift prints torch's max_memory_reserved (fit_reports.yaml header): without the CUDA context and NCCL
         # buffers that reserved_gib adds; the like-for-like comparison leaves them out for its reports
         fixed = e["overhead"].outside_allocator_gib(e["workload"])
-        like = est.reserved_gib - (fixed if "modelscope/ms-swift" in r["url"] else 0.0)
+        like = est.reserved_gib - (fixed if reads_allocator_reserve(r) else 0.0)
         fd = decide_fit(est, usable_gib=e["usable_gib"])
         src = report_source(r)
         rows.append({
             "id": r["id"], "url": r["url"], "source": src, "frozen": is_frozen(src),
             "oom_probability": None if fd.oom_probability is None else round(fd.oom_probability, 4),
-            "log_ratio": (round(math.log(meas / est.reserved_gib), 6)
-                          if meas and meas < 0.95 * e["usable_gib"] else None), "model": r["model"], "gpu": e["gpu"], "gpus": r["gpus"],
+            "log_ratio": memory_log_ratio(meas, est.reserved_gib, e["usable_gib"],
+                                          fixed if reads_allocator_reserve(r) else 0.0),
+            "regime": memory_regime(e["workload"]), "model": r["model"], "gpu": e["gpu"], "gpus": r["gpus"],
             "strategy": r["strategy"], "method": r["method"], "seq_len": r["seq_len"], "outcome": r["outcome"],
             "tokens_per_micro_batch": e["workload"].micro_batch * e["workload"].seq_len,
             "predicted_gib": round(est.reserved_gib, 1), "usable_gib": e["usable_gib"], "verdict": v,
@@ -213,6 +251,10 @@ def run() -> dict:
 
 def markdown(res: dict) -> str:
     ok = res["agreement_pct"] >= TARGET
+    tight_rows = [r for r in res["rows"] if r["verdict"] == "tight"]
+    tight_oom = sum(r["outcome"] == "oom" for r in tight_rows)
+    tight_ran = len(tight_rows) - tight_oom
+    tight_cap = sum(r["outcome"] == "fits" and r["at_capacity"] for r in tight_rows)
     lines = [
         "## Real-world fit corpus", "",
         f"Generated {res['date']} by `{res['command']}` over {res['n_reports']} published reports "
@@ -249,11 +291,11 @@ def markdown(res: dict) -> str:
         *[f"| {b['margin']:.0%} | {b['agreement_pct']} % | {b['tight']} | {b['oom_reports_tight_or_oom']}/{res['n_oom']} | "
           f"{b['ran_reports_flagged']}/{res['n_fits']} |" for b in res["margins"]],
         "",
-        "The band stays at 5 %: the only reports inside it are three runs published at the GPU's capacity "
-        "('8 * 80GiB'), for which tight is a fair reading, while the corpus has no OOM report close enough to "
-        "the limit to show the band is too wide, and the model still under-predicts more often than it "
-        "over-predicts (median signed error of the memory rows "
-        f"{res['memory_median_signed_error_pct']:+.1f} %).", "",
+        f"The band stays at {res['tight_band']:.0%}: inside it are {tight_oom} report(s) that OOMed and "
+        f"{tight_ran} that ran ({tight_cap} of them published at the GPU's capacity, e.g. '8 * 80GiB'), so tight "
+        "is a fair reading on both sides; the model still under-predicts more often than it over-predicts (median "
+        f"signed error of the memory rows {res['memory_median_signed_error_pct']:+.1f} %), so a narrower band "
+        "would call more runs at the limit 'fits'.", "",
         "`seq` is the script's max_length (packed length); `tokens` the largest micro-batch trainfit sized: for "
         "unpacked data sets with published token statistics (`datasets` in the YAML) the longest sample of a "
         "padded batch, or the expected largest padding-free micro-batch (n x mean + 3 sd x sqrt(n)).", "",

@@ -223,3 +223,88 @@ def test_render_header_and_check_carry_the_ranges(tmp_path):
     res = check_file(next(x for x in paths if x.name == "launch.sh"))
     note = [n for n in res.notes if n.startswith("memory:")]
     assert note and "p10-p90" in note[0] and "P(OOM)" in note[0]
+    # one way to print a probability everywhere: never "0 %" (a certainty 72 published runs cannot give)
+    shown = U.format_probability(p.fit.oom_probability)
+    assert f"P(OOM) {shown}" in text and f"P(OOM) {shown}" in note[0]
+
+
+def test_probabilities_are_never_printed_as_certainties():
+    assert U.format_probability(0.0) == "<1%" and U.format_probability(0.004) == "<1%"
+    assert U.format_probability(1.0) == ">99%" and U.format_probability(0.996) == ">99%"
+    assert U.format_probability(0.25) == "25%"
+
+
+def test_memory_ratio_is_like_for_like_and_censored_by_the_card():
+    import fit_corpus
+
+    # an nvidia-smi reading: measured / predicted
+    assert fit_corpus.memory_log_ratio(40.0, 36.0, 80.0) == pytest.approx(math.log(40 / 36), abs=1e-6)
+    # a max_memory_reserved reading gets what it cannot see (CUDA context + NCCL), as reserved_gib counts it
+    assert fit_corpus.memory_log_ratio(40.0, 36.0, 80.0, 1.5) == pytest.approx(math.log(41.5 / 36), abs=1e-6)
+    # censored: a reading at the card's capacity, or a run predicted at or above it (its reading is capped)
+    assert fit_corpus.memory_log_ratio(79.0, 70.0, 80.0) is None
+    assert fit_corpus.memory_log_ratio(50.0, 503.0, 80.0) is None
+    assert fit_corpus.memory_log_ratio(None, 30.0, 80.0) is None
+    # the corpus: ms-swift rows read the allocator's reserve, the others do not
+    rows = {e["raw"]["id"]: e for e in fit_corpus.load()}
+    assert fit_corpus.reads_allocator_reserve(rows["swift-lora-7b-1gpu"]["raw"])
+    assert not fit_corpus.reads_allocator_reserve(rows["qwen1-7b-lora-2048"]["raw"])
+
+
+def test_memory_interval_data_has_no_censored_rows():
+    import fit_corpus
+
+    res = json.loads((ROOT / "benchmarks" / "results" / "fit_corpus.json").read_text(encoding="utf-8"))
+    for r in res["rows"]:
+        if r["log_ratio"] is not None:
+            assert r["predicted_gib"] < fit_corpus.AT_CAPACITY * r["usable_gib"]
+            assert r["measured_gib"] < fit_corpus.AT_CAPACITY * r["usable_gib"]
+    d = U.load_data()["memory"]
+    assert d["rows"] == sum(1 for r in res["rows"] if r["log_ratio"] is not None and not r["frozen"])
+
+
+def test_rl_memory_figures_carry_their_ranges(capsys):
+    """memory --rl: the binding peak, the step time and the hours show p10-p90 and P(OOM) like every other figure
+    (issue 26; they showed none)."""
+    from trainfit.cli import main
+
+    assert main(["memory", "Qwen3-8B", "--method", "lora", "--rl", "grpo", "--gpu", "H800", "--steps", "100",
+                 "--json"]) == 0
+    rl = json.loads(capsys.readouterr().out)["rl"]
+    rng = rl["peak_interval_gib"]
+    assert rng == pytest.approx(U.memory_range(rl["peak_gib"]), rel=1e-4) and rng["p10"] < rl["peak_gib"] < rng["p90"]
+    iv = U.Interval.from_dict(rl["speed"]["interval"])
+    assert iv.out_of_domain  # no published RL run
+    hrs = rl["time"]["intervals"]["hours"]
+    assert hrs["p10"] < rl["time"]["hours"] < hrs["p90"]
+    assert main(["memory", "Qwen3-8B", "--method", "lora", "--rl", "grpo", "--gpu", "H800", "--steps", "100"]) == 0
+    out = capsys.readouterr().out
+    assert f"(p10–p90 {rng['p10']:.1f}–{rng['p90']:.1f}" in out and "P(OOM)" in out
+    assert f"h ({hrs['p10']:,.1f}–{hrs['p90']:,.1f})" in out
+
+
+def test_fit_corpus_reads_gpus_outside_the_catalog_by_their_stated_memory():
+    import fit_corpus
+
+    rows = {e["raw"]["id"]: e for e in fit_corpus.load()}
+    r = rows["llamafactory-5977-llama3-8b-zero3-8x3090"]
+    assert r["usable_gib"] == pytest.approx(23.68) and r["gpu"] == "RTX-3090"
+    # a catalog GPU still comes from the catalog
+    assert rows["llamafactory-8642-qwen3-32b-zero2-8xh200"]["gpu"] == "H200-SXM"
+
+
+def test_fit_suggestions_carry_their_memory_range(capsys):
+    """The changes memory suggests are memory figures too: each shows its p10-p90 (JSON, table, page)."""
+    from trainfit.cli import main
+
+    args = ["memory", "Qwen3-8B", "--method", "full", "--gpus", "8", "--strategy", "fsdp", "--seq-len", "32768",
+            "--gpu", "H100", "--attention", "flash"]
+    assert main(args + ["--json"]) == 0
+    sugg = json.loads(capsys.readouterr().out)["suggestions"]
+    assert sugg and all(s["reserved_interval_gib"] == U.memory_range(s["reserved_gib"]) or
+                        s["reserved_interval_gib"] == pytest.approx(U.memory_range(s["reserved_gib"]), rel=1e-3)
+                        for s in sugg)
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    r = sugg[0]["reserved_interval_gib"]
+    assert f"{sugg[0]['reserved_gib']:.1f} GiB ({r['p10']:.1f}–{r['p90']:.1f})" in out

@@ -447,3 +447,20 @@ def test_a_rejection_fix_applies_and_replans(page, server):
     assert opt["ignore_rule"][0] in page.inner_text("#plan-extra")
     again = _api(server, "/api/plan", sent[-1])
     assert page.locator("#plans tbody tr.plan").count() == len(again["plans"])
+
+
+def test_memory_panel_shows_the_reserved_range_and_p_oom(page, server):
+    """Issue 26: every memory figure shows its p10-p90 range, and the verdict its calibrated P(OOM), on the page as
+    in the CLI (the panel showed neither)."""
+    page.goto(server + "/?model=Qwen3-8B&method=full&gpu=A100-80GB-SXM&run=memory")
+    page.wait_for_selector("body[data-ready=memory]")
+    expected = _api(server, "/api/memory", {"model": "Qwen3-8B", "method": "full", "gpu": "A100-80GB-SXM"})
+    rng = expected["reserved_interval_gib"]
+    assert rng["p10"] < expected["reserved_gib"] < rng["p90"]
+    summary = page.inner_text("#mem-summary").replace(",", "")
+    assert f"({rng['p10']:.1f}–{rng['p90']:.1f})" in summary
+    p = expected["fit"]["oom_probability"]
+    shown = "<1%" if p < 0.01 else (">99%" if p > 0.99 else f"{round(100 * p)}%")
+    assert f"P(OOM) {shown}" in page.inner_text("#mem-p-oom")
+    # the history row carries the range too
+    assert f"({rng['p10']:.1f}–{rng['p90']:.1f})" in page.inner_text("#history").replace(",", "")

@@ -57,13 +57,21 @@ def print_rl_memory(out: dict) -> None:
                    else "") + f")   host RAM/node: {rl['host_ram_gib']:,.0f} GiB")
     name = out.get("gpu") or "GPU"
     colour = {"fits": "green", "tight": "yellow", "unknown": "yellow"}.get(rl["verdict"], "red")
+    from trainfit.estimate.uncertainty import format_probability
+
+    prng, p_oom = rl.get("peak_interval_gib"), (rl.get("fit") or {}).get("oom_probability")
     c.print(f"[{colour}]{rl['verdict']}[/{colour}] on {name} ({out['gpu_mem_gib']:g} GiB), binding phase "
-            f"{rl['binding_phase']}: {rl['peak_gib']:.1f} GiB/GPU, headroom {rl['headroom_gib']:.2f} GiB")
+            f"{rl['binding_phase']}: {rl['peak_gib']:.1f} GiB/GPU"
+            + (f" (p10–p90 {prng['p10']:.1f}–{prng['p90']:.1f}, fit corpus)" if prng else "")
+            + f", headroom {rl['headroom_gib']:.2f} GiB"
+            + ("" if p_oom is None else f", P(OOM) {format_probability(p_oom)}"))
     for reason in rl["fit"].get("reasons", []):
         c.print(f"  {reason}")
     if "speed" in rl:
         s = rl["speed"]
-        c.print(f"step {s['step_seconds']:,.0f} s: rollout {s['rollout_seconds']:,.0f} s "
+        siv = s.get("interval")  # step time moves against the speed: its p10 is the speed's p90
+        srng = f" ({s['step_seconds'] / siv['p90']:,.0f}–{s['step_seconds'] / siv['p10']:,.0f})" if siv else ""
+        c.print(f"step {s['step_seconds']:,.0f} s{srng}: rollout {s['rollout_seconds']:,.0f} s "
                 f"({s['rollout_tokens_per_s']:,.0f} tok/s, {s['engines']} engine(s) x batch {s['decode_batch']}), "
                 f"update {s['update_seconds']:,.0f} s, log-probs {s['logprob_seconds']:,.0f} s"
                 + (f", critic {s['critic_seconds']:,.0f} s" if s["critic_seconds"] else "")
@@ -72,6 +80,14 @@ def print_rl_memory(out: dict) -> None:
         for w in s.get("warnings", []):
             c.print(f"[yellow]warning:[/yellow] {w}")
     if "time" in rl:
-        c.print(f"{rl['time']['steps']} steps: {rl['time']['hours']:,.1f} h, {rl['time']['gpu_hours']:,.1f} GPU-hours")
+        tiv = rl["time"].get("intervals") or {}
+
+        def _r(k: str) -> str:
+            return f" ({tiv[k]['p10']:,.1f}–{tiv[k]['p90']:,.1f})" if tiv.get(k) else ""
+
+        c.print(f"{rl['time']['steps']} steps: {rl['time']['hours']:,.1f} h{_r('hours')}, "
+                f"{rl['time']['gpu_hours']:,.1f} GPU-hours{_r('gpu_hours')}"
+                + (" (p10–p90; no published RL run calibrates it: the policy update's interval widened)"
+                   if tiv else ""))
     for w in rl["warnings"]:
         c.print(f"[yellow]warning:[/yellow] {w}")

@@ -72,7 +72,9 @@ def print_memory(out: dict, console: Console | None = None) -> None:
         c.print(f"largest micro-batch at seq {wl['seq_len']}: {out['max_micro_batch']}   "
                 f"longest seq at micro-batch {wl['micro_batch']}: {out['max_seq_len']:,}")
         for s in out.get("suggestions", []):
-            c.print(f"  try [bold]{s['change']}[/bold]: {s['reserved_gib']:.1f} GiB ({s['why']})")
+            rng = s.get("reserved_interval_gib")
+            c.print(f"  try [bold]{s['change']}[/bold]: {s['reserved_gib']:.1f} GiB"
+                    + (f" ({rng['p10']:.1f}–{rng['p90']:.1f})" if rng else "") + f" ({s['why']})")
     for a in out.get("assumptions", []):
         c.print(f"[dim]- {escape(a)}[/dim]")
 
@@ -119,7 +121,9 @@ def interval_lines(iv: dict | None) -> list[str]:
 
 
 def _prob(p: float) -> str:
-    return "<1%" if p < 0.01 else (">99%" if p > 0.99 else f"{p:.0%}")
+    from trainfit.estimate.uncertainty import format_probability
+
+    return format_probability(p)
 
 
 def _age(as_of: str | None) -> str:

@@ -306,13 +306,13 @@ def rule_memory(f: JobFacts, o: CheckOptions) -> list[Violation]:
              + (f", ep {rb.workload.ep}" if rb.workload.ep > 1 else "") + (f", tp {rb.workload.tp}" if rb.workload.tp > 1 else "")
              + f" on {rb.workload.gpus} GPU(s)")
     extra = f" (assumed {', '.join(rb.assumed)})" if rb.assumed else ""
-    from trainfit.estimate.uncertainty import memory_range
+    from trainfit.estimate.uncertainty import format_probability, memory_range
 
     rng = memory_range(rb.estimate.reserved_gib)
     f.notes.append(f"memory: {rb.estimate.reserved_gib:.1f} GiB per GPU"
                    + (f" (p10-p90 {rng['p10']:.1f}-{rng['p90']:.1f} from published runs)" if rng else "")
                    + f" of {d.usable_gib:.4g} GiB usable on {rb.gpu}: {d.verdict}"
-                   + ("" if d.oom_probability is None else f", P(OOM) {100 * d.oom_probability:.0f} %"))
+                   + ("" if d.oom_probability is None else f", P(OOM) {format_probability(d.oom_probability)}"))
     if d.verdict == "oom":
         out.append(Violation(rule="memory-fit", severity=ERROR,
                              message=f"{where}: {'; '.join(d.reasons)} on {rb.gpu}{extra}",

@@ -8,6 +8,7 @@ sources: docs/memory-model.md.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from functools import lru_cache
 from operator import attrgetter
@@ -15,7 +16,7 @@ from operator import attrgetter
 from trainfit.estimate.activations import (LayerTraining, expert_lora_merged_bytes, layer_backward_temp_per_token,
                                            layer_bytes_per_token)
 from trainfit.estimate.params import freeze_trainable_layer_ids, lora_targeted
-from trainfit.estimate.runtime import megatron_layer_bytes_per_token
+from trainfit.estimate.runtime import megatron_core, megatron_layer_bytes_per_token
 from trainfit.estimate.states import rank_layers
 from trainfit.models.shapes import ModelShape
 from trainfit.workload import ALL_LINEAR, Workload
@@ -77,6 +78,21 @@ def act_divisor(wl: Workload) -> float:
     return float(wl.tp) if (wl.tp > 1 and wl.sequence_parallel) else 1.0
 
 
+def tp_local_shape(m: ModelShape, tp: int) -> ModelShape:
+    """The decoder layer one rank computes under tensor parallelism without sequence parallelism outside
+    Megatron-Core: transformers' ``tp_plan`` splits q/k/v and gate/up column-wise and o/down row-wise
+    (``Qwen3ForCausalLM``'s ``base_model_tp_plan``, transformers/models/qwen3/configuration_qwen3.py;
+    ``ColwiseParallel`` hands the local shard on, ``RowwiseParallel`` all-reduces its output,
+    transformers/integrations/tensor_parallel.py), so a rank runs ``1/tp`` of the heads and of the MLP width while
+    every tensor of width h (the layer input, the norms, the residual stream and the projections' inputs) is
+    replicated on all tp ranks. The routed experts keep their width (expert parallelism shards them)."""
+    if tp <= 1:
+        return m
+    return dataclasses.replace(m, num_heads=max(1, m.num_heads // tp), num_kv_heads=max(1, m.num_kv_heads // tp),
+                               intermediate_size=max(1, m.intermediate_size // tp),
+                               shared_expert_intermediate_size=m.shared_expert_intermediate_size // tp)
+
+
 def autocast(wl: Workload) -> bool:
     """fp32 weights run under autocast only with plain DDP: DeepSpeed's bf16/fp16 mode and FSDP2's
     MixedPrecisionPolicy(param_dtype=bf16) compute with half-precision weights, no autocast cache."""
@@ -86,6 +102,9 @@ def autocast(wl: Workload) -> bool:
 def act_profile(m: ModelShape, wl: Workload) -> ActProfile:
     """The activation profile of ``wl`` on ``m`` (uncached; see :func:`cached_act_profile`)."""
     tpd = act_divisor(wl)
+    # tensor parallelism without sequence parallelism: heads and MLP width split, width-h tensors replicated
+    tp_local = wl.tp if (wl.tp > 1 and tpd == 1.0) else 1
+    shape = tp_local_shape(m, tp_local) if not megatron_core(wl) else m
     S = int(wl.seq_len / wl.cp)
     ids = list(rank_layers(m, wl))
     if wl.method == "freeze":
@@ -97,10 +116,10 @@ def act_profile(m: ModelShape, wl: Workload) -> ActProfile:
         tr = _layer_training(m, wl, i)
         k = (_layer_kind(m, i), tr)
         if k not in memo:
-            if wl.uses_megatron and m.arch != "next":  # Megatron-Core's own saved set (estimate/runtime.py)
-                v = megatron_layer_bytes_per_token(m, i) / tpd
+            if megatron_core(wl) and m.arch != "next":  # Megatron-Core's own saved set (estimate/runtime.py)
+                v = megatron_layer_bytes_per_token(m, i, tp=tp_local) / tpd
             else:
-                v = layer_bytes_per_token(m, wl, i, tr, seq=S) / tpd
+                v = layer_bytes_per_token(shape, wl, i, tr, seq=S) / tpd
             if wl.precision == "fp8":
                 v *= 0.75
             fx = expert_lora_merged_bytes(m, wl, tr, ep=wl.ep, tp=wl.tp) if m.is_moe_layer(i) else 0.0
@@ -116,7 +135,7 @@ def act_profile(m: ModelShape, wl: Workload) -> ActProfile:
 
 
 _ACT_FIELDS = ("method", "lora_rank", "lora_alpha", "lora_targets", "freeze_trainable_layers", "precision",
-               "attention", "tp", "pp", "cp", "sequence_parallel")
+               "attention", "tp", "pp", "cp", "sequence_parallel", "strategy")
 
 
 _act_fields = attrgetter(*_ACT_FIELDS)
@@ -128,6 +147,9 @@ def _act_key(wl: Workload) -> tuple:
     key = _act_fields(wl)
     if wl.precision in ("amp-bf16", "fp16") and not autocast(wl):
         key = key[:_PRECISION_AT] + ("bf16",) + key[_PRECISION_AT + 1:]
+    # the strategy matters only as Megatron-Core's saved set (ddp here) or the Hugging Face layer's (fsdp) under a
+    # model-parallel layout, and for autocast (ddp), whose precision the key already carries
+    key = key[:-1] + ("fsdp" if (wl.uses_megatron and not megatron_core(wl)) else "ddp",)
     return key + (wl.seq_len if wl.attention == "eager" else wl.cp,)
 
 

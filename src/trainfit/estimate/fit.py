@@ -9,7 +9,8 @@ would make it fit.
   enough that any GPU server has it, :data:`HOST_RAM_FLOOR_GIB_PER_GPU`);
 * ``tight``: inside the safety margin (usable x (1 - margin) < reserved <= usable), or host RAM within 90-100 %,
   or a reserve above usable memory that only its releasable cache (``MemoryEstimate.releasable_cache_gib``: cached
-  blocks the caching allocator frees and retries with before it fails) takes over it;
+  blocks the caching allocator frees and retries with before it fails; when cache is releasable, from PyTorch's
+  allocator: estimate/zero3.py) takes over it;
 * ``oom``: more than the GPU's usable memory without that cache, or more host RAM than the node has;
 * ``unknown``: the GPU part fits but the node's host RAM is unknown and the job needs more than the floor.
 
@@ -167,8 +168,10 @@ class Suggestion:
     """What it costs (speed, quality) — the reason it is ranked where it is."""
 
     def to_dict(self) -> dict:
+        from trainfit.estimate.uncertainty import memory_range
+
         return {"change": self.change, "options": self.options, "reserved_gib": round(self.reserved_gib, 2),
-                "fits": self.fits, "why": self.why}
+                "reserved_interval_gib": memory_range(self.reserved_gib), "fits": self.fits, "why": self.why}
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 from trainfit.workload import Workload
 
-def megatron_layer_bytes_per_token(m, i: int) -> float:
+def megatron_layer_bytes_per_token(m, i: int, tp: int = 1) -> float:
     """Activation bytes Megatron-Core (TransformerEngine, flash attention, bf16) saves for backward per token
     of decoder layer ``i`` without recomputation (before the sequence-parallel split).
 
@@ -44,16 +44,23 @@ def megatron_layer_bytes_per_token(m, i: int) -> float:
     dispatched token, fc1 output, fc2 input and the combine input: k*(2h + 3*I_e); shared expert as a dense MLP.
     Elements x 2 bytes. The Hugging Face layer (what memory.py traces) also keeps the SiLU output and the
     gate*up product, norm fp32 intermediates and the router's one-hot masks: ~45 % more for Llama-3-8B.
+
+    ``tp`` > 1: tensor parallelism *without* sequence parallelism. The column-parallel outputs (Q/K/V, the
+    attention output, fc1's output and fc2's input) hold ``1/tp`` of the heads or of the intermediate width on each
+    rank, while the LayerNormLinear inputs and outputs of width h are replicated: Korthikanti et al. 2022, eq. 2,
+    sbh(10 + 24/t + ...) (https://arxiv.org/abs/2205.05198). The routed experts' share is left whole (their
+    layout is expert parallelism's, not tensor parallelism's). With sequence parallelism (``tp`` = 1 here) the
+    caller divides everything by tp.
     """
     h, nh, hd, nkv = m.hidden_size, m.num_heads, m.head_dim, m.num_kv_heads
-    attn = 2 * h + 2 * nh * hd + 2 * nkv * hd
+    attn = 2 * h + (2 * nh * hd + 2 * nkv * hd) / tp
     if m.is_moe_layer(i):
         k, Ie, E = m.experts_per_token, m.moe_intermediate_size, m.num_experts
         mlp = 2 * h + 2 * E + k * (2 * h + 3 * Ie)
         if m.shared_expert_intermediate_size:
-            mlp += 3 * m.shared_expert_intermediate_size
+            mlp += 3 * m.shared_expert_intermediate_size / tp
     else:
-        mlp = 2 * h + 3 * m.intermediate_size
+        mlp = 2 * h + 3 * m.intermediate_size / tp
     return 2.0 * (attn + mlp)
 
 

@@ -234,6 +234,13 @@ def rl_speed_interval(model: Any, workload: Any) -> dict | None:
                           f"({iv.group}) widened {k:g}x, an assumption")).to_dict()
 
 
+def format_probability(p: float) -> str:
+    """A probability as every surface prints it (memory and plan tables, render's summary, ``check``, the page):
+    ``<1%`` and ``>99%`` at the ends, never ``0 %`` or ``100 %``, which would claim a certainty the calibration
+    over a few dozen published runs cannot give."""
+    return "<1%" if p < 0.01 else (">99%" if p > 0.99 else f"{p:.0%}")
+
+
 def ranges_overlap(a: dict | None, b: dict | None) -> bool:
     """Whether two p10-p90 ranges overlap (a tie in a ranking)."""
     if not a or not b:
@@ -241,6 +248,6 @@ def ranges_overlap(a: dict | None, b: dict | None) -> bool:
     return a["p10"] <= b["p90"] and b["p10"] <= a["p90"]
 
 
-__all__ = ["GBS_BANDS", "Interval", "LEVELS", "OUT_OF_DOMAIN_WIDENING", "SEQ_BANDS", "group_key",
+__all__ = ["GBS_BANDS", "Interval", "LEVELS", "OUT_OF_DOMAIN_WIDENING", "SEQ_BANDS", "format_probability", "group_key",
            "interval_from_groups", "load_data", "memory_interval", "memory_range", "oom_probability", "parallelism",
            "plan_speed_interval", "ranges_overlap", "rl_speed_interval", "speed_interval", "speed_regime"]

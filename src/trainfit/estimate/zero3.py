@@ -31,6 +31,29 @@ v0.9.5 - v0.16.4 (https://github.com/deepspeedai/DeepSpeed/blob/v0.15.4/deepspee
   activation blocks stay reserved. ``max_memory_reserved`` and nvidia-smi then see the resident states plus the
   backward's transient blocks plus the step's temporaries: more than the tensor peak, which only one of them
   reaches at a time. Cached memory, not live tensors: the allocator releases it and retries before it raises OOM.
+* **When the allocator can give that cache back** (the rule ``estimate.fit.decide_fit`` applies to
+  ``MemoryEstimate.releasable_cache_gib``). When cudaMalloc fails, PyTorch's caching allocator first returns the
+  blocks whose recorded-stream events have completed (``synchronize_and_free_events``: ``record_stream`` delays
+  reuse, not release), then frees cached blocks "that are not split" and retries, first one of sufficient size, then
+  all of them, on every stream (the header comment, ``release_available_cached_blocks`` and
+  ``release_cached_blocks`` of c10/cuda/CUDACachingAllocator.cpp,
+  https://github.com/pytorch/pytorch/blob/001074d25084fdb87a799823e395a50f5ec044d3/c10/cuda/CUDACachingAllocator.cpp).
+  A block is unsplit when its whole segment is free: freed neighbours merge back, and one live tensor pins its
+  segment (``expandable_segments``, off by default, would unmap free pages inside a used segment as well). So a
+  cached block can be given back exactly when no live tensor shares its segment. At the ZeRO-3 step that holds for
+  the backward's blocks: every forward/backward tensor has been freed (DeepSpeed keeps the gradient partitions in
+  the flat buffer allocated when the engine is built, the reduce bucket likewise; the persistent small parameters
+  are under 1 MiB, the small pool), and the all-gather stream's segments hold only gathered parameters, released by
+  the end of backward. The rule: the step's separate segments are releasable (``tight``, not ``oom``, when only
+  they take the reserve over the card). Cache is *not* releasable while tensors of mixed lifetimes share its
+  segments, i.e. inside forward and backward: that fragmentation is what ``OverheadModel.allocator_slack_fraction``
+  stands for, and it is counted as needed memory. LLaMA-Factory issue 2744 shows it (a ZeRO-3 run with offload
+  on a 24 GB card failed to allocate 2.32 GiB with "9.80 GiB reserved by PyTorch but unallocated",
+  https://github.com/hiyouga/LlamaFactory/issues/2744); DeepSpeed's stage-3 warning "pytorch allocator cache flushes
+  since last step" (``num_alloc_retries``) shows the release and retry working at the step, at a speed cost. In the
+  corpus, swift-full-32b-zero3 ran at the card's capacity where only this release makes it fit, and
+  llamafactory-5977 (8 x RTX 3090) OOMed with a live need of 23.3 of 23.68 GiB: tight, within the memory model's
+  error, not a case of cache that could not be released (benchmarks/data/fit_reports.yaml).
 """
 
 from __future__ import annotations

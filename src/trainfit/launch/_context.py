@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from trainfit.estimate.uncertainty import format_probability
 from trainfit.models.shapes import ModelShape
 from trainfit.workload import Workload
 
@@ -263,7 +264,7 @@ class RenderContext:
         lines.append(f"memory: {_num(mem.get('reserved_gib'))} GiB{_rng(iv.get('per_gpu_gib'))} per GPU reserved "
                      f"(tensor peak {_num(mem.get('tensor_peak_gib'))} GiB, {mem.get('peak_phase', '?')}) of "
                      f"{_num(mem.get('gpu_mem_gib'))} GiB usable: {s['verdict'].upper() if s['verdict'] != 'fits' else 'fits'}"
-                     + ("" if p_oom is None else f", P(OOM) {100 * p_oom:.0f} %"))
+                     + ("" if p_oom is None else f", P(OOM) {format_probability(p_oom)}"))
         speed = s.get("speed")
         lines.append("speed: " + (f"{_num(speed.get('tokens_per_s'), 0)} tokens/s{_rng(iv.get('tokens_per_s'), 0)}, "
                                   f"{_num(speed.get('step_seconds'))} s/step, MFU {_num(speed.get('mfu'))}"

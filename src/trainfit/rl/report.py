@@ -23,15 +23,25 @@ def rl_report(model: ModelShape, workload: Workload, rl: RLConfig, gpu_mem_gib: 
 
     wl = workload.with_(seq_len=rl.seq_len) if workload.seq_len != rl.seq_len else workload
     est = estimate_rl_memory(model, wl, rl, gpu_mem_gib, strict=strict, host_ram_gib=host_ram_gib, margin=margin)
+    from trainfit.estimate.uncertainty import Interval, memory_range, rl_speed_interval
+
     out: dict[str, Any] = {"config": rl.to_dict(), **est.to_dict()}
+    # p10-p90 of the binding phase's peak: the fit corpus's memory interval (fine-tuning runs; no published RL
+    # memory reading calibrates the rollout engine's share), as every other memory figure (issue 26)
+    out["peak_interval_gib"] = memory_range(est.peak_gib)
     if gpu is not None and est.kv_shortfall is None:  # an engine that holds no sequence has no step time
         from trainfit.rl.speed import rl_hours, rl_step_speed
 
         sp = rl_step_speed(model, wl, rl, est, gpu=gpu, instance=instance)
         out["speed"] = sp.to_dict()
+        out["speed"]["interval"] = siv = rl_speed_interval(model, wl)
         out["_speed"] = sp
         if steps:
             out["time"] = {k: round(v, 3) for k, v in rl_hours(sp, steps, wl.gpus).items()}
+            if siv:  # step time, hours and GPU-hours move against the speed: their p10 is the speed's p90
+                iv = Interval.from_dict(siv)
+                out["time"]["intervals"] = {k: iv.scale(out["time"][k], inverse=True)
+                                            for k in ("hours", "gpu_hours") if k in out["time"]}
     out["_train"] = est.train
     out["_estimate"] = est
     out["_workload"] = wl

@@ -258,7 +258,9 @@ function showMemory(d, record = true) {
   const vb = $("#verdict");
   const hostOom = v === "oom" && d.fit && d.fit.host_verdict === "oom" && d.fit.gpu_verdict !== "oom";
   vb.className = "verdict " + v; vb.textContent = t(hostOom ? "verdict_host_oom" : "verdict_" + v); vb.dataset.verdict = v;
-  $("#mem-summary").textContent = `${d.model} · ${d.workload.method} · ${t("reserved")} ${fmt(d.reserved_gib, 1)} GiB` +
+  // reserved with its p10-p90 range (fit corpus), as the CLI's table (issue 26)
+  $("#mem-summary").textContent = `${d.model} · ${d.workload.method} · ${t("reserved")} ` +
+    `${withRange(d.reserved_gib, d.reserved_interval_gib, 1)} GiB` +
     (d.gpu_mem_gib ? ` ${t("of")} ${fmt(d.gpu_mem_gib, 1)} GiB ${t("usable")}` + (d.gpu ? ` (${d.gpu})` : "") : "");
   $("#bar").replaceWith(Object.assign(memBar(d, false), { id: "bar" }));
   $("#legend").replaceChildren(...Object.entries(d.breakdown_gib).map(([term, gib]) => {
@@ -278,11 +280,14 @@ function showMemory(d, record = true) {
   // why the verdict is not "fits", and what the GPU cannot run (FlashAttention-3 off Hopper): as the CLI prints
   const fit = rl ? rl.fit : d.fit;
   $("#mem-warnings").replaceChildren(...[...((fit && v !== "fits") ? fit.reasons || [] : []),
-    ...(d.warnings || []), ...(rl ? rl.warnings || [] : [])].map((w) => el("li", { text: w })));
+    ...(d.warnings || []), ...(rl ? rl.warnings || [] : [])].map((w) => el("li", { text: w })),
+    // the calibrated P(OOM) of the verdict, as memory prints it
+    ...(fit && fit.oom_probability != null
+      ? [el("li", { class: "note", id: "mem-p-oom", text: t("p_oom", { p: prob(fit.oom_probability) }) })] : []));
   $("#suggestions").replaceChildren(...(d.suggestions || []).map((s) => {
     const b = el("button", { type: "button", class: "apply" }, t("apply"));
     b.addEventListener("click", () => applyOptions(s.options || {}));
-    return el("li", {}, el("code", { text: s.change }), ` → ${fmt(s.reserved_gib, 1)} GiB` +
+    return el("li", {}, el("code", { text: s.change }), ` → ${withRange(s.reserved_gib, s.reserved_interval_gib, 1)} GiB` +
       (s.fits === true ? ` (${t("verdict_fits")})` : "") + (s.why ? ` — ${s.why} ` : " "), b);
   }));
   $("#download-memory").hidden = !d.gpu;
@@ -296,7 +301,7 @@ function showMemory(d, record = true) {
   $("#history").replaceChildren(...state.history.map((h) => {
     const v3 = verdictOf(h.d);
     return el("div", { class: "hrow" }, el("span", { text: h.label }), memBar(h.d, true),
-      el("span", { class: "verdict " + v3, text: `${fmt(h.d.reserved_gib, 1)} GiB` }));
+      el("span", { class: "verdict " + v3, text: `${withRange(h.d.reserved_gib, h.d.reserved_interval_gib, 1)} GiB` }));
   }));
 }
 
