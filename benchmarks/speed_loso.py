@@ -142,7 +142,8 @@ def load_rows(data: dict, raw_rows: list[dict]) -> list[Row]:
                       precision=r["precision"], method=r["method"], lora_rank=r.get("lora_rank", 8),
                       lora_targets=r.get("lora_targets", ALL_LINEAR),
                       grad_ckpt=bool(r["grad_ckpt"]), attention=r.get("attention", "sdpa"),
-                      experts_impl=r.get("experts_impl", "modulelist"))
+                      experts_impl=r.get("experts_impl", "modulelist"),
+                      moe_routing=str(r.get("moe_routing", "natural")))
         model = models[r["model"]]
         fw = r["engine"]
         kw = engine_kwargs(r)

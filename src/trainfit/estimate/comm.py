@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from trainfit.estimate.hardware import Hardware
 from trainfit.models.shapes import ModelShape
-from trainfit.workload import Workload
+from trainfit.workload import Workload, routing_imbalance
 
 TCP_FALLBACK_GBYTES_PER_S = 25 / 8
 """Assumption used when a multi-node job has no inter-node bandwidth: one 25 Gbit/s VPC NIC per node."""
@@ -216,13 +216,15 @@ def ep_term(model: ModelShape, wl: Workload, links: Links, expert_tp: int = 1) -
     expert ranks ``etp-ep-dp-pp``, so an EP group is ``ep`` consecutive ranks and stays inside a node when
     ``ep <= GPUs per node`` whatever the attention TP (Megatron-MoE-ModelZoo lists TP2/EP8 as "intra-node
     EP"). With sequence parallelism each TP rank dispatches its own ``1/tp`` of the tokens. ``expert_tp`` > 1
-    (Megatron-Core's default when unset, and ms-swift's before 3.9) spaces the EP ranks ``expert_tp`` apart."""
+    (Megatron-Core's default when unset, and ms-swift's before 3.9) spaces the EP ranks ``expert_tp`` apart.
+    Routing imbalance (``workload.routing_imbalance``): the most-loaded rank receives (dispatch) and sends back
+    (combine) that many times the mean tokens, and the all-to-all ends when it has."""
     if not (wl.ep > 1 and model.is_moe):
         return None
     g_node, intra, inter, link_eff = links.g_node, links.intra, links.inter, links.link_eff
     tokens_mb = wl.micro_batch * wl.seq_len / wl.cp
     moe_layers = model.n_moe_layers / wl.pp
-    send = tokens_mb / wl.tp * model.experts_per_token * model.hidden_size * ACT_BYTES
+    send = tokens_mb / wl.tp * model.experts_per_token * model.hidden_size * ACT_BYTES * routing_imbalance(wl, model)
     n_a2a = moe_layers * (4 + (2 if wl.grad_ckpt else 0))
     g_in = min(wl.ep, max(1, g_node // expert_tp))  # EP ranks are expert_tp apart (consecutive with expert TP 1)
     t_intra = send * (g_in - 1) / wl.ep / (intra * 1e9 * link_eff)

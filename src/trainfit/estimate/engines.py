@@ -47,7 +47,7 @@ from trainfit.estimate.engine_assumptions import (
 )
 from trainfit.estimate import engine_terms as terms
 from trainfit.models.shapes import ModelShape
-from trainfit.workload import Workload
+from trainfit.workload import Workload, routing_imbalance
 
 FAMILY_OF: dict[str, str] = {"hf-trainer": "hf", "deepspeed": "hf", "fsdp2": "native", "megatron": "megatron",
                              "automodel": "megatron"}
@@ -336,8 +336,13 @@ def features(model: ModelShape, wl: Workload, hw: Any, framework: str, *, flops:
     per = tokens_step_gpu * ratio
     mb_tokens = wl.micro_batch * wl.seq_len / wl.cp  # tokens of one micro-batch on one GPU (before TP)
     dense_dim, expert_dim, visited, expert_tokens = _gemm_dims(model, wl, family, mb_tokens, moe_grouped_gemm)
+    # expert routing imbalance: the most-loaded expert-parallel rank runs ``imb`` x the mean routed tokens (its
+    # grouped GEMMs and permute/unpermute traffic), and every rank waits for it at the combine all-to-all
+    imb = routing_imbalance(wl, model)
+    expert_tokens *= imb
     lora_dim = float(wl.lora_rank) if wl.method in ("lora", "qlora") else 0.0
     units, moe_units_b = terms.elementwise_units(model, wl, tokens_step_gpu, ratio)
+    moe_units_b *= imb
     ce = tokens_step_gpu * model.vocab_size * CE_BYTES_PER_LOGIT  # vocab-parallel over TP
     layer_units, moe_units, expert_units, zero3_fetches = terms.kernel_units(model, wl, family, ratio, visited,
                                                                              z3_leaf_moe)
@@ -348,7 +353,7 @@ def features(model: ModelShape, wl: Workload, hw: Any, framework: str, *, flops:
         family=family, gpu_class=hw.gpu_class, fp8=wl.precision == "fp8" and bool(hw.peak_fp8_tflops),
         compiled=compiled, peak16_tflops=hw.peak_tflops, peak_fp8_tflops=hw.peak_fp8_tflops,
         mem_gbytes_per_s=bw,
-        dense_gemm_flops=dense_fwd * per, expert_gemm_flops=expert_fwd * per,
+        dense_gemm_flops=dense_fwd * per, expert_gemm_flops=expert_fwd * per * imb,
         lora_flops=flops.forward_lora_flops * per,
         attention_flops=0.0 if eager_flops else (flops.forward_attention_flops * per * terms.attention_head_padding(
             model.head_dim, wl, hw, triton_attention)),

@@ -203,6 +203,8 @@ def _megatron_fields(args: dict[str, str], gpus: int | None, kw: dict, assumed: 
     if kw.get("ep", 1) > 1 and etp != "1":
         assumed.append(f"expert_tensor_parallel_size {etp} read as 1: trainfit sizes experts with expert "
                        "tensor parallelism 1 (whole experts per TP rank, ms-swift's default)")
+    if kw.get("ep", 1) > 1:  # Megatron-Core --moe-router-force-load-balancing: every EP rank gets the mean tokens
+        kw["moe_routing"] = "balanced" if _flag(args.get("moe_router_force_load_balancing")) else "natural"
     mb = int(args["micro_batch_size"]) if args.get("micro_batch_size", "").isdecimal() else 1
     kw["micro_batch"] = mb
     gbs = args.get("global_batch_size", "")
