@@ -429,7 +429,11 @@ def test_optimizer_step_counts_clipping_and_grad_buffer_zeroing_per_engine(q8):
 
 # ------------------------------------------------------------------------------------------- bookkeeping
 def test_every_constant_is_named_sourced_and_reported(q8):
-    assert set(engines.CONSTANT_SOURCES) == set(engines.FIT_FIELDS)
+    assert set(engines.CONSTANT_SOURCES) == set(engines.ALL_FIELDS)
+    assert set(engines.FIT_FIELDS) | set(engines.FIXED_AT_PRIOR) == set(engines.ALL_FIELDS)
+    for name in engines.FIXED_AT_PRIOR:  # not fitted: the documented prior is what every estimate uses
+        assert getattr(engines.DEFAULT_CONSTANTS, name) == getattr(engines.PRIORS, name)
+        assert "not fitted" in engines.CONSTANT_SOURCES[name]
     for name, line in engines.CONSTANT_SOURCES.items():
         assert line.startswith(name) and ("fitted" in line or "prior" in line)
     s = estimate_speed(q8, Workload(seq_len=4096, gpus=8, strategy="zero3"), H100, framework="deepspeed")

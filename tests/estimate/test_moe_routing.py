@@ -139,6 +139,28 @@ def test_check_reads_forced_balancing_from_a_megatron_script():
 
     args = {"model": "Qwen/Qwen3-30B-A3B", "expert_model_parallel_size": "8", "micro_batch_size": "1",
             "global_batch_size": "8", "max_length": "4096"}
-    nat, _ = swift_workload(args, num_layers=48, gpus=8)
+    unstated, _ = swift_workload(args, num_layers=48, gpus=8)
     bal, _ = swift_workload({**args, "moe_router_force_load_balancing": "true"}, num_layers=48, gpus=8)
-    assert nat["moe_routing"] == "natural" and bal["moe_routing"] == "balanced"
+    nat, _ = swift_workload({**args, "moe_router_force_load_balancing": "false"}, num_layers=48, gpus=8)
+    assert bal["moe_routing"] == "balanced" and nat["moe_routing"] == "natural"
+    assert "moe_routing" not in unstated  # the header's planned routing (or the default, natural) stands
+
+
+def test_a_rendered_plan_checks_with_its_planned_routing(tmp_path):
+    """render writes no routing flag (forcing the balance changes what the model learns), so check takes the
+    routing the plan was made with from the file's trainfit header: the same memory as the plan."""
+    from trainfit.check import check_file
+    from trainfit.launch import RenderOptions
+    from trainfit.service import render_plan, write_rendered
+
+    wl = Workload(method="full", gpus=8, ep=8, seq_len=4096, strategy="zero1", grad_ckpt=False)
+    for routing in ("balanced", "natural"):
+        res = plan(PlanRequest(model=MOE, workload=wl.with_(moe_routing=routing), tokens=1e9, gpu="H200",
+                               pins={"gpus": 8, "ep": 8, "micro_batch": 1, "grad_ckpt": False, "strategy": "zero1"}))
+        p = res.plans[0]
+        out = tmp_path / routing
+        write_rendered(render_plan(p, RenderOptions(checkpoint_uri="oss://bkt/ckpt/"), "swift"), out)
+        assert "force_load_balancing" not in (out / "swift_sft.sh").read_text()
+        r = check_file(out / "swift_sft.sh")
+        note = " ".join([v.message for v in r.violations] + list(r.notes))
+        assert f"{p.memory.reserved_gib:.1f} GiB" in note, (routing, p.memory.reserved_gib, note)

@@ -192,9 +192,30 @@ def dp_terms(model: ModelShape, wl: Workload, framework: str, links: Links, trai
 ACT_BYTES = 2.0
 """bf16 activations."""
 
+NCCL_RING_BASE_LATENCY_US = 8.4
+NCCL_RING_STEP_LATENCY_US: dict[str, float] = {"intra": 3.4, "inter": 14.0}
+"""NCCL's own latency model of a ring collective with the Simple protocol (the one it picks for messages of
+megabytes): a base latency plus one hop latency per ring step, ``n - 1`` steps for an all-gather or reduce-scatter,
+``2(n - 1)`` for an all-reduce; per hop 3.4 us over NVLink, 14 us over the network
+(``ncclTunerConstantsDefaults`` baseLatencies / hwLatencies and ``ncclTopoTuneModel`` in src/graph/tuning.cc,
+https://github.com/NVIDIA/nccl/blob/5067397c2676d5aed50042fc39e5c8ee96eb0027/src/graph/tuning.cc)."""
+
+
+def ring_latency_seconds(n: int, steps_per_rank: int, where: str) -> float:
+    """Latency of one ring collective over ``n`` ranks that takes ``steps_per_rank x (n - 1)`` steps (1 for an
+    all-gather or reduce-scatter, 2 for an all-reduce), NCCL's model (:data:`NCCL_RING_BASE_LATENCY_US`). It is
+    what a collective costs beyond its bytes: small messages (tensor parallelism at micro-batch 1 and short
+    sequences) are latency-bound."""
+    if n <= 1:
+        return 0.0
+    hop = NCCL_RING_STEP_LATENCY_US["inter" if where == "inter" else "intra"]
+    return (NCCL_RING_BASE_LATENCY_US + steps_per_rank * (n - 1) * hop) * 1e-6
+
 
 def tp_term(model: ModelShape, wl: Workload, links: Links) -> CommTerm | None:
-    """Tensor parallel: 2 all-reduces per layer forward, 2 backward, 2 more with recompute."""
+    """Tensor parallel: 2 all-reduces per layer forward, 2 backward, 2 more with recompute; each costs its bytes
+    and NCCL's ring latency (:func:`ring_latency_seconds`; with sequence parallelism the all-gather +
+    reduce-scatter pair has the same step count), which decides small messages."""
     if wl.tp <= 1:
         return None
     tokens_mb = wl.micro_batch * wl.seq_len / wl.cp
@@ -203,7 +224,7 @@ def tp_term(model: ModelShape, wl: Workload, links: Links) -> CommTerm | None:
     n_ar = layers_per_stage * (4 + (2 if wl.grad_ckpt else 0))
     bw, where = links.ring(wl.tp, 1)
     m = wl.grad_accum
-    secs = m * n_ar * 2 * ring_seconds(buf, wl.tp, bw, links.link_eff)
+    secs = m * n_ar * (2 * ring_seconds(buf, wl.tp, bw, links.link_eff) + ring_latency_seconds(wl.tp, 2, where))
     return CommTerm(name="tp-allreduce", seconds=secs, overlap=0.0, link=where,
                     bytes_per_gpu=m * n_ar * 2 * buf * (wl.tp - 1) / wl.tp)
 
