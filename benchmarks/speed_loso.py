@@ -143,7 +143,8 @@ def load_rows(data: dict, raw_rows: list[dict]) -> list[Row]:
                       lora_targets=r.get("lora_targets", ALL_LINEAR),
                       grad_ckpt=bool(r["grad_ckpt"]), attention=r.get("attention", "sdpa"),
                       experts_impl=r.get("experts_impl", "modulelist"),
-                      moe_routing=str(r.get("moe_routing", "natural")))
+                      moe_routing=str(r.get("moe_routing", "natural")),
+                      sequence_parallel=bool(r.get("sequence_parallel", True)))
         model = models[r["model"]]
         fw = r["engine"]
         kw = engine_kwargs(r)
