@@ -77,11 +77,10 @@ def _moe_routing(field: str, raw: Any) -> str:
     if isinstance(raw, str) and raw.strip().lower() in MOE_ROUTINGS:
         return raw.strip().lower()
     try:
-        f = inputs.as_float(field, raw, lo=1.0, hi=MAX_MOE_IMBALANCE)
+        return f"{inputs.as_float(field, raw, lo=1.0, hi=MAX_MOE_IMBALANCE):g}"
     except InputError:
         raise inputs._bad(field, raw, f"must be natural, balanced or a max/mean load factor from 1 to "
                                       f"{MAX_MOE_IMBALANCE:g}", "use natural, balanced or a number such as 1.3") from None
-    return f"{f:g}"
 
 
 _D = Workload()
@@ -114,10 +113,8 @@ WORKLOAD_OPTIONS: tuple[Option, ...] = (
            help="Hugging Face MoE experts: modulelist (transformers < 5, default) | eager (transformers >= 5, "
                 "stacked weights in a loop) | grouped_mm (transformers >= 5's default; ms-swift --experts_impl)"),
     Option(name="moe_routing", parse=_moe_routing, default=_D.moe_routing, metavar="natural|balanced|F",
-           help=f"MoE with --ep > 1: natural (a learned router; the busiest expert-parallel rank gets "
-                f"{NATURAL_ROUTING_IMBALANCE:g}x the mean tokens, default) | balanced (forced balance, Megatron "
-                "--moe-router-force-load-balancing) | F, the max/mean load factor; scales expert time, all-to-all "
-                "and expert activations"),
+           help=f"MoE with --ep > 1: natural (learned router, busiest EP rank {NATURAL_ROUTING_IMBALANCE:g}x the mean "
+                "tokens; default) | balanced (Megatron --moe-router-force-load-balancing) | F, the max/mean load"),
     Option(name="loss", parse=_choice(LOSSES), default=_D.loss, choices=LOSSES,
            help="standard (fp32 logits) | fused (Liger-style) | half (16-bit logits, no fp32 copy: "
                 "e.g. Qwen v1 remote code without autocast) | shift-copy (transformers < 4.49: one more fp32 "
