@@ -142,7 +142,9 @@ def load_rows(data: dict, raw_rows: list[dict]) -> list[Row]:
                       precision=r["precision"], method=r["method"], lora_rank=r.get("lora_rank", 8),
                       lora_targets=r.get("lora_targets", ALL_LINEAR),
                       grad_ckpt=bool(r["grad_ckpt"]), attention=r.get("attention", "sdpa"),
-                      experts_impl=r.get("experts_impl", "modulelist"))
+                      experts_impl=r.get("experts_impl", "modulelist"),
+                      moe_routing=str(r.get("moe_routing", "natural")),
+                      sequence_parallel=bool(r.get("sequence_parallel", True)))
         model = models[r["model"]]
         fw = r["engine"]
         kw = engine_kwargs(r)
@@ -270,7 +272,7 @@ def constant_influence(rows: list[Row], c: engines.EngineConstants, step: float 
     than 1 % when the constant alone is multiplied by ``step``."""
     base = [predict(r, c) for r in rows]
     out = {}
-    for n in engines.FIT_FIELDS:
+    for n in engines.ALL_FIELDS:
         c2 = c.with_(**{n: getattr(c, n) * step})
         hit = [r for r, b in zip(rows, base) if abs(predict(r, c2) / b - 1) > 0.01]
         out[n] = {"rows": len(hit), "sources": sorted({r.source for r in hit})}
@@ -326,7 +328,9 @@ def run(check: bool = False) -> dict:
         "sources": {k: v for k, v in data["sources"].items()},
         "prior_weight": PRIOR_WEIGHT,
         "fitted_all_sources": {n: round(getattr(allfit, n), 6) for n in engines.FIT_FIELDS},
-        "priors": {n: getattr(engines.PRIORS, n) for n in engines.FIT_FIELDS},
+        "fixed_at_prior": {n: {"value": getattr(engines.PRIORS, n), "why": why}
+                           for n, why in engines.FIXED_AT_PRIOR.items()},
+        "priors": {n: getattr(engines.PRIORS, n) for n in engines.ALL_FIELDS},
         "loso_summary": summary(loso), "loso_per_source": per_source, "loso_rows": loso,
         "fold_constants": fold_constants,
         "in_sample_summary": summary(in_sample), "in_sample_rows": in_sample,
@@ -392,22 +396,34 @@ def markdown(res: dict) -> str:
             lines.append(f"| {e['id']} | {e['model']} | {e['gpus']} x {e['gpu']} | {e['measured']:,.0f} | "
                          f"{e['predicted']:,.0f} | {e['error_pct']:+.1f} % | {e['excluded_reason']} |")
     inf = res.get("constant_influence") or {}
-    one = [n for n, v in inf.items() if len(v["sources"]) <= 1]
-    lines += ["", f"### Fitted constants ({len(res['fitted_all_sources'])})", "",
+    fz = set(res.get("frozen_sources") or ())
+    fixed = res.get("fixed_at_prior") or {}
+
+    def calib(n: str) -> list[str]:
+        return [x for x in inf.get(n, {"sources": []})["sources"] if x not in fz]
+
+    one = [n for n in res["fitted_all_sources"] if len(calib(n)) <= 1]
+    lines += ["", f"### Fitted constants ({len(res['fitted_all_sources'])}, and {len(fixed)} documented priors)", "",
               f"{len(res['fitted_all_sources'])} constants of `EngineConstants` (`src/trainfit/estimate/engines.py`) "
               "are fitted on the calibration sources (value; prior in parentheses). What each explains: the runs "
               "(calibration and frozen) whose predicted tokens/s moves by more than 1 % when that constant alone is "
-              "lowered 10 %; sources of the frozen split are marked * (the fit never sees them: a constant that only "
-              "they inform stays at its prior). A constant that at most one source informs is flagged: it fits "
-              "that source, not an engine mechanism seen across sources "
-              f"({len(one)}: {', '.join(f'`{n}`' for n in one) or 'none'}).",
+              "lowered 10 %; sources of the frozen split are marked *. A constant that at most one calibration "
+              "source informs is not fitted (`engines.FIXED_AT_PRIOR`, issue 26): it stays at the prior written from "
+              "its cited mechanism, and applies to every run of its kind (second table). Fitted constants that at "
+              f"most one calibration source informs: {len(one)} ({', '.join(f'`{n}`' for n in one) or 'none'}).",
               "", "| constant | fitted (prior) | runs moved > 1 % | sources | flag |", "|---|---:|---:|---|---|"]
     for n, v in res["fitted_all_sources"].items():
         i = inf.get(n, {"rows": 0, "sources": []})
-        flag = "one source" if len(i["sources"]) == 1 else ("no run" if not i["sources"] else "")
-        fz = set(res.get("frozen_sources") or ())
+        flag = "one calibration source" if len(calib(n)) == 1 else ("no calibration run" if not calib(n) else "")
         srcs = ", ".join(x + ("*" if x in fz else "") for x in i["sources"])
         lines.append(f"| `{n}` | {v:.4g} ({res['priors'][n]:.4g}) | {i['rows']} | {srcs} | {flag} |")
+    if fixed:
+        lines += ["", "Not fitted, at the documented prior (`engines.FIXED_AT_PRIOR`):", "",
+                  "| constant | value | runs moved > 1 % | sources | why not fitted |", "|---|---:|---:|---|---|"]
+        for n, v in fixed.items():
+            i = inf.get(n, {"rows": 0, "sources": []})
+            srcs = ", ".join(x + ("*" if x in fz else "") for x in i["sources"])
+            lines.append(f"| `{n}` | {v['value']:.4g} | {i['rows']} | {srcs} | {v['why']} |")
     knobs = res.get("row_knobs") or {}
     if knobs:
         lines += ["", "Per-row settings in the data file that a user would not state as such (they shape the "

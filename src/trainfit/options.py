@@ -16,8 +16,9 @@ from trainfit import inputs
 from trainfit.errors import InputError, did_you_mean
 from trainfit.catalog._schema import RESOURCE_CLASSES
 from trainfit.launch.targets import PLAN_TARGETS
-from trainfit.workload import (ATTENTIONS, EXPERTS_IMPLS, LOSSES, MAX_DS_BUCKET_ELEMS, METHODS, OFFLOADS, OPTIMIZERS,
-                               PRECISIONS, STRATEGIES, Workload)
+from trainfit.workload import (ATTENTIONS, EXPERTS_IMPLS, LOSSES, MAX_DS_BUCKET_ELEMS, MAX_MOE_IMBALANCE, METHODS,
+                               MOE_ROUTINGS, NATURAL_ROUTING_IMBALANCE, OFFLOADS, OPTIMIZERS, PRECISIONS, STRATEGIES,
+                               Workload)
 
 #: Documented ranges of the input gate (docs/security.md).
 MAX_GPUS = 65_536
@@ -71,6 +72,17 @@ def _targets(field: str, raw: Any) -> tuple[str, ...]:
     return out
 
 
+def _moe_routing(field: str, raw: Any) -> str:
+    """``natural`` | ``balanced`` | a max/mean load factor from 1 to :data:`MAX_MOE_IMBALANCE` (kept as text)."""
+    if isinstance(raw, str) and raw.strip().lower() in MOE_ROUTINGS:
+        return raw.strip().lower()
+    try:
+        return f"{inputs.as_float(field, raw, lo=1.0, hi=MAX_MOE_IMBALANCE):g}"
+    except InputError:
+        raise inputs._bad(field, raw, f"must be natural, balanced or a max/mean load factor from 1 to "
+                                      f"{MAX_MOE_IMBALANCE:g}", "use natural, balanced or a number such as 1.3") from None
+
+
 _D = Workload()
 #: Workload fields as options (memory, trace, plan, render, web).
 WORKLOAD_OPTIONS: tuple[Option, ...] = (
@@ -100,6 +112,9 @@ WORKLOAD_OPTIONS: tuple[Option, ...] = (
     Option(name="experts_impl", parse=_choice(EXPERTS_IMPLS), default=_D.experts_impl, choices=EXPERTS_IMPLS,
            help="Hugging Face MoE experts: modulelist (transformers < 5, default) | eager (transformers >= 5, "
                 "stacked weights in a loop) | grouped_mm (transformers >= 5's default; ms-swift --experts_impl)"),
+    Option(name="moe_routing", parse=_moe_routing, default=_D.moe_routing, metavar="natural|balanced|F",
+           help=f"MoE with --ep > 1: natural (learned router, busiest EP rank {NATURAL_ROUTING_IMBALANCE:g}x the mean "
+                "tokens; default) | balanced (Megatron --moe-router-force-load-balancing) | F, the max/mean load"),
     Option(name="loss", parse=_choice(LOSSES), default=_D.loss, choices=LOSSES,
            help="standard (fp32 logits) | fused (Liger-style) | half (16-bit logits, no fp32 copy: "
                 "e.g. Qwen v1 remote code without autocast) | shift-copy (transformers < 4.49: one more fp32 "

@@ -29,6 +29,25 @@ OPTIMIZERS: tuple[str, ...] = ("adamw-fused", "adamw-foreach", "adamw-8bit", "pa
 STRATEGIES: tuple[str, ...] = ("ddp", "zero1", "zero2", "zero3", "fsdp")
 OFFLOADS: tuple[str, ...] = ("none", "optimizer", "all")
 EXPERTS_IMPLS: tuple[str, ...] = ("modulelist", "eager", "grouped_mm")
+MOE_ROUTINGS: tuple[str, ...] = ("natural", "balanced")
+#: Largest max/mean expert-parallel load factor ``--moe-routing`` accepts.
+MAX_MOE_IMBALANCE = 64.0
+
+NATURAL_ROUTING_IMBALANCE = 1.7
+"""Assumption: under natural routing (a learned router with the usual auxiliary load-balancing loss, dropless, no
+forced balancing) the most-loaded expert-parallel rank of a MoE layer receives this many times the mean number of
+routed tokens, and the other ranks wait for it at the combine all-to-all. Source: Megatron-MoE-ModelZoo's Qwen3
+long-context table (NVIDIA, Megatron-Core, Qwen3-235B-A22B on 256 H100, TP4/PP8/VPP4/EP8, DeepEP) prints every
+run twice, forced balance and dropless: 295 vs 237 TFLOP/s at 16k tokens, 335/277 at 32k (CP2), 368/320 at 64k
+(CP4), 389/357 at 128k (CP8) (https://github.com/yanring/Megatron-MoE-ModelZoo/blob/c1ad0b5c89f425d60febddc38e7f741a16f08bd1/best_practice/Qwen3/readme.md).
+In trainfit's model of the 16k layout the load-scaled part of the step (routed-expert GEMMs, their element-wise
+traffic and the EP all-to-all) needs a factor of 1.7 to give the x1.245; the same factor then gives x1.19, x1.12
+and x1.08 for the 32k-128k runs (published x1.21, x1.15, x1.09) and x1.22 for XTuner's capacity sweep on 256 H800
+(TP4/EP8/PP8: capacity factor 1, no expert above the mean, 50.81 s per step; 5, in effect dropless, 66.34 s: x1.31,
+https://github.com/InternLM/xtuner/blob/79f213643ba0b84147fb06c20f9538a0f01db459/docs/en/benchmark/megatron_moe_benchmark.md).
+``tests/estimate/test_moe_routing.py`` recomputes these. Published Megatron-Core benchmarks force the balance
+(``--moe-router-force-load-balancing``; Megatron-Bridge's performance summary: "we force-balance the token
+distribution among experts")."""
 
 #: LoRA "all-linear": every nn.Linear in the decoder layers (PEFT excludes the LM head), plus, in MoE
 #: layers, the router and the fused expert tensors (what PEFT 0.21 does with transformers 5; the fused
@@ -46,6 +65,31 @@ def _choice(name: str, value: str, allowed) -> None:
             f"{name} must be one of {', '.join(allowed)}; got {value!r}",
             fix=f"did you mean {sugg[0]}?" if sugg else None,
         )
+
+
+def _moe_routing_factor(value: object) -> float:
+    """The max/mean load factor of a ``moe_routing`` value (``natural``, ``balanced`` or a number >= 1)."""
+    if value == "natural":
+        return NATURAL_ROUTING_IMBALANCE
+    if value == "balanced":
+        return 1.0
+    try:
+        f = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        f = float("nan")
+    if not 1.0 <= f <= MAX_MOE_IMBALANCE:  # also NaN
+        raise WorkloadError(f"moe_routing must be natural, balanced or a max/mean load factor from 1 to "
+                            f"{MAX_MOE_IMBALANCE:g}; got {value!r}",
+                            fix="use --moe-routing natural (a learned router), balanced (forced balance) or e.g. 1.3")
+    return f
+
+
+def routing_imbalance(wl: "Workload", model: object | None = None) -> float:
+    """Tokens of the most-loaded expert-parallel rank over the mean: 1.0 without expert parallelism or for a dense
+    ``model``, else what ``Workload.moe_routing`` says (the one place time and memory read it from)."""
+    if wl.ep <= 1 or (model is not None and not getattr(model, "is_moe", False)):
+        return 1.0
+    return _moe_routing_factor(wl.moe_routing)
 
 
 def _positive(name: str, value: int, *, zero_ok: bool = False) -> None:
@@ -223,6 +267,13 @@ class Workload:
     guide's ZeRO-2 example use (https://huggingface.co/docs/transformers/deepspeed): with ``overlap_comm`` it
     costs 4.5 x 2e8 x 2 B = 1.7 GiB instead of 8.4 GiB at DeepSpeed's own default 5e8
     (deepspeed/runtime/zero/config.py), for a few more, still large, reduce calls."""
+    moe_routing: str = "natural"
+    """How tokens spread over the expert-parallel ranks of a MoE layer (``--moe-routing``; only with ``ep > 1``):
+    ``natural`` (a learned router, dropless: the most-loaded rank gets :data:`NATURAL_ROUTING_IMBALANCE` x the mean),
+    ``balanced`` (every rank the mean: Megatron-Core ``--moe-router-force-load-balancing``, what published MoE
+    benchmarks run), or the max/mean factor itself (``"1.2"``). :func:`routing_imbalance` turns it into the factor
+    that the speed model (expert GEMMs, routed element-wise traffic, the EP all-to-all) and the memory model (the
+    routed-token activations of the most-loaded rank) apply."""
     ds_overlap_comm: bool = True
     """DeepSpeed ``overlap_comm`` (trainfit's ds_config.json writes it): with ZeRO-1/2 the gradient reduction
     overlaps backward at the cost of larger communication buffers (estimate/states.py ``ds_comm_buffer_bytes``)."""
@@ -246,6 +297,7 @@ class Workload:
                 f"{self.gpus} GPUs do not fill whole nodes of {self.gpus_per_node}",
                 fix=f"use a multiple of {self.gpus_per_node} GPUs or set --gpus-per-node",
             )
+        _moe_routing_factor(self.moe_routing)
         err = layout_error(self)
         if err is not None:
             raise err

@@ -303,7 +303,7 @@ def rule_memory(f: JobFacts, o: CheckOptions) -> list[Violation]:
     d = rb.decision
     where = (f"{rb.model.name} {rb.workload.method}, seq {rb.workload.seq_len}, micro-batch {rb.workload.micro_batch}, "
              f"{rb.workload.strategy}" + (f"+offload {rb.workload.offload}" if rb.workload.offload != "none" else "")
-             + (f", ep {rb.workload.ep}" if rb.workload.ep > 1 else "") + (f", tp {rb.workload.tp}" if rb.workload.tp > 1 else "")
+             + "".join(f", {k} {getattr(rb.workload, k)}" for k in ("ep", "tp", "pp", "cp") if getattr(rb.workload, k) > 1)
              + f" on {rb.workload.gpus} GPU(s)")
     extra = f" (assumed {', '.join(rb.assumed)})" if rb.assumed else ""
     from trainfit.estimate.uncertainty import format_probability, memory_range

@@ -19,7 +19,7 @@ from trainfit.estimate.params import freeze_trainable_layer_ids, lora_targeted
 from trainfit.estimate.runtime import megatron_core, megatron_layer_bytes_per_token
 from trainfit.estimate.states import rank_layers
 from trainfit.models.shapes import ModelShape
-from trainfit.workload import ALL_LINEAR, Workload
+from trainfit.workload import ALL_LINEAR, Workload, routing_imbalance
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -99,8 +99,10 @@ def autocast(wl: Workload) -> bool:
     return wl.precision in ("amp-bf16", "fp16") and wl.strategy == "ddp"
 
 
-def act_profile(m: ModelShape, wl: Workload) -> ActProfile:
-    """The activation profile of ``wl`` on ``m`` (uncached; see :func:`cached_act_profile`)."""
+def act_profile(m: ModelShape, wl: Workload, imbalance: float | None = None) -> ActProfile:
+    """The activation profile of ``wl`` on ``m`` (uncached; see :func:`cached_act_profile`). ``imbalance``: the
+    most-loaded expert-parallel rank's routed tokens over the mean (default ``routing_imbalance(wl, m)``)."""
+    imb = routing_imbalance(wl, m) if imbalance is None else imbalance
     tpd = act_divisor(wl)
     # tensor parallelism without sequence parallelism: heads and MLP width split, width-h tensors replicated
     tp_local = wl.tp if (wl.tp > 1 and tpd == 1.0) else 1
@@ -117,13 +119,13 @@ def act_profile(m: ModelShape, wl: Workload) -> ActProfile:
         k = (_layer_kind(m, i), tr)
         if k not in memo:
             if megatron_core(wl) and m.arch != "next":  # Megatron-Core's own saved set (estimate/runtime.py)
-                v = megatron_layer_bytes_per_token(m, i, tp=tp_local) / tpd
+                v = megatron_layer_bytes_per_token(m, i, tp=tp_local, imbalance=imb) / tpd
             else:
-                v = layer_bytes_per_token(shape, wl, i, tr, seq=S) / tpd
+                v = layer_bytes_per_token(shape, wl, i, tr, seq=S, imbalance=imb) / tpd
             if wl.precision == "fp8":
                 v *= 0.75
             fx = expert_lora_merged_bytes(m, wl, tr, ep=wl.ep, tp=wl.tp) if m.is_moe_layer(i) else 0.0
-            memo[k] = (v, layer_backward_temp_per_token(m, wl, i) / tpd, m.layer_params(i), fx)
+            memo[k] = (v, layer_backward_temp_per_token(m, wl, i, imb) / tpd, m.layer_params(i), fx)
         a, b, c, fx = memo[k]
         fixed.append(fx)
         per.append(a)
@@ -150,16 +152,16 @@ def _act_key(wl: Workload) -> tuple:
     # the strategy matters only as Megatron-Core's saved set (ddp here) or the Hugging Face layer's (fsdp) under a
     # model-parallel layout, and for autocast (ddp), whose precision the key already carries
     key = key[:-1] + ("fsdp" if (wl.uses_megatron and not megatron_core(wl)) else "ddp",)
-    return key + (wl.seq_len if wl.attention == "eager" else wl.cp,)
+    return key + (wl.seq_len if wl.attention == "eager" else wl.cp, routing_imbalance(wl))
 
 
 @lru_cache(maxsize=4096)
 def act_profile_t(m: ModelShape, key: tuple) -> ActProfile:
     """:func:`act_profile` cached on the fields that decide it (``key`` from :func:`cached_act_profile`)."""
-    kw = dict(zip(_ACT_FIELDS, key[:-1]))
-    kw["seq_len"] = key[-1]
+    kw = dict(zip(_ACT_FIELDS, key[:-2]))
+    kw["seq_len"] = key[-2]
     kw["gpus"] = kw["tp"] * kw["pp"] * kw["cp"]
-    return act_profile(m, Workload(**kw))
+    return act_profile(m, Workload(**kw), imbalance=key[-1] if m.is_moe else 1.0)
 
 
 def cached_act_profile(m: ModelShape, wl: Workload) -> ActProfile:

@@ -115,13 +115,14 @@ def post_norm_bytes(m: ModelShape, wl: Workload, t: LayerTraining, consumers: in
     return n
 
 
-def moe_bytes(m: ModelShape, wl: Workload, t: LayerTraining, *, ep: int = 1) -> int:
-    """Saved bytes per token of a MoE block (router + routed experts + shared expert)."""
+def moe_bytes(m: ModelShape, wl: Workload, t: LayerTraining, *, ep: int = 1, imbalance: float = 1.0) -> int:
+    """Saved bytes per token of a MoE block (router + routed experts + shared expert); ``imbalance``: the routed
+    copies of the most-loaded expert-parallel rank over the mean (``workload.routing_imbalance``)."""
     h, k, E, Im = m.hidden_size, m.experts_per_token, m.num_experts, m.moe_intermediate_size
     act = 2
     # per routed slot: gathered input, gate_up output (2I), silu (I), product (I), down output (h)
     per_slot = act * (h + 2 * Im + Im + Im + h)
-    n = k * per_slot
+    n = k * per_slot * imbalance
     # router: fp32 softmax over E, top-k values (fp32) and int64 indices, sort permutation, weights
     n += 4 * E + 4 * k + 8 * k * 3 + act * k
     # LoRA on fused experts (PEFT ParamWrapper) merges B@A into the weight instead of running x@A@B, so it
@@ -166,25 +167,26 @@ def linear_attention_bytes(m: ModelShape, wl: Workload, t: LayerTraining, *, seq
     return n
 
 
-def layer_bytes_per_token(m: ModelShape, wl: Workload, i: int, t: LayerTraining, *, seq: int, ep: int = 1) -> int:
+def layer_bytes_per_token(m: ModelShape, wl: Workload, i: int, t: LayerTraining, *, seq: int, ep: int = 1,
+                          imbalance: float = 1.0) -> int:
     """All saved bytes per token of decoder layer ``i`` (no recomputation)."""
     if m.layer_type(i) == "linear_attention":
         n = linear_attention_bytes(m, wl, t, seq=seq)
     else:
         n = dense_attention_bytes(m, wl, t, seq=seq)
     if m.is_moe_layer(i):
-        n += post_norm_bytes(m, wl, t, consumers=1) + moe_bytes(m, wl, t, ep=ep)
+        n += post_norm_bytes(m, wl, t, consumers=1) + moe_bytes(m, wl, t, ep=ep, imbalance=imbalance)
     else:
         n += post_norm_bytes(m, wl, t, consumers=2) + mlp_bytes(m, wl, t, width=m.intermediate_size)
     return n
 
 
-def layer_backward_temp_per_token(m: ModelShape, wl: Workload, i: int) -> int:
+def layer_backward_temp_per_token(m: ModelShape, wl: Workload, i: int, imbalance: float = 1.0) -> int:
     """Transient bytes per token while one layer runs backward: the incoming activation gradient, the
     gradient of the widest intermediate (SwiGLU: gate/up/product grads) and an fp32 norm-gradient."""
     h = m.hidden_size
     if m.is_moe_layer(i):
-        wide = m.experts_per_token * (2 * m.moe_intermediate_size) * 2 * 2
+        wide = m.experts_per_token * (2 * m.moe_intermediate_size) * 2 * 2 * imbalance
     else:
         wide = 3 * 2 * m.intermediate_size
     return wide + 4 * h + 2 * h

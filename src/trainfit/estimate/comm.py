@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from trainfit.estimate.hardware import Hardware
 from trainfit.models.shapes import ModelShape
-from trainfit.workload import Workload
+from trainfit.workload import Workload, routing_imbalance
 
 TCP_FALLBACK_GBYTES_PER_S = 25 / 8
 """Assumption used when a multi-node job has no inter-node bandwidth: one 25 Gbit/s VPC NIC per node."""
@@ -192,9 +192,30 @@ def dp_terms(model: ModelShape, wl: Workload, framework: str, links: Links, trai
 ACT_BYTES = 2.0
 """bf16 activations."""
 
+NCCL_RING_BASE_LATENCY_US = 8.4
+NCCL_RING_STEP_LATENCY_US: dict[str, float] = {"intra": 3.4, "inter": 14.0}
+"""NCCL's own latency model of a ring collective with the Simple protocol (the one it picks for messages of
+megabytes): a base latency plus one hop latency per ring step, ``n - 1`` steps for an all-gather or reduce-scatter,
+``2(n - 1)`` for an all-reduce; per hop 3.4 us over NVLink, 14 us over the network
+(``ncclTunerConstantsDefaults`` baseLatencies / hwLatencies and ``ncclTopoTuneModel`` in src/graph/tuning.cc,
+https://github.com/NVIDIA/nccl/blob/5067397c2676d5aed50042fc39e5c8ee96eb0027/src/graph/tuning.cc)."""
+
+
+def ring_latency_seconds(n: int, steps_per_rank: int, where: str) -> float:
+    """Latency of one ring collective over ``n`` ranks that takes ``steps_per_rank x (n - 1)`` steps (1 for an
+    all-gather or reduce-scatter, 2 for an all-reduce), NCCL's model (:data:`NCCL_RING_BASE_LATENCY_US`). It is
+    what a collective costs beyond its bytes: small messages (tensor parallelism at micro-batch 1 and short
+    sequences) are latency-bound."""
+    if n <= 1:
+        return 0.0
+    hop = NCCL_RING_STEP_LATENCY_US["inter" if where == "inter" else "intra"]
+    return (NCCL_RING_BASE_LATENCY_US + steps_per_rank * (n - 1) * hop) * 1e-6
+
 
 def tp_term(model: ModelShape, wl: Workload, links: Links) -> CommTerm | None:
-    """Tensor parallel: 2 all-reduces per layer forward, 2 backward, 2 more with recompute."""
+    """Tensor parallel: 2 all-reduces per layer forward, 2 backward, 2 more with recompute; each costs its bytes
+    and NCCL's ring latency (:func:`ring_latency_seconds`; with sequence parallelism the all-gather +
+    reduce-scatter pair has the same step count), which decides small messages."""
     if wl.tp <= 1:
         return None
     tokens_mb = wl.micro_batch * wl.seq_len / wl.cp
@@ -203,7 +224,7 @@ def tp_term(model: ModelShape, wl: Workload, links: Links) -> CommTerm | None:
     n_ar = layers_per_stage * (4 + (2 if wl.grad_ckpt else 0))
     bw, where = links.ring(wl.tp, 1)
     m = wl.grad_accum
-    secs = m * n_ar * 2 * ring_seconds(buf, wl.tp, bw, links.link_eff)
+    secs = m * n_ar * (2 * ring_seconds(buf, wl.tp, bw, links.link_eff) + ring_latency_seconds(wl.tp, 2, where))
     return CommTerm(name="tp-allreduce", seconds=secs, overlap=0.0, link=where,
                     bytes_per_gpu=m * n_ar * 2 * buf * (wl.tp - 1) / wl.tp)
 
@@ -216,13 +237,15 @@ def ep_term(model: ModelShape, wl: Workload, links: Links, expert_tp: int = 1) -
     expert ranks ``etp-ep-dp-pp``, so an EP group is ``ep`` consecutive ranks and stays inside a node when
     ``ep <= GPUs per node`` whatever the attention TP (Megatron-MoE-ModelZoo lists TP2/EP8 as "intra-node
     EP"). With sequence parallelism each TP rank dispatches its own ``1/tp`` of the tokens. ``expert_tp`` > 1
-    (Megatron-Core's default when unset, and ms-swift's before 3.9) spaces the EP ranks ``expert_tp`` apart."""
+    (Megatron-Core's default when unset, and ms-swift's before 3.9) spaces the EP ranks ``expert_tp`` apart.
+    Routing imbalance (``workload.routing_imbalance``): the most-loaded rank receives (dispatch) and sends back
+    (combine) that many times the mean tokens, and the all-to-all ends when it has."""
     if not (wl.ep > 1 and model.is_moe):
         return None
     g_node, intra, inter, link_eff = links.g_node, links.intra, links.inter, links.link_eff
     tokens_mb = wl.micro_batch * wl.seq_len / wl.cp
     moe_layers = model.n_moe_layers / wl.pp
-    send = tokens_mb / wl.tp * model.experts_per_token * model.hidden_size * ACT_BYTES
+    send = tokens_mb / wl.tp * model.experts_per_token * model.hidden_size * ACT_BYTES * routing_imbalance(wl, model)
     n_a2a = moe_layers * (4 + (2 if wl.grad_ckpt else 0))
     g_in = min(wl.ep, max(1, g_node // expert_tp))  # EP ranks are expert_tp apart (consecutive with expert TP 1)
     t_intra = send * (g_in - 1) / wl.ep / (intra * 1e9 * link_eff)

@@ -47,7 +47,7 @@ from trainfit.estimate.engine_assumptions import (
 )
 from trainfit.estimate import engine_terms as terms
 from trainfit.models.shapes import ModelShape
-from trainfit.workload import Workload
+from trainfit.workload import Workload, routing_imbalance
 
 FAMILY_OF: dict[str, str] = {"hf-trainer": "hf", "deepspeed": "hf", "fsdp2": "native", "megatron": "megatron",
                              "automodel": "megatron"}
@@ -169,7 +169,32 @@ class EngineConstants:
 PRIORS = EngineConstants()
 """The prior values (before fitting): the defaults above as written from first principles."""
 
-FIT_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(EngineConstants))
+FIXED_AT_PRIOR: dict[str, str] = {
+    "ridge_exponent": "a law for every Hopper/Ampere GPU, its value from GEMM measurements (MAMF); no calibration "
+                      "source moves by more than 1 % with it",
+    "compile_elementwise_factor": "torch.compile's fusion of element-wise chains; no calibration run moves with it",
+    "fp8_cast_bytes": "FP8 quantisation traffic per GEMM input; no calibration run moves with it",
+    "expert_sync_seconds": "the Hugging Face expert loop's host sync per expert; one calibration source informs it",
+    "zero3_fetch_seconds": "DeepSpeed ZeRO-3's exposed fetch latency, measured in DeepSpeed#1174/#1188; one calibration "
+                           "source informs it",
+    "triton_attention_factor": "the 2023 Triton flash-attention kernel against FlashAttention-2, from the "
+                               "FlashAttention-2 paper's 1.3-2.5x; every run of that kernel (llm-foundry's "
+                               "attn_impl triton) gets it, and one calibration source ran it",
+    "zero3_host_seconds": "DeepSpeed ZeRO-3's host time per prefetched fetch (DeepSpeed#1188); no calibration run "
+                          "moves with it",
+    "zero_hook_seconds": "DeepSpeed's gradient hook per tensor (DeepSpeed#7886); one calibration source informs it",
+    "elem_bytes_native": "native PyTorch engines' element-wise traffic, counted from their op sequence; one "
+                         "calibration source (llm-foundry) informs it",
+    "gemm_half_dim": "the GEMM size law's half point (cuBLAS tile sizes); one calibration source informs it",
+    "fp8_eff_native": "torchao float8 GEMM efficiency; one calibration source (Trainy's torchtitan runs) informs it",
+}
+"""Constants of :class:`EngineConstants` that the fit leaves at their documented prior (the value written from the
+cited mechanism in the field's docstring), because at most one calibration source informs them: a fitted value there
+would describe that source, not the engine (issue 26; docs/accuracy.md counts both kinds)."""
+
+FIT_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(EngineConstants) if f.name not in FIXED_AT_PRIOR)
+"""The constants ``benchmarks/speed_loso.py`` fits (each informed by at least two calibration sources)."""
+ALL_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(EngineConstants))
 
 DEFAULT_CONSTANTS = EngineConstants()
 """Replaced below by the fitted values from benchmarks/results/speed_loso.json (``all_sources`` fit)."""
@@ -336,8 +361,13 @@ def features(model: ModelShape, wl: Workload, hw: Any, framework: str, *, flops:
     per = tokens_step_gpu * ratio
     mb_tokens = wl.micro_batch * wl.seq_len / wl.cp  # tokens of one micro-batch on one GPU (before TP)
     dense_dim, expert_dim, visited, expert_tokens = _gemm_dims(model, wl, family, mb_tokens, moe_grouped_gemm)
+    # expert routing imbalance: the most-loaded expert-parallel rank runs ``imb`` x the mean routed tokens (its
+    # grouped GEMMs and permute/unpermute traffic), and every rank waits for it at the combine all-to-all
+    imb = routing_imbalance(wl, model)
+    expert_tokens *= imb
     lora_dim = float(wl.lora_rank) if wl.method in ("lora", "qlora") else 0.0
     units, moe_units_b = terms.elementwise_units(model, wl, tokens_step_gpu, ratio)
+    moe_units_b *= imb
     ce = tokens_step_gpu * model.vocab_size * CE_BYTES_PER_LOGIT  # vocab-parallel over TP
     layer_units, moe_units, expert_units, zero3_fetches = terms.kernel_units(model, wl, family, ratio, visited,
                                                                              z3_leaf_moe)
@@ -348,7 +378,7 @@ def features(model: ModelShape, wl: Workload, hw: Any, framework: str, *, flops:
         family=family, gpu_class=hw.gpu_class, fp8=wl.precision == "fp8" and bool(hw.peak_fp8_tflops),
         compiled=compiled, peak16_tflops=hw.peak_tflops, peak_fp8_tflops=hw.peak_fp8_tflops,
         mem_gbytes_per_s=bw,
-        dense_gemm_flops=dense_fwd * per, expert_gemm_flops=expert_fwd * per,
+        dense_gemm_flops=dense_fwd * per, expert_gemm_flops=expert_fwd * per * imb,
         lora_flops=flops.forward_lora_flops * per,
         attention_flops=0.0 if eager_flops else (flops.forward_attention_flops * per * terms.attention_head_padding(
             model.head_dim, wl, hw, triton_attention)),
@@ -441,7 +471,10 @@ def _load_fitted() -> None:
     global DEFAULT_CONSTANTS
     from trainfit.estimate import engine_fit_data as data  # generated by benchmarks/speed_loso.py
 
-    DEFAULT_CONSTANTS = EngineConstants(**data.FITTED)
+    DEFAULT_CONSTANTS = EngineConstants(**{k: v for k, v in data.FITTED.items() if k in FIT_FIELDS})
+    for name, why in FIXED_AT_PRIOR.items():
+        CONSTANT_SOURCES[name] = (f"{name} = {getattr(PRIORS, name):.4g}: documented prior, not fitted ({why}; "
+                                  "see EngineConstants)")
     for name in FIT_FIELDS:
         if name not in data.FITTED:  # a constant added after the last fit: its prior until the next fit
             CONSTANT_SOURCES[name] = f"{name} = {getattr(PRIORS, name):.4g}: prior (assumption), not fitted yet"
@@ -455,5 +488,5 @@ def _load_fitted() -> None:
 try:
     _load_fitted()
 except ImportError:  # pragma: no cover - before the first fit
-    for _n in FIT_FIELDS:
+    for _n in ALL_FIELDS:
         CONSTANT_SOURCES[_n] = f"{_n} = {getattr(PRIORS, _n):.4g}: prior (assumption), not fitted yet"

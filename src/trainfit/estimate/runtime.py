@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 from trainfit.workload import Workload
 
-def megatron_layer_bytes_per_token(m, i: int, tp: int = 1) -> float:
+def megatron_layer_bytes_per_token(m, i: int, tp: int = 1, imbalance: float = 1.0) -> float:
     """Activation bytes Megatron-Core (TransformerEngine, flash attention, bf16) saves for backward per token
     of decoder layer ``i`` without recomputation (before the sequence-parallel split).
 
@@ -42,7 +42,8 @@ def megatron_layer_bytes_per_token(m, i: int, tp: int = 1) -> float:
     LayerNormLinear input and output (2h), fc1 output gate+up (2I; TE's fused SwiGLU recomputes the activation
     in backward), fc2 input (I). MoE MLP: 2h, router logits in fp32 (2E elements), and per routed copy the
     dispatched token, fc1 output, fc2 input and the combine input: k*(2h + 3*I_e); shared expert as a dense MLP.
-    Elements x 2 bytes. The Hugging Face layer (what memory.py traces) also keeps the SiLU output and the
+    Elements x 2 bytes. ``imbalance``: the most-loaded expert-parallel rank's routed tokens over the mean
+    (``workload.routing_imbalance``): its routed copies scale by it. The Hugging Face layer (what memory.py traces) also keeps the SiLU output and the
     gate*up product, norm fp32 intermediates and the router's one-hot masks: ~45 % more for Llama-3-8B.
 
     ``tp`` > 1: tensor parallelism *without* sequence parallelism. The column-parallel outputs (Q/K/V, the
@@ -56,7 +57,7 @@ def megatron_layer_bytes_per_token(m, i: int, tp: int = 1) -> float:
     attn = 2 * h + (2 * nh * hd + 2 * nkv * hd) / tp
     if m.is_moe_layer(i):
         k, Ie, E = m.experts_per_token, m.moe_intermediate_size, m.num_experts
-        mlp = 2 * h + 2 * E + k * (2 * h + 3 * Ie)
+        mlp = 2 * h + 2 * E + k * (2 * h + 3 * Ie) * imbalance
         if m.shared_expert_intermediate_size:
             mlp += 3 * m.shared_expert_intermediate_size / tp
     else:

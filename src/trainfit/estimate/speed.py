@@ -169,12 +169,16 @@ def _engine_compute(model: ModelShape, wl: Workload, hw: Hardware, fw: str, fl: 
     eff = flops_per_gpu_step / (peak * 1e12 * compute_s)
     assumptions += engines.describe(ec, feat.family)
     if model.is_moe and wl.ep > 1:
+        from trainfit.workload import routing_imbalance
+
+        imb = routing_imbalance(wl, model)
         assumptions.append(
-            "expert-parallel MoE timed with balanced routing (every EP rank gets the mean token count), as the "
-            "published runs it was fitted on force-balance their routers; a real router makes hot experts' ranks "
-            "stragglers: XTuner's H800 sweep (Qwen3-235B-A22B TP4/EP8/PP8, capacity factor 1-5 vs forced "
-            "balance) ran 1.4-1.9x slower, https://github.com/InternLM/xtuner/blob/"
-            "79f213643ba0b84147fb06c20f9538a0f01db459/docs/en/benchmark/megatron_moe_benchmark.md")
+            "expert-parallel MoE timed with forced-balanced routing (--moe-routing balanced: every EP rank gets the "
+            "mean token count, as Megatron's --moe-router-force-load-balancing)" if imb == 1.0 else
+            f"expert-parallel MoE timed with the busiest EP rank at {imb:g}x the mean routed tokens (--moe-routing "
+            f"{wl.moe_routing}): its expert GEMMs, permute traffic and all-to-all set the pace"
+            + (" (natural routing; from XTuner's capacity-factor sweep, workload.NATURAL_ROUTING_IMBALANCE)"
+               if wl.moe_routing == "natural" else ""))
     if feat.family == "hf" and model.is_moe:
         assumptions.append(HF_EXPERTS_ASSUMPTION[wl.experts_impl])
         if wl.strategy == "zero3":

@@ -203,6 +203,10 @@ def _megatron_fields(args: dict[str, str], gpus: int | None, kw: dict, assumed: 
     if kw.get("ep", 1) > 1 and etp != "1":
         assumed.append(f"expert_tensor_parallel_size {etp} read as 1: trainfit sizes experts with expert "
                        "tensor parallelism 1 (whole experts per TP rank, ms-swift's default)")
+    if kw.get("ep", 1) > 1 and "moe_router_force_load_balancing" in args:
+        # Megatron-Core's forced balancing gives every EP rank the mean tokens; without the flag the routing is the
+        # trainfit header's (what was planned), else natural
+        kw["moe_routing"] = "balanced" if _flag(args["moe_router_force_load_balancing"]) else "natural"
     mb = int(args["micro_batch_size"]) if args.get("micro_batch_size", "").isdecimal() else 1
     kw["micro_batch"] = mb
     gbs = args.get("global_batch_size", "")
