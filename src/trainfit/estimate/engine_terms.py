@@ -222,3 +222,4 @@ def attention_head_padding(head_dim: int, wl: Workload, hw: Any, triton_attentio
     else:
         padded = d
     return max(padded, d) / d
+
