@@ -120,6 +120,9 @@ WORKLOAD_OPTIONS: tuple[Option, ...] = (
     Option(name="pp", parse=_int(1, MAX_PARALLEL), default=1, group="distribution", help="pipeline parallel size (default 1)"),
     Option(name="ep", parse=_int(1, MAX_PARALLEL), default=1, group="distribution", help="expert parallel size (default 1)"),
     Option(name="cp", parse=_int(1, MAX_PARALLEL), default=1, group="distribution", help="context parallel size (default 1)"),
+    Option(name="ulysses", parse=_int(1, MAX_PARALLEL), default=1, group="distribution",
+           help="DeepSpeed-Ulysses sequence parallel size, Hugging Face / DeepSpeed engines only (ms-swift and "
+                "LLaMA-Factory --sequence_parallel_size; default 1)"),
     Option(name="sequence_parallel", parse=inputs.as_bool, default=True, group="distribution",
            help="Megatron sequence parallelism with --tp > 1 (default on; --no-sequence-parallel turns it off)"),
     Option(name="ds_bucket_elems", parse=lambda f, v: inputs.as_count(f, v, lo=1, hi=MAX_DS_BUCKET_ELEMS),
@@ -323,7 +326,7 @@ def plan_request_from_values(model: Any, values: Mapping[str, Any]) -> Any:
     base = {k: values[k] for k in WORKLOAD_OPTION_NAMES if k not in PIN_FIELDS and values.get(k) is not None}
     # validate the pinned fields together with the rest once, for a clear error; an unpinned GPU count is searched,
     # so it is checked at the smallest one the pinned tp/pp/cp/ep allow (not at the default 1 GPU)
-    gpus = pins.get("gpus", math.prod(pins.get(k, 1) for k in ("tp", "pp", "cp", "ep")))
+    gpus = pins.get("gpus", math.prod(pins.get(k, 1) for k in ("tp", "pp", "cp", "ep")) * base.get("ulysses", 1))
     if "gpus" not in pins and "gpus_per_node" in pins and gpus > pins["gpus_per_node"]:
         gpus = math.lcm(gpus, pins["gpus_per_node"])
     Workload(**{**base, **pins, "gpus": gpus, "gpus_per_node": pins.get("gpus_per_node", min(gpus, 8))})
@@ -362,8 +365,10 @@ def plan_request_from_values(model: Any, values: Mapping[str, Any]) -> Any:
         if values.get("dataset_tokens") is None:
             raise WorkloadError("how many tokens to train on?", fix="pass --tokens 2B or --dataset-tokens 500M --epochs 3")
         tokens = values["dataset_tokens"] * (values.get("epochs") or 1.0)
+    u = base.get("ulysses", 1)  # the searched GPU counts replace this; the base must be a valid layout itself
     return PlanRequest(
-        model=model, workload=Workload(**base), tokens=float(tokens), pins=pins, global_batch=values.get("global_batch"),
+        model=model, workload=Workload(**({**base, "gpus": u, "gpus_per_node": min(u, 8)} if u > 1 else base)),
+        tokens=float(tokens), pins=pins, global_batch=values.get("global_batch"),
         objective=values.get("objective") or "cost", budget=values.get("budget"), deadline_hours=values.get("deadline"),
         max_days=values.get("max_days") or 14.0,
         provider=values.get("provider"), region=values.get("region"), resource_class=values.get("resource_class"),

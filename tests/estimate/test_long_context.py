@@ -95,3 +95,65 @@ def test_nemo_long_sequence_error_does_not_grow_with_length():
     err = [speed_loso.predict(r, engines.DEFAULT_CONSTANTS) / r.measured - 1 for r in nls]
     assert max(err) - min(err) < 0.15, err
     assert all(abs(e) < 0.2 for e in err), err
+
+
+# ------------------------------------------------------------------------------------------- DeepSpeed-Ulysses
+def test_ulysses_layout_rule_is_one_for_every_command():
+    from trainfit.errors import WorkloadError
+    from trainfit.workload import layout_error
+
+    with pytest.raises(WorkloadError, match="Hugging Face / DeepSpeed"):
+        Workload(seq_len=65536, gpus=16, ulysses=4, tp=2, strategy="zero1")
+    with pytest.raises(WorkloadError, match="not divisible by --ulysses"):
+        Workload(seq_len=65536, gpus=6, gpus_per_node=6, ulysses=4, strategy="zero3")
+    with pytest.raises(WorkloadError, match="seq_len 1001 is not divisible by --ulysses 2"):
+        Workload(seq_len=1001, gpus=2, ulysses=2, strategy="zero3")
+    q14 = get_model("Qwen3-14B")  # 40 heads, 8 key/value heads
+    ok = Workload(seq_len=65536, gpus=8, ulysses=8, strategy="zero3")
+    assert layout_error(ok, q14) is None  # 40 % 8 == 0, 8 kv heads
+    err = layout_error(Workload(seq_len=65536, gpus=16, ulysses=16, strategy="zero3"), q14)
+    assert err is not None and "40 attention heads" in err.message
+    # memory (the one path memory/plan/render/check share) refuses it too
+    from trainfit.estimate.memory import estimate_memory
+
+    with pytest.raises(WorkloadError, match="attention heads"):
+        estimate_memory(q14, Workload(seq_len=65536, gpus=16, ulysses=16, strategy="zero3"))
+
+
+def test_ulysses_splits_the_batch_the_activations_and_adds_its_all_to_alls(q8):
+    from trainfit.estimate.memory import estimate_memory
+
+    base = Workload(seq_len=32768, gpus=8, strategy="zero3", grad_ckpt=True)
+    sp = base.with_(ulysses=4)
+    assert sp.dp == 2 and sp.global_batch == base.global_batch // 4
+    # each rank holds a quarter of each sequence's tokens; ZeRO-3 still shards the states over all 8 GPUs
+    m0, m4 = estimate_memory(q8, base), estimate_memory(q8, sp)
+    assert m4.tensor_peak_gib < m0.tensor_peak_gib
+    s0 = estimate_speed(q8, base, H100, framework="deepspeed")
+    s4 = estimate_speed(q8, sp, H100, framework="deepspeed")
+    assert s4.tokens_per_step == s0.tokens_per_step // 4
+    a2a = next(c for c in s4.comm if c.name == "ulysses-alltoall")
+    assert not any(c.name == "ulysses-alltoall" for c in s0.comm)
+    # 4 all-to-alls (q, k, v, out) per layer and pass, forward + backward + recomputed forward, (u-1)/u sent
+    tokens = 32768 / 4
+    width = (2 * q8.num_heads + 2 * q8.num_kv_heads) * q8.head_dim * 2
+    assert a2a.bytes_per_gpu == pytest.approx(q8.num_layers * 3 * tokens * width * 3 / 4)
+    assert a2a.overlap == 0 and a2a.link == "intra"
+    # the ZeRO-3 collectives still run over all 8 ranks: same bytes per GPU per sequence as without Ulysses
+    z0 = next(c for c in s0.comm if c.name.startswith("dp-zero3"))
+    z4 = next(c for c in s4.comm if c.name.startswith("dp-zero3"))
+    assert z4.bytes_per_gpu == pytest.approx(z0.bytes_per_gpu)
+
+
+def test_ulysses_is_an_option_and_render_refuses_it(tmp_path):
+    from trainfit.errors import RenderError
+    from trainfit.launch import RenderOptions
+    from trainfit.options import WORKLOAD_OPTION_NAMES, workload_from_values
+    from trainfit.service import plan_for, render_plan
+
+    assert "ulysses" in WORKLOAD_OPTION_NAMES
+    wl = workload_from_values({"seq_len": 65536, "gpus": 8, "ulysses": 8, "strategy": "zero3"})
+    assert wl.ulysses == 8
+    p = plan_for(get_model("Qwen3-8B"), wl, instance_type="generic-8xH100", tokens=1e8)
+    with pytest.raises(RenderError, match="Ulysses"):
+        render_plan(p, RenderOptions(checkpoint_uri="oss://bkt/ckpt/"), "all")

@@ -68,8 +68,8 @@ def _layer_training(m: ModelShape, wl: Workload, i: int) -> LayerTraining:
 
 
 def eff_tokens(wl: Workload) -> float:
-    """Tokens per micro-batch on one rank (context parallelism splits the sequence)."""
-    return wl.micro_batch * wl.seq_len / wl.cp
+    """Tokens per micro-batch on one rank (context parallelism and DeepSpeed-Ulysses split the sequence)."""
+    return wl.micro_batch * wl.seq_len / wl.seq_shards
 
 
 def act_divisor(wl: Workload) -> float:
@@ -86,7 +86,7 @@ def autocast(wl: Workload) -> bool:
 def act_profile(m: ModelShape, wl: Workload) -> ActProfile:
     """The activation profile of ``wl`` on ``m`` (uncached; see :func:`cached_act_profile`)."""
     tpd = act_divisor(wl)
-    S = int(wl.seq_len / wl.cp)
+    S = int(wl.seq_len / wl.seq_shards)
     ids = list(rank_layers(m, wl))
     if wl.method == "freeze":
         first = freeze_trainable_layer_ids(m, wl).start
@@ -116,7 +116,7 @@ def act_profile(m: ModelShape, wl: Workload) -> ActProfile:
 
 
 _ACT_FIELDS = ("method", "lora_rank", "lora_alpha", "lora_targets", "freeze_trainable_layers", "precision",
-               "attention", "tp", "pp", "cp", "sequence_parallel")
+               "attention", "tp", "pp", "cp", "sequence_parallel", "ulysses")
 
 
 _act_fields = attrgetter(*_ACT_FIELDS)
@@ -128,7 +128,7 @@ def _act_key(wl: Workload) -> tuple:
     key = _act_fields(wl)
     if wl.precision in ("amp-bf16", "fp16") and not autocast(wl):
         key = key[:_PRECISION_AT] + ("bf16",) + key[_PRECISION_AT + 1:]
-    return key + (wl.seq_len if wl.attention == "eager" else wl.cp,)
+    return key + (wl.seq_len if wl.attention == "eager" else wl.seq_shards,)
 
 
 @lru_cache(maxsize=4096)
@@ -136,7 +136,7 @@ def act_profile_t(m: ModelShape, key: tuple) -> ActProfile:
     """:func:`act_profile` cached on the fields that decide it (``key`` from :func:`cached_act_profile`)."""
     kw = dict(zip(_ACT_FIELDS, key[:-1]))
     kw["seq_len"] = key[-1]
-    kw["gpus"] = kw["tp"] * kw["pp"] * kw["cp"]
+    kw["gpus"] = kw["tp"] * kw["pp"] * kw["cp"] * kw["ulysses"]
     return act_profile(m, Workload(**kw))
 
 

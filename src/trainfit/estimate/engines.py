@@ -345,7 +345,7 @@ def features(model: ModelShape, wl: Workload, hw: Any, framework: str, *, flops:
     expert_fwd = _expert_forward_flops(model)
     dense_fwd = flops.forward_matmul_flops - expert_fwd + flops.forward_lm_head_flops
     per = tokens_step_gpu * ratio
-    mb_tokens = wl.micro_batch * wl.seq_len / wl.cp  # tokens of one micro-batch on one GPU (before TP)
+    mb_tokens = wl.micro_batch * wl.seq_len / wl.seq_shards  # tokens of one micro-batch on one GPU (before TP)
     dense_dim, expert_dim, visited, expert_tokens = _gemm_dims(model, wl, family, mb_tokens, moe_grouped_gemm)
     lora_dim = float(wl.lora_rank) if wl.method in ("lora", "qlora") else 0.0
     units, moe_units_b = terms.elementwise_units(model, wl, tokens_step_gpu, ratio)
