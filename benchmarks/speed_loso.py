@@ -132,13 +132,14 @@ def load_rows(data: dict, raw_rows: list[dict]) -> list[Row]:
         inter = r.get("inter_node_gbit_per_s")
         if inter:
             hw = type(hw)(**{**asdict_hw(hw), "inter_node_gbytes_per_s": inter / 8})
-        tp, pp, cp = r.get("tp", 1), r.get("pp", 1), r.get("cp", 1)
-        dp = r["gpus"] // (tp * pp * cp)
+        tp, pp, cp, sp = r.get("tp", 1), r.get("pp", 1), r.get("cp", 1), r.get("ulysses", 1)
+        dp = r["gpus"] // (tp * pp * cp * sp)
         ga = r["gbs"] // (r["mbs"] * dp)
         if ga * r["mbs"] * dp != r["gbs"]:
             raise ValueError(f"{r['id']}: gbs {r['gbs']} is not mbs x dp x GA")
         wl = Workload(seq_len=r["seq_len"], micro_batch=r["mbs"], grad_accum=ga, gpus=r["gpus"],
-                      gpus_per_node=gpus_per_node, strategy=r["strategy"], tp=tp, pp=pp, cp=cp, ep=r.get("ep", 1),
+                      gpus_per_node=gpus_per_node, strategy=r["strategy"], tp=tp, pp=pp, cp=cp, ulysses=sp,
+                      ep=r.get("ep", 1),
                       precision=r["precision"], method=r["method"], lora_rank=r.get("lora_rank", 8),
                       lora_targets=r.get("lora_targets", ALL_LINEAR),
                       grad_ckpt=bool(r["grad_ckpt"]), attention=r.get("attention", "sdpa"),
