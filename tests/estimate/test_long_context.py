@@ -145,18 +145,29 @@ def test_ulysses_splits_the_batch_the_activations_and_adds_its_all_to_alls(q8):
     assert z4.bytes_per_gpu == pytest.approx(z0.bytes_per_gpu)
 
 
-def test_ulysses_is_an_option_and_render_refuses_it(tmp_path):
-    from trainfit.errors import RenderError
+def test_ulysses_is_an_option_and_renders_and_reads_back(tmp_path):
+    from trainfit.check import check_file
     from trainfit.launch import RenderOptions
     from trainfit.options import WORKLOAD_OPTION_NAMES, workload_from_values
-    from trainfit.service import plan_for, render_plan
+    from trainfit.service import plan_for, render_plan, write_rendered
 
     assert "ulysses" in WORKLOAD_OPTION_NAMES
     wl = workload_from_values({"seq_len": 65536, "gpus": 8, "ulysses": 8, "strategy": "zero3"})
     assert wl.ulysses == 8
     p = plan_for(get_model("Qwen3-8B"), wl, instance_type="generic-8xH100", tokens=1e8)
-    with pytest.raises(RenderError, match="Ulysses"):
-        render_plan(p, RenderOptions(checkpoint_uri="oss://bkt/ckpt/"), "all")
+    res = render_plan(p, RenderOptions(checkpoint_uri="oss://bkt/ckpt/"), "all")
+    # ms-swift writes it (swift sft --sequence_parallel_size); LLaMA-Factory has no such setting: skipped, with why
+    assert "--sequence_parallel_size 8" in res.files["swift_sft.sh"]
+    assert "llamafactory" in res.skipped and "Ulysses" in res.skipped["llamafactory"]
+    write_rendered(res, tmp_path)
+    r = check_file(tmp_path / "swift_sft.sh")
+    differ = [v for v in r.violations if v.rule in ("settings-differ-from-plan", "step-budget", "global-batch",
+                                                    "memory-fit")]
+    assert not differ, differ[0].message
+    from trainfit.launch._common import swift_workload
+
+    kw, _ = swift_workload({"sequence_parallel_size": "8", "max_length": "65536"}, num_layers=36, gpus=8)
+    assert kw["ulysses"] == 8
 
 
 def test_xtuner_ulysses_runs_are_predicted_out_of_sample():

@@ -205,11 +205,6 @@ def render(ctx: RenderContext, targets: list[str] | tuple[str, ...] | str | None
     """Render ``targets`` (names from :data:`TARGETS`, or ``all``; None = the plan's target, else ``all``)."""
     from trainfit.launch.targets import engine_mismatch, experts_mismatch, loss_mismatch
 
-    if ctx.workload.ulysses > 1:  # no writer sets a sequence-parallel size yet: refuse rather than drop it
-        raise RenderError(f"render does not write DeepSpeed-Ulysses yet (--ulysses {ctx.workload.ulysses}): the job "
-                          "files would train without sequence parallelism, with more memory than planned",
-                          fix="plan with --ulysses 1 (or --cp on a Megatron layout) to render, or set ms-swift's / "
-                              "LLaMA-Factory's --sequence_parallel_size by hand")
     if targets is None:
         targets = getattr(ctx.plan, "target", None) or "all"
     if isinstance(targets, str):
