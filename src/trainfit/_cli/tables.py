@@ -166,6 +166,8 @@ def _plan_cells(p: dict) -> list[str]:
         st += f" ep{s['ep']}"
     if s["tp"] > 1:
         st += f" tp{s['tp']}"
+    if s.get("ulysses", 1) > 1:
+        st += f" sp{s['ulysses']}"
     st += f" mb{s['micro_batch']}" + (f"×ga{s['grad_accum']}" if s["grad_accum"] > 1 else "")
     st += f" gb{s['global_batch']}" if "global_batch" in s else ""
     st += " GC" if s["grad_ckpt"] else ""
