@@ -184,3 +184,18 @@ def test_xtuner_ulysses_runs_are_predicted_out_of_sample():
     rows = speed_loso.load_rows(data, sp)
     err = [abs(speed_loso.predict(r, engines.DEFAULT_CONSTANTS) / r.measured - 1) for r in rows]
     assert statistics.median(err) < 0.15 and sum(e <= 0.3 for e in err) >= 0.8 * len(err), err
+
+
+def test_cp_rings_across_nodes_share_the_nics(q8):
+    # tp 8 x cp 2 on two nodes: each of a node's 8 context-parallel rings sends its KV block off the node at every
+    # step, at once: 1/8 of the node's 400 GB/s each (before this, each ring was given the whole node bandwidth)
+    from trainfit.estimate.comm import cp_term, links_for
+
+    wl = Workload(seq_len=32768, gpus=16, gpus_per_node=8, tp=8, cp=2, strategy="zero1")
+    links = links_for(wl, H100, [])
+    t = cp_term(q8, wl, links)
+    assert t.link == "inter"
+    assert t.seconds == pytest.approx(t.bytes_per_gpu / (400 / 8 * 1e9 * links.link_eff))
+    # inside one node (tp 4 x cp 2) the ring runs at NVLink speed
+    t1 = cp_term(q8, wl.with_(gpus=8, tp=4), links_for(wl.with_(gpus=8, tp=4), H100, []))
+    assert t1.link == "intra" and t1.seconds == pytest.approx(t1.bytes_per_gpu / (450e9 * links.link_eff))

@@ -249,7 +249,8 @@ def cp_term(model: ModelShape, wl: Workload, links: Links) -> CommTerm | None:
     rank ``r`` holding chunks ``r`` and ``2cp-1-r``), which gives every step the same causal work, so the ring
     hides behind at most ``(cp-1)/cp`` of the attention time (``attention_share``), none of it behind the GEMMs: a
     step's transfer is waited for before the next step, inside the attention layer. The exposed part is
-    ``max(0, ring - attention x (cp-1)/cp)`` (``hidden_seconds``)."""
+    ``max(0, ring - attention x (cp-1)/cp)`` (``hidden_seconds``). A ring that leaves the node shares the node's
+    NICs with the node's other ``tp`` rings, which step at the same time (issue 26)."""
     if wl.cp <= 1:
         return None
     tokens_mb = wl.micro_batch * wl.seq_len / wl.cp
@@ -257,6 +258,11 @@ def cp_term(model: ModelShape, wl: Workload, links: Links) -> CommTerm | None:
     n_full = model.n_full_attention_layers / wl.pp
     per_layer = kv * (wl.cp - 1) * (3 + (1 if wl.grad_ckpt else 0))
     bw, where = links.ring(wl.cp, wl.tp)
+    if where == "inter":
+        # unlike one data-parallel collective striped over all NICs, each of the node's tp context-parallel rings
+        # (ranks tp apart, Megatron order tp-cp-dp-pp) sends its own KV block off the node at every step, at the
+        # same time: they share the node's NICs
+        bw = min(links.intra, (links.inter or links.intra) / max(1, min(wl.tp, links.g_node)))
     m = wl.grad_accum
     secs = m * n_full * per_layer / (bw * 1e9 * links.link_eff)
     return CommTerm(name="cp-kv", seconds=secs, overlap=1.0, link=where, bytes_per_gpu=m * n_full * per_layer,
