@@ -199,3 +199,14 @@ def test_cp_rings_across_nodes_share_the_nics(q8):
     # inside one node (tp 4 x cp 2) the ring runs at NVLink speed
     t1 = cp_term(q8, wl.with_(gpus=8, tp=4), links_for(wl.with_(gpus=8, tp=4), H100, []))
     assert t1.link == "intra" and t1.seconds == pytest.approx(t1.bytes_per_gpu / (450e9 * links.link_eff))
+
+
+def test_ulysses_with_rl_is_refused_with_its_cause():
+    from trainfit.errors import WorkloadError
+    from trainfit.options import rl_workload_from_values
+
+    class _RL:
+        rl_framework, seq_len = "verl", 4096
+
+    with pytest.raises(WorkloadError, match="--ulysses is not modelled for --rl"):
+        rl_workload_from_values({"ulysses": 4, "gpus": 8}, _RL())
