@@ -62,7 +62,7 @@ TARGET_MEDIAN, TARGET_WORST = 15.0, 30.0
 LOG_BOUNDS = {  # (low, high) for each fitted constant: physical limits, not preferences
     "gemm_eff_megatron": (0.2, 0.95), "gemm_eff_native": (0.2, 0.95), "gemm_eff_hf": (0.2, 0.95),
     "elem_bytes_megatron": (1.0, 60.0), "elem_bytes_native": (1.0, 60.0), "elem_bytes_hf": (1.0, 60.0),
-    "gemm_half_dim": (8.0, 1024.0), "attention_relative_megatron": (0.2, 1.0), "attention_relative_native": (0.2, 1.0), "fa2_hopper_factor": (0.2, 1.0), "ridge_exponent": (0.001, 1.0),
+    "gemm_half_dim": (8.0, 1024.0), "attention_relative_megatron": (0.2, 1.5), "attention_relative_native": (0.2, 1.5), "fa2_hopper_factor": (0.2, 1.0), "ridge_exponent": (0.001, 1.0),
     "fp8_eff_megatron": (0.2, 0.9), "fp8_eff_native": (0.2, 0.9), "launch_seconds": (1e-6, 1e-4), "compile_elementwise_factor": (0.1, 1.0),
     "moe_elementwise_factor": (0.2, 10.0), "fp8_cast_bytes": (0.1, 20.0), "expert_sync_seconds": (1e-6, 1e-3), "zero3_fetch_seconds": (1e-5, 1e-2), "zero3_host_seconds": (1e-5, 1e-2),
     "zero_hook_seconds": (1e-6, 1e-3), "grouped_gemm_half_tokens": (1.0, 8192.0), "triton_attention_factor": (0.2, 1.0),
@@ -132,13 +132,14 @@ def load_rows(data: dict, raw_rows: list[dict]) -> list[Row]:
         inter = r.get("inter_node_gbit_per_s")
         if inter:
             hw = type(hw)(**{**asdict_hw(hw), "inter_node_gbytes_per_s": inter / 8})
-        tp, pp, cp = r.get("tp", 1), r.get("pp", 1), r.get("cp", 1)
-        dp = r["gpus"] // (tp * pp * cp)
+        tp, pp, cp, sp = r.get("tp", 1), r.get("pp", 1), r.get("cp", 1), r.get("ulysses", 1)
+        dp = r["gpus"] // (tp * pp * cp * sp)
         ga = r["gbs"] // (r["mbs"] * dp)
         if ga * r["mbs"] * dp != r["gbs"]:
             raise ValueError(f"{r['id']}: gbs {r['gbs']} is not mbs x dp x GA")
         wl = Workload(seq_len=r["seq_len"], micro_batch=r["mbs"], grad_accum=ga, gpus=r["gpus"],
-                      gpus_per_node=gpus_per_node, strategy=r["strategy"], tp=tp, pp=pp, cp=cp, ep=r.get("ep", 1),
+                      gpus_per_node=gpus_per_node, strategy=r["strategy"], tp=tp, pp=pp, cp=cp, ulysses=sp,
+                      ep=r.get("ep", 1),
                       precision=r["precision"], method=r["method"], lora_rank=r.get("lora_rank", 8),
                       lora_targets=r.get("lora_targets", ALL_LINEAR),
                       grad_ckpt=bool(r["grad_ckpt"]), attention=r.get("attention", "sdpa"),

@@ -108,6 +108,39 @@ def _divisors(n: int, limit: int | None = None) -> list[int]:
     return [d for d in range(2, n + 1) if n % d == 0 and (limit is None or limit % d == 0)]
 
 
+def _ulysses_error(wl: "Workload", model: object | None) -> WorkloadError | None:
+    """DeepSpeed-Ulysses (``ulysses`` > 1): Hugging Face / DeepSpeed engines without Megatron parallelism, whole GPUs
+    and tokens per rank, and (with the model) whole heads per rank: DeepSpeed's ``DistributedAttention`` all-to-all
+    scatters the head dimension over the group (``num_heads % sp == 0``); key/value heads that do not divide are
+    repeated up to the group size (ms-swift's Ulysses, which needs ``sp % num_kv_heads == 0`` then)."""
+    u = getattr(wl, "ulysses", 1)  # callers may pass a namespace of a job file's fields
+    if u <= 1:
+        return None
+    if max(wl.tp, wl.pp, wl.cp, wl.ep) > 1:
+        return WorkloadError(
+            ("--ulysses {u} (DeepSpeed-Ulysses) runs in Hugging Face / DeepSpeed engines, not with Megatron's "
+              "tp/pp/cp/ep").format(u=u),
+            fix=("use --ulysses 1 with Megatron layouts (their sequence split is --cp), or tp/pp/cp/ep 1"))
+    if wl.gpus % u:
+        return WorkloadError(("--gpus {g} is not divisible by --ulysses {u}").format(g=wl.gpus, u=u),
+                             fix=("use a multiple of {u} GPUs").format(u=u))
+    if wl.seq_len % u:
+        return WorkloadError(("seq_len {s} is not divisible by --ulysses {u}").format(s=wl.seq_len, u=u),
+                             fix=("use a --seq-len that is a multiple of {u}").format(u=u))
+    heads = getattr(model, "num_heads", 0) if model is not None else 0
+    kv = getattr(model, "num_kv_heads", 0) if model is not None else 0
+    if heads and heads % u:
+        ok = [d for d in _divisors(heads) if 1 < d <= 64]
+        return WorkloadError(
+            ("--ulysses {u} does not divide the model's {n} attention heads (Ulysses gives each rank whole heads)")
+            .format(u=u, n=heads), fix=("use --ulysses {ok}").format(ok=", ".join(map(str, ok)) or "1"))
+    if kv and kv % u and u % kv:
+        return WorkloadError(
+            ("--ulysses {u} neither divides nor is a multiple of the model's {n} key/value heads").format(u=u, n=kv),
+            fix=("use a --ulysses that divides {n} or is a multiple of it").format(n=kv))
+    return None
+
+
 def layout_error(wl: "Workload", model: object | None = None, *, expert_tp: int = 1) -> WorkloadError | None:
     """The one rule for how a job's GPUs form tensor-, pipeline-, context- and expert-parallel groups: ``None``
     when the layout is valid, else the error that names the first broken condition and its cause. ``Workload``
@@ -156,8 +189,9 @@ def layout_error(wl: "Workload", model: object | None = None, *, expert_tp: int 
     if wl.seq_len % wl.cp:
         return WorkloadError(f"seq_len {wl.seq_len} is not divisible by --cp {wl.cp}",
                              fix=f"use a --seq-len that is a multiple of {wl.cp}")
-    if model is None:
-        return None
+    err = _ulysses_error(wl, model)
+    if err is not None or model is None:
+        return err
     for what, n in (("attention heads", getattr(model, "num_heads", 0)),
                     ("key/value heads", getattr(model, "num_kv_heads", 0))):
         if wl.tp > 1 and n and n % wl.tp:
@@ -187,7 +221,7 @@ _CHOICES = (("method", frozenset(METHODS)), ("attention", frozenset(ATTENTIONS))
             ("precision", frozenset(PRECISIONS)), ("optimizer", frozenset(OPTIMIZERS)),
             ("strategy", frozenset(STRATEGIES)), ("offload", frozenset(OFFLOADS)),
             ("experts_impl", frozenset(EXPERTS_IMPLS)))
-_INT_FIELDS = ("seq_len", "micro_batch", "grad_accum", "gpus", "gpus_per_node", "tp", "pp", "ep", "cp", "lora_rank",
+_INT_FIELDS = ("seq_len", "micro_batch", "grad_accum", "gpus", "gpus_per_node", "tp", "pp", "ep", "cp", "ulysses", "lora_rank",
                "lora_alpha", "freeze_trainable_layers", "ds_bucket_elems")
 #: Largest DeepSpeed bucket accepted (elements): 1e11 x 2 bytes is beyond any GPU's memory.
 MAX_DS_BUCKET_ELEMS = 100_000_000_000
@@ -259,6 +293,12 @@ class Workload:
     pp: int = 1
     ep: int = 1
     cp: int = 1
+    ulysses: int = 1
+    """DeepSpeed-Ulysses sequence parallelism (ms-swift / LLaMA-Factory ``--sequence_parallel_size``, DeepSpeed's
+    ``DistributedAttention``): each sequence's tokens split over this many ranks, which exchange q, k, v and the
+    attention output by all-to-all so that each rank attends the whole sequence with ``1/ulysses`` of the heads.
+    Hugging Face / DeepSpeed engines only (Megatron layouts use ``cp``); the batch is split over
+    ``gpus / (tp pp cp ulysses)`` ranks, ZeRO/FSDP shard over all of them."""
     sequence_parallel: bool = True
     """Megatron sequence parallelism (shards norm and residual activations over ``tp``)."""
     ds_bucket_elems: int = 200_000_000
@@ -322,8 +362,13 @@ class Workload:
     # ------------------------------------------------------------------ derived
     @property
     def dp(self) -> int:
-        """Data-parallel degree: GPUs / (tp * pp * cp)."""
-        return self.gpus // (self.tp * self.pp * self.cp)
+        """Data-parallel degree (ranks that read different samples): GPUs / (tp * pp * cp * ulysses)."""
+        return self.gpus // (self.tp * self.pp * self.cp * self.ulysses)
+
+    @property
+    def seq_shards(self) -> int:
+        """Ranks one sequence's tokens are split over: context parallelism x DeepSpeed-Ulysses."""
+        return self.cp * self.ulysses
 
     @property
     def gpus_on_node(self) -> int:

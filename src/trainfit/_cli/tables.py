@@ -173,6 +173,8 @@ def _plan_cells(p: dict) -> list[str]:
     for k in ("pp", "cp"):  # a pinned 256-GPU TP4/PP8/EP8 layout showed as "ep8 tp4"
         if s.get(k, 1) > 1:
             st += f" {k}{s[k]}"
+    if s.get("ulysses", 1) > 1:
+        st += f" sp{s['ulysses']}"
     st += f" mb{s['micro_batch']}" + (f"×ga{s['grad_accum']}" if s["grad_accum"] > 1 else "")
     st += f" gb{s['global_batch']}" if "global_batch" in s else ""
     st += " GC" if s["grad_ckpt"] else ""

@@ -69,8 +69,8 @@ def _layer_training(m: ModelShape, wl: Workload, i: int) -> LayerTraining:
 
 
 def eff_tokens(wl: Workload) -> float:
-    """Tokens per micro-batch on one rank (context parallelism splits the sequence)."""
-    return wl.micro_batch * wl.seq_len / wl.cp
+    """Tokens per micro-batch on one rank (context parallelism and DeepSpeed-Ulysses split the sequence)."""
+    return wl.micro_batch * wl.seq_len / wl.seq_shards
 
 
 def act_divisor(wl: Workload) -> float:
@@ -107,7 +107,7 @@ def act_profile(m: ModelShape, wl: Workload, imbalance: float | None = None) -> 
     # tensor parallelism without sequence parallelism: heads and MLP width split, width-h tensors replicated
     tp_local = wl.tp if (wl.tp > 1 and tpd == 1.0) else 1
     shape = tp_local_shape(m, tp_local) if not megatron_core(wl) else m
-    S = int(wl.seq_len / wl.cp)
+    S = int(wl.seq_len / wl.seq_shards)
     ids = list(rank_layers(m, wl))
     if wl.method == "freeze":
         first = freeze_trainable_layer_ids(m, wl).start
@@ -137,7 +137,7 @@ def act_profile(m: ModelShape, wl: Workload, imbalance: float | None = None) -> 
 
 
 _ACT_FIELDS = ("method", "lora_rank", "lora_alpha", "lora_targets", "freeze_trainable_layers", "precision",
-               "attention", "tp", "pp", "cp", "sequence_parallel", "strategy")
+               "attention", "tp", "pp", "cp", "sequence_parallel", "ulysses", "strategy")
 
 
 _act_fields = attrgetter(*_ACT_FIELDS)
@@ -152,7 +152,7 @@ def _act_key(wl: Workload) -> tuple:
     # the strategy matters only as Megatron-Core's saved set (ddp here) or the Hugging Face layer's (fsdp) under a
     # model-parallel layout, and for autocast (ddp), whose precision the key already carries
     key = key[:-1] + ("fsdp" if (wl.uses_megatron and not megatron_core(wl)) else "ddp",)
-    return key + (wl.seq_len if wl.attention == "eager" else wl.cp, routing_imbalance(wl))
+    return key + (wl.seq_len if wl.attention == "eager" else wl.seq_shards, routing_imbalance(wl))
 
 
 @lru_cache(maxsize=4096)
@@ -160,7 +160,7 @@ def act_profile_t(m: ModelShape, key: tuple) -> ActProfile:
     """:func:`act_profile` cached on the fields that decide it (``key`` from :func:`cached_act_profile`)."""
     kw = dict(zip(_ACT_FIELDS, key[:-2]))
     kw["seq_len"] = key[-2]
-    kw["gpus"] = kw["tp"] * kw["pp"] * kw["cp"]
+    kw["gpus"] = kw["tp"] * kw["pp"] * kw["cp"] * kw["ulysses"]
     return act_profile(m, Workload(**kw), imbalance=key[-1] if m.is_moe else 1.0)
 
 

@@ -158,7 +158,7 @@ def dp_terms(model: ModelShape, wl: Workload, framework: str, links: Links, trai
     # gradients travel in the weight dtype, except fp32 master weights (amp-bf16) and torchtitan-style FSDP2,
     # whose config default ``mixed_precision_reduce = "float32"`` reduce-scatters in fp32
     grad_bytes = 4.0 if (wl.precision == "amp-bf16" or framework in ("fsdp2", "automodel")) else 2.0
-    dp = wl.dp
+    dp = wl.dp * wl.ulysses  # DeepSpeed-Ulysses: ZeRO reduces and shards over the data x sequence ranks
     # experts with expert TP 1 (as the memory model, estimate/states.py): TP ranks hold whole experts, so the
     # expert data-parallel group is dp * tp / ep and an expert's weights are split by pp * ep only; with expert
     # TP e (``expert_tp``), dp * tp / (ep * e) and pp * ep * e
@@ -272,7 +272,8 @@ def cp_term(model: ModelShape, wl: Workload, links: Links) -> CommTerm | None:
     rank ``r`` holding chunks ``r`` and ``2cp-1-r``), which gives every step the same causal work, so the ring
     hides behind at most ``(cp-1)/cp`` of the attention time (``attention_share``), none of it behind the GEMMs: a
     step's transfer is waited for before the next step, inside the attention layer. The exposed part is
-    ``max(0, ring - attention x (cp-1)/cp)`` (``hidden_seconds``)."""
+    ``max(0, ring - attention x (cp-1)/cp)`` (``hidden_seconds``). A ring that leaves the node shares the node's
+    NICs with the node's other ``tp`` rings, which step at the same time (issue 26)."""
     if wl.cp <= 1:
         return None
     tokens_mb = wl.micro_batch * wl.seq_len / wl.cp
@@ -280,10 +281,39 @@ def cp_term(model: ModelShape, wl: Workload, links: Links) -> CommTerm | None:
     n_full = model.n_full_attention_layers / wl.pp
     per_layer = kv * (wl.cp - 1) * (3 + (1 if wl.grad_ckpt else 0))
     bw, where = links.ring(wl.cp, wl.tp)
+    if where == "inter":
+        # unlike one data-parallel collective striped over all NICs, each of the node's tp context-parallel rings
+        # (ranks tp apart, Megatron order tp-cp-dp-pp) sends its own KV block off the node at every step, at the
+        # same time: they share the node's NICs
+        bw = min(links.intra, (links.inter or links.intra) / max(1, min(wl.tp, links.g_node)))
     m = wl.grad_accum
     secs = m * n_full * per_layer / (bw * 1e9 * links.link_eff)
     return CommTerm(name="cp-kv", seconds=secs, overlap=1.0, link=where, bytes_per_gpu=m * n_full * per_layer,
                     attention_share=(wl.cp - 1) / wl.cp)
+
+
+def ulysses_term(model: ModelShape, wl: Workload, links: Links) -> CommTerm | None:
+    """DeepSpeed-Ulysses: four all-to-alls per full-attention layer and pass over the ``ulysses`` group (q, k, v from
+    sequence-sharded to head-sharded before the attention, the output back after it; DeepSpeed's
+    ``DistributedAttention``, https://github.com/deepspeedai/DeepSpeed/blob/master/deepspeed/sequence/layer.py, and
+    the DeepSpeed-Ulysses paper, https://arxiv.org/abs/2309.14509, section 3), the same four for the gradients in
+    backward and again for a recomputed forward. Each rank holds ``mb x seq / ulysses`` tokens and sends
+    ``(u - 1) / u`` of each tensor: q and the output ``nh x hd`` wide, k and v ``nkv x hd`` (key/value heads fewer
+    than the group are repeated up to it first). Ranks are consecutive: the group stays in a node when it fits.
+    Synchronous inside the attention layer, before and after the kernel: nothing hides it (overlap 0)."""
+    u = wl.ulysses
+    if u <= 1 or not model.n_full_attention_layers:
+        return None
+    tokens = wl.micro_batch * wl.seq_len / u
+    kv_heads = max(model.num_kv_heads, u) if model.num_kv_heads < u else model.num_kv_heads
+    width = (2 * model.num_heads + 2 * kv_heads) * model.head_dim * ACT_BYTES  # q, o and k, v per token
+    passes = 2 + (1 if wl.grad_ckpt else 0)
+    per_step = wl.grad_accum * model.n_full_attention_layers * passes * tokens * width * (u - 1) / u
+    bw, where = links.ring(u, 1)
+    if where == "inter":  # every GPU of a node sends its off-node share through the node's NICs
+        bw = bw / max(1, min(links.g_node, u))
+    secs = per_step / (bw * 1e9 * links.link_eff)
+    return CommTerm(name="ulysses-alltoall", seconds=secs, overlap=0.0, link=where, bytes_per_gpu=per_step)
 
 
 def pp_term(model: ModelShape, wl: Workload, links: Links, virtual_pp: int = 1) -> CommTerm | None:
@@ -308,7 +338,7 @@ def comm_terms(model: ModelShape, wl: Workload, framework: str, links: Links, tr
     """All GPU-to-GPU terms in report order: data parallel (dense, expert), TP, EP, CP, PP."""
     terms = dp_terms(model, wl, framework, links, trainable, expert_tp)
     for term in (tp_term(model, wl, links), ep_term(model, wl, links, expert_tp), cp_term(model, wl, links),
-                 pp_term(model, wl, links, virtual_pp)):
+                 ulysses_term(model, wl, links), pp_term(model, wl, links, virtual_pp)):
         if term is not None:
             terms.append(term)
     return terms
@@ -321,7 +351,7 @@ def offload_term(model: ModelShape, wl: Workload, hw: Hardware, links: Links, tr
         return None, 0.0
     m = wl.grad_accum
     mp = wl.tp * wl.pp
-    dp = wl.dp
+    dp = wl.dp * wl.ulysses
     shard = trainable / max(1, dp) / mp
     grad_trips = m if wl.strategy in ("zero2", "zero3", "fsdp") else 1
     vol = shard * 2.0 * grad_trips + shard * 2.0  # bf16 grads down, bf16 params up

@@ -119,3 +119,44 @@ from its op sequence: forward: ``Q K^T`` write (2), scale (read 2, write 2), mas
 write 2), fp32 softmax (read 2, write 4), cast back (read 4, write 2), ``P V`` read (2) = 26; backward:
 ``dO V^T`` write (2), cast (read 2, write 4), softmax backward (read P 4 and dP 4, write 4), scale (read 2,
 write 2), the two matmuls read dS (2 + 2) = 30 (dropout p = 0 is a no-op)."""
+
+# ---------------------------------------------------------------------------------------------- attention kernels
+ATTENTION_BACKWARD_FLOP_FACTOR: float = 2.5
+"""Flash attention's backward executes 2.5 x the forward's score/value FLOPs: it recomputes ``S = Q K^T`` (the
+probabilities are never stored) and runs ``dV = P^T dO``, ``dP = dO V^T``, ``dQ = dS K``, ``dK = dS^T Q``: five
+matmuls of the forward's size against two. Every FlashAttention benchmark counts it so
+(``flops(..., mode="bwd") = 2.5 x fwd`` in flash-attention's benchmarks/benchmark_flash_attention.py,
+https://github.com/Dao-AILab/flash-attention/blob/main/benchmarks/benchmark_flash_attention.py), and the kernel rates
+of :data:`ATTENTION_PEAK_SHARE` are measured in that count. The MFU convention (backward = 2 x forward) stays
+for the model FLOPs; only the attention time uses the executed count."""
+
+ATTENTION_PEAK_SHARE: dict[str, tuple[float, float]] = {"hopper": (0.60, 0.52), "ampere": (0.73, 0.63)}
+"""(forward, backward) share of the GPU's dense 16-bit peak that the generation's own attention kernel reaches on
+long sequences (16k tokens, head dim 128, its reference GPU): Hopper (H100 SXM, 989 TFLOP/s): cuDNN attention, what
+TransformerEngine and PyTorch SDPA run there, 595 and 516 TFLOP/s (FlashAttention-3 648 and 561, FlashAttention-2
+370 and 322) in the FlashAttention-3 paper's figures (https://arxiv.org/abs/2407.08608, section 4.1, "Attention
+forward/backward speed, head dim 128 (H100 80GB SXM5)"); Ampere (A100 SXM, 312 TFLOP/s): FlashAttention-2 "up to
+73 % of the theoretical maximum FLOPs/s" forward and "up to 63 %" backward (https://arxiv.org/abs/2307.08691,
+section 4.1). Other Hopper/Ampere GPUs scale from their generation's reference by the ridge law
+(``EngineConstants.ridge_exponent``); Ada/Volta/Turing take the Ampere shares x ``GPU_CLASS_FACTOR_FIXED``.
+FlashAttention-2 on a Hopper GPU runs at ``EngineConstants.fa2_hopper_factor`` of the Hopper kernel."""
+
+ATTENTION_REFERENCE_RIDGE: dict[str, float] = {"hopper": REFERENCE_RIDGE, "ampere": 312e12 / 2.039e12}
+"""Roofline ridge of each generation's reference GPU for :data:`ATTENTION_PEAK_SHARE` (H100 SXM, A100 SXM 80GB)."""
+
+ATTENTION_SEQ_HALF: tuple[float, float] = (128.0, 256.0)
+"""(forward, backward): sequence length per kernel call at which a flash-attention kernel runs at half its
+long-sequence rate, ``s / (s + half)``: each query tile's prologue and epilogue (load Q, write O and the
+log-sum-exp; in backward also dQ's accumulation) is amortised over the ``s / block`` key tiles it visits. Fitted by
+eye to the FlashAttention-3 paper's H100 figures at 16k tokens per batch (head dim 128): backward FA3 316, 424, 501,
+542, 559, 561 TFLOP/s and cuDNN 305, 408, 465, 499, 518, 516 at 0.5k-16k (half-points 230-400 tokens at 0.5-2k),
+forward FA3 467, 565, 625, 638, 646, 648 (half-points 80-200). Rates in :data:`ATTENTION_PEAK_SHARE` are those at
+16k, so the factor is normalised to 1 there."""
+
+ATTENTION_CAUSAL_BLOCK: float = 128.0
+"""Causal masking: the kernels skip key tiles above the diagonal but compute the diagonal tiles whole, half of
+which is masked: ``n (n + 1) / 2`` tiles for ``n^2 / 2`` useful ones, ``n = s / block``, i.e. a factor
+``s / (s + block)`` on the causal FLOP rate (128-token tiles: FlashAttention-2/3 on head dim 128)."""
+
+ATTENTION_REFERENCE_SEQ: float = 16384.0
+"""The sequence length at which :data:`ATTENTION_PEAK_SHARE` was measured."""

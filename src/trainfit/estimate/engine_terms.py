@@ -149,7 +149,7 @@ def optimizer_seconds(model: ModelShape, wl: Workload, hw: Any, trainable_params
     tp/pp-local model. With CPU offload the step (and its clipping) runs on the host (``comm.offload_term``)."""
     tp_pp = wl.tp * wl.pp
     trainable = float(trainable_params if trainable_params is not None else model.total_params)
-    shard = wl.dp if wl.strategy in ("zero1", "zero2", "zero3", "fsdp") else 1
+    shard = wl.dp * wl.ulysses if wl.strategy in ("zero1", "zero2", "zero3", "fsdp") else 1
     local = trainable / tp_pp / shard
     bw = getattr(hw, "mem_gbytes_per_s", None)
     if not bw:
@@ -222,3 +222,4 @@ def attention_head_padding(head_dim: int, wl: Workload, hw: Any, triton_attentio
     else:
         padded = d
     return max(padded, d) / d
+

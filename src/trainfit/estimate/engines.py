@@ -45,6 +45,7 @@ from trainfit.estimate.engine_assumptions import (
     LINEAR_ATTENTION_RELATIVE, CE_BYTES_PER_LOGIT, HBM_EFFICIENCY,
     GPU_CLASS_FACTOR_FIXED, REFERENCE_RIDGE,
 )
+from trainfit.estimate.attention_time import attention_seconds, flash_attention_flops
 from trainfit.estimate import engine_terms as terms
 from trainfit.models.shapes import ModelShape
 from trainfit.workload import Workload, routing_imbalance
@@ -73,18 +74,21 @@ class EngineConstants:
     elem_bytes_hf: float = 14.0
     gemm_half_dim: float = 128.0
     """GEMM size at which efficiency is half its large-GEMM value: ``size(d) = d / (d + gemm_half_dim)``."""
-    attention_relative_megatron: float = 0.8
-    """Flash-attention efficiency on causal FLOPs relative to the GEMM efficiency: TransformerEngine's
-    cuDNN fused attention (Hopper-specific kernels)."""
-    attention_relative_native: float = 0.6
+    attention_relative_megatron: float = 1.0
+    """Share of the published flash-attention kernel rate (``engine_assumptions.ATTENTION_PEAK_SHARE``, forward
+    and backward, by GPU generation and sequence length) that the attention of a Megatron-Core/TransformerEngine
+    layer reaches in training (layout copies, GQA expansion, the ``[s, b, h]`` transposes around the kernel).
+    Prior 1: the kernel as benchmarked. Attention no longer scales with the GEMM efficiency (issue 26)."""
+    attention_relative_native: float = 1.0
     """Same for PyTorch SDPA / flash-attn 2 / Triton flash attention (native engines and Hugging Face code)."""
-    fa2_hopper_factor: float = 0.52
+    fa2_hopper_factor: float = 0.62
     """Attention kernels written for Ampere (FlashAttention-2, PyTorch SDPA's flash backend, Triton flash
     attention: ``mma.sync``, no ``wgmma``/TMA) on a Hopper GPU run at this share of the Hopper kernels' rate
     (FlashAttention-3, cuDNN fused attention, TransformerEngine's default there): ``--attention flash``. Prior:
-    329 vs 631 TFLOP/s on H100 for SDPA's flash backend vs cuDNN at seq 4608, head dim 128
-    (https://github.com/pytorch/pytorch/issues/142132); the FlashAttention-3 paper puts FA2 at 35 % of H100's peak
-    against up to 75 % for FA3 (https://arxiv.org/abs/2407.08608). Not applied on Ampere, where FA2 is native."""
+    FlashAttention-2 against cuDNN on H100 at 16k tokens, head dim 128, in the FlashAttention-3 paper's figures:
+    370/595 forward, 322/516 backward (https://arxiv.org/abs/2407.08608); 329 vs 631 TFLOP/s for SDPA's flash
+    backend vs cuDNN at seq 4608 (https://github.com/pytorch/pytorch/issues/142132). Not applied on Ampere, where
+    FA2 is native."""
     ridge_exponent: float = 0.12
     """Hopper and Ampere GPUs: the share of the 16-bit peak kernels reach, relative to H100 SXM, is
     ``(REFERENCE_RIDGE / ridge) ** ridge_exponent`` with ``ridge = peak FLOP/s / memory bytes/s`` (the roofline
@@ -259,6 +263,13 @@ class EngineFeatures:
     """HBM bytes per step of the LoRA adapters' element-wise work (``engine_terms.lora_elementwise_bytes``)."""
     triton_attention: bool = False
     """The run used the 2023 Triton FlashAttention kernel (calibration rows only, ``triton_attention_factor``)."""
+    attention_forward_flops: float = 0.0
+    """Flash-attention score/value FLOPs per step of the forward passes (recomputed forwards included), causal
+    count, head-dimension padding applied (``engine_terms.flash_attention_flops``)."""
+    attention_backward_flops: float = 0.0
+    """The same for the backward passes in the executed count (``ATTENTION_BACKWARD_FLOP_FACTOR`` x forward)."""
+    attention_seq: float = 0.0
+    """Key/query length of one attention kernel call (``engine_terms.attention_call_seq``)."""
     notes: tuple[str, ...] = field(default=())
 
 
@@ -359,7 +370,7 @@ def features(model: ModelShape, wl: Workload, hw: Any, framework: str, *, flops:
     expert_fwd = _expert_forward_flops(model)
     dense_fwd = flops.forward_matmul_flops - expert_fwd + flops.forward_lm_head_flops
     per = tokens_step_gpu * ratio
-    mb_tokens = wl.micro_batch * wl.seq_len / wl.cp  # tokens of one micro-batch on one GPU (before TP)
+    mb_tokens = wl.micro_batch * wl.seq_len / wl.seq_shards  # tokens of one micro-batch on one GPU (before TP)
     dense_dim, expert_dim, visited, expert_tokens = _gemm_dims(model, wl, family, mb_tokens, moe_grouped_gemm)
     # expert routing imbalance: the most-loaded expert-parallel rank runs ``imb`` x the mean routed tokens (its
     # grouped GEMMs and permute/unpermute traffic), and every rank waits for it at the combine all-to-all
@@ -392,6 +403,8 @@ def features(model: ModelShape, wl: Workload, hw: Any, framework: str, *, flops:
         zero3_module_fetches=terms.zero3_module_fetches(model, wl, family),
         lora_bytes=terms.lora_elementwise_bytes(model, wl, family, tokens_step_gpu, forwards),
         triton_attention=triton_attention,
+        **flash_attention_flops(model, wl, hw, flops, tokens_step_gpu, recompute_fraction, triton_attention,
+                                eager=bool(eager_flops)),
         stacked_expert_bytes=(terms.stacked_expert_bytes(model, wl, visited)
                               if family == "hf" and wl.experts_impl == "eager" else 0.0),
         notes=tuple(notes),
@@ -423,9 +436,7 @@ def compute_time(f: EngineFeatures, c: EngineConstants) -> EngineTime:
     gemm = (f.dense_gemm_flops / (rmm * _size(f.dense_dim, half))
             + (f.lora_flops / (r16 * _size(f.lora_dim, half16)) if f.lora_flops else 0.0)
             + (f.eager_attention_flops / (r16 * _size(f.head_dim, half16)) if f.eager_attention_flops else 0.0))
-    attn_rel = (min(1.0, c.attention_relative(f.family)) * (c.fa2_hopper_factor if f.fa2_on_hopper else 1.0)
-                * (c.triton_attention_factor if f.triton_attention else 1.0))
-    attn = (f.attention_flops / (r16 * attn_rel)
+    attn = (attention_seconds(f, c)
             + f.linear_attention_flops / (r16 * LINEAR_ATTENTION_RELATIVE))
     bw = f.mem_gbytes_per_s * 1e9 * HBM_EFFICIENCY
     elem_factor = c.elem_bytes(f.family) * (c.compile_elementwise_factor if f.compiled else 1.0)
@@ -460,7 +471,8 @@ def describe(c: EngineConstants, family: str) -> list[str]:
              "moe_elementwise_factor", "fp8_cast_bytes", "expert_sync_seconds", "zero3_fetch_seconds",
              "zero3_host_seconds", "zero_hook_seconds"] + (["grouped_gemm_half_tokens"] if family == "megatron" else [])
     out = [f"engine model ({family}): GEMMs at peak x {c.gemm_eff(family):.3f} x d/(d+{c.gemm_half_dim:.0f}), "
-           f"flash attention x {c.attention_relative(family):.2f}, element-wise {c.elem_bytes(family):.1f} x (h+I)x2 B "
+           f"flash attention at {c.attention_relative(family):.2f} x the published kernel rate (backward 2.5 x forward "
+           f"FLOPs), element-wise {c.elem_bytes(family):.1f} x (h+I)x2 B "
            f"per token-layer-pass over HBM x {HBM_EFFICIENCY}, {c.launch_seconds * 1e6:.1f} us per eager kernel"]
     out += [CONSTANT_SOURCES[n] for n in names if n in CONSTANT_SOURCES]
     return out

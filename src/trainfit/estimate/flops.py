@@ -103,7 +103,7 @@ def linear_attention_flops(model: ModelShape, chunk: int = GDN_CHUNK_SIZE) -> fl
 def flops_per_token(model: ModelShape, workload: Workload) -> FlopsBreakdown:
     """Training FLOPs per token (cached: the distribution fields do not change FLOPs per token)."""
     key = workload.with_(gpus=1, gpus_per_node=1, strategy="ddp", offload="none", micro_batch=1, grad_accum=1,
-                  tp=1, pp=1, ep=1, cp=1)
+                  tp=1, pp=1, ep=1, cp=1, ulysses=1)
     return _flops_cached(model, key)
 
 

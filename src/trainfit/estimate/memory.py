@@ -254,7 +254,7 @@ def _autocast_weights(m: ModelShape, wl: Workload) -> float:
     frac = len(rank_layers(m, wl)) / m.num_layers
     lin = sum(t.total * mp_shard(wl, t) * (frac if t.layer_type != "global" else 1.0) for t in m.tensors()
               if t.kind in ("linear", "expert", "lm_head") or (t.kind == "embedding" and m.tie_word_embeddings))
-    return 2.0 * lin / (wl.dp if wl.strategy in ("zero3", "fsdp") else 1)
+    return 2.0 * lin / (wl.dp * wl.ulysses if wl.strategy in ("zero3", "fsdp") else 1)
 
 
 def _grad_of(st: ModelStates, i: int) -> float:

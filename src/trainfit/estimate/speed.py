@@ -292,7 +292,9 @@ def _assemble(model: ModelShape, wl: Workload, fl: FlopsBreakdown, fw: str, *, t
         f"ring collectives at {link_eff:.0%} of link bandwidth; DP overlap {OVERLAP[wl.strategy]:.0%} "
         f"({wl.strategy}), hidden traffic <= compute time",
         f"TP and PP traffic not overlapped, EP all-to-all {EP_OVERLAP:.0%}"
-        + (f", context-parallel KV ring only behind attention ({wl.cp - 1}/{wl.cp} of its time)" if wl.cp > 1 else ""),
+        + (f", context-parallel KV ring only behind attention ({wl.cp - 1}/{wl.cp} of its time)" if wl.cp > 1 else "")
+        + (", DeepSpeed-Ulysses all-to-alls (q, k, v, output per layer and pass) not overlapped" if wl.ulysses > 1
+           else ""),
     ]
     if model.n_linear_attention_layers:
         assumptions.append(f"Gated DeltaNet layers: chunked linear-attention FLOPs (chunk {GDN_CHUNK_SIZE}), "

@@ -53,12 +53,13 @@ def _band(v: int, bands: tuple[tuple[int | None, str], ...]) -> str:
 
 def parallelism(workload: Any) -> str:
     """The parallelism of a workload as a regime label: the data-parallel kind (``dp`` = DDP, ``zero`` = ZeRO-1/2
-    or Megatron's distributed optimizer, ``shard`` = ZeRO-3/FSDP) plus ``+tp``, ``+pp``, ``+ep``, ``+cp``."""
+    or Megatron's distributed optimizer, ``shard`` = ZeRO-3/FSDP) plus ``+tp``, ``+pp``, ``+ep``, ``+cp``, ``+sp``
+    (DeepSpeed-Ulysses)."""
     s = workload.strategy
     base = "dp" if s == "ddp" else ("shard" if s in ("zero3", "fsdp") else "zero")
     w = workload
     return base + ("+tp" if w.tp > 1 else "") + ("+pp" if w.pp > 1 else "") + ("+ep" if w.ep > 1 else "") + (
-        "+cp" if w.cp > 1 else "")
+        "+cp" if w.cp > 1 else "") + ("+sp" if getattr(w, "ulysses", 1) > 1 else "")
 
 
 def speed_regime(model: Any, workload: Any, framework: str | None) -> dict[str, str]:

@@ -168,6 +168,8 @@ def swift_args(ctx: RenderContext) -> list[tuple[str, str]]:
               ("gradient_checkpointing", "true" if wl.grad_ckpt else "false"), ("optim", OPTIMIZERS[wl.optimizer])]
         if wl.loss == "fused":
             a.append(("use_liger_kernel", "true"))
+        if wl.ulysses > 1:  # ms-swift's DeepSpeed-Ulysses (``swift sft --sequence_parallel_size``)
+            a.append(("sequence_parallel_size", str(wl.ulysses)))
         if writes_experts_impl(ctx):
             a.append(("experts_impl", wl.experts_impl))
         if wl.strategy.startswith("zero"):
@@ -327,6 +329,8 @@ def swift_workload(args: dict[str, str], *, num_layers: int | None, gpus: int | 
         kw["grad_ckpt"] = _flag(args.get("gradient_checkpointing")) is not False
         kw.update(optimizer_read(args.get("optim"), assumed))
         kw["loss"] = "fused" if _flag(args.get("use_liger_kernel")) else "standard"
+        if args.get("sequence_parallel_size", "").isdecimal() and int(args["sequence_parallel_size"]) > 1:
+            kw["ulysses"] = int(args["sequence_parallel_size"])
         if args.get("experts_impl") in ("eager", "grouped_mm"):
             kw["experts_impl"] = args["experts_impl"]
         elif args.get("experts_impl"):  # batched_mm: closest timed mode

@@ -57,7 +57,9 @@ def ds_config(ctx: RenderContext, *, with_header: bool = True) -> dict[str, Any]
     if with_header:
         cfg["_trainfit"] = {"header": ctx.header_lines()}
     cfg.update({
-        "train_batch_size": wl.global_batch,
+        # DeepSpeed checks micro x accumulation x its data-parallel world; under ms-swift's Ulysses that world is every
+        # rank (DeepSpeed gets no sequence-parallel group; the HF Trainer's "auto" fills world_size x micro x GA)
+        "train_batch_size": wl.global_batch * wl.ulysses,
         "train_micro_batch_size_per_gpu": wl.micro_batch,
         "gradient_accumulation_steps": wl.grad_accum,
         "gradient_clipping": 1.0,

@@ -40,6 +40,9 @@ def layout_reason(wl: Workload) -> str | None:
                 "data parallel only")
     if wl.strategy == "fsdp":
         return "the plan uses FSDP, which LLaMA-Factory takes from an accelerate config file (not rendered)"
+    if wl.ulysses > 1:
+        return ("the plan uses DeepSpeed-Ulysses (--ulysses); LLaMA-Factory has no sequence_parallel_size (a fork, "
+                "360-LLaMA-Factory, adds one): render the swift target")
     if wl.precision not in LF_PRECISION:
         return f"precision {wl.precision} is not a LLaMA-Factory training precision"
     return None

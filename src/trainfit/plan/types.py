@@ -169,7 +169,8 @@ class Plan:
         w = self.workload
         return {"strategy": w.strategy, "offload": w.offload, "grad_ckpt": w.grad_ckpt, "micro_batch": w.micro_batch,
                 "grad_accum": w.grad_accum, "gpus": w.gpus, "gpus_per_node": w.gpus_per_node, "tp": w.tp,
-                "pp": w.pp, "ep": w.ep, "cp": w.cp, "precision": w.precision, "optimizer": w.optimizer,
+                "pp": w.pp, "ep": w.ep, "cp": w.cp, "ulysses": w.ulysses, "precision": w.precision,
+                "optimizer": w.optimizer,
                 "attention": w.attention, "loss": w.loss, "method": w.method, "seq_len": w.seq_len,
                 "packing": w.packing, "global_batch": w.global_batch, "precision_mode": _precision_mode(w),
                 "tokens_per_step": w.global_batch * w.seq_len}
