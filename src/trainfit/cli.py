@@ -58,7 +58,8 @@ def _drop_repeated_flag(message: str) -> str:
         if not sep or not message.startswith(head) or mid not in message[len(head):]:
             continue
         name, _sep, rest = message[len(head):].partition(mid)
-        if rest.startswith(name.split("/")[0] + ":"):
+        flag = name.split("/")[0]
+        if rest.startswith(flag) and rest[len(flag):len(flag) + 1] in (":", "："):  # the input gate's "--x: ..."
             return rest
     return message
 
