@@ -205,9 +205,8 @@ def _si(n: float) -> str:
     return f"{n:.0f}"
 
 
-def print_plan(out: dict, top: int = 10, console: Console | None = None) -> None:
-    c = console or make_console()
-    w = out["workload"]
+def _print_plan_header(c: Console, w: dict) -> None:
+    """The plan's first line: model, method, sequence (or the RL setup), tokens, precision, objective."""
     rl = w.get("rl")
     if rl:
         c.print(_("[bold]{model}[/bold] {algo} ({framework}), {method}, prompt {prompt_len} + response {response_len}, "
@@ -226,6 +225,37 @@ def print_plan(out: dict, top: int = 10, console: Console | None = None) -> None
                 + (_(", spot") if w.get("spot") else "")
                 + (_(", target {target}").format(target=w["target"]) if w.get("target") else "")
                 + (_(", framework {framework}").format(framework=w["framework"]) if w.get("framework") else ""))
+
+
+def _print_row_notes(c: Console, plans: list, top: int) -> None:
+    """Per shown row: out-of-domain speed, P(OOM), calibration, the price's source and age, warnings."""
+    for i, p in enumerate(plans[:top]):
+        siv = p.get("speed_interval")
+        if siv and siv.get("out_of_domain"):
+            note = str(siv.get("note") or "").removeprefix("outside the calibration domain").lstrip(" :")
+            c.print(_("[yellow]#{n} outside the calibration domain:[/yellow] {note}").format(n=i + 1,
+                                                                                             note=escape(note)))
+        if p.get("oom_probability") is not None and p["oom_probability"] >= 0.1:
+            c.print("[dim]" + _("#{n} P(OOM) {p} (calibrated on what published runs near their card's limit did: "
+                                "ran or OOM)").format(n=i + 1, p=_prob(p["oom_probability"])) + "[/dim]")
+        if p.get("calibration"):
+            c.print("[dim]" + _("#{n} speed ({framework} engine): {calibration}").format(
+                n=i + 1, framework=p["framework"], calibration=escape(str(p["calibration"]))) + "[/dim]")
+        if p.get("price_per_hour") is not None:
+            billing = (_("pay-as-you-go, spot pays {fraction:.0%}").format(fraction=p["spot_price_fraction"])
+                       if p.get("spot_price_fraction") else _("pay-as-you-go"))
+            c.print("[dim]" + _("#{n} price: {price:,.2f} {currency} per instance-hour ({billing}), {age}, "
+                                "source: {source}").format(
+                n=i + 1, price=p["price_per_hour"], currency=p.get("currency") or "", billing=billing,
+                age=escape(_age(p.get("price_as_of"))), source=escape(str(p.get("price_source"))))
+                    + "[/dim]")  # whole: a cut URL is a broken link
+        for wmsg in p.get("warnings", []):
+            c.print(_("[yellow]#{n} warning:[/yellow] {text}").format(n=i + 1, text=escape(wmsg)))
+
+
+def print_plan(out: dict, top: int = 10, console: Console | None = None) -> None:
+    c = console or make_console()
+    _print_plan_header(c, out["workload"])
     plans = out["plans"]
     data = next((p["data"] for p in plans if p.get("data")), None)
     if data:
@@ -257,28 +287,7 @@ def print_plan(out: dict, top: int = 10, console: Console | None = None) -> None
             c.print("[dim]" + _("* on the time-vs-cost Pareto frontier (cost when every plan has a price in one "
                                 "currency, else GPU-hours for all)") + "[/dim]")
         _print_ranking(c, out.get("ranking"), plans, top)
-        for i, p in enumerate(plans[:top]):
-            siv = p.get("speed_interval")
-            if siv and siv.get("out_of_domain"):
-                note = str(siv.get("note") or "").removeprefix("outside the calibration domain").lstrip(" :")
-                c.print(_("[yellow]#{n} outside the calibration domain:[/yellow] {note}").format(n=i + 1,
-                                                                                                 note=escape(note)))
-            if p.get("oom_probability") is not None and p["oom_probability"] >= 0.1:
-                c.print("[dim]" + _("#{n} P(OOM) {p} (calibrated on what published runs near their card's limit did: "
-                                    "ran or OOM)").format(n=i + 1, p=_prob(p["oom_probability"])) + "[/dim]")
-            if p.get("calibration"):
-                c.print("[dim]" + _("#{n} speed ({framework} engine): {calibration}").format(
-                    n=i + 1, framework=p["framework"], calibration=escape(str(p["calibration"]))) + "[/dim]")
-            if p.get("price_per_hour") is not None:
-                billing = (_("pay-as-you-go, spot pays {fraction:.0%}").format(fraction=p["spot_price_fraction"])
-                           if p.get("spot_price_fraction") else _("pay-as-you-go"))
-                c.print("[dim]" + _("#{n} price: {price:,.2f} {currency} per instance-hour ({billing}), {age}, "
-                                    "source: {source}").format(
-                    n=i + 1, price=p["price_per_hour"], currency=p.get("currency") or "", billing=billing,
-                    age=escape(_age(p.get("price_as_of"))), source=escape(str(p.get("price_source"))))
-                        + "[/dim]")  # whole: a cut URL is a broken link
-            for wmsg in p.get("warnings", []):
-                c.print(_("[yellow]#{n} warning:[/yellow] {text}").format(n=i + 1, text=escape(wmsg)))
+        _print_row_notes(c, plans, top)
     else:
         c.print("[red]" + _("no instance type fits these limits") + "[/red]")
     _print_region_prices(c, out, top)
