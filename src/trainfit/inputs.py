@@ -287,7 +287,7 @@ def _json_depth_ok(text: str, limit: int) -> bool:
 
 
 def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not allowed")
+    raise ValueError(_("{name} is not allowed").format(name=name))
 
 
 def loads_json(text: str, *, what: str, error: type = InputError, limit: int = MAX_DEPTH) -> Any:

@@ -24,7 +24,8 @@ def _arg(parse):
         try:
             return parse(text)
         except inputs.InputError as e:
-            raise argparse.ArgumentTypeError(e.message + (f" ({e.fix})" if e.fix else "")) from None
+            raise argparse.ArgumentTypeError(_("{message} ({fix})").format(message=e.message, fix=e.fix) if e.fix
+                                             else e.message) from None
     return conv
 
 
