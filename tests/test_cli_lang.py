@@ -218,6 +218,40 @@ def test_models_in_chinese(capsys):
     assert_no_english_sentence(out)
 
 
+def _tiny_tokenizer(folder: Path) -> Path:
+    """A byte-level BPE tokenizer with a ChatML template, saved as a model folder (as tests/dataset builds one)."""
+    pytest.importorskip("tokenizers")
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE(unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.train_from_iterator(["The quick brown fox.", "训练需要多少显存？"] * 10, trainers.BpeTrainer(
+        vocab_size=260, special_tokens=["<unk>", "<|im_start|>", "<|im_end|>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    tok.decoder = decoders.ByteLevel()
+    tok.save(str(folder / "tokenizer.json"))
+    template = ("{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>\\n' }}"
+                "{% endfor %}")
+    (folder / "tokenizer_config.json").write_text(json.dumps({
+        "chat_template": template, "eos_token": "<|im_end|>", "pad_token": "<unk>",
+        "tokenizer_class": "PreTrainedTokenizerFast"}))
+    return folder
+
+
+def test_data_stats_in_chinese(capsys, tmp_path):
+    tok = _tiny_tokenizer(tmp_path)
+    rows = [{"messages": [{"role": "user", "content": "q " * (5 + 7 * i)},
+                          {"role": "assistant", "content": "a " * (20 + 11 * i)}]} for i in range(30)]
+    data = tmp_path / "train.jsonl"
+    data.write_text("\n".join(json.dumps(r) for r in rows) + "\n{broken\n")
+    rc, out, _err = run_cli(capsys, "--lang", "zh", "data", str(data), "--tokenizer", str(tok), "--seq-len", "128",
+                            "--no-progress")
+    assert rc == 0
+    for zh in ("统计了", "每个样本的 token 数", "每轮 token 数", "拼接到 128", "长度分布直方图", "跳过"):
+        assert zh in out, zh
+    assert_cli_strings_chinese(out)
+
+
 # ---------------------------------------------------------------------------------------------- errors
 
 
