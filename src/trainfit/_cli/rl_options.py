@@ -54,17 +54,17 @@ def print_rl_memory(out: dict) -> None:
     for p, phase in PHASE_LABELS.items():
         v = rl["phases_gib"][p]
         terms = ", ".join(f"{k} {x:.1f}" for k, x in rl["terms_gib"].get(p, {}).items() if x)
-        mark = " [bold]" + _("(binding)") + "[/bold]" if p == rl["binding_phase"] else ""
+        mark = "[bold]" + _(" (binding)") + "[/bold]" if p == rl["binding_phase"] else ""
         t.add_row(translate(phase) + mark, f"{v:,.2f}", terms)
     c.print(t)
     if rl["kv_pool_gib"] is not None:
+        linear = (_(" + {per_seq:,} B/seq linear-attention state").format(per_seq=rl["kv_fixed_bytes_per_seq"])
+                  if rl["kv_fixed_bytes_per_seq"] else "")
         c.print(_("KV pool {pool:.2f} GiB/GPU = {seqs} concurrent sequences of {tokens} tokens ({per_token:,} "
-                  "B/token/GPU").format(pool=rl["kv_pool_gib"], seqs=rl["max_concurrent_seqs"],
-                                        tokens=cfg["prompt_len"] + cfg["response_len"],
-                                        per_token=rl["kv_bytes_per_token"])
-                + (_(" + {per_seq:,} B/seq linear-attention state").format(per_seq=rl["kv_fixed_bytes_per_seq"])
-                   if rl["kv_fixed_bytes_per_seq"] else "")
-                + ")   " + _("host RAM/node: {gib:,.0f} GiB").format(gib=rl["host_ram_gib"]))
+                  "B/token/GPU{linear})").format(pool=rl["kv_pool_gib"], seqs=rl["max_concurrent_seqs"],
+                                                 tokens=cfg["prompt_len"] + cfg["response_len"],
+                                                 per_token=rl["kv_bytes_per_token"], linear=linear)
+                + "   " + _("host RAM/node: {gib:,.0f} GiB").format(gib=rl["host_ram_gib"]))
     name = out.get("gpu") or "GPU"
     colour = {"fits": "green", "tight": "yellow", "unknown": "yellow"}.get(rl["verdict"], "red")
     c.print(_("[{colour}]{verdict}[/{colour}] on {name} ({mem:g} GiB), binding phase {phase}: {peak:.1f} GiB/GPU, "
