@@ -51,8 +51,11 @@ class _Parser(argparse.ArgumentParser):
 
 def _drop_repeated_flag(message: str) -> str:
     """"argument --seq-len: --seq-len: must be ..." -> "--seq-len: must be ..." (the input gate names the flag
-    itself), in English and in the current language's form of argparse's "argument %(argument_name)s: ..."."""
-    for fmt in {"argument %(argument_name)s: %(message)s", _("argument %(argument_name)s: %(message)s")}:
+    itself), in English and in the current language's form of argparse's "argument %(argument_name)s: ..."; the
+    English form (Python 3.10 does not translate it) is put in the current language."""
+    english = "argument %(argument_name)s: %(message)s"
+    local = _(english)
+    for fmt in dict.fromkeys((local, english)):
         head, sep, tail = fmt.partition("%(argument_name)s")
         mid = tail.partition("%(message)s")[0]
         if not sep or not message.startswith(head) or mid not in message[len(head):]:
@@ -61,6 +64,7 @@ def _drop_repeated_flag(message: str) -> str:
         flag = name.split("/")[0]
         if rest.startswith(flag) and rest[len(flag):len(flag) + 1] in (":", "："):  # the input gate's "--x: ..."
             return rest
+        return local % {"argument_name": name, "message": rest}
     return message
 
 
