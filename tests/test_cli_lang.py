@@ -336,3 +336,27 @@ def test_every_command_help_in_chinese(capsys, command):
     out = capsys.readouterr().out
     assert out.startswith("用法：")
     assert_cli_strings_chinese(out)
+
+
+def test_language_per_call_no_stale_text(capsys):
+    """zh, then en, then zh in one process: nothing translated is kept between calls (no cache in the CLI)."""
+    outs = []
+    for lang in ("zh", "en", "zh"):
+        rc, out, _err = run_cli(capsys, "--lang", lang, "plan", "Qwen3-8B", "--tokens", "1B", "--top", "2")
+        assert rc == 0
+        outs.append(out)
+    assert CJK.search(outs[0]) and "实例规格" in outs[2]
+    assert "instance type" in outs[1] and "实例规格" not in outs[1]
+
+
+def test_option_table_holds_english_ids():
+    """The option table (shared with the web API) keeps English ids; help_text() is the current language's."""
+    from trainfit import i18n
+    from trainfit.options import WORKLOAD_OPTIONS
+
+    gc = next(o for o in WORKLOAD_OPTIONS if o.name == "grad_ckpt")
+    assert gc.help.startswith("gradient checkpointing") and gc.group == "training request"
+    with i18n.language("zh"):
+        assert gc.help_text().startswith("梯度检查点")
+    rank = next(o for o in WORKLOAD_OPTIONS if o.name == "lora_rank")
+    assert rank.help_text() == f"LoRA rank (default {Workload().lora_rank})"
