@@ -29,13 +29,20 @@ KEYWORDS = {"_": None, "N_": None, "ngettext": (1, 2), "gettext_in": (2,)}
 YAML_FIELDS = ("message", "fix", "title", "label", "why")
 
 
+def _scanned_dir(dirpath: str) -> bool:
+    """Babel skips folders starting with '_' by default: trainfit's ``_cli`` package holds messages too."""
+    name = Path(dirpath).name
+    return not name.startswith(".") and name != "__pycache__"
+
+
 def _python_messages():
     """(msgid or (singular, plural), path, line) for every marked literal under src/trainfit."""
     from babel.messages.extract import extract_from_dir
 
     method_map = [("**/locale/**", "ignore"), ("**.py", "python")]
     for filename, lineno, message, _comments, _ctx in extract_from_dir(
-            str(PKG), method_map=method_map, keywords=KEYWORDS, comment_tags=("i18n:",), strip_comment_tags=True):
+            str(PKG), method_map=method_map, keywords=KEYWORDS, comment_tags=("i18n:",), strip_comment_tags=True,
+            directory_filter=_scanned_dir):
         yield message, f"src/trainfit/{filename}", lineno
 
 

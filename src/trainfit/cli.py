@@ -10,7 +10,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Sequence
+from contextlib import contextmanager
+from typing import Iterator, Sequence
 
 from trainfit import i18n
 from trainfit.errors import InputError, TrainfitError
@@ -26,24 +27,67 @@ class _Parser(argparse.ArgumentParser):
 
     json_errors = False
 
+    def _check_value(self, action: argparse.Action, value: object) -> None:
+        """argparse's "invalid choice" (in the current language) plus the closest choice, whatever the language."""
+        try:
+            super()._check_value(action, value)
+        except argparse.ArgumentError as e:
+            from trainfit.errors import did_you_mean
+
+            sugg = did_you_mean(str(value), [str(c) for c in action.choices or ()], n=1)
+            if not sugg:
+                raise
+            raise argparse.ArgumentError(action, e.message + _(" (did you mean {s}?)").format(s=sugg[0])) from None
+
     def error(self, message: str) -> None:  # type: ignore[override]
-        head, _, rest = message.partition(": ")
-        if head.startswith("argument ") and rest.startswith(head[len("argument "):].split("/")[0] + ":"):
-            message = rest  # "argument --seq-len: --seq-len: must be ..." -> "--seq-len: must be ..."
-        import re
-
-        from trainfit.errors import did_you_mean
-
-        bad = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
-        sugg = did_you_mean(bad.group(1), re.findall(r"'([^']*)'", bad.group(2)), n=1) if bad else []
-        if sugg:
-            message += f" (did you mean {sugg[0]}?)"
-        fix = f"`{self.prog} --help` lists the options and their values"
+        message = _drop_repeated_flag(message)
+        fix = _("`{prog} --help` lists the options and their values").format(prog=self.prog)
         if _Parser.json_errors:
-            print(json.dumps({"error": {"code": "bad-input", "message": message, "fix": fix}}))
+            print(json.dumps({"error": {"code": "bad-input", "message": message, "fix": fix}}, ensure_ascii=False))
         else:
-            print(f"error: {message}\n  fix: {fix}", file=sys.stderr)
+            print(_error_text(message, fix), file=sys.stderr)
         raise SystemExit(2)
+
+
+def _drop_repeated_flag(message: str) -> str:
+    """"argument --seq-len: --seq-len: must be ..." -> "--seq-len: must be ..." (the input gate names the flag
+    itself), in English and in the current language's form of argparse's "argument %(argument_name)s: ..."; the
+    English form (Python 3.10 does not translate it) is put in the current language."""
+    english = "argument %(argument_name)s: %(message)s"
+    local = _(english)
+    for fmt in dict.fromkeys((local, english)):
+        head, sep, tail = fmt.partition("%(argument_name)s")
+        mid = tail.partition("%(message)s")[0]
+        if not sep or not message.startswith(head) or mid not in message[len(head):]:
+            continue
+        name, _sep, rest = message[len(head):].partition(mid)
+        flag = name.split("/")[0]
+        if rest.startswith(flag) and rest[len(flag):len(flag) + 1] in (":", "："):  # the input gate's "--x: ..."
+            return rest
+        return local % {"argument_name": name, "message": rest}
+    return message
+
+
+def _error_text(message: str, fix: str | None) -> str:
+    """The CLI's error shape: ``error: ...`` and, indented below, ``fix: ...`` (both in the current language)."""
+    text = _("error: {message}").format(message=message)
+    if fix:
+        text += "\n  " + _("fix: {fix}").format(fix=fix)
+    return text
+
+
+@contextmanager
+def _argparse_language() -> Iterator[None]:
+    """argparse's own words ("usage:", "options", "the following arguments are required: %s", ...) in the current
+    language while the CLI builds and parses: argparse looks them up through the ``_``/``ngettext`` bound in its
+    module, pointed here at trainfit's catalog (ids listed in :mod:`trainfit._cli.argparse_ids`) and restored
+    afterwards."""
+    saved = argparse._, argparse.ngettext  # type: ignore[attr-defined]
+    argparse._, argparse.ngettext = i18n._, i18n.ngettext  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        argparse._, argparse.ngettext = saved  # type: ignore[attr-defined]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -51,7 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = _Parser(
         prog="trainfit",
-        description="Will a Qwen3 training job fit, how fast is it, what does it cost, and how to launch it.",
+        description=_("Will a Qwen3 training job fit, how fast is it, what does it cost, and how to launch it."),
     )
     p.add_argument("--version", action="store_true", help=_("print the version and exit"))
     p.add_argument("--lang", metavar="LANG", help=_("language of messages and tables: en or zh (default: TRAINFIT_LANG, "
@@ -71,12 +115,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _print_error(err: TrainfitError, as_json: bool) -> None:
     if as_json:
-        print(json.dumps({"error": {"code": err.code, "message": err.message, "fix": err.fix}}))
+        print(json.dumps({"error": {"code": err.code, "message": err.message, "fix": err.fix}}, ensure_ascii=False))
         return
-    msg = f"error: {err.message}"
-    if err.fix:
-        msg += f"\n  fix: {err.fix}"
-    print(msg, file=sys.stderr)
+    print(_error_text(err.message, err.fix), file=sys.stderr)
 
 
 def _quiet_sdk_loggers() -> None:
@@ -134,6 +175,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(raw: list[str]) -> int:
+    with _argparse_language():  # the whole command: `catalog` without an action prints its help from its run
+        return _run_parsed(raw)
+
+
+def _run_parsed(raw: list[str]) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(raw)
@@ -153,7 +199,7 @@ def _run(raw: list[str]) -> int:
         _print_error(err, bool(getattr(args, "json", False)))
         return 2
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+        print(_("interrupted"), file=sys.stderr)
         return 130
     except BrokenPipeError:
         return 0

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from trainfit.errors import InputError
+from trainfit.i18n import N_, _, translate
 
 #: Longest integer literal accepted anywhere (Python refuses > 4,300 digits; no real count needs 20).
 MAX_INT_DIGITS = 18
@@ -51,26 +52,27 @@ PATTERNS: dict[str, re.Pattern[str]] = {
     "image": re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@-]{0,299}$"),
     "module": re.compile(r"^[A-Za-z0-9_.*-]{1,100}$"),
 }
-_PATTERN_HELP = {
-    "region": "a region id such as cn-hangzhou or ap-southeast-1",
-    "instance_type": "letters, digits, '.', '_' and '-' (e.g. ecs.gn7i-c8g1.2xlarge)",
-    "gpu": "a GPU name such as A10, H800 or A100-80GB",
-    "job_name": "letters, digits, '.', '_' and '-' (at most 80)",
-    "resource_id": "letters, digits, '_' and '-'",
-    "workspace_id": "letters, digits, '_' and '-'",
-    "vpc": "an id such as vpc-xxxx, vsw-xxxx or sg-xxxx",
-    "uri": "oss://bucket/path/ (or s3://, pvc://, an absolute path) without spaces or shell characters",
-    "dataset": "a dataset id or path without spaces or shell characters",
-    "image": "a container image reference (registry/name:tag)",
-    "module": "a module name such as q_proj or all-linear",
+_PATTERN_HELP = {  # message ids, shown with i18n.translate
+    "region": N_("a region id such as cn-hangzhou or ap-southeast-1"),
+    "instance_type": N_("letters, digits, '.', '_' and '-' (e.g. ecs.gn7i-c8g1.2xlarge)"),
+    "gpu": N_("a GPU name such as A10, H800 or A100-80GB"),
+    "job_name": N_("letters, digits, '.', '_' and '-' (at most 80)"),
+    "resource_id": N_("letters, digits, '_' and '-'"),
+    "workspace_id": N_("letters, digits, '_' and '-'"),
+    "vpc": N_("an id such as vpc-xxxx, vsw-xxxx or sg-xxxx"),
+    "uri": N_("oss://bucket/path/ (or s3://, pvc://, an absolute path) without spaces or shell characters"),
+    "dataset": N_("a dataset id or path without spaces or shell characters"),
+    "image": N_("a container image reference (registry/name:tag)"),
+    "module": N_("a module name such as q_proj or all-linear"),
 }
 
 
 def _bad(field: str, got: Any, what: str, fix: str | None = None) -> InputError:
+    """``{field}: {what}; got {value}``: ``what`` and ``fix`` come translated (``_()`` at the caller)."""
     shown = repr(got)
     if len(shown) > 60:
         shown = shown[:57] + "..."
-    err = InputError(f"{field}: {what}; got {shown}", fix=fix)
+    err = InputError(_("{field}: {what}; got {value}").format(field=field, what=what, value=shown), fix=fix)
     err.field = field  # type: ignore[attr-defined]
     return err
 
@@ -81,17 +83,18 @@ def _num(x: float) -> str:
 
 
 def _check_range(field: str, v: float, lo: float | None, hi: float | None, raw: Any) -> None:
-    span = f"use a value in [{_num(lo)}, {_num(hi)}]" if lo is not None and hi is not None else None
+    span = _("use a value in [{lo}, {hi}]").format(lo=_num(lo), hi=_num(hi)) \
+        if lo is not None and hi is not None else None
     if lo is not None and v < lo:
-        raise _bad(field, raw, f"must be >= {_num(lo)}", span)
+        raise _bad(field, raw, _("must be >= {lo}").format(lo=_num(lo)), span)
     if hi is not None and v > hi:
-        raise _bad(field, raw, f"must be <= {_num(hi)}", span)
+        raise _bad(field, raw, _("must be <= {hi}").format(hi=_num(hi)), span)
 
 
 def as_int(field: str, raw: Any, *, lo: int | None = 1, hi: int | None = None) -> int:
     """An integer from an int or an ASCII-digit string, in ``[lo, hi]``."""
     if isinstance(raw, bool):
-        raise _bad(field, raw, "must be an integer, not true/false")
+        raise _bad(field, raw, _("must be an integer, not true/false"))
     if isinstance(raw, int):
         v = raw
     elif isinstance(raw, float) and math.isfinite(raw) and raw.is_integer() and abs(raw) < 1e18:
@@ -99,12 +102,12 @@ def as_int(field: str, raw: Any, *, lo: int | None = 1, hi: int | None = None) -
     elif isinstance(raw, str):
         s = raw.strip().replace("_", "")
         if not _INT_RE.match(s) or len(s.lstrip("+-")) > MAX_INT_DIGITS:
-            raise _bad(field, raw, "must be a whole number written with the digits 0-9", "e.g. 8")
+            raise _bad(field, raw, _("must be a whole number written with the digits 0-9"), _("e.g. 8"))
         v = int(s)
     else:
-        raise _bad(field, raw, "must be an integer")
+        raise _bad(field, raw, _("must be an integer"))
     if abs(v) >= 10**MAX_INT_DIGITS:
-        raise _bad(field, raw, f"has more than {MAX_INT_DIGITS} digits")
+        raise _bad(field, raw, _("has more than {n} digits").format(n=MAX_INT_DIGITS))
     _check_range(field, v, lo, hi, raw)
     return v
 
@@ -113,22 +116,22 @@ def as_float(field: str, raw: Any, *, lo: float | None = None, hi: float | None 
              lo_open: bool = False) -> float:
     """A finite float in ``[lo, hi]`` (``(lo, hi]`` with ``lo_open``)."""
     if isinstance(raw, bool):
-        raise _bad(field, raw, "must be a number, not true/false")
+        raise _bad(field, raw, _("must be a number, not true/false"))
     if isinstance(raw, (int, float)):
         if isinstance(raw, int) and abs(raw) >= 10**MAX_INT_DIGITS:
-            raise _bad(field, raw, "is too large")
+            raise _bad(field, raw, _("is too large"))
         v = float(raw)
     elif isinstance(raw, str):
         s = raw.strip().replace("_", "")
         if not _FLOAT_RE.match(s):
-            raise _bad(field, raw, "must be a decimal number written with 0-9, '.', 'e'", "e.g. 0.5 or 1e-4")
+            raise _bad(field, raw, _("must be a decimal number written with 0-9, '.', 'e'"), _("e.g. 0.5 or 1e-4"))
         v = float(s)
     else:
-        raise _bad(field, raw, "must be a number")
+        raise _bad(field, raw, _("must be a number"))
     if not math.isfinite(v):
-        raise _bad(field, raw, "must be a finite number (not inf or nan)")
+        raise _bad(field, raw, _("must be a finite number (not inf or nan)"))
     if lo_open and lo is not None and v <= lo:
-        raise _bad(field, raw, f"must be > {lo:g}")
+        raise _bad(field, raw, _("must be > {lo:g}").format(lo=lo))
     _check_range(field, v, lo, hi, raw)
     return v
 
@@ -141,13 +144,13 @@ def as_count(field: str, raw: Any, *, lo: float = 1, hi: float = 1e15) -> int:
         if s and s[-1].lower() in _SI:
             mult, s = _SI[s[-1].lower()], s[:-1]
         if not _FLOAT_RE.match(s):  # a count, not a fraction: the suffixes are the hint
-            raise _bad(field, raw, "must be a count: a number with an optional K, M, B or T suffix",
-                       "e.g. 2B, 500M or 4096")
+            raise _bad(field, raw, _("must be a count: a number with an optional K, M, B or T suffix"),
+                       _("e.g. 2B, 500M or 4096"))
         v = as_float(field, s, lo=None) * mult
     else:
         v = as_float(field, raw)
     if not math.isfinite(v):
-        raise _bad(field, raw, "must be finite")
+        raise _bad(field, raw, _("must be finite"))
     _check_range(field, v, lo, hi, raw)
     return int(v)
 
@@ -157,7 +160,7 @@ def as_seq_len(field: str, raw: Any, *, lo: int = 1, hi: int = 4_194_304) -> int
     if isinstance(raw, str) and raw.strip().lower().endswith("k"):
         v = as_float(field, raw.strip()[:-1], lo=0, lo_open=True) * 1024
         if not float(v).is_integer():
-            raise _bad(field, raw, "must be a whole number of tokens")
+            raise _bad(field, raw, _("must be a whole number of tokens"))
         v = int(v)
     else:
         v = as_int(field, raw, lo=None)
@@ -172,7 +175,7 @@ def as_bool(field: str, raw: Any) -> bool:
         return raw.strip().lower() in ("true", "1", "yes", "on")
     if isinstance(raw, int) and raw in (0, 1):
         return bool(raw)
-    raise _bad(field, raw, "must be true or false")
+    raise _bad(field, raw, _("must be true or false"))
 
 
 def as_choice(field: str, raw: Any, choices: tuple[str, ...]) -> str:
@@ -180,58 +183,66 @@ def as_choice(field: str, raw: Any, choices: tuple[str, ...]) -> str:
         from trainfit.errors import did_you_mean
 
         sugg = did_you_mean(str(raw), list(choices), n=1) if isinstance(raw, str) else []
-        raise _bad(field, raw, f"must be one of {', '.join(choices)}",
-                   f"did you mean {sugg[0]}?" if sugg else None)
+        raise _bad(field, raw, _("must be one of {choices}").format(choices=", ".join(choices)),
+                   _("did you mean {s}?").format(s=sugg[0]) if sugg else None)
     return raw
 
 
 def as_ident(field: str, raw: Any, kind: str) -> str:
     """A string matching the strict pattern ``kind`` (see :data:`PATTERNS`): safe in a shell and a job file."""
     if not isinstance(raw, str):
-        raise _bad(field, raw, "must be a string")
+        raise _bad(field, raw, _("must be a string"))
     s = raw.strip()
     if not PATTERNS[kind].match(s):
-        raise _bad(field, raw, f"must be {_PATTERN_HELP[kind]} (no spaces, quotes, '$', ';', '|', '&', "
-                               "backquotes or line breaks)", f"pass {_PATTERN_HELP[kind]}")
+        pattern = translate(_PATTERN_HELP[kind])
+        raise _bad(field, raw, _("must be {pattern} (no spaces, quotes, '$', ';', '|', '&', backquotes or line "
+                                 "breaks)").format(pattern=pattern), _("pass {pattern}").format(pattern=pattern))
     return s
 
 
 # ------------------------------------------------------------------------------------------------ files
 
 def read_text_file(path: str | os.PathLike, *, max_bytes: int, what: str, error: type = InputError,
-                   fix: str = "pass the right file") -> str:
+                   fix: str | None = None) -> str:
     """UTF-8 text of a regular file of at most ``max_bytes`` (FIFOs, devices and folders are refused; the read
     itself is bounded, so a file growing while it is read cannot exceed the limit)."""
     p = Path(path)
     name = str(path)
+    fix = fix if fix is not None else _("pass the right file")
     if len(name) > 4096 or "\x00" in name:
-        raise error(f"{what}: the file name is not usable", fix=fix)
+        raise error(_("{what}: the file name is not usable").format(what=what), fix=fix)
     try:
         st = p.stat()
     except (OSError, ValueError) as e:
-        raise error(f"cannot read {what} {_short(name)}: {getattr(e, 'strerror', None) or e}", fix=fix) from None
+        raise error(_("cannot read {what} {name}: {why}").format(
+            what=what, name=_short(name), why=getattr(e, "strerror", None) or e), fix=fix) from None
     if not stat.S_ISREG(st.st_mode):
-        raise error(f"{what} {_short(name)} is not a regular file", fix=fix)
+        raise error(_("{what} {name} is not a regular file").format(what=what, name=_short(name)), fix=fix)
     if st.st_size > max_bytes:
-        raise error(f"{what} {_short(name)} is {st.st_size:,} bytes, over the {max_bytes:,}-byte limit", fix=fix)
+        raise error(_("{what} {name} is {size:,} bytes, over the {limit:,}-byte limit").format(
+            what=what, name=_short(name), size=st.st_size, limit=max_bytes), fix=fix)
     try:
         # O_NONBLOCK: a file swapped for a FIFO after the stat above cannot hang the open; fstat of what was opened
         fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             os.close(fd)
-            raise error(f"{what} {_short(name)} is not a regular file", fix=fix)
+            raise error(_("{what} {name} is not a regular file").format(what=what, name=_short(name)), fix=fix)
         with os.fdopen(fd, "rb") as f:
             data = f.read(max_bytes + 1)
     except OSError as e:
-        raise error(f"cannot read {what} {_short(name)}: {e.strerror or e}", fix=fix) from None
+        raise error(_("cannot read {what} {name}: {why}").format(what=what, name=_short(name), why=e.strerror or e),
+                    fix=fix) from None
     if len(data) > max_bytes:
-        raise error(f"{what} {_short(name)} is over the {max_bytes:,}-byte limit", fix=fix)
+        raise error(_("{what} {name} is over the {limit:,}-byte limit").format(what=what, name=_short(name),
+                                                                              limit=max_bytes), fix=fix)
     if b"\x00" in data[:8192]:
-        raise error(f"{what} {_short(name)} is a binary file", fix=fix)
+        raise error(_("{what} {name} is a binary file").format(what=what, name=_short(name)), fix=fix)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise error(f"{what} {_short(name)} is not UTF-8 text (byte {e.start})", fix="save it as UTF-8") from None
+        raise error(_("{what} {name} is not UTF-8 text (byte {byte})").format(what=what, name=_short(name),
+                                                                              byte=e.start),
+                    fix=_("save it as UTF-8")) from None
 
 
 def _short(s: str, n: int = 120) -> str:
@@ -244,7 +255,8 @@ def check_depth(obj: Any, *, what: str, error: type = InputError, limit: int = M
     while stack:
         o, d = stack.pop()
         if d > limit:
-            raise error(f"{what} nests deeper than {limit} levels", fix="pass a real job/plan file")
+            raise error(_("{what} nests deeper than {limit} levels").format(what=what, limit=limit),
+                        fix=_("pass a real job/plan file"))
         if isinstance(o, dict):
             stack.extend((v, d + 1) for v in o.values())
         elif isinstance(o, list):
@@ -275,26 +287,29 @@ def _json_depth_ok(text: str, limit: int) -> bool:
 
 
 def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not allowed")
+    raise ValueError(_("{name} is not allowed").format(name=name))
 
 
 def loads_json(text: str, *, what: str, error: type = InputError, limit: int = MAX_DEPTH) -> Any:
     """``json.loads`` with a depth limit and no NaN/Infinity literals."""
     if not _json_depth_ok(text, limit):
-        raise error(f"{what} nests deeper than {limit} levels", fix="pass a real file")
+        raise error(_("{what} nests deeper than {limit} levels").format(what=what, limit=limit),
+                    fix=_("pass a real file"))
     try:
         data = json.loads(text, parse_constant=_no_constant)
         if "\\u" in text:  # escapes may spell lone surrogates (\\ud800), which are not text anywhere downstream
             json.dumps(data, ensure_ascii=False).encode("utf-8")
         return data
     except UnicodeEncodeError:
-        raise error(f"{what} holds a lone surrogate escape (such as \\ud800), which is not Unicode text",
-                    fix="remove the broken \\uXXXX escape") from None
+        raise error(_("{what} holds a lone surrogate escape (such as \\ud800), which is not Unicode text").format(
+            what=what), fix=_("remove the broken \\uXXXX escape")) from None
     except json.JSONDecodeError as e:
-        raise error(f"{what}: malformed JSON at line {e.lineno}, column {e.colno}: {e.msg}",
-                    fix="fix the JSON syntax (a JSON linter shows the spot)") from None
+        raise error(_("{what}: malformed JSON at line {line}, column {column}: {why}").format(
+            what=what, line=e.lineno, column=e.colno, why=e.msg),
+            fix=_("fix the JSON syntax (a JSON linter shows the spot)")) from None
     except (ValueError, RecursionError) as e:
-        raise error(f"{what} is not valid JSON: {_short(str(e))}", fix="fix the JSON syntax") from None
+        raise error(_("{what} is not valid JSON: {why}").format(what=what, why=_short(str(e))),
+                    fix=_("fix the JSON syntax")) from None
 
 
 def loads_yaml_all(text: str, *, what: str, error: type = InputError, limit: int = MAX_DEPTH,
@@ -310,21 +325,26 @@ def loads_yaml_all(text: str, *, what: str, error: type = InputError, limit: int
         depth = 0
         for ev in yaml.parse(text, Loader=fast):
             if isinstance(ev, yaml.AliasEvent):
-                raise error(f"{what} uses YAML aliases (*name), which trainfit does not accept",
-                            fix="write the values out instead of using &anchors and *aliases")
+                raise error(_("{what} uses YAML aliases (*name), which trainfit does not accept").format(what=what),
+                            fix=_("write the values out instead of using &anchors and *aliases"))
             if isinstance(ev, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
                 depth += 1
                 if depth > limit:
-                    raise error(f"{what} nests deeper than {limit} levels", fix="pass a real file")
+                    raise error(_("{what} nests deeper than {limit} levels").format(what=what, limit=limit),
+                                fix=_("pass a real file"))
             elif isinstance(ev, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
                 depth -= 1
         return [d for d in yaml.load_all(text, Loader=loader or fast) if d is not None]
     except yaml.YAMLError as e:
         if "nesting depth" in str(getattr(e, "problem", "") or ""):  # libyaml's own limit, before ours is reached
-            raise error(f"{what} nests deeper than {limit} levels", fix="pass a real file") from None
+            raise error(_("{what} nests deeper than {limit} levels").format(what=what, limit=limit),
+                        fix=_("pass a real file")) from None
         mark = getattr(e, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise error(f"{what}: malformed YAML{where}: {getattr(e, 'problem', None) or _short(str(e))}",
-                    fix="fix the YAML syntax (indentation, quotes, tabs)") from None
+        why = getattr(e, "problem", None) or _short(str(e))
+        fix = _("fix the YAML syntax (indentation, quotes, tabs)")
+        if mark:
+            raise error(_("{what}: malformed YAML at line {line}, column {column}: {why}").format(
+                what=what, line=mark.line + 1, column=mark.column + 1, why=why), fix=fix) from None
+        raise error(_("{what}: malformed YAML: {why}").format(what=what, why=why), fix=fix) from None
     except RecursionError:
-        raise error(f"{what} nests too deeply", fix="pass a real file") from None
+        raise error(_("{what} nests too deeply").format(what=what), fix=_("pass a real file")) from None

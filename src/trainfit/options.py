@@ -14,6 +14,7 @@ from typing import Any, Callable, Mapping
 
 from trainfit import inputs
 from trainfit.errors import InputError, did_you_mean
+from trainfit.i18n import N_, _, translate
 from trainfit.catalog._schema import RESOURCE_CLASSES
 from trainfit.launch.targets import PLAN_TARGETS
 from trainfit.workload import (ATTENTIONS, EXPERTS_IMPLS, LOSSES, MAX_DS_BUCKET_ELEMS, MAX_MOE_IMBALANCE, METHODS,
@@ -40,7 +41,7 @@ class Option:
     help: str = ""
     choices: tuple[str, ...] | None = None
     flag: str | None = None
-    group: str = "training request"
+    group: str = N_("training request")
     metavar: str | None = None
     negatable: bool = False
     """A yes/no option: ``--name`` sets True, ``--no-name`` False (default None = not given)."""
@@ -48,6 +49,13 @@ class Option:
     @property
     def cli_flag(self) -> str:
         return self.flag or "--" + self.name.replace("_", "-")
+
+    def help_text(self) -> str:
+        """``help`` in the current language (an id marked with N_); ``{default}`` and ``{choices}`` filled in."""
+        text = translate(self.help)
+        if "{" in self.help:
+            text = text.format(default=self.default, choices=", ".join(self.choices or ()))
+        return text
 
 
 def _int(lo: int = 1, hi: int | None = None) -> Callable[[str, Any], int]:
@@ -65,10 +73,10 @@ def _choice(choices: tuple[str, ...]) -> Callable[[str, Any], str]:
 def _targets(field: str, raw: Any) -> tuple[str, ...]:
     items = raw.split(",") if isinstance(raw, str) else raw
     if not isinstance(items, (list, tuple)):
-        raise inputs._bad(field, raw, "must be a comma-separated list of module names")
+        raise inputs._bad(field, raw, _("must be a comma-separated list of module names"))
     out = tuple(inputs.as_ident(field, str(t), "module") for t in items if str(t).strip())
     if not out:
-        raise inputs._bad(field, raw, "is empty", "use all-linear or a list such as q_proj,v_proj")
+        raise inputs._bad(field, raw, _("is empty"), _("use all-linear or a list such as q_proj,v_proj"))
     return out
 
 
@@ -87,65 +95,65 @@ _D = Workload()
 #: Workload fields as options (memory, trace, plan, render, web).
 WORKLOAD_OPTIONS: tuple[Option, ...] = (
     Option(name="method", parse=_choice(METHODS), default=_D.method, choices=METHODS,
-           help="full | lora | qlora | freeze (default: full)"),
-    Option(name="lora_rank", parse=_int(1, MAX_LORA_RANK), default=_D.lora_rank, help=f"LoRA rank (default {_D.lora_rank})"),
+           help=N_("full | lora | qlora | freeze (default: full)")),
+    Option(name="lora_rank", parse=_int(1, MAX_LORA_RANK), default=_D.lora_rank, help=N_("LoRA rank (default {default})")),
     Option(name="lora_alpha", parse=_int(1, MAX_LORA_RANK * 16), default=_D.lora_alpha,
-           help=f"LoRA alpha (default {_D.lora_alpha})"),
+           help=N_("LoRA alpha (default {default})")),
     Option(name="lora_targets", parse=_targets, default=_D.lora_targets,
-           help="comma-separated module names or all-linear (default)"),
+           help=N_("comma-separated module names or all-linear (default)")),
     Option(name="freeze_trainable_layers", flag="--freeze-layers", parse=_int(1, 10_000),
-           default=_D.freeze_trainable_layers, help="for --method freeze: how many last layers train (default 2)"),
+           default=_D.freeze_trainable_layers, help=N_("for --method freeze: how many last layers train (default 2)")),
     Option(name="seq_len", parse=lambda f, v: inputs.as_seq_len(f, v), default=_D.seq_len,
-           help=f"tokens per sample: 4096 or 4k (default {_D.seq_len})"),
+           help=N_("tokens per sample: 4096 or 4k (default {default})")),
     Option(name="packing", parse=inputs.as_bool, default=_D.packing,
-           help="pack samples into rows of --seq-len tokens (ms-swift --packing, LLaMA-Factory packing; default on; "
-                "--no-packing pads each sample instead: the step budget then assumes samples of --seq-len tokens)"),
+           help=N_("pack samples into rows of --seq-len tokens (ms-swift --packing, LLaMA-Factory packing; default on; "
+                "--no-packing pads each sample instead: the step budget then assumes samples of --seq-len tokens)")),
     Option(name="micro_batch", parse=_int(1, MAX_MICRO_BATCH), default=_D.micro_batch,
-           help="samples per GPU per step (default 1)"),
+           help=N_("samples per GPU per step (default 1)")),
     Option(name="grad_accum", parse=_int(1, 1_000_000), default=None,
-           help="gradient accumulation steps (default: plan and render reach the planned tokens per optimizer step, "
-                "docs/launch.md; memory and trace: 1)"),
+           help=N_("gradient accumulation steps (default: plan and render reach the planned tokens per optimizer step, "
+                "docs/launch.md; memory and trace: 1)")),
     Option(name="grad_ckpt", parse=inputs.as_bool, default=_D.grad_ckpt,
-           help="gradient checkpointing (default on; --no-grad-ckpt turns it off)"),
+           help=N_("gradient checkpointing (default on; --no-grad-ckpt turns it off)")),
     Option(name="attention", parse=_choice(ATTENTIONS), default=_D.attention, choices=ATTENTIONS,
-           help="sdpa (engine default) | flash (FlashAttention-2) | flash3 (FlashAttention-3, Hopper) | eager (default sdpa)"),
+           help=N_("sdpa (engine default) | flash (FlashAttention-2) | flash3 (FlashAttention-3, Hopper) | eager (default sdpa)")),
     Option(name="experts_impl", parse=_choice(EXPERTS_IMPLS), default=_D.experts_impl, choices=EXPERTS_IMPLS,
-           help="Hugging Face MoE experts: modulelist (transformers < 5, default) | eager (transformers >= 5, "
-                "stacked weights in a loop) | grouped_mm (transformers >= 5's default; ms-swift --experts_impl)"),
+           help=N_("Hugging Face MoE experts: modulelist (transformers < 5, default) | eager (transformers >= 5, "
+                "stacked weights in a loop) | grouped_mm (transformers >= 5's default; ms-swift --experts_impl)")),
     Option(name="moe_routing", parse=_moe_routing, default=_D.moe_routing, metavar="natural|balanced|F",
-           help=f"MoE with --ep > 1: natural (learned router, busiest EP rank {NATURAL_ROUTING_IMBALANCE:g}x the mean "
-                "tokens; default) | balanced (Megatron --moe-router-force-load-balancing) | F, the max/mean load"),
+           help=N_("MoE with --ep > 1: natural (learned router, the busiest EP rank gets about 1.7x the mean tokens; "
+                   "default) | balanced (Megatron --moe-router-force-load-balancing) | F, the max/mean load")),
     Option(name="loss", parse=_choice(LOSSES), default=_D.loss, choices=LOSSES,
-           help="standard (fp32 logits) | fused (Liger-style) | half (16-bit logits, no fp32 copy: "
+           help=N_("standard (fp32 logits) | fused (Liger-style) | half (16-bit logits, no fp32 copy: "
                 "e.g. Qwen v1 remote code without autocast) | shift-copy (transformers < 4.49: one more fp32 "
-                "copy of the logits)"),
+                "copy of the logits)")),
     Option(name="precision", parse=_choice(PRECISIONS), default=_D.precision, choices=PRECISIONS,
-           help="bf16 (pure) | amp-bf16 | fp16 | fp8 (default bf16)"),
+           help=N_("bf16 (pure) | amp-bf16 | fp16 | fp8 (default bf16)")),
     Option(name="optimizer", parse=_choice(OPTIMIZERS), default=_D.optimizer, choices=OPTIMIZERS,
-           help="default adamw-fused"),
-    Option(name="gpus", parse=_int(1, MAX_GPUS), default=_D.gpus, group="distribution",
-           help="GPUs in the job, all nodes (default 1)"),
-    Option(name="gpus_per_node", parse=_int(1, 64), default=None, group="distribution",
-           help="GPUs per node (default: min(gpus, 8))"),
-    Option(name="strategy", parse=_choice(STRATEGIES), default=_D.strategy, choices=STRATEGIES, group="distribution",
-           help="ddp | zero1 | zero2 | zero3 | fsdp (default ddp)"),
-    Option(name="offload", parse=_choice(OFFLOADS), default=_D.offload, choices=OFFLOADS, group="distribution",
-           help="none | optimizer | all"),
-    Option(name="tp", parse=_int(1, MAX_PARALLEL), default=1, group="distribution", help="tensor parallel size (default 1)"),
-    Option(name="pp", parse=_int(1, MAX_PARALLEL), default=1, group="distribution", help="pipeline parallel size (default 1)"),
-    Option(name="ep", parse=_int(1, MAX_PARALLEL), default=1, group="distribution", help="expert parallel size (default 1)"),
-    Option(name="cp", parse=_int(1, MAX_PARALLEL), default=1, group="distribution", help="context parallel size (default 1)"),
-    Option(name="ulysses", parse=_int(1, MAX_PARALLEL), default=1, group="distribution",
-           help="DeepSpeed-Ulysses sequence parallel size, Hugging Face / DeepSpeed engines only (ms-swift and "
-                "LLaMA-Factory --sequence_parallel_size; default 1)"),
-    Option(name="sequence_parallel", parse=inputs.as_bool, default=True, group="distribution",
-           help="Megatron sequence parallelism with --tp > 1 (default on; --no-sequence-parallel turns it off)"),
+           help=N_("default adamw-fused")),
+    Option(name="gpus", parse=_int(1, MAX_GPUS), default=_D.gpus, group=N_("distribution"),
+           help=N_("GPUs in the job, all nodes (default 1)")),
+    Option(name="gpus_per_node", parse=_int(1, 64), default=None, group=N_("distribution"),
+           help=N_("GPUs per node (default: min(gpus, 8))")),
+    Option(name="strategy", parse=_choice(STRATEGIES), default=_D.strategy, choices=STRATEGIES, group=N_("distribution"),
+           help=N_("ddp | zero1 | zero2 | zero3 | fsdp (default ddp)")),
+    Option(name="offload", parse=_choice(OFFLOADS), default=_D.offload, choices=OFFLOADS, group=N_("distribution"),
+           help=N_("none | optimizer | all")),
+    Option(name="tp", parse=_int(1, MAX_PARALLEL), default=1, group=N_("distribution"), help=N_("tensor parallel size (default 1)")),
+    Option(name="pp", parse=_int(1, MAX_PARALLEL), default=1, group=N_("distribution"), help=N_("pipeline parallel size (default 1)")),
+    Option(name="ep", parse=_int(1, MAX_PARALLEL), default=1, group=N_("distribution"), help=N_("expert parallel size (default 1)")),
+    Option(name="cp", parse=_int(1, MAX_PARALLEL), default=1, group=N_("distribution"), help=N_("context parallel size (default 1)")),
+    Option(name="ulysses", parse=_int(1, MAX_PARALLEL), default=1, group=N_("distribution"),
+           help=N_("DeepSpeed-Ulysses sequence parallel size, Hugging Face / DeepSpeed engines only (ms-swift "
+                   "--sequence_parallel_size; default 1)")),
+    Option(name="sequence_parallel", parse=inputs.as_bool, default=True, group=N_("distribution"),
+           help=N_("Megatron sequence parallelism with --tp > 1 (default on; --no-sequence-parallel turns it off)")),
     Option(name="ds_bucket_elems", parse=lambda f, v: inputs.as_count(f, v, lo=1, hi=MAX_DS_BUCKET_ELEMS),
-           default=_D.ds_bucket_elems, group="distribution",
-           help="DeepSpeed reduce/allgather bucket size in elements (5e8, 200M), as written to ds_config.json "
-                "(default 2e8, as ms-swift's zero2 preset)"),
-    Option(name="ds_overlap_comm", parse=inputs.as_bool, default=_D.ds_overlap_comm, group="distribution",
-           help="DeepSpeed overlap_comm (default on; --no-ds-overlap-comm turns it off)"),
+           default=_D.ds_bucket_elems, group=N_("distribution"),
+           help=N_("DeepSpeed reduce/allgather bucket size in elements (5e8, 200M), as written to ds_config.json "
+                "(default 2e8, as ms-swift's zero2 preset)")),
+    Option(name="ds_overlap_comm", parse=inputs.as_bool, default=_D.ds_overlap_comm, group=N_("distribution"),
+           help=N_("DeepSpeed overlap_comm (default on; --no-ds-overlap-comm turns it off)")),
 )
 WORKLOAD_OPTION_NAMES = tuple(o.name for o in WORKLOAD_OPTIONS)
 _BY_NAME = {o.name: o for o in WORKLOAD_OPTIONS}
@@ -158,7 +166,8 @@ def _argparse_type(opt: Option) -> Callable[[str], Any]:
         try:
             return opt.parse(opt.cli_flag, text)
         except InputError as e:
-            raise argparse.ArgumentTypeError(e.message + (f" ({e.fix})" if e.fix else "")) from None
+            raise argparse.ArgumentTypeError(_("{message} ({fix})").format(message=e.message, fix=e.fix) if e.fix
+                                             else e.message) from None
     conv.__name__ = opt.name
     return conv
 
@@ -169,20 +178,21 @@ def add_options(p: argparse.ArgumentParser, options: tuple[Option, ...] = WORKLO
     option the user did not give is searched, not pinned)."""
     groups: dict[str, Any] = {}
     for o in options:
-        g = groups.get(o.group) or groups.setdefault(o.group, p.add_argument_group(o.group))
+        g = groups.get(o.group) or groups.setdefault(o.group, p.add_argument_group(translate(o.group)))
         default = None if unset_defaults else o.default
+        help_text = o.help_text()
         if o.name in _NEGATABLE:
-            g.add_argument(o.cli_flag, dest=o.name, action="store_true", default=default, help=o.help)
+            g.add_argument(o.cli_flag, dest=o.name, action="store_true", default=default, help=help_text)
             g.add_argument(_NEGATABLE[o.name], dest=o.name, action="store_false", help=argparse.SUPPRESS)
             continue
         if o.negatable:
             g.add_argument(o.cli_flag, dest=o.name, action=argparse.BooleanOptionalAction, default=default,
-                           help=o.help)
+                           help=help_text)
             continue
         if o.parse is inputs.as_bool:  # a plain switch (--spot)
-            g.add_argument(o.cli_flag, dest=o.name, action="store_true", default=default, help=o.help)
+            g.add_argument(o.cli_flag, dest=o.name, action="store_true", default=default, help=help_text)
             continue
-        kw: dict[str, Any] = {"dest": o.name, "default": default, "help": o.help, "type": _argparse_type(o)}
+        kw: dict[str, Any] = {"dest": o.name, "default": default, "help": help_text, "type": _argparse_type(o)}
         if o.choices:
             kw["metavar"] = "{" + ",".join(o.choices) + "}"
         if o.metavar:
@@ -202,8 +212,9 @@ def parse_options(raw: Mapping[str, Any], options: tuple[Option, ...] = WORKLOAD
         o = by_name.get(k)
         if o is None:
             sugg = did_you_mean(str(k), list(by_name) + list(allowed_extra), n=1)
-            err = InputError(f"unknown option {str(k)[:60]!r}", fix=f"did you mean {sugg[0]}?" if sugg else
-                             "see the API docs (/docs) for the fields")
+            err = InputError(_("unknown option {name!r}").format(name=str(k)[:60]),
+                             fix=_("did you mean {s}?").format(s=sugg[0]) if sugg else
+                             _("see the API docs (/docs) for the fields"))
             err.field = str(k)  # type: ignore[attr-defined]
             raise err
         out[k] = None if v is None else o.parse(k, v)
@@ -232,102 +243,102 @@ def _count(lo: float = 1, hi: float = MAX_TOKENS) -> Callable[[str, Any], int]:
 def _rules(field: str, raw: Any) -> tuple[str, ...]:
     items = [raw] if isinstance(raw, str) else raw
     if not isinstance(items, (list, tuple)):
-        raise inputs._bad(field, raw, "must be a list of rule ids")
+        raise inputs._bad(field, raw, _("must be a list of rule ids"))
     return tuple(inputs.as_ident(field, str(x), "job_name") for x in items)
 
 
 #: Options of ``trainfit plan`` beyond the workload (and of ``POST /api/plan``).
 PLAN_OPTIONS: tuple[Option, ...] = (
-    Option(name="tokens", parse=_count(), group="job", help="training tokens in total (2B, 500M...)"),
-    Option(name="dataset_tokens", parse=_count(), group="job", help="tokens in the dataset (with --epochs)"),
-    Option(name="epochs", parse=_float(0, 10_000, lo_open=True), default=1.0, group="job",
-           help="epochs over --dataset-tokens (default 1)"),
-    Option(name="global_batch", parse=_int(1, 10**9), group="job",
-           help="samples per optimizer step (default: no constraint)"),
-    Option(name="objective", parse=_choice(("cost", "time")), default="cost", choices=("cost", "time"), group="search",
-           help="rank by cost (default) or time"),
-    Option(name="budget", parse=_float(0, 1e12, lo_open=True), group="search",
-           help="maximum cost (in the instance's currency)"),
-    Option(name="deadline", parse=_float(0, 1e6, lo_open=True), group="search", metavar="HOURS",
-           help="maximum wall-clock hours"),
-    Option(name="max_days", parse=_float(0, 3650, lo_open=True), default=14.0, group="search", metavar="DAYS",
-           help="reject plans that run longer than this (default 14 days)"),
-    Option(name="provider", parse=_choice(("alibaba", "tencent", "generic", "private")), group="search",
-           choices=("alibaba", "tencent", "generic", "private"), help="alibaba | tencent | generic (default: all)"),
-    Option(name="resource_class", parse=_choice(RESOURCE_CLASSES), group="search", choices=RESOURCE_CLASSES,
+    Option(name="tokens", parse=_count(), group=N_("job"), help=N_("training tokens in total (2B, 500M...)")),
+    Option(name="dataset_tokens", parse=_count(), group=N_("job"), help=N_("tokens in the dataset (with --epochs)")),
+    Option(name="epochs", parse=_float(0, 10_000, lo_open=True), default=1.0, group=N_("job"),
+           help=N_("epochs over --dataset-tokens (default 1)")),
+    Option(name="global_batch", parse=_int(1, 10**9), group=N_("job"),
+           help=N_("samples per optimizer step (default: no constraint)")),
+    Option(name="objective", parse=_choice(("cost", "time")), default="cost", choices=("cost", "time"), group=N_("search"),
+           help=N_("rank by cost (default) or time")),
+    Option(name="budget", parse=_float(0, 1e12, lo_open=True), group=N_("search"),
+           help=N_("maximum cost (in the instance's currency)")),
+    Option(name="deadline", parse=_float(0, 1e6, lo_open=True), group=N_("search"), metavar="HOURS",
+           help=N_("maximum wall-clock hours")),
+    Option(name="max_days", parse=_float(0, 3650, lo_open=True), default=14.0, group=N_("search"), metavar="DAYS",
+           help=N_("reject plans that run longer than this (default 14 days)")),
+    Option(name="provider", parse=_choice(("alibaba", "tencent", "generic", "private")), group=N_("search"),
+           choices=("alibaba", "tencent", "generic", "private"), help=N_("alibaba | tencent | generic (default: all)")),
+    Option(name="resource_class", parse=_choice(RESOURCE_CLASSES), group=N_("search"), choices=RESOURCE_CLASSES,
            metavar="CLASS", help=" | ".join(RESOURCE_CLASSES)),
-    Option(name="region", parse=_ident("region"), group="search",
-           help="e.g. cn-hangzhou, cn-wulanchabu: also prices each plan at that region's price where sources give "
-                "per-region prices (default: the cheapest region's)"),
-    Option(name="compare_regions", parse=inputs.as_bool, default=False, group="search",
-           help="also show each plan priced in every region with a price for its instance type"),
-    Option(name="spot", parse=inputs.as_bool, default=False, group="search",
-           help="spot / preemptible instances (竞价实例)"),
-    Option(name="interruption_rate", parse=_float(0, 10), group="search", metavar="PER_NODE_HOUR",
-           help="spot interruptions per node-hour (default: see docs/cost-model.md)"),
-    Option(name="checkpoint_interval", parse=_float(0, 1e4, lo_open=True), group="search", metavar="HOURS",
-           help="hours between checkpoints (spot; default: the Young/Daly optimum)"),
-    Option(name="max_gpus", parse=_int(1, MAX_GPUS), default=64, group="search",
-           help="largest job to consider (default 64)"),
+    Option(name="region", parse=_ident("region"), group=N_("search"),
+           help=N_("e.g. cn-hangzhou, cn-wulanchabu: also prices each plan at that region's price where sources give "
+                "per-region prices (default: the cheapest region's)")),
+    Option(name="compare_regions", parse=inputs.as_bool, default=False, group=N_("search"),
+           help=N_("also show each plan priced in every region with a price for its instance type")),
+    Option(name="spot", parse=inputs.as_bool, default=False, group=N_("search"),
+           help=N_("spot / preemptible instances (竞价实例)")),
+    Option(name="interruption_rate", parse=_float(0, 10), group=N_("search"), metavar="PER_NODE_HOUR",
+           help=N_("spot interruptions per node-hour (default: see docs/cost-model.md)")),
+    Option(name="checkpoint_interval", parse=_float(0, 1e4, lo_open=True), group=N_("search"), metavar="HOURS",
+           help=N_("hours between checkpoints (spot; default: the Young/Daly optimum)")),
+    Option(name="max_gpus", parse=_int(1, MAX_GPUS), default=64, group=N_("search"),
+           help=N_("largest job to consider (default 64)")),
     Option(name="framework", parse=_choice(("hf-trainer", "deepspeed", "fsdp2", "automodel", "megatron")),
-           group="search", choices=("hf-trainer", "deepspeed", "fsdp2", "automodel", "megatron"),
-           help="engine whose kernels the speed model times: hf-trainer/deepspeed (HF code, eager MoE expert "
+           group=N_("search"), choices=("hf-trainer", "deepspeed", "fsdp2", "automodel", "megatron"),
+           help=N_("engine whose kernels the speed model times: hf-trainer/deepspeed (HF code, eager MoE expert "
                 "loop), fsdp2 (native PyTorch FSDP2, grouped-GEMM experts), automodel (NeMo AutoModel: FSDP2 + "
                 "TransformerEngine + DeepEP), megatron (Megatron-Core: TE, grouped GEMM, FP8) "
                 "(default: the engine --target runs for the layout, else ms-swift's: megatron for tp/pp/ep/cp > 1, "
-                "deepspeed for ZeRO, else hf-trainer)"),
-    Option(name="target", parse=_choice(PLAN_TARGETS), group="search", choices=PLAN_TARGETS, metavar="LAUNCHER",
-           help="the launcher you will render (" + ", ".join(PLAN_TARGETS) + "): the speed model times its engine "
-                "(ms-swift targets: megatron/deepspeed/hf-trainer by layout; llamafactory: hf-trainer/deepspeed), "
-                "only layouts it writes are searched, and `render` writes it by default (default: none, ms-swift's "
-                "engine)"),
-    Option(name="allow_fp16", parse=inputs.as_bool, default=False, group="search",
-           help="also search GPUs without bf16 (V100, T4, P100) for a bf16 model, planned in fp16 mixed precision "
+                "deepspeed for ZeRO, else hf-trainer)")),
+    Option(name="target", parse=_choice(PLAN_TARGETS), group=N_("search"), choices=PLAN_TARGETS, metavar="LAUNCHER",
+           help=N_("the launcher you will render ({choices}): the speed model times its engine "
+                   "(ms-swift targets: megatron/deepspeed/hf-trainer by layout; llamafactory: hf-trainer/deepspeed), "
+                   "only layouts it writes are searched, and `render` writes it by default (default: none, ms-swift's "
+                   "engine)")),
+    Option(name="allow_fp16", parse=inputs.as_bool, default=False, group=N_("search"),
+           help=N_("also search GPUs without bf16 (V100, T4, P100) for a bf16 model, planned in fp16 mixed precision "
                 "(fp16 can overflow where bf16 does not); without it they are rejected (code no-bf16) unless "
-                "--gpu or --instance-type names them"),
-    Option(name="gpu", parse=_ident("gpu"), group="search", metavar="NAME", help="only instance types with this GPU"),
-    Option(name="gpu_mem", parse=_float(0, 4096, lo_open=True), group="search", metavar="GIB",
-           help="GiB per GPU for instance types whose GPU memory no public source states (a Lingjun code such as "
+                "--gpu or --instance-type names them")),
+    Option(name="gpu", parse=_ident("gpu"), group=N_("search"), metavar="NAME", help=N_("only instance types with this GPU")),
+    Option(name="gpu_mem", parse=_float(0, 4096, lo_open=True), group=N_("search"), metavar="GIB",
+           help=N_("GiB per GPU for instance types whose GPU memory no public source states (a Lingjun code such as "
                 "GU108: what your console shows); the plan says the memory is yours and that its speed figures are "
-                "assumed (from H20 unless the catalog names a class)"),
-    Option(name="instance_type", parse=_ident("instance_type"), group="search", help="only this instance type"),
-    Option(name="ignore_rule", parse=_rules, default=(), group="search", metavar="RULE_ID",
-           help="do not enforce a platform rule (e.g. pai-public-quota when your quota was raised); repeatable"),
+                "assumed (from H20 unless the catalog names a class)")),
+    Option(name="instance_type", parse=_ident("instance_type"), group=N_("search"), help=N_("only this instance type")),
+    Option(name="ignore_rule", parse=_rules, default=(), group=N_("search"), metavar="RULE_ID",
+           help=N_("do not enforce a platform rule (e.g. pai-public-quota when your quota was raised); repeatable")),
 )
 
 
 def _file_path(field: str, raw: Any) -> str:
     if not isinstance(raw, str) or not raw or len(raw) > 4096 or "\x00" in raw:
-        raise inputs._bad(field, raw, "must be a file path")
+        raise inputs._bad(field, raw, _("must be a file path"))
     return raw
 
 
 #: Options of ``trainfit plan`` that read a file on the user's machine (a dataset stats file): the CLI's only. The web
 #: API takes no server-side paths (docs/security.md), so these are not in :data:`PLAN_OPTIONS`.
 DATA_OPTIONS: tuple[Option, ...] = (
-    Option(name="dataset", parse=_file_path, group="job", metavar="STATS|FILE",
-           help="a stats file from `trainfit data FILE --tokenizer DIR --json`, or the dataset itself with "
+    Option(name="dataset", parse=_file_path, group=N_("job"), metavar="STATS|FILE",
+           help=N_("a stats file from `trainfit data FILE --tokenizer DIR --json`, or the dataset itself with "
                 "--tokenizer (counted in place, as `trainfit data` does): the token budget (x --epochs), the "
                 "cut-off length (unless --seq-len) and the optimizer steps as the rendered launcher counts them "
-                "(packed rows, or samples with --no-packing); `memory`: sized at the data's longest row"),
-    Option(name="tokenizer", parse=_file_path, group="job", metavar="DIR",
-           help="with --dataset FILE (a dataset, not a stats file): the model folder with tokenizer.json and the "
-                "chat template to count it with (the `data` extra)"),
-    Option(name="seq_len_percentile", parse=_choice(("p50", "p90", "p95", "p99", "max")), group="job",
+                "(packed rows, or samples with --no-packing); `memory`: sized at the data's longest row")),
+    Option(name="tokenizer", parse=_file_path, group=N_("job"), metavar="DIR",
+           help=N_("with --dataset FILE (a dataset, not a stats file): the model folder with tokenizer.json and the "
+                "chat template to count it with (the `data` extra)")),
+    Option(name="seq_len_percentile", parse=_choice(("p50", "p90", "p95", "p99", "max")), group=N_("job"),
            choices=("p50", "p90", "p95", "p99", "max"), metavar="PCT",
-           help="with --dataset and no --seq-len: the cut-off is the smallest in the stats at or above this "
-                "percentile of sample lengths (default p99; the plan says what it truncates)"),
+           help=N_("with --dataset and no --seq-len: the cut-off is the smallest in the stats at or above this "
+                "percentile of sample lengths (default p99; the plan says what it truncates)")),
 )
 
 
 #: ``trainfit check --dataset``: the data a job file's settings are compared with (CLI only, as DATA_OPTIONS).
 CHECK_DATA_OPTIONS: tuple[Option, ...] = (
-    Option(name="dataset", parse=_file_path, group="data", metavar="STATS|FILE",
-           help="a stats file from `trainfit data ... --json` (or the dataset with --tokenizer): warn when the job's "
+    Option(name="dataset", parse=_file_path, group=N_("data"), metavar="STATS|FILE",
+           help=N_("a stats file from `trainfit data ... --json` (or the dataset with --tokenizer): warn when the job's "
                 "cut-off truncates more than one sample in a hundred, when padding is over a fifth of the processed "
-                "tokens without packing, and when max_steps x global batch is not a whole number of epochs of the data"),
-    Option(name="tokenizer", parse=_file_path, group="data", metavar="DIR",
-           help="with --dataset FILE: the model folder to count it with"),
+                "tokens without packing, and when max_steps x global batch is not a whole number of epochs of the data")),
+    Option(name="tokenizer", parse=_file_path, group=N_("data"), metavar="DIR",
+           help=N_("with --dataset FILE: the model folder to count it with")),
 )
 
 
@@ -366,20 +377,22 @@ def plan_request_from_values(model: Any, values: Mapping[str, Any]) -> Any:
         tokens = data.tokens
     if rl is not None:
         _no_rl_ulysses(base)
-        for name, why in (("seq_len", "the sequence is --prompt-len + --response-len"),
-                          ("tokens", "the budget is --steps"), ("dataset_tokens", "the budget is --steps")):
+        for name, why in (("seq_len", N_("the sequence is --prompt-len + --response-len")),
+                          ("tokens", N_("the budget is --steps")), ("dataset_tokens", N_("the budget is --steps"))):
             if values.get(name) is not None:
-                raise WorkloadError(f"--{name.replace('_', '-')} does not apply to --rl: {why}",
-                                    fix=f"drop --{name.replace('_', '-')}")
+                flag = "--" + name.replace("_", "-")
+                raise WorkloadError(_("{flag} does not apply to --rl: {why}").format(flag=flag, why=translate(why)),
+                                    fix=_("drop {flag}").format(flag=flag))
         if not values.get("steps"):
-            raise WorkloadError("how many RL steps? `plan --rl` ranks by the hours and cost of the steps",
-                                fix="pass --steps N (e.g. --steps 500)")
+            raise WorkloadError(_("how many RL steps? `plan --rl` ranks by the hours and cost of the steps"),
+                                fix=_("pass --steps N (e.g. --steps 500)"))
         base["seq_len"] = rl.seq_len
         # the sequences the RL steps train on (prompt + response tokens), for the plan's summary
         tokens = float(values["steps"] * rl.seqs_per_step * rl.seq_len)
     if tokens is None:
         if values.get("dataset_tokens") is None:
-            raise WorkloadError("how many tokens to train on?", fix="pass --tokens 2B or --dataset-tokens 500M --epochs 3")
+            raise WorkloadError(_("how many tokens to train on?"),
+                                fix=_("pass --tokens 2B or --dataset-tokens 500M --epochs 3"))
         tokens = values["dataset_tokens"] * (values.get("epochs") or 1.0)
     u = base.get("ulysses", 1)  # the searched GPU counts replace this; the base must be a valid layout itself
     return PlanRequest(
@@ -417,9 +430,10 @@ def _rl_framework_of_target(target: str, values: Mapping[str, Any]) -> Mapping[s
     got = values.get("rl_framework")
     if got is not None and got != want:
         other = [t for t, f in RL_TARGET_FRAMEWORK.items() if f == got]
-        raise PlanError(f"--target {target} runs {want}, but --rl-framework is {got}",
-                        fix="drop --rl-framework" + (f", or use --target {other[0]}" if other else
-                                                     f" (no render target writes a {got} launch), or drop --target"))
+        raise PlanError(_("--target {target} runs {want}, but --rl-framework is {got}").format(target=target, want=want,
+                                                                                              got=got),
+                        fix=_("drop --rl-framework, or use --target {other}").format(other=other[0]) if other else
+                        _("drop --rl-framework (no render target writes a {got} launch), or drop --target").format(got=got))
     return {**values, "rl_framework": want}
 
 
@@ -431,7 +445,7 @@ def _rl_choices() -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
 
 
 _ALGOS, _ENGINES, _RL_FRAMEWORKS = _rl_choices()
-_RL_GROUP = "RL fine-tuning (default: none = SFT)"
+_RL_GROUP = N_("RL fine-tuning (default: none = SFT)")
 
 
 def _seq(field: str, raw: Any) -> int:
@@ -443,33 +457,33 @@ def _seq(field: str, raw: Any) -> int:
 #: :class:`~trainfit.rl.RLConfig`'s own.
 RL_OPTIONS: tuple[Option, ...] = (
     Option(name="rl", parse=_choice(_ALGOS), choices=_ALGOS, group=_RL_GROUP,
-           help="grpo | ppo | dpo: size the RL phases (rollout, train, weight sync) around the policy update"),
+           help=N_("grpo | ppo | dpo: size the RL phases (rollout, train, weight sync) around the policy update")),
     Option(name="rl_framework", parse=_choice(_RL_FRAMEWORKS), choices=_RL_FRAMEWORKS, group=_RL_GROUP,
-           help="fill unset RL options with this framework's documented defaults"),
+           help=N_("fill unset RL options with this framework's documented defaults")),
     Option(name="rollout_engine", parse=_choice(_ENGINES), choices=_ENGINES, group=_RL_GROUP,
-           help="vllm | sglang (default vllm)"),
+           help=N_("vllm | sglang (default vllm)")),
     Option(name="rollout_tp", parse=_int(1, MAX_PARALLEL), group=_RL_GROUP,
-           help="tensor-parallel size of each rollout engine"),
+           help=N_("tensor-parallel size of each rollout engine")),
     Option(name="rollout_util", parse=_float(0, 1, lo_open=True), group=_RL_GROUP, metavar="U",
-           help="engine gpu_memory_utilization / mem_fraction_static (0-1)"),
-    Option(name="prompt_len", parse=_seq, group=_RL_GROUP, help="prompt tokens (max)"),
-    Option(name="response_len", parse=_seq, group=_RL_GROUP, help="generated tokens (max)"),
-    Option(name="num_generations", parse=_int(1, 65_536), group=_RL_GROUP, help="responses per prompt"),
-    Option(name="rollout_batch", parse=_int(1, 10_000_000), group=_RL_GROUP, help="prompts per RL step"),
+           help=N_("engine gpu_memory_utilization / mem_fraction_static (0-1)")),
+    Option(name="prompt_len", parse=_seq, group=_RL_GROUP, help=N_("prompt tokens (max)")),
+    Option(name="response_len", parse=_seq, group=_RL_GROUP, help=N_("generated tokens (max)")),
+    Option(name="num_generations", parse=_int(1, 65_536), group=_RL_GROUP, help=N_("responses per prompt")),
+    Option(name="rollout_batch", parse=_int(1, 10_000_000), group=_RL_GROUP, help=N_("prompts per RL step")),
     Option(name="colocate", parse=inputs.as_bool, negatable=True, group=_RL_GROUP,
-           help="engine shares the training GPUs (default: the framework's, else yes)"),
+           help=N_("engine shares the training GPUs (default: the framework's, else yes)")),
     Option(name="ref", parse=inputs.as_bool, negatable=True, group=_RL_GROUP,
-           help="load a reference model (--no-ref: beta = 0)"),
+           help=N_("load a reference model (--no-ref: beta = 0)")),
     Option(name="critic", parse=inputs.as_bool, negatable=True, group=_RL_GROUP,
-           help="PPO critic / value model (default: on for ppo)"),
+           help=N_("PPO critic / value model (default: on for ppo)")),
     Option(name="engine_sleep", parse=inputs.as_bool, negatable=True, group=_RL_GROUP,
-           help="engine releases weights + KV cache during the update (vLLM sleep level 1)"),
+           help=N_("engine releases weights + KV cache during the update (vLLM sleep level 1)")),
     Option(name="trainer_offload", parse=inputs.as_bool, negatable=True, group=_RL_GROUP,
-           help="trainer weights/optimizer to host RAM during rollout"),
+           help=N_("trainer weights/optimizer to host RAM during rollout")),
     Option(name="ref_offload", parse=inputs.as_bool, negatable=True, group=_RL_GROUP,
-           help="reference weights in host RAM between its forward passes"),
+           help=N_("reference weights in host RAM between its forward passes")),
     Option(name="steps", parse=_int(1, 10_000_000), group=_RL_GROUP,
-           help="RL steps (hours and cost; `plan --rl` needs it)"),
+           help=N_("RL steps (hours and cost; `plan --rl` needs it)")),
 )
 RL_OPTION_NAMES = tuple(o.name for o in RL_OPTIONS)
 #: RLConfig fields set from the option of the same name (``rl`` is ``algo``; ``steps`` is not a config field).

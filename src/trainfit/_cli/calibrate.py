@@ -6,19 +6,20 @@ import argparse
 from pathlib import Path
 
 from trainfit._cli.common import add_json_option, print_json
+from trainfit.i18n import _
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "calibrate", help="fold measured tokens/s (benchmarks/gpu_probe.py results) into the speed model",
-        description="Compare each run of a GPU probe results file (benchmarks/gpu_probe.py) with the speed "
+        "calibrate", help=_("fold measured tokens/s (benchmarks/gpu_probe.py results) into the speed model"),
+        description=_("Compare each run of a GPU probe results file (benchmarks/gpu_probe.py) with the speed "
                     "model's prediction for the same configuration on that GPU, and store the median "
                     "measured/predicted factor per GPU and engine family in the calibration overlay "
                     "($TRAINFIT_CALIBRATION, else ~/.config/trainfit/calibration.yaml). Later estimates on that "
-                    "GPU say 'calibrated on <GPU>, <date>'.")
-    p.add_argument("results", help="gpu_probe results JSON (benchmarks/results/gpu_probe.json)")
-    p.add_argument("--gpu", metavar="NAME", help="catalog GPU the probe ran on (default: from the device name)")
-    p.add_argument("--dry-run", action="store_true", help="print the factors, write nothing")
+                    "GPU say 'calibrated on <GPU>, <date>'."))
+    p.add_argument("results", help=_("gpu_probe results JSON (benchmarks/results/gpu_probe.json)"))
+    p.add_argument("--gpu", metavar="NAME", help=_("catalog GPU the probe ran on (default: from the device name)"))
+    p.add_argument("--dry-run", action="store_true", help=_("print the factors, write nothing"))
     add_json_option(p)
     p.set_defaults(func=run)
 
@@ -31,9 +32,9 @@ def run(args: argparse.Namespace) -> int:
     from trainfit.inputs import loads_json, read_text_file
 
     path = Path(args.results)
-    fix = "pass the JSON that benchmarks/gpu_probe.py wrote"
-    text = read_text_file(path, max_bytes=MAX_RESULTS_BYTES, what="probe results", error=WorkloadError, fix=fix)
-    results = loads_json(text, what=f"probe results {str(path)[:200]}", error=WorkloadError)
+    fix = _("pass the JSON that benchmarks/gpu_probe.py wrote")
+    text = read_text_file(path, max_bytes=MAX_RESULTS_BYTES, what=_("probe results"), error=WorkloadError, fix=fix)
+    results = loads_json(text, what=_("probe results {path}").format(path=str(path)[:200]), error=WorkloadError)
     if args.gpu is not None:
         from trainfit.inputs import as_ident
 
@@ -48,5 +49,5 @@ def run(args: argparse.Namespace) -> int:
         return 0
     for c in cals:
         print(c.line())
-    print(f"wrote {written}" if written else "dry run: nothing written")
+    print(_("wrote {path}").format(path=written) if written else _("dry run: nothing written"))
     return 0

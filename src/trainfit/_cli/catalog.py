@@ -7,72 +7,74 @@ import argparse
 import json
 import sys
 from typing import Any
+from trainfit._cli.labels import SEVERITY, label, yes_no
+from trainfit.i18n import N_, _, translate
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("catalog", help="GPU and instance catalogs: show, validate, refresh, rules",
-                              description="GPU and instance catalogs (bundled data + refresh cache + your overlay).")
+    p = subparsers.add_parser("catalog", help=_("GPU and instance catalogs: show, validate, refresh, rules"),
+                              description=_("GPU and instance catalogs (bundled data + refresh cache + your overlay)."))
     p.add_argument("--catalog", metavar="PATH", dest="catalog_overlay",
-                   help="overlay YAML to use instead of $TRAINFIT_CATALOG_OVERLAY / ~/.config/trainfit/catalog.yaml")
+                   help=_("overlay YAML to use instead of $TRAINFIT_CATALOG_OVERLAY / ~/.config/trainfit/catalog.yaml"))
     sub = p.add_subparsers(dest="catalog_command", metavar="ACTION")
 
-    s = sub.add_parser("show", help="print the catalog")
+    s = sub.add_parser("show", help=_("print the catalog"))
     s.add_argument("what", nargs="?", choices=("gpus", "instances", "prices"), default="gpus")
-    s.add_argument("--provider", help="instances: alibaba | tencent | generic | private")
+    s.add_argument("--provider", help=_("instances: alibaba | tencent | generic | private"))
     s.add_argument("--resource-class", dest="resource_class",
-                   help="instances: pai-public | pai-lingjun | pai-eas | tencent-tione | generic ...")
-    s.add_argument("--gpu", help="instances with this GPU (name or alias)")
-    s.add_argument("--instance-type", dest="instance_type", help="prices: only this instance type")
-    s.add_argument("--region", help="prices: this region (plus prices whose region is not stated)")
-    s.add_argument("--billing", choices=("payg", "subscription", "spot"), help="prices: only this billing")
-    s.add_argument("--json", action="store_true", help="print JSON instead of a table")
+                   help=_("instances: pai-public | pai-lingjun | pai-eas | tencent-tione | generic ..."))
+    s.add_argument("--gpu", help=_("instances with this GPU (name or alias)"))
+    s.add_argument("--instance-type", dest="instance_type", help=_("prices: only this instance type"))
+    s.add_argument("--region", help=_("prices: this region (plus prices whose region is not stated)"))
+    s.add_argument("--billing", choices=("payg", "subscription", "spot"), help=_("prices: only this billing"))
+    s.add_argument("--json", action="store_true", help=_("print JSON instead of a table"))
     s.set_defaults(func=_show)
 
-    v = sub.add_parser("validate", help="check an overlay file (and the bundled data); exit 1 listing all problems")
-    v.add_argument("path", nargs="?", help="overlay YAML (default: the overlay in effect, if any)")
+    v = sub.add_parser("validate", help=_("check an overlay file (and the bundled data); exit 1 listing all problems"))
+    v.add_argument("path", nargs="?", help=_("overlay YAML (default: the overlay in effect, if any)"))
     v.add_argument("--json", action="store_true")
     v.set_defaults(func=_validate)
 
-    r = sub.add_parser("refresh", help="fetch live specs or prices (PAI-DLC, ECS, Tencent CVM, Alibaba's public "
-                                       "price list) into the user cache")
+    r = sub.add_parser("refresh", help=_("fetch live specs or prices (PAI-DLC, ECS, Tencent CVM, Alibaba's public "
+                                       "price list) into the user cache"))
     r.add_argument("--provider", required=True, choices=("pai", "ecs", "tencent", "alibaba"),
-                   help="pai: PAI-DLC ListEcsSpecs; ecs: Alibaba ECS DescribeInstanceTypes (--prices: DescribePrice "
+                   help=_("pai: PAI-DLC ListEcsSpecs; ecs: Alibaba ECS DescribeInstanceTypes (--prices: DescribePrice "
                         "+ DescribeSpotPriceHistory); tencent: CVM DescribeInstanceTypeConfigs (--prices: "
                         "InquiryPriceRunInstances); alibaba --public-prices: Alibaba's public ECS price list "
-                        "(instancePrice.json, every region, no credentials)")
-    r.add_argument("--region", help="region id, e.g. cn-hangzhou, cn-wulanchabu, ap-guangzhou (required except "
-                                    "with --public-prices, which reads every region)")
-    r.add_argument("--prices", action="store_true", help="ecs/tencent: fetch prices instead of specs")
+                        "(instancePrice.json, every region, no credentials)"))
+    r.add_argument("--region", help=_("region id, e.g. cn-hangzhou, cn-wulanchabu, ap-guangzhou (required except "
+                                    "with --public-prices, which reads every region)"))
+    r.add_argument("--prices", action="store_true", help=_("ecs/tencent: fetch prices instead of specs"))
     r.add_argument("--public-prices", dest="public_prices", action="store_true",
-                   help="alibaba: read Alibaba's public ECS price list (no credentials): pay-as-you-go and one-month "
-                        "subscription list prices of every region, with the list's version and publication date")
+                   help=_("alibaba: read Alibaba's public ECS price list (no credentials): pay-as-you-go and one-month "
+                        "subscription list prices of every region, with the list's version and publication date"))
     r.add_argument("--site", choices=("cn", "intl"), default="cn",
-                   help="--public-prices: cn = China site (CNY, default), intl = international site (USD)")
+                   help=_("--public-prices: cn = China site (CNY, default), intl = international site (USD)"))
     r.add_argument("--url", metavar="URL|FILE",
-                   help="--public-prices: read this instancePrice.json (a newer version's link, a mirror or a saved "
-                        "copy) instead of the site's default")
+                   help=_("--public-prices: read this instancePrice.json (a newer version's link, a mirror or a saved "
+                        "copy) instead of the site's default"))
     r.add_argument("--instance-type", dest="instance_types", action="append", metavar="TYPE",
-                   help="with --prices: price only this type (repeatable; default: the provider's GPU types "
-                        "in the catalog)")
-    r.add_argument("--zone", help="tencent --prices: availability zone to quote (default: the first listed)")
-    r.add_argument("--image-id", dest="image_id", help="tencent --prices: image id to quote with (required by "
-                                                       "InquiryPriceRunInstances)")
-    r.add_argument("--currency", default="CNY", help="tencent --prices: currency your account is billed in "
-                                                    "(the API states amounts in CNY; international-site accounts: USD)")
-    r.add_argument("--endpoint", help="API endpoint host (default: the SDK's regional endpoint)")
+                   help=_("with --prices: price only this type (repeatable; default: the provider's GPU types "
+                        "in the catalog)"))
+    r.add_argument("--zone", help=_("tencent --prices: availability zone to quote (default: the first listed)"))
+    r.add_argument("--image-id", dest="image_id", help=_("tencent --prices: image id to quote with (required by "
+                                                       "InquiryPriceRunInstances)"))
+    r.add_argument("--currency", default="CNY", help=_("tencent --prices: currency your account is billed in "
+                                                    "(the API states amounts in CNY; international-site accounts: USD)"))
+    r.add_argument("--endpoint", help=_("API endpoint host (default: the SDK's regional endpoint)"))
     from trainfit._cli.common import float_arg
 
     r.add_argument("--timeout", type=float_arg("--timeout", 0, 600, lo_open=True), default=15.0,
-                   help="seconds per request (default 15)")
+                   help=_("seconds per request (default 15)"))
     r.add_argument("--total-timeout", dest="total_timeout", type=float_arg("--total-timeout", 0, 3600, lo_open=True),
-                   help="seconds for the whole refresh (default: max(60, 4 x --timeout))")
+                   help=_("seconds for the whole refresh (default: max(60, 4 x --timeout))"))
     r.add_argument("--protocol", choices=("https", "http"), default="https",
-                   help="https (default); http only for a local proxy or test server")
+                   help=_("https (default); http only for a local proxy or test server"))
     r.add_argument("--json", action="store_true")
     r.set_defaults(func=_refresh)
 
-    ru = sub.add_parser("rules", help="list the platform rules (PAI-DLC, Lingjun...) with sources")
-    ru.add_argument("--claim", help="only rules that answer this claim id (e.g. C22)")
+    ru = sub.add_parser("rules", help=_("list the platform rules (PAI-DLC, Lingjun...) with sources"))
+    ru.add_argument("--claim", help=_("only rules that answer this claim id (e.g. C22)"))
     ru.add_argument("--json", action="store_true")
     ru.set_defaults(func=_rules)
 
@@ -90,7 +92,7 @@ def _fmt(v: Any) -> str:
     if v is None:
         return "-"
     if isinstance(v, bool):
-        return "yes" if v else "no"
+        return yes_no(v)
     if isinstance(v, float):
         return f"{v:g}"
     if isinstance(v, (list, tuple)):
@@ -101,14 +103,14 @@ def _fmt(v: Any) -> str:
 def _table(title: str, columns: list[str], rows: list[list[Any]], *, whole: tuple[str, ...] = (),
            compact: bool = False) -> None:
     """A rich table; the ``whole`` columns are never broken inside a word (names a user copies); ``compact``:
-    no vertical rules (narrow terminals)."""
+    no vertical rules (narrow terminals). Column names are message ids (marked with N_), shown translated."""
     from rich import box
     from rich.console import Console
     from rich.table import Table
 
     t = Table(title=title, show_lines=False, header_style="bold", **({"box": box.SIMPLE_HEAD} if compact else {}))
     for c in columns:
-        t.add_column(c, overflow="fold", no_wrap=c in whole)
+        t.add_column(translate(c), overflow="fold", no_wrap=c in whole)
     for r in rows:
         t.add_row(*[_fmt(x) for x in r])
     Console().print(t)
@@ -135,7 +137,7 @@ def _show(args: argparse.Namespace) -> int:
 
     cat = current_catalog()
     for w in cat.warnings:
-        print(f"warning: {w}", file=sys.stderr)
+        print(_("warning: {text}").format(text=w), file=sys.stderr)
     if args.what == "gpus":
         gpus = list_gpus()
         if args.json:
@@ -146,15 +148,16 @@ def _show(args: argparse.Namespace) -> int:
             v = getattr(g, f)
             return f"{_fmt(v)}*" if f in g.assumed and v is not None else v
 
-        cols = ["name", "mem GiB", "type", "GB/s", "bf16 TF", "fp8 TF", "NVLink GB/s", "form", "verified", "aliases"]
-        _table("GPUs (dense peaks; mem = nominal GiB)", cols,
+        cols = [N_("name"), N_("mem GiB"), N_("type"), "GB/s", "bf16 TF", "fp8 TF", "NVLink GB/s", N_("form"),
+                N_("verified"), N_("aliases")]
+        _table(_("GPUs (dense peaks; mem = nominal GiB)"), cols,
                [[g.name, g.mem_gib, g.mem_type, cell(g, "mem_bandwidth_gbps"), cell(g, "bf16_dense_tflops"),
                  cell(g, "fp8_dense_tflops"), cell(g, "nvlink_gbps"), g.form_factor, g.verified, g.aliases]
                 for g in gpus])
         assumed = [g for g in gpus if g.assumed]
         if assumed:
-            print("* assumed, not published: " + "; ".join(f"{g.name} from {g.speed_from}" for g in assumed)
-                  + " (speed_from in gpus.csv; docs/catalog.md)")
+            print(_("* assumed, not published: {which} (speed_from in gpus.csv; docs/catalog.md)").format(
+                which="; ".join(_("{gpu} from {source}").format(gpu=g.name, source=g.speed_from) for g in assumed)))
         return 0
     if args.what == "prices":
         return _show_prices(args)
@@ -165,8 +168,8 @@ def _show(args: argparse.Namespace) -> int:
         return 0
     import shutil
 
-    cols = ["instance type", "class", "gpu", "n", "vCPU", "RAM", "intra", "inter", "Gbit/s", "price/h",
-            "regions", "verified"]
+    cols = [N_("instance type"), N_("class"), "gpu", "n", "vCPU", "RAM", N_("intra"), N_("inter"), "Gbit/s",
+            N_("price/h"), N_("regions"), N_("verified")]
     table = [[r.instance_type, r.resource_class, r.gpu, r.gpu_count, r.vcpu, r.ram_gib, r.intra_node_link,
               r.inter_node, r.inter_node_gbit_per_s, _price_cell(r), _regions_cell(r.regions), r.verified]
              for r in rows]
@@ -177,11 +180,12 @@ def _show(args: argparse.Namespace) -> int:
         keep = [i for i, c in enumerate(cols) if c not in dropped]
         cols = [cols[i] for i in keep]
         table = [[row[i] for i in keep] for row in table]
-    _table("Instances (- = not known; pay-as-you-go prices only where published or in your overlay: "
-           "`catalog show prices` gives sources and dates)", cols, table,
+    _table(_("Instances (- = not known; pay-as-you-go prices only where published or in your overlay: "
+             "`catalog show prices` gives sources and dates)"), cols, table,
            whole=("instance type", "class", "gpu", "n", "vCPU", "RAM", "price/h"), compact=narrow)
     if narrow:
-        print(f"(narrow terminal: {', '.join(dropped)} left out; --json shows all)")
+        print(_("(narrow terminal: {columns} left out; --json shows all)").format(
+            columns=", ".join(translate(c) for c in dropped)))
     return 0
 
 
@@ -211,9 +215,9 @@ def _show_prices(args: argparse.Namespace) -> int:
         json.dump([r.to_dict() for r in rows], sys.stdout, indent=2, ensure_ascii=False)
         print()
         return 0
-    _table("Prices (per instance-hour, in the source's currency; never converted)",
-           ["instance type", "provider", "class", "region", "billing", "price/h", "spot paid", "as of", "verified",
-            "source"],
+    _table(_("Prices (per instance-hour, in the source's currency; never converted)"),
+           [N_("instance type"), N_("provider"), N_("class"), N_("region"), N_("billing"), N_("price/h"),
+            N_("spot paid"), N_("as of"), N_("verified"), N_("source")],
            [[r.instance_type, r.provider, r.resource_class, r.region, r.billing,
              None if r.price_per_hour is None else f"{r.price_per_hour:g} {r.currency}", r.spot_discount,
              r.as_of, r.verified, _short_source(r.source)] for r in rows])
@@ -240,11 +244,11 @@ def _validate(args: argparse.Namespace) -> int:
     checked: list[str] = []
     from trainfit.catalog.prices import bundled_price_rows
 
-    for what, fn in (("bundled catalog", bundled_rows), ("bundled prices", bundled_price_rows),
-                     ("platform rules", load_rules)):
+    for what, fn in ((N_("bundled catalog"), bundled_rows), (N_("bundled prices"), bundled_price_rows),
+                     (N_("platform rules"), load_rules)):
         try:
             fn()
-            checked.append(what)
+            checked.append(translate(what))
         except CatalogError as e:
             problems.append(e.message)
     path = args.path
@@ -253,11 +257,11 @@ def _validate(args: argparse.Namespace) -> int:
         ov = overlay_path()
         path = str(ov) if ov else None
     if path is not None:
-        missing = f"{path}: no such file"
+        missing = _("{path}: no such file").format(path=path)
         try:
             is_file = Path(path).expanduser().is_file()
         except OSError as e:  # a name over the file system's limit (ENAMETOOLONG)
-            is_file, missing = False, f"{path[:80]}…: cannot be read ({e.strerror or e})"
+            is_file, missing = False, _("{path}…: cannot be read ({why})").format(path=path[:80], why=e.strerror or e)
         if not is_file:
             problems.append(missing)
         else:
@@ -266,11 +270,11 @@ def _validate(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"checked": checked, "problems": problems, "ok": not problems}, indent=2))
     elif problems:
-        print(f"{len(problems)} problem(s):", file=sys.stderr)
+        print(_("{n} problem(s):").format(n=len(problems)), file=sys.stderr)
         for p in problems:
             print(f"  - {p}", file=sys.stderr)
     else:
-        print("ok: " + ", ".join(checked))
+        print(_("ok: {checked}").format(checked=", ".join(checked)))
     return 1 if problems else 0
 
 
@@ -280,17 +284,17 @@ def _refresh(args: argparse.Namespace) -> int:
     if args.provider == "alibaba" or args.public_prices:
         return _refresh_public(args)
     if args.url:
-        raise CatalogError("--url only applies to --public-prices",
-                           fix="use --endpoint for an API endpoint, or add --provider alibaba --public-prices")
+        raise CatalogError(_("--url only applies to --public-prices"),
+                           fix=_("use --endpoint for an API endpoint, or add --provider alibaba --public-prices"))
     if not args.region:
-        raise CatalogError(f"--provider {args.provider} refresh needs --region",
-                           fix="pass --region, e.g. cn-hangzhou (or --provider alibaba --public-prices for every "
-                               "region's list price)")
+        raise CatalogError(_("--provider {provider} refresh needs --region").format(provider=args.provider),
+                           fix=_("pass --region, e.g. cn-hangzhou (or --provider alibaba --public-prices for every "
+                                 "region's list price)"))
     if args.provider in ("ecs", "tencent"):
         return _refresh_cloud(args)
     if args.prices:
-        raise CatalogError("--prices is not available for --provider pai (ListEcsSpecs already reports the "
-                           "spot discount)", fix="use --provider ecs --prices for ECS list and spot prices")
+        raise CatalogError(_("--prices is not available for --provider pai (ListEcsSpecs already reports the "
+                             "spot discount)"), fix=_("use --provider ecs --prices for ECS list and spot prices"))
     from trainfit.providers.alibaba.refresh import refresh
 
     res = refresh(args.provider, args.region, endpoint=args.endpoint, protocol=args.protocol,
@@ -300,9 +304,11 @@ def _refresh(args: argparse.Namespace) -> int:
                           "instances": res.instances, "new_gpus": list(res.new_gpus),
                           "fetched_at": res.fetched_at}, indent=2))
     else:
-        print(f"{res.instances} GPU instance types from PAI-DLC ListEcsSpecs ({res.region}) cached in {res.path}")
+        print(_("{n} GPU instance types from PAI-DLC ListEcsSpecs ({region}) cached in {path}").format(
+            n=res.instances, region=res.region, path=res.path))
         if res.new_gpus:
-            print("GPU types not in the catalog (memory only, compute unknown): " + ", ".join(res.new_gpus))
+            print(_("GPU types not in the catalog (memory only, compute unknown): {gpus}").format(
+                gpus=", ".join(res.new_gpus)))
     return 0
 
 
@@ -311,12 +317,12 @@ def _refresh_public(args: argparse.Namespace) -> int:
     from trainfit.errors import CatalogError
 
     if args.provider != "alibaba" or not args.public_prices:
-        raise CatalogError("--public-prices reads Alibaba's public ECS price list: use it with --provider alibaba",
+        raise CatalogError(_("--public-prices reads Alibaba's public ECS price list: use it with --provider alibaba"),
                            fix="trainfit catalog refresh --provider alibaba --public-prices [--site cn|intl]")
     if args.region or args.prices or args.endpoint:
-        raise CatalogError("--public-prices reads every region from one file: --region, --prices and --endpoint do "
-                           "not apply", fix="drop them (plan --region picks the region's price afterwards); "
-                                            "--url reads another copy of the list")
+        raise CatalogError(_("--public-prices reads every region from one file: --region, --prices and --endpoint "
+                             "do not apply"), fix=_("drop them (plan --region picks the region's price afterwards); "
+                                                    "--url reads another copy of the list"))
     from trainfit.providers.alibaba.public_prices import refresh_public_prices
 
     res = refresh_public_prices(site=args.site, url=args.url, instance_types=args.instance_types,
@@ -328,13 +334,15 @@ def _refresh_public(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(out, indent=2))
         return 0
-    print(f"{res.prices} price rows ({res.instance_types} instance types x {len(res.regions)} regions, "
-          f"{res.currency}) from {res.url} cached in {res.path}")
-    print(f"price list version {res.version or 'not stated'}, " + _published(res.publication_date)
-          + f"; found via {res.how}")
+    print(_("{prices} price rows ({types} instance types x {regions} regions, {currency}) from {url} cached in "
+            "{path}").format(prices=res.prices, types=res.instance_types, regions=len(res.regions),
+                             currency=res.currency, url=res.url, path=res.path))
+    print(_("price list version {version}, {published}; found via {how}").format(
+        version=res.version or _("not stated"), published=_published(res.publication_date), how=res.how))
     if res.missing:
-        print(f"not in the {res.site} site's list ({len(res.missing)}): " + ", ".join(res.missing[:12])
-              + (" ..." if len(res.missing) > 12 else ""))
+        print(_("not in the {site} site's list ({n}): {types}").format(
+            site=res.site, n=len(res.missing), types=", ".join(res.missing[:12]) + (" ..." if len(res.missing) > 12
+                                                                                   else "")))
     return 0
 
 
@@ -343,10 +351,12 @@ def _published(date: str | None) -> str:
     import datetime as dt
 
     if not date:
-        return "publication date not stated (prices dated today)"
+        return _("publication date not stated (prices dated today)")
     days = (dt.date.today() - dt.date.fromisoformat(date)).days
-    old = "; an old list: pass --url with the link the ECS pricing page uses today" if days > 180 else ""
-    return f"published {date} ({days} days ago{old})"
+    if days > 180:
+        return _("published {date} ({days} days ago; an old list: pass --url with the link the ECS pricing page uses "
+                 "today)").format(date=date, days=days)
+    return _("published {date} ({days} days ago)").format(date=date, days=days)
 
 
 def _refresh_cloud(args: argparse.Namespace) -> int:
@@ -368,12 +378,15 @@ def _refresh_cloud(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(out, indent=2))
         return 0
-    what = f"{res.prices} price rows" if args.prices else f"{res.instances} GPU instance types"
-    print(f"{what} from {api} ({res.region}) cached in {res.path}")
+    what = _("{n} price rows").format(n=res.prices) if args.prices else \
+        _("{n} GPU instance types").format(n=res.instances)
+    print(_("{what} from {api} ({region}) cached in {path}").format(what=what, api=api, region=res.region,
+                                                                   path=res.path))
     if res.new_gpus:
-        print("GPU types not in the catalog (memory only, compute unknown): " + ", ".join(res.new_gpus))
+        print(_("GPU types not in the catalog (memory only, compute unknown): {gpus}").format(
+            gpus=", ".join(res.new_gpus)))
     if res.skipped:
-        print(f"not sold in {res.region} (skipped): " + ", ".join(res.skipped))
+        print(_("not sold in {region} (skipped): {types}").format(region=res.region, types=", ".join(res.skipped)))
     return 0
 
 
@@ -388,8 +401,9 @@ def _rules(args: argparse.Namespace) -> int:
                    for r in rules], sys.stdout, indent=2, ensure_ascii=False)
         print()
         return 0
-    _table("Platform rules", ["id", "applies to", "severity", "rule", "claims", "verified", "source"],
-           [[r.id, r.applies_to, r.severity, r.title,
+    _table(_("Platform rules"), ["id", N_("applies to"), N_("severity"), N_("rule"), N_("claims"), N_("verified"),
+                                 N_("source")],
+           [[r.id, r.applies_to, label(SEVERITY, r.severity), translate(r.title),
              ", ".join(f"{c}: {r.verdict}" if r.verdict else c for c in r.claims) or None, r.verified, r.source]
             for r in rules])
     return 0

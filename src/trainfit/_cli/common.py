@@ -16,6 +16,7 @@ from trainfit import inputs
 from trainfit.models import ModelShape
 from trainfit.options import WORKLOAD_OPTION_NAMES, WORKLOAD_OPTIONS, add_options
 from trainfit.workload import Workload
+from trainfit.i18n import _
 
 
 def _arg(parse):
@@ -23,7 +24,8 @@ def _arg(parse):
         try:
             return parse(text)
         except inputs.InputError as e:
-            raise argparse.ArgumentTypeError(e.message + (f" ({e.fix})" if e.fix else "")) from None
+            raise argparse.ArgumentTypeError(_("{message} ({fix})").format(message=e.message, fix=e.fix) if e.fix
+                                             else e.message) from None
     return conv
 
 
@@ -51,8 +53,8 @@ def parse_count(text: str) -> int:
 
 def add_model_argument(p: argparse.ArgumentParser, *, required: bool = True) -> None:
     p.add_argument("model", nargs="?", metavar="MODEL",
-                   help="registry name (Qwen3-8B, qwen/qwen3-30b-a3b...); see `trainfit models`")
-    p.add_argument("--config", metavar="PATH", help="a config.json or model folder instead of a registry name")
+                   help=_("registry name (Qwen3-8B, qwen/qwen3-30b-a3b...); see `trainfit models`"))
+    p.add_argument("--config", metavar="PATH", help=_("a config.json or model folder instead of a registry name"))
 
 
 def add_workload_options(p: argparse.ArgumentParser, *, unset_defaults: bool = False) -> None:
@@ -60,7 +62,7 @@ def add_workload_options(p: argparse.ArgumentParser, *, unset_defaults: bool = F
 
 
 def add_json_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    p.add_argument("--json", action="store_true", help=_("print JSON instead of tables"))
 
 
 def model_from_args(args: argparse.Namespace) -> ModelShape:

@@ -8,31 +8,32 @@ import sys
 
 from trainfit._cli.common import add_json_option, int_arg, print_json
 from trainfit.dataset.formats import FORMATS
+from trainfit.i18n import _
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "data", help="count a dataset's tokens with the model's tokenizer: lengths, truncation, packing, padding",
-        description="Read JSONL / JSON / Parquet datasets in the formats ms-swift and LLaMA-Factory accept (messages, "
+        "data", help=_("count a dataset's tokens with the model's tokenizer: lengths, truncation, packing, padding"),
+        description=_("Read JSONL / JSON / Parquet datasets in the formats ms-swift and LLaMA-Factory accept (messages, "
                     "sharegpt, alpaca), apply the model's chat template and count every sample's tokens (the "
-                    "`data` extra). `--json > stats.json` writes the file `plan --dataset` reads.")
-    p.add_argument("files", nargs="+", metavar="FILE", help="dataset files (.jsonl, .json, .parquet)")
+                    "`data` extra). `--json > stats.json` writes the file `plan --dataset` reads."))
+    p.add_argument("files", nargs="+", metavar="FILE", help=_("dataset files (.jsonl, .json, .parquet)"))
     p.add_argument("--tokenizer", required=True, metavar="DIR",
-                   help="local model folder with tokenizer.json and the chat template "
-                        "(modelscope download --model Qwen/Qwen3-8B --local_dir DIR)")
+                   help=_("local model folder with tokenizer.json and the chat template "
+                        "(modelscope download --model Qwen/Qwen3-8B --local_dir DIR)"))
     p.add_argument("--seq-len", type=int_arg("--seq-len", lo=16, hi=4_194_304), default=4096,
-                   help="cut-off length (ms-swift --max_length, LLaMA-Factory cutoff_len) for truncation, packing "
-                        "and padding (default 4096)")
-    p.add_argument("--format", choices=FORMATS, default="auto", help="row format (default: detected per row)")
-    p.add_argument("--columns", metavar="KEY=COL,...", help="column names that differ: messages=dialog,output=answer")
-    p.add_argument("--no-template", action="store_true", help="count the plain text (a base model without template)")
-    p.add_argument("--chat-template", metavar="FILE", help="a Jinja chat template file instead of the folder's")
+                   help=_("cut-off length (ms-swift --max_length, LLaMA-Factory cutoff_len) for truncation, packing "
+                        "and padding (default 4096)"))
+    p.add_argument("--format", choices=FORMATS, default="auto", help=_("row format (default: detected per row)"))
+    p.add_argument("--columns", metavar="KEY=COL,...", help=_("column names that differ: messages=dialog,output=answer"))
+    p.add_argument("--no-template", action="store_true", help=_("count the plain text (a base model without template)"))
+    p.add_argument("--chat-template", metavar="FILE", help=_("a Jinja chat template file instead of the folder's"))
     p.add_argument("--on-error", choices=("skip", "fail"), default="skip",
-                   help="a malformed row: skip it and report its line (default) or stop")
+                   help=_("a malformed row: skip it and report its line (default) or stop"))
     p.add_argument("--sample", type=int_arg("--sample", lo=10, hi=10**9), metavar="N",
-                   help="count N random rows only and estimate totals with a 95%% interval")
+                   help=_("count N random rows only and estimate totals with a 95%% interval"))
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                   help="progress bar on stderr (default: when stderr is a terminal)")
+                   help=_("progress bar on stderr (default: when stderr is a terminal)"))
     add_json_option(p)
     p.set_defaults(func=run)
 
@@ -46,8 +47,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         columns = parse_columns(args.columns)
     except ValueError as e:
-        raise DatasetError(str(e), fix="keys: messages, conversations, instruction, input, output, query, response, "
-                                       "system, history") from None
+        raise DatasetError(str(e), fix=_("keys: messages, conversations, instruction, input, output, query, "
+                                         "response, system, history")) from None
     counter = load_counter(args.tokenizer, use_template=not args.no_template, chat_template=args.chat_template)
     req = ScanRequest(files=tuple(args.files), counter=counter, seq_len=args.seq_len, fmt=args.format,
                       columns=columns, on_error=args.on_error, sample=args.sample)
@@ -72,7 +73,7 @@ def _with_progress(req, scan):
     total = sum(reader.file_size(f) for f in req.files)
     with Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(), TransferSpeedColumn(),
                   TimeRemainingColumn(), console=Console(stderr=True), transient=True) as bar:
-        task = bar.add_task("counting tokens", total=total)
+        task = bar.add_task(_("counting tokens"), total=total)
         return scan(req, progress=lambda n: bar.advance(task, n))
 
 
@@ -82,28 +83,32 @@ def _print(s) -> None:
     from trainfit._cli.tables import make_console
 
     c = make_console()
-    est = " (estimated from a sample)" if s.sampled else ""
-    c.print(f"{', '.join(s.files)}: {s.samples:,} samples counted of {s.rows:,} rows, {s.skipped:,} skipped{est}")
-    c.print(f"tokenizer {s.tokenizer}; template: {s.template or 'none (plain text)'}")
-    t = Table(title=f"tokens per sample (cut-off {s.seq_len:,})")
-    for col in ("mean", "std", "min", *s.percentiles, "max", "loss mean", f"> {s.seq_len:,}"):
+    est = _(" (estimated from a sample)") if s.sampled else ""
+    c.print(_("{files}: {samples:,} samples counted of {rows:,} rows, {skipped:,} skipped").format(
+        files=", ".join(s.files), samples=s.samples, rows=s.rows, skipped=s.skipped) + est)
+    c.print(_("tokenizer {tokenizer}; template: {template}").format(
+        tokenizer=s.tokenizer, template=s.template or _("none (plain text)")))
+    t = Table(title=_("tokens per sample (cut-off {seq_len:,})").format(seq_len=s.seq_len))
+    for col in (_("mean"), _("std"), _("min"), *s.percentiles, _("max"), _("loss mean"), f"> {s.seq_len:,}"):
         t.add_column(col, justify="right")
     t.add_row(f"{s.mean:,.0f}", f"{s.std:,.0f}", f"{s.min_len:,}", *(f"{v:,}" for v in s.percentiles.values()),
               f"{s.max_len:,}", f"{s.loss_mean:,.0f}", f"{s.truncated_share:.1%}")
     c.print(t)
-    ci = f" (95% interval {s.tokens_ci95[0]:,.0f} - {s.tokens_ci95[1]:,.0f})" if s.tokens_ci95 else ""
-    c.print(f"tokens per epoch: {s.tokens_total:,} uncut{ci}, {s.tokens_after_cut:,} cut to {s.seq_len:,}; "
-            f"loss tokens {s.loss_tokens_total:,}")
-    c.print(f"packing to {s.seq_len:,}: {s.packed_sequences:,} sequences, {s.packing_efficiency:.1%} filled")
-    c.print("padding without packing (share of processed tokens): "
-            + ", ".join(f"micro-batch {mb}: {w:.1%}" for mb, w in s.padding_waste.items()))
-    h = Table(title="length histogram")
-    h.add_column("tokens <=", justify="right")
-    h.add_column("samples", justify="right")
+    ci = _(" (95% interval {lo:,.0f} - {hi:,.0f})").format(lo=s.tokens_ci95[0], hi=s.tokens_ci95[1]) \
+        if s.tokens_ci95 else ""
+    c.print(_("tokens per epoch: {total:,} uncut{ci}, {cut:,} cut to {seq_len:,}; loss tokens {loss:,}").format(
+        total=s.tokens_total, ci=ci, cut=s.tokens_after_cut, seq_len=s.seq_len, loss=s.loss_tokens_total))
+    c.print(_("packing to {seq_len:,}: {n:,} sequences, {filled:.1%} filled").format(
+        seq_len=s.seq_len, n=s.packed_sequences, filled=s.packing_efficiency))
+    c.print(_("padding without packing (share of processed tokens): {shares}").format(
+        shares=", ".join(_("micro-batch {mb}: {waste:.1%}").format(mb=mb, waste=w) for mb, w in s.padding_waste.items())))
+    h = Table(title=_("length histogram"))
+    h.add_column(_("tokens <="), justify="right")
+    h.add_column(_("samples"), justify="right")
     h.add_column("", justify="left")
-    peak = max(n for _, n in s.histogram) or 1
+    peak = max(n for _edge, n in s.histogram) or 1
     for edge, n in s.histogram:
         h.add_row(f"{edge:,}", f"{n:,}", "#" * round(40 * n / peak))
     c.print(h)
     for e in s.errors[:5]:
-        c.print(f"skipped {e['file']} line {e['line']}: {e['why']}")
+        c.print(_("skipped {file} line {line}: {why}").format(file=e["file"], line=e["line"], why=e["why"]))

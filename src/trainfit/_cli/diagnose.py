@@ -5,24 +5,26 @@ from __future__ import annotations
 import argparse
 
 from trainfit._cli.common import add_json_option, float_arg, int_arg, print_json
+from trainfit._cli.labels import SEVERITY, label
+from trainfit.i18n import _
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "diagnose", help="diagnose a run from its per-step metrics (input-bound, loss spikes, memory, vs plan)",
-        description="Read the per-step metrics JSONL that TrainfitCallback writes and report findings with "
+        "diagnose", help=_("diagnose a run from its per-step metrics (input-bound, loss spikes, memory, vs plan)"),
+        description=_("Read the per-step metrics JSONL that TrainfitCallback writes and report findings with "
                     "code, severity, message and fix: input-bound, low-gpu-util, loss-spike, divergence, "
                     "memory-near-limit, slower-than-plan / memory-above-plan / tokens-per-step (with --plan: "
-                    "measured vs predicted as ratios), checkpoint-interval. Exit code 1 when a finding is critical.")
-    p.add_argument("metrics", metavar="METRICS.jsonl", help="metrics file of the run")
-    p.add_argument("--plan", metavar="PLAN.json", help="`trainfit plan --json` output to compare with")
-    p.add_argument("--pick", type=int_arg("--pick", 1, 10_000), default=1, metavar="N", help="which plan of --plan, 1 = first (default 1)")
+                    "measured vs predicted as ratios), checkpoint-interval. Exit code 1 when a finding is critical."))
+    p.add_argument("metrics", metavar="METRICS.jsonl", help=_("metrics file of the run"))
+    p.add_argument("--plan", metavar="PLAN.json", help=_("`trainfit plan --json` output to compare with"))
+    p.add_argument("--pick", type=int_arg("--pick", 1, 10_000), default=1, metavar="N", help=_("which plan of --plan, 1 = first (default 1)"))
     p.add_argument("--interruptions-per-hour", type=float_arg("--interruptions-per-hour", 0, 3600),
                    metavar="RATE",
-                   help="expected interruptions (preemptions, failures) per hour of the whole job, for the optimal "
-                        "checkpoint interval (`trainfit plan --spot` states the rate it assumes)")
+                   help=_("expected interruptions (preemptions, failures) per hour of the whole job, for the optimal "
+                        "checkpoint interval (`trainfit plan --spot` states the rate it assumes)"))
     p.add_argument("--warmup-steps", type=int_arg("--warmup-steps", 0, 10**9), default=1,
-                   help="steps left out of timing at the start of each launch (default 1)")
+                   help=_("steps left out of timing at the start of each launch (default 1)"))
     add_json_option(p)
     p.set_defaults(func=run)
 
@@ -43,17 +45,19 @@ def run(args: argparse.Namespace) -> int:
         print_json(out)
         return rc
     s = d.summary
-    line = f"{args.metrics}: steps {s['first_step']}-{s['last_step']} ({d.steps} records, {s['launches']} launch(es))"
+    line = _("{metrics}: steps {first}-{last} ({records} records, {launches} launch(es))").format(
+        metrics=args.metrics, first=s["first_step"], last=s["last_step"], records=d.steps, launches=s["launches"])
     if s["median_step_seconds"] is not None:
-        line += f", median step {s['median_step_seconds']:.3g} s"
+        line += _(", median step {s:.3g} s").format(s=s["median_step_seconds"])
     if s["median_tokens_per_s"] is not None:
-        line += f", {s['median_tokens_per_s']:,.0f} tokens/s"
+        line += _(", {n:,.0f} tokens/s").format(n=s["median_tokens_per_s"])
     print(line)
     warnings = [f for f in d.findings if f.severity != "info"]
     if not warnings:
-        print("  no problems found")
+        print("  " + _("no problems found"))
     for f in d.findings:
-        print(f"  {f.severity:<8} {f.code}: {f.message}")
+        severity = label(SEVERITY, f.severity)
+        print(f"  {severity:<8} {f.code}: {f.message}")
         if f.fix:
-            print(f"           fix: {f.fix}")
+            print("           " + _("fix: {fix}").format(fix=f.fix))
     return rc

@@ -6,25 +6,26 @@ import argparse
 
 from trainfit._cli.common import (add_json_option, add_model_argument, add_workload_options, float_arg, ident_arg,
                                   model_from_args, print_json, workload_from_args)
+from trainfit.i18n import _
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "memory", help="per-GPU training memory, term by term; fit verdict with --gpu",
-        description="Per-GPU training memory of MODEL with the given settings: a breakdown by term, the "
+        "memory", help=_("per-GPU training memory, term by term; fit verdict with --gpu"),
+        description=_("Per-GPU training memory of MODEL with the given settings: a breakdown by term, the "
                     "phase of the peak, host RAM; with --gpu, --gpu-mem or --instance-type also the verdict "
-                    "(fits / tight / oom / unknown), the largest micro-batch and sequence, and changes that fit.")
+                    "(fits / tight / oom / unknown), the largest micro-batch and sequence, and changes that fit."))
     add_model_argument(p)
     add_workload_options(p, unset_defaults=True)  # None = not given: the Workload's default, or --rl-framework's
-    g = p.add_argument_group("GPU")
+    g = p.add_argument_group(_("GPU"))
     g.add_argument("--gpu", metavar="NAME", type=ident_arg("--gpu", "gpu"),
-                   help="GPU from the catalog (A10, L20, A100-80GB, H800, H20...)")
+                   help=_("GPU from the catalog (A10, L20, A100-80GB, H800, H20...)"))
     g.add_argument("--gpu-mem", type=float_arg("--gpu-mem", 0, 4096, lo_open=True), metavar="GIB",
-                   help="usable GPU memory in GiB instead of --gpu")
+                   help=_("usable GPU memory in GiB instead of --gpu"))
     g.add_argument("--instance-type", type=ident_arg("--instance-type", "instance_type"), metavar="TYPE",
-                   help="instance type from the catalog: its GPU and host RAM")
+                   help=_("instance type from the catalog: its GPU and host RAM"))
     g.add_argument("--host-ram", type=float_arg("--host-ram", 0, 1e6, lo_open=True), metavar="GIB",
-                   help="host RAM per node (for the verdict on offload)")
+                   help=_("host RAM per node (for the verdict on offload)"))
     from trainfit._cli.rl_options import add_rl_options
 
     add_rl_options(p)
@@ -43,8 +44,8 @@ def compute(args: argparse.Namespace):
     if rl is not None and args.dataset:
         from trainfit.errors import WorkloadError
 
-        raise WorkloadError("--dataset sizes supervised fine-tuning rows; RL sequences are --prompt-len + "
-                            "--response-len", fix="drop --dataset, or drop --rl")
+        raise WorkloadError(_("--dataset sizes supervised fine-tuning rows; RL sequences are --prompt-len + "
+                              "--response-len"), fix=_("drop --dataset, or drop --rl"))
     if rl is not None:  # RL sizing (issue 13): memory per phase
         return rl_memory_report(model_from_args(args), rl_workload_from_values(vars(args), rl), rl,
                                 gpu=args.gpu, gpu_mem_gib=args.gpu_mem, host_ram_gib=args.host_ram,

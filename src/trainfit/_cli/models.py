@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 
 from trainfit._cli.common import add_json_option, print_json
+from trainfit.i18n import _
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("models", help="list the bundled Qwen3 registry with exact parameter counts",
-                       description="List the bundled models (Hugging Face names) with exact parameter counts.")
+    p = sub.add_parser("models", help=_("list the bundled Qwen3 registry with exact parameter counts"),
+                       description=_("List the bundled models (Hugging Face names) with exact parameter counts."))
     add_json_option(p)
     p.set_defaults(func=run)
 
@@ -28,10 +29,10 @@ def run(args: argparse.Namespace) -> int:
     from trainfit._cli.tables import make_console
     from rich.table import Table
 
-    t = Table(title="trainfit models (exact counts from the configs)")
-    for col in ("model", "type", "layers", "hidden", "heads q/kv", "experts", "total params", "active params",
-                "context"):
-        t.add_column(col, justify="right" if col not in ("model", "type") else "left")
+    t = Table(title=_("trainfit models (exact counts from the configs)"))
+    for i, col in enumerate((_("model"), _("type"), _("layers"), _("hidden"), _("heads q/kv"), _("experts"),
+                             _("total params"), _("active params"), _("context"))):
+        t.add_column(col, justify="right" if i > 1 else "left")
     for r in data:
         t.add_row(r["name"], r["model_type"], str(r["layers"]), str(r["hidden_size"]),
                   f"{r['heads']}/{r['kv_heads']}",

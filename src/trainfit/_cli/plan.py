@@ -6,16 +6,17 @@ import argparse
 
 from trainfit._cli.common import (add_json_option, add_model_argument, add_workload_options, ident_arg, int_arg,
                                   model_from_args, print_json)
+from trainfit.i18n import _
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "plan", help="which instance, how many nodes, which settings: ranked by cost or time",
-        description="Search the catalog's instance types x node counts x strategies (ZeRO/FSDP/offload/EP) x "
+        "plan", help=_("which instance, how many nodes, which settings: ranked by cost or time"),
+        description=_("Search the catalog's instance types x node counts x strategies (ZeRO/FSDP/offload/EP) x "
                     "checkpointing x micro-batch; keep what fits GPU memory and host RAM; rank by cost or time; "
                     "explain each rejected instance type. Options you set among --gpus --gpus-per-node "
                     "--strategy --offload --micro-batch --grad-ckpt --grad-accum --tp --pp --ep --cp are pinned; "
-                    "the rest is searched.")
+                    "the rest is searched."))
     add_model_argument(p)
     add_workload_options(p, unset_defaults=True)
     from trainfit.options import PLAN_OPTIONS, add_options
@@ -24,11 +25,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     add_options(p, tuple(o for o in PLAN_OPTIONS if o.name != "ignore_rule") + DATA_OPTIONS)
     p.add_argument("--ignore-rule", action="append", default=[], metavar="RULE_ID", type=ident_arg("--ignore-rule", "job_name"),
-                   help="do not enforce a platform rule (e.g. pai-public-quota when your quota was raised)")
+                   help=_("do not enforce a platform rule (e.g. pai-public-quota when your quota was raised)"))
     from trainfit._cli.rl_options import add_rl_options
 
     add_rl_options(p)
-    p.add_argument("--top", type=int_arg("--top", 1, 10_000), default=10, help="plans to show (default 10)")
+    p.add_argument("--top", type=int_arg("--top", 1, 10_000), default=10, help=_("plans to show (default 10)"))
     add_json_option(p)
     p.set_defaults(func=run)
 

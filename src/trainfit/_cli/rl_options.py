@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import argparse
 
+from rich.markup import escape
+
+from trainfit._cli.labels import METHOD, PHASE, VERDICT_SHORT, label
+from trainfit.i18n import N_, _, translate
 from trainfit.options import RL_OPTIONS, add_options, rl_config_from_values
 from trainfit.rl.config import RLConfig
 
@@ -24,8 +28,8 @@ def rl_config_from_args(args: argparse.Namespace) -> RLConfig | None:
     return rl_config_from_values(vars(args))
 
 
-PHASE_LABELS = {"rollout": "rollout (engine + trainer residual)", "train": "train (policy update + ref/critic)",
-                "sync": "weight sync (woken engine + bucket)"}
+PHASE_LABELS = {"rollout": N_("rollout (engine + trainer residual)"), "train": N_("train (policy update + ref/critic)"),
+                "sync": N_("weight sync (woken engine + bucket)")}
 
 
 def print_rl_memory(out: dict) -> None:
@@ -36,58 +40,67 @@ def print_rl_memory(out: dict) -> None:
     rl = out["rl"]
     cfg = rl["config"]
     wl = out["workload"]
-    title = (f"{out['model']}: {cfg['algo']} ({cfg['rl_framework'] or 'trainfit defaults'}), {wl['method']}, "
-             f"prompt {cfg['prompt_len']} + response {cfg['response_len']}, {cfg['num_generations']} generations, "
-             f"{cfg['rollout_engine']} tp {cfg['rollout_tp']} util {cfg['rollout_util']:g}, "
-             f"{'colocated' if cfg['colocate'] else 'separate engine GPUs'}, {wl['gpus']} GPU(s) {wl['strategy']}")
+    title = _("{model}: {algo} ({framework}), {method}, prompt {prompt_len} + response {response_len}, "
+              "{generations} generations, {engine} tp {tp} util {util:g}, {placement}, {gpus} GPU(s) {strategy}").format(
+        model=out["model"], algo=cfg["algo"], framework=cfg["rl_framework"] or _("trainfit defaults"),
+        method=label(METHOD, wl["method"]), prompt_len=cfg["prompt_len"], response_len=cfg["response_len"],
+        generations=cfg["num_generations"], engine=cfg["rollout_engine"], tp=cfg["rollout_tp"],
+        util=cfg["rollout_util"], placement=_("colocated") if cfg["colocate"] else _("separate engine GPUs"),
+        gpus=wl["gpus"], strategy=wl["strategy"])
     t = Table(title=title, title_justify="left")
-    t.add_column("phase")
-    t.add_column("GiB / GPU", justify="right")
-    t.add_column("made of")
-    for p, label in PHASE_LABELS.items():
+    t.add_column(_("phase"))
+    t.add_column(_("GiB / GPU"), justify="right")
+    t.add_column(_("made of"))
+    for p, phase in PHASE_LABELS.items():
         v = rl["phases_gib"][p]
         terms = ", ".join(f"{k} {x:.1f}" for k, x in rl["terms_gib"].get(p, {}).items() if x)
-        mark = " [bold](binding)[/bold]" if p == rl["binding_phase"] else ""
-        t.add_row(label + mark, f"{v:,.2f}", terms)
+        mark = "[bold]" + _(" (binding)") + "[/bold]" if p == rl["binding_phase"] else ""
+        t.add_row(translate(phase) + mark, f"{v:,.2f}", terms)
     c.print(t)
     if rl["kv_pool_gib"] is not None:
-        c.print(f"KV pool {rl['kv_pool_gib']:.2f} GiB/GPU = {rl['max_concurrent_seqs']} concurrent sequences of "
-                f"{cfg['prompt_len'] + cfg['response_len']} tokens ({rl['kv_bytes_per_token']:,} B/token/GPU"
-                + (f" + {rl['kv_fixed_bytes_per_seq']:,} B/seq linear-attention state" if rl["kv_fixed_bytes_per_seq"]
-                   else "") + f")   host RAM/node: {rl['host_ram_gib']:,.0f} GiB")
+        linear = (_(" + {per_seq:,} B/seq linear-attention state").format(per_seq=rl["kv_fixed_bytes_per_seq"])
+                  if rl["kv_fixed_bytes_per_seq"] else "")
+        c.print(_("KV pool {pool:.2f} GiB/GPU = {seqs} concurrent sequences of {tokens} tokens ({per_token:,} "
+                  "B/token/GPU{linear})").format(pool=rl["kv_pool_gib"], seqs=rl["max_concurrent_seqs"],
+                                                 tokens=cfg["prompt_len"] + cfg["response_len"],
+                                                 per_token=rl["kv_bytes_per_token"], linear=linear)
+                + "   " + _("host RAM/node: {gib:,.0f} GiB").format(gib=rl["host_ram_gib"]))
     name = out.get("gpu") or "GPU"
     colour = {"fits": "green", "tight": "yellow", "unknown": "yellow"}.get(rl["verdict"], "red")
     from trainfit.estimate.uncertainty import format_probability
 
     prng, p_oom = rl.get("peak_interval_gib"), (rl.get("fit") or {}).get("oom_probability")
-    c.print(f"[{colour}]{rl['verdict']}[/{colour}] on {name} ({out['gpu_mem_gib']:g} GiB), binding phase "
-            f"{rl['binding_phase']}: {rl['peak_gib']:.1f} GiB/GPU"
-            + (f" (p10–p90 {prng['p10']:.1f}–{prng['p90']:.1f}, fit corpus)" if prng else "")
-            + f", headroom {rl['headroom_gib']:.2f} GiB"
-            + ("" if p_oom is None else f", P(OOM) {format_probability(p_oom)}"))
+    c.print(_("[{colour}]{verdict}[/{colour}] on {name} ({mem:g} GiB), binding phase {phase}: {peak:.1f} GiB/GPU").format(
+        colour=colour, verdict=label(VERDICT_SHORT, rl["verdict"]), name=name, mem=out["gpu_mem_gib"],
+        phase=label(PHASE, rl["binding_phase"]), peak=rl["peak_gib"])
+            + (_(" (p10–p90 {lo:.1f}–{hi:.1f}, fit corpus)").format(lo=prng["p10"], hi=prng["p90"]) if prng else "")
+            + _(", headroom {headroom:.2f} GiB").format(headroom=rl["headroom_gib"])
+            + ("" if p_oom is None else ", P(OOM) {p}".format(p=format_probability(p_oom))))
     for reason in rl["fit"].get("reasons", []):
-        c.print(f"  {reason}")
+        c.print(f"  {escape(reason)}")
     if "speed" in rl:
         s = rl["speed"]
         siv = s.get("interval")  # step time moves against the speed: its p10 is the speed's p90
         srng = f" ({s['step_seconds'] / siv['p90']:,.0f}–{s['step_seconds'] / siv['p10']:,.0f})" if siv else ""
-        c.print(f"step {s['step_seconds']:,.0f} s{srng}: rollout {s['rollout_seconds']:,.0f} s "
-                f"({s['rollout_tokens_per_s']:,.0f} tok/s, {s['engines']} engine(s) x batch {s['decode_batch']}), "
-                f"update {s['update_seconds']:,.0f} s, log-probs {s['logprob_seconds']:,.0f} s"
-                + (f", critic {s['critic_seconds']:,.0f} s" if s["critic_seconds"] else "")
-                + f", sync {s['sync_seconds']:,.1f} s"
-                + (f" (nodes: {s['node']})" if s.get("node") else ""))
+        c.print(_("step {step:,.0f} s{range}: rollout {rollout:,.0f} s ({tok_s:,.0f} tok/s, {engines} engine(s) x batch "
+                  "{batch}), update {update:,.0f} s, log-probs {logprob:,.0f} s").format(
+            step=s["step_seconds"], range=srng, rollout=s["rollout_seconds"], tok_s=s["rollout_tokens_per_s"],
+            engines=s["engines"], batch=s["decode_batch"], update=s["update_seconds"], logprob=s["logprob_seconds"])
+                + (_(", critic {s:,.0f} s").format(s=s["critic_seconds"]) if s["critic_seconds"] else "")
+                + _(", sync {s:,.1f} s").format(s=s["sync_seconds"])
+                + (_(" (nodes: {node})").format(node=s["node"]) if s.get("node") else ""))
         for w in s.get("warnings", []):
-            c.print(f"[yellow]warning:[/yellow] {w}")
+            c.print(_("[yellow]warning:[/yellow] {text}").format(text=escape(w)))
     if "time" in rl:
         tiv = rl["time"].get("intervals") or {}
 
         def _r(k: str) -> str:
             return f" ({tiv[k]['p10']:,.1f}–{tiv[k]['p90']:,.1f})" if tiv.get(k) else ""
 
-        c.print(f"{rl['time']['steps']} steps: {rl['time']['hours']:,.1f} h{_r('hours')}, "
-                f"{rl['time']['gpu_hours']:,.1f} GPU-hours{_r('gpu_hours')}"
-                + (" (p10–p90; no published RL run calibrates it: the policy update's interval widened)"
+        c.print(_("{steps} steps: {hours:,.1f} h{hours_range}, {gpu_hours:,.1f} GPU-hours{gpu_hours_range}").format(
+            steps=rl["time"]["steps"], hours=rl["time"]["hours"], hours_range=_r("hours"),
+            gpu_hours=rl["time"]["gpu_hours"], gpu_hours_range=_r("gpu_hours"))
+                + (_(" (p10–p90; no published RL run calibrates it: the policy update's interval widened)")
                    if tiv else ""))
     for w in rl["warnings"]:
-        c.print(f"[yellow]warning:[/yellow] {w}")
+        c.print(_("[yellow]warning:[/yellow] {text}").format(text=escape(w)))

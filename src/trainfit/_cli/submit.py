@@ -5,24 +5,26 @@ from __future__ import annotations
 import argparse
 
 from trainfit._cli.common import add_json_option, float_arg, print_json
+from trainfit._cli.labels import SEVERITY, label
+from trainfit.i18n import _
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "submit", help="submit a rendered PAI-DLC job (dry run unless --yes)",
-        description="Print the PAI-DLC CreateJob request of a rendered job (dry run), or send it with --yes "
+        "submit", help=_("submit a rendered PAI-DLC job (dry run unless --yes)"),
+        description=_("Print the PAI-DLC CreateJob request of a rendered job (dry run), or send it with --yes "
                     "through the official SDK. Credentials come from the standard Alibaba Cloud credential "
-                    "chain and are never printed or written.")
-    p.add_argument("path", metavar="DIR_OR_JSON", help="dlc_job.json or the folder `trainfit render` wrote")
-    p.add_argument("--yes", action="store_true", help="really submit (default: dry run)")
+                    "chain and are never printed or written."))
+    p.add_argument("path", metavar="DIR_OR_JSON", help=_("dlc_job.json or the folder `trainfit render` wrote"))
+    p.add_argument("--yes", action="store_true", help=_("really submit (default: dry run)"))
     p.add_argument("--region", default=None,
-                   help="region id (default: the region the job was rendered for, from its trainfit header or image "
-                        "registry; else cn-hangzhou)")
-    p.add_argument("--endpoint", help="API endpoint (default pai-dlc.REGION.aliyuncs.com)")
+                   help=_("region id (default: the region the job was rendered for, from its trainfit header or image "
+                        "registry; else cn-hangzhou)"))
+    p.add_argument("--endpoint", help=_("API endpoint (default pai-dlc.REGION.aliyuncs.com)"))
     p.add_argument("--protocol", default="https", choices=("https", "http"), help=argparse.SUPPRESS)
     p.add_argument("--timeout", type=float_arg("--timeout", 0, 600, lo_open=True), default=30.0,
-                   help="total seconds for the request (default 30)")
-    p.add_argument("--no-check", action="store_true", help="submit even when `trainfit check` finds errors")
+                   help=_("total seconds for the request (default 30)"))
+    p.add_argument("--no-check", action="store_true", help=_("submit even when `trainfit check` finds errors"))
     add_json_option(p)
     p.set_defaults(func=run)
 
@@ -42,17 +44,21 @@ def run(args: argparse.Namespace) -> int:
     if not res.sent:
         import json
 
-        print(f"dry run: POST https://{res.endpoint}/api/v1/jobs (region {res.region}, from {res.region_source}); "
-              "nothing was sent")
+        print(_("dry run: POST https://{endpoint}/api/v1/jobs (region {region}, from {source}); nothing was sent")
+              .format(endpoint=res.endpoint, region=res.region, source=res.region_source))
         t = res.target
         if t is not None:
-            print(f"job: workspace {t.workspace_id or 'default (none in the job)'}; resource "
-                  f"{t.resource_id or 'public resources (no ResourceId)'}; resource class {t.resource_class or 'not stated'}")
+            print(_("job: workspace {workspace}; resource {resource}; resource class {resource_class}").format(
+                workspace=t.workspace_id or _("default (none in the job)"),
+                resource=t.resource_id or _("public resources (no ResourceId)"),
+                resource_class=t.resource_class or _("not stated")))
         print(json.dumps(res.body, indent=2, ensure_ascii=False))
         for v in res_check.violations:
-            print(f"check {v.severity}: {v.rule}: {v.message}")
-        print("credentials: taken from the Alibaba Cloud credential chain at send time (not read in a dry run)")
-        print(f"to send: trainfit submit {Path(args.path)} --region {res.region} --yes")
+            print(_("check {severity}: {rule}: {message}").format(severity=label(SEVERITY, v.severity), rule=v.rule,
+                                                                 message=v.message))
+        print(_("credentials: taken from the Alibaba Cloud credential chain at send time (not read in a dry run)"))
+        print(_("to send: {command}").format(command=f"trainfit submit {Path(args.path)} --region {res.region} --yes"))
         return 0
-    print(f"submitted: job {res.job_id} (request {res.request_id}) in {res.region}")
+    print(_("submitted: job {job} (request {request}) in {region}").format(job=res.job_id, request=res.request_id,
+                                                                          region=res.region))
     return 0

@@ -6,10 +6,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from trainfit._cli.labels import METHOD, OBJECTIVE, PHASE, PRECISION_MODE, VERDICT, VERDICT_SHORT, label
 from trainfit.estimate.memory import TERM_LABELS
+from trainfit.i18n import N_, _, translate
 
-VERDICT_LABEL = {"fits": "fits", "tight": "tight (inside the safety margin)", "oom": "does not fit (OOM)",
-                 "unknown": "unknown (host RAM)"}
+#: The verdict line's wording of each verdict (codes stay English in JSON); kept for callers of the old name.
+VERDICT_LABEL = VERDICT
+_LOSS_LABELS = {"half": N_("logits + loss (16-bit)"), "fused": N_("logits + loss (chunked, fused)")}
 
 
 def make_console() -> Console:
@@ -24,30 +27,33 @@ def print_memory(out: dict, console: Console | None = None) -> None:
     c = console or make_console()
     wl = out["workload"]
     p = out["params"]
-    title = (f"{out['model']}: {wl['method']}, seq {wl['seq_len']}, micro-batch {wl['micro_batch']}, "
-             f"{wl['precision']}, {wl['optimizer']}, GC {'on' if wl['grad_ckpt'] else 'off'}, "
-             f"{wl['gpus']} GPU(s) {wl['strategy']}")
-    t = Table(title=title, title_justify="left")
-    t.add_column("term")
-    t.add_column("GiB / GPU", justify="right")
-    t.add_column("share", justify="right")
+    title = _("{model}: {method}, seq {seq_len}, micro-batch {micro_batch}, {precision}, {optimizer}, GC {gc}, "
+              "{gpus} GPU(s) {strategy}").format(
+        model=out["model"], method=label(METHOD, wl["method"]), seq_len=wl["seq_len"], micro_batch=wl["micro_batch"],
+        precision=wl["precision"], optimizer=wl["optimizer"], gc=_("on") if wl["grad_ckpt"] else _("off"),
+        gpus=wl["gpus"], strategy=wl["strategy"])
+    t = Table(title=escape(title), title_justify="left")
+    t.add_column(_("term"))
+    t.add_column(_("GiB / GPU"), justify="right")
+    t.add_column(_("share"), justify="right")
     total = out["reserved_gib"] or 1.0
-    loss_label = {"half": "logits + loss (16-bit)", "fused": "logits + loss (chunked, fused)"}.get(wl.get("loss"))
-    for k, label in TERM_LABELS.items():
+    loss_label = _LOSS_LABELS.get(wl.get("loss") or "")
+    for k, term in TERM_LABELS.items():
         if k == "logits_loss" and loss_label:  # the default label says fp32: not what --loss half/fused keep
-            label = loss_label
+            term = loss_label
         v = out["breakdown_gib"].get(k, 0.0)
-        t.add_row(label, f"{v:,.2f}", f"{100 * v / total:.0f}%")
+        t.add_row(translate(term), f"{v:,.2f}", f"{100 * v / total:.0f}%")
     t.add_section()
-    t.add_row("tensor peak (max_memory_allocated)", f"{out['tensor_peak_gib']:,.2f}", "")
-    t.add_row("[bold]reserved (nvidia-smi)[/bold]", f"[bold]{out['reserved_gib']:,.2f}[/bold]", "")
+    t.add_row(_("tensor peak (max_memory_allocated)"), f"{out['tensor_peak_gib']:,.2f}", "")
+    t.add_row("[bold]" + _("reserved (nvidia-smi)") + "[/bold]", f"[bold]{out['reserved_gib']:,.2f}[/bold]", "")
     rng = out.get("reserved_interval_gib")
     if rng:
-        t.add_row("reserved, p10–p90 (fit corpus)", f"{rng['p10']:,.1f}–{rng['p90']:,.1f}", "")
+        t.add_row(_("reserved, p10–p90 (fit corpus)"), f"{rng['p10']:,.1f}–{rng['p90']:,.1f}", "")
     c.print(t)
-    c.print(f"peak phase: [bold]{out['peak_phase']}[/bold]   "
-            f"params: total {p['total']:,}  trainable {p['trainable']:,}  active {p['active']:,}   "
-            f"host RAM/node: {out['host_ram_gib']:,.0f} GiB")
+    c.print(_("peak phase: [bold]{phase}[/bold]   params: total {total:,}  trainable {trainable:,}  active {active:,}   "
+              "host RAM/node: {host_ram:,.0f} GiB").format(
+        phase=label(PHASE, out["peak_phase"]), total=p["total"], trainable=p["trainable"], active=p["active"],
+        host_ram=out["host_ram_gib"]))
     if out.get("gpu_mem_gib") is not None:
         name = out.get("gpu") or "GPU"
         colour = {"fits": "green", "tight": "yellow", "oom": "red", "unknown": "yellow"}[out["verdict"]]
@@ -55,26 +61,32 @@ def print_memory(out: dict, console: Console | None = None) -> None:
         fit = out.get("fit") or {}
         if out["verdict"] == "oom" and fit.get("host_verdict") == "oom" and fit.get("gpu_verdict") != "oom":
             # host RAM is what does not fit: the GPU's headroom is not the story
-            c.print(f"[{colour}]does not fit in host RAM[/{colour}]: {fit['host_ram_need_gib']:,.0f} GiB needed per "
-                    f"node > {fit['host_ram_gib']:,.0f} GiB; on the GPU ({name}, {out['gpu_mem_gib']:.4g} GiB usable) "
-                    f"it {fit['gpu_verdict']}, GPU headroom {out['headroom_gib']:.2f} GiB"
-                    + ("" if p_oom is None else f", P(GPU OOM) {_prob(p_oom)}"))
+            line = _("[{colour}]does not fit in host RAM[/{colour}]: {need:,.0f} GiB needed per node > {have:,.0f} GiB; "
+                     "on the GPU ({name}, {usable:.4g} GiB usable) it {gpu_verdict}, GPU headroom {headroom:.2f} GiB")
+            line = line.format(colour=colour, need=fit["host_ram_need_gib"], have=fit["host_ram_gib"], name=escape(name),
+                               usable=out["gpu_mem_gib"], gpu_verdict=label(VERDICT_SHORT, fit["gpu_verdict"]),
+                               headroom=out["headroom_gib"])
+            c.print(line + ("" if p_oom is None else _(", P(GPU OOM) {p}").format(p=_prob(p_oom))))
         else:
-            c.print(f"[{colour}]{VERDICT_LABEL[out['verdict']]}[/{colour}] on {name} ({out['gpu_mem_gib']:.4g} GiB "
-                    f"usable): headroom {out['headroom_gib']:.2f} GiB"
-                    + ("" if p_oom is None else f", P(OOM) {_prob(p_oom)} (from what published runs near their "
-                                                 "card's limit did; the GiB range above is their reserved memory, "
-                                                 "which includes cache the allocator gives back before an OOM)"))
+            line = _("[{colour}]{verdict}[/{colour}] on {name} ({usable:.4g} GiB usable): headroom {headroom:.2f} GiB")
+            line = line.format(colour=colour, verdict=label(VERDICT, out["verdict"]), name=escape(name),
+                               usable=out["gpu_mem_gib"], headroom=out["headroom_gib"])
+            c.print(line + ("" if p_oom is None else
+                            _(", P(OOM) {p} (from what published runs near their card's limit did; the GiB range above "
+                              "is their reserved memory, which includes cache the allocator gives back before an "
+                              "OOM)").format(p=_prob(p_oom))))
         for reason in out["fit"]["reasons"]:
             c.print(f"  - {escape(reason)}")
         for w in out.get("warnings", []):
-            c.print(f"[yellow]warning:[/yellow] {escape(w)}")
-        c.print(f"largest micro-batch at seq {wl['seq_len']}: {out['max_micro_batch']}   "
-                f"longest seq at micro-batch {wl['micro_batch']}: {out['max_seq_len']:,}")
+            c.print(_("[yellow]warning:[/yellow] {text}").format(text=escape(w)))
+        c.print(_("largest micro-batch at seq {seq_len}: {max_micro_batch}   longest seq at micro-batch {micro_batch}: "
+                  "{max_seq_len:,}").format(seq_len=wl["seq_len"], max_micro_batch=out["max_micro_batch"],
+                                            micro_batch=wl["micro_batch"], max_seq_len=out["max_seq_len"]))
         for s in out.get("suggestions", []):
             rng = s.get("reserved_interval_gib")
-            c.print(f"  try [bold]{s['change']}[/bold]: {s['reserved_gib']:.1f} GiB"
-                    + (f" ({rng['p10']:.1f}–{rng['p90']:.1f})" if rng else "") + f" ({s['why']})")
+            c.print(_("  try [bold]{change}[/bold]: {gib:.1f} GiB{range} ({why})").format(
+                change=escape(s["change"]), gib=s["reserved_gib"],
+                range=f" ({rng['p10']:.1f}–{rng['p90']:.1f})" if rng else "", why=escape(s["why"])))
     for a in out.get("assumptions", []):
         c.print(f"[dim]- {escape(a)}[/dim]")
 
@@ -117,7 +129,7 @@ def interval_lines(iv: dict | None) -> list[str]:
     """The speed interval's provenance for a footnote, flagged when outside the calibration domain."""
     if not iv:
         return []
-    return [("outside the calibration domain: " if iv.get("out_of_domain") else "") + str(iv.get("note") or "")]
+    return [(_("outside the calibration domain: ") if iv.get("out_of_domain") else "") + str(iv.get("note") or "")]
 
 
 def _prob(p: float) -> str:
@@ -131,12 +143,12 @@ def _age(as_of: str | None) -> str:
     import datetime as dt
 
     if not as_of:
-        return "date unknown"
+        return _("date unknown")
     try:
         days = (dt.date.today() - dt.date.fromisoformat(str(as_of)[:10])).days
     except ValueError:
-        return f"as of {as_of}"
-    return f"as of {as_of} ({days} days old)"
+        return _("as of {date}").format(date=as_of)
+    return _("as of {date} ({days} days old)").format(date=as_of, days=days)
 
 
 def _print_ranking(c: Console, r: dict | None, plans: list, top: int) -> None:
@@ -149,12 +161,12 @@ def _print_ranking(c: Console, r: dict | None, plans: list, top: int) -> None:
     unpriced = [i for i in r.get("unpriced", []) if i < top]
     if unpriced:
         shown = min(top, len(plans))
-        which = ("no row shown has a price" if len(unpriced) == shown else
-                 "no price for " + ", ".join(f"#{i + 1}" for i in unpriced))
+        which = (_("no row shown has a price") if len(unpriced) == shown else
+                 _("no price for {rows}").format(rows=", ".join(f"#{i + 1}" for i in unpriced)))
         providers = sorted({plans[i]["provider"] for i in unpriced})
         how = r.get("price_fix_by_provider") or {}
-        c.print(f"[yellow]{which}[/yellow] (cost '-'). To price them: "
-                + escape("; ".join(f"{p}: {how.get(p, '')}" for p in providers)))
+        c.print(_("[yellow]{which}[/yellow] (cost '-'). To price them: {how}").format(
+            which=which, how=escape("; ".join(f"{p}: {how.get(p, '')}" for p in providers))))
 
 
 def _pct_range(rng: dict | None) -> dict | None:
@@ -181,12 +193,12 @@ def _plan_cells(p: dict) -> list[str]:
     if p.get("rl"):
         r = p["rl"]
         if r.get("rollout_tp") and r.get("algo") != "dpo":  # the engine settings plan --rl searched
-            st += f" rollout-tp{r['rollout_tp']}" + (" trainer-off" if r.get("trainer_offload") else "")
-        st += f" {r['binding_phase']}-bound" + (f", KV {r['max_concurrent_seqs']} seqs"
-                                                 if r.get("max_concurrent_seqs") is not None else "")
+            st += f" rollout-tp{r['rollout_tp']}" + (_(" trainer-off") if r.get("trainer_offload") else "")
+        st += _(" {phase}-bound").format(phase=label(PHASE, r["binding_phase"])) + (
+            _(", KV {n} seqs").format(n=r["max_concurrent_seqs"]) if r.get("max_concurrent_seqs") is not None else "")
     iv = p.get("intervals") or {}
     mem = iv.get("per_gpu_gib")
-    return [p["instance_type"], p["gpu"], f"{p['nodes']}×{p['gpus_per_node']}", st, s.get("precision_mode", s["precision"]),
+    return [p["instance_type"], p["gpu"], f"{p['nodes']}×{p['gpus_per_node']}", st, label(PRECISION_MODE, s.get("precision_mode", s["precision"])),
             f"{p['per_gpu_gib']:.1f}/{p['gpu_mem_gib']:g}" + (f"\n({mem['p10']:.0f}–{mem['p90']:.0f})" if mem else ""),
             _with_range(p["tokens_per_s"], iv.get("tokens_per_s"), ",.0f" if p["tokens_per_s"] < 10_000 else "short"),
             "-" if p["mfu"] is None else _with_range(100 * p["mfu"], _pct_range(iv.get("mfu")), ".0f", "%"),
@@ -202,77 +214,99 @@ def _si(n: float) -> str:
     return f"{n:.0f}"
 
 
-def print_plan(out: dict, top: int = 10, console: Console | None = None) -> None:
-    c = console or make_console()
-    w = out["workload"]
+def _print_plan_header(c: Console, w: dict) -> None:
+    """The plan's first line: model, method, sequence (or the RL setup), tokens, precision, objective."""
     rl = w.get("rl")
     if rl:
-        c.print(f"[bold]{w['model']}[/bold] {rl['algo']} ({rl.get('rl_framework') or 'trainfit defaults'}), "
-                f"{w['method']}, prompt {rl['prompt_len']} + response {rl['response_len']}, "
-                f"{rl['num_generations']} generations x {rl['rollout_batch']} prompts, {w.get('steps')} steps, "
-                f"{rl['rollout_engine']} util {rl['rollout_util']:g}, {w['precision']}, objective: {w['objective']}"
-                + (", spot" if w.get("spot") else ""))
+        c.print(_("[bold]{model}[/bold] {algo} ({framework}), {method}, prompt {prompt_len} + response {response_len}, "
+                  "{generations} generations x {prompts} prompts, {steps} steps, {engine} util {util:g}, {precision}, "
+                  "objective: {objective}").format(
+            model=w["model"], algo=rl["algo"], framework=rl.get("rl_framework") or _("trainfit defaults"),
+            method=label(METHOD, w["method"]), prompt_len=rl["prompt_len"], response_len=rl["response_len"],
+            generations=rl["num_generations"], prompts=rl["rollout_batch"], steps=w.get("steps"),
+            engine=rl["rollout_engine"], util=rl["rollout_util"], precision=w["precision"],
+            objective=label(OBJECTIVE, w["objective"]))
+                + (_(", spot") if w.get("spot") else ""))
     else:
-        c.print(f"[bold]{w['model']}[/bold] {w['method']}, seq {w['seq_len']}, {_si(w['tokens'])} tokens, "
-                f"{w['precision']}, objective: {w['objective']}" + (", spot" if w.get("spot") else "")
-                + (f", target {w['target']}" if w.get("target") else "")
-                + (f", framework {w['framework']}" if w.get("framework") else ""))
+        c.print(_("[bold]{model}[/bold] {method}, seq {seq_len}, {tokens} tokens, {precision}, objective: {objective}")
+                .format(model=w["model"], method=label(METHOD, w["method"]), seq_len=w["seq_len"],
+                        tokens=_si(w["tokens"]), precision=w["precision"], objective=label(OBJECTIVE, w["objective"]))
+                + (_(", spot") if w.get("spot") else "")
+                + (_(", target {target}").format(target=w["target"]) if w.get("target") else "")
+                + (_(", framework {framework}").format(framework=w["framework"]) if w.get("framework") else ""))
+
+
+def _print_row_notes(c: Console, plans: list, top: int) -> None:
+    """Per shown row: out-of-domain speed, P(OOM), calibration, the price's source and age, warnings."""
+    for i, p in enumerate(plans[:top]):
+        siv = p.get("speed_interval")
+        if siv and siv.get("out_of_domain"):
+            note = str(siv.get("note") or "").removeprefix("outside the calibration domain").lstrip(" :")
+            c.print(_("[yellow]#{n} outside the calibration domain:[/yellow] {note}").format(n=i + 1,
+                                                                                             note=escape(note)))
+        if p.get("oom_probability") is not None and p["oom_probability"] >= 0.1:
+            c.print("[dim]" + _("#{n} P(OOM) {p} (calibrated on what published runs near their card's limit did: "
+                                "ran or OOM)").format(n=i + 1, p=_prob(p["oom_probability"])) + "[/dim]")
+        if p.get("calibration"):
+            c.print("[dim]" + _("#{n} speed ({framework} engine): {calibration}").format(
+                n=i + 1, framework=p["framework"], calibration=escape(str(p["calibration"]))) + "[/dim]")
+        if p.get("price_per_hour") is not None:
+            billing = (_("pay-as-you-go, spot pays {fraction:.0%}").format(fraction=p["spot_price_fraction"])
+                       if p.get("spot_price_fraction") else _("pay-as-you-go"))
+            c.print("[dim]" + _("#{n} price: {price:,.2f} {currency} per instance-hour ({billing}), {age}, "
+                                "source: {source}").format(
+                n=i + 1, price=p["price_per_hour"], currency=p.get("currency") or "", billing=billing,
+                age=escape(_age(p.get("price_as_of"))), source=escape(str(p.get("price_source"))))
+                    + "[/dim]")  # whole: a cut URL is a broken link
+        for wmsg in p.get("warnings", []):
+            c.print(_("[yellow]#{n} warning:[/yellow] {text}").format(n=i + 1, text=escape(wmsg)))
+
+
+def print_plan(out: dict, top: int = 10, console: Console | None = None) -> None:
+    c = console or make_console()
+    _print_plan_header(c, out["workload"])
     plans = out["plans"]
     data = next((p["data"] for p in plans if p.get("data")), None)
     if data:
-        c.print(f"[dim]{escape(data['summary'])}; optimizer steps per plan: rows x epochs / its global batch[/dim]")
+        c.print("[dim]" + _("{summary}; optimizer steps per plan: rows x epochs / its global batch").format(
+            summary=escape(data["summary"])) + "[/dim]")
     pareto = set(out.get("pareto", []))
     tied = set(out.get("ties", []))
     if plans:
         t = Table(title_justify="left")
         rows = [[f"{i + 1}" + ("*" if i in pareto else "") + ("≈" if i in tied else ""), *_plan_cells(p)]
                 for i, p in enumerate(plans[:top])]
-        for col, j in (("#", "right"), ("instance type", "left"), ("GPU", "left"),
-                                      ("nodes×GPUs", "right"), ("settings", "left"), ("precision", "left"),
-                                      ("GiB/GPU", "right"), ("tok/s", "right"), ("MFU", "right"), ("hours", "right"),
-                                      ("GPU-h", "right"), ("cost", "right")):
-            t.add_column(col, justify=j, overflow="ellipsis" if col in ("#", "nodes×GPUs") else "fold")
+        for col, j in (("#", "right"), (_("instance type"), "left"), ("GPU", "left"),
+                       (_("nodes×GPUs"), "right"), (_("settings"), "left"), (_("precision"), "left"),
+                       ("GiB/GPU", "right"), ("tok/s", "right"), ("MFU", "right"), (_("hours"), "right"),
+                       (_("GPU-h"), "right"), (_("cost"), "right")):
+            t.add_column(col, justify=j, overflow="ellipsis" if col in ("#", _("nodes×GPUs")) else "fold")
         for r in rows:
             t.add_row(*r)
         c.print(t)
-        c.print("[dim](p10–p90): 80 % prediction interval from published runs predicted out of sample "
-                "(docs/accuracy.md)" + ("; ≈ tied with #1: their ranges of the ranking figure overlap"
-                                        if tied & set(range(top)) else "")
+        c.print("[dim]" + _("(p10–p90): 80 % prediction interval from published runs predicted out of sample "
+                            "(docs/accuracy.md)")
+                + (_("; ≈ tied with #1: their ranges of the ranking figure overlap") if tied & set(range(top)) else "")
                 + "[/dim]")
         engines = sorted({p["framework"] for p in plans[:top] if p.get("framework")})
         if engines:
-            c.print(f"[dim]speed model engine: {', '.join(engines)} (--framework; default: the --target's engine)"
-                    "[/dim]")
+            c.print("[dim]" + _("speed model engine: {engines} (--framework; default: the --target's engine)").format(
+                engines=", ".join(engines)) + "[/dim]")
         if any(i in pareto for i in range(min(top, len(plans)))):
-            c.print("[dim]* on the time-vs-cost Pareto frontier (cost when every plan has a price in one currency, "
-                    "else GPU-hours for all)[/dim]")
+            c.print("[dim]" + _("* on the time-vs-cost Pareto frontier (cost when every plan has a price in one "
+                                "currency, else GPU-hours for all)") + "[/dim]")
         _print_ranking(c, out.get("ranking"), plans, top)
-        for i, p in enumerate(plans[:top]):
-            siv = p.get("speed_interval")
-            if siv and siv.get("out_of_domain"):
-                note = str(siv.get("note") or "").removeprefix("outside the calibration domain").lstrip(" :")
-                c.print(f"[yellow]#{i + 1} outside the calibration domain:[/yellow] {escape(note)}")
-            if p.get("oom_probability") is not None and p["oom_probability"] >= 0.1:
-                c.print(f"[dim]#{i + 1} P(OOM) {_prob(p['oom_probability'])} (calibrated on what published runs "
-                        "near their card's limit did: ran or OOM)[/dim]")
-            if p.get("calibration"):
-                c.print(f"[dim]#{i + 1} speed ({p['framework']} engine): {p['calibration']}[/dim]")
-            if p.get("price_per_hour") is not None:
-                c.print(f"[dim]#{i + 1} price: {p['price_per_hour']:,.2f} {p.get('currency') or ''} per instance-hour "
-                        f"(pay-as-you-go{', spot pays ' + format(p['spot_price_fraction'], '.0%') if p.get('spot_price_fraction') else ''}"
-                        f"), {escape(_age(p.get('price_as_of')))}, source: {escape(str(p.get('price_source')))}[/dim]")  # whole: a cut URL is a broken link
-            for wmsg in p.get("warnings", []):
-                c.print(f"[yellow]#{i + 1} warning:[/yellow] {escape(wmsg)}")
+        _print_row_notes(c, plans, top)
     else:
-        c.print("[red]no instance type fits these limits[/red]")
+        c.print("[red]" + _("no instance type fits these limits") + "[/red]")
     _print_region_prices(c, out, top)
     for note in out.get("notes", []):
-        c.print(f"[yellow]note:[/yellow] {escape(note)}")
+        c.print(_("[yellow]note:[/yellow] {text}").format(text=escape(note)))
     if out["rejected"]:
-        t = Table(title="rejected", title_justify="left")
-        t.add_column("instance type")
-        t.add_column("why")
-        t.add_column("fix")
+        t = Table(title=_("rejected"), title_justify="left")
+        t.add_column(_("instance type"))
+        t.add_column(_("why"))
+        t.add_column(_("fix"))
         groups: dict[tuple[str, str, str], list[str]] = {}
         for r in out["rejected"]:  # instance types rejected for the same reason with the same fix share one row
             groups.setdefault((r["code"], r["reason"], r.get("fix") or ""), []).append(r["instance_type"])
@@ -286,10 +320,10 @@ def _print_region_prices(c: Console, out: dict, top: int) -> None:
     rows = [r for r in out.get("region_prices", []) if r["plan"] < top]
     if not rows:
         return
-    t = Table(title="the same plans priced per region (list prices; hours do not change; cheapest 3, the plan's "
-                    "region and the dearest; --json lists every region)", title_justify="left")
-    for col, j in (("#", "right"), ("instance type", "left"), ("region", "left"), ("price/h", "right"),
-                   ("cost", "right"), ("as of", "left")):
+    t = Table(title=_("the same plans priced per region (list prices; hours do not change; cheapest 3, the plan's "
+                      "region and the dearest; --json lists every region)"), title_justify="left")
+    for col, j in (("#", "right"), (_("instance type"), "left"), (_("region"), "left"), (_("price/h"), "right"),
+                   (_("cost"), "right"), (_("as of"), "left")):
         t.add_column(col, justify=j)
     for r in rows:
         regions = r["regions"]
@@ -299,7 +333,7 @@ def _print_region_prices(c: Console, out: dict, top: int) -> None:
             keep = {0, 1, 2, len(regions) - 1} | {k for k, g in enumerate(regions) if g["region"] == r["plan_region"]}
             shown = [g for k, g in enumerate(regions) if k in keep]
         for k, g in enumerate(shown):
-            region = g["region"] + (f" (same in all {len(regions)})" if r["same_everywhere"] else "")
+            region = g["region"] + (_(" (same in all {n})").format(n=len(regions)) if r["same_everywhere"] else "")
             if g["region"] == r["plan_region"]:
                 region += " (--region)"
             t.add_row(str(r["plan"] + 1) if k == 0 else "", r["instance_type"] if k == 0 else "", region,
