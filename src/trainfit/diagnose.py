@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from trainfit.errors import MetricsError
+from trainfit.i18n import _
 
 SEVERITIES = ("info", "warning", "critical")
 
@@ -74,16 +75,17 @@ class Thresholds:
                      "slower_critical"):
             v = getattr(self, name)
             if not 0 < v <= 1:
-                raise MetricsError(f"threshold {name} must be in (0, 1]; got {v}")
+                raise MetricsError(_("threshold {name} must be in (0, 1]; got {value}").format(name=name, value=v))
         if self.input_warn > self.input_critical or self.mem_warn > self.mem_critical:
-            raise MetricsError("a warning threshold is above its critical threshold")
+            raise MetricsError(_("a warning threshold is above its critical threshold"))
         if self.slower_critical > self.slower_warn:
-            raise MetricsError("slower_critical must be <= slower_warn")
+            raise MetricsError(_("slower_critical must be <= slower_warn"))
         for name in ("spike_ratio", "divergence_ratio", "memory_over", "interval_off", "tokens_off"):
             if getattr(self, name) <= 1:
-                raise MetricsError(f"threshold {name} must be > 1; got {getattr(self, name)}")
+                raise MetricsError(_("threshold {name} must be > 1; got {value}").format(name=name,
+                                                                                      value=getattr(self, name)))
         if self.warmup_steps < 0:
-            raise MetricsError(f"warmup_steps must be >= 0; got {self.warmup_steps}")
+            raise MetricsError(_("warmup_steps must be >= 0; got {value}").format(value=self.warmup_steps))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -187,12 +189,13 @@ def _input_findings(timed, th: Thresholds) -> tuple[list[Finding], float | None]
         code="input-bound", severity=sev,
         # the fraction is total wait / total step time, so the per-step figures beside it are the means (their
         # ratio is the fraction); medians would disagree with it whenever a few steps wait long
-        message=f"{_pct(frac)} of step time is spent waiting for the next batch (mean data wait "
-                f"{wait / n:.3g} s of a mean {total / n:.3g} s step over {n} timed steps); the GPU idles meanwhile",
-        fix="load data in parallel and ahead: raise dataloader_num_workers (e.g. to the CPU cores per GPU), "
-            "set dataloader_pin_memory and dataloader_prefetch_factor, tokenize and pack the dataset once "
-            "offline instead of on the fly, and read it from local disk/NVMe or a cache rather than remote "
-            "storage",
+        message=_("{pct} of step time is spent waiting for the next batch (mean data wait {wait:.3g} s of a mean "
+                  "{step:.3g} s step over {n} timed steps); the GPU idles meanwhile").format(
+            pct=_pct(frac), wait=wait / n, step=total / n, n=n),
+        fix=_("load data in parallel and ahead: raise dataloader_num_workers (e.g. to the CPU cores per GPU), "
+              "set dataloader_pin_memory and dataloader_prefetch_factor, tokenize and pack the dataset once "
+              "offline instead of on the fly, and read it from local disk/NVMe or a cache rather than remote "
+              "storage"),
         data={"data_wait_fraction": round(frac, 4), "warn_at": th.input_warn, "critical_at": th.input_critical})], frac
 
 
@@ -200,16 +203,18 @@ def _util_findings(timed, th: Thresholds, input_bound: bool) -> list[Finding]:
     util = _median(_vals(timed, "gpu_util"))
     if util is None or util >= th.low_util:
         return []
-    why = ("it is explained by the input wait above" if input_bound else
-           "the input pipeline is not the cause (data wait is small), so look at host overhead and communication")
+    msg = (_("median GPU utilisation is {pct}; it is explained by the input wait above") if input_bound else
+           _("median GPU utilisation is {pct}; the input pipeline is not the cause (data wait is small), so look at "
+             "host overhead and communication"))
     return [Finding(
         code="low-gpu-util", severity="warning",
-        message=f"median GPU utilisation is {_pct(util)}; {why}",
-        fix=("fix the input pipeline first (see input-bound)" if input_bound else
-             "raise the micro-batch (trainfit memory shows the largest that fits), cut host syncs (logging every "
-             "step, .item() calls), overlap communication (bucket sizes, fewer GPUs per job for small models), "
-             "or use a fused optimizer") +
-            "; note that utilisation only says a kernel was running, MFU says how much work it did",
+        message=msg.format(pct=_pct(util)),
+        fix=(_("fix the input pipeline first (see input-bound); note that utilisation only says a kernel was "
+               "running, MFU says how much work it did") if input_bound else
+             _("raise the micro-batch (trainfit memory shows the largest that fits), cut host syncs (logging every "
+               "step, .item() calls), overlap communication (bucket sizes, fewer GPUs per job for small models), "
+               "or use a fused optimizer; note that utilisation only says a kernel was running, MFU says how much "
+               "work it did")),
         data={"median_gpu_util": round(util, 4), "warn_below": th.low_util})]
 
 
@@ -219,22 +224,23 @@ def _loss_findings(steps, events, th: Thresholds) -> list[Finding]:
         return []
     out: list[Finding] = []
     clip = next((e.get("max_grad_norm") for e in reversed(events) if "max_grad_norm" in e), None)
-    clip_fix = (f"gradients are clipped at {clip}; lower it (e.g. to 0.5) or lower the learning rate"
+    clip_fix = (_("gradients are clipped at {clip}; lower it (e.g. to 0.5) or lower the learning rate").format(clip=clip)
                 if isinstance(clip, (int, float)) and clip > 0 else
-                "turn on gradient clipping (max_grad_norm=1.0)")
+                _("turn on gradient clipping (max_grad_norm=1.0)"))
     bad = [s for s, v in losses if not math.isfinite(v)]
     finite = [(s, v) for s, v in losses if math.isfinite(v)]
     if bad:
         out.append(Finding(
             code="divergence", severity="critical",
-            message=f"the loss is not finite at {len(bad)} step(s), first at step {bad[0]}",
-            fix=f"resume from a checkpoint before step {bad[0]} with half the learning rate and a longer warmup; "
-                f"{clip_fix}; with fp16 switch to bf16; check the batches at those steps for broken samples",
+            message=_("the loss is not finite at {n} step(s), first at step {first}").format(n=len(bad), first=bad[0]),
+            fix=_("resume from a checkpoint before step {first} with half the learning rate and a longer warmup; "
+                  "{clip_fix}; with fp16 switch to bf16; check the batches at those steps for broken samples").format(
+                first=bad[0], clip_fix=clip_fix),
             data={"nonfinite_steps": bad[:20]}))
     spikes = []
     grad = {r["step"]: r.get("grad_norm") for r in steps}
     for i in range(5, len(finite)):
-        window = [v for _, v in finite[max(0, i - 20):i]]
+        window = [v for _s, v in finite[max(0, i - 20):i]]
         med = statistics.median(window)
         s, v = finite[i]
         if med > 0 and v > th.spike_ratio * med:
@@ -244,24 +250,27 @@ def _loss_findings(steps, events, th: Thresholds) -> list[Finding]:
         first = spikes[0]
         out.append(Finding(
             code="loss-spike", severity="warning",
-            message=f"{len(spikes)} loss spike(s) above {th.spike_ratio}x the median of the previous steps; first "
-                    f"at step {first['step']}: {first['loss']} vs {first['median_before']}",
-            fix=f"lower the learning rate (e.g. by half) or lengthen the warmup; {clip_fix}; look at the "
-                "samples of the spiking steps (outliers, wrong labels, very long sequences)",
+            message=_("{n} loss spike(s) above {ratio}x the median of the previous steps; first at step {step}: "
+                      "{loss} vs {median}").format(n=len(spikes), ratio=th.spike_ratio, step=first["step"],
+                                                   loss=first["loss"], median=first["median_before"]),
+            fix=_("lower the learning rate (e.g. by half) or lengthen the warmup; {clip_fix}; look at the samples of "
+                  "the spiking steps (outliers, wrong labels, very long sequences)").format(clip_fix=clip_fix),
             data={"spikes": spikes[:20], "spike_ratio": th.spike_ratio}))
     n = len(finite)
     if not bad and n >= 10:
         tail = max(5, n // 10)
-        last = statistics.median([v for _, v in finite[-tail:]])
+        last = statistics.median([v for _s, v in finite[-tail:]])
         head = finite[:-tail]
-        rolling = [statistics.median([v for _, v in head[max(0, i - 4):i + 1]]) for i in range(4, len(head))]
+        rolling = [statistics.median([v for _s, v in head[max(0, i - 4):i + 1]]) for i in range(4, len(head))]
         best = min(rolling) if rolling else None
         if best is not None and best > 0 and last > th.divergence_ratio * best:
             out.append(Finding(
                 code="divergence", severity="critical",
-                message=f"the loss rose and stayed up: median of the last {tail} steps is {last:.4g}, "
-                        f"{last / best:.2f}x the best earlier level {best:.4g}",
-                fix=f"resume from the checkpoint before the rise with half the learning rate; {clip_fix}",
+                message=_("the loss rose and stayed up: median of the last {tail} steps is {last:.4g}, {ratio:.2f}x "
+                          "the best earlier level {best:.4g}").format(tail=tail, last=last, ratio=last / best,
+                                                                      best=best),
+                fix=_("resume from the checkpoint before the rise with half the learning rate; {clip_fix}").format(
+                    clip_fix=clip_fix),
                 data={"last_median": round(last, 4), "best_median": round(best, 4)}))
     return out
 
@@ -277,10 +286,10 @@ def _memory_findings(steps, th: Thresholds, plan_gpu_mem: float | None) -> list[
         return []
     return [Finding(
         code="memory-near-limit", severity="critical" if frac >= th.mem_critical else "warning",
-        message=f"peak reserved memory {peak:.1f} GiB is {_pct(frac)} of the GPU's {gpu_mem:.1f} GiB; a longer "
-                "batch or fragmentation will run out of memory",
-        fix="set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, lower the micro-batch and raise gradient "
-            "accumulation, or turn on gradient checkpointing; `trainfit memory` shows what fits",
+        message=_("peak reserved memory {peak:.1f} GiB is {pct} of the GPU's {gpu_mem:.1f} GiB; a longer batch or "
+                  "fragmentation will run out of memory").format(peak=peak, pct=_pct(frac), gpu_mem=gpu_mem),
+        fix=_("set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, lower the micro-batch and raise gradient "
+              "accumulation, or turn on gradient checkpointing; `trainfit memory` shows what fits"),
         data={"peak_reserved_gib": round(peak, 3), "gpu_mem_gib": round(gpu_mem, 3), "fraction": round(frac, 4)})]
 
 
@@ -296,30 +305,34 @@ def _plan_findings(timed, steps, plan, th: Thresholds, input_bound: bool):
            "gpu_mem_gib": gpu_mem}
     parts = []
     if cmp["speed_ratio"] is not None:
-        parts.append(f"speed {tps:,.0f} tokens/s measured vs {tps_pred:,.0f} predicted ({cmp['speed_ratio']:.2f}x)")
+        parts.append(_("speed {tps:,.0f} tokens/s measured vs {pred:,.0f} predicted ({ratio:.2f}x)").format(
+            tps=tps, pred=tps_pred, ratio=cmp["speed_ratio"]))
     if cmp["memory_ratio"] is not None:
-        parts.append(f"memory {peak:.1f} GiB reserved vs {mem_pred:.1f} predicted ({cmp['memory_ratio']:.2f}x)")
+        parts.append(_("memory {peak:.1f} GiB reserved vs {pred:.1f} predicted ({ratio:.2f}x)").format(
+            peak=peak, pred=mem_pred, ratio=cmp["memory_ratio"]))
     out = [Finding(code="plan-comparison", severity="info",
-                   message="; ".join(parts) or "the run has no tokens/s or memory to compare with the plan",
-                   fix="" if parts else "record tokens (include_num_input_tokens_seen) and run on a GPU",
+                   message=_("; ").join(parts) or _("the run has no tokens/s or memory to compare with the plan"),
+                   fix="" if parts else _("record tokens (include_num_input_tokens_seen) and run on a GPU"),
                    data=cmp)]
     r = cmp["speed_ratio"]
     if r is not None and r < th.slower_warn:
         out.append(Finding(
             code="slower-than-plan", severity="critical" if r < th.slower_critical else "warning",
-            message=f"the run reaches {_pct(r)} of the planned tokens/s"
-                    + ("; the input wait explains part of it" if input_bound else ""),
-            fix="compare on the plan's GPU count and settings (micro-batch, attention kernel, precision, "
-                "gradient checkpointing); " + ("fix the input pipeline first; " if input_bound else "") +
-                "if it persists, report the ratio so the speed model can be calibrated",
+            message=(_("the run reaches {pct} of the planned tokens/s; the input wait explains part of it")
+                     if input_bound else _("the run reaches {pct} of the planned tokens/s")).format(pct=_pct(r)),
+            fix=(_("compare on the plan's GPU count and settings (micro-batch, attention kernel, precision, gradient "
+                   "checkpointing); fix the input pipeline first; if it persists, report the ratio so the speed "
+                   "model can be calibrated") if input_bound else
+                 _("compare on the plan's GPU count and settings (micro-batch, attention kernel, precision, gradient "
+                   "checkpointing); if it persists, report the ratio so the speed model can be calibrated")),
             data={k: cmp[k] for k in ("speed_ratio", "predicted_tokens_per_s", "measured_tokens_per_s")}))
     m = cmp["memory_ratio"]
     if m is not None and m > th.memory_over:
         out.append(Finding(
             code="memory-above-plan", severity="warning",
-            message=f"the run reserves {m:.2f}x the planned memory",
-            fix="check that the run uses the plan's micro-batch, sequence length, precision and sharding; "
-                "fragmentation shows here too (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True)",
+            message=_("the run reserves {ratio:.2f}x the planned memory").format(ratio=m),
+            fix=_("check that the run uses the plan's micro-batch, sequence length, precision and sharding; "
+                  "fragmentation shows here too (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True)"),
             data={k: cmp[k] for k in ("memory_ratio", "predicted_reserved_gib", "measured_reserved_gib")}))
     return out, cmp
 
@@ -330,7 +343,7 @@ def young_daly_interval_s(save_seconds: float, interruptions_per_hour: float) ->
     from trainfit.plan.cost import young_daly_interval_hours
 
     if save_seconds <= 0 or interruptions_per_hour <= 0:
-        raise MetricsError("save time and interruption rate must be > 0")
+        raise MetricsError(_("save time and interruption rate must be > 0"))
     hours = young_daly_interval_hours(write_hours=save_seconds / 3600.0, interruptions_per_job_hour=interruptions_per_hour)
     return hours * 3600.0
 
@@ -341,8 +354,9 @@ def _checkpoint_findings(steps, timed, events, th: Thresholds, rate: float | Non
     if not saves:
         if rate:
             return [Finding(code="checkpoint-interval", severity="warning",
-                            message="no checkpoint save was recorded in this run",
-                            fix="save periodically (save_strategy='steps', save_steps=N) so a preempted run resumes",
+                            message=_("no checkpoint save was recorded in this run"),
+                            fix=_("save periodically (save_strategy='steps', save_steps=N) so a preempted run "
+                                  "resumes"),
                             data={})]
         return []
     c = statistics.median([float(r["save_seconds"]) for r in saves])
@@ -359,11 +373,13 @@ def _checkpoint_findings(steps, timed, events, th: Thresholds, rate: float | Non
                             "interruptions_per_hour": rate}
     overhead = c / interval if interval else None
     if rate is None:
-        msg = f"a checkpoint save takes {c:.3g} s"
+        msg = _("a checkpoint save takes {save:.3g} s").format(save=c)
         if overhead is not None:
-            msg += f", every {interval:.3g} s ({_pct(overhead)} of the time)"
+            msg = _("a checkpoint save takes {save:.3g} s, every {interval:.3g} s ({pct} of the time)").format(
+                save=c, interval=interval, pct=_pct(overhead))
         return [Finding(code="checkpoint-interval", severity="info", message=msg,
-                        fix="pass --interruptions-per-hour (e.g. your spot interruption rate) to get the optimal interval",
+                        fix=_("pass --interruptions-per-hour (e.g. your spot interruption rate) to get the optimal "
+                              "interval"),
                         data=data)]
     opt = young_daly_interval_s(c, rate)
     data["optimal_interval_seconds"] = round(opt, 1)
@@ -374,20 +390,26 @@ def _checkpoint_findings(steps, timed, events, th: Thresholds, rate: float | Non
     data["optimal_waste_fraction"] = round(waste(opt), 4)
     if interval is None:
         return [Finding(code="checkpoint-interval", severity="info",
-                        message=f"save {c:.3g} s; optimal interval {opt:.3g} s for {rate} interruptions/hour",
-                        fix=f"save every ~{opt_steps} steps" if opt_steps else "", data=data)]
+                        message=_("save {save:.3g} s; optimal interval {opt:.3g} s for {rate} interruptions/hour").format(
+                            save=c, opt=opt, rate=rate),
+                        fix=_("save every ~{n} steps").format(n=opt_steps) if opt_steps else "", data=data)]
     data["waste_fraction"] = round(waste(interval), 4)
     ratio = interval / opt
     if 1 / th.interval_off <= ratio <= th.interval_off:
         return [Finding(code="checkpoint-interval", severity="info",
-                        message=f"saving every {interval:.3g} s is close to the optimal {opt:.3g} s "
-                                f"(save {c:.3g} s, {rate} interruptions/hour)", fix="", data=data)]
+                        message=_("saving every {interval:.3g} s is close to the optimal {opt:.3g} s (save {save:.3g} "
+                                  "s, {rate} interruptions/hour)").format(interval=interval, opt=opt, save=c,
+                                                                         rate=rate), fix="", data=data)]
     return [Finding(
         code="checkpoint-interval", severity="warning",
-        message=f"saving every {interval:.3g} s is {'too rare' if ratio > 1 else 'too often'}: the optimum for a "
-                f"{c:.3g} s save and {rate} interruptions/hour is {opt:.3g} s; expected loss "
-                f"{_pct(data['waste_fraction'])} of the time vs {_pct(data['optimal_waste_fraction'])}",
-        fix=f"set save_steps to about {opt_steps}" if opt_steps else f"save every ~{opt:.0f} s", data=data)]
+        message=(_("saving every {interval:.3g} s is too rare: the optimum for a {save:.3g} s save and {rate} "
+                   "interruptions/hour is {opt:.3g} s; expected loss {waste} of the time vs {opt_waste}") if ratio > 1
+                 else _("saving every {interval:.3g} s is too often: the optimum for a {save:.3g} s save and {rate} "
+                        "interruptions/hour is {opt:.3g} s; expected loss {waste} of the time vs {opt_waste}")).format(
+            interval=interval, save=c, rate=rate, opt=opt, waste=_pct(data["waste_fraction"]),
+            opt_waste=_pct(data["optimal_waste_fraction"])),
+        fix=(_("set save_steps to about {n}").format(n=opt_steps) if opt_steps
+             else _("save every ~{opt:.0f} s").format(opt=opt)), data=data)]
 
 
 def diagnose(events: list[dict[str, Any]], steps: list[dict[str, Any]], *,
@@ -398,7 +420,7 @@ def diagnose(events: list[dict[str, Any]], steps: list[dict[str, Any]], *,
     :func:`trainfit.diagnose_tokens.plan_tokens_per_step` returns."""
     th = thresholds or Thresholds()
     if interruptions_per_hour is not None and not interruptions_per_hour > 0:
-        raise MetricsError(f"--interruptions-per-hour must be > 0; got {interruptions_per_hour}")
+        raise MetricsError(_("--interruptions-per-hour must be > 0; got {value}").format(value=interruptions_per_hour))
     timed = _timing_records(steps, th.warmup_steps)
     findings: list[Finding] = []
     inp, frac = _input_findings(timed, th)

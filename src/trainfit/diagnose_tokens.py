@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from trainfit.diagnose import Finding, Thresholds, _median, _vals
+from trainfit.i18n import _
 
 
 def plan_tokens_per_step(path: str | Path, pick: int = 1) -> dict[str, Any] | None:
@@ -31,17 +32,19 @@ def plan_tokens_per_step(path: str | Path, pick: int = 1) -> dict[str, Any] | No
     data = plan.data
     if data is None:
         n = float(gb * wl.seq_len)
-        return {"basis": "global batch x seq_len (a token budget: packed rows assumed full)", "processed": n,
+        return {"basis": _("global batch x seq_len (a token budget: packed rows assumed full)"), "processed": n,
                 "data": n, "padding_share": None}
     if data.packing:
         eff = data.packing_efficiency if data.packing_efficiency is not None else 1.0
         n = float(gb * data.seq_len)
-        return {"basis": f"{gb} packed rows of {data.seq_len:,} tokens, {eff:.1%} filled (the data's stats)",
+        return {"basis": _("{rows} packed rows of {seq_len:,} tokens, {eff:.1%} filled (the data's stats)").format(
+                    rows=gb, seq_len=data.seq_len, eff=eff),
                 "processed": n, "data": n * eff, "padding_share": 1.0 - eff}
     real = gb * data.data_tokens_per_epoch / data.rows_per_epoch
     waste = data.padding_at(wl.micro_batch)
-    return {"basis": f"{gb} samples of {real / gb:,.0f} tokens on average (the data's stats), padded at micro-batch "
-                     f"{wl.micro_batch}", "processed": real / (1.0 - waste) if waste is not None else None,
+    return {"basis": _("{rows} samples of {mean:,.0f} tokens on average (the data's stats), padded at micro-batch "
+                       "{mb}").format(rows=gb, mean=real / gb, mb=wl.micro_batch),
+            "processed": real / (1.0 - waste) if waste is not None else None,
             "data": real, "padding_share": waste}
 
 
@@ -60,21 +63,28 @@ def tokens_findings(timed, expect: dict[str, Any], th: Thresholds) -> tuple[list
                            "measured_tokens_per_step": got, "measured_padding_share": None, "tokens_ratio": None}
     if not got:
         return [Finding(code="tokens-per-step", severity="info",
-                        message="the run records no tokens per step to compare with the plan's "
-                                f"({expect['basis']})",
-                        fix="record tokens (TrainfitCallback with include_num_input_tokens_seen, or tokens_per_step=)",
+                        message=_("the run records no tokens per step to compare with the plan's ({basis})").format(
+                            basis=expect["basis"]),
+                        fix=_("record tokens (TrainfitCallback with include_num_input_tokens_seen, or "
+                              "tokens_per_step=)"),
                         data=cmp)], cmp
     ratios = [got / x for x in (expect["processed"], expect["data"]) if x]
     r = min(ratios, key=lambda x: abs(math.log(x)))
     cmp["tokens_ratio"] = round(r, 3)
     if nonpad and got >= nonpad:
         cmp["measured_padding_share"] = round(1.0 - nonpad / got, 4)
-    msg = (f"{got:,.0f} tokens per step measured vs {expect['data']:,.0f} data tokens"
-           + (f" ({expect['processed']:,.0f} with padding)" if expect["processed"] and expect["processed"] !=
-              expect["data"] else "") + f" planned ({expect['basis']}): {r:.2f}x")
+    if expect["processed"] and expect["processed"] != expect["data"]:
+        msg = _("{got:,.0f} tokens per step measured vs {data:,.0f} data tokens ({processed:,.0f} with padding) "
+                "planned ({basis}): {ratio:.2f}x").format(got=got, data=expect["data"], processed=expect["processed"],
+                                                          basis=expect["basis"], ratio=r)
+    else:
+        msg = _("{got:,.0f} tokens per step measured vs {data:,.0f} data tokens planned ({basis}): {ratio:.2f}x").format(
+            got=got, data=expect["data"], basis=expect["basis"], ratio=r)
     if cmp["measured_padding_share"] is not None:
-        msg += f"; padding {cmp['measured_padding_share']:.0%} of the tokens" + (
-            f" vs {expect['padding_share']:.0%} planned" if expect["padding_share"] is not None else "")
+        msg += (_("; padding {share:.0%} of the tokens vs {planned:.0%} planned").format(
+                    share=cmp["measured_padding_share"], planned=expect["padding_share"])
+                if expect["padding_share"] is not None else
+                _("; padding {share:.0%} of the tokens").format(share=cmp["measured_padding_share"]))
     off = not (1 / th.tokens_off <= r <= th.tokens_off)
     pad_off = (cmp["measured_padding_share"] is not None and expect["padding_share"] is not None
                and cmp["measured_padding_share"] - expect["padding_share"] > 0.10)
@@ -82,9 +92,9 @@ def tokens_findings(timed, expect: dict[str, Any], th: Thresholds) -> tuple[list
         return [Finding(code="tokens-per-step", severity="info", message=msg, fix="", data=cmp)], cmp
     return [Finding(
         code="tokens-per-step", severity="warning", message=msg,
-        fix="the run's global batch, cut-off or packing differs from the plan's, so its steps and hours do too: "
-            "check per-device batch x accumulation x GPUs, max_length / cutoff_len and packing against the plan "
-            "(`trainfit check FILE --dataset STATS`), or re-plan",
+        fix=_("the run's global batch, cut-off or packing differs from the plan's, so its steps and hours do too: "
+              "check per-device batch x accumulation x GPUs, max_length / cutoff_len and packing against the plan "
+              "(`trainfit check FILE --dataset STATS`), or re-plan"),
         data=cmp)], cmp
 
 

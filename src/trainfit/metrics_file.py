@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from trainfit.errors import MetricsError
+from trainfit.i18n import _
 from trainfit.watch.metrics import REQUIRED_KEYS
 
 MAX_METRICS_BYTES = 128 * 2**20
@@ -62,31 +63,32 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
     import os
     import stat as _stat
 
-    fix = "pass the metrics_path of TrainfitCallback"
-    too_big = "pass a shorter file (e.g. tail -n 100000)"
+    fix = _("pass the metrics_path of TrainfitCallback")
+    too_big = _("pass a shorter file (e.g. tail -n 100000)")
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except (OSError, ValueError) as e:
-        raise MetricsError(f"cannot read metrics file {_short(path)}: {getattr(e, 'strerror', None) or e}",
-                           fix=fix) from None
+        raise MetricsError(_("cannot read metrics file {path}: {reason}").format(
+            path=_short(path), reason=getattr(e, "strerror", None) or e), fix=fix) from None
     st = os.fstat(fd)
     if not _stat.S_ISREG(st.st_mode):
         os.close(fd)
-        raise MetricsError(f"metrics file {_short(path)} is not a regular file", fix=fix)
+        raise MetricsError(_("metrics file {path} is not a regular file").format(path=_short(path)), fix=fix)
     with os.fdopen(fd, "rb") as f:
         if st.st_size > MAX_METRICS_BYTES:
-            raise MetricsError(f"metrics file {_short(path)} is {st.st_size:,} bytes, over the "
-                               f"{MAX_METRICS_BYTES:,}-byte limit", fix=too_big)
+            raise MetricsError(_("metrics file {path} is {size:,} bytes, over the {limit:,}-byte limit").format(
+                path=_short(path), size=st.st_size, limit=MAX_METRICS_BYTES), fix=too_big)
         read = n = 0
         while raw := f.readline(MAX_LINE_BYTES + 1):
             n += 1
             read += len(raw)
             if read > MAX_METRICS_BYTES:
-                raise MetricsError(f"metrics file {_short(path)} is over the {MAX_METRICS_BYTES:,}-byte limit",
-                                   fix=too_big)
+                raise MetricsError(_("metrics file {path} is over the {limit:,}-byte limit").format(
+                    path=_short(path), limit=MAX_METRICS_BYTES), fix=too_big)
             if len(raw) > MAX_LINE_BYTES:
-                raise MetricsError(f"{_short(path)}:{n} is longer than {MAX_LINE_BYTES:,} bytes: not a metrics "
-                                   "record", fix="each line must be one JSON object of one step")
+                raise MetricsError(_("{path}:{line} is longer than {limit:,} bytes: not a metrics record").format(
+                    path=_short(path), line=n, limit=MAX_LINE_BYTES),
+                                   fix=_("each line must be one JSON object of one step"))
             line = raw.decode("utf-8", errors="replace").strip()
             if line:
                 yield n, line
@@ -96,15 +98,16 @@ def _parse(line: str) -> Any:
     from trainfit.inputs import MAX_DEPTH, _json_depth_ok
 
     if line.count("[") + line.count("{") > MAX_DEPTH and not _json_depth_ok(line, MAX_DEPTH):
-        raise ValueError(f"nests deeper than {MAX_DEPTH} levels")
+        raise ValueError(_("nests deeper than {depth} levels").format(depth=MAX_DEPTH))
     return json.loads(line)
 
 
 def _step_record(p: Path, n: int, rec: dict[str, Any]) -> None:
     missing = [k for k in REQUIRED_KEYS if not _finite(rec.get(k))]
     if missing or not isinstance(rec["step"], int) or isinstance(rec["step"], bool) or not 0 <= rec["step"] < 10**15:
-        raise MetricsError(f"{_short(p)}:{n}: step record without a finite number for {', '.join(missing) or 'step'}",
-                           fix=f"every step record needs {', '.join(REQUIRED_KEYS)} (finite numbers)")
+        raise MetricsError(_("{path}:{line}: step record without a finite number for {keys}").format(
+                               path=_short(p), line=n, keys=", ".join(missing) or "step"),
+                           fix=_("every step record needs {keys} (finite numbers)").format(keys=", ".join(REQUIRED_KEYS)))
 
 
 def load_metrics(path: str | Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -140,7 +143,8 @@ def load_metrics(path: str | Path) -> tuple[list[dict[str, Any]], list[dict[str,
                 break
             pending, pending_seen, truncated = None, False, truncated + 1
         if not isinstance(rec, dict):
-            raise MetricsError(f"{_short(p)}:{n} is not a JSON object", fix="each line must be one JSON object")
+            raise MetricsError(_("{path}:{line} is not a JSON object").format(path=_short(p), line=n),
+                               fix=_("each line must be one JSON object"))
         rec = _compact(rec)
         if "step" not in rec:
             if len(events) < MAX_EVENTS:
@@ -158,12 +162,13 @@ def load_metrics(path: str | Path) -> tuple[list[dict[str, Any]], list[dict[str,
     if at_end and pending is not None and (events or by_step):  # only the last line may be cut short
         pending, truncated = None, truncated + 1
     if pending is not None:
-        raise MetricsError(f"{_short(p)}:{pending[0]} is not JSON: {pending[1]}",
-                           fix="each line must be one JSON object")
+        raise MetricsError(_("{path}:{line} is not JSON: {error}").format(path=_short(p), line=pending[0],
+                                                                          error=pending[1]),
+                           fix=_("each line must be one JSON object"))
     if truncated:
         events.append({"event": "truncated", "lines": truncated})
     steps = [by_step[k] for k in sorted(by_step)]
     if not steps:
-        raise MetricsError(f"{_short(p)} has no step records",
-                           fix="was TrainfitCallback added to the Trainer's callbacks?")
+        raise MetricsError(_("{path} has no step records").format(path=_short(p)),
+                           fix=_("was TrainfitCallback added to the Trainer's callbacks?"))
     return events, steps

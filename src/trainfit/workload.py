@@ -11,6 +11,7 @@ from dataclasses import dataclass, fields
 from typing import Literal
 
 from trainfit.errors import WorkloadError
+from trainfit.i18n import _
 
 Method = Literal["full", "lora", "qlora", "freeze"]
 Attention = Literal["sdpa", "flash", "flash3", "eager"]
@@ -62,8 +63,9 @@ def _choice(name: str, value: str, allowed) -> None:
 
         sugg = did_you_mean(value, list(allowed), n=1)
         raise WorkloadError(
-            f"{name} must be one of {', '.join(allowed)}; got {value!r}",
-            fix=f"did you mean {sugg[0]}?" if sugg else None,
+            _("{name} must be one of {allowed}; got {value!r}").format(name=name, allowed=", ".join(allowed),
+                                                                         value=value),
+            fix=_("did you mean {s}?").format(s=sugg[0]) if sugg else None,
         )
 
 
@@ -94,7 +96,8 @@ def routing_imbalance(wl: "Workload", model: object | None = None) -> float:
 
 def _positive(name: str, value: int, *, zero_ok: bool = False) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or value < (0 if zero_ok else 1):
-        raise WorkloadError(f"{name} must be an integer >= {0 if zero_ok else 1}; got {value!r}")
+        raise WorkloadError(_("{name} must be an integer >= {low}; got {value!r}").format(
+            name=name, low=0 if zero_ok else 1, value=value))
 
 
 #: Megatron-Core's process groups (``initialize_model_parallel`` in megatron/core/parallel_state.py,
@@ -118,26 +121,26 @@ def _ulysses_error(wl: "Workload", model: object | None) -> WorkloadError | None
         return None
     if max(wl.tp, wl.pp, wl.cp, wl.ep) > 1:
         return WorkloadError(
-            ("--ulysses {u} (DeepSpeed-Ulysses) runs in Hugging Face / DeepSpeed engines, not with Megatron's "
+            _("--ulysses {u} (DeepSpeed-Ulysses) runs in Hugging Face / DeepSpeed engines, not with Megatron's "
               "tp/pp/cp/ep").format(u=u),
-            fix=("use --ulysses 1 with Megatron layouts (their sequence split is --cp), or tp/pp/cp/ep 1"))
+            fix=_("use --ulysses 1 with Megatron layouts (their sequence split is --cp), or tp/pp/cp/ep 1"))
     if wl.gpus % u:
-        return WorkloadError(("--gpus {g} is not divisible by --ulysses {u}").format(g=wl.gpus, u=u),
-                             fix=("use a multiple of {u} GPUs").format(u=u))
+        return WorkloadError(_("--gpus {g} is not divisible by --ulysses {u}").format(g=wl.gpus, u=u),
+                             fix=_("use a multiple of {u} GPUs").format(u=u))
     if wl.seq_len % u:
-        return WorkloadError(("seq_len {s} is not divisible by --ulysses {u}").format(s=wl.seq_len, u=u),
-                             fix=("use a --seq-len that is a multiple of {u}").format(u=u))
+        return WorkloadError(_("seq_len {s} is not divisible by --ulysses {u}").format(s=wl.seq_len, u=u),
+                             fix=_("use a --seq-len that is a multiple of {u}").format(u=u))
     heads = getattr(model, "num_heads", 0) if model is not None else 0
     kv = getattr(model, "num_kv_heads", 0) if model is not None else 0
     if heads and heads % u:
         ok = [d for d in _divisors(heads) if 1 < d <= 64]
         return WorkloadError(
-            ("--ulysses {u} does not divide the model's {n} attention heads (Ulysses gives each rank whole heads)")
-            .format(u=u, n=heads), fix=("use --ulysses {ok}").format(ok=", ".join(map(str, ok)) or "1"))
+            _("--ulysses {u} does not divide the model's {n} attention heads (Ulysses gives each rank whole heads)")
+            .format(u=u, n=heads), fix=_("use --ulysses {ok}").format(ok=", ".join(map(str, ok)) or "1"))
     if kv and kv % u and u % kv:
         return WorkloadError(
-            ("--ulysses {u} neither divides nor is a multiple of the model's {n} key/value heads").format(u=u, n=kv),
-            fix=("use a --ulysses that divides {n} or is a multiple of it").format(n=kv))
+            _("--ulysses {u} neither divides nor is a multiple of the model's {n} key/value heads").format(u=u, n=kv),
+            fix=_("use a --ulysses that divides {n} or is a multiple of it").format(n=kv))
     return None
 
 
@@ -164,45 +167,54 @@ def layout_error(wl: "Workload", model: object | None = None, *, expert_tp: int 
     divide ``gpus / pp``."""
     mp = wl.tp * wl.pp * wl.cp
     if wl.gpus % mp:
-        return WorkloadError(f"--gpus {wl.gpus} is not divisible by tp*pp*cp = {mp}",
-                             fix=f"use a multiple of {mp} GPUs or smaller --tp/--pp/--cp")
+        return WorkloadError(_("--gpus {gpus} is not divisible by tp*pp*cp = {mp}").format(gpus=wl.gpus, mp=mp),
+                             fix=_("use a multiple of {mp} GPUs or smaller --tp/--pp/--cp").format(mp=mp))
     stage = wl.gpus // wl.pp  # tp x cp x dp: the ranks of one pipeline stage
     experts = getattr(model, "num_experts", 0) or 0
     if wl.ep > 1 and experts and experts % wl.ep:
         ok = _divisors(stage, experts)
-        return WorkloadError(f"--ep {wl.ep} does not divide the model's {experts} experts (each expert-parallel rank "
-                             "holds num_experts / ep whole experts)",
-                             fix=(f"use --ep {', '.join(map(str, ok[:6]))}" if ok else "use --ep 1"))
+        return WorkloadError(_("--ep {ep} does not divide the model's {experts} experts (each expert-parallel rank "
+                               "holds num_experts / ep whole experts)").format(ep=wl.ep, experts=experts),
+                             fix=(_("use --ep {values}").format(values=", ".join(map(str, ok[:6]))) if ok
+                                  else _("use --ep 1")))
     if wl.ep > 1 and expert_tp > 1 and stage % (wl.ep * expert_tp):
         return WorkloadError(
-            f"--ep {wl.ep} with expert tensor parallelism {expert_tp} needs {wl.ep * expert_tp} GPUs per pipeline "
-            f"stage to split the experts, the stage has {stage} (tp x cp x dp): Megatron-Core refuses it at start "
-            "(world size not divisible by expert_tensor_parallel x expert_model_parallel x pipeline size)",
-            fix="set expert_tensor_parallel_size 1 (whole experts per rank) or a smaller expert_model_parallel_size")
+            _("--ep {ep} with expert tensor parallelism {expert_tp} needs {need} GPUs per pipeline stage to split "
+              "the experts, the stage has {stage} (tp x cp x dp): Megatron-Core refuses it at start (world size not "
+              "divisible by expert_tensor_parallel x expert_model_parallel x pipeline size)").format(
+                ep=wl.ep, expert_tp=expert_tp, need=wl.ep * expert_tp, stage=stage),
+            fix=_("set expert_tensor_parallel_size 1 (whole experts per rank) or a smaller "
+                  "expert_model_parallel_size"))
     if wl.ep > 1 and stage % wl.ep:
         ok = _divisors(stage, getattr(model, "num_experts", None) or None)
         return WorkloadError(
-            f"--ep {wl.ep} must divide the GPUs of one pipeline stage (tp x cp x dp = {wl.tp} x {wl.cp} x "
-            f"{stage // (wl.tp * wl.cp)} = {stage}): Megatron-Core forms expert-parallel groups from the tensor-, "
-            "context- and data-parallel ranks of a stage (expert tensor parallelism 1)",
-            fix=(f"use --ep {', '.join(map(str, ok[:6]))}" if ok else "use --ep 1") + " or more GPUs")
+            _("--ep {ep} must divide the GPUs of one pipeline stage (tp x cp x dp = {tp} x {cp} x {dp} = {stage}): "
+              "Megatron-Core forms expert-parallel groups from the tensor-, context- and data-parallel ranks of a "
+              "stage (expert tensor parallelism 1)").format(ep=wl.ep, tp=wl.tp, cp=wl.cp,
+                                                           dp=stage // (wl.tp * wl.cp), stage=stage),
+            fix=(_("use --ep {values} or more GPUs").format(values=", ".join(map(str, ok[:6]))) if ok
+                 else _("use --ep 1 or more GPUs")))
     if wl.seq_len % wl.cp:
-        return WorkloadError(f"seq_len {wl.seq_len} is not divisible by --cp {wl.cp}",
-                             fix=f"use a --seq-len that is a multiple of {wl.cp}")
+        return WorkloadError(_("seq_len {seq_len} is not divisible by --cp {cp}").format(seq_len=wl.seq_len, cp=wl.cp),
+                             fix=_("use a --seq-len that is a multiple of {cp}").format(cp=wl.cp))
     err = _ulysses_error(wl, model)
     if err is not None or model is None:
         return err
-    for what, n in (("attention heads", getattr(model, "num_heads", 0)),
-                    ("key/value heads", getattr(model, "num_kv_heads", 0))):
+    for kv, n in ((False, getattr(model, "num_heads", 0)), (True, getattr(model, "num_kv_heads", 0))):
         if wl.tp > 1 and n and n % wl.tp:
             ok = [d for d in _divisors(n) if d <= 8]
-            return WorkloadError(f"--tp {wl.tp} does not divide the model's {n} {what} (tensor parallelism splits "
-                                 "whole heads over its ranks)",
-                                 fix=f"use --tp {', '.join(map(str, ok))}" if ok else "use --tp 1")
+            msg = (_("--tp {tp} does not divide the model's {n} key/value heads (tensor parallelism splits whole "
+                     "heads over its ranks)") if kv else
+                   _("--tp {tp} does not divide the model's {n} attention heads (tensor parallelism splits whole "
+                     "heads over its ranks)"))
+            return WorkloadError(msg.format(tp=wl.tp, n=n),
+                                 fix=(_("use --tp {values}").format(values=", ".join(map(str, ok))) if ok
+                                      else _("use --tp 1")))
     layers = getattr(model, "num_layers", 0)
     if layers and wl.pp > layers:
-        return WorkloadError(f"--pp {wl.pp} is more pipeline stages than the model's {layers} layers",
-                             fix=f"use --pp {layers} or fewer")
+        return WorkloadError(_("--pp {pp} is more pipeline stages than the model's {layers} layers").format(
+                                 pp=wl.pp, layers=layers),
+                             fix=_("use --pp {layers} or fewer").format(layers=layers))
     return None
 
 
@@ -329,13 +341,16 @@ class Workload:
         if isinstance(self.lora_targets, str):
             object.__setattr__(self, "lora_targets", tuple(t.strip() for t in self.lora_targets.split(",") if t.strip()))
         if not self.lora_targets:
-            raise WorkloadError("lora_targets is empty", fix="use all-linear or a list such as q_proj,v_proj")
+            raise WorkloadError(_("lora_targets is empty"), fix=_("use all-linear or a list such as q_proj,v_proj"))
         if self.seq_len > 4_194_304:
-            raise WorkloadError(f"seq_len {self.seq_len} is beyond any supported context", fix="use <= 4M tokens")
+            raise WorkloadError(_("seq_len {seq_len} is beyond any supported context").format(seq_len=self.seq_len),
+                                fix=_("use <= 4M tokens"))
         if self.gpus > self.gpus_per_node and self.gpus % self.gpus_per_node:
             raise WorkloadError(
-                f"{self.gpus} GPUs do not fill whole nodes of {self.gpus_per_node}",
-                fix=f"use a multiple of {self.gpus_per_node} GPUs or set --gpus-per-node",
+                _("{gpus} GPUs do not fill whole nodes of {gpus_per_node}").format(gpus=self.gpus,
+                                                                                   gpus_per_node=self.gpus_per_node),
+                fix=_("use a multiple of {gpus_per_node} GPUs or set --gpus-per-node").format(
+                    gpus_per_node=self.gpus_per_node),
             )
         _moe_routing_factor(self.moe_routing)
         err = layout_error(self)
@@ -343,21 +358,24 @@ class Workload:
             raise err
         if self.offload != "none" and self.strategy not in ("zero1", "zero2", "zero3", "fsdp"):
             raise WorkloadError(
-                f"offload={self.offload} needs a sharded strategy", fix="use --strategy zero2, zero3 or fsdp"
+                _("offload={offload} needs a sharded strategy").format(offload=self.offload),
+                fix=_("use --strategy zero2, zero3 or fsdp")
             )
         if self.offload == "all" and self.strategy not in ("zero3", "fsdp"):
-            raise WorkloadError("parameter offload needs ZeRO-3 or FSDP", fix="use --strategy zero3 or --offload optimizer")
+            raise WorkloadError(_("parameter offload needs ZeRO-3 or FSDP"),
+                                fix=_("use --strategy zero3 or --offload optimizer"))
         if self.method == "qlora" and self.strategy == "zero3" and self.offload == "all":
-            raise WorkloadError("QLoRA 4-bit weights cannot be offloaded by ZeRO-3", fix="use --offload optimizer")
+            raise WorkloadError(_("QLoRA 4-bit weights cannot be offloaded by ZeRO-3"), fix=_("use --offload optimizer"))
         if self.precision == "fp16" and self.optimizer in ("adamw-8bit", "paged-adamw-8bit") and self.method == "full":
             pass  # valid (bitsandbytes supports fp32 master + 8-bit states under fp16 AMP)
         if self.ds_bucket_elems > MAX_DS_BUCKET_ELEMS:
-            raise WorkloadError(f"ds_bucket_elems {self.ds_bucket_elems} is beyond any GPU's memory",
-                                fix="use DeepSpeed's default 500000000 (5e8) or less")
+            raise WorkloadError(_("ds_bucket_elems {elems} is beyond any GPU's memory").format(elems=self.ds_bucket_elems),
+                                fix=_("use DeepSpeed's default 500000000 (5e8) or less"))
         if not isinstance(self.packing, bool):
-            raise WorkloadError(f"packing must be true or false; got {self.packing!r}")
+            raise WorkloadError(_("packing must be true or false; got {value!r}").format(value=self.packing))
         if not isinstance(self.ds_overlap_comm, bool):
-            raise WorkloadError(f"ds_overlap_comm must be true or false; got {self.ds_overlap_comm!r}")
+            raise WorkloadError(_("ds_overlap_comm must be true or false; got {value!r}").format(
+                value=self.ds_overlap_comm))
 
     # ------------------------------------------------------------------ derived
     @property
@@ -413,7 +431,7 @@ class Workload:
         """Internal fast copy with another micro-batch / accumulation (positive ints; no other field changes,
         so the rest of the validation still holds)."""
         if type(micro_batch) is not int or micro_batch < 1 or (grad_accum is not None and grad_accum < 1):
-            raise WorkloadError(f"micro_batch must be a positive integer; got {micro_batch!r}")
+            raise WorkloadError(_("micro_batch must be a positive integer; got {value!r}").format(value=micro_batch))
         obj = object.__new__(Workload)
         obj.__dict__.update(self.__dict__)
         obj.__dict__["micro_batch"] = micro_batch

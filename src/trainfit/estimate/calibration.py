@@ -22,10 +22,12 @@ from typing import Any
 import yaml
 
 from trainfit.errors import TrainfitError, WorkloadError
+from trainfit.i18n import N_, _, translate
 
 ENV_CALIBRATION = "TRAINFIT_CALIBRATION"
-CALIBRATED_PREFIX = "calibrated on "
-"""How :meth:`Calibration.line` starts (a speed estimate's assumption; :func:`calibration_note` finds it)."""
+CALIBRATED_PREFIX = N_("calibrated on ")
+"""How :meth:`Calibration.line` starts (a speed estimate's assumption; :func:`calibration_note` finds it), in English;
+the line and this prefix are translated together (the Chinese line starts with the Chinese prefix)."""
 FACTOR_RANGE = (0.2, 5.0)
 """A measured/predicted median outside this range means a broken run or a wrong GPU match: refused."""
 
@@ -47,19 +49,24 @@ class Calibration:
     def __post_init__(self) -> None:
         lo, hi = FACTOR_RANGE
         if not lo <= self.factor <= hi:
-            raise WorkloadError(f"calibration factor {self.factor:.3g} for {self.gpu} is outside [{lo}, {hi}]",
-                                fix="check the probe results (errors, wrong GPU) before calibrating")
+            raise WorkloadError(_("calibration factor {factor:.3g} for {gpu} is outside [{lo}, {hi}]").format(
+                                    factor=self.factor, gpu=self.gpu, lo=lo, hi=hi),
+                                fix=_("check the probe results (errors, wrong GPU) before calibrating"))
         if self.runs < 1:
-            raise WorkloadError("a calibration needs at least one measured run")
+            raise WorkloadError(_("a calibration needs at least one measured run"))
 
     def line(self) -> str:
-        return (f"{CALIBRATED_PREFIX}{self.gpu} ({self.family} engine), {self.date}: measured/predicted x{self.factor:.3f} "
-                f"(median of {self.runs} runs, {self.spread[0]:.2f}-{self.spread[1]:.2f}; {self.source})")
+        # i18n: must start with the translation of "calibrated on " (calibration_note finds the line by it)
+        return _("calibrated on {gpu} ({family} engine), {date}: measured/predicted x{factor:.3f} (median of {runs} "
+                 "runs, {lo:.2f}-{hi:.2f}; {source})").format(
+            gpu=self.gpu, family=self.family, date=self.date, factor=self.factor, runs=self.runs, lo=self.spread[0],
+            hi=self.spread[1], source=self.source)
 
 
 def calibration_note(assumptions: Any) -> str | None:
     """The "calibrated on <GPU>, <date>" line among a speed estimate's assumptions, or None (uncalibrated)."""
-    return next((a for a in assumptions if str(a).startswith(CALIBRATED_PREFIX)), None)
+    prefixes = (CALIBRATED_PREFIX, translate(CALIBRATED_PREFIX))
+    return next((a for a in assumptions if str(a).startswith(prefixes)), None)
 
 
 def calibration_path() -> Path:
@@ -74,7 +81,7 @@ def calibration_path() -> Path:
 MAX_CALIBRATION_BYTES = 1 << 20
 #: Largest probe results file ``calibrate`` reads.
 MAX_RESULTS_BYTES = 16 << 20
-_FIX = "re-run `trainfit calibrate RESULTS`, fix the entry, or delete the file"
+_FIX = N_("re-run `trainfit calibrate RESULTS`, fix the entry, or delete the file")
 
 
 def _entry(path: str, gpu: Any, fam: Any, d: Any) -> Calibration:
@@ -82,34 +89,37 @@ def _entry(path: str, gpu: Any, fam: Any, d: Any) -> Calibration:
     from trainfit import inputs
     from trainfit.errors import InputError
 
-    where = f"calibration file {path}: entry {str(gpu)[:40]}/{str(fam)[:40]}"
+    where = _("calibration file {path}: entry {gpu}/{family}").format(path=path, gpu=str(gpu)[:40],
+                                                                       family=str(fam)[:40])
+    fix = translate(_FIX)
     try:
         if not isinstance(gpu, str) or not isinstance(fam, str):
-            raise InputError("GPU and engine family names must be strings")
+            raise InputError(_("GPU and engine family names must be strings"))
         inputs.as_ident("gpu", gpu, "gpu")
         inputs.as_ident("family", fam, "module")
         if not isinstance(d, dict):
-            raise InputError("must be a mapping of factor, runs, date, source, spread")
+            raise InputError(_("must be a mapping of factor, runs, date, source, spread"))
         spread = d.get("spread", (0.0, 0.0))
         if not isinstance(spread, (list, tuple)) or len(spread) != 2:
-            raise InputError("spread must be a list of two numbers")
+            raise InputError(_("spread must be a list of two numbers"))
         date_ = d.get("date")
         if not isinstance(date_, (str, date)):
-            raise InputError("date must be a date (YYYY-MM-DD)")
+            raise InputError(_("date must be a date (YYYY-MM-DD)"))
         source = d.get("source", "")
         if not isinstance(source, str) or len(source) > 4096:
-            raise InputError("source must be a string of at most 4096 characters")
+            raise InputError(_("source must be a string of at most 4096 characters"))
         return Calibration(gpu=gpu, family=fam, factor=inputs.as_float("factor", d.get("factor")),
                            runs=inputs.as_int("runs", d.get("runs"), lo=1, hi=10**9),
                            date=date.fromisoformat(str(date_)[:10]).isoformat(), source=source,
                            spread=(inputs.as_float("spread", spread[0], lo=0, hi=1e6),
                                    inputs.as_float("spread", spread[1], lo=0, hi=1e6)))
     except InputError as e:
-        raise WorkloadError(f"{where} is malformed: {e.message}", fix=_FIX) from None
+        raise WorkloadError(_("{where} is malformed: {detail}").format(where=where, detail=e.message), fix=fix) from None
     except ValueError as e:
-        raise WorkloadError(f"{where} is malformed: {str(e)[:120]}", fix=_FIX) from None
+        raise WorkloadError(_("{where} is malformed: {detail}").format(where=where, detail=str(e)[:120]),
+                            fix=fix) from None
     except WorkloadError as e:
-        raise WorkloadError(f"{where}: {e.message}", fix=e.fix or _FIX) from None
+        raise WorkloadError(f"{where}: {e.message}", fix=e.fix or fix) from None
 
 
 def _read_overlay(path: str) -> Any:
@@ -117,14 +127,16 @@ def _read_overlay(path: str) -> Any:
     UTF-8, no YAML aliases, depth limit, one document)."""
     from trainfit.inputs import loads_yaml_all, read_text_file
 
-    text = read_text_file(path, max_bytes=MAX_CALIBRATION_BYTES, what="calibration file", error=WorkloadError,
-                          fix=_FIX)
-    docs = loads_yaml_all(text, what=f"calibration file {path}", error=WorkloadError)
+    text = read_text_file(path, max_bytes=MAX_CALIBRATION_BYTES, what=_("calibration file"), error=WorkloadError,
+                          fix=translate(_FIX))
+    docs = loads_yaml_all(text, what=_("calibration file {path}").format(path=path), error=WorkloadError)
     if len(docs) > 1:
-        raise WorkloadError(f"calibration file {path} holds {len(docs)} YAML documents, not one", fix=_FIX)
+        raise WorkloadError(_("calibration file {path} holds {n} YAML documents, not one").format(path=path, n=len(docs)),
+                            fix=translate(_FIX))
     data = docs[0] if docs else {}
     if not isinstance(data, dict) or not isinstance(data.get("gpus", {}) or {}, dict):
-        raise WorkloadError(f"calibration file {path} is not a mapping with a 'gpus' mapping", fix=_FIX)
+        raise WorkloadError(_("calibration file {path} is not a mapping with a 'gpus' mapping").format(path=path),
+                            fix=translate(_FIX))
     return data
 
 
@@ -134,8 +146,8 @@ def _load(path: str, mtime: float, size: int) -> dict[tuple[str, str], Calibrati
     out: dict[tuple[str, str], Calibration] = {}
     for gpu, fams in (data.get("gpus") or {}).items():
         if fams is not None and not isinstance(fams, dict):
-            raise WorkloadError(f"calibration file {path}: entry {str(gpu)[:40]} is not a mapping of engine "
-                                "families", fix=_FIX)
+            raise WorkloadError(_("calibration file {path}: entry {gpu} is not a mapping of engine families").format(
+                path=path, gpu=str(gpu)[:40]), fix=translate(_FIX))
         for fam, d in (fams or {}).items():
             out[(gpu, fam)] = _entry(path, gpu, fam, d)
     return out
@@ -151,7 +163,8 @@ def load_calibrations(path: Path | None = None) -> dict[tuple[str, str], Calibra
     except FileNotFoundError:
         return {}
     except (OSError, ValueError) as e:
-        raise WorkloadError(f"cannot read calibration file {p}: {getattr(e, 'strerror', None) or e}", fix=_FIX) from None
+        raise WorkloadError(_("cannot read calibration file {path}: {reason}").format(
+            path=p, reason=getattr(e, "strerror", None) or e), fix=translate(_FIX)) from None
     return _load(str(p), st.st_mtime, st.st_size)
 
 
@@ -177,8 +190,8 @@ def match_gpu(device: str) -> str:
             if a and a in dev and len(a) > best_len:
                 best, best_len = g.name, len(a)
     if best is None:
-        raise WorkloadError(f"no catalog GPU matches the probe's device {device!r}",
-                            fix="pass --gpu NAME (a name `trainfit catalog gpus` lists)")
+        raise WorkloadError(_("no catalog GPU matches the probe's device {device!r}").format(device=device),
+                            fix=_("pass --gpu NAME (a name `trainfit catalog gpus` lists)"))
     return best
 
 
@@ -194,20 +207,20 @@ def fold(results: dict[str, Any], *, source: str, gpu: str | None = None) -> lis
     from trainfit.errors import InputError
     from trainfit.options import WORKLOAD_OPTION_NAMES, parse_options
 
-    fix = "pass the JSON that benchmarks/gpu_probe.py wrote"
+    fix = _("pass the JSON that benchmarks/gpu_probe.py wrote")
     if not isinstance(results, dict) or not isinstance(results.get("runs") or {}, dict):
-        raise WorkloadError("the probe results are not an object with a 'runs' object", fix=fix)
+        raise WorkloadError(_("the probe results are not an object with a 'runs' object"), fix=fix)
     ratios: dict[tuple[str, str], list[float]] = {}
     dates: dict[tuple[str, str], str] = {}
     cpu_runs = 0
     for rid, rec in (results.get("runs") or {}).items():
-        where = f"probe run {str(rid)[:60]!r}"
+        where = _("probe run {run!r}").format(run=str(rid)[:60])
         if not isinstance(rec, dict):
-            raise WorkloadError(f"{where} is not an object", fix=fix)
+            raise WorkloadError(_("{where} is not an object").format(where=where), fix=fix)
         m = rec.get("measured") or {}
         cfg = rec.get("config")
         if not isinstance(m, dict) or (cfg is not None and not isinstance(cfg, dict)):
-            raise WorkloadError(f"{where}: 'measured' and 'config' must be objects", fix=fix)
+            raise WorkloadError(_("{where}: 'measured' and 'config' must be objects").format(where=where), fix=fix)
         if "tokens_per_s" not in m or not cfg:
             continue  # failed run, or a results file from a probe that did not record its configuration
         if str(m.get("device", "")).lower() == "cpu":
@@ -216,11 +229,11 @@ def fold(results: dict[str, Any], *, source: str, gpu: str | None = None) -> lis
         try:
             measured = inputs.as_float("tokens_per_s", m["tokens_per_s"], lo=0, lo_open=True, hi=1e12)
             if not isinstance(cfg.get("model"), str):
-                raise InputError("config.model must be a model name")
+                raise InputError(_("config.model must be a model name"))
             wl_raw = {k: v for k, v in cfg.items() if k not in ("model", "hf_config")}
             unknown = [k for k in wl_raw if k not in WORKLOAD_OPTION_NAMES and k != "lora_targets"]
             if unknown:
-                raise InputError(f"config has unknown setting(s) {', '.join(map(str, unknown[:4]))}")
+                raise InputError(_("config has unknown setting(s) {names}").format(names=", ".join(map(str, unknown[:4]))))
             parsed = parse_options({k: v for k, v in wl_raw.items() if k in WORKLOAD_OPTION_NAMES}, defaults=False)
             wl_raw.update({k: v for k, v in parsed.items() if v is not None})
             if "lora_targets" in wl_raw:
@@ -236,19 +249,19 @@ def fold(results: dict[str, Any], *, source: str, gpu: str | None = None) -> lis
         except TrainfitError as e:
             raise WorkloadError(f"{where}: {e.message}", fix=e.fix or fix) from None
         except (KeyError, TypeError, ValueError, AttributeError) as e:
-            raise WorkloadError(f"{where} does not have a probe run's shape ({type(e).__name__}: {str(e)[:80]})",
-                                fix=fix) from None
+            raise WorkloadError(_("{where} does not have a probe run's shape ({error})").format(
+                where=where, error=f"{type(e).__name__}: {str(e)[:80]}"), fix=fix) from None
         key = (hw.name, "hf")
         ratios.setdefault(key, []).append(measured / pred.tokens_per_s_per_gpu)
         d = rec.get("date", "")
         dates[key] = max(dates.get(key, ""), str(d)[:10] if isinstance(d, str) and _iso(str(d)[:10]) else "")
     if not ratios and cpu_runs:
-        raise WorkloadError(f"the results hold {cpu_runs} CPU run(s) (`gpu_probe.py --device cpu` is a smoke run of "
-                            "the probe's code path): a CPU's speed cannot calibrate a GPU",
-                            fix="run `python benchmarks/gpu_probe.py` on the GPU, then calibrate from its results")
+        raise WorkloadError(_("the results hold {n} CPU run(s) (`gpu_probe.py --device cpu` is a smoke run of the "
+                              "probe's code path): a CPU's speed cannot calibrate a GPU").format(n=cpu_runs),
+                            fix=_("run `python benchmarks/gpu_probe.py` on the GPU, then calibrate from its results"))
     if not ratios:
-        raise WorkloadError("no usable run in the results (each needs measured tokens_per_s and its config)",
-                            fix="run `python benchmarks/gpu_probe.py` on a GPU first")
+        raise WorkloadError(_("no usable run in the results (each needs measured tokens_per_s and its config)"),
+                            fix=_("run `python benchmarks/gpu_probe.py` on a GPU first"))
     return [Calibration(gpu=g, family=f, factor=statistics.median(r), runs=len(r), date=dates[(g, f)] or
                         date.today().isoformat(), source=source, spread=(round(min(r), 3), round(max(r), 3)))
             for (g, f), r in sorted(ratios.items())]
@@ -302,15 +315,16 @@ def save(cals: list[Calibration], path: Path | None = None) -> Path:
     if os.path.lexists(p):
         data = _read_overlay(str(p)) if not os.path.islink(p) else {}
         if os.path.islink(p):
-            raise WorkloadError(f"calibration file {p} is a symbolic link; trainfit does not write through links",
-                                fix="replace the link by the file, or set $TRAINFIT_CALIBRATION to the file itself")
+            raise WorkloadError(_("calibration file {path} is a symbolic link; trainfit does not write through "
+                                  "links").format(path=p),
+                                fix=_("replace the link by the file, or set $TRAINFIT_CALIBRATION to the file itself"))
         for gpu, fams in (data.get("gpus") or {}).items():  # validate what is kept
             for fam, d in (fams or {}).items():
                 _entry(str(p), gpu, fam, d)
         from trainfit.inputs import read_text_file
 
-        comments = _kept_comments(read_text_file(p, max_bytes=MAX_CALIBRATION_BYTES, what="calibration file",
-                                                 error=WorkloadError, fix=_FIX))
+        comments = _kept_comments(read_text_file(p, max_bytes=MAX_CALIBRATION_BYTES, what=_("calibration file"),
+                                                 error=WorkloadError, fix=translate(_FIX)))
     data = dict(data)
     gpus = dict(data.get("gpus") or {})
     data["gpus"] = gpus
@@ -318,7 +332,7 @@ def save(cals: list[Calibration], path: Path | None = None) -> Path:
         gpus[c.gpu] = dict(gpus.get(c.gpu) or {})
         gpus[c.gpu][c.family] = {"factor": round(c.factor, 4), "runs": c.runs, "date": c.date,
                                  "source": c.source, "spread": list(c.spread)}
-    ensure_dir(p.parent, error=WorkloadError, what="calibration folder")
+    ensure_dir(p.parent, error=WorkloadError, what=_("calibration folder"))
     head = [_HEADER] + ([_KEPT] + comments if comments else [])
     write_file(p, "\n".join(head) + "\n" + yaml.safe_dump(data, sort_keys=True), error=WorkloadError)
     _load.cache_clear()

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from trainfit.estimate.hardware import Hardware
+from trainfit.i18n import _
 from trainfit.models.shapes import ModelShape
 from trainfit.workload import Workload, routing_imbalance
 
@@ -141,7 +142,7 @@ def links_for(wl: Workload, hw: Hardware, warnings: list[str]) -> Links:
         warnings.extend(hw.notes)
     if nodes > 1 and inter is None:
         inter = TCP_FALLBACK_GBYTES_PER_S
-        warnings.append("multi-node job without an inter-node bandwidth: assumed one 25 Gbit/s NIC per node")
+        warnings.append(_("multi-node job without an inter-node bandwidth: assumed one 25 Gbit/s NIC per node"))
     return Links(intra=hw.intra_node_gbytes_per_s, inter=inter, nodes=nodes, g_node=wl.gpus_per_node,
                  link_eff=hw.link_efficiency)
 
@@ -362,7 +363,7 @@ def offload_term(model: ModelShape, wl: Workload, hw: Hardware, links: Links, tr
                     bytes_per_gpu=vol)
     node_params = shard * min(links.g_node, wl.gpus)
     cpu_s = node_params / hw.cpu_adam_params_per_s
-    assumptions.append(f"CPU Adam at {hw.cpu_adam_params_per_s:.3g} params/s per node, not overlapped")
+    assumptions.append(_("CPU Adam at {rate:.3g} params/s per node, not overlapped").format(rate=hw.cpu_adam_params_per_s))
     return term, cpu_s
 
 
@@ -372,10 +373,10 @@ def dequant_seconds(model: ModelShape, wl: Workload, hw: Hardware, warnings: lis
     if wl.method != "qlora":
         return 0.0
     if not hw.mem_gbytes_per_s:
-        warnings.append("GPU memory bandwidth unknown: QLoRA dequantize time not counted")
+        warnings.append(_("GPU memory bandwidth unknown: QLoRA dequantize time not counted"))
         return 0.0
     mp = wl.tp * wl.pp
     q = sum(t.total for t in model.tensors() if t.kind == "linear") / mp
-    assumptions.append("QLoRA dequantizes every 4-bit linear weight once per forward, backward and recompute")
+    assumptions.append(_("QLoRA dequantizes every 4-bit linear weight once per forward, backward and recompute"))
     return wl.grad_accum * (2 + (1 if wl.grad_ckpt else 0)) * q * QLORA_DEQUANT_BYTES_PER_PARAM / (
         hw.mem_gbytes_per_s * 1e9)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from trainfit.i18n import _
 from trainfit.estimate.engine_assumptions import (
     KERNELS_PER_LAYER, KERNELS_PER_LORA_LINEAR, KERNELS_PER_QLORA_LINEAR, OPTIMIZER_BYTES_PER_PARAM,
     GRAD_NORM_BYTES_PER_PARAM, CLIP_SCALE_BYTES_PER_PARAM, GRAD_BUFFER_ZERO_BYTES_PER_PARAM,
@@ -154,8 +155,8 @@ def optimizer_seconds(model: ModelShape, wl: Workload, hw: Any, trainable_params
     bw = getattr(hw, "mem_gbytes_per_s", None)
     if not bw:
         bw = MEM_BANDWIDTH_FALLBACK_GBYTES_PER_S
-        notes.append(f"memory bandwidth of {getattr(hw, 'name', 'the GPU')} unknown: assumed "
-                     f"{MEM_BANDWIDTH_FALLBACK_GBYTES_PER_S:.0f} GB/s")
+        notes.append(_("memory bandwidth of {gpu} unknown: assumed {gbytes:.0f} GB/s").format(
+            gpu=getattr(hw, "name", None) or _("the GPU"), gbytes=MEM_BANDWIDTH_FALLBACK_GBYTES_PER_S))
     if wl.offload != "none":
         return bw, 0.0
     shard_bytes = local * (OPTIMIZER_BYTES_PER_PARAM + GRAD_NORM_BYTES_PER_PARAM

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from trainfit.errors import WorkloadError
+from trainfit.i18n import _
 from trainfit.estimate.engine_assumptions import (
     KERNELS_PER_LAYER, KERNELS_PER_MOE_LAYER, KERNELS_PER_EXPERT, COMPILED_KERNEL_FACTOR,
     LINEAR_ATTENTION_RELATIVE, CE_BYTES_PER_LOGIT, HBM_EFFICIENCY,
@@ -149,10 +150,11 @@ class EngineConstants:
         for f in fields(self):
             v = getattr(self, f.name)
             if not isinstance(v, (int, float)) or v <= 0:
-                raise WorkloadError(f"engine constant {f.name} must be positive, got {v!r}")
+                raise WorkloadError(_("engine constant {name} must be positive, got {value!r}").format(name=f.name,
+                                                                                                      value=v))
         for f in ("gemm_eff_megatron", "gemm_eff_native", "gemm_eff_hf", "fp8_eff_megatron", "fp8_eff_native"):
             if getattr(self, f) > 1:
-                raise WorkloadError(f"engine constant {f} is a fraction of peak and must be <= 1")
+                raise WorkloadError(_("engine constant {name} is a fraction of peak and must be <= 1").format(name=f))
 
     def with_(self, **kw: float) -> "EngineConstants":
         return replace(self, **kw)
@@ -362,7 +364,8 @@ def features(model: ModelShape, wl: Workload, hw: Any, framework: str, *, flops:
     """
     family = FAMILY_OF.get(framework)
     if family is None:
-        raise WorkloadError(f"unknown framework {framework!r}", fix="use one of " + ", ".join(FAMILY_OF))
+        raise WorkloadError(_("unknown framework {framework!r}").format(framework=framework),
+                            fix=_("use one of {values}").format(values=", ".join(FAMILY_OF)))
     notes: list[str] = []
     # tokens each GPU's FLOPs correspond to
     tokens_step_gpu = wl.micro_batch * wl.seq_len * wl.grad_accum * wl.dp / wl.gpus
@@ -470,12 +473,35 @@ def describe(c: EngineConstants, family: str) -> list[str]:
              "fa2_hopper_factor", "ridge_exponent", f"fp8_eff_{kf}", "launch_seconds", "compile_elementwise_factor",
              "moe_elementwise_factor", "fp8_cast_bytes", "expert_sync_seconds", "zero3_fetch_seconds",
              "zero3_host_seconds", "zero_hook_seconds"] + (["grouped_gemm_half_tokens"] if family == "megatron" else [])
-    out = [f"engine model ({family}): GEMMs at peak x {c.gemm_eff(family):.3f} x d/(d+{c.gemm_half_dim:.0f}), "
-           f"flash attention at {c.attention_relative(family):.2f} x the published kernel rate (backward 2.5 x forward "
-           f"FLOPs), element-wise {c.elem_bytes(family):.1f} x (h+I)x2 B "
-           f"per token-layer-pass over HBM x {HBM_EFFICIENCY}, {c.launch_seconds * 1e6:.1f} us per eager kernel"]
-    out += [CONSTANT_SOURCES[n] for n in names if n in CONSTANT_SOURCES]
+    out = [_("engine model ({family}): GEMMs at peak x {gemm_eff:.3f} x d/(d+{half_dim:.0f}), flash attention at "
+             "{attention:.2f} x the published kernel rate (backward 2.5 x forward FLOPs), element-wise "
+             "{elem_bytes:.1f} x (h+I)x2 B per token-layer-pass over HBM x {hbm}, {launch_us:.1f} us per eager "
+             "kernel").format(
+        family=family, gemm_eff=c.gemm_eff(family), half_dim=c.gemm_half_dim, attention=c.attention_relative(family),
+        elem_bytes=c.elem_bytes(family), hbm=HBM_EFFICIENCY, launch_us=c.launch_seconds * 1e6)]
+    out += [constant_source(n) for n in names if n in CONSTANT_SOURCES]
     return out
+
+
+def constant_source(name: str) -> str:
+    """The line of :data:`CONSTANT_SOURCES` for constant ``name``, in the current language (that table keeps the
+    English text)."""
+    try:
+        from trainfit.estimate import engine_fit_data as data
+    except ImportError:  # pragma: no cover - before the first fit
+        data = None
+    if data is None or name not in data.FITTED:
+        return _("{name} = {prior:.4g}: prior (assumption), not fitted yet").format(
+            name=name, prior=getattr(PRIORS, name))
+    return _("{name} = {value:.4g} (prior {prior:.4g}): fitted by benchmarks/speed_loso.py on {rows} published runs "
+             "from {sources} sources (benchmarks/data/throughput.yaml, {date})").format(
+        name=name, value=data.FITTED[name], prior=getattr(PRIORS, name), rows=data.N_ROWS, sources=data.N_SOURCES,
+        date=data.FIT_DATE)
+
+
+def constant_sources() -> dict[str, str]:
+    """:data:`CONSTANT_SOURCES` in the current language."""
+    return {name: constant_source(name) for name in CONSTANT_SOURCES}
 
 
 def _load_fitted() -> None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from trainfit.errors import WorkloadError
+from trainfit.i18n import _
 from trainfit.estimate.memory import MemoryEstimate, OverheadModel, DEFAULT_OVERHEAD, estimate_memory
 from trainfit.models.shapes import ModelShape
 from trainfit.workload import Workload
@@ -98,12 +99,14 @@ def host_ram_verdict(need_gib: float, host_ram_gib: float | None, gpus_per_node:
     if host_ram_gib is None:
         if need_gib <= HOST_RAM_FLOOR_GIB_PER_GPU * max(1, gpus_per_node):
             return "fits", None
-        return "unknown", (f"needs ~{need_gib:,.0f} GiB host RAM per node; the node's RAM is unknown (pass "
-                           "--host-ram or an instance type whose RAM the catalog knows)")
+        return "unknown", _("needs ~{need_gib:,.0f} GiB host RAM per node; the node's RAM is unknown (pass "
+                            "--host-ram or an instance type whose RAM the catalog knows)").format(need_gib=need_gib)
     if need_gib > host_ram_gib:
-        return "oom", f"needs {need_gib:,.0f} GiB host RAM per node > {host_ram_gib:g} GiB"
+        return "oom", _("needs {need_gib:,.0f} GiB host RAM per node > {host_ram_gib:g} GiB").format(
+            need_gib=need_gib, host_ram_gib=host_ram_gib)
     if need_gib > host_ram_gib * HOST_RAM_USABLE:
-        return "tight", f"needs {need_gib:,.0f} GiB host RAM per node: over {HOST_RAM_USABLE:.0%} of {host_ram_gib:g} GiB"
+        return "tight", _("needs {need_gib:,.0f} GiB host RAM per node: over {usable:.0%} of {host_ram_gib:g} "
+                          "GiB").format(need_gib=need_gib, usable=HOST_RAM_USABLE, host_ram_gib=host_ram_gib)
     return "fits", None
 
 
@@ -111,22 +114,23 @@ def decide_fit(est: MemoryEstimate, *, usable_gib: float, gpus_per_node: int = 1
                margin: float = SAFETY_MARGIN_DEFAULT) -> FitDecision:
     """The verdict for a memory estimate on a GPU with ``usable_gib`` and a node with ``host_ram_gib``."""
     if not usable_gib > 0:
-        raise WorkloadError(f"GPU memory must be positive, got {usable_gib}")
+        raise WorkloadError(_("GPU memory must be positive, got {usable_gib}").format(usable_gib=usable_gib))
     if not 0 <= margin < 0.5:
-        raise WorkloadError(f"the safety margin must be in [0, 0.5), got {margin}")
+        raise WorkloadError(_("the safety margin must be in [0, 0.5), got {margin}").format(margin=margin))
     r = est.reserved_gib
     reasons: list[str] = []
     if r - est.releasable_cache_gib > usable_gib:
         gv = "oom"
-        reasons.append(f"needs {r:.1f} GiB per GPU > {usable_gib:.4g} GiB usable")
+        reasons.append(_("needs {r:.1f} GiB per GPU > {usable_gib:.4g} GiB usable").format(r=r, usable_gib=usable_gib))
     elif r > usable_gib:
         gv = "tight"
-        reasons.append(f"reserves {r:.1f} GiB per GPU > {usable_gib:.4g} GiB usable, {est.releasable_cache_gib:.1f} "
-                       "GiB of it cached blocks the allocator frees and retries with before failing: at the limit")
+        reasons.append(_("reserves {r:.1f} GiB per GPU > {usable_gib:.4g} GiB usable, {cache_gib:.1f} GiB of it "
+                         "cached blocks the allocator frees and retries with before failing: at the limit").format(
+                           r=r, usable_gib=usable_gib, cache_gib=est.releasable_cache_gib))
     elif r > usable_gib * (1 - margin):
         gv = "tight"
-        reasons.append(f"needs {r:.1f} GiB per GPU: inside the {margin:.0%} safety margin of {usable_gib:.4g} GiB "
-                       "(allocator spikes can push it over)")
+        reasons.append(_("needs {r:.1f} GiB per GPU: inside the {margin:.0%} safety margin of {usable_gib:.4g} GiB "
+                         "(allocator spikes can push it over)").format(r=r, margin=margin, usable_gib=usable_gib))
     else:
         gv = "fits"
     need = est.host_ram_gib
@@ -250,49 +254,49 @@ def _candidates(m: ModelShape, wl: Workload) -> list[tuple[str, dict, str]]:
     """Settings changes, ordered from least to most costly for speed or quality."""
     c: list[tuple[str, dict, str]] = []
     if wl.optimizer == "adamw-foreach":
-        c.append(("--optimizer adamw-fused", {"optimizer": "adamw-fused"}, "same math, no step temporary"))
+        c.append(("--optimizer adamw-fused", {"optimizer": "adamw-fused"}, _("same math, no step temporary")))
     if wl.loss == "standard":
-        c.append(("--loss fused", {"loss": "fused"}, "no full fp32 logits; needs Liger kernels"))
+        c.append(("--loss fused", {"loss": "fused"}, _("no full fp32 logits; needs Liger kernels")))
     if wl.micro_batch > 1:
         mb = 1
         ga = wl.grad_accum * wl.micro_batch
         c.append((f"--micro-batch {mb} --grad-accum {ga}", {"micro_batch": mb, "grad_accum": ga},
-                  "same global batch, less GPU efficiency"))
+                  _("same global batch, less GPU efficiency")))
     if not wl.grad_ckpt:
-        c.append(("--grad-ckpt", {"grad_ckpt": True}, "one extra forward (~+33% compute)"))
+        c.append(("--grad-ckpt", {"grad_ckpt": True}, _("one extra forward (~+33% compute)")))
     if wl.attention == "eager":
-        c.append(("--attention sdpa", {"attention": "sdpa"}, "faster and no S x S scores"))
+        c.append(("--attention sdpa", {"attention": "sdpa"}, _("faster and no S x S scores")))
     if wl.gpus > 1:
         order = ["zero1", "zero2", "fsdp", "zero3"]
         cur = order.index(wl.strategy) if wl.strategy in order else -1
         for s in order[cur + 1:]:
-            c.append((f"--strategy {s}", {"strategy": s}, "shards model states; more communication"))
+            c.append((f"--strategy {s}", {"strategy": s}, _("shards model states; more communication")))
     if wl.optimizer in ("adamw-fused", "adamw-foreach") and wl.strategy not in ("zero1", "zero2", "zero3"):
-        c.append(("--optimizer adamw-8bit", {"optimizer": "adamw-8bit"}, "8-bit Adam states (bitsandbytes)"))
+        c.append(("--optimizer adamw-8bit", {"optimizer": "adamw-8bit"}, _("8-bit Adam states (bitsandbytes)")))
     if wl.gpus > 1 and wl.offload == "none":
         strat = wl.strategy if wl.strategy in ("zero2", "zero3", "fsdp") else "zero2"
         c.append((f"--strategy {strat} --offload optimizer", {"strategy": strat, "offload": "optimizer"},
-                  "optimizer step on the CPU (often 1.5-3x slower)"))
+                  _("optimizer step on the CPU (often 1.5-3x slower)")))
         c.append(("--strategy zero3 --offload all", {"strategy": "zero3", "offload": "all"},
-                  "parameters and optimizer in host RAM (slowest)"))
+                  _("parameters and optimizer in host RAM (slowest)")))
     elif wl.gpus == 1 and wl.offload == "none":
         c.append(("--strategy zero2 --offload optimizer", {"strategy": "zero2", "offload": "optimizer"},
-                  "DeepSpeed ZeRO-Offload on one GPU; optimizer step on the CPU"))
+                  _("DeepSpeed ZeRO-Offload on one GPU; optimizer step on the CPU")))
         c.append(("--strategy zero3 --offload all", {"strategy": "zero3", "offload": "all"},
-                  "ZeRO-Infinity style: parameters and optimizer in host RAM (slowest)"))
+                  _("ZeRO-Infinity style: parameters and optimizer in host RAM (slowest)")))
     if wl.method in ("full", "freeze"):
-        c.append(("--method lora", {"method": "lora"}, "trains adapters only (different quality)"))
+        c.append(("--method lora", {"method": "lora"}, _("trains adapters only (different quality)")))
     if wl.method in ("full", "freeze", "lora"):
-        c.append(("--method qlora", {"method": "qlora"}, "4-bit base weights (slower, lower precision)"))
+        c.append(("--method qlora", {"method": "qlora"}, _("4-bit base weights (slower, lower precision)")))
     if wl.seq_len > 512:
-        c.append((f"--seq-len {wl.seq_len // 2}", {"seq_len": wl.seq_len // 2}, "shorter samples"))
+        c.append((f"--seq-len {wl.seq_len // 2}", {"seq_len": wl.seq_len // 2}, _("shorter samples")))
     for k in (2, 4, 8, 16, 32, 64):
         g = wl.gpus * k
         gpn = min(max(wl.gpus_per_node, 1), 8)
         if g > 8 and g % gpn:
             continue
         c.append((f"--gpus {g} --strategy zero3", {"gpus": g, "strategy": "zero3", "gpus_per_node": min(g, gpn) if g <= 8 else gpn},
-                  "more GPUs, ZeRO-3 sharding"))
+                  _("more GPUs, ZeRO-3 sharding")))
     return c
 
 
@@ -308,9 +312,9 @@ def _semantics_note(m: ModelShape, wl: Workload, opts: dict, ov: OverheadModel) 
             amp = _reserved(m, wl.with_(**opts, precision="amp-bf16"), ov)
         except WorkloadError:
             return ""
-        return (f"; note: {new} here means pure-bf16 weights and optimizer states (DeepSpeed ZeRO keeps fp32 master "
-                f"weights and states); with --precision amp-bf16 it needs {amp:.1f} GiB")
-    return "; note: DeepSpeed ZeRO keeps fp32 master weights and optimizer states even under bf16"
+        return _("; note: {new} here means pure-bf16 weights and optimizer states (DeepSpeed ZeRO keeps fp32 master "
+                 "weights and states); with --precision amp-bf16 it needs {amp:.1f} GiB").format(new=new, amp=amp)
+    return _("; note: DeepSpeed ZeRO keeps fp32 master weights and optimizer states even under bf16")
 
 
 def fit_answer(m: ModelShape, wl: Workload, usable_gib: float, *, estimate: MemoryEstimate | None = None,

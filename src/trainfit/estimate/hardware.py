@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from trainfit.errors import CatalogError
+from trainfit.i18n import _
 
 GpuClass = Literal["hopper", "ampere", "ada", "volta", "turing"]
 GPU_CLASSES: tuple[str, ...] = ("hopper", "ampere", "ada", "volta", "turing")
@@ -61,20 +62,22 @@ class Hardware:
 
     def __post_init__(self) -> None:
         if self.gpu_class not in GPU_CLASSES:
-            raise CatalogError(f"hardware {self.name}: gpu_class must be one of {', '.join(GPU_CLASSES)}; "
-                               f"got {self.gpu_class!r}")
+            raise CatalogError(_("hardware {name}: gpu_class must be one of {allowed}; got {value!r}").format(
+                name=self.name, allowed=", ".join(GPU_CLASSES), value=self.gpu_class))
         for f in ("peak_tflops", "intra_node_gbytes_per_s", "pcie_gbytes_per_s", "cpu_adam_params_per_s"):
             v = getattr(self, f)
             if not isinstance(v, (int, float)) or v <= 0:
-                raise CatalogError(f"hardware {self.name}: {f} must be positive, got {v!r}")
+                raise CatalogError(_("hardware {name}: {field} must be positive, got {value!r}").format(
+                    name=self.name, field=f, value=v))
         for f in ("peak_fp8_tflops", "mem_gbytes_per_s", "inter_node_gbytes_per_s"):
             v = getattr(self, f)
             if v is not None and (not isinstance(v, (int, float)) or v <= 0):
-                raise CatalogError(f"hardware {self.name}: {f} must be positive or None, got {v!r}")
+                raise CatalogError(_("hardware {name}: {field} must be positive or None, got {value!r}").format(
+                    name=self.name, field=f, value=v))
         if not 0 < self.link_efficiency <= 1:
-            raise CatalogError(f"hardware {self.name}: link_efficiency must be in (0, 1]")
+            raise CatalogError(_("hardware {name}: link_efficiency must be in (0, 1]").format(name=self.name))
         if not isinstance(self.gpus_per_node, int) or self.gpus_per_node < 1:
-            raise CatalogError(f"hardware {self.name}: gpus_per_node must be a positive integer")
+            raise CatalogError(_("hardware {name}: gpus_per_node must be a positive integer").format(name=self.name))
 
 
 def kernel_gaps(attention: str, gpu_class: str | None, gpu_name: str) -> list[str]:
@@ -85,10 +88,10 @@ def kernel_gaps(attention: str, gpu_class: str | None, gpu_name: str) -> list[st
     (https://github.com/Dao-AILab/flash-attention#installation-and-features)."""
     pre_ampere = gpu_class in ("volta", "turing")
     if attention == "flash3" and gpu_class not in ("hopper", None):
-        alt = "sdpa" if pre_ampere else "flash (FlashAttention-2) or sdpa"
-        return [f"FlashAttention-3 (--attention flash3) runs on Hopper GPUs (H100/H800/H200/H20) only, not on "
-                f"{gpu_name}: use --attention {alt}"]
+        alt = "sdpa" if pre_ampere else _("flash (FlashAttention-2) or sdpa")
+        return [_("FlashAttention-3 (--attention flash3) runs on Hopper GPUs (H100/H800/H200/H20) only, not on "
+                  "{gpu}: use --attention {alt}").format(gpu=gpu_name, alt=alt)]
     if attention == "flash" and pre_ampere:
-        return [f"FlashAttention-2 (--attention flash) runs on Ampere, Ada and Hopper GPUs only, not on {gpu_name}: "
-                "use --attention sdpa"]
+        return [_("FlashAttention-2 (--attention flash) runs on Ampere, Ada and Hopper GPUs only, not on {gpu}: "
+                  "use --attention sdpa").format(gpu=gpu_name)]
     return []

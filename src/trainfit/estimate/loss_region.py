@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+from trainfit.i18n import _
 from trainfit.estimate.activation_profile import autocast
 from trainfit.estimate.runtime import megatron_core
 from trainfit.models.shapes import ModelShape
@@ -43,8 +44,8 @@ def _loss_region(m: ModelShape, wl: Workload, T: float, head_trains: bool) -> tu
         loss_fwd_peak = 10 * vt  # bf16 logits + fp32 copy + log_softmax output
         loss_bwd_peak = 12 * vt  # saved log_softmax output + nll grad + log_softmax grad (fp32)
         # https://pytorch.org/docs/2.0/amp.html#cuda-ops-that-can-autocast-to-float32 lists cross_entropy
-        note = ("--loss half under autocast: cross_entropy is on autocast's fp32 list, so the loss runs on an "
-                "fp32 copy of the logits (sized as --loss standard)") if wl.loss == "half" else None
+        note = _("--loss half under autocast: cross_entropy is on autocast's fp32 list, so the loss runs on an "
+                 "fp32 copy of the logits (sized as --loss standard)") if wl.loss == "half" else None
         return loss_fwd_peak, loss_bwd_peak, note
     inc = math.ceil(V / h)
     chunk = 2 ** math.ceil(math.log2(max(1, math.ceil(T / inc))))
@@ -52,7 +53,7 @@ def _loss_region(m: ModelShape, wl: Workload, T: float, head_trains: bool) -> tu
     loss_saved = 2 * h * T + lm_grad  # grad_input (and grad_weight) computed in forward
     loss_fwd_peak = loss_saved + chunk * V * (2 + 4 + 4)
     loss_bwd_peak = loss_saved
-    note = f"fused loss: chunked linear cross-entropy (Liger), {chunk}-token chunks; not traced"
+    note = _("fused loss: chunked linear cross-entropy (Liger), {chunk}-token chunks; not traced").format(chunk=chunk)
     return loss_fwd_peak, loss_bwd_peak, note
 
 
@@ -98,25 +99,25 @@ def _shift_copy_loss_region(vt: float, micro_batch: int) -> tuple[float, float, 
     """(forward peak, backward-start bytes, note) of the pre-4.49 Hugging Face loss over ``vt`` logits on the rank."""
     if micro_batch == 1:
         return (10 * vt, SHIFT_COPY_CE_BWD_BYTES * vt,
-                "--loss shift-copy with one sample per micro-batch: the shifted slice is contiguous, no copy (sized as "
-                "--loss standard)")
+                _("--loss shift-copy with one sample per micro-batch: the shifted slice is contiguous, no copy (sized "
+                  "as --loss standard)"))
     return (SHIFT_COPY_CE_FWD_BYTES * vt, SHIFT_COPY_CE_BWD_BYTES * vt,
-            "--loss shift-copy: transformers < 4.49 shifts the fp32 logits with .contiguous(), one more fp32 copy of "
-            "all logits in the forward with more than one sample per micro-batch (transformers PR 35646)")
+            _("--loss shift-copy: transformers < 4.49 shifts the fp32 logits with .contiguous(), one more fp32 copy "
+              "of all logits in the forward with more than one sample per micro-batch (transformers PR 35646)"))
 
 
 def _half_loss_region(vt: float, micro_batch: int) -> tuple[float, float, str]:
     """(forward peak, backward-start bytes, note) of a 16-bit cross-entropy over ``vt`` logits on the rank."""
     fwd = HALF_CE_FWD_BYTES + (HALF_CE_SHIFT_COPY_BYTES if micro_batch > 1 else 0.0)
     return (fwd * vt, HALF_CE_BWD_BYTES * vt,
-            "--loss half: cross-entropy over the 16-bit logits, no fp32 copy (e.g. Qwen v1 remote code without "
-            "autocast)")
+            _("--loss half: cross-entropy over the 16-bit logits, no fp32 copy (e.g. Qwen v1 remote code without "
+              "autocast)"))
 
 
 def _megatron_loss_region(vt: float) -> tuple[float, float, str]:
     """(forward peak, backward-start bytes, note) of Megatron-Core's loss over ``vt`` logits on the rank."""
     return (MEGATRON_CE_FWD_BYTES * vt, MEGATRON_CE_BWD_BYTES * vt,
-            "Megatron-Core vocab-parallel cross entropy: bf16 logits + one fp32 copy worked in place")
+            _("Megatron-Core vocab-parallel cross entropy: bf16 logits + one fp32 copy worked in place"))
 
 
 def largest_loss_block_bytes_per_logit(wl: Workload) -> float:

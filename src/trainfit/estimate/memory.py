@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import NamedTuple
 
+from trainfit import i18n
+from trainfit.i18n import N_, _
 from trainfit.estimate.activation_profile import ActProfile, act_divisor, autocast, cached_act_profile, eff_tokens
 from trainfit.estimate.loss_region import (HALF_CE_BWD_BYTES, HALF_CE_FWD_BYTES,  # noqa: F401 (re-exported)
                                            HALF_CE_SHIFT_COPY_BYTES, MEGATRON_CE_BWD_BYTES, MEGATRON_CE_FWD_BYTES,
@@ -42,21 +44,28 @@ from trainfit.workload import Workload, check_layout
 
 # the model-state constants and model_state_gib live in estimate/states.py; importable from here as before
 __all__ = ["ADAM8_STATE_BYTES", "DEFAULT_OVERHEAD", "DS_PREFETCH_BUCKET", "DS_REDUCE_BUCKET", "GIB", "MemoryEstimate",
-           "NF4_BYTES", "OverheadModel", "PHASES", "TERMS", "TERM_LABELS", "estimate_memory", "model_state_gib"]
+           "NF4_BYTES", "OverheadModel", "PHASES", "TERMS", "TERM_LABELS", "estimate_memory", "model_state_gib",
+           "term_label"]
 
 PHASES = ("forward", "backward", "optimizer")
 TERMS = ("weights", "gradients", "optimizer", "activations", "logits_loss", "temporaries")
 #: The memory terms, once: key -> label (``overhead`` only in ``reserved_gib``). Tables, the trace report and the
-#: web page all read this.
+#: web page all read this; the labels are message ids: show them with :func:`term_label` (or ``i18n.translate``).
 TERM_LABELS = {
-    "weights": "weights",
-    "gradients": "gradients",
-    "optimizer": "optimizer states (+fp32 master)",
-    "activations": "activations (saved for backward)",
-    "logits_loss": "logits + loss (fp32)",
-    "temporaries": "temporaries (step, buckets, gathers)",
-    "overhead": "overhead (CUDA context, allocator)",
+    "weights": N_("weights"),
+    "gradients": N_("gradients"),
+    "optimizer": N_("optimizer states (+fp32 master)"),
+    "activations": N_("activations (saved for backward)"),
+    "logits_loss": N_("logits + loss (fp32)"),
+    "temporaries": N_("temporaries (step, buckets, gathers)"),
+    "overhead": N_("overhead (CUDA context, allocator)"),
 }
+
+
+def term_label(key: str) -> str:
+    """The label of memory term ``key`` in the current language (the key itself for an unknown term)."""
+    label = TERM_LABELS.get(key)
+    return i18n.translate(label) if label else key
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -164,14 +173,15 @@ def _cached_counts(m: ModelShape, method: str, rank: int, targets: tuple[str, ..
 
 
 @lru_cache(maxsize=8192)
-def _estimate_cached(m: ModelShape, wl: Workload, overhead: OverheadModel) -> MemoryEstimate:
+def _estimate_cached(m: ModelShape, wl: Workload, overhead: OverheadModel, lang: str) -> MemoryEstimate:
+    # ``lang``: the estimate holds its assumptions in the language they were written in (i18n.current())
     return _estimate(m, wl, overhead)
 
 
 def estimate_memory(model: ModelShape, workload: Workload, *,
                     overhead: OverheadModel = DEFAULT_OVERHEAD) -> MemoryEstimate:
     """Per-GPU memory of ``workload`` on ``model`` (see module docstring). Results are cached."""
-    return _estimate_cached(model, workload, overhead)
+    return _estimate_cached(model, workload, overhead, i18n.current())
 
 
 class _Step(NamedTuple):
@@ -220,17 +230,19 @@ class _Step(NamedTuple):
 def _step_notes(m: ModelShape, wl: Workload, in_flight: int) -> list[str]:
     notes = []
     if wl.pp > 1:
-        notes.append(f"pipeline 1F1B: the first stage holds {math.ceil(m.num_layers / wl.pp)} layers and "
-                     f"{in_flight} micro-batches of activations, the last stage one micro-batch plus the logits "
-                     "and loss (its layer count and states taken as the first stage's); the larger is reported")
+        notes.append(_("pipeline 1F1B: the first stage holds {layers} layers and {in_flight} micro-batches of "
+                       "activations, the last stage one micro-batch plus the logits and loss (its layer count and "
+                       "states taken as the first stage's); the larger is reported").format(
+                         layers=math.ceil(m.num_layers / wl.pp), in_flight=in_flight))
     if m.arch == "next":
-        notes.append("Qwen3-Next Gated DeltaNet activations are an approximate per-tensor count (not traced)")
+        notes.append(_("Qwen3-Next Gated DeltaNet activations are an approximate per-tensor count (not traced)"))
     if wl.attention in ("flash", "flash3"):
-        notes.append("flash-attention saves out + log-sum-exp like sdpa (counted the same)")
+        notes.append(_("flash-attention saves out + log-sum-exp like sdpa (counted the same)"))
     if wl.attention == "eager" and wl.uses_megatron and m.arch != "next":
-        notes.append("NOT COUNTED: Megatron-Core's unfused attention (--attention eager, --attention_backend unfused) "
-                     "also keeps the S x S softmax of every head for backward; the Megatron activation count assumes a "
-                     "fused/flash kernel, so this estimate is low at long sequences (use sdpa or flash)")
+        notes.append(_("NOT COUNTED: Megatron-Core's unfused attention (--attention eager, --attention_backend "
+                       "unfused) also keeps the S x S softmax of every head for backward; the Megatron activation "
+                       "count assumes a fused/flash kernel, so this estimate is low at long sequences (use sdpa or "
+                       "flash)"))
     return notes
 
 
@@ -368,7 +380,7 @@ def _build_step(m: ModelShape, wl: Workload, st: ModelStates, assumptions: list[
     autocast_w = 0.0
     if amp:
         autocast_w = _autocast_weights(m, wl)
-        assumptions.append("AMP: autocast caches bf16 copies of the fp32 weights during forward")
+        assumptions.append(_("AMP: autocast caches bf16 copies of the fp32 weights during forward"))
     head_trains = wl.method == "full"
     h = m.hidden_size
     final_norm = (4 * h + 4 + (4 * h if head_trains else 0)) * T / tpd  # final norm + LM head input
@@ -399,7 +411,7 @@ def _last_stage(s: _Step) -> _Step:
     head_trains = wl.method == "full"
     h = m.hidden_size
     final_norm = (4 * h + 4 + (4 * h if head_trains else 0)) * T / s.tpd
-    loss_fwd_peak, loss_bwd_peak, _ = _loss_region(m, wl, T, head_trains)
+    loss_fwd_peak, loss_bwd_peak, _note = _loss_region(m, wl, T, head_trains)
     return s._replace(in_flight=1, saved=saved, saved_total=saved_total, frozen_ckpt=frozen_ckpt,
                       final_norm=final_norm, loss_fwd_peak=loss_fwd_peak, loss_bwd_peak=loss_bwd_peak)
 
@@ -441,22 +453,24 @@ def _estimate(m: ModelShape, wl: Workload, overhead: OverheadModel) -> MemoryEst
     seg = _zero3_step_segments(step, cands, extra=sum(t.bytes for t in rt))
     if seg:
         ov += seg / GIB
-        assumptions.append(f"ZeRO-3 optimizer step: its sub-group temporaries ({st.step_temp / GIB:.1f} GiB) cannot "
-                           f"reuse the backward's cached blocks; {seg / GIB:.1f} GiB more reserved than allocated")
+        assumptions.append(_("ZeRO-3 optimizer step: its sub-group temporaries ({temp_gib:.1f} GiB) cannot reuse the "
+                             "backward's cached blocks; {seg_gib:.1f} GiB more reserved than allocated").format(
+                               temp_gib=st.step_temp / GIB, seg_gib=seg / GIB))
     # DDP's construction broadcast under recordStream (estimate/runtime.py): the module plus its flat copies,
     # reserved before the first step; the cached segments then serve the step, so the larger of the two counts
     staging = ddp_broadcast_staging_bytes(wl, st.weights, nccl_record_stream=overhead.nccl_record_stream)
     if staging:
         setup_gib = (st.weights + staging) / GIB + fixed
-        assumptions.append(f"PyTorch < 2.8 DDP: the construction broadcast leaves {staging / GIB:.1f} GiB of flat "
-                           f"copies cached (recordStream): {setup_gib:.1f} GiB reserved before the first step")
+        assumptions.append(_("PyTorch < 2.8 DDP: the construction broadcast leaves {staging_gib:.1f} GiB of flat "
+                             "copies cached (recordStream): {setup_gib:.1f} GiB reserved before the first step").format(
+                               staging_gib=staging / GIB, setup_gib=setup_gib))
         ov = max(ov, setup_gib - tensor_peak)
     breakdown = {k: v / GIB for k, v in zip(TERMS, peak[1:])}
     breakdown["overhead"] = ov
     # host RAM per node
     procs = wl.gpus_on_node
     host = procs * 3.0 + st.offloaded_host / GIB * procs + 5.0
-    assumptions.append("host RAM: ~3 GiB per training process + offloaded states + one 5 GB shard while loading")
+    assumptions.append(_("host RAM: ~3 GiB per training process + offloaded states + one 5 GB shard while loading"))
     return MemoryEstimate(
         model=m.name, params=params, tensor_peak_gib=tensor_peak, reserved_gib=tensor_peak + ov,
         peak_phase=peak[0], breakdown_gib=breakdown,

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from trainfit.i18n import _
 from trainfit.workload import Workload
 
 def megatron_layer_bytes_per_token(m, i: int, tp: int = 1, imbalance: float = 1.0) -> float:
@@ -158,6 +159,6 @@ def runtime_terms(wl: Workload, *, trainable_rank_elems: float) -> tuple[Runtime
         out.append(RuntimeTerm(
             name="megatron-fp32-main-grad", bytes=trainable_rank_elems * MEGATRON_MAIN_GRAD_EXTRA_BYTES,
             phase="all",
-            note="Megatron-Core keeps fp32 main_grad buffers of every local parameter (bf16 training forces "
-                 "accumulate_allreduce_grads_in_fp32); +2 B/param over the bf16 gradients counted"))
+            note=_("Megatron-Core keeps fp32 main_grad buffers of every local parameter (bf16 training forces "
+                   "accumulate_allreduce_grads_in_fp32); +2 B/param over the bf16 gradients counted")))
     return tuple(out)

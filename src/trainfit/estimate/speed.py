@@ -25,7 +25,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from trainfit import i18n
 from trainfit.errors import WorkloadError
+from trainfit.i18n import N_, _
 from trainfit.estimate.comm import (CP_OVERLAP, EP_OVERLAP, OFFLOAD_OVERLAP, OVERLAP, QLORA_BYTES_PER_PARAM,
                                     QLORA_DEQUANT_BYTES_PER_PARAM, TCP_FALLBACK_GBYTES_PER_S, CommTerm, comm_terms,
                                     dequant_seconds, hidden_seconds, links_for, offload_term, pipeline_bubble_fraction,
@@ -118,26 +120,28 @@ def _peak(wl: Workload, hw: Hardware, warnings: list[str]) -> tuple[str, float]:
         if hw.peak_fp8_tflops:
             peak = hw.peak_fp8_tflops
         else:
-            warnings.append(f"{hw.name} has no FP8 tensor cores; FP8 is estimated at the 16-bit peak")
+            warnings.append(_("{gpu} has no FP8 tensor cores; FP8 is estimated at the 16-bit peak").format(gpu=hw.name))
             precision = "bf16"
     if precision in ("bf16", "amp-bf16") and not hw.supports_bf16:
-        warnings.append(f"{hw.name} has no bf16 tensor cores: bf16 matmuls fall back to slow paths; use fp16. "
-                        f"Estimated at the fp16 peak, which is optimistic")
+        warnings.append(_("{gpu} has no bf16 tensor cores: bf16 matmuls fall back to slow paths; use fp16. "
+                          "Estimated at the fp16 peak, which is optimistic").format(gpu=hw.name))
     return precision, peak
 
 
 HF_EXPERTS_ASSUMPTION: dict[str, str] = {
-    "modulelist": "Hugging Face MoE experts timed as transformers < 5 runs them (--experts-impl modulelist, the "
-                  "default: one nn.Linear per expert in a Python loop, a host sync per expert; every published HF-MoE "
-                  "run in benchmarks/data/throughput.yaml used it); transformers >= 5 defaults to grouped_mm: pass "
-                  "--experts-impl grouped_mm (ms-swift: --experts_impl grouped_mm)",
-    "eager": "Hugging Face MoE experts timed as transformers >= 5 runs them eagerly (--experts-impl eager): a Python "
-             "loop over stacked expert weights whose backward writes a full-size gradient per visited expert",
-    "grouped_mm": "Hugging Face MoE experts timed as transformers >= 5's grouped_mm (--experts-impl grouped_mm): one "
-                  "torch._grouped_mm per projection, no per-expert loop; no published HF run with it is in the "
-                  "calibration set (ms-swift's docs: its DeepSpeed MoE figures are transformers < 5 runs)",
+    "modulelist": N_("Hugging Face MoE experts timed as transformers < 5 runs them (--experts-impl modulelist, the "
+                     "default: one nn.Linear per expert in a Python loop, a host sync per expert; every published "
+                     "HF-MoE run in benchmarks/data/throughput.yaml used it); transformers >= 5 defaults to "
+                     "grouped_mm: pass --experts-impl grouped_mm (ms-swift: --experts_impl grouped_mm)"),
+    "eager": N_("Hugging Face MoE experts timed as transformers >= 5 runs them eagerly (--experts-impl eager): a "
+                "Python loop over stacked expert weights whose backward writes a full-size gradient per visited "
+                "expert"),
+    "grouped_mm": N_("Hugging Face MoE experts timed as transformers >= 5's grouped_mm (--experts-impl grouped_mm): "
+                     "one torch._grouped_mm per projection, no per-expert loop; no published HF run with it is in the "
+                     "calibration set (ms-swift's docs: its DeepSpeed MoE figures are transformers < 5 runs)"),
 }
-"""The assumption line for each ``Workload.experts_impl`` of Hugging Face MoE code."""
+"""The assumption line for each ``Workload.experts_impl`` of Hugging Face MoE code (message ids: shown through
+``i18n.translate``)."""
 
 
 def _engine_compute(model: ModelShape, wl: Workload, hw: Hardware, fw: str, fl: FlopsBreakdown, *, precision: str,
@@ -172,26 +176,31 @@ def _engine_compute(model: ModelShape, wl: Workload, hw: Hardware, fw: str, fl: 
         from trainfit.workload import routing_imbalance
 
         imb = routing_imbalance(wl, model)
-        assumptions.append(
-            "expert-parallel MoE timed with forced-balanced routing (--moe-routing balanced: every EP rank gets the "
-            "mean token count, as Megatron's --moe-router-force-load-balancing)" if imb == 1.0 else
-            f"expert-parallel MoE timed with the busiest EP rank at {imb:g}x the mean routed tokens (--moe-routing "
-            f"{wl.moe_routing}): its expert GEMMs, permute traffic and all-to-all set the pace"
-            + (" (natural routing; from XTuner's capacity-factor sweep, workload.NATURAL_ROUTING_IMBALANCE)"
-               if wl.moe_routing == "natural" else ""))
+        if imb == 1.0:
+            assumptions.append(_(
+                "expert-parallel MoE timed with forced-balanced routing (--moe-routing balanced: every EP rank gets "
+                "the mean token count, as Megatron's --moe-router-force-load-balancing)"))
+        else:
+            assumptions.append(_(
+                "expert-parallel MoE timed with the busiest EP rank at {imb:g}x the mean routed tokens (--moe-routing "
+                "{routing}): its expert GEMMs, permute traffic and all-to-all set the pace").format(
+                    imb=imb, routing=wl.moe_routing)
+                + (_(" (natural routing; from XTuner's capacity-factor sweep, workload.NATURAL_ROUTING_IMBALANCE)")
+                   if wl.moe_routing == "natural" else ""))
     if feat.family == "hf" and model.is_moe:
-        assumptions.append(HF_EXPERTS_ASSUMPTION[wl.experts_impl])
+        assumptions.append(i18n.translate(HF_EXPERTS_ASSUMPTION[wl.experts_impl]))
         if wl.strategy == "zero3":
             assumptions.append(
-                "DeepSpeed ZeRO-3 gathers each MoE block as one leaf module, as ms-swift >= 3.10 and LLaMA-Factory set "
-                "it (deepspeed.utils.set_z3_leaf_modules): one fetch per block and pass" if z3_leaf_moe else
-                "DeepSpeed ZeRO-3 fetches every expert linear on its own (no leaf module: ms-swift < 3.10), each an "
-                "exposed all-gather of zero3_fetch_seconds")
+                _("DeepSpeed ZeRO-3 gathers each MoE block as one leaf module, as ms-swift >= 3.10 and LLaMA-Factory "
+                  "set it (deepspeed.utils.set_z3_leaf_modules): one fetch per block and pass") if z3_leaf_moe else
+                _("DeepSpeed ZeRO-3 fetches every expert linear on its own (no leaf module: ms-swift < 3.10), each an "
+                  "exposed all-gather of zero3_fetch_seconds"))
     warnings.extend(feat.notes)
     if et.launch_bound:
-        warnings.append(f"kernel-launch bound: the CPU issues kernels for {et.launch_seconds:.3g} s per step, "
-                        f"longer than the GPU needs ({et.gemm_seconds + et.attention_seconds + et.elementwise_seconds:.3g} s)")
-    return compute_s, eff, tuple(engines.CONSTANT_SOURCES.values()), attention_s
+        warnings.append(_("kernel-launch bound: the CPU issues kernels for {launch_s:.3g} s per step, longer than the "
+                          "GPU needs ({gpu_s:.3g} s)").format(
+            launch_s=et.launch_seconds, gpu_s=et.gemm_seconds + et.attention_seconds + et.elementwise_seconds))
+    return compute_s, eff, tuple(engines.constant_sources().values()), attention_s
 
 
 def estimate_speed(model: ModelShape, workload: Workload, hardware: Hardware, *, framework: str | None = None,
@@ -217,16 +226,18 @@ def estimate_speed(model: ModelShape, workload: Workload, hardware: Hardware, *,
     wl, hw = workload, hardware
     for name, v in (("virtual_pp", virtual_pp), ("expert_tp", expert_tp)):
         if v < 1:
-            raise WorkloadError(f"{name} must be >= 1, got {v}")
+            raise WorkloadError(_("{name} must be >= 1, got {value}").format(name=name, value=v))
     fw = framework or default_framework(wl)
     if fw not in FRAMEWORKS and fw != "automodel":
-        raise WorkloadError(f"unknown framework {fw!r}", fix="use one of " + ", ".join(FRAMEWORKS + ("automodel",)))
+        raise WorkloadError(_("unknown framework {framework!r}").format(framework=fw),
+                            fix=_("use one of {values}").format(values=", ".join(FRAMEWORKS + ("automodel",))))
     warnings: list[str] = []
     assumptions: list[str] = []
 
     fl = flops_per_token(model, wl)
     if wl.gpus_per_node > hw.gpus_per_node:
-        warnings.append(f"workload uses {wl.gpus_per_node} GPUs per node but {hw.name} nodes hold {hw.gpus_per_node}")
+        warnings.append(_("workload uses {gpn} GPUs per node but {gpu} nodes hold {hw_gpn}").format(
+            gpn=wl.gpus_per_node, gpu=hw.name, hw_gpn=hw.gpus_per_node))
     tokens_per_step = wl.micro_batch * wl.seq_len * wl.grad_accum * wl.dp
 
     # ---- compute: peak, then the engine model or a fixed efficiency
@@ -242,9 +253,9 @@ def estimate_speed(model: ModelShape, workload: Workload, hardware: Hardware, *,
             moe_grouped_gemm=moe_grouped_gemm, z3_leaf_moe=z3_leaf_moe, triton_attention=triton_attention)
     else:
         if not 0 < efficiency <= 1:
-            raise WorkloadError(f"efficiency must be in (0, 1], got {efficiency}")
+            raise WorkloadError(_("efficiency must be in (0, 1], got {efficiency}").format(efficiency=efficiency))
         eff = efficiency
-        assumptions.append(f"compute efficiency {eff:.3f} given by the caller")
+        assumptions.append(_("compute efficiency {eff:.3f} given by the caller").format(eff=eff))
         compute_s = flops_per_gpu_step / (peak * 1e12 * eff)
         attention_s = compute_s * fl.forward_attention_flops / fl.forward_flops if fl.forward_flops else 0.0
 
@@ -287,18 +298,20 @@ def _assemble(model: ModelShape, wl: Workload, fl: FlopsBreakdown, fw: str, *, t
     hfu = fl.hardware_flops * tps_gpu / (peak * 1e12)
 
     assumptions += [
-        "attention FLOPs causal (2*S*nh*hd per layer forward), NVIDIA's 6*N + 6*L*nh*hd*S convention",
-        "every sequence is seq_len tokens long (packed or padded), no document masking",
-        f"ring collectives at {link_eff:.0%} of link bandwidth; DP overlap {OVERLAP[wl.strategy]:.0%} "
-        f"({wl.strategy}), hidden traffic <= compute time",
-        f"TP and PP traffic not overlapped, EP all-to-all {EP_OVERLAP:.0%}"
-        + (f", context-parallel KV ring only behind attention ({wl.cp - 1}/{wl.cp} of its time)" if wl.cp > 1 else "")
-        + (", DeepSpeed-Ulysses all-to-alls (q, k, v, output per layer and pass) not overlapped" if wl.ulysses > 1
-           else ""),
+        _("attention FLOPs causal (2*S*nh*hd per layer forward), NVIDIA's 6*N + 6*L*nh*hd*S convention"),
+        _("every sequence is seq_len tokens long (packed or padded), no document masking"),
+        _("ring collectives at {link_eff:.0%} of link bandwidth; DP overlap {overlap:.0%} ({strategy}), hidden "
+          "traffic <= compute time").format(link_eff=link_eff, overlap=OVERLAP[wl.strategy], strategy=wl.strategy),
+        (_("TP and PP traffic not overlapped, EP all-to-all {ep_overlap:.0%}, context-parallel KV ring only behind "
+           "attention ({cp_hidden}/{cp} of its time)").format(ep_overlap=EP_OVERLAP, cp_hidden=wl.cp - 1, cp=wl.cp)
+         if wl.cp > 1 else
+         _("TP and PP traffic not overlapped, EP all-to-all {ep_overlap:.0%}").format(ep_overlap=EP_OVERLAP))
+        + (_(", DeepSpeed-Ulysses all-to-alls (q, k, v, output per layer and pass) not overlapped")
+           if wl.ulysses > 1 else ""),
     ]
     if model.n_linear_attention_layers:
-        assumptions.append(f"Gated DeltaNet layers: chunked linear-attention FLOPs (chunk {GDN_CHUNK_SIZE}), "
-                           "triangular solve neglected")
+        assumptions.append(_("Gated DeltaNet layers: chunked linear-attention FLOPs (chunk {chunk}), triangular "
+                             "solve neglected").format(chunk=GDN_CHUNK_SIZE))
     return SpeedEstimate(
         tokens_per_s=tps, tokens_per_s_per_gpu=tps_gpu, tokens_per_step=tokens_per_step, step_seconds=step_s,
         mfu=mfu, hfu=hfu, efficiency=eff, peak_tflops=peak, compute_seconds=compute_s,
@@ -313,7 +326,7 @@ def _assemble(model: ModelShape, wl: Workload, fl: FlopsBreakdown, fw: str, *, t
 def training_time(speed: SpeedEstimate, tokens: float) -> TrainingTime:
     """Hours (wall clock) and GPU-hours to process ``tokens`` training tokens at ``speed``."""
     if tokens < 0:
-        raise WorkloadError(f"tokens must be >= 0, got {tokens}")
+        raise WorkloadError(_("tokens must be >= 0, got {tokens}").format(tokens=tokens))
     seconds = tokens / speed.tokens_per_s
     return TrainingTime(tokens=tokens, steps=tokens / speed.tokens_per_step, hours=seconds / 3600,
                         gpu_hours=seconds / 3600 * speed.gpus)

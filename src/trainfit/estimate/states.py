@@ -13,6 +13,8 @@ from functools import lru_cache
 from operator import attrgetter
 from typing import NamedTuple
 
+from trainfit import i18n
+from trainfit.i18n import _
 from trainfit.estimate.params import freeze_trainable_layer_ids, lora_params_of, lora_targeted
 from trainfit.estimate.runtime import megatron_core
 from trainfit.estimate.zero3 import (DS_SUB_GROUP_SIZE, gathered_weights_apply, largest_sub_group_elems,  # noqa: F401
@@ -146,8 +148,8 @@ def _storage(wl: Workload, notes: list[str]) -> _Storage:
         tp_b, g_b, s_b, master = 4.0, 4.0, 4.0, 0.0
     elif wl.precision == "fp8":
         tp_b, g_b, s_b, master = 2.0, 4.0, 4.0, 4.0  # bf16 weights, fp32 main grads, fp32 master + states
-        notes.append("fp8: bf16 weights with fp32 main grads, master and Adam states (TransformerEngine/"
-                     "Megatron style); linear inputs saved in fp8; not traced")
+        notes.append(_("fp8: bf16 weights with fp32 main grads, master and Adam states (TransformerEngine/"
+                       "Megatron style); linear inputs saved in fp8; not traced"))
     else:
         tp_b, g_b, s_b, master = 2.0, 2.0, 2.0, 0.0  # pure bf16: torch keeps states in the param dtype
     return _Storage(param=p_b, trainable_param=tp_b, grad=g_b, state=s_b, master=master)
@@ -173,10 +175,10 @@ def pure_bf16_warning(wl: Workload) -> str | None:
     second-moment increments in the Adam state); PyTorch's AdamW does no stochastic rounding or Kahan summation."""
     if precision_mode(wl) != "pure bf16" or wl.method not in ("full", "freeze"):
         return None
-    return ("pure bf16: weights and Adam states in bf16 with no fp32 master copy; updates smaller than ~0.2% of a "
-            "weight round away (bf16 keeps 8 significant bits; no stochastic rounding), which slows or stalls "
-            "fine-tuning at small learning rates. For fp32 master weights plan with --precision amp-bf16 or a ZeRO "
-            "strategy (DeepSpeed keeps an fp32 master copy), at 6-8 more bytes per trainable parameter")
+    return _("pure bf16: weights and Adam states in bf16 with no fp32 master copy; updates smaller than ~0.2% of a "
+             "weight round away (bf16 keeps 8 significant bits; no stochastic rounding), which slows or stalls "
+             "fine-tuning at small learning rates. For fp32 master weights plan with --precision amp-bf16 or a ZeRO "
+             "strategy (DeepSpeed keeps an fp32 master copy), at 6-8 more bytes per trainable parameter")
 
 
 def _opt_bytes_per_elem(o: str, peft: bool, t: ParamTensor, s_b: float, master: float) -> float:
@@ -309,20 +311,21 @@ def _strategy_buffers(m: ModelShape, wl: Workload, acc: _Sums, s: _Storage,
     step_temp = grad_temp_bwd = gathered = step_block = 0.0
     layer_max = m.max_layer_params * mp_shard(wl, any_layer_tensor(m))
     if megatron_core(wl):  # before plain DDP: Megatron's own DDP has no separate Reducer buckets
-        notes.append("Megatron-Core: gradients reduced in place in the contiguous main_grad buffer; the "
-                     "distributed optimizer steps on views of it (no reduce bucket, no fp32 gradient copy)")
+        notes.append(_("Megatron-Core: gradients reduced in place in the contiguous main_grad buffer; the "
+                       "distributed optimizer steps on views of it (no reduce bucket, no fp32 gradient copy)"))
     elif wl.strategy == "ddp":
         if wl.dp > 1:
             grad_temp_bwd = acc.grads  # DDP Reducer: flat buckets covering every gradient
-            notes.append("DDP keeps gradient buckets the size of all gradients (gradient_as_bucket_view=False)")
+            notes.append(_("DDP keeps gradient buckets the size of all gradients (gradient_as_bucket_view=False)"))
     elif zero:
         if wl.strategy == "zero3":
             grad_temp_bwd = min(wl.ds_bucket_elems, acc.trainable_rank) * s.grad
         else:
             grad_temp_bwd = ds_comm_buffer_bytes(wl, acc.trainable_rank)
             if wl.ds_overlap_comm:
-                notes.append(f"DeepSpeed overlap_comm: {DS_OVERLAP_COMM_FACTOR}x the reduce + allgather buckets "
-                             f"({wl.ds_bucket_elems:.0e} elements) as communication buffers")
+                notes.append(_("DeepSpeed overlap_comm: {factor}x the reduce + allgather buckets ({elems:.0e} "
+                               "elements) as communication buffers").format(factor=DS_OVERLAP_COMM_FACTOR,
+                                                                            elems=wl.ds_bucket_elems))
         # fp32 copy of this rank's gradient partition for the step: ZeRO-1/2 convert the whole partition,
         # ZeRO-3 one optimizer sub-group at a time, flattened in 16 bits and cast (estimate/zero3.py)
         step_temp = 4.0 * acc.trainable_sharded
@@ -334,7 +337,7 @@ def _strategy_buffers(m: ModelShape, wl: Workload, acc: _Sums, s: _Storage,
                 gathered = 2 * layer_max * 2.0 + DS_PREFETCH_BUCKET * 2.0
                 gathered = max(gathered, m.vocab_size * m.hidden_size * 2.0 / wl.tp * 2)
             else:
-                notes.append("ZeRO-3 on one rank: parameters are views of their own partitions, nothing gathered")
+                notes.append(_("ZeRO-3 on one rank: parameters are views of their own partitions, nothing gathered"))
     elif wl.strategy == "fsdp":
         cb = 2.0  # bf16 compute params (pure bf16, or MixedPrecisionPolicy(param_dtype=bf16) under AMP)
         # current layer + the next one prefetched, and the root group (embedding, head, final norm)
@@ -347,7 +350,7 @@ def _strategy_buffers(m: ModelShape, wl: Workload, acc: _Sums, s: _Storage,
         grad_temp_bwd = 2 * layer_max * s.grad
         if wl.method != "full":
             grad_temp_bwd = 2 * max(acc.grad_by_ids.values(), default=0.0) * wl.dp * wl.seq_shards
-        notes.append("FSDP2: each decoder layer and the root wrapped with fully_shard; one layer prefetched")
+        notes.append(_("FSDP2: each decoder layer and the root wrapped with fully_shard; one layer prefetched"))
     # optimizer-step temporaries of the optimizer itself
     if wl.optimizer == "adamw-foreach" and not zero:
         step_temp += acc.trainable_sharded * s.state  # _foreach_sqrt(exp_avg_sq)
@@ -374,8 +377,9 @@ def _offload(wl: Workload, acc: _Sums, step_temp: float, notes: list[str]) -> tu
             # Megatron-Core --optimizer-cpu-offload (HybridDeviceOptimizer): the DDP wrapper's contiguous fp32
             # main_grad buffer stays on the GPU; the optimizer copies its shard to pinned host memory
             # (megatron/core/optimizer/cpu_offloading/hybrid_optimizer.py)
-            notes.append("Megatron optimizer CPU offload: the fp32 main_grad buffer stays on the GPU")
-        notes.append(f"offload={wl.offload}: optimizer states (and fp32 master) in host RAM, step on the CPU")
+            notes.append(_("Megatron optimizer CPU offload: the fp32 main_grad buffer stays on the GPU"))
+        notes.append(_("offload={offload}: optimizer states (and fp32 master) in host RAM, step on the CPU").format(
+            offload=wl.offload))
     if wl.offload == "all":
         offload_host += acc.weights
         acc.weights = 0.0
@@ -390,7 +394,7 @@ def state_bytes(m: ModelShape, wl: Workload) -> ModelStates:
     step_temp, grad_temp_bwd, gathered, step_block = _strategy_buffers(m, wl, acc, s, notes)
     offload_host, step_temp = _offload(wl, acc, step_temp, notes)
     if wl.optimizer == "paged-adamw-8bit":
-        notes.append("paged-adamw-8bit: states counted on the GPU; bitsandbytes can page them to host RAM")
+        notes.append(_("paged-adamw-8bit: states counted on the GPU; bitsandbytes can page them to host RAM"))
     return ModelStates(weights=acc.weights, gradients=acc.grads, optimizer=acc.opt, step_temp=step_temp,
                        grad_temp_bwd=grad_temp_bwd, weights_gathered=gathered, offloaded_host=offload_host,
                        grad_by_ids=tuple((frozenset(k), v) for k, v in acc.grad_by_ids.items()),
@@ -410,8 +414,9 @@ _states_key = attrgetter(*_STATE_FIELDS)
 
 
 @lru_cache(maxsize=4096)
-def cached_states_t(m: ModelShape, key: tuple) -> ModelStates:
-    """:func:`state_bytes` cached on the fields that decide it (``key`` from :func:`cached_states`)."""
+def cached_states_t(m: ModelShape, key: tuple, lang: str = "en") -> ModelStates:
+    """:func:`state_bytes` cached on the fields that decide it (``key`` from :func:`cached_states`) and the language
+    of its notes (``i18n.current()``)."""
     kw = dict(zip(_STATE_FIELDS, key))
     # gpus_per_node does not change model states; any value that makes a valid Workload will do
     kw["gpus_per_node"] = kw["gpus"]
@@ -420,7 +425,7 @@ def cached_states_t(m: ModelShape, key: tuple) -> ModelStates:
 
 def cached_states(m: ModelShape, wl: Workload) -> ModelStates:
     """Model states of ``wl`` on ``m`` (cached)."""
-    return cached_states_t(m, _states_key(wl))
+    return cached_states_t(m, _states_key(wl), i18n.current())
 
 
 def model_state_gib(model: ModelShape, workload: Workload) -> dict[str, float]:

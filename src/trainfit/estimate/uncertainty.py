@@ -27,6 +27,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from trainfit import i18n
+from trainfit.i18n import N_, _
+
 DATA = Path(__file__).resolve().parent / "data" / "intervals.json"
 
 #: Sequence-length bands (tokens per sample): upper bounds, inclusive.
@@ -112,6 +115,10 @@ class Interval:
                    note=str(d.get("note") or ""))
 
 
+#: The quantity an interval is about, as its notes name it (message ids).
+_WHAT = {"speed": N_("speed"), "memory": N_("memory")}
+
+
 @lru_cache(maxsize=1)
 def load_data() -> dict:
     """The interval data file (read once)."""
@@ -127,6 +134,7 @@ def interval_from_groups(regime: dict[str, str], groups: dict[str, dict], domain
     (outside): the factors ``benchmarks/intervals.py`` sets so that leave-one-source-out coverage of the
     calibration runs reaches 80 % (a group's spread within a few sources understates the spread between
     sources)."""
+    what_label = i18n.translate(_WHAT.get(what, what))
     chosen = None
     for level in (lv for lv in LEVELS if all(k in regime for k in lv)):
         g = groups.get(group_key(regime, level))
@@ -135,49 +143,57 @@ def interval_from_groups(regime: dict[str, str], groups: dict[str, dict], domain
             break
     if chosen is None:  # not even the pooled group: no data at all
         return Interval(p10=0.5, p50=1.0, p90=2.0, group="none", rows=0, sources=0, out_of_domain=True,
-                        note=f"no calibration data for {what} intervals: 0.5x-2x stated, not measured")
+                        note=_("no calibration data for {what} intervals: 0.5x-2x stated, not measured").format(
+                            what=what_label))
     key, g = chosen
     missing = []
     if domain is not None:
         fam = regime.get("family", "")
         if fam not in domain.get("family", []):
-            missing.append(f"engine family {fam}")
+            missing.append(_("engine family {family}").format(family=fam))
         else:
             for f in ("arch", "par", "seq", "gbs"):
                 if regime[f] not in domain.get(f"{fam}|{f}", []):
                     missing.append(regime[f])
             if not groups.get(group_key(regime, LEVELS[1])):
-                missing.append(f"{regime['arch']} {regime['par']} together")
+                missing.append(_("{arch} {par} together").format(arch=regime["arch"], par=regime["par"]))
     p10, p50, p90 = g["p10"], g["p50"], g["p90"]
     k = widen_out if missing else widen
     lo, hi = math.log(p10 / p50), math.log(p90 / p50)
     p10, p90 = p50 * math.exp(k * lo), p50 * math.exp(k * hi)
-    note = f"{what} interval from {g['rows']} runs of {g['sources']} sources ({key})"
+    note = _("{what} interval from {rows} runs of {sources} sources ({key})").format(
+        what=what_label, rows=g["rows"], sources=g["sources"], key=key)
     if missing:
-        note = (f"outside the calibration domain (no published {regime.get('family')} run with "
-                f"{', '.join(dict.fromkeys(missing))}): {what} interval widened {k:.2g}x from "
-                f"{g['rows']} runs ({key})")
+        note = _("outside the calibration domain (no published {family} run with {missing}): {what} interval widened "
+                 "{k:.2g}x from {rows} runs ({key})").format(
+            family=regime.get("family"), missing=", ".join(dict.fromkeys(missing)), what=what_label, k=k,
+            rows=g["rows"], key=key)
     return Interval(p10=p10, p50=p50, p90=p90, group=key, rows=g["rows"], sources=g["sources"],
                     out_of_domain=bool(missing), note=note)
 
 
 def speed_interval(model: Any, workload: Any, framework: str | None) -> Interval:
     """The interval of measured / predicted tokens/s for a workload under an engine (``--framework``)."""
-    return _speed_interval_of(tuple(speed_regime(model, workload, framework).items()))
+    return _speed_interval_of(tuple(speed_regime(model, workload, framework).items()), i18n.current())
 
 
 @lru_cache(maxsize=1024)
-def _speed_interval_of(regime: tuple[tuple[str, str], ...]) -> Interval:
+def _speed_interval_of(regime: tuple[tuple[str, str], ...], lang: str = "en") -> Interval:
+    # ``lang``: the interval's note is written in the current language (i18n.current()), so it is part of the key
     d = load_data()["speed"]
     return interval_from_groups(dict(regime), d["groups"], d["domain"],
                                 min_rows=d["min_rows"], min_sources=d["min_sources"], widen=d.get("widen", 1.0),
                                 widen_out=d.get("widen_out_of_domain", OUT_OF_DOMAIN_WIDENING))
 
 
-@lru_cache(maxsize=1)
 def memory_interval() -> Interval:
     """The interval of measured / predicted ``reserved_gib`` (one pooled group: the fit corpus's stated-memory
-    reports come from too few sources to split by regime)."""
+    reports come from too few sources to split by regime); its note in the current language."""
+    return _memory_interval_of(i18n.current())
+
+
+@lru_cache(maxsize=4)
+def _memory_interval_of(lang: str) -> Interval:
     d = load_data()["memory"]
     return interval_from_groups({}, d["groups"], None, min_rows=d["min_rows"], min_sources=1, what="memory",
                                 widen=d.get("widen", 1.0))
@@ -231,8 +247,11 @@ def rl_speed_interval(model: Any, workload: Any) -> dict | None:
     k = OUT_OF_DOMAIN_WIDENING
     return Interval(p10=iv.p50 * math.exp(k * lo), p50=iv.p50, p90=iv.p50 * math.exp(k * hi), group=iv.group,
                     rows=iv.rows, sources=iv.sources, out_of_domain=True,
-                    note=(f"outside the calibration domain (no published RL run): the policy update's interval "
-                          f"({iv.group}) widened {k:g}x, an assumption")).to_dict()
+                    note=_("outside the calibration domain (no published RL run): the policy update's interval "
+                           "({group}) widened {k:g}x, an assumption").format(group=iv.group, k=k)).to_dict()
+
+
+memory_interval.cache_clear = _memory_interval_of.cache_clear  # type: ignore[attr-defined]
 
 
 def format_probability(p: float) -> str:

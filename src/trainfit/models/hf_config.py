@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from trainfit.errors import ModelConfigError
+from trainfit.i18n import _
 from trainfit.models.shapes import ModelShape
 
 SUPPORTED_MODEL_TYPES = ("qwen3", "qwen3_moe", "qwen3_next", "qwen2", "qwen2_moe", "llama", "mistral")
@@ -24,7 +25,8 @@ SUPPORTED_MODEL_TYPES = ("qwen3", "qwen3_moe", "qwen3_next", "qwen2", "qwen2_moe
 
 def _req(cfg: Mapping[str, Any], key: str, name: str) -> Any:
     if key not in cfg or cfg[key] is None:
-        raise ModelConfigError(f"{name}: config has no '{key}'", fix="pass a complete Hugging Face config.json")
+        raise ModelConfigError(_("{name}: config has no '{key}'").format(name=name, key=key),
+                               fix=_("pass a complete Hugging Face config.json"))
     return cfg[key]
 
 
@@ -55,14 +57,16 @@ def _num(cfg: Mapping[str, Any], key: str, name: str, *, required: bool = False,
     try:
         return inputs.as_int(key, raw, lo=flo if lo is None else lo, hi=fhi if hi is None else hi)
     except InputError as e:
-        raise ModelConfigError(f"{name}: config field {e.message}", fix="pass a real Hugging Face config.json") from None
+        raise ModelConfigError(_("{name}: config field {detail}").format(name=name, detail=e.message),
+                               fix=_("pass a real Hugging Face config.json")) from None
 
 
 def _moe_layers(cfg: Mapping[str, Any], n_layers: int, name: str) -> tuple[int, ...]:
     step = _num(cfg, "decoder_sparse_step", name, default=1, lo=1, hi=1000)
     only_raw = cfg.get("mlp_only_layers") or []
     if not isinstance(only_raw, list) or len(only_raw) > n_layers:
-        raise ModelConfigError(f"{name}: mlp_only_layers must be a list of at most {n_layers} layer indices")
+        raise ModelConfigError(_("{name}: mlp_only_layers must be a list of at most {n_layers} layer indices").format(
+            name=name, n_layers=n_layers))
     only = {_num({"mlp_only_layers": x}, "mlp_only_layers", name, required=True, lo=0, hi=n_layers) for x in only_raw}
     return tuple(i for i in range(n_layers) if i not in only and (i + 1) % step == 0)
 
@@ -72,21 +76,22 @@ def _flag(cfg: Mapping[str, Any], key: str, name: str) -> bool:
     if v is None:
         return False
     if not isinstance(v, bool):
-        raise ModelConfigError(f"{name}: config field {key} must be true or false, not {str(v)[:40]!r}",
-                               fix="pass a real Hugging Face config.json")
+        raise ModelConfigError(_("{name}: config field {key} must be true or false, not {value!r}").format(
+                                   name=name, key=key, value=str(v)[:40]),
+                               fix=_("pass a real Hugging Face config.json"))
     return v
 
 
 def from_hf_config(cfg: Mapping[str, Any], *, name: str | None = None, source: str = "") -> ModelShape:
     """Turn a config dict into a :class:`ModelShape` (raises :class:`ModelConfigError`)."""
     if not isinstance(cfg, Mapping):
-        raise ModelConfigError("config.json must hold a JSON object")
+        raise ModelConfigError(_("config.json must hold a JSON object"))
     mt = cfg.get("model_type")
     name = _display_name(name or cfg.get("_name_or_path") or (mt if isinstance(mt, str) else None) or "custom")
     if mt not in SUPPORTED_MODEL_TYPES:
         raise ModelConfigError(
-            f"{name}: model_type {str(mt)[:60]!r} is not supported",
-            fix="supported: " + ", ".join(SUPPORTED_MODEL_TYPES),
+            _("{name}: model_type {model_type!r} is not supported").format(name=name, model_type=str(mt)[:60]),
+            fix=_("supported: {types}").format(types=", ".join(SUPPORTED_MODEL_TYPES)),
         )
     try:
         h = _num(cfg, "hidden_size", name, required=True)
@@ -124,7 +129,8 @@ def from_hf_config(cfg: Mapping[str, Any], *, name: str | None = None, source: s
         if mt == "qwen3_next":
             lt = cfg.get("layer_types")
             if lt and (not isinstance(lt, list) or len(lt) != L or not all(isinstance(t, str) for t in lt)):
-                raise ModelConfigError(f"{name}: layer_types must be a list of {L} strings (one per layer)")
+                raise ModelConfigError(_("{name}: layer_types must be a list of {n} strings (one per layer)").format(
+                    name=name, n=L))
             if not lt:
                 interval = _num(cfg, "full_attention_interval", name, default=4, lo=1, hi=1000)
                 lt = ["full_attention" if (i + 1) % interval == 0 else "linear_attention" for i in range(L)]
@@ -138,7 +144,7 @@ def from_hf_config(cfg: Mapping[str, Any], *, name: str | None = None, source: s
                 attn_output_gate=True,
             )
     except (TypeError, ValueError) as e:
-        raise ModelConfigError(f"{name}: a config field has the wrong type ({e})") from None
+        raise ModelConfigError(_("{name}: a config field has the wrong type ({error})").format(name=name, error=e)) from None
     return ModelShape(**kw)
 
 
@@ -166,15 +172,15 @@ def load_config_path(path: str | Path) -> ModelShape:
             p = p / "config.json"
     except (OSError, ValueError):
         pass
-    fix = "pass a config.json or a folder that has one"
+    fix = _("pass a config.json or a folder that has one")
     try:
         exists = p.exists()
     except (OSError, ValueError):
         exists = False
     if not exists:
-        raise ModelConfigError(f"no config file at {str(path)[:200]}", fix=fix)
-    text = read_text_file(p, max_bytes=MAX_CONFIG_BYTES, what="config file", error=ModelConfigError, fix=fix)
-    cfg = loads_json(text, what=f"config file {str(p)[:120]}", error=ModelConfigError)
+        raise ModelConfigError(_("no config file at {path}").format(path=str(path)[:200]), fix=fix)
+    text = read_text_file(p, max_bytes=MAX_CONFIG_BYTES, what=_("config file"), error=ModelConfigError, fix=fix)
+    cfg = loads_json(text, what=_("config file {path}").format(path=str(p)[:120]), error=ModelConfigError)
     name = p.parent.name if p.name == "config.json" and p.parent.name else p.stem
     # Multimodal wrappers keep the language model under text_config.
     if isinstance(cfg, dict) and "text_config" in cfg and cfg.get("model_type") not in SUPPORTED_MODEL_TYPES:

@@ -12,6 +12,7 @@ from functools import lru_cache
 from importlib import resources
 
 from trainfit.errors import UnknownModelError, did_you_mean
+from trainfit.i18n import _
 from trainfit.models.hf_config import from_hf_config
 from trainfit.models.shapes import ModelShape
 
@@ -64,10 +65,11 @@ def resolve_name(name: str) -> str:
     key = by_lower.get(short.lower()) or _ALIASES.get(short.lower())
     if key is None:
         sugg = did_you_mean(short, list(_raw()))
+        lists = _("`trainfit models` lists the registry; --config PATH reads any config.json")
         raise UnknownModelError(
-            f"unknown model '{name}'",
-            fix=("did you mean " + " or ".join(sugg) + "? " if sugg else "")
-            + "`trainfit models` lists the registry; --config PATH reads any config.json",
+            _("unknown model '{name}'").format(name=name),
+            fix=(_("did you mean {names}? {lists}").format(names=_(" or ").join(sugg), lists=lists) if sugg
+                 else lists),
         )
     return key
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from trainfit.errors import ModelConfigError
+from trainfit.i18n import _
 
 Arch = Literal["dense", "moe", "next"]
 
@@ -152,41 +153,46 @@ class ModelShape:
         for fname in ("hidden_size", "num_layers", "num_heads", "num_kv_heads", "head_dim", "vocab_size"):
             v = getattr(self, fname)
             if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
-                raise ModelConfigError(f"{self.name}: {fname} must be a positive integer, got {v!r}")
+                raise ModelConfigError(_("{name}: {field} must be a positive integer, got {value!r}").format(
+                    name=self.name, field=fname, value=v))
         for fname, (lo, hi) in SHAPE_LIMITS.items():
             v = getattr(self, fname)
             if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:
-                raise ModelConfigError(f"{str(self.name)[:80]!r}: {fname} must be an integer in [{lo}, {hi:,}], "
-                                       f"got {str(v)[:40]}", fix="pass a real Hugging Face config.json")
+                raise ModelConfigError(_("{name!r}: {field} must be an integer in [{lo}, {hi:,}], got {value}").format(
+                                           name=str(self.name)[:80], field=fname, lo=lo, hi=hi, value=str(v)[:40]),
+                                       fix=_("pass a real Hugging Face config.json"))
         for fname in ("moe_layers", "layer_types"):
             if len(getattr(self, fname)) > SHAPE_LIMITS["num_layers"][1]:
-                raise ModelConfigError(f"{fname} has more entries than any supported model")
+                raise ModelConfigError(_("{field} has more entries than any supported model").format(field=fname))
         if any(isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < self.num_layers for i in self.moe_layers):
-            raise ModelConfigError(f"{str(self.name)[:80]!r}: moe_layers must be layer indices in [0, {self.num_layers})")
+            raise ModelConfigError(_("{name!r}: moe_layers must be layer indices in [0, {n})").format(
+                name=str(self.name)[:80], n=self.num_layers))
         if any(t not in ("full_attention", "linear_attention") for t in self.layer_types):
-            raise ModelConfigError(f"{str(self.name)[:80]!r}: layer_types entries must be full_attention or "
-                                   "linear_attention")
+            raise ModelConfigError(_("{name!r}: layer_types entries must be full_attention or linear_attention").format(
+                name=str(self.name)[:80]))
         if self.num_heads % self.num_kv_heads:
             raise ModelConfigError(
-                f"{self.name}: num_attention_heads ({self.num_heads}) is not a multiple of "
-                f"num_key_value_heads ({self.num_kv_heads})"
+                _("{name}: num_attention_heads ({heads}) is not a multiple of num_key_value_heads ({kv_heads})").format(
+                    name=self.name, heads=self.num_heads, kv_heads=self.num_kv_heads)
             )
         if self.num_experts:
             if not 0 < self.experts_per_token <= self.num_experts:
-                raise ModelConfigError(f"{self.name}: num_experts_per_tok must be in 1..{self.num_experts}")
+                raise ModelConfigError(_("{name}: num_experts_per_tok must be in 1..{n}").format(
+                    name=self.name, n=self.num_experts))
             if self.moe_intermediate_size <= 0:
-                raise ModelConfigError(f"{self.name}: moe_intermediate_size must be positive")
+                raise ModelConfigError(_("{name}: moe_intermediate_size must be positive").format(name=self.name))
         elif self.intermediate_size <= 0:
-            raise ModelConfigError(f"{self.name}: intermediate_size must be positive")
+            raise ModelConfigError(_("{name}: intermediate_size must be positive").format(name=self.name))
         if self.layer_types and len(self.layer_types) != self.num_layers:
             raise ModelConfigError(
-                f"{self.name}: layer_types has {len(self.layer_types)} entries for {self.num_layers} layers"
+                _("{name}: layer_types has {n} entries for {layers} layers").format(
+                    name=self.name, n=len(self.layer_types), layers=self.num_layers)
             )
         if "linear_attention" in self.layer_types and min(
             self.linear_num_key_heads, self.linear_num_value_heads, self.linear_key_head_dim,
             self.linear_value_head_dim, self.linear_conv_kernel_dim,
         ) <= 0:
-            raise ModelConfigError(f"{self.name}: linear attention layers need the linear_* fields")
+            raise ModelConfigError(_("{name}: linear attention layers need the linear_* fields").format(name=self.name))
         object.__setattr__(self, "_moe_set", frozenset(self.moe_layers) if self.num_experts else frozenset())
         object.__setattr__(self, "_tensors", tuple(self._build_tensors()))
         kinds: dict[tuple[str, bool], tuple[ParamTensor, ...]] = {}
@@ -384,13 +390,13 @@ def model_from_dict(d: dict) -> ModelShape:
     from dataclasses import fields as _fields
 
     if not isinstance(d, dict):
-        raise ModelConfigError("a model must be an object of ModelShape fields")
+        raise ModelConfigError(_("a model must be an object of ModelShape fields"))
     names = {f.name for f in _fields(ModelShape) if not f.name.startswith("_")}
     unknown = set(d) - names
     if unknown:
-        raise ModelConfigError(f"unknown model field(s) {sorted(unknown)[:5]}")
+        raise ModelConfigError(_("unknown model field(s) {fields}").format(fields=sorted(unknown)[:5]))
     kw = {k: (tuple(v) if isinstance(v, list) else v) for k, v in d.items()}
     try:
         return ModelShape(**kw)
     except TypeError as e:
-        raise ModelConfigError(f"the model fields do not make a model: {e}") from None
+        raise ModelConfigError(_("the model fields do not make a model: {error}").format(error=e)) from None

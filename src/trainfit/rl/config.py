@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
 from trainfit.errors import WorkloadError
+from trainfit.i18n import _
 
 Algo = Literal["grpo", "ppo", "dpo"]
 Engine = Literal["vllm", "sglang"]
@@ -183,27 +184,30 @@ class RLConfig:
     def __post_init__(self) -> None:
         for name, allowed in (("algo", ALGOS), ("rollout_engine", ENGINES)):
             if getattr(self, name) not in allowed:
-                raise WorkloadError(f"--{name.replace('_', '-')} must be one of {', '.join(allowed)}; "
-                                    f"got {getattr(self, name)!r}")
+                raise WorkloadError(_("{name} must be one of {allowed}; got {value!r}").format(
+                    name="--" + name.replace("_", "-"), allowed=", ".join(allowed), value=getattr(self, name)))
         if self.rl_framework is not None and self.rl_framework not in FRAMEWORKS:
-            raise WorkloadError(f"--rl-framework must be one of {', '.join(FRAMEWORKS)}; got {self.rl_framework!r}")
+            raise WorkloadError(_("{name} must be one of {allowed}; got {value!r}").format(
+                name="--rl-framework", allowed=", ".join(FRAMEWORKS), value=self.rl_framework))
         for name in ("rollout_tp", "prompt_len", "response_len", "num_generations", "rollout_batch",
                      "max_num_batched_tokens", "max_num_seqs", "sync_bucket_mb"):
             v = getattr(self, name)
             if type(v) is not int or v < 1:
-                raise WorkloadError(f"--{name.replace('_', '-')} must be an integer >= 1; got {v!r}")
+                raise WorkloadError(_("{name} must be an integer >= {low}; got {value!r}").format(
+                    name="--" + name.replace("_", "-"), low=1, value=v))
         if not isinstance(self.rollout_util, (int, float)) or not 0.0 < float(self.rollout_util) <= 1.0:
-            raise WorkloadError(f"--rollout-util must be in (0, 1]; got {self.rollout_util!r}",
-                                fix="vLLM gpu_memory_utilization / SGLang mem_fraction_static, e.g. 0.5")
+            raise WorkloadError(_("--rollout-util must be in (0, 1]; got {value!r}").format(value=self.rollout_util),
+                                fix=_("vLLM gpu_memory_utilization / SGLang mem_fraction_static, e.g. 0.5"))
         if self.algo == "grpo" and self.num_generations < 2:
             raise WorkloadError(
-                f"GRPO needs at least 2 generations per prompt (group-relative advantage); got {self.num_generations}",
-                fix="pass --num-generations 8 (verl's rollout.n and OpenRLHF's n_samples_per_prompt default to 1)")
+                _("GRPO needs at least 2 generations per prompt (group-relative advantage); got {n}").format(
+                    n=self.num_generations),
+                fix=_("pass --num-generations 8 (verl's rollout.n and OpenRLHF's n_samples_per_prompt default to 1)"))
         if self.critic and self.algo != "ppo":
-            raise WorkloadError(f"--critic is a PPO option; --rl {self.algo} has no value model",
-                                fix="drop --critic or use --rl ppo")
+            raise WorkloadError(_("--critic is a PPO option; --rl {algo} has no value model").format(algo=self.algo),
+                                fix=_("drop --critic or use --rl ppo"))
         if self.prompt_len + self.response_len > 4_194_304:
-            raise WorkloadError("prompt + response length is beyond any supported context", fix="use <= 4M tokens")
+            raise WorkloadError(_("prompt + response length is beyond any supported context"), fix=_("use <= 4M tokens"))
 
     # ------------------------------------------------------------------ derived
     @property
@@ -239,7 +243,8 @@ class RLConfig:
         kw: dict[str, Any] = {}
         if framework is not None:
             if framework not in FRAMEWORK_DEFAULTS:
-                raise WorkloadError(f"--rl-framework must be one of {', '.join(FRAMEWORKS)}; got {framework!r}")
+                raise WorkloadError(_("{name} must be one of {allowed}; got {value!r}").format(
+                    name="--rl-framework", allowed=", ".join(FRAMEWORKS), value=framework))
             fd = FRAMEWORK_DEFAULTS[framework]
             for name in ("rollout_util", "rollout_tp", "num_generations", "prompt_len", "response_len", "colocate",
                          "engine_sleep", "trainer_offload", "ref", "ref_offload", "max_num_seqs"):

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainfit.errors import WorkloadError
+from trainfit.i18n import _
 from trainfit.rl.config import RLConfig
 from trainfit.workload import Workload
 
@@ -64,13 +65,15 @@ def _tokens(text: str) -> list[str]:
 def write_verl(model_name: str, rl: RLConfig, wl: Workload) -> str:
     """A verl ``main_ppo`` command line (FSDP backend, colocated hybrid engine) for ``rl`` and ``wl``."""
     if rl.algo == "dpo":
-        raise WorkloadError("verl has no offline DPO trainer", fix="render DPO for ms-swift (--rl-framework ms-swift)")
+        raise WorkloadError(_("verl has no offline DPO trainer"),
+                            fix=_("render DPO for ms-swift (--rl-framework ms-swift)"))
     if not rl.colocate:
-        raise WorkloadError("the verl writer emits the colocated hybrid engine only",
-                            fix="use --colocate, or ms-swift with --no-colocate (vllm_mode server)")
+        raise WorkloadError(_("the verl writer emits the colocated hybrid engine only"),
+                            fix=_("use --colocate, or ms-swift with --no-colocate (vllm_mode server)"))
     if wl.strategy != "fsdp":
-        raise WorkloadError(f"verl's FSDP backend shards with FSDP; --strategy {wl.strategy} does not map",
-                            fix="use --strategy fsdp for verl")
+        raise WorkloadError(_("verl's FSDP backend shards with FSDP; --strategy {strategy} does not map").format(
+                                strategy=wl.strategy),
+                            fix=_("use --strategy fsdp for verl"))
     nodes = wl.nodes
     kv: list[tuple[str, Any]] = [
         ("algorithm.adv_estimator", "gae" if rl.algo == "ppo" else "grpo"),
@@ -121,7 +124,7 @@ def parse_verl(text: str) -> ParsedRL:
     """Read a verl ``main_ppo`` command back (keys verl documents; missing keys take verl's defaults)."""
     toks = _tokens(text)
     if "verl.trainer.main_ppo" not in toks:
-        raise WorkloadError("not a verl command (no `-m verl.trainer.main_ppo`)")
+        raise WorkloadError(_("not a verl command (no `-m verl.trainer.main_ppo`)"))
     kv: dict[str, str] = {}
     for t in toks:
         if "=" in t and not t.startswith("-"):
@@ -183,8 +186,9 @@ _SWIFT_DS = {("zero2", "none"): "zero2", ("zero3", "none"): "zero3", ("zero2", "
 def write_swift(model_name: str, rl: RLConfig, wl: Workload) -> str:
     """An ms-swift ``swift rlhf`` command (GRPO/PPO with vLLM, or DPO) for ``rl`` and ``wl``."""
     if wl.strategy not in ("ddp", "zero2", "zero3"):
-        raise WorkloadError(f"ms-swift rlhf runs DDP or DeepSpeed; --strategy {wl.strategy} does not map",
-                            fix="use --strategy zero2 or zero3")
+        raise WorkloadError(_("ms-swift rlhf runs DDP or DeepSpeed; --strategy {strategy} does not map").format(
+                                strategy=wl.strategy),
+                            fix=_("use --strategy zero2 or zero3"))
     args: list[tuple[str, Any]] = [("rlhf_type", rl.algo), ("model", _hf_id(model_name)),
                                    # ms-swift 4.x: tuner_type (train_type before 4.0); QLoRA = LoRA on 4-bit bnb weights
                                    ("tuner_type", "full" if wl.method == "full" else "lora"),
@@ -197,7 +201,8 @@ def write_swift(model_name: str, rl: RLConfig, wl: Workload) -> str:
     if wl.strategy != "ddp":
         ds = _SWIFT_DS.get((wl.strategy, wl.offload))
         if ds is None:
-            raise WorkloadError(f"no ms-swift DeepSpeed preset for {wl.strategy} with offload={wl.offload}")
+            raise WorkloadError(_("no ms-swift DeepSpeed preset for {strategy} with offload={offload}").format(
+                strategy=wl.strategy, offload=wl.offload))
         args.append(("deepspeed", ds))
     args += [("per_device_train_batch_size", wl.micro_batch), ("gradient_accumulation_steps", wl.grad_accum),
              ("gradient_checkpointing", str(wl.grad_ckpt).lower()), ("max_length", rl.seq_len if rl.algo == "dpo" else rl.prompt_len)]
@@ -228,7 +233,7 @@ def parse_swift(text: str) -> ParsedRL:
     """Read an ms-swift ``swift rlhf`` command back (missing options take ms-swift's documented defaults)."""
     toks = _tokens(text)
     if "rlhf" not in toks or not any(t.endswith("swift") for t in toks):
-        raise WorkloadError("not an ms-swift command (no `swift rlhf`)")
+        raise WorkloadError(_("not an ms-swift command (no `swift rlhf`)"))
     env: dict[str, str] = {}
     opts: dict[str, str] = {}
     i = 0
@@ -305,7 +310,7 @@ def parse_rl_launch(text: str) -> ParsedRL:
         return parse_verl(text)
     if "rlhf" in text and "swift" in text:
         return parse_swift(text)
-    raise WorkloadError("not an RL launch command trainfit reads", fix="verl main_ppo or `swift rlhf` commands")
+    raise WorkloadError(_("not an RL launch command trainfit reads"), fix=_("verl main_ppo or `swift rlhf` commands"))
 
 
 WRITERS = {"verl": write_verl, "ms-swift": write_swift}

@@ -18,6 +18,8 @@ over all phases); :func:`lint_rl_launch` returns the findings of the rules above
 
 from __future__ import annotations
 
+from trainfit import i18n
+from trainfit.i18n import N_, _
 from trainfit.rules.types import Violation
 
 
@@ -34,6 +36,12 @@ UNFUSED_LOGITS_MIN_RESPONSE = 8192
 #: RL findings are the same records as every other check's (rule, severity, message, fix).
 Finding = Violation
 
+#: How the findings name the phases and verdicts (message ids; the keys stay the JSON codes).
+_PHASE_LABELS = {"rollout": N_("rollout phase"), "train": N_("train phase"), "sync": N_("sync phase")}
+#: ``memory-fit``'s message per verdict
+_VERDICT_MESSAGES = {"fits": N_("fits: {reasons}"), "tight": N_("tight: {reasons}"), "oom": N_("oom: {reasons}"),
+                     "unknown": N_("unknown: {reasons}")}
+
 
 def rule_util_too_high(est: RLMemoryEstimate, rl: RLConfig) -> list[Finding]:
     if not (rl.has_rollout and rl.colocate) or rl.trainer_offload:
@@ -44,11 +52,13 @@ def rule_util_too_high(est: RLMemoryEstimate, rl: RLConfig) -> list[Finding]:
         return []
     ok = max(0.0, free / est.gpu_mem_gib)
     return [Finding(rule="rl-util-too-high", severity="error",
-                    message=(f"rollout utilisation {rl.rollout_util:g} asks for {budget:.1f} GiB but the trainer's "
-                             f"residual ({est.trainer_residual_gib:.1f} GiB: weights, optimizer states, reference, "
-                             f"critic) leaves {free:.1f} GiB of {est.gpu_mem_gib:g}"),
-                    fix=f"lower the utilisation to <= {ok:.2f}, or offload the trainer during rollout "
-                        "(ms-swift --offload_model/--offload_optimizer, verl actor fsdp_config param/optimizer_offload)")]
+                    message=_("rollout utilisation {util:g} asks for {budget:.1f} GiB but the trainer's residual "
+                              "({resid:.1f} GiB: weights, optimizer states, reference, critic) leaves {free:.1f} GiB "
+                              "of {gpu:g}").format(util=rl.rollout_util, budget=budget, resid=est.trainer_residual_gib,
+                                                   free=free, gpu=est.gpu_mem_gib),
+                    fix=_("lower the utilisation to <= {ok:.2f}, or offload the trainer during rollout (ms-swift "
+                          "--offload_model/--offload_optimizer, verl actor fsdp_config "
+                          "param/optimizer_offload)").format(ok=ok))]
 
 
 def rule_colocate_no_sleep(est: RLMemoryEstimate, rl: RLConfig) -> list[Finding]:
@@ -56,20 +66,22 @@ def rule_colocate_no_sleep(est: RLMemoryEstimate, rl: RLConfig) -> list[Finding]
         return []
     sev = "error" if est.phases_gib["train"] > est.gpu_mem_gib else "warning"
     return [Finding(rule="rl-colocate-no-sleep", severity=sev,
-                    message=(f"the colocated engine keeps its {rl.rollout_util * est.gpu_mem_gib:.1f} GiB (weights + "
-                             f"KV cache) during the policy update: train phase {est.phases_gib['train']:.1f} GiB"),
-                    fix="let the engine sleep during training (ms-swift --sleep_level 1, verl "
-                        "rollout.free_cache_engine=True, OpenRLHF --vllm_enable_sleep, TRL vllm_enable_sleep_mode)")]
+                    message=_("the colocated engine keeps its {engine:.1f} GiB (weights + KV cache) during the policy "
+                              "update: train phase {train:.1f} GiB").format(engine=rl.rollout_util * est.gpu_mem_gib,
+                                                                            train=est.phases_gib["train"]),
+                    fix=_("let the engine sleep during training (ms-swift --sleep_level 1, verl "
+                          "rollout.free_cache_engine=True, OpenRLHF --vllm_enable_sleep, TRL vllm_enable_sleep_mode)"))]
 
 
 def rule_kv_pool(est: RLMemoryEstimate, rl: RLConfig) -> list[Finding]:
     if not rl.has_rollout or (est.max_concurrent_seqs or 0) >= 1:
         return []
     return [Finding(rule="rl-kv-pool", severity="error",
-                    message=(f"the engine's KV pool ({est.kv_pool_gib:.2f} GiB/GPU) holds no {rl.seq_len}-token "
-                             f"sequence ({est.kv_gib_per_seq:.2f} GiB)"),
-                    fix="raise the engine's gpu_memory_utilization or tensor-parallel size, or shorten "
-                        "the prompt/response limits")]
+                    message=_("the engine's KV pool ({pool:.2f} GiB/GPU) holds no {seq_len}-token sequence "
+                              "({seq:.2f} GiB)").format(pool=est.kv_pool_gib, seq_len=rl.seq_len,
+                                                        seq=est.kv_gib_per_seq),
+                    fix=_("raise the engine's gpu_memory_utilization or tensor-parallel size, or shorten the "
+                          "prompt/response limits"))]
 
 
 def rule_unfused_logits(est: RLMemoryEstimate, rl: RLConfig, wl: Workload) -> list[Finding]:
@@ -77,10 +89,10 @@ def rule_unfused_logits(est: RLMemoryEstimate, rl: RLConfig, wl: Workload) -> li
         return []
     logits = est.train.breakdown_gib.get("logits_loss", 0.0) if hasattr(est.train, "breakdown_gib") else 0.0
     return [Finding(rule="rl-unfused-logits", severity="warning",
-                    message=(f"{rl.response_len}-token responses with unfused log-probs: {logits:.1f} GiB of fp32 "
-                             "logits at the policy-update peak"),
-                    fix="use fused / chunked log-probs (verl actor_rollout_ref.model.use_fused_kernels=True, "
-                        "ms-swift --use_liger_kernel true; trainfit --loss fused)")]
+                    message=_("{n}-token responses with unfused log-probs: {gib:.1f} GiB of fp32 logits at the "
+                              "policy-update peak").format(n=rl.response_len, gib=logits),
+                    fix=_("use fused / chunked log-probs (verl actor_rollout_ref.model.use_fused_kernels=True, "
+                          "ms-swift --use_liger_kernel true; trainfit --loss fused)"))]
 
 
 def rule_phase_oom(est: RLMemoryEstimate) -> list[Finding]:
@@ -88,9 +100,11 @@ def rule_phase_oom(est: RLMemoryEstimate) -> list[Finding]:
     if not over:
         return []
     return [Finding(rule="rl-phase-oom", severity="error",
-                    message="; ".join(f"{p} phase needs {est.phases_gib[p]:.1f} GiB/GPU > {est.gpu_mem_gib:g}"
-                                      for p in over),
-                    fix="trainfit memory --rl ... --gpu ... shows the terms of each phase")]
+                    message=_("; ").join(
+                        _("{phase} needs {gib:.1f} GiB/GPU > {gpu:g}").format(
+                            phase=i18n.translate(_PHASE_LABELS.get(p, p)), gib=est.phases_gib[p], gpu=est.gpu_mem_gib)
+                        for p in over),
+                    fix=_("trainfit memory --rl ... --gpu ... shows the terms of each phase"))]
 
 
 def rule_verdict(est: RLMemoryEstimate) -> list[Finding]:
@@ -103,9 +117,10 @@ def rule_verdict(est: RLMemoryEstimate) -> list[Finding]:
         return []
     sev = "error" if host_oom else {"tight": "warning", "unknown": "info"}.get(est.verdict, "error")
     return [Finding(rule="memory-fit", severity=sev,
-                    message=f"{est.verdict}: " + "; ".join((est.fit or {}).get("reasons") or ()),
-                    fix="check the node's host RAM before renting" if est.verdict == "unknown" or host_oom
-                    else "leave room: a lower rollout utilisation, a smaller micro-batch or more GPUs")]
+                    message=i18n.translate(_VERDICT_MESSAGES.get(est.verdict, est.verdict + ": {reasons}")).format(
+                        reasons=_("; ").join((est.fit or {}).get("reasons") or ())),
+                    fix=_("check the node's host RAM before renting") if est.verdict == "unknown" or host_oom
+                    else _("leave room: a lower rollout utilisation, a smaller micro-batch or more GPUs"))]
 
 
 def lint_rl(model: ModelShape, wl: Workload, rl: RLConfig, gpu_mem_gib: float, *,
@@ -135,7 +150,7 @@ def size_rl_launch(text: str, gpu_mem_gib: float, *, model: str | ModelShape | N
     parsed = parse_rl_launch(text)
     if model is None:
         if not parsed.model:
-            raise WorkloadError("the command names no model", fix="set actor_rollout_ref.model.path / --model")
+            raise WorkloadError(_("the command names no model"), fix=_("set actor_rollout_ref.model.path / --model"))
         model = parsed.model
     shape = get_model(model) if isinstance(model, str) else model
     est = estimate_rl_memory(shape, parsed.workload_obj(), parsed.rl, gpu_mem_gib, strict=False,

@@ -22,6 +22,7 @@ import math
 from dataclasses import dataclass, field
 
 from trainfit.errors import RolloutMemoryError, WorkloadError
+from trainfit.i18n import _
 from trainfit.models.shapes import ModelShape
 from trainfit.rl.config import KV_BLOCK_TOKENS, RLConfig
 from trainfit.workload import Workload
@@ -235,7 +236,7 @@ def _train_phase(model: ModelShape, workload: Workload, rl: RLConfig, assumption
     wl = workload.with_(seq_len=rl.seq_len) if workload.seq_len != rl.seq_len else workload
     if rl.algo == "dpo":  # chosen and rejected are concatenated into one batch
         wl = wl._with_batch(workload.micro_batch * 2)
-        assumptions.append("DPO: chosen and rejected sequences in one micro-batch (2 x micro_batch)")
+        assumptions.append(_("DPO: chosen and rejected sequences in one micro-batch (2 x micro_batch)"))
     train = estimate_memory(model, wl)
     states = model_state_gib(model, wl)
     peft = wl.method in ("lora", "qlora")
@@ -249,16 +250,16 @@ def _train_phase(model: ModelShape, workload: Workload, rl: RLConfig, assumption
         if wl.tp > 1:
             ref_b /= wl.tp
     elif rl.ref and peft:
-        assumptions.append("reference = the frozen base with the adapters disabled: no second copy of the weights")
+        assumptions.append(_("reference = the frozen base with the adapters disabled: no second copy of the weights"))
     ref_gpu = 0.0 if rl.ref_offload else ref_b
     if rl.ref and rl.ref_offload and ref_b:
-        assumptions.append("reference weights offloaded to host RAM; loaded only for its forward pass")
+        assumptions.append(_("reference weights offloaded to host RAM; loaded only for its forward pass"))
     # critic (PPO): same shapes and method as the policy, its own weights + optimizer states resident while
     # the actor updates (value head ignored)
     critic_b = trainer_states if rl.has_critic else 0.0
     if rl.has_critic:
-        assumptions.append("critic: initialised from the policy (same shapes, method and sharding); its weights "
-                           "and optimizer states stay on the GPU while the actor updates, and vice versa")
+        assumptions.append(_("critic: initialised from the policy (same shapes, method and sharding); its weights "
+                             "and optimizer states stay on the GPU while the actor updates, and vice versa"))
     return _Trainer(wl=wl, train=train, states_gib=states, states_b=trainer_states, ref_b=ref_b, ref_gpu_b=ref_gpu,
                     critic_b=critic_b)
 
@@ -281,24 +282,27 @@ def _rollout_phase(model: ModelShape, rl: RLConfig, gpu_mem_gib: float, *, stric
         if max_seqs < 1:
             need = (eng_w + eng_ov + seq_b) / mem
             shortfall = (
-                f"the rollout KV pool ({max(pool, 0) / GIB:.2f} GiB per GPU = {rl.rollout_util:g} x "
-                f"{gpu_mem_gib:.1f} GiB - {eng_w / GIB:.2f} GiB engine weights - {eng_ov / GIB:.2f} GiB engine "
-                f"overhead) cannot hold one {rl.seq_len}-token sequence ({seq_b / GIB:.2f} GiB)",
-                (f"raise --rollout-util to at least {min(need, 1.0):.2f}" if need <= 0.95 else
-                 "the engine cannot hold one sequence at any utilisation")
-                + f", raise --rollout-tp (now {rl.rollout_tp}) or shorten --prompt-len/--response-len")
+                _("the rollout KV pool ({pool_gib:.2f} GiB per GPU = {util:g} x {gpu_gib:.1f} GiB - {weights_gib:.2f} "
+                  "GiB engine weights - {overhead_gib:.2f} GiB engine overhead) cannot hold one {seq_len}-token "
+                  "sequence ({seq_gib:.2f} GiB)").format(
+                    pool_gib=max(pool, 0) / GIB, util=rl.rollout_util, gpu_gib=gpu_mem_gib, weights_gib=eng_w / GIB,
+                    overhead_gib=eng_ov / GIB, seq_len=rl.seq_len, seq_gib=seq_b / GIB),
+                (_("raise --rollout-util to at least {util:.2f}, raise --rollout-tp (now {tp}) or shorten "
+                   "--prompt-len/--response-len").format(util=min(need, 1.0), tp=rl.rollout_tp) if need <= 0.95 else
+                 _("the engine cannot hold one sequence at any utilisation, raise --rollout-tp (now {tp}) or shorten "
+                   "--prompt-len/--response-len").format(tp=rl.rollout_tp)))
             if strict:
                 raise RolloutMemoryError(shortfall[0], fix=shortfall[1])
         if 0 < max_seqs < rl.num_generations:
-            warnings.append(f"the KV pool holds {max_seqs} sequences, fewer than one group of {rl.num_generations} "
-                            "generations: the engine will preempt/recompute")
+            warnings.append(_("the KV pool holds {n} sequences, fewer than one group of {g} generations: the engine "
+                              "will preempt/recompute").format(n=max_seqs, g=rl.num_generations))
         if rl.rollout_engine == "sglang":
-            assumptions.append("SGLang mem_fraction_static modelled like vLLM gpu_memory_utilization (weights + "
-                               "KV pool inside the fraction)")
-        assumptions.append(f"engine: bf16 weights and KV cache; CUDA graphs {ENGINE_CUDA_GRAPH_GIB} GiB and the "
-                           "profiling pass counted inside the utilisation budget (not measured)")
+            assumptions.append(_("SGLang mem_fraction_static modelled like vLLM gpu_memory_utilization (weights + "
+                                 "KV pool inside the fraction)"))
+        assumptions.append(_("engine: bf16 weights and KV cache; CUDA graphs {gib} GiB and the profiling pass counted "
+                             "inside the utilisation budget (not measured)").format(gib=ENGINE_CUDA_GRAPH_GIB))
         if model.n_linear_attention_layers:
-            assumptions.append("Qwen3-Next linear-attention state per sequence in bf16 (conv + recurrent state)")
+            assumptions.append(_("Qwen3-Next linear-attention state per sequence in bf16 (conv + recurrent state)"))
     return _Engine(per_tok=per_tok, fixed=fixed, seq_b=seq_b, weights_b=eng_w, overhead_b=eng_ov, budget_b=budget,
                    pool_b=pool, max_seqs=max_seqs, shortfall=shortfall)
 
@@ -307,7 +311,7 @@ def _trainer_residual(rl: RLConfig, tr: _Trainer, assumptions: list[str]) -> _Re
     """What the trainer leaves on the GPU while a colocated engine generates."""
     if rl.trainer_offload:
         resid_states = 0.0
-        assumptions.append("trainer weights and optimizer states offloaded to host RAM during rollout")
+        assumptions.append(_("trainer weights and optimizer states offloaded to host RAM during rollout"))
     else:
         resid_states = tr.states_b
     resid_ref = 0.0 if (rl.trainer_offload or rl.ref_offload) else tr.ref_b
@@ -341,8 +345,8 @@ def _phase_terms(rl: RLConfig, tr: _Trainer, eng: _Engine, res: _Residual, bucke
                             "reference": res.ref_b / GIB, "critic": res.critic_b / GIB, "cuda_context": CUDA_CONTEXT_GIB}
         sleeping = ENGINE_CUDA_GRAPH_GIB * GIB if rl.engine_sleep else budget
         if not rl.engine_sleep:
-            warnings.append("colocated engine without sleep/free_cache: its whole budget "
-                            f"({budget / GIB:.1f} GiB) stays allocated while the trainer runs")
+            warnings.append(_("colocated engine without sleep/free_cache: its whole budget ({gib:.1f} GiB) stays "
+                              "allocated while the trainer runs").format(gib=budget / GIB))
         terms["train"] = {"policy_update": train.reserved_gib, "reference": ref_gpu / GIB,
                           "critic": critic_b / GIB, "engine_asleep": sleeping / GIB}
         woken = eng_w + ENGINE_CUDA_GRAPH_GIB * GIB
@@ -358,18 +362,23 @@ def _phase_terms(rl: RLConfig, tr: _Trainer, eng: _Engine, res: _Residual, bucke
         terms["sync"] = {"bucket": bucket / GIB, "trainer_weights": states["weights"],
                          "trainer_optimizer": states["optimizer"], "reference": ref_gpu / GIB,
                          "critic": critic_b / GIB, "cuda_context": CUDA_CONTEXT_GIB}
-        assumptions.append("engine on GPUs of its own (not colocated): the rollout phase is the engine GPUs' "
-                           "memory, train and sync the trainer GPUs'")
+        assumptions.append(_("engine on GPUs of its own (not colocated): the rollout phase is the engine GPUs' "
+                             "memory, train and sync the trainer GPUs'"))
     for p in RL_PHASES:
         phases[p] = sum(terms[p].values())
     if rl.colocate and not rl.trainer_offload:
         free_for_engine = float(gpu_mem_gib) * GIB - res.total_b
         if budget > free_for_engine:
-            free = (f"only {free_for_engine / GIB:.1f} GiB are free beside the trainer's residual "
-                    f"({res.total_b / GIB:.1f} GiB)" if free_for_engine > 0 else
-                    f"the trainer's residual alone ({res.total_b / GIB:.1f} GiB) is over the GPU's "
-                    f"{float(gpu_mem_gib):g} GiB")
-            warnings.append(f"rollout utilisation {rl.rollout_util:g} asks for {budget / GIB:.1f} GiB but {free}")
+            if free_for_engine > 0:
+                warnings.append(_("rollout utilisation {util:g} asks for {budget_gib:.1f} GiB but only {free_gib:.1f} "
+                                  "GiB are free beside the trainer's residual ({resid_gib:.1f} GiB)").format(
+                    util=rl.rollout_util, budget_gib=budget / GIB, free_gib=free_for_engine / GIB,
+                    resid_gib=res.total_b / GIB))
+            else:
+                warnings.append(_("rollout utilisation {util:g} asks for {budget_gib:.1f} GiB but the trainer's "
+                                  "residual alone ({resid_gib:.1f} GiB) is over the GPU's {gpu_gib:g} GiB").format(
+                    util=rl.rollout_util, budget_gib=budget / GIB, resid_gib=res.total_b / GIB,
+                    gpu_gib=float(gpu_mem_gib)))
     return terms, phases
 
 
@@ -386,8 +395,9 @@ def _host_ram_gib(rl: RLConfig, tr: _Trainer, eng: _Engine, procs: int, warnings
         host += tr.ref_b / GIB * procs
     if rl.algo != "dpo" and wl.loss == "standard" and rl.response_len >= 8192:
         logits = train.breakdown_gib.get("logits_loss", 0.0)
-        warnings.append(f"unfused logits at {rl.response_len}-token responses ({logits:.1f} GiB of fp32 logits at "
-                        "the peak): use fused/chunked log-probs (--loss fused; verl use_fused_kernels)")
+        warnings.append(_("unfused logits at {n}-token responses ({gib:.1f} GiB of fp32 logits at the peak): use "
+                          "fused/chunked log-probs (--loss fused; verl use_fused_kernels)").format(
+            n=rl.response_len, gib=logits))
     return host
 
 
@@ -407,7 +417,8 @@ def _fit_decision(rl: RLConfig, train: object, eng: _Engine, peak: float, host: 
     verdict = dec.verdict
     if eng.shortfall is not None:
         verdict = fit["verdict"] = fit["gpu_verdict"] = "oom"
-        fit["reasons"] = list(fit["reasons"]) + [f"{eng.shortfall[0]}: {eng.shortfall[1]}"]
+        fit["reasons"] = list(fit["reasons"]) + [_("{problem}: {fix}").format(problem=eng.shortfall[0],
+                                                                                fix=eng.shortfall[1])]
     fit["binding_phase"] = binding
     return fit, verdict
 
@@ -422,11 +433,12 @@ def estimate_rl_memory(model: ModelShape, workload: Workload, rl: RLConfig, gpu_
     ``margin``: the safety margin of the fit decision (None = its default).
     """
     if gpu_mem_gib is None or gpu_mem_gib <= 0:
-        raise RolloutMemoryError("RL sizing needs the GPU's memory (the engine's budget is a fraction of it)",
-                                 fix="pass --gpu NAME or --gpu-mem GIB")
+        raise RolloutMemoryError(_("RL sizing needs the GPU's memory (the engine's budget is a fraction of it)"),
+                                 fix=_("pass --gpu NAME or --gpu-mem GIB"))
     if workload.loss == "half":
-        raise WorkloadError("--loss half is a model's own SFT loss over 16-bit logits (Qwen v1 remote code); RL "
-                            "frameworks compute the log-probs themselves", fix="use --loss standard or --loss fused")
+        raise WorkloadError(_("--loss half is a model's own SFT loss over 16-bit logits (Qwen v1 remote code); RL "
+                              "frameworks compute the log-probs themselves"),
+                            fix=_("use --loss standard or --loss fused"))
     assumptions: list[str] = []
     warnings: list[str] = []
     tr = _train_phase(model, workload, rl, assumptions)

@@ -28,6 +28,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainfit.i18n import _
 from trainfit.models.shapes import ModelShape
 from trainfit.rl.config import RLConfig
 from trainfit.rl.memory import ENGINE_WEIGHT_BYTES, GIB, RLMemoryEstimate, engine_weight_bytes
@@ -104,8 +105,9 @@ def estimate_rl_speed(model: ModelShape, workload: Workload, rl: RLConfig, hardw
                       mem: RLMemoryEstimate, *, efficiency: float | None = None) -> RLSpeedEstimate:
     """Step time of ``rl`` (see module docstring). ``hardware`` is a speed-model ``Hardware`` record."""
     api = _speed_api()
-    assumptions: list[str] = [f"decode at {MEM_BW_EFFICIENCY:g} of peak memory bandwidth, prefill/decode matmuls at "
-                              f"{DECODE_FLOP_EFFICIENCY:g} of peak (assumptions, not measured)"]
+    assumptions: list[str] = [_("decode at {bw:g} of peak memory bandwidth, prefill/decode matmuls at {flop:g} of "
+                                "peak (assumptions, not measured)").format(bw=MEM_BW_EFFICIENCY,
+                                                                           flop=DECODE_FLOP_EFFICIENCY)]
     wl = workload.with_(seq_len=rl.seq_len) if workload.seq_len != rl.seq_len else workload
     seqs = rl.seqs_per_step
     wl_update = wl
@@ -115,8 +117,8 @@ def estimate_rl_speed(model: ModelShape, workload: Workload, rl: RLConfig, hardw
         accum = max(1, math.ceil(seqs / (wl.micro_batch * wl.dp)))
         if accum != wl.grad_accum:
             wl_update = wl.with_(grad_accum=accum)
-        assumptions.append(f"one optimizer step per RL step (verl ppo_mini_batch_size = the step's prompts): "
-                           f"{accum} micro-batch(es) of {wl.micro_batch} per GPU before it")
+        assumptions.append(_("one optimizer step per RL step (verl ppo_mini_batch_size = the step's prompts): "
+                             "{accum} micro-batch(es) of {mb} per GPU before it").format(accum=accum, mb=wl.micro_batch))
     sp = api.estimate_speed(model, wl_update, hardware, efficiency=efficiency)
     tokens = seqs * rl.seq_len
     update_s = tokens / sp.tokens_per_s
@@ -140,11 +142,12 @@ def estimate_rl_speed(model: ModelShape, workload: Workload, rl: RLConfig, hardw
     if not bw:
         from trainfit.errors import CatalogError
 
-        raise CatalogError(f"{hardware.name}: the catalog has no memory bandwidth; rollout speed needs it",
-                           fix="add mem_bandwidth_gbps for the GPU in ~/.config/trainfit/catalog.yaml")
+        raise CatalogError(_("{gpu}: the catalog has no memory bandwidth; rollout speed needs it").format(
+                               gpu=hardware.name),
+                           fix=_("add mem_bandwidth_gbps for the GPU in ~/.config/trainfit/catalog.yaml"))
     engines = max(1, wl.gpus // rl.rollout_tp)
     if not rl.colocate:
-        assumptions.append("engines on GPUs of their own: as many engine GPUs as training GPUs assumed")
+        assumptions.append(_("engines on GPUs of their own: as many engine GPUs as training GPUs assumed"))
     per_engine = math.ceil(seqs / engines)
     B = max(1, min(mem.max_concurrent_seqs or 1, per_engine, rl.max_num_seqs))
     waves = math.ceil(per_engine / B)
@@ -157,8 +160,8 @@ def estimate_rl_speed(model: ModelShape, workload: Workload, rl: RLConfig, hardw
     step_t = max(t_mem, t_flop)
     prefill = per_engine * rl.prompt_len * 2.0 * act_params / rl.rollout_tp / (peak * DECODE_FLOP_EFFICIENCY)
     rollout_s = waves * rl.response_len * step_t + prefill
-    assumptions.append("every response runs to response_len (upper bound); tensor-parallel all-reduce in decode "
-                       "not counted")
+    assumptions.append(_("every response runs to response_len (upper bound); tensor-parallel all-reduce in decode "
+                         "not counted"))
     eng_w = mem.engine_weights_gib * GIB
     sync_s = eng_w / (bw * 0.5)
     if rl.colocate and rl.engine_sleep:
@@ -210,18 +213,19 @@ def rl_step_speed(model: ModelShape, workload: Workload, rl: RLConfig, mem: RLMe
     from trainfit.plan.hardware import hardware_for
 
     if not (gpu.bf16_dense_tflops or gpu.fp16_dense_tflops):
-        raise CatalogError(f"{gpu.name}: the catalog has no compute peak; the RL step time needs it",
-                           fix="add bf16_dense_tflops for the GPU in ~/.config/trainfit/catalog.yaml")
+        raise CatalogError(_("{gpu}: the catalog has no compute peak; the RL step time needs it").format(gpu=gpu.name),
+                           fix=_("add bf16_dense_tflops for the GPU in ~/.config/trainfit/catalog.yaml"))
     gpn = workload.gpus_on_node
     node = instance if instance is not None else template_node(gpu, gpn)
     sp = estimate_rl_speed(model, workload, rl, hardware_for(gpu, node, gpus_per_node=gpn), mem)
     sp = _replace(sp, node=getattr(node, "instance_type", None))
     if instance is None and node is not None and workload.nodes > 1:
         net = (f"{node.inter_node} {node.inter_node_gbit_per_s:g} Gbit/s" if node.inter_node_gbit_per_s
-               else node.inter_node or "unknown network")
+               else node.inter_node or _("unknown network"))
         sp = _replace(sp, assumptions=sp.assumptions + (
-            f"nodes as the catalog template {node.instance_type} ({node.intra_node_link or 'unknown'} inside, {net} "
-            f"between nodes), as `plan --gpu {gpu.name}` lays them; pass --instance-type for yours",))
+            _("nodes as the catalog template {instance} ({intra} inside, {net} between nodes), as `plan --gpu {gpu}` "
+              "lays them; pass --instance-type for yours").format(
+                instance=node.instance_type, intra=node.intra_node_link or _("unknown"), net=net, gpu=gpu.name),))
     return sp
 
 

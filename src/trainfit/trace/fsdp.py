@@ -20,8 +20,11 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Iterator
 
-NOTE = ("fsdp: FSDP2 fully_shard per decoder layer + root, reshard_after_forward=True, fake process group, "
-        "rank 0; weights include the all-gathered (unsharded) parameters live at the peak")
+from trainfit.i18n import N_, _
+
+NOTE = N_("fsdp: FSDP2 fully_shard per decoder layer + root, reshard_after_forward=True, fake process group, "
+          "rank 0; weights include the all-gathered (unsharded) parameters live at the peak")
+"""The trace note of an FSDP run (a message id: shown through ``i18n.translate``)."""
 
 _state: dict[str, Any] = {}
 
@@ -35,8 +38,8 @@ def fake_process_group(world_size: int) -> Iterator[Any]:
     from trainfit.errors import NotTraceableError
 
     if dist.is_initialized():
-        raise NotTraceableError("a torch.distributed process group is already initialized in this process",
-                                fix="run each FSDP trace in a fresh process")
+        raise NotTraceableError(_("a torch.distributed process group is already initialized in this process"),
+                                fix=_("run each FSDP trace in a fresh process"))
     dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=world_size)
     try:
         mesh = init_device_mesh("cpu", (world_size,))

@@ -10,6 +10,7 @@ import contextlib
 from typing import Any
 
 from trainfit.errors import NotTraceableError
+from trainfit.i18n import _
 from trainfit.models.shapes import ModelShape
 
 
@@ -71,7 +72,8 @@ def hf_config(shape: ModelShape, *, attn_implementation: str = "sdpa") -> Any:
     }
     name = classes.get(shape.model_type)
     if name is None or not hasattr(transformers, name):
-        raise NotTraceableError(f"{shape.name}: model_type {shape.model_type!r} has no transformers config class here")
+        raise NotTraceableError(_("{name}: model_type {model_type!r} has no transformers config class here").format(
+            name=shape.name, model_type=shape.model_type))
     cfg = getattr(transformers, name)(**hf_config_kwargs(shape))
     cfg._attn_implementation = attn_implementation
     return cfg
@@ -118,7 +120,8 @@ def build_model(shape: ModelShape, *, dtype: Any, attn_implementation: str, init
     n = sum(p.numel() for p in model.parameters())
     if n != shape.total_params:
         raise NotTraceableError(
-            f"{shape.name}: the transformers model has {n:,} parameters but the shape says {shape.total_params:,}",
-            fix="the config conversion misses a field; report it",
+            _("{name}: the transformers model has {n:,} parameters but the shape says {total:,}").format(
+                name=shape.name, n=n, total=shape.total_params),
+            fix=_("the config conversion misses a field; report it"),
         )
     return model

@@ -7,7 +7,9 @@ import time
 import warnings
 from typing import Any, Callable
 
+from trainfit import i18n
 from trainfit.errors import MissingExtraError, NotTraceableError
+from trainfit.i18n import _
 from trainfit.models.shapes import ModelShape
 from trainfit.trace.result import GIB, TraceResult
 from trainfit.workload import ALL_LINEAR, Workload
@@ -21,64 +23,68 @@ def check_traceable(shape: ModelShape, w: Workload) -> None:
     name = shape.name
     if w.method == "qlora":
         raise NotTraceableError(
-            f"{name}: QLoRA is not traceable: its 4-bit NF4 base weights and matmuls are bitsandbytes CUDA "
-            "kernels with no fake-tensor (meta) implementation",
-            fix="use `trainfit memory` (analytic) or trace --method lora for the bf16-base equivalent",
+            _("{name}: QLoRA is not traceable: its 4-bit NF4 base weights and matmuls are bitsandbytes CUDA "
+              "kernels with no fake-tensor (meta) implementation").format(name=name),
+            fix=_("use `trainfit memory` (analytic) or trace --method lora for the bf16-base equivalent"),
         )
     if w.optimizer in ("adamw-8bit", "paged-adamw-8bit"):
         raise NotTraceableError(
-            f"{name}: {w.optimizer} is not traceable: bitsandbytes 8-bit optimizer kernels are CUDA-only "
-            "and have no fake-tensor implementation",
-            fix="use `trainfit memory`, or trace with --optimizer adamw-fused and subtract the state difference",
+            _("{name}: {optimizer} is not traceable: bitsandbytes 8-bit optimizer kernels are CUDA-only and have "
+              "no fake-tensor implementation").format(name=name, optimizer=w.optimizer),
+            fix=_("use `trainfit memory`, or trace with --optimizer adamw-fused and subtract the state difference"),
         )
     if w.strategy in ("zero1", "zero2", "zero3"):
         raise NotTraceableError(
-            f"{name}: DeepSpeed {w.strategy.upper()} is not traceable: its engine flattens parameters into "
-            "CUDA buffers, needs a real NCCL/CUDA runtime and manages memory outside torch's dispatcher",
-            fix="use `trainfit memory`, or trace --strategy fsdp (FSDP2 shards the same way as ZeRO-3)",
+            _("{name}: DeepSpeed {strategy} is not traceable: its engine flattens parameters into CUDA buffers, "
+              "needs a real NCCL/CUDA runtime and manages memory outside torch's dispatcher").format(
+                name=name, strategy=w.strategy.upper()),
+            fix=_("use `trainfit memory`, or trace --strategy fsdp (FSDP2 shards the same way as ZeRO-3)"),
         )
     if w.precision == "fp16":
         raise NotTraceableError(
-            f"{name}: precision fp16 is not traced: fp16 mixed precision needs the CUDA GradScaler path "
-            "(loss scaling, inf checks) of a GPU run; its tensor layout is that of amp-bf16 "
-            "(fp32 params, grads and states, half-precision activations)",
-            fix="trace --precision amp-bf16 for the same layout, or use `trainfit memory`",
+            _("{name}: precision fp16 is not traced: fp16 mixed precision needs the CUDA GradScaler path (loss "
+              "scaling, inf checks) of a GPU run; its tensor layout is that of amp-bf16 (fp32 params, grads and "
+              "states, half-precision activations)").format(name=name),
+            fix=_("trace --precision amp-bf16 for the same layout, or use `trainfit memory`"),
         )
     if w.precision == "fp8":
         raise NotTraceableError(
-            f"{name}: precision fp8 is not traceable: fp8 matmuls need Transformer Engine / torchao CUDA kernels "
-            "with no fake-tensor implementation",
-            fix="use `trainfit memory`",
+            _("{name}: precision fp8 is not traceable: fp8 matmuls need Transformer Engine / torchao CUDA kernels "
+              "with no fake-tensor implementation").format(name=name),
+            fix=_("use `trainfit memory`"),
         )
     if w.loss == "fused":
         raise NotTraceableError(
-            f"{name}: the fused (Liger) linear cross-entropy is a Triton kernel with no fake-tensor version",
-            fix="use `trainfit memory`, or trace --loss standard",
+            _("{name}: the fused (Liger) linear cross-entropy is a Triton kernel with no fake-tensor version").format(
+                name=name),
+            fix=_("use `trainfit memory`, or trace --loss standard"),
         )
     if w.loss == "half":
         raise NotTraceableError(
-            f"{name}: --loss half is not traceable: it is the loss of remote model code (Qwen v1's "
-            "QWenLMHeadModel) over 16-bit logits, while the transformers models the trace builds upcast to fp32",
-            fix="use `trainfit memory`, or trace --loss standard",
+            _("{name}: --loss half is not traceable: it is the loss of remote model code (Qwen v1's "
+              "QWenLMHeadModel) over 16-bit logits, while the transformers models the trace builds upcast to "
+              "fp32").format(name=name),
+            fix=_("use `trainfit memory`, or trace --loss standard"),
         )
     if w.loss == "shift-copy":
         raise NotTraceableError(
-            f"{name}: --loss shift-copy is the loss of transformers < 4.49; the trace runs the installed transformers, "
-            "whose loss makes no shifted copy of the logits",
-            fix="use `trainfit memory`, or trace --loss standard",
+            _("{name}: --loss shift-copy is the loss of transformers < 4.49; the trace runs the installed "
+              "transformers, whose loss makes no shifted copy of the logits").format(name=name),
+            fix=_("use `trainfit memory`, or trace --loss standard"),
         )
     for dim in ("tp", "pp", "ep", "cp"):
         if getattr(w, dim) > 1:
             raise NotTraceableError(
-                f"{name}: --{dim} {getattr(w, dim)} is not traceable: Megatron-style model parallelism is not "
-                "part of the transformers training step the trace runs",
-                fix="use `trainfit memory` for tensor/pipeline/expert/context parallel plans",
+                _("{name}: {flag} {value} is not traceable: Megatron-style model parallelism is not part of the "
+                  "transformers training step the trace runs").format(name=name, flag="--" + dim,
+                                                                       value=getattr(w, dim)),
+                fix=_("use `trainfit memory` for tensor/pipeline/expert/context parallel plans"),
             )
     if w.offload != "none":
         raise NotTraceableError(
-            f"{name}: CPU offload ({w.offload}) is not traceable: it moves tensors between host and device, "
-            "and the trace has a single (fake) device",
-            fix="use `trainfit memory`",
+            _("{name}: CPU offload ({offload}) is not traceable: it moves tensors between host and device, and the "
+              "trace has a single (fake) device").format(name=name, offload=w.offload),
+            fix=_("use `trainfit memory`"),
         )
     if w.strategy == "fsdp" and w.gpus < 2:
         pass  # FSDP on one rank is just the unsharded model (traced as such)
@@ -88,11 +94,11 @@ def _require() -> tuple[Any, Any, Any]:
     try:
         import torch
     except ImportError:
-        raise MissingExtraError("trainfit trace needs torch", fix=_FIX) from None
+        raise MissingExtraError(_("trainfit trace needs torch"), fix=_FIX) from None
     try:
         import transformers
     except ImportError:
-        raise MissingExtraError("trainfit trace needs transformers", fix=_FIX) from None
+        raise MissingExtraError(_("trainfit trace needs transformers"), fix=_FIX) from None
     try:
         import peft
     except ImportError:
@@ -116,7 +122,7 @@ class _Progress:
 
     def finish(self) -> None:
         if self.progress is not None:
-            self.progress("done", self.total, self.total)
+            self.progress(_("done"), self.total, self.total)
 
 
 def _trace_notes(shape: ModelShape, w: Workload) -> tuple[str, list[str]]:
@@ -125,18 +131,19 @@ def _trace_notes(shape: ModelShape, w: Workload) -> tuple[str, list[str]]:
     attn = w.attention
     if attn in ("flash", "flash3"):
         attn = "sdpa"
-        notes.append(f"attention {w.attention} traced as sdpa: the CPU SDPA kernel (_scaled_dot_product_flash_attention_for_cpu) "
-                     "saves out + logsumexp for backward, as flash-attention does")
+        notes.append(_("attention {attention} traced as sdpa: the CPU SDPA kernel "
+                       "(_scaled_dot_product_flash_attention_for_cpu) saves out + logsumexp for backward, as "
+                       "flash-attention does").format(attention=w.attention))
     if w.precision == "amp-bf16":
-        notes.append("amp-bf16: fp32 params/grads/states, CPU autocast(bf16) around forward+loss; CPU and CUDA "
-                     "autocast op lists differ slightly")
+        notes.append(_("amp-bf16: fp32 params/grads/states, CPU autocast(bf16) around forward+loss; CPU and CUDA "
+                       "autocast op lists differ slightly"))
     if w.method == "lora":
-        notes.append("LoRA adapters are fp32 (PEFT autocast_adapter_dtype=True default), dropout 0")
+        notes.append(_("LoRA adapters are fp32 (PEFT autocast_adapter_dtype=True default), dropout 0"))
     if shape.arch == "next":
-        notes.append("Gated DeltaNet layers traced with transformers' torch fallbacks (chunk_gated_delta_rule, "
-                     "causal_conv1d); the fla / causal-conv1d CUDA kernels save different tensors")
+        notes.append(_("Gated DeltaNet layers traced with transformers' torch fallbacks (chunk_gated_delta_rule, "
+                       "causal_conv1d); the fla / causal-conv1d CUDA kernels save different tensors"))
     if w.strategy in ("ddp",) and w.gpus > 1:
-        notes.append("ddp: rank view without DDP gradient buckets (DDP adds ~1 bucket set, 25 MiB default)")
+        notes.append(_("ddp: rank view without DDP gradient buckets (DDP adds ~1 bucket set, 25 MiB default)"))
     return attn, notes
 
 
@@ -167,9 +174,10 @@ def _build_and_wrap(shape: ModelShape, w: Workload, peft: Any, notes: list[str],
     if shape.is_moe:
         impl = getattr(model.config, "_experts_implementation", None)
         if impl == "eager" and fake:
-            raise NotTraceableError(f"{shape.name}: the eager MoE experts loop uses nonzero() (data-dependent)")
+            raise NotTraceableError(_("{name}: the eager MoE experts loop uses nonzero() (data-dependent)").format(
+                name=shape.name))
         if impl:
-            notes.append(f"MoE experts implementation: {impl}")
+            notes.append(_("MoE experts implementation: {impl}").format(impl=impl))
     model.train()
     model = _apply_method(model, shape, w, peft, notes)
     if w.grad_ckpt:
@@ -230,7 +238,7 @@ def _run_steps(torch: Any, model: Any, opt: Any, trainable: list, tracker: Any, 
         for micro in range(w.grad_accum):
             tracker.phase = "forward"
             if micro == 0:
-                tick(f"step {step + 1}/{steps}: forward")
+                tick(_("step {n}/{total}: forward").format(n=step + 1, total=steps))
             probe["on"] = last and micro == 0
             ids = torch.randint(0, V, (w.micro_batch, w.seq_len))
             with autocast():
@@ -242,7 +250,7 @@ def _run_steps(torch: Any, model: Any, opt: Any, trainable: list, tracker: Any, 
             tracker.mark("forward end")
             tracker.phase = "backward"
             if micro == 0:
-                tick(f"step {step + 1}/{steps}: backward")
+                tick(_("step {n}/{total}: backward").format(n=step + 1, total=steps))
             loss.backward()
             del loss
             for p in trainable:
@@ -250,7 +258,7 @@ def _run_steps(torch: Any, model: Any, opt: Any, trainable: list, tracker: Any, 
                     tracker.set_category(p.grad, "gradients")
             tracker.mark("backward end")
         tracker.phase = "optimizer"
-        tick(f"step {step + 1}/{steps}: optimizer")
+        tick(_("step {n}/{total}: optimizer").format(n=step + 1, total=steps))
         opt.step()
         for st in opt.state.values():
             for v in st.values():
@@ -302,11 +310,11 @@ def run_trace(
     """
     check_traceable(shape, w)
     if steps < 1:
-        raise NotTraceableError("steps must be >= 1")
+        raise NotTraceableError(_("steps must be >= 1"))
     if w.method == "lora":
-        _, _, peft = _require()
+        _torch, _tf, peft = _require()
         if peft is None:
-            raise MissingExtraError("tracing LoRA needs peft", fix=_FIX)
+            raise MissingExtraError(_("tracing LoRA needs peft"), fix=_FIX)
     torch, transformers, peft = _require()
     from torch._subclasses.fake_tensor import FakeTensorMode
 
@@ -317,7 +325,7 @@ def run_trace(
     attn, notes = _trace_notes(shape, w)
     dtype = torch.bfloat16 if w.precision == "bf16" else torch.float32
     t0 = time.perf_counter()
-    prog.tick("building model")
+    prog.tick(_("building model"))
 
     stack = contextlib.ExitStack()
     fsdp_mod = None
@@ -327,7 +335,7 @@ def run_trace(
             from trainfit.trace import fsdp as fsdp_mod
 
             stack.enter_context(fsdp_mod.fake_process_group(w.gpus))
-            notes.append(fsdp_mod.NOTE)
+            notes.append(i18n.translate(fsdp_mod.NOTE))
         mode = FakeTensorMode(allow_non_fake_inputs=False) if fake else None
         if mode is not None:
             stack.enter_context(mode)
@@ -338,7 +346,8 @@ def run_trace(
             fsdp_mod.shard(model, w)
         trainable = [p for p in model.parameters() if p.requires_grad]
         if not trainable:
-            raise NotTraceableError(f"{shape.name}: no trainable parameters for method {w.method}")
+            raise NotTraceableError(_("{name}: no trainable parameters for method {method}").format(
+                name=shape.name, method=w.method))
         opt = _optimizer(torch, transformers, trainable, w)
         params = _param_counts(model, shape)
         tracker, probe, hooks, n_layers = _track(stack, model, shape, w, trainable, fsdp_mod, rounding=rounding)
@@ -404,7 +413,7 @@ def _apply_method(model: Any, shape: ModelShape, w: Workload, peft: Any, notes: 
         for layer in layers[len(layers) - n:]:
             for p in layer.parameters():
                 p.requires_grad_(True)
-        notes.append(f"freeze: only the last {n} decoder layers train (embeddings, norm, LM head frozen)")
+        notes.append(_("freeze: only the last {n} decoder layers train (embeddings, norm, LM head frozen)").format(n=n))
         return model
     if w.method == "lora":
         targets: Any = "all-linear" if ALL_LINEAR in w.lora_targets else list(w.lora_targets)
@@ -413,12 +422,13 @@ def _apply_method(model: Any, shape: ModelShape, w: Workload, peft: Any, notes: 
         try:
             model = peft.get_peft_model(model, cfg)
         except Exception as e:  # noqa: BLE001 - PEFT raises many kinds under fake tensors
-            raise NotTraceableError(f"{shape.name}: PEFT could not wrap the model under fake tensors: {e}") from None
+            raise NotTraceableError(_("{name}: PEFT could not wrap the model under fake tensors: {error}").format(
+                name=shape.name, error=e)) from None
         if shape.is_moe and targets == "all-linear":
-            notes.append("LoRA all-linear on MoE follows PEFT: every nn.Linear but the LM head (the router "
-                         "included) plus the fused expert tensors through ParamWrapper")
+            notes.append(_("LoRA all-linear on MoE follows PEFT: every nn.Linear but the LM head (the router "
+                           "included) plus the fused expert tensors through ParamWrapper"))
         return model
-    raise NotTraceableError(f"method {w.method} is not traceable")  # pragma: no cover - checked earlier
+    raise NotTraceableError(_("method {method} is not traceable").format(method=w.method))  # pragma: no cover - checked earlier
 
 
 def _optimizer(torch: Any, transformers: Any, params: list, w: Workload) -> Any:
@@ -433,7 +443,7 @@ def _optimizer(torch: Any, transformers: Any, params: list, w: Workload) -> Any:
         from transformers.optimization import Adafactor
 
         return Adafactor(params, lr=lr, scale_parameter=False, relative_step=False)
-    raise NotTraceableError(f"optimizer {w.optimizer} is not traceable")  # pragma: no cover
+    raise NotTraceableError(_("optimizer {optimizer} is not traceable").format(optimizer=w.optimizer))  # pragma: no cover
 
 
 def _param_counts(model: Any, shape: ModelShape) -> dict[str, int]:
