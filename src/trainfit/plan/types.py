@@ -15,6 +15,7 @@ from typing import Any
 from trainfit.errors import PlanFileError, TrainfitError
 from trainfit.estimate.fit import FitDecision
 from trainfit.estimate.memory import MemoryEstimate
+from trainfit.i18n import _
 from trainfit.models.shapes import ModelShape, model_from_dict
 from trainfit.workload import Workload
 
@@ -101,18 +102,20 @@ class Plan:
 
     def __post_init__(self) -> None:
         if self.nodes * self.gpus_per_node < self.workload.gpus or self.nodes < 1:
-            raise PlanFileError(f"plan layout {self.nodes} x {self.gpus_per_node} GPUs does not hold "
-                                f"{self.workload.gpus} GPUs", fix="regenerate the plan with `trainfit plan`")
+            raise PlanFileError(_("plan layout {nodes} x {gpn} GPUs does not hold {gpus} GPUs").format(
+                nodes=self.nodes, gpn=self.gpus_per_node, gpus=self.workload.gpus),
+                fix=_("regenerate the plan with `trainfit plan`"))
         if self.target is not None:
             from trainfit.launch.targets import PLAN_TARGETS
 
             if self.target not in PLAN_TARGETS:
-                raise PlanFileError(f"the plan's target {str(self.target)[:40]!r} is not a launcher trainfit writes",
-                                    fix="one of " + ", ".join(PLAN_TARGETS) + "; or regenerate the plan")
+                raise PlanFileError(_("the plan's target {target!r} is not a launcher trainfit writes").format(
+                    target=str(self.target)[:40]),
+                    fix=_("one of {choices}; or regenerate the plan").format(choices=", ".join(PLAN_TARGETS)))
         if self.rl is not None:
             if not isinstance(self.rl, dict) or "algo" not in self.rl:
-                raise PlanFileError("the plan's 'rl' part is not an RL configuration",
-                                    fix="regenerate the plan with `trainfit plan --rl ...`")
+                raise PlanFileError(_("the plan's 'rl' part is not an RL configuration"),
+                                    fix=_("regenerate the plan with `trainfit plan --rl ...`"))
             self.rl_config()  # validates the RL fields
 
     def rl_config(self) -> Any:
@@ -204,13 +207,16 @@ class Plan:
     def from_dict(cls, d: Any, *, where: str = "plan") -> "Plan":
         """The Plan of :meth:`to_dict`; anything else (another schema, a missing part) is a PlanFileError."""
         if not isinstance(d, dict):
-            raise PlanFileError(f"{where} is not an object", fix="regenerate it with `trainfit plan --json`")
+            raise PlanFileError(_("{where} is not an object").format(where=where),
+                                fix=_("regenerate it with `trainfit plan --json`"))
         schema = d.get("schema")
         if schema != PLAN_SCHEMA:
             raise PlanFileError(
-                f"{where} has schema {schema!r}; this trainfit reads {PLAN_SCHEMA!r}"
-                + (" (plans written by trainfit 0.1 carry no schema and rounded numbers)" if schema is None else ""),
-                fix="regenerate the plan with this version: `trainfit plan ... --json > plan.json`")
+                (_("{where} has schema {schema!r}; this trainfit reads {want!r} (plans written by trainfit 0.1 carry "
+                   "no schema and rounded numbers)") if schema is None else
+                 _("{where} has schema {schema!r}; this trainfit reads {want!r}")).format(
+                    where=where, schema=schema, want=PLAN_SCHEMA),
+                fix=_("regenerate the plan with this version: `trainfit plan ... --json > plan.json`"))
         try:
             wl = _checked_fields(d, where)
             workload = Workload(**{**wl, "lora_targets": tuple(wl["lora_targets"])})
@@ -234,11 +240,13 @@ class Plan:
         except PlanFileError:
             raise
         except TrainfitError as e:
-            raise PlanFileError(f"{where} does not describe a valid plan: {e.message}",
-                                fix=e.fix or "regenerate it with `trainfit plan --json`") from None
+            raise PlanFileError(_("{where} does not describe a valid plan: {message}").format(
+                where=where, message=e.message),
+                fix=e.fix or _("regenerate it with `trainfit plan --json`")) from None
         except (KeyError, TypeError, ValueError, AttributeError) as e:
-            raise PlanFileError(f"{where} does not have the plan's shape ({type(e).__name__}: {str(e)[:80]})",
-                                fix="regenerate it with `trainfit plan --json`") from None
+            raise PlanFileError(_("{where} does not have the plan's shape ({error})").format(
+                where=where, error=f"{type(e).__name__}: {str(e)[:80]}"),
+                fix=_("regenerate it with `trainfit plan --json`")) from None
 
 
 #: Plan fields that are numbers (None = not estimated) and strings, as :meth:`Plan.to_dict` writes them.
@@ -287,7 +295,7 @@ def _checked_fields(d: dict, where: str) -> dict:
             raise InputError("workload must be an object")
         parsed = parse_options({k: v for k, v in wl.items() if k in WORKLOAD_OPTION_NAMES}, defaults=False)
     except InputError as e:
-        raise PlanFileError(f"{where}: {e.message}", fix="regenerate it with `trainfit plan --json`") from None
+        raise PlanFileError(f"{where}: {e.message}", fix=_("regenerate it with `trainfit plan --json`")) from None
     return {**wl, **{k: v for k, v in parsed.items() if v is not None}}
 
 
@@ -306,7 +314,7 @@ def _checked_record(part: str, rec: Any, where: str) -> Any:
     from trainfit.catalog.instances import instance_from_row
 
     columns = GPU_COLUMNS if part == "gpu_spec" else INSTANCE_COLUMNS
-    fix = "regenerate the plan with `trainfit plan --json`"
+    fix = _("regenerate the plan with `trainfit plan --json`")
     if not isinstance(rec, dict):
         raise PlanFileError(f"{where}: {part} must be an object", fix=fix)
     raw = dict(rec)
@@ -464,22 +472,25 @@ class PlanResult:
                 **({"region_prices": list(self.region_prices)} if self.region_prices else {})}
 
 
-def plans_from_document(doc: Any, *, where: str = "plan file") -> list[Plan]:
+def plans_from_document(doc: Any, *, where: str | None = None) -> list[Plan]:
     """Every plan of a ``trainfit plan --json`` document (or of a single plan's JSON)."""
+    where = _("plan file") if where is None else where
     if isinstance(doc, dict) and "plans" not in doc and "model" in doc:
         return [Plan.from_dict(doc, where=where)]
     if isinstance(doc, dict) and "schema" not in doc and "plans" not in doc:  # a job file, a ds_config.json ...
-        raise PlanFileError(f"{where} is not a trainfit plan (no 'schema' or 'plans' key)",
-                            fix="pass the output of `trainfit plan ... --json > plan.json` (a job file is checked "
-                                "with `trainfit check`)")
+        raise PlanFileError(_("{where} is not a trainfit plan (no 'schema' or 'plans' key)").format(where=where),
+                            fix=_("pass the output of `trainfit plan ... --json > plan.json` (a job file is checked "
+                                  "with `trainfit check`)"))
     if not isinstance(doc, dict) or doc.get("schema") != PLAN_SCHEMA:
         got = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
-        raise PlanFileError(f"{where} has schema {got!r}; this trainfit reads {PLAN_SCHEMA!r}",
-                            fix="regenerate it with this version: `trainfit plan ... --json > plan.json`")
+        raise PlanFileError(_("{where} has schema {schema!r}; this trainfit reads {want!r}").format(
+                                where=where, schema=got, want=PLAN_SCHEMA),
+                            fix=_("regenerate it with this version: `trainfit plan ... --json > plan.json`"))
     plans = doc.get("plans")
     if not isinstance(plans, list):
-        raise PlanFileError(f"{where} has no 'plans' list", fix="regenerate it with `trainfit plan --json`")
+        raise PlanFileError(_("{where} has no 'plans' list").format(where=where),
+                            fix=_("regenerate it with `trainfit plan --json`"))
     if not plans:
-        raise PlanFileError(f"{where} holds no plan (nothing fitted)",
-                            fix="see its 'rejected' list, or rerun `trainfit plan` with other options")
-    return [Plan.from_dict(p, where=f"{where}, plan {i + 1}") for i, p in enumerate(plans)]
+        raise PlanFileError(_("{where} holds no plan (nothing fitted)").format(where=where),
+                            fix=_("see its 'rejected' list, or rerun `trainfit plan` with other options"))
+    return [Plan.from_dict(p, where=_("{where}, plan {n}").format(where=where, n=i + 1)) for i, p in enumerate(plans)]
