@@ -55,7 +55,7 @@ def ds_config(ctx: RenderContext, *, with_header: bool = True) -> dict[str, Any]
         zero["offload_param"] = {"device": "cpu", "pin_memory": True}
     cfg: dict[str, Any] = {}
     if with_header:
-        cfg["_trainfit"] = {"header": ctx.header_lines()}
+        cfg["_trainfit"] = {"header": ctx.file_header_lines()}
     cfg.update({
         "train_batch_size": wl.global_batch,
         "train_micro_batch_size_per_gpu": wl.micro_batch,
