@@ -73,15 +73,16 @@ def swift_layout_reason(wl: Workload) -> str | None:
     """:func:`swift_unsupported` on a workload (the planner's ``--target`` filter asks it too)."""
     if wl.uses_megatron:
         if wl.strategy not in ("ddp", "zero1") or wl.offload == "all":
-            return (f"Megatron (tp/pp/ep/cp > 1) shards optimizer states only (distributed optimizer = zero1); "
-                    f"the plan says {wl.strategy}" + (f" + offload {wl.offload}" if wl.offload != "none" else ""))
+            return _("Megatron (tp/pp/ep/cp > 1) shards optimizer states only (distributed optimizer = zero1); the "
+                     "plan says {strategy}").format(
+                strategy=wl.strategy + (f" + offload {wl.offload}" if wl.offload != "none" else ""))
         if wl.optimizer != "adamw-fused":
-            return f"megatron sft trains with fused Adam; the plan says {wl.optimizer}"
+            return _("megatron sft trains with fused Adam; the plan says {optimizer}").format(optimizer=wl.optimizer)
     else:
         if wl.precision == "fp8":
-            return "fp8 training needs Megatron/TransformerEngine (megatron sft); the plan runs the HF trainer"
+            return _("fp8 training needs Megatron/TransformerEngine (megatron sft); the plan runs the HF trainer")
         if wl.strategy == "fsdp" and wl.offload == "optimizer":
-            return "HF FSDP offloads parameters with the optimizer (offload all), not the optimizer alone"
+            return _("HF FSDP offloads parameters with the optimizer (offload all), not the optimizer alone")
     return None
 
 
@@ -458,13 +459,13 @@ def is_rl(ctx: RenderContext) -> bool:
 def sft_only(ctx: RenderContext) -> str | None:
     """The reason an SFT target does not apply to an RL plan (None for SFT plans)."""
     if is_rl(ctx):
-        return (f"the plan is RL fine-tuning (--rl {ctx.plan.rl['algo']}); this target writes a supervised "
-                "fine-tuning launch (render --target verl or swift_grpo)")
+        return _("the plan is RL fine-tuning (--rl {algo}); this target writes a supervised fine-tuning launch "
+                 "(render --target verl or swift_grpo)").format(algo=ctx.plan.rl["algo"])
     return None
 
 
 def rl_only(ctx: RenderContext) -> str | None:
     """The reason an RL target does not apply to an SFT plan (None for RL plans)."""
     if not is_rl(ctx):
-        return "the plan is supervised fine-tuning; RL launch files need a plan made with --rl grpo|ppo|dpo"
+        return _("the plan is supervised fine-tuning; RL launch files need a plan made with --rl grpo|ppo|dpo")
     return None
