@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from trainfit.i18n import _
+from trainfit.i18n import N_, _, translate
 from trainfit.models.shapes import ModelShape
 from trainfit.workload import Workload
 
@@ -250,7 +250,7 @@ class RenderContext:
         wl = self.workload
         s = self.summary
         lines = [
-            _("rendered by trainfit from: {source}").format(source=s.get("source", "trainfit")),
+            _("rendered by trainfit from: {source}").format(source=translate(s.get("source", "trainfit"))),
             _("model {model}; method {method}; seq_len {seq_len}; packing {packing}; micro_batch {mb}; grad_accum {ga}; "
               "global_batch {gb}; gpus {gpus} ({nodes} node(s) x {gpn}); strategy {strategy}; offload {offload}; "
               "precision {precision}; tp {tp} pp {pp} ep {ep} cp {cp}").format(
@@ -364,6 +364,10 @@ class RenderContext:
         from trainfit.launch import _save_steps
 
         return _save_steps(self.plan, self.plan.step_seconds, self.max_steps)[1]
+
+#: Where a plan came from (``Plan.source``, stored in English in plan files), shown in the language of the run.
+PLAN_SOURCES = (N_("trainfit plan"), N_("trainfit render (no plan file)"))
+
 
 def _rng(r: dict | None, nd: int = 2) -> str:
     """`` (p10-p90 a-b)``: the prediction interval of a figure (docs/accuracy.md), empty without one."""
