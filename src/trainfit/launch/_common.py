@@ -206,8 +206,8 @@ def _megatron_fields(args: dict[str, str], gpus: int | None, kw: dict, assumed: 
         if err is not None:  # the layout the file states cannot start: its cause, not a sizing of another layout
             raise err
     if kw.get("ep", 1) > 1 and etp != "1":
-        assumed.append(f"expert_tensor_parallel_size {etp} read as 1: trainfit sizes experts with expert "
-                       "tensor parallelism 1 (whole experts per TP rank, ms-swift's default)")
+        assumed.append(_("expert_tensor_parallel_size {etp} read as 1: trainfit sizes experts with expert tensor "
+                         "parallelism 1 (whole experts per TP rank, ms-swift's default)").format(etp=etp))
     mb = int(args["micro_batch_size"]) if args.get("micro_batch_size", "").isdecimal() else 1
     kw["micro_batch"] = mb
     gbs = args.get("global_batch_size", "")
@@ -220,16 +220,18 @@ def _megatron_fields(args: dict[str, str], gpus: int | None, kw: dict, assumed: 
     sp = _flag(args.get("sequence_parallel"))
     kw["sequence_parallel"] = kw.get("tp", 1) == 1 or bool(sp)  # meaningless without tensor parallelism
     if sp is None and kw.get("tp", 1) > 1:
-        assumed.append("sequence_parallel false (ms-swift's default)")
+        assumed.append(_("sequence_parallel false (ms-swift's default)"))
     gran = args.get("recompute_granularity")
     kw["grad_ckpt"] = gran == "full"
     if gran in (None, "selective"):
-        assumed.append(f"recompute_granularity {gran or 'selective (ms-swift default)'}: recomputes core attention "
-                       "only, counted as no activation checkpointing")
+        assumed.append((_("recompute_granularity {value}: recomputes core attention only, counted as no activation "
+                          "checkpointing") if gran else
+                        _("recompute_granularity selective (ms-swift default): recomputes core attention only, counted "
+                          "as no activation checkpointing")).format(value=gran))
     dist = _flag(args.get("use_distributed_optimizer"))
     kw["strategy"] = "ddp" if dist is False else "zero1"
     if dist is None:
-        assumed.append("use_distributed_optimizer true (ms-swift's default)")
+        assumed.append(_("use_distributed_optimizer true (ms-swift's default)"))
     if _flag(args.get("optimizer_cpu_offload")):
         kw["offload"] = "optimizer"
     kw["loss"] = "fused" if _flag(args.get("cross_entropy_loss_fusion")) else "standard"
@@ -237,9 +239,10 @@ def _megatron_fields(args: dict[str, str], gpus: int | None, kw: dict, assumed: 
     if backend in MEGATRON_ATTN_READ:
         kw["attention"] = MEGATRON_ATTN_READ[backend]
     else:
-        assumed.append(f"attention_backend {backend}: not one trainfit models, read as sdpa")
+        assumed.append(_("attention_backend {backend}: not one trainfit models, read as sdpa").format(backend=backend))
     if "attention_backend" not in args:
-        assumed.append("attention_backend flash (ms-swift's default: FlashAttention-2 unless flash-attn 3 is installed)")
+        assumed.append(_("attention_backend flash (ms-swift's default: FlashAttention-2 unless flash-attn 3 is "
+                         "installed)"))
 
 
 def optimizer_read(optim: Any, assumed: list[str]) -> dict:
@@ -249,10 +252,10 @@ def optimizer_read(optim: Any, assumed: list[str]) -> dict:
     if optim in OPTIMIZERS_READ:
         return {"optimizer": OPTIMIZERS_READ[optim]}
     if optim in (None, ""):
-        assumed.append("optim not set: read as adamw_torch_fused (transformers' default with torch >= 2.8; older "
-                       "torch defaults to adamw_torch, whose step needs a little more memory)")
+        assumed.append(_("optim not set: read as adamw_torch_fused (transformers' default with torch >= 2.8; older "
+                         "torch defaults to adamw_torch, whose step needs a little more memory)"))
     else:
-        assumed.append(f"optim {optim}: not one trainfit models, read as adamw_torch_fused")
+        assumed.append(_("optim {optim}: not one trainfit models, read as adamw_torch_fused").format(optim=optim))
     return {}
 
 
@@ -262,12 +265,13 @@ def lora_dropout_note(value: Any, default_name: str | None = None) -> list[str]:
     try:
         p = float(value)
     except (TypeError, ValueError):
-        return [f"lora_dropout {value!r} not read: sized as 0"]
+        return [_("lora_dropout {value!r} not read: sized as 0").format(value=value)]
     if p <= 0:
         return []
-    return [f"lora_dropout {p:g}{' (' + default_name + ')' if default_name else ''}: its dropout copy and mask per "
-            "adapted input are not counted (trainfit sizes 0; under activation checkpointing a few hundred MB at most, "
-            "and some extra element-wise traffic per step)"]
+    shown = f"{p:g} ({default_name})" if default_name else f"{p:g}"
+    return [_("lora_dropout {value}: its dropout copy and mask per adapted input are not counted (trainfit sizes 0; "
+              "under activation checkpointing a few hundred MB at most, and some extra element-wise traffic per "
+              "step)").format(value=shown)]
 
 
 def swift_workload(args: dict[str, str], *, num_layers: int | None, gpus: int | None) -> tuple[dict, list[str]]:
@@ -289,12 +293,12 @@ def swift_workload(args: dict[str, str], *, num_layers: int | None, gpus: int | 
     else:
         kw["method"] = "full"
         if not tuner:
-            assumed.append("full fine-tuning")
+            assumed.append(_("full fine-tuning"))
     for k in ("lora_rank", "lora_alpha"):
         if args.get(k, "").isdecimal():
             kw[k] = int(args[k])
     if kw.get("method") in ("lora", "qlora"):
-        assumed.extend(lora_dropout_note(args.get("lora_dropout", "0.05"), "ms-swift's default 0.05"
+        assumed.extend(lora_dropout_note(args.get("lora_dropout", "0.05"), _("ms-swift's default 0.05")
                                          if "lora_dropout" not in args else None))
     if args.get("target_modules"):
         kw["lora_targets"] = tuple(args["target_modules"].replace(",", " ").split())
@@ -316,7 +320,7 @@ def swift_workload(args: dict[str, str], *, num_layers: int | None, gpus: int | 
     if impl in SWIFT_ATTN_READ:
         kw["attention"] = SWIFT_ATTN_READ[impl]
     elif impl:
-        assumed.append(f"attn_impl {impl}: not one trainfit models, read as sdpa")
+        assumed.append(_("attn_impl {impl}: not one trainfit models, read as sdpa").format(impl=impl))
     megatron = any(k in args for k in ("tensor_model_parallel_size", "expert_model_parallel_size",
                                        "pipeline_model_parallel_size", "micro_batch_size"))
     if megatron:
@@ -332,7 +336,7 @@ def swift_workload(args: dict[str, str], *, num_layers: int | None, gpus: int | 
             kw["experts_impl"] = args["experts_impl"]
         elif args.get("experts_impl"):  # batched_mm: closest timed mode
             kw["experts_impl"] = "grouped_mm"
-            assumed.append(f"experts_impl {args['experts_impl']} timed as grouped_mm")
+            assumed.append(_("experts_impl {impl} timed as grouped_mm").format(impl=args["experts_impl"]))
         preset = re.match(r"^zero([0-3])(_offload)?$", args.get("deepspeed", ""))
         if preset:  # ms-swift's named DeepSpeed presets (zero2, zero3_offload...)
             stage = int(preset.group(1))

@@ -172,13 +172,13 @@ def llamafactory_workload(c: dict, *, num_layers: int | None = None) -> tuple[di
     else:
         kw["method"] = "full"
         if not ftype:
-            assumed.append("full fine-tuning")
+            assumed.append(_("full fine-tuning"))
     for k, name in (("lora_rank", "lora_rank"), ("lora_alpha", "lora_alpha"), ("cutoff_len", "seq_len"),
                     ("per_device_train_batch_size", "micro_batch"), ("gradient_accumulation_steps", "grad_accum")):
         if s.get(k, "").isdecimal():
             kw[name] = int(s[k])
     if "seq_len" not in kw:
-        assumed.append("seq_len 2048 (cutoff_len not set)")
+        assumed.append(_("seq_len 2048 (cutoff_len not set)"))
     # LLaMA-Factory: packing unset = on for pre-training (stage pt) only; neat_packing turns packing on
     packing = s.get("packing", "")
     kw["packing"] = s.get("neat_packing") == "true" or packing == "true" or (packing == "" and s.get("stage") == "pt")

@@ -115,7 +115,7 @@ def rank(req: PlanRequest, plans: list[Plan]) -> tuple[list[Plan], Ranking]:
         summary = _("ranked by hours (--objective time); ties broken by GPU-hours")
     elif basis == "cost":
         summary = _("ranked by cost: every plan has a price in {currency}").format(currency=currency)
-    elif not unpriced:
+    elif not unpriced and ordered:
         currencies = sorted({str(p.currency) for p in ordered})
         summary = _("ranked by GPU-hours: prices are in {currencies}, which trainfit does not convert; cost shown per "
                     "row").format(currencies=" / ".join(currencies))
