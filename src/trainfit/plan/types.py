@@ -272,27 +272,27 @@ def _checked_fields(d: dict, where: str) -> dict:
         for k in ("gpus_per_node", "nodes"):
             if k in d:  # a missing part is reported as a wrong shape below
                 if not isinstance(d[k], int) or isinstance(d[k], bool):
-                    raise InputError(f"{k} must be an integer, not {type(d[k]).__name__}")
+                    raise InputError(_("{field} must be an integer, not {type}").format(field=k, type=type(d[k]).__name__))
                 inputs.as_int(k, d[k], lo=1, hi=MAX_GPUS)
         if isinstance(d.get("gpus_per_node"), int) and isinstance(d.get("nodes"), int) \
                 and d["gpus_per_node"] * d["nodes"] > MAX_GPUS:
-            raise InputError(f"the layout {d['nodes']} nodes x {d['gpus_per_node']} GPUs is over the "
-                             f"{MAX_GPUS:,}-GPU limit")
+            raise InputError(_("the layout {nodes} nodes x {gpn} GPUs is over the {limit:,}-GPU limit").format(
+                nodes=d["nodes"], gpn=d["gpus_per_node"], limit=MAX_GPUS))
         if "spot" in d and not isinstance(d["spot"], bool):
-            raise InputError(f"spot must be true or false (a JSON boolean), not {type(d['spot']).__name__} "
-                             f"{str(d['spot'])[:20]!r}")
+            raise InputError(_("spot must be true or false (a JSON boolean), not {type} {value!r}").format(
+                type=type(d["spot"]).__name__, value=str(d["spot"])[:20]))
         for k in ("notes", "warnings"):
             if d.get(k) is not None and (not isinstance(d[k], list) or not all(isinstance(x, str) for x in d[k])):
-                raise InputError(f"{k} must be a list of strings")
+                raise InputError(_("{field} must be a list of strings").format(field=k))
         name = d.get("model", {}).get("name") if isinstance(d.get("model"), dict) else None
         if name is not None:
             _check_model_name(name)
         for k in _STRING_FIELDS:
             if d.get(k) is not None and not isinstance(d[k], str):
-                raise InputError(f"{k} must be a string, not {type(d[k]).__name__}")
+                raise InputError(_("{field} must be a string, not {type}").format(field=k, type=type(d[k]).__name__))
         wl = d["workload"]
         if not isinstance(wl, dict):
-            raise InputError("workload must be an object")
+            raise InputError(_("workload must be an object"))
         parsed = parse_options({k: v for k, v in wl.items() if k in WORKLOAD_OPTION_NAMES}, defaults=False)
     except InputError as e:
         raise PlanFileError(f"{where}: {e.message}", fix=_("regenerate it with `trainfit plan --json`")) from None
@@ -316,11 +316,11 @@ def _checked_record(part: str, rec: Any, where: str) -> Any:
     columns = GPU_COLUMNS if part == "gpu_spec" else INSTANCE_COLUMNS
     fix = _("regenerate the plan with `trainfit plan --json`")
     if not isinstance(rec, dict):
-        raise PlanFileError(f"{where}: {part} must be an object", fix=fix)
+        raise PlanFileError(_("{where}: {part} must be an object").format(where=where, part=part), fix=fix)
     raw = dict(rec)
     origin = raw.pop("origin", "bundled")
     if not isinstance(origin, str) or len(origin) > 4096:
-        raise PlanFileError(f"{where}: {part}.origin must be a string", fix=fix)
+        raise PlanFileError(_("{where}: {part}.origin must be a string").format(where=where, part=part), fix=fix)
     for col in columns:
         v = raw.get(col.name)
         if v is None:
@@ -328,21 +328,21 @@ def _checked_record(part: str, rec: Any, where: str) -> Any:
         ok = _COLUMN_JSON_TYPES[col.kind]
         if not isinstance(v, ok) or (isinstance(v, bool) and col.kind != "bool") or \
                 (col.kind == "list" and not all(isinstance(x, str) for x in v)):
-            raise PlanFileError(f"{where}: {part}.{col.name} must be "
-                                + {"bool": "true or false", "list": "a list of strings", "int": "an integer",
-                                   "float": "a number"}.get(col.kind, "a string")
-                                + f", not {type(v).__name__}", fix=fix)
+            what = {"bool": _("true or false"), "list": _("a list of strings"), "int": _("an integer"),
+                    "float": _("a number")}.get(col.kind) or _("a string")
+            raise PlanFileError(_("{where}: {field} must be {what}, not {type}").format(
+                where=where, field=f"{part}.{col.name}", what=what, type=type(v).__name__), fix=fix)
     derived: dict[str, Any] = {}
     if part == "gpu_spec":  # what the planner derived for the plan (speed assumed from a class, --gpu-mem), not columns
         from trainfit.catalog.gpus import SPEED_FIELDS
 
         assumed = raw.pop("assumed", [])
         if not isinstance(assumed, list) or not all(a in SPEED_FIELDS for a in assumed):
-            raise PlanFileError(f"{where}: gpu_spec.assumed must list speed fields ({', '.join(SPEED_FIELDS)})",
-                                fix=fix)
+            raise PlanFileError(_("{where}: gpu_spec.assumed must list speed fields ({fields})").format(
+                where=where, fields=", ".join(SPEED_FIELDS)), fix=fix)
         mem_from_user = raw.pop("mem_from_user", False)
         if not isinstance(mem_from_user, bool):
-            raise PlanFileError(f"{where}: gpu_spec.mem_from_user must be true or false", fix=fix)
+            raise PlanFileError(_("{where}: gpu_spec.mem_from_user must be true or false").format(where=where), fix=fix)
         derived = {"assumed": tuple(assumed), "mem_from_user": mem_from_user}
     row, problems = parse_row(columns, raw, f"{part}")
     if problems:
@@ -361,11 +361,11 @@ def _check_model_name(name: Any) -> None:
     from trainfit.errors import InputError
 
     if not isinstance(name, str) or not name or len(name) > 200:
-        raise InputError("model.name must be a non-empty string of at most 200 characters")
+        raise InputError(_("model.name must be a non-empty string of at most 200 characters"))
     if name.startswith(("/", "~")) or "\\" in name or any(p in ("..", ".") for p in name.split("/")) \
             or "//" in name or any(ord(c) < 32 or ord(c) == 127 for c in name):
-        raise InputError(f"model.name {name[:60]!r} is not a model name (a path that climbs, an absolute "
-                         "path or a control character)")
+        raise InputError(_("model.name {name!r} is not a model name (a path that climbs, an absolute path or a "
+                           "control character)").format(name=name[:60]))
 
 
 def _precision_mode(w: Workload) -> str:
