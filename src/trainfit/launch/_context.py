@@ -262,6 +262,38 @@ class RenderContext:
                 it=self.instance_type or _("not set"), gpu=self.gpu or _("not set"),
                 billing=_("spot") if self.spot else _("on-demand"), region=self.region),
         ]
+        lines += self._figure_lines(s)
+        rl = getattr(self.plan, "rl", None)
+        lines += self._rl_lines(rl, wl)
+        data = getattr(self.plan, "data", None)
+        reason = self.save_reason_text()
+        if rl is None and self.max_steps and data is not None:
+            line = (_("budget: {steps} optimizer steps = {rows:,} packed rows x {epochs:g} epoch(s) / global batch "
+                      "{gb}; checkpoint every {save} steps") if data.packing else
+                    _("budget: {steps} optimizer steps = {rows:,} samples x {epochs:g} epoch(s) / global batch {gb}; "
+                      "checkpoint every {save} steps")).format(
+                steps=self.max_steps, rows=data.rows_per_epoch, epochs=data.epochs, gb=wl.global_batch,
+                save=self.save_steps)
+            lines.append(line + (f" ({reason})" if reason else ""))
+        elif rl is None and self.max_steps:
+            line = _("budget: {steps} optimizer steps = {tokens} tokens / (global batch {gb} x seq_len {seq_len}); "
+                     "checkpoint every {save} steps").format(
+                steps=self.max_steps, tokens=_num(self.plan.tokens, 0), gb=wl.global_batch, seq_len=wl.seq_len,
+                save=self.save_steps)
+            lines.append(line + (f" ({reason})" if reason else ""))
+        if rl is None and data is not None:
+            line = _("dataset {dataset}: cut-off {cutoff} ({source}) truncates {share:.1%} of samples; {tokens:,} sample "
+                     "tokens per epoch").format(dataset=self.dataset, cutoff=data.seq_len, source=data.seq_len_from,
+                                                share=data.truncated_share, tokens=data.data_tokens_per_epoch)
+            if data.packing and data.packing_efficiency is not None:
+                line += _(" ({share:.1%} of packed rows filled)").format(share=data.packing_efficiency)
+            lines.append(line)
+        lines.append(self.facts_line())
+        return lines
+
+    def _figure_lines(self, s: dict[str, Any]) -> list[str]:
+        """The memory, speed and cost lines of :meth:`header_lines`."""
+        lines: list[str] = []
         mem = s["memory"]
         iv = s.get("intervals") or {}
         p_oom = s.get("oom_probability")
@@ -299,7 +331,11 @@ class RenderContext:
             lines.append(_("cost: not estimated (no trainfit plan given)"))
         if s.get("out_of_domain"):
             lines.append(_("speed interval: {note}").format(note=s["out_of_domain"]))
-        rl = getattr(self.plan, "rl", None)
+        return lines
+
+    def _rl_lines(self, rl: Any, wl: Workload) -> list[str]:
+        """The RL line of :meth:`header_lines` (RL plans), else the packing line."""
+        lines: list[str] = []
         if rl is not None:
             ph = rl["phases_gib"]
             fw = rl.get("rl_framework") or _("trainfit defaults")
@@ -323,30 +359,6 @@ class RenderContext:
             from trainfit.launch._common import packing_line
 
             lines.append(packing_line(wl, megatron=self.megatron))
-        data = getattr(self.plan, "data", None)
-        reason = self.save_reason_text()
-        if rl is None and self.max_steps and data is not None:
-            line = (_("budget: {steps} optimizer steps = {rows:,} packed rows x {epochs:g} epoch(s) / global batch "
-                      "{gb}; checkpoint every {save} steps") if data.packing else
-                    _("budget: {steps} optimizer steps = {rows:,} samples x {epochs:g} epoch(s) / global batch {gb}; "
-                      "checkpoint every {save} steps")).format(
-                steps=self.max_steps, rows=data.rows_per_epoch, epochs=data.epochs, gb=wl.global_batch,
-                save=self.save_steps)
-            lines.append(line + (f" ({reason})" if reason else ""))
-        elif rl is None and self.max_steps:
-            line = _("budget: {steps} optimizer steps = {tokens} tokens / (global batch {gb} x seq_len {seq_len}); "
-                     "checkpoint every {save} steps").format(
-                steps=self.max_steps, tokens=_num(self.plan.tokens, 0), gb=wl.global_batch, seq_len=wl.seq_len,
-                save=self.save_steps)
-            lines.append(line + (f" ({reason})" if reason else ""))
-        if rl is None and data is not None:
-            line = _("dataset {dataset}: cut-off {cutoff} ({source}) truncates {share:.1%} of samples; {tokens:,} sample "
-                     "tokens per epoch").format(dataset=self.dataset, cutoff=data.seq_len, source=data.seq_len_from,
-                                                share=data.truncated_share, tokens=data.data_tokens_per_epoch)
-            if data.packing and data.packing_efficiency is not None:
-                line += _(" ({share:.1%} of packed rows filled)").format(share=data.packing_efficiency)
-            lines.append(line)
-        lines.append(self.facts_line())
         return lines
 
     def file_header_lines(self) -> list[str]:
