@@ -18,7 +18,7 @@ def read_json_limited(path: str | Path, *, max_bytes: int, error: type[TrainfitE
     try:
         text = read_text_file(p, max_bytes=max_bytes, what=what, error=error, fix=fix)
     except TrainfitError as e:
-        if "limit" in e.message and too_big_fix:
+        if f"{max_bytes:,}" in e.message and too_big_fix:  # over the size limit (the byte count, in any language)
             e.fix = too_big_fix
         raise
     return loads_json(text, what=f"{what} {str(p)[:200]}", error=error)

@@ -28,6 +28,7 @@ from typing import Any, Mapping
 from trainfit.errors import InputError, PlanFileError, UnknownGPUError, WorkloadError
 from trainfit.estimate.fit import SAFETY_MARGIN_DEFAULT, FitAnswer, decide_fit, fit_answer
 from trainfit.estimate.memory import MemoryEstimate, estimate_memory
+from trainfit.i18n import _
 from trainfit.models.shapes import ModelShape
 from trainfit.workload import Workload
 
@@ -50,7 +51,7 @@ def resolve_model(name: str | None = None, *, config: str | Path | Mapping[str, 
             return from_hf_config(config, name=str(config.get("_name_or_path") or "custom"), source="pasted config")
         return load_config_path(config)
     if not name:
-        raise WorkloadError("no model given", fix="name one (e.g. Qwen3-8B) or pass --config PATH")
+        raise WorkloadError(_("no model given"), fix=_("name one (e.g. Qwen3-8B) or pass --config PATH"))
     return get_model(name)
 
 
@@ -101,7 +102,8 @@ def gpu_usable_gib(gpu: str) -> tuple[str, float]:
 
     g = get_gpu(gpu)
     if g.usable_mem_gib is None:
-        raise UnknownGPUError(f"the catalog does not know the memory of {g.name}", fix="pass --gpu-mem GIB")
+        raise UnknownGPUError(_("the catalog does not know the memory of {gpu}").format(gpu=g.name),
+                              fix=_("pass --gpu-mem GIB"))
     return g.name, g.usable_mem_gib
 
 
@@ -215,8 +217,8 @@ def rl_memory_report(model: ModelShape, workload: Workload, rl: Any, *, gpu: str
     if gpu_mem_gib is not None:
         usable = gpu_mem_gib
     if usable is None:
-        raise WorkloadError("--rl needs the GPU: the rollout engine's budget is a fraction of its memory",
-                            fix="pass --gpu NAME (e.g. H100), --gpu-mem GIB or --instance-type TYPE")
+        raise WorkloadError(_("--rl needs the GPU: the rollout engine's budget is a fraction of its memory"),
+                            fix=_("pass --gpu NAME (e.g. H100), --gpu-mem GIB or --instance-type TYPE"))
     rep = rl_report(model, workload, rl, float(usable), gpu=gpu_rec, instance=inst, steps=steps,
                     host_ram_gib=host_ram_gib, margin=margin)
     rep.pop("_train")
@@ -300,10 +302,11 @@ def plan_for(model: ModelShape, workload: Workload, *, gpu: str | None = None, i
             from trainfit.errors import RenderError
 
             raise RenderError(
-                f"{inst.instance_type} has {inst.gpu_count} GPU(s) per node but the workload puts {gpn_used} on each "
-                "node (launchers start one process per GPU of the node, and the whole node is billed)",
-                fix=f"use --gpus-per-node {inst.gpu_count} and a multiple of it for --gpus, or an instance type with "
-                    f"{gpn_used} GPU(s)")
+                _("{it} has {count} GPU(s) per node but the workload puts {used} on each node (launchers start one "
+                  "process per GPU of the node, and the whole node is billed)").format(
+                    it=inst.instance_type, count=inst.gpu_count, used=gpn_used),
+                fix=_("use --gpus-per-node {count} and a multiple of it for --gpus, or an instance type with {used} "
+                      "GPU(s)").format(count=inst.gpu_count, used=gpn_used))
     if gpu:
         from trainfit.catalog.gpus import sized_gpu
 
@@ -311,11 +314,12 @@ def plan_for(model: ModelShape, workload: Workload, *, gpu: str | None = None, i
     elif gpu_mem_gib is not None:
         g = GPU(name="custom", mem_gib=gpu_mem_gib, source="--gpu-mem", as_of="")
     else:
-        raise WorkloadError("which GPU? a plan needs the GPU (or an instance type) it runs on",
-                            fix="pass --gpu NAME (A10, H800...) or --instance-type TYPE, or render --plan plan.json")
+        raise WorkloadError(_("which GPU? a plan needs the GPU (or an instance type) it runs on"),
+                            fix=_("pass --gpu NAME (A10, H800...) or --instance-type TYPE, or render --plan plan.json"))
     usable = gpu_mem_gib if gpu_mem_gib is not None else g.usable_mem_gib
     if usable is None:
-        raise UnknownGPUError(f"the catalog does not know the memory of {g.name}", fix="pass --gpu-mem GIB")
+        raise UnknownGPUError(_("the catalog does not know the memory of {gpu}").format(gpu=g.name),
+                              fix=_("pass --gpu-mem GIB"))
     gpn = workload.gpus_on_node
     if rl is not None:
         from trainfit.plan.rl import fit_rollout_tp, rl_plan
@@ -363,7 +367,7 @@ def _plan_speed(model: ModelShape, workload: Workload, g: Any, inst: Any, *, fra
         sp = estimate_speed(model, workload, hardware_for(g, inst, gpus_per_node=workload.gpus_on_node),
                             framework=framework)
     except WorkloadError as e:
-        warnings.append(f"speed not estimated: {e.message}")
+        warnings.append(_("speed not estimated: {message}").format(message=e.message))
         return {}
     from trainfit.estimate.uncertainty import plan_speed_interval
 
@@ -382,13 +386,14 @@ def load_plan(path: str | Path, pick: int = 1) -> Any:
     from trainfit.inputs import loads_json, read_text_file
     from trainfit.plan.types import plans_from_document
 
-    text = read_text_file(path, max_bytes=MAX_PLAN_BYTES, what="plan file", error=PlanFileError,
-                          fix="write it with `trainfit plan ... --json > plan.json`")
-    doc = loads_json(text, what=f"plan file {path}", error=PlanFileError)
-    plans = plans_from_document(doc, where=f"plan file {path}")
+    text = read_text_file(path, max_bytes=MAX_PLAN_BYTES, what=_("plan file"), error=PlanFileError,
+                          fix=_("write it with `trainfit plan ... --json > plan.json`"))
+    where = _("plan file {path}").format(path=path)
+    doc = loads_json(text, what=where, error=PlanFileError)
+    plans = plans_from_document(doc, where=where)
     if not 1 <= pick <= len(plans):
-        raise PlanFileError(f"--pick {pick} is out of range: the file has {len(plans)} plan(s)",
-                            fix=f"use --pick 1..{len(plans)}")
+        raise PlanFileError(_("--pick {pick} is out of range: the file has {n} plan(s)").format(pick=pick, n=len(plans)),
+                            fix=_("use --pick 1..{n}").format(n=len(plans)))
     return plans[pick - 1]
 
 
@@ -415,7 +420,7 @@ def write_rendered(result: Any, out_dir: str | Path, *, force: bool = False) -> 
     from trainfit.launch import write
 
     if not str(out_dir).strip():
-        raise InputError("--out is empty", fix="name a folder, e.g. --out job/")
+        raise InputError(_("--out is empty"), fix=_("name a folder, e.g. --out job/"))
     return write(result, out_dir, force=force)
 
 
@@ -444,11 +449,11 @@ def check_file(path: str | Path, *, region: str | None = None, gpu: str | None =
     if dataset is not None:
         from trainfit.dataset import stats_or_scan
 
-        stats, _ = stats_or_scan(dataset, tokenizer=tokenizer)
+        stats, _scanned = stats_or_scan(dataset, tokenizer=tokenizer)
     elif tokenizer is not None:
         from trainfit.errors import InputError
 
-        raise InputError("--tokenizer counts a dataset: it needs --dataset FILE", fix="pass --dataset train.jsonl")
+        raise InputError(_("--tokenizer counts a dataset: it needs --dataset FILE"), fix=_("pass --dataset train.jsonl"))
     return _check(path, region=region, gpu=gpu, instance_type=instance_type, nodes=nodes, gpus_per_node=gpus_per_node,
                   dataset=stats)
 
@@ -474,15 +479,17 @@ def submit_job(path: str | Path, *, region: str | None = None, yes: bool = False
     blocking = [v for v in res_check.violations if v.severity == "error" or v.rule == "placeholder"]
     if gate and blocking and yes:
         first = blocking[0]
-        raise SubmitError(f"`trainfit check` found {len(blocking)} problem(s) that stop a submission in {p}, e.g. {first.rule}: "
-                          f"{first.message}", fix=f"{first.fix}; or pass --no-check")
+        raise SubmitError(_("`trainfit check` found {n} problem(s) that stop a submission in {path}, e.g. {rule}: "
+                            "{message}").format(n=len(blocking), path=p, rule=first.rule, message=first.message),
+                          fix=_("{fix}; or pass --no-check").format(fix=first.fix))
     return submit(p, region=given, yes=yes, **kw), res_check
 
 
 # ------------------------------------------------------------------------------- helpers for the web API
 # In trainfit.service_web; re-exported here so ``trainfit.service.X`` and ``from trainfit.service import X`` keep
 # working (imported last: service_web imports this module's functions inside its own).
-from trainfit.service_web import (Catalogs, ERROR_FIELDS, MAX_CHECK_UPLOAD_BYTES, PLAN_EXTRA, RENDER_EXTRA,  # noqa: E402,F401
+from trainfit.service_web import (Catalogs, ERROR_FIELDS, LANG_FIELD, MAX_CHECK_UPLOAD_BYTES, PLAN_EXTRA,  # noqa: E402,F401
+                                  RENDER_EXTRA, request_context, request_language,
                                   RENDER_OPTION_FIELDS, _config_value, _opt_str, check_upload, error_field, error_fix,
                                   json_ready, memory_from_request, model_rows, option_specs, plan_from_options,
                                   render_from_options, rendered_files, catalogs)

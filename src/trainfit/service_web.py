@@ -9,11 +9,15 @@ imported inside each function: :mod:`trainfit.service` imports this module at it
 
 from __future__ import annotations
 
+import functools
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, TypeVar
 
+from trainfit import i18n
 from trainfit.errors import InputError, PlanFileError, TrainfitError
+from trainfit.i18n import _
 
 if TYPE_CHECKING:
     from trainfit.service import MemoryReport
@@ -34,7 +38,86 @@ def json_ready(obj: Any) -> Any:
 
 PLAN_EXTRA = ("model", "config")
 
+#: The request field (and query parameter) that names the language of a request's messages.
+LANG_FIELD = "lang"
 
+
+def _accept_language(header: str | None) -> str | None:
+    """The first language of an ``Accept-Language`` header that trainfit speaks, by its q weight (``zh-CN,zh;q=0.9,
+    en;q=0.8`` -> zh; ``fr-FR, en;q=0.5`` -> en); None when it names none (or says ``*`` only)."""
+    best: tuple[float, int, str] | None = None
+    for i, part in enumerate((header or "")[:1000].split(",")):
+        tag, _sep, params = part.strip().partition(";")
+        tag = tag.strip().lower()
+        if not tag or tag == "*":
+            continue
+        q = 1.0
+        for p in params.split(";"):
+            k, _eq, v = p.strip().partition("=")
+            if k.strip().lower() == "q":
+                try:
+                    q = float(v)
+                except ValueError:
+                    q = 0.0
+        head = tag.replace("_", "-").split("-")[0]
+        if q <= 0 or head not in i18n.LANGUAGES:
+            continue
+        if best is None or (q, -i) > (best[0], best[1]):
+            best = (q, -i, head)
+    return best[2] if best else None
+
+
+def request_language(lang: Any = None, accept_language: str | None = None) -> str:
+    """The language of one web request's messages: its ``lang`` (field or query parameter: en or zh, as ``--lang``;
+    anything else is an InputError on the field ``lang``), else its ``Accept-Language`` header, else the server's
+    (:func:`trainfit.i18n.current`: ``TRAINFIT_LANG``, ``LANG``...)."""
+    if lang is not None and lang != "":
+        if not isinstance(lang, str):
+            err = InputError(_("lang: must be en or zh; got {value!r}").format(value=str(lang)[:40]),
+                             fix=_("send lang=en or lang=zh"))
+            err.field = LANG_FIELD  # type: ignore[attr-defined]
+            raise err
+        try:
+            return i18n.parse_lang(lang)
+        except InputError as err:
+            err.field = LANG_FIELD  # type: ignore[attr-defined]
+            raise
+    return _accept_language(accept_language) or i18n.current()
+
+
+@contextmanager
+def request_context(lang: Any = None, accept_language: str | None = None) -> Iterator[str]:
+    """``with request_context(lang, accept_language): ...`` runs one web request in its language
+    (:func:`request_language`): every message made inside (reasons, fixes, warnings, rejections, errors) is in it;
+    ``code`` fields stay English. An error raised inside keeps the fix :func:`error_fix` gives in that language."""
+    with i18n.language(request_language(lang, accept_language)) as chosen:
+        try:
+            yield chosen
+        except TrainfitError as e:
+            e.fix = error_fix(e)
+            raise
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _in_request_language(fn: _F) -> _F:
+    """Run a request function (its first argument the request's field mapping) in the language its ``lang`` field
+    names (the field is taken out before the options are parsed); without one, in the current language (which the
+    web layer sets from the query parameter or ``Accept-Language`` with :func:`request_context`)."""
+
+    @functools.wraps(fn)
+    def run(values: Mapping[str, Any], *args: Any, **kwargs: Any) -> Any:
+        if not isinstance(values, Mapping) or LANG_FIELD not in values:
+            return fn(values, *args, **kwargs)
+        rest = {k: v for k, v in values.items() if k != LANG_FIELD}
+        with request_context(values.get(LANG_FIELD)):
+            return fn(rest, *args, **kwargs)
+
+    return run  # type: ignore[return-value]
+
+
+@_in_request_language
 def plan_from_options(values: Mapping[str, Any]) -> Any:
     """``plan`` from a mapping of option values (``POST /api/plan``), with the CLI's semantics: workload layout
     options that are given are pinned, the others searched; plan options take their defaults; the RL options
@@ -57,7 +140,8 @@ def _opt_str(values: Mapping[str, Any], key: str) -> str | None:
     if v is None or v == "":
         return None
     if not isinstance(v, str):
-        err = InputError(f"{key}: must be a string; got {str(v)[:40]!r}", fix="e.g. Qwen3-8B")
+        err = InputError(_("{key}: must be a string; got {value!r}").format(key=key, value=str(v)[:40]),
+                         fix=_("e.g. Qwen3-8B"))
         err.field = key  # type: ignore[attr-defined]
         raise err
     return v
@@ -74,18 +158,19 @@ def _config_value(values: Mapping[str, Any]) -> Mapping[str, Any] | None:
         return None
     if isinstance(cfg, str):
         if len(cfg) > MAX_CONFIG_BYTES:
-            raise inputs._bad("config", cfg[:20], f"is over the {MAX_CONFIG_BYTES:,}-byte limit")
+            raise inputs._bad("config", cfg[:20], _("is over the {limit:,}-byte limit").format(limit=MAX_CONFIG_BYTES))
         try:
             cfg = inputs.loads_json(cfg, what="config.json")
         except InputError as e:
             e.field = "config"  # type: ignore[attr-defined]
             raise
     if not isinstance(cfg, Mapping):
-        raise inputs._bad("config", cfg, "must be the JSON object of a config.json",
-                          'paste the whole file, e.g. {"model_type": "qwen3", ...}')
+        raise inputs._bad("config", cfg, _("must be the JSON object of a config.json"),
+                          _('paste the whole file, e.g. {{"model_type": "qwen3", ...}}').format())
     return cfg
 
 
+@_in_request_language
 def memory_from_request(values: Mapping[str, Any]) -> MemoryReport:
     """:func:`~trainfit.service.memory_from_options` where ``config`` is pasted text or an object, never a
     server path."""
@@ -103,6 +188,7 @@ RENDER_OPTION_FIELDS = ("region", "workspace_id", "resource_id", "image", "datas
 RENDER_EXTRA = ("model", "config", "gpu", "instance_type", "tokens", "spot", "plan", "pick", "target")
 
 
+@_in_request_language
 def render_from_options(values: Mapping[str, Any]) -> Any:
     """``render`` from a mapping (``POST /api/render``): a ``plan`` (one plan of ``plan --json``, or the whole
     document with ``pick``), or the model and workload options with ``gpu`` / ``instance_type`` (and ``tokens``,
@@ -117,18 +203,19 @@ def render_from_options(values: Mapping[str, Any]) -> Any:
     if isinstance(target, (list, tuple)):
         target = ",".join(str(t) for t in target)
     if target is not None and (not isinstance(target, str) or len(target) > 500):
-        raise inputs._bad("target", target, "must be a comma-separated list of targets", "e.g. all or deepspeed,dlc")
+        raise inputs._bad("target", target, _("must be a comma-separated list of targets"),
+                          _("e.g. all or deepspeed,dlc"))
     ro = {k: values[k] for k in RENDER_OPTION_FIELDS if values.get(k) is not None}
     if "vpc" in ro and not (isinstance(ro["vpc"], Mapping) and all(isinstance(v, str) for v in ro["vpc"].values())):
-        raise inputs._bad("vpc", ro["vpc"], "must be an object of strings",
-                          'e.g. {"VpcId": "vpc-x", "SwitchId": "vsw-x", "SecurityGroupId": "sg-x"}')
+        raise inputs._bad("vpc", ro["vpc"], _("must be an object of strings"),
+                          _('e.g. {{"VpcId": "vpc-x", "SwitchId": "vsw-x", "SecurityGroupId": "sg-x"}}').format())
     if "vpc" in ro:
         ro["vpc"] = dict(ro["vpc"])
     options = RenderOptions(**ro)
     doc = values.get("plan")
     if doc is not None:
         inputs.check_depth(doc, what="plan", error=PlanFileError)
-        plans = plans_from_document(doc, where="plan")
+        plans = plans_from_document(doc, where=_("plan"))
         pick = inputs.as_int("pick", values.get("pick", 1), lo=1, hi=len(plans))
         plan = plans[pick - 1]
     else:
@@ -162,9 +249,13 @@ MAX_CHECK_UPLOAD_BYTES = 2 * 2**20
 
 
 def check_upload(filename: str, data: bytes, *, region: str | None = None, gpu: str | None = None,
-                 instance_type: str | None = None) -> Any:
+                 instance_type: str | None = None, lang: str | None = None) -> Any:
     """:func:`~trainfit.service.check_file` on uploaded bytes: written to a private temporary folder under their base name (the
-    file kind is told by name and content), checked, and reported under ``filename``."""
+    file kind is told by name and content), checked, and reported under ``filename``. ``lang``: the language of its
+    messages (None: the current one, see :func:`request_context`)."""
+    if lang is not None:
+        with request_context(lang):
+            return check_upload(filename, data, region=region, gpu=gpu, instance_type=instance_type)
     import dataclasses
     import os
     import tempfile
@@ -176,8 +267,9 @@ def check_upload(filename: str, data: bytes, *, region: str | None = None, gpu: 
     base = os.path.basename(str(filename or "").replace("\\", "/")) or "job"
     base = inputs.as_ident("file", base, "job_name")
     if len(data) > MAX_CHECK_UPLOAD_BYTES:
-        raise CheckInputError(f"{base} is {len(data):,} bytes, over the {MAX_CHECK_UPLOAD_BYTES:,}-byte limit",
-                              fix="upload the job file itself")
+        raise CheckInputError(_("{file} is {size:,} bytes, over the {limit:,}-byte limit").format(
+                                  file=base, size=len(data), limit=MAX_CHECK_UPLOAD_BYTES),
+                              fix=_("upload the job file itself"))
     with tempfile.TemporaryDirectory(prefix="trainfit-check-") as d:
         p = Path(d) / base
         tmp = str(p)
@@ -226,7 +318,8 @@ def option_specs() -> dict[str, list[dict[str, Any]]]:
 
     def spec(o: Any) -> dict[str, Any]:
         return {"name": o.name, "flag": o.cli_flag, "group": o.group, "default": json_ready(o.default),
-                "choices": None if o.choices is None else list(o.choices), "help": o.help}
+                "choices": None if o.choices is None else list(o.choices),
+                "help": i18n.translate(o.help) if o.help else o.help}
 
     return {"workload": [spec(o) for o in WORKLOAD_OPTIONS], "plan": [spec(o) for o in PLAN_OPTIONS],
             "rl": [spec(o) for o in RL_OPTIONS]}
@@ -254,12 +347,12 @@ def error_fix(err: Exception) -> str | None:
 
         for o in WORKLOAD_OPTIONS + PLAN_OPTIONS:
             if o.name == field and o.help:
-                return f"{o.name}: {o.help}"
-        return f"correct {field} (the API docs at /docs list each field)"
+                return f"{o.name}: {i18n.translate(o.help)}"
+        return _("correct {field} (the API docs at /docs list each field)").format(field=field)
     return None
 
 
-__all__ = ["json_ready", "PLAN_EXTRA", "plan_from_options", "memory_from_request", "RENDER_OPTION_FIELDS", "RENDER_EXTRA", "render_from_options", "rendered_files", "MAX_CHECK_UPLOAD_BYTES", "check_upload", "model_rows", "option_specs", "ERROR_FIELDS", "error_field", "error_fix"]
+__all__ = ["json_ready", "PLAN_EXTRA", "LANG_FIELD", "request_language", "request_context", "plan_from_options", "memory_from_request", "RENDER_OPTION_FIELDS", "RENDER_EXTRA", "render_from_options", "rendered_files", "MAX_CHECK_UPLOAD_BYTES", "check_upload", "model_rows", "option_specs", "ERROR_FIELDS", "error_field", "error_fix"]
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from trainfit.errors import TrainfitError, WriteError
+from trainfit.i18n import _
 
 #: The file whose last line is the manifest of a rendered folder: what trainfit wrote there last, with hashes.
 MANIFEST = "README.md"
@@ -49,20 +50,20 @@ def existing_kind(path: Path) -> str | None:
     except FileNotFoundError:
         return None
     except OSError as e:
-        return f"unreadable ({e.strerror or e})"
+        return _("unreadable ({error})").format(error=e.strerror or e)
     if stat.S_ISLNK(st.st_mode):
-        return "a symbolic link"
+        return _("a symbolic link")
     if stat.S_ISREG(st.st_mode):
-        return "file"
+        return "file"  # the one kind trainfit writes over (compared, never shown)
     if stat.S_ISDIR(st.st_mode):
-        return "a folder"
+        return _("a folder")
     if stat.S_ISFIFO(st.st_mode):
-        return "a FIFO"
+        return _("a FIFO")
     if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode):
-        return "a device"
+        return _("a device")
     if stat.S_ISSOCK(st.st_mode):
-        return "a socket"
-    return "a special file"
+        return _("a socket")
+    return _("a special file")
 
 
 def ensure_dir(path: str | os.PathLike, *, error: type[TrainfitError] = WriteError, what: str = "folder") -> Path:
@@ -70,16 +71,17 @@ def ensure_dir(path: str | os.PathLike, *, error: type[TrainfitError] = WriteErr
     there is one clear error."""
     p = Path(path)
     if len(str(p)) > 4096 or "\x00" in str(p):
-        raise error(f"the {what} name is not usable", fix="choose another folder")
+        raise error(_("the {what} name is not usable").format(what=what), fix=_("choose another folder"))
     try:
         p.mkdir(parents=True, exist_ok=True)
     except FileExistsError:
-        raise error(f"{_short(p)} exists and is not a folder", fix="choose another folder") from None
+        raise error(_("{path} exists and is not a folder").format(path=_short(p)),
+                    fix=_("choose another folder")) from None
     except (OSError, ValueError) as e:
-        raise error(f"cannot create {_short(p)}: {getattr(e, 'strerror', None) or e}",
-                    fix="choose another folder") from None
+        raise error(_("cannot create {path}: {error}").format(path=_short(p), error=getattr(e, "strerror", None) or e),
+                    fix=_("choose another folder")) from None
     if not p.is_dir():
-        raise error(f"{_short(p)} is not a folder", fix="choose another folder")
+        raise error(_("{path} is not a folder").format(path=_short(p)), fix=_("choose another folder"))
     return p
 
 
@@ -90,8 +92,8 @@ def read_own(path: Path, max_bytes: int = 64 << 20) -> bytes | None:
     if kind is None:
         return None
     if kind != "file":
-        raise WriteError(f"{_short(path)} is {kind}; trainfit does not write through links or into special files",
-                         fix="remove it or choose another folder")
+        raise WriteError(_("{path} is {kind}; trainfit does not write through links or into special files").format(
+                             path=_short(path), kind=kind), fix=_("remove it or choose another folder"))
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
     try:
         with os.fdopen(fd, "rb") as f:
@@ -109,8 +111,8 @@ def write_file(path: str | os.PathLike, data: str | bytes, *, mode: int | None =
     raw = data.encode("utf-8") if isinstance(data, str) else data
     kind = existing_kind(p)
     if kind is not None and kind != "file":
-        raise error(f"{_short(p)} is {kind}; trainfit writes only regular files and never follows links",
-                    fix="remove it or choose another place")
+        raise error(_("{path} is {kind}; trainfit writes only regular files and never follows links").format(
+                        path=_short(p), kind=kind), fix=_("remove it or choose another place"))
     if mode is None:
         try:
             mode = stat.S_IMODE(os.lstat(p).st_mode) if kind == "file" else 0o644
@@ -133,8 +135,8 @@ def write_file(path: str | os.PathLike, data: str | bytes, *, mode: int | None =
         tmp = None
         _fsync_dir(folder)
     except (OSError, ValueError) as e:
-        raise error(f"cannot write {_short(p)}: {getattr(e, 'strerror', None) or e}",
-                    fix="check the folder's permissions and free space (nothing was half-written)") from None
+        raise error(_("cannot write {path}: {error}").format(path=_short(p), error=getattr(e, "strerror", None) or e),
+                    fix=_("check the folder's permissions and free space (nothing was half-written)")) from None
     finally:
         if tmp is not None:
             try:
@@ -163,7 +165,8 @@ def remove_file(path: Path, *, error: type[TrainfitError] = WriteError) -> None:
     except FileNotFoundError:
         pass
     except OSError as e:
-        raise error(f"cannot remove {_short(path)}: {e.strerror or e}", fix="check the folder's permissions") from None
+        raise error(_("cannot remove {path}: {error}").format(path=_short(path), error=e.strerror or e),
+                    fix=_("check the folder's permissions")) from None
 
 
 def _manifest_line(files: dict[str, str]) -> str:
@@ -176,7 +179,7 @@ def _split_manifest(raw: bytes) -> tuple[bytes, str | None]:
     idx = raw.rfind(b"\n" + MANIFEST_MARK.encode())
     if idx < 0:
         return raw, None
-    line, _, rest = raw[idx + 1:].partition(b"\n")
+    line, _sep, rest = raw[idx + 1:].partition(b"\n")
     body = raw[: idx + 1] + rest  # only the manifest line itself is left out: text added below it is the user's
     return body, line.decode("utf-8", "replace")[len(MANIFEST_MARK):].removesuffix("-->").strip()
 
@@ -214,7 +217,7 @@ def read_manifest(folder: Path) -> dict[str, str]:
     raw = read_own(p, MAX_MANIFEST_BYTES) or b""
     if len(raw) > MAX_MANIFEST_BYTES:
         return {}
-    _, text = _split_manifest(raw)
+    _doc, text = _split_manifest(raw)
     if text is None:
         return {}
     try:
@@ -240,10 +243,11 @@ def write_set(folder: str | os.PathLike, files: dict[str, str], *, force: bool =
     file that is neither what trainfit wrote there last (manifest hash) nor identical to the new text is refused
     unless ``force``. Files of the previous set that this one does not write are removed when unedited (edited
     ones: refused unless ``force``, then removed too). Returns (paths written, names removed)."""
-    out = ensure_dir(folder, error=error, what="--out folder")
+    out = ensure_dir(folder, error=error, what=_("--out folder"))
     for name in files:
         if not _plain_name(name):  # pragma: no cover - the writers name their files
-            raise error(f"refusing to write {name!r}: not a plain file name", fix="report this as a bug")
+            raise error(_("refusing to write {name!r}: not a plain file name").format(name=name),
+                        fix=_("report this as a bug"))
     old = read_manifest(out)
     blocked: list[str] = []
     for name, text in files.items():
@@ -252,8 +256,9 @@ def write_set(folder: str | os.PathLike, files: dict[str, str], *, force: bool =
         if kind is None:
             continue
         if kind != "file":
-            raise error(f"{_short(p)} is {kind}; trainfit writes only regular files into --out and never follows "
-                        "links out of it", fix="remove it, or render into an empty folder")
+            raise error(_("{path} is {kind}; trainfit writes only regular files into --out and never follows links "
+                          "out of it").format(path=_short(p), kind=kind),
+                        fix=_("remove it, or render into an empty folder"))
         h = _hash_on_disk(p)
         if h != sha256(text) and h != old.get(name) and not force:
             blocked.append(name)
@@ -264,13 +269,14 @@ def write_set(folder: str | os.PathLike, files: dict[str, str], *, force: bool =
         if kind is None:
             continue
         if kind != "file":
-            raise error(f"{_short(p)} (a file of the earlier render) is now {kind}", fix="remove it")
+            raise error(_("{path} (a file of the earlier render) is now {kind}").format(path=_short(p), kind=kind),
+                        fix=_("remove it"))
         if _hash_on_disk(p) != old[name] and not force:
-            blocked.append(name + " (from an earlier render, edited since)")
+            blocked.append(_("{name} (from an earlier render, edited since)").format(name=name))
     if blocked:
-        raise error(f"{len(blocked)} file(s) in {_short(out)} were not written by trainfit or were edited since: "
-                    + ", ".join(blocked[:8]) + ("..." if len(blocked) > 8 else ""),
-                    fix="move your edits elsewhere, render into a new folder, or pass --force to overwrite them")
+        raise error(_("{n} file(s) in {path} were not written by trainfit or were edited since: {files}").format(
+                        n=len(blocked), path=_short(out), files=", ".join(blocked[:8]) + ("..." if len(blocked) > 8 else "")),
+                    fix=_("move your edits elsewhere, render into a new folder, or pass --force to overwrite them"))
     texts = with_manifest(files)
     written = []
     order = [n for n in texts if n != MANIFEST] + ([MANIFEST] if MANIFEST in texts else [])  # the manifest last

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from trainfit.errors import RenderError
+from trainfit.i18n import _
 from trainfit.launch._context import (CKPT_MOUNT, DEFAULT_DATASET, PAI_IMAGE, PLACEHOLDER, RenderContext,
                                       RenderOptions, is_lingjun_type, model_repo_id, slug)
 
@@ -72,21 +73,23 @@ def _save_steps(plan: Any, step_seconds: float | None, max_steps: int | None) ->
     from trainfit.plan.cost import (CHECKPOINT_BYTES_PER_TRAINABLE_PARAM, CHECKPOINT_WRITE_GBYTES_PER_S_DEFAULT,
                                     ON_DEMAND_INTERRUPTION_RATE_PER_NODE_HOUR, checkpoint_interval_hours)
 
-    hours, why = plan.checkpoint_interval_hours, "the plan's spot checkpoint interval"
+    hours, why = plan.checkpoint_interval_hours, _("the plan's spot checkpoint interval")
     trainable = getattr(getattr(plan.memory, "params", None), "trainable", None)
     if not hours and trainable:
         hours, write_h = checkpoint_interval_hours(trainable_params=trainable, nodes=plan.nodes,
                                                    interruptions_per_node_hour=ON_DEMAND_INTERRUPTION_RATE_PER_NODE_HOUR)
         size_gb = trainable * CHECKPOINT_BYTES_PER_TRAINABLE_PARAM / 1e9
-        why = (f"Young/Daly: a {size_gb:,.1f} GB checkpoint at {CHECKPOINT_WRITE_GBYTES_PER_S_DEFAULT:g} GB/s per node "
-               f"= {write_h * 3600:,.{0 if write_h * 3600 >= 10 else 1}f} s, {plan.nodes} node(s) x {ON_DEMAND_INTERRUPTION_RATE_PER_NODE_HOUR:.2g} "
-               f"interruptions per node-hour -> every {hours:,.1f} h")
+        why = _("Young/Daly: a {size:,.1f} GB checkpoint at {rate:g} GB/s per node = {write} s, {nodes} node(s) x "
+                "{interruptions:.2g} interruptions per node-hour -> every {hours:,.1f} h").format(
+            size=size_gb, rate=CHECKPOINT_WRITE_GBYTES_PER_S_DEFAULT,
+            write=f"{write_h * 3600:,.{0 if write_h * 3600 >= 10 else 1}f}", nodes=plan.nodes,
+            interruptions=ON_DEMAND_INTERRUPTION_RATE_PER_NODE_HOUR, hours=hours)
     if hours and step_seconds:
         n = max(1, int(hours * 3600 / step_seconds))
     else:
-        n, why = SAVE_STEPS_FALLBACK, "no step time in the plan: every 200 steps"
+        n, why = SAVE_STEPS_FALLBACK, _("no step time in the plan: every {n} steps").format(n=SAVE_STEPS_FALLBACK)
     if max_steps and n >= max_steps:
-        return max_steps, why + "; capped at the run's end"
+        return max_steps, _("{why}; capped at the run's end").format(why=why)
     return n, why
 
 
@@ -105,10 +108,11 @@ def _check_plan_strings(plan: Any) -> None:
             continue
         try:
             if inputs.as_ident(f"plan {field_name}", value, kind) != value:
-                raise inputs._bad(f"plan {field_name}", value, "has leading or trailing white space")
+                raise inputs._bad(f"plan {field_name}", value, _("has leading or trailing white space"))
         except InputError as e:
-            raise RenderError(f"the plan's {e.message}", fix="regenerate the plan with `trainfit plan --json`; "
-                              "trainfit never writes such a value into a job file") from None
+            raise RenderError(_("the plan's {message}").format(message=e.message),
+                              fix=_("regenerate the plan with `trainfit plan --json`; trainfit never writes such a "
+                                    "value into a job file")) from None
 
 
 def _check_region(region: Any, what: str) -> None:
@@ -119,10 +123,10 @@ def _check_region(region: Any, what: str) -> None:
 
     try:
         if inputs.as_ident(what, region, "region") != region:
-            raise inputs._bad(what, region, "has leading or trailing white space")
+            raise inputs._bad(what, region, _("has leading or trailing white space"))
     except InputError as e:
-        raise RenderError(f"the plan's {e.message}", fix="regenerate the plan with `trainfit plan --json`, or "
-                          "pass --region") from None
+        raise RenderError(_("the plan's {message}").format(message=e.message),
+                          fix=_("regenerate the plan with `trainfit plan --json`, or pass --region")) from None
 
 
 def job_dataset(plan: Any, o: RenderOptions) -> tuple[str, bool, str | None]:
@@ -137,26 +141,27 @@ def job_dataset(plan: Any, o: RenderOptions) -> tuple[str, bool, str | None]:
     if o.dataset:
         note = None
         if data is not None and o.dataset not in data.files:
-            note = (f"--dataset {o.dataset} is not the data the plan counted ({', '.join(data.files)[:300]}): the "
-                    "steps, the cut-off and the hours are those of the plan's data")
+            note = _("--dataset {dataset} is not the data the plan counted ({files}): the steps, the cut-off and the "
+                     "hours are those of the plan's data").format(dataset=o.dataset, files=", ".join(data.files)[:300])
         return o.dataset, False, note
     if data is None:
         return DEFAULT_DATASET, False, None
     if len(data.files) != 1:
-        why = (f"the plan's data is {len(data.files)} files; name them in the job by hand (ms-swift: --dataset A B; "
-               "LLaMA-Factory: one dataset_info.json entry each) or pass --dataset")
+        why = _("the plan's data is {n} files; name them in the job by hand (ms-swift: --dataset A B; LLaMA-Factory: "
+                "one dataset_info.json entry each) or pass --dataset").format(n=len(data.files))
     else:
         f = data.files[0]
         try:
             if inputs.as_ident("dataset", f, "dataset") == f:
-                note = None if f.startswith("/") else (f"the dataset path {f} is relative: the job reads it from the "
-                                                       "folder it starts in")
+                note = None if f.startswith("/") else _("the dataset path {path} is relative: the job reads it from "
+                                                        "the folder it starts in").format(path=f)
                 return f, True, note
-            why = f"the plan's data file {f[:200]!r} has leading or trailing white space"
+            why = _("the plan's data file {path!r} has leading or trailing white space").format(path=f[:200])
         except InputError as e:
-            why = f"the plan's data file is not written into a job file: {e.message}"
-    return f"{PLACEHOLDER}/train.jsonl", False, (f"dataset left as {PLACEHOLDER}: {why}; pass --dataset PATH (a path "
-                                                  "without spaces or shell characters)")
+            why = _("the plan's data file is not written into a job file: {message}").format(message=e.message)
+    return f"{PLACEHOLDER}/train.jsonl", False, _("dataset left as {placeholder}: {why}; pass --dataset PATH (a path "
+                                                  "without spaces or shell characters)").format(
+                                                      placeholder=PLACEHOLDER, why=why)
 
 
 def build_context(plan: Any, options: RenderOptions | None = None) -> RenderContext:
@@ -167,16 +172,18 @@ def build_context(plan: Any, options: RenderOptions | None = None) -> RenderCont
     regions = tuple(getattr(inst, "regions", ()) or ()) if inst is not None else ()
     lingjun = plan.resource_class == "pai-lingjun" or (inst is None and is_lingjun_type(plan.instance_type))
     region = o.region or plan.region or (regions[0] if regions else ("cn-wulanchabu" if lingjun else "cn-hangzhou"))
-    _check_region(region, "the instance record's first region" if not (o.region or plan.region) else "region")
+    _check_region(region, _("the instance record's first region") if not (o.region or plan.region) else "region")
     if regions and region not in regions:
-        raise RenderError(f"{plan.instance_type} is documented only in {', '.join(regions)[:300]}, not {region}",
-                          fix=f"use --region {regions[0]} or another instance type")
+        raise RenderError(_("{it} is documented only in {regions}, not {region}").format(
+                              it=plan.instance_type, regions=", ".join(regions)[:300], region=region),
+                          fix=_("use --region {region} or another instance type").format(region=regions[0]))
     name = slug(o.job_name or f"{plan.model.name}-{plan.workload.method}")
     img = o.image or PAI_IMAGE.format(region=region)
     from trainfit.providers.alibaba.images import is_pai_image, pai_image_region
 
     if not o.image and pai_image_region(img) != region:  # pragma: no cover - _check_region makes this unreachable
-        raise RenderError(f"the default image {img[:120]!r} is not on PAI's registry", fix="pass --image")
+        raise RenderError(_("the default image {image!r} is not on PAI's registry").format(image=img[:120]),
+                          fix=_("pass --image"))
     custom = bool(o.image) and not is_pai_image(o.image)
     vpc = o.vpc
     if vpc is None and lingjun:
@@ -219,8 +226,10 @@ def render(ctx: RenderContext, targets: list[str] | tuple[str, ...] | str | None
         from trainfit.errors import did_you_mean
 
         sugg = did_you_mean(unknown[0], list(TARGETS) + ["all"], n=1)
-        raise RenderError(f"unknown render target '{unknown[0]}'",
-                          fix=(f"did you mean {sugg[0]}? " if sugg else "") + "targets: " + ", ".join(TARGETS) + ", all")
+        targets_list = ", ".join(TARGETS) + ", all"
+        raise RenderError(_("unknown render target '{target}'").format(target=unknown[0]),
+                          fix=(_("did you mean {s}? targets: {targets}") if sugg else _("targets: {targets}")).format(
+                              s=sugg[0] if sugg else "", targets=targets_list))
     files: dict[str, str] = {}
     skipped: dict[str, str] = {}
     rendered: list[str] = []
@@ -230,8 +239,8 @@ def render(ctx: RenderContext, targets: list[str] | tuple[str, ...] | str | None
         if why:
             if not want_all:
                 fitting = [x for x in kind if not _module(x).applies(ctx)]
-                raise RenderError(f"target {t} does not apply to this plan: {why}",
-                                  fix="targets that fit this plan: " + ", ".join(fitting))
+                raise RenderError(_("target {target} does not apply to this plan: {why}").format(target=t, why=why),
+                                  fix=_("targets that fit this plan: {targets}").format(targets=", ".join(fitting)))
             skipped[t] = why
             continue
         files.update(mod.render(ctx))
@@ -258,9 +267,9 @@ def _packing_notes(ctx: RenderContext, rendered: list[str]) -> tuple[str, ...]:
     if "llamafactory" in rendered and ctx.dataset_from_data:
         from trainfit.launch.llamafactory import dataset_entry
 
-        _, why = dataset_entry(ctx)
+        _entry, why = dataset_entry(ctx)
         if why:
-            out += (f"llamafactory.yaml: dataset left as {PLACEHOLDER}: {why}",)
+            out += (_("llamafactory.yaml: dataset left as {placeholder}: {why}").format(placeholder=PLACEHOLDER, why=why),)
     return out
 
 
@@ -273,35 +282,36 @@ def _kernel_gaps(ctx: RenderContext) -> tuple[str, ...]:
     spec = getattr(ctx.plan, "gpu_spec", None)
     if spec is None or getattr(ctx.plan, "rl", None) is not None:  # the RL launches write no attention kernel
         return ()
-    return tuple(f"{gap} (`trainfit check` rejects these files: rule kernel-support)"
+    return tuple(_("{gap} (`trainfit check` rejects these files: rule kernel-support)").format(gap=gap)
                  for gap in kernel_gaps(ctx.workload.attention, gpu_class_of(spec), ctx.plan.gpu))
 
 
 def readme(result: RenderResult) -> str:
     ctx = result.context
-    lines = ["# Job files rendered by trainfit", ""]
+    lines = ["# " + _("Job files rendered by trainfit"), ""]
     from trainfit.launch._common import comment_text
 
     lines += [f"- {comment_text(ln)}" for ln in ctx.header_lines()]
-    lines += ["", "## Files", ""]
+    lines += ["", "## " + _("Files"), ""]
     for name in result.files:
         lines.append(f"- `{name}`")
     if result.warnings:
-        lines += ["", "## Warnings", ""]
+        lines += ["", "## " + _("Warnings"), ""]
         lines += [f"- {comment_text(w)}" for w in result.warnings]
     if result.skipped:
-        lines += ["", "## Targets not rendered", ""]
+        lines += ["", "## " + _("Targets not rendered"), ""]
         lines += [f"- {t}: {comment_text(why)}" for t, why in result.skipped.items()]
-    lines += ["", "## Notes", "",
-              "- `dlc_job.json` is a PAI-DLC CreateJob body; JSON carries no comments, so its plan header is this "
-              "file (and `dlc_submit.sh`). `ds_config.json` carries it in a top-level `_trainfit` key, which "
-              "DeepSpeed's config reader ignores.",
-              f"- Checkpoints: `{ctx.checkpoint_uri}` mounted at `{CKPT_MOUNT}`; output and checkpoints go to "
-              f"`{ctx.ckpt_dir}`; the launch scripts resume from the newest checkpoint there.",
-              f"- Values containing `{PLACEHOLDER}` must be filled in before submitting (`trainfit check` "
-              "lists them).",
-              "- Next: `trainfit check FILE` on any job file here (not the monitoring configs), then `trainfit submit DIR` (dry run) and "
-              "`trainfit submit DIR --yes`.", ""]
+    lines += ["", "## " + _("Notes"), "",
+              "- " + _("`dlc_job.json` is a PAI-DLC CreateJob body; JSON carries no comments, so its plan header is "
+                       "this file (and `dlc_submit.sh`). `ds_config.json` carries it in a top-level `_trainfit` key, "
+                       "which DeepSpeed's config reader ignores."),
+              "- " + _("Checkpoints: `{uri}` mounted at `{mount}`; output and checkpoints go to `{dir}`; the launch "
+                       "scripts resume from the newest checkpoint there.").format(
+                  uri=ctx.checkpoint_uri, mount=CKPT_MOUNT, dir=ctx.ckpt_dir),
+              "- " + _("Values containing `{placeholder}` must be filled in before submitting (`trainfit check` "
+                       "lists them).").format(placeholder=PLACEHOLDER),
+              "- " + _("Next: `trainfit check FILE` on any job file here (not the monitoring configs), then "
+                       "`trainfit submit DIR` (dry run) and `trainfit submit DIR --yes`."), ""]
     return "\n".join(lines)
 
 
@@ -312,5 +322,5 @@ def write(result: RenderResult, out_dir: str | Path, *, force: bool = False) -> 
     files of an earlier render that this one does not write are removed."""
     from trainfit.writes import write_set
 
-    written, _ = write_set(out_dir, {**result.files, "README.md": readme(result)}, force=force, error=RenderError)
+    written, _manifest = write_set(out_dir, {**result.files, "README.md": readme(result)}, force=force, error=RenderError)
     return written

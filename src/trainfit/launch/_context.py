@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainfit.estimate.uncertainty import format_probability
+from trainfit.i18n import N_, _, translate
 from trainfit.models.shapes import ModelShape
 from trainfit.workload import Workload
 
@@ -245,81 +246,140 @@ class RenderContext:
         return "trainfit-plan " + json.dumps(facts, separators=(",", ":"), ensure_ascii=True)
 
     def header_lines(self) -> list[str]:
-        """The plan this file came from, one fact a line (no comment markers)."""
+        """The plan this file came from, one fact a line (no comment markers), in the current language (``render``
+        prints them; the job files get :meth:`file_header_lines`)."""
         wl = self.workload
         s = self.summary
         lines = [
-            f"rendered by trainfit from: {s.get('source', 'trainfit')}",
-            f"model {self.model_id}; method {wl.method}; seq_len {wl.seq_len}; packing {'on' if wl.packing else 'off'}; "
-            f"micro_batch {wl.micro_batch}; "
-            f"grad_accum {wl.grad_accum}; global_batch {wl.global_batch}; gpus {wl.gpus} "
-            f"({self.nodes} node(s) x {self.gpus_per_node}); strategy {wl.strategy}; offload {wl.offload}; "
-            f"precision {wl.precision}; tp {wl.tp} pp {wl.pp} ep {wl.ep} cp {wl.cp}",
-            f"instance {self.instance_type or 'not set'}; gpu {self.gpu or 'not set'}; "
-            f"{'spot' if self.spot else 'on-demand'}; region {self.region}",
+            _("rendered by trainfit from: {source}").format(source=translate(s.get("source", "trainfit"))),
+            _("model {model}; method {method}; seq_len {seq_len}; packing {packing}; micro_batch {mb}; grad_accum {ga}; "
+              "global_batch {gb}; gpus {gpus} ({nodes} node(s) x {gpn}); strategy {strategy}; offload {offload}; "
+              "precision {precision}; tp {tp} pp {pp} ep {ep} cp {cp}").format(
+                model=self.model_id, method=wl.method, seq_len=wl.seq_len, packing=_("on") if wl.packing else _("off"),
+                mb=wl.micro_batch, ga=wl.grad_accum, gb=wl.global_batch, gpus=wl.gpus, nodes=self.nodes,
+                gpn=self.gpus_per_node, strategy=wl.strategy, offload=wl.offload, precision=wl.precision, tp=wl.tp,
+                pp=wl.pp, ep=wl.ep, cp=wl.cp),
+            _("instance {it}; gpu {gpu}; {billing}; region {region}").format(
+                it=self.instance_type or _("not set"), gpu=self.gpu or _("not set"),
+                billing=_("spot") if self.spot else _("on-demand"), region=self.region),
         ]
+        lines += self._figure_lines(s)
+        rl = getattr(self.plan, "rl", None)
+        lines += self._rl_lines(rl, wl)
+        data = getattr(self.plan, "data", None)
+        reason = self.save_reason_text()
+        if rl is None and self.max_steps and data is not None:
+            line = (_("budget: {steps} optimizer steps = {rows:,} packed rows x {epochs:g} epoch(s) / global batch "
+                      "{gb}; checkpoint every {save} steps") if data.packing else
+                    _("budget: {steps} optimizer steps = {rows:,} samples x {epochs:g} epoch(s) / global batch {gb}; "
+                      "checkpoint every {save} steps")).format(
+                steps=self.max_steps, rows=data.rows_per_epoch, epochs=data.epochs, gb=wl.global_batch,
+                save=self.save_steps)
+            lines.append(line + (f" ({reason})" if reason else ""))
+        elif rl is None and self.max_steps:
+            line = _("budget: {steps} optimizer steps = {tokens} tokens / (global batch {gb} x seq_len {seq_len}); "
+                     "checkpoint every {save} steps").format(
+                steps=self.max_steps, tokens=_num(self.plan.tokens, 0), gb=wl.global_batch, seq_len=wl.seq_len,
+                save=self.save_steps)
+            lines.append(line + (f" ({reason})" if reason else ""))
+        if rl is None and data is not None:
+            line = _("dataset {dataset}: cut-off {cutoff} ({source}) truncates {share:.1%} of samples; {tokens:,} sample "
+                     "tokens per epoch").format(dataset=self.dataset, cutoff=data.seq_len, source=data.seq_len_from,
+                                                share=data.truncated_share, tokens=data.data_tokens_per_epoch)
+            if data.packing and data.packing_efficiency is not None:
+                line += _(" ({share:.1%} of packed rows filled)").format(share=data.packing_efficiency)
+            lines.append(line)
+        lines.append(self.facts_line())
+        return lines
+
+    def _figure_lines(self, s: dict[str, Any]) -> list[str]:
+        """The memory, speed and cost lines of :meth:`header_lines`."""
+        lines: list[str] = []
         mem = s["memory"]
         iv = s.get("intervals") or {}
         p_oom = s.get("oom_probability")
-        lines.append(f"memory: {_num(mem.get('reserved_gib'))} GiB{_rng(iv.get('per_gpu_gib'))} per GPU reserved "
-                     f"(tensor peak {_num(mem.get('tensor_peak_gib'))} GiB, {mem.get('peak_phase', '?')}) of "
-                     f"{_num(mem.get('gpu_mem_gib'))} GiB usable: {s['verdict'].upper() if s['verdict'] != 'fits' else 'fits'}"
-                     + ("" if p_oom is None else f", P(OOM) {format_probability(p_oom)}"))
+        verdict = s["verdict"]
+        shown = {"fits": _("fits"), "tight": _("TIGHT"), "oom": _("OOM"), "unknown": _("UNKNOWN")}.get(
+            verdict, str(verdict).upper())
+        line = _("memory: {reserved} GiB{range} per GPU reserved (tensor peak {peak} GiB, {phase}) of {usable} GiB "
+                 "usable: {verdict}").format(
+            reserved=_num(mem.get("reserved_gib")), range=_rng(iv.get("per_gpu_gib")),
+            peak=_num(mem.get("tensor_peak_gib")), phase=mem.get("peak_phase", "?"), usable=_num(mem.get("gpu_mem_gib")),
+            verdict=shown)
+        if p_oom is not None:
+            line += ", P(OOM) {p}".format(p=format_probability(p_oom))
+        lines.append(line)
         speed = s.get("speed")
-        lines.append("speed: " + (f"{_num(speed.get('tokens_per_s'), 0)} tokens/s{_rng(iv.get('tokens_per_s'), 0)}, "
-                                  f"{_num(speed.get('step_seconds'))} s/step, MFU {_num(speed.get('mfu'))}"
-                                  f"{_rng(iv.get('mfu'))}"
-                                  if speed else "not estimated (no trainfit plan given)"))
+        if speed:
+            lines.append(_("speed: {tps} tokens/s{tps_range}, {step} s/step, MFU {mfu}{mfu_range}").format(
+                tps=_num(speed.get("tokens_per_s"), 0), tps_range=_rng(iv.get("tokens_per_s"), 0),
+                step=_num(speed.get("step_seconds")), mfu=_num(speed.get("mfu")), mfu_range=_rng(iv.get("mfu"))))
+        else:
+            lines.append(_("speed: not estimated (no trainfit plan given)"))
         cost = s.get("cost")
         if cost and cost.get("cost") is not None:
-            text = (f"{_num(cost.get('cost'))} {cost.get('currency') or ''}{_rng(iv.get('cost'), 0)} for "
-                    f"{_num(cost.get('hours'))} h{_rng(iv.get('hours'), 1)} "
-                    f"({_num(cost.get('gpu_hours'))} GPU-hours{_rng(iv.get('gpu_hours'), 0)})")
+            lines.append(_("cost: {cost} {currency}{cost_range} for {hours} h{hours_range} ({gpu_hours} "
+                           "GPU-hours{gpu_hours_range})").format(
+                cost=_num(cost.get("cost")), currency=cost.get("currency") or "", cost_range=_rng(iv.get("cost"), 0),
+                hours=_num(cost.get("hours")), hours_range=_rng(iv.get("hours"), 1),
+                gpu_hours=_num(cost.get("gpu_hours")), gpu_hours_range=_rng(iv.get("gpu_hours"), 0)))
         elif cost:
-            text = (f"no price in the catalog; {_num(cost.get('hours'))} h{_rng(iv.get('hours'), 1)} "
-                    f"({_num(cost.get('gpu_hours'))} GPU-hours{_rng(iv.get('gpu_hours'), 0)})")
+            lines.append(_("cost: no price in the catalog; {hours} h{hours_range} ({gpu_hours} "
+                           "GPU-hours{gpu_hours_range})").format(
+                hours=_num(cost.get("hours")), hours_range=_rng(iv.get("hours"), 1),
+                gpu_hours=_num(cost.get("gpu_hours")), gpu_hours_range=_rng(iv.get("gpu_hours"), 0)))
         else:
-            text = "not estimated (no trainfit plan given)"
-        lines.append("cost: " + text)
+            lines.append(_("cost: not estimated (no trainfit plan given)"))
         if s.get("out_of_domain"):
-            lines.append("speed interval: " + s["out_of_domain"])
-        rl = getattr(self.plan, "rl", None)
+            lines.append(_("speed interval: {note}").format(note=s["out_of_domain"]))
+        return lines
+
+    def _rl_lines(self, rl: Any, wl: Workload) -> list[str]:
+        """The RL line of :meth:`header_lines` (RL plans), else the packing line."""
+        lines: list[str] = []
         if rl is not None:
             ph = rl["phases_gib"]
-            fw = rl.get("rl_framework") or "trainfit defaults"
+            fw = rl.get("rl_framework") or _("trainfit defaults")
             if rl["algo"] == "dpo":  # offline pairs: no rollout engine
-                lines.append(f"rl: dpo ({fw}), prompt {rl['prompt_len']} + response {rl['response_len']}, "
-                             f"{rl['rollout_batch']} preference pairs per step, {rl.get('steps') or '?'} steps; "
-                             f"GiB per GPU: train {_num(ph.get('train'))}")
+                lines.append(_("rl: dpo ({framework}), prompt {prompt} + response {response}, {pairs} preference pairs "
+                               "per step, {steps} steps; GiB per GPU: train {train}").format(
+                    framework=fw, prompt=rl["prompt_len"], response=rl["response_len"], pairs=rl["rollout_batch"],
+                    steps=rl.get("steps") or "?", train=_num(ph.get("train"))))
             else:
-                lines.append(
-                    f"rl: {rl['algo']} ({fw}), {rl['rollout_engine']} tp {rl['rollout_tp']} util "
-                    f"{rl['rollout_util']:g}, prompt {rl['prompt_len']} + response {rl['response_len']}, "
-                    f"{rl['num_generations']} generations x {rl['rollout_batch']} prompts per step, "
-                    f"{rl.get('steps') or '?'} steps; GiB per GPU: rollout {_num(ph.get('rollout'))}, train "
-                    f"{_num(ph.get('train'))}, sync {_num(ph.get('sync'))} (binding: {rl['binding_phase']}); KV pool "
-                    f"{_num(rl.get('kv_pool_gib'))} GiB = {rl.get('max_concurrent_seqs')} sequences")
+                lines.append(_(
+                    "rl: {algo} ({framework}), {engine} tp {tp} util {util:g}, prompt {prompt} + response {response}, "
+                    "{generations} generations x {prompts} prompts per step, {steps} steps; GiB per GPU: rollout "
+                    "{rollout}, train {train}, sync {sync} (binding: {binding}); KV pool {kv} GiB = {seqs} "
+                    "sequences").format(
+                    algo=rl["algo"], framework=fw, engine=rl["rollout_engine"], tp=rl["rollout_tp"],
+                    util=rl["rollout_util"], prompt=rl["prompt_len"], response=rl["response_len"],
+                    generations=rl["num_generations"], prompts=rl["rollout_batch"], steps=rl.get("steps") or "?",
+                    rollout=_num(ph.get("rollout")), train=_num(ph.get("train")), sync=_num(ph.get("sync")),
+                    binding=rl["binding_phase"], kv=_num(rl.get("kv_pool_gib")), seqs=rl.get("max_concurrent_seqs")))
         else:
             from trainfit.launch._common import packing_line
 
             lines.append(packing_line(wl, megatron=self.megatron))
-        data = getattr(self.plan, "data", None)
-        if rl is None and self.max_steps and data is not None:
-            rows = "packed rows" if data.packing else "samples"
-            lines.append(f"budget: {self.max_steps} optimizer steps = {data.rows_per_epoch:,} {rows} x {data.epochs:g} "
-                         f"epoch(s) / global batch {wl.global_batch}; checkpoint every {self.save_steps} steps"
-                         + (f" ({self.save_reason})" if self.save_reason else ""))
-        elif rl is None and self.max_steps:
-            lines.append(f"budget: {self.max_steps} optimizer steps = {_num(self.plan.tokens, 0)} tokens / "
-                         f"(global batch {wl.global_batch} x seq_len {wl.seq_len}); checkpoint every {self.save_steps} steps"
-                         + (f" ({self.save_reason})" if self.save_reason else ""))
-        if rl is None and data is not None:
-            lines.append(f"dataset {self.dataset}: cut-off {data.seq_len} ({data.seq_len_from}) truncates "
-                         f"{data.truncated_share:.1%} of samples; {data.data_tokens_per_epoch:,} sample tokens per epoch"
-                         + (f" ({data.packing_efficiency:.1%} of packed rows filled)" if data.packing
-                            and data.packing_efficiency is not None else ""))
-        lines.append(self.facts_line())
         return lines
+
+    def file_header_lines(self) -> list[str]:
+        """:meth:`header_lines` as the job files carry them: in English whatever the language of the run (a file's
+        contents are what the tools read, and the same plan renders the same bytes)."""
+        from trainfit import i18n
+
+        with i18n.language("en"):
+            return self.header_lines()
+
+    def save_reason_text(self) -> str:
+        """Why ``save_steps``, in the current language (``save_reason`` was made in the language of the render)."""
+        if not self.save_reason or self.save_reason == "--save-steps":
+            return self.save_reason
+        from trainfit.launch import _save_steps
+
+        return _save_steps(self.plan, self.plan.step_seconds, self.max_steps)[1]
+
+#: Where a plan came from (``Plan.source``, stored in English in plan files), shown in the language of the run.
+PLAN_SOURCES = (N_("trainfit plan"), N_("trainfit render (no plan file)"))
 
 
 def _rng(r: dict | None, nd: int = 2) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from trainfit.i18n import _
 from trainfit.errors import RenderError
 from trainfit.launch._common import sft_only
 from trainfit.launch._context import RenderContext
@@ -30,17 +31,18 @@ def applies(ctx: RenderContext) -> str | None:
 def layout_reason(wl: Workload) -> str | None:
     """Why a DeepSpeed config does not apply to ``wl`` (None when it does; the planner's ``--target`` filter)."""
     if wl.uses_megatron:
-        return "the plan uses Megatron parallelism (tp/pp/ep/cp > 1); ms-swift `megatron sft` needs no DeepSpeed config"
+        return _("the plan uses Megatron parallelism (tp/pp/ep/cp > 1); ms-swift `megatron sft` needs no DeepSpeed "
+                 "config")
     if not wl.strategy.startswith("zero"):
-        return f"the plan's strategy is {wl.strategy}, not DeepSpeed ZeRO"
+        return _("the plan's strategy is {strategy}, not DeepSpeed ZeRO").format(strategy=wl.strategy)
     return None
 
 
 def ds_config(ctx: RenderContext, *, with_header: bool = True) -> dict[str, Any]:
     wl = ctx.workload
     if not wl.strategy.startswith("zero"):
-        raise RenderError(f"strategy {wl.strategy} is not a DeepSpeed ZeRO stage",
-                          fix="use --strategy zero1, zero2 or zero3 for the deepspeed target")
+        raise RenderError(_("strategy {strategy} is not a DeepSpeed ZeRO stage").format(strategy=wl.strategy),
+                          fix=_("use --strategy zero1, zero2 or zero3 for the deepspeed target"))
     stage = int(wl.strategy[-1])
     zero: dict[str, Any] = {"stage": stage, "overlap_comm": wl.ds_overlap_comm, "contiguous_gradients": True,
                             "reduce_bucket_size": wl.ds_bucket_elems}
@@ -55,7 +57,7 @@ def ds_config(ctx: RenderContext, *, with_header: bool = True) -> dict[str, Any]
         zero["offload_param"] = {"device": "cpu", "pin_memory": True}
     cfg: dict[str, Any] = {}
     if with_header:
-        cfg["_trainfit"] = {"header": ctx.header_lines()}
+        cfg["_trainfit"] = {"header": ctx.file_header_lines()}
     cfg.update({
         # DeepSpeed checks micro x accumulation x its data-parallel world; under ms-swift's Ulysses that world is every
         # rank (DeepSpeed gets no sequence-parallel group; the HF Trainer's "auto" fills world_size x micro x GA)

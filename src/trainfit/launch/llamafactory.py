@@ -12,6 +12,7 @@ from typing import Any
 
 
 
+from trainfit.i18n import _
 from trainfit.launch._common import OPTIMIZERS, dump_yaml, hash_header, lora_dropout_note, optimizer_read, sft_only
 from trainfit.launch._context import PLACEHOLDER, RenderContext
 from trainfit.workload import Workload
@@ -36,15 +37,15 @@ def applies(ctx: RenderContext) -> str | None:
 def layout_reason(wl: Workload) -> str | None:
     """Why LLaMA-Factory's config cannot express ``wl`` (None when it can; the planner's ``--target`` filter)."""
     if wl.uses_megatron:
-        return ("the plan uses Megatron parallelism (tp/pp/ep/cp > 1); LLaMA-Factory's default trainer runs "
-                "data parallel only")
+        return _("the plan uses Megatron parallelism (tp/pp/ep/cp > 1); LLaMA-Factory's default trainer runs data "
+                 "parallel only")
     if wl.strategy == "fsdp":
-        return "the plan uses FSDP, which LLaMA-Factory takes from an accelerate config file (not rendered)"
+        return _("the plan uses FSDP, which LLaMA-Factory takes from an accelerate config file (not rendered)")
     if wl.ulysses > 1:
-        return ("the plan uses DeepSpeed-Ulysses (--ulysses); LLaMA-Factory has no sequence_parallel_size (a fork, "
-                "360-LLaMA-Factory, adds one): render the swift target")
+        return _("the plan uses DeepSpeed-Ulysses (--ulysses); LLaMA-Factory has no sequence_parallel_size (a fork, "
+                 "360-LLaMA-Factory, adds one): render the swift target")
     if wl.precision not in LF_PRECISION:
-        return f"precision {wl.precision} is not a LLaMA-Factory training precision"
+        return _("precision {precision} is not a LLaMA-Factory training precision").format(precision=wl.precision)
     return None
 
 
@@ -57,11 +58,11 @@ def dataset_entry(ctx: RenderContext) -> tuple[dict[str, Any] | None, str | None
     (system, history, input) are named only when the rows have them; a column named ``null`` is not read."""
     data = getattr(ctx.plan, "data", None)
     if data is None or not ctx.dataset_from_data:
-        return None, "the job's dataset is not the plan's data file"
+        return None, _("the job's dataset is not the plan's data file")
     fmt = data.data_format
     if fmt is None:
-        return None, ("the stats do not say one format for every row (mixed formats, or a stats file written "
-                      "before formats were recorded: run `trainfit data` again)")
+        return None, _("the stats do not say one format for every row (mixed formats, or a stats file written "
+                       "before formats were recorded: run `trainfit data` again)")
     col = lambda k: data.columns.get(k, k)  # noqa: E731
     has = lambda k: col(k) in data.keys  # noqa: E731
     entry: dict[str, Any] = {"file_name": ctx.dataset}
@@ -98,7 +99,7 @@ def config(ctx: RenderContext) -> dict[str, Any]:
     if wl.method == "freeze":
         c["freeze_trainable_layers"] = wl.freeze_trainable_layers
     if ctx.dataset_from_data:  # the plan's data file, described in dataset_info.json beside this config
-        entry, _ = dataset_entry(ctx)
+        entry, _why = dataset_entry(ctx)
         c.update({"dataset": DATA_NAME, "dataset_dir": "."} if entry else {"dataset": PLACEHOLDER})
     else:
         c["dataset"] = ctx.dataset if "/" not in ctx.dataset else "alpaca_en_demo"
@@ -135,12 +136,12 @@ def render(ctx: RenderContext) -> dict[str, str]:
 
     kernels = model_kernels(ctx.model)
     if kernels:
-        note += ("# before training: pip install " + " ".join(pkg for _, pkg, _ in kernels)
+        note += ("# before training: pip install " + " ".join(pkg for _m, pkg, _v in kernels)
                  + "  (linear-attention kernels the plan's speed assumes; causal-conv1d with --no-build-isolation)\n")
     if ctx.workload.gpus > 1:
         note += ("# multi-GPU: FORCE_TORCHRUN=1 NNODES=$WORLD_SIZE NODE_RANK=$RANK "
                  "llamafactory-cli train llamafactory.yaml  (ds_config.json beside it)\n")
-    entry, _ = dataset_entry(ctx)
+    entry, _why = dataset_entry(ctx)
     if entry is not None:
         note += (f"# dataset: {DATA_NAME} is the plan's data file, described in dataset_info.json (dataset_dir: the "
                  "folder you start in)\n")
@@ -174,13 +175,13 @@ def llamafactory_workload(c: dict, *, num_layers: int | None = None) -> tuple[di
     else:
         kw["method"] = "full"
         if not ftype:
-            assumed.append("full fine-tuning")
+            assumed.append(_("full fine-tuning"))
     for k, name in (("lora_rank", "lora_rank"), ("lora_alpha", "lora_alpha"), ("cutoff_len", "seq_len"),
                     ("per_device_train_batch_size", "micro_batch"), ("gradient_accumulation_steps", "grad_accum")):
         if s.get(k, "").isdecimal():
             kw[name] = int(s[k])
     if "seq_len" not in kw:
-        assumed.append("seq_len 2048 (cutoff_len not set)")
+        assumed.append(_("seq_len 2048 (cutoff_len not set)"))
     # LLaMA-Factory: packing unset = on for pre-training (stage pt) only; neat_packing turns packing on
     packing = s.get("packing", "")
     kw["packing"] = s.get("neat_packing") == "true" or packing == "true" or (packing == "" and s.get("stage") == "pt")

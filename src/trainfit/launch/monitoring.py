@@ -4,6 +4,7 @@ wait, loss, grad norm, memory, GPU utilisation). Not part of ``--target all``: a
 
 from __future__ import annotations
 
+from trainfit.i18n import _
 from trainfit.launch._context import RenderContext
 
 FILES = ("prometheus-scrape.yaml", "grafana-dashboard.json")
@@ -17,7 +18,7 @@ def applies(ctx: RenderContext) -> str | None:
     if why:
         return why
     if ctx.megatron:
-        return "Megatron runs have no HF Trainer callback to export metrics (docs/watch.md)"
+        return _("Megatron runs have no HF Trainer callback to export metrics (docs/watch.md)")
     return None
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 
+from trainfit.i18n import _
 from trainfit.launch._common import hash_header, q, rl_only
 from trainfit.launch._context import RenderContext
 
@@ -30,11 +31,12 @@ def applies(ctx: RenderContext) -> str | None:
         return why
     wl = ctx.workload
     if wl.uses_megatron:
-        return "the plan uses tp/pp/ep/cp > 1; the ms-swift writer emits `swift rlhf` (DDP / DeepSpeed) only"
+        return _("the plan uses tp/pp/ep/cp > 1; the ms-swift writer emits `swift rlhf` (DDP / DeepSpeed) only")
     if wl.strategy not in ("ddp", "zero2", "zero3"):
-        return f"ms-swift rlhf runs DDP or DeepSpeed; the plan's strategy is {wl.strategy} (plan with --rl-framework ms-swift)"
+        return _("ms-swift rlhf runs DDP or DeepSpeed; the plan's strategy is {strategy} (plan with --rl-framework "
+                 "ms-swift)").format(strategy=wl.strategy)
     if (wl.strategy, wl.offload) == ("zero3", "optimizer"):
-        return "ms-swift's zero3_offload preset offloads parameters too (the plan offloads the optimizer only)"
+        return _("ms-swift's zero3_offload preset offloads parameters too (the plan offloads the optimizer only)")
     return None
 
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from trainfit.errors import PlanError
+from trainfit.i18n import N_, _, ngettext, translate
 from trainfit.workload import Workload
 
 #: Targets that run ms-swift's trainer (the launch line differs, the engine does not).
@@ -47,12 +48,12 @@ TARGET_FRAMEWORKS: dict[str, tuple[str, ...]] = {
 }
 #: target -> what it launches, in words (help text, messages, docs).
 TARGET_RUNS: dict[str, str] = {
-    **{t: "ms-swift (`swift sft`: HF Trainer + DeepSpeed/FSDP; `megatron sft`: Megatron-Core for tp/pp/ep/cp > 1)"
+    **{t: N_("ms-swift (`swift sft`: HF Trainer + DeepSpeed/FSDP; `megatron sft`: Megatron-Core for tp/pp/ep/cp > 1)")
        for t in SWIFT_TARGETS},
-    "llamafactory": "LLaMA-Factory (HF Trainer, + DeepSpeed for ZeRO)",
-    "deepspeed": "a DeepSpeed config for the HF Trainer",
-    "verl": "verl (FSDP workers, colocated vLLM/SGLang)",
-    "swift_grpo": "ms-swift `swift rlhf` (DDP / DeepSpeed)",
+    "llamafactory": N_("LLaMA-Factory (HF Trainer, + DeepSpeed for ZeRO)"),
+    "deepspeed": N_("a DeepSpeed config for the HF Trainer"),
+    "verl": N_("verl (FSDP workers, colocated vLLM/SGLang)"),
+    "swift_grpo": N_("ms-swift `swift rlhf` (DDP / DeepSpeed)"),
 }
 
 
@@ -117,29 +118,33 @@ def check_target(target: str, framework: str | None, *, rl: bool, model: Any = N
     fix. With the planner's ``model`` and ``pins``: ``megatron`` on an ms-swift target needs a layout the search
     can reach (tp/pp/ep/cp > 1 pinned, or an MoE model it lays out with expert parallelism)."""
     if target not in PLAN_TARGETS:
-        raise PlanError(f"unknown target {target!r}", fix="use one of " + ", ".join(PLAN_TARGETS))
+        raise PlanError(_("unknown target {target!r}").format(target=target),
+                        fix=_("use one of {choices}").format(choices=", ".join(PLAN_TARGETS)))
     if rl != (target in RL_TARGET_FRAMEWORK):
         if rl:
-            raise PlanError(f"--target {target} writes a supervised fine-tuning job, not an --rl launch",
-                            fix="use --target verl or swift_grpo with --rl")
-        raise PlanError(f"--target {target} writes an RL launch; pass --rl grpo|ppo|dpo",
-                        fix="or use an SFT target: " + ", ".join(t for t in PLAN_TARGETS if t not in RL_TARGET_FRAMEWORK))
+            raise PlanError(_("--target {target} writes a supervised fine-tuning job, not an --rl launch").format(
+                target=target), fix=_("use --target verl or swift_grpo with --rl"))
+        raise PlanError(_("--target {target} writes an RL launch; pass --rl grpo|ppo|dpo").format(target=target),
+                        fix=_("or use an SFT target: {targets}").format(
+                            targets=", ".join(t for t in PLAN_TARGETS if t not in RL_TARGET_FRAMEWORK)))
     if rl or framework is None:
         return
     can = TARGET_FRAMEWORKS[target]
     if framework not in can:
         others = [t for t, fws in TARGET_FRAMEWORKS.items() if framework in fws]
-        fix = (f"drop --framework (the target's engine, {'/'.join(can)}, is used) or use --target "
-               + " / ".join(others) if others else
-               f"no render target writes a {framework} job: drop --target to plan {framework} without rendering, "
-               f"or drop --framework ({target} runs {'/'.join(can)})")
-        raise PlanError(f"--target {target} runs {TARGET_RUNS[target]}; it cannot run --framework {framework}",
+        fix = (_("drop --framework (the target's engine, {engines}, is used) or use --target {targets}").format(
+                   engines="/".join(can), targets=" / ".join(others)) if others else
+               _("no render target writes a {framework} job: drop --target to plan {framework} without rendering, or "
+                 "drop --framework ({target} runs {engines})").format(framework=framework, target=target,
+                                                                      engines="/".join(can)))
+        raise PlanError(_("--target {target} runs {runs}; it cannot run --framework {framework}").format(
+                            target=target, runs=translate(TARGET_RUNS[target]), framework=framework),
                         fix=fix)
     if (framework == "megatron" and target in SWIFT_TARGETS and model is not None and not model.is_moe
             and not any((pins or {}).get(k, 1) > 1 for k in ("tp", "pp", "ep", "cp"))):
-        raise PlanError(f"--target {target} writes `megatron sft` (Megatron-Core) only for tp/pp/ep/cp > 1, "
-                        "and a dense model is searched with tp = pp = cp = 1",
-                        fix="pin a Megatron layout (e.g. --tp 2), or drop --framework megatron")
+        raise PlanError(_("--target {target} writes `megatron sft` (Megatron-Core) only for tp/pp/ep/cp > 1, and a "
+                          "dense model is searched with tp = pp = cp = 1").format(target=target),
+                        fix=_("pin a Megatron layout (e.g. --tp 2), or drop --framework megatron"))
 
 
 def search_reason(target: str | None, framework: str | None, wl: Workload) -> str | None:
@@ -152,8 +157,9 @@ def search_reason(target: str | None, framework: str | None, wl: Workload) -> st
         return why
     runs = target_framework(target, wl)
     if framework is not None and target not in RL_TARGET_FRAMEWORK and not same_engine(runs, framework):
-        return (f"{target} runs {runs} for this layout (tp {wl.tp} pp {wl.pp} ep {wl.ep} cp {wl.cp}, "
-                f"{wl.strategy}), not --framework {framework}")
+        return _("{target} runs {runs} for this layout (tp {tp} pp {pp} ep {ep} cp {cp}, {strategy}), not "
+                 "--framework {framework}").format(target=target, runs=runs, tp=wl.tp, pp=wl.pp, ep=wl.ep, cp=wl.cp,
+                                                   strategy=wl.strategy, framework=framework)
     return None
 
 
@@ -167,11 +173,20 @@ def engine_mismatch(plan_framework: str | None, plan_target: str | None, targets
         if plan_framework is not None and runs is not None and not same_engine(runs, plan_framework):
             by_engine.setdefault(runs, []).append(t)
     out = []
-    was = f" for target {plan_target}" if plan_target else ""
     for runs, ts in by_engine.items():
-        how = f"re-plan with --target {ts[0]}" + ("" if ts[0] in RL_TARGET_FRAMEWORK else " and without --framework")
-        out.append(f"{', '.join(ts)} {'runs' if len(ts) == 1 else 'run'} {runs} but the plan's speed, hours and cost "
-                   f"assume {plan_framework}{was}: the figures in the file headers are for another engine ({how})")
+        how = (_("re-plan with --target {target}") if ts[0] in RL_TARGET_FRAMEWORK else
+               _("re-plan with --target {target} and without --framework")).format(target=ts[0])
+        msg = (ngettext("{targets} runs {runs} but the plan's speed, hours and cost assume {framework} for target "
+                        "{plan_target}: the figures in the file headers are for another engine ({how})",
+                        "{targets} run {runs} but the plan's speed, hours and cost assume {framework} for target "
+                        "{plan_target}: the figures in the file headers are for another engine ({how})", len(ts))
+               if plan_target else
+               ngettext("{targets} runs {runs} but the plan's speed, hours and cost assume {framework}: the figures "
+                        "in the file headers are for another engine ({how})",
+                        "{targets} run {runs} but the plan's speed, hours and cost assume {framework}: the figures in "
+                        "the file headers are for another engine ({how})", len(ts)))
+        out.append(msg.format(targets=", ".join(ts), runs=runs, framework=plan_framework, plan_target=plan_target,
+                              how=how))
     return tuple(out)
 
 
@@ -187,10 +202,10 @@ def experts_mismatch(targets: Any, wl: Workload, is_moe: bool) -> tuple[str, ...
     hf = _hf_trainer_targets(targets, wl) if is_moe and wl.experts_impl == "modulelist" else []
     if not hf:
         return ()
-    return (f"{', '.join(hf)}: the plan times transformers < 5's per-expert MoE loop (--experts-impl modulelist); "
-            "a fresh install of ms-swift >= 4.6 or LLaMA-Factory brings transformers 5, whose default grouped_mm "
-            "experts run without that loop, so the job would beat the planned hours: on transformers 5 re-plan with "
-            "--experts-impl grouped_mm",)
+    return (_("{targets}: the plan times transformers < 5's per-expert MoE loop (--experts-impl modulelist); a fresh "
+              "install of ms-swift >= 4.6 or LLaMA-Factory brings transformers 5, whose default grouped_mm experts run "
+              "without that loop, so the job would beat the planned hours: on transformers 5 re-plan with "
+              "--experts-impl grouped_mm").format(targets=", ".join(hf)),)
 
 
 def loss_mismatch(targets: Any, wl: Workload) -> tuple[str, ...]:
@@ -201,9 +216,9 @@ def loss_mismatch(targets: Any, wl: Workload) -> tuple[str, ...]:
     hf = _hf_trainer_targets(targets, wl) if wl.loss == "half" else []
     if not hf:
         return ()
-    return (f"{', '.join(hf)}: --loss half counts the loss over 16-bit logits (remote code such as Qwen v1's, no "
-            "autocast); transformers' own models upcast the logits to fp32 (6 B more per logit): unless the job runs "
-            "such a model, re-plan with --loss standard",)
+    return (_("{targets}: --loss half counts the loss over 16-bit logits (remote code such as Qwen v1's, no "
+              "autocast); transformers' own models upcast the logits to fp32 (6 B more per logit): unless the job "
+              "runs such a model, re-plan with --loss standard").format(targets=", ".join(hf)),)
 
 
 __all__ = ["PLAN_TARGETS", "RL_TARGET_FRAMEWORK", "SWIFT_TARGETS", "TARGET_FRAMEWORKS", "TARGET_RUNS",

@@ -11,6 +11,7 @@ examples/config.html (ppo_trainer.yaml: ``trainer.total_training_steps``, ``trai
 
 from __future__ import annotations
 
+from trainfit.i18n import _
 from trainfit.launch._common import hash_header, q, rl_only
 from trainfit.launch._context import RenderContext
 
@@ -24,15 +25,17 @@ def applies(ctx: RenderContext) -> str | None:
     rl = ctx.plan.rl
     wl = ctx.workload
     if rl["algo"] == "dpo":
-        return "verl has no offline DPO trainer (render --target swift_grpo)"
+        return _("verl has no offline DPO trainer (render --target swift_grpo)")
     if not rl["colocate"]:
-        return "the verl writer emits the colocated hybrid engine only (--colocate)"
+        return _("the verl writer emits the colocated hybrid engine only (--colocate)")
     if wl.strategy != "fsdp":
-        return f"verl's FSDP backend shards with FSDP; the plan's strategy is {wl.strategy} (plan with --rl-framework verl)"
+        return _("verl's FSDP backend shards with FSDP; the plan's strategy is {strategy} (plan with --rl-framework "
+                 "verl)").format(strategy=wl.strategy)
     if wl.offload == "all":
-        return "verl maps parameter offload to the trainer's offload during rollout (--trainer-offload), not --offload all"
+        return _("verl maps parameter offload to the trainer's offload during rollout (--trainer-offload), not "
+                 "--offload all")
     if wl.uses_megatron:
-        return "the plan uses tp/pp/ep/cp > 1; the verl writer emits the FSDP backend only"
+        return _("the plan uses tp/pp/ep/cp > 1; the verl writer emits the FSDP backend only")
     return None
 
 

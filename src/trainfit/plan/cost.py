@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainfit.errors import CostError
+from trainfit.i18n import _
 
 OVERLAY_PATH = "~/.config/trainfit/catalog.yaml"
 
@@ -147,9 +148,9 @@ class CostEstimate:
 
 def _no_price_fix(instance_type: str) -> str:
     name = instance_type or "<instance type>"
-    return (f"add a price to {OVERLAY_PATH}: under 'instances:' give provider, resource_class, "
-            f"instance_type: {name}, price_per_hour, currency (and spot_discount = fraction paid on spot), "
-            f"with source and as_of; or run `trainfit catalog refresh --provider pai` for live prices")
+    return _("add a price to {path}: under 'instances:' give provider, resource_class, instance_type: {name}, "
+             "price_per_hour, currency (and spot_discount = fraction paid on spot), with source and as_of; or run "
+             "`trainfit catalog refresh --provider pai` for live prices").format(path=OVERLAY_PATH, name=name)
 
 
 def spot_expected(*, hours: float, instances: int, spot_price_per_instance_hour: float,
@@ -167,8 +168,9 @@ def spot_expected(*, hours: float, instances: int, spot_price_per_instance_hour:
             discount=1 - spot_price_fraction, interruption_rate_per_job_hour=lam, lost_hours_per_interruption=lost,
             feasible=False, expected_hours=None, expected_extra_hours=None, expected_interruptions=None,
             expected_instance_hours=None, expected_cost=None, savings_vs_on_demand=None, savings_fraction=None,
-            fix=(f"{lam:.3g} interruptions per job-hour x {lost:.3g} h lost each >= 1: checkpoint more often "
-                 f"(interval < {2 * (1 / lam - policy.restart_hours):.3g} h) or use fewer nodes"),
+            fix=_("{lam:.3g} interruptions per job-hour x {lost:.3g} h lost each >= 1: checkpoint more often "
+                  "(interval < {interval:.3g} h) or use fewer nodes").format(
+                lam=lam, lost=lost, interval=2 * (1 / lam - policy.restart_hours)),
         )
     elapsed = productive / (1 - waste)
     inst_hours = elapsed * instances
@@ -200,10 +202,10 @@ def estimate_cost(*, hours: float, gpus: int, price: Price | None, spot: SpotPol
     per = price.gpus_per_instance if price else 1
     instances = -(-gpus // per)
     inst_hours = hours * instances
-    assumptions: list[str] = ["billed per whole instance-hour of wall-clock time, no minimum or rounding"]
+    assumptions: list[str] = [_("billed per whole instance-hour of wall-clock time, no minimum or rounding")]
     if gpus % per:
-        assumptions.append(f"{gpus} GPUs use {instances} instances of {per} GPUs: {instances * per - gpus} "
-                           f"GPUs are paid for and idle")
+        assumptions.append(_("{gpus} GPUs use {instances} instances of {per} GPUs: {idle} GPUs are paid for and "
+                             "idle").format(gpus=gpus, instances=instances, per=per, idle=instances * per - gpus))
     if price is None or price.price_per_instance_hour is None:
         return CostEstimate(hours=hours, gpus=gpus, instances=instances, instance_hours=inst_hours,
                             gpu_hours=inst_hours * per, instance_type=name,
@@ -219,11 +221,12 @@ def estimate_cost(*, hours: float, gpus: int, price: Price | None, spot: SpotPol
             spot_price_per_instance_hour=price.price_per_instance_hour * price.spot_price_fraction,
             spot_price_fraction=price.spot_price_fraction, policy=policy, on_demand_cost=cost)
         assumptions.append(
-            f"spot: {policy.interruption_rate_per_node_hour:g} interruptions per node-hour, checkpoint every "
-            f"{policy.checkpoint_interval_hours:g} h, restart {policy.restart_hours:g} h, checkpoint stall "
-            f"{policy.checkpoint_write_hours:g} h; spot price constant at the stated fraction")
+            _("spot: {rate:g} interruptions per node-hour, checkpoint every {interval:g} h, restart {restart:g} h, "
+              "checkpoint stall {stall:g} h; spot price constant at the stated fraction").format(
+                rate=policy.interruption_rate_per_node_hour, interval=policy.checkpoint_interval_hours,
+                restart=policy.restart_hours, stall=policy.checkpoint_write_hours))
     elif spot is not None:
-        fix = "no spot price for this instance: " + _no_price_fix(name)
+        fix = _("no spot price for this instance: {fix}").format(fix=_no_price_fix(name))
     return CostEstimate(hours=hours, gpus=gpus, instances=instances, instance_hours=inst_hours,
                         gpu_hours=inst_hours * per, instance_type=name, currency=price.currency,
                         price_per_instance_hour=price.price_per_instance_hour, cost=cost, spot=spot_cost,

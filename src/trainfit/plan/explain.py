@@ -7,6 +7,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from trainfit.estimate.fit import HOST_RAM_USABLE
+from trainfit.i18n import _
 from trainfit.plan.types import Rejection
 from trainfit.workload import Workload
 
@@ -24,53 +25,60 @@ def explain_rejection(inst: Any, gpu: Any, limit: float, miss: _Best, req: PlanR
                          fix_options=opts[0] if opts else ())
     if miss.host is not None:  # a config fitted GPU memory but not host RAM: nearer than a GPU-memory miss
         options = host_fix_options(req, miss.host_wl, limit, inst) if miss.host_wl is not None else ()
-        fix = (("checked to fit GPU memory and host RAM: " + " | ".join(as_flags(o) for o in options)
-                + "; or an instance type with more RAM") if options else
-               "an instance type with more RAM" + (" (no GPU count or offload change the search can make fits both "
-                                                   "GPU memory and host RAM here)" if miss.host_wl is not None else ""))
+        if options:
+            fix = _("checked to fit GPU memory and host RAM: {options}; or an instance type with more RAM").format(
+                options=" | ".join(as_flags(o) for o in options))
+        elif miss.host_wl is not None:
+            fix = _("an instance type with more RAM (no GPU count or offload change the search can make fits both "
+                    "GPU memory and host RAM here)")
+        else:
+            fix = _("an instance type with more RAM")
         return Rejection(instance_type=it, provider=inst.provider, code="host-ram",
-                         reason=f"needs {miss.host[0]:.0f} GiB host RAM per node > {miss.host[1]:g} x {HOST_RAM_USABLE:.0%}",
+                         reason=_("needs {need:.0f} GiB host RAM per node > {ram:g} x {usable:.0%}").format(
+                             need=miss.host[0], ram=miss.host[1], usable=HOST_RAM_USABLE),
                          fix=fix, fix_options=options)
     if miss.need_wl is not None and math.isfinite(miss.need_gib):
         w = miss.need_wl
         options = memory_fix_options(req, w, limit, gpu=gpu, inst=inst)
         if req.rl is not None and options:
-            fix = ("checked with the RL memory model to fit here: " + " | ".join(as_flags(o) for o in options)
-                   + "; or a GPU with more memory")
+            fix = _("checked with the RL memory model to fit here: {options}; or a GPU with more memory").format(
+                options=" | ".join(as_flags(o) for o in options))
         elif req.rl is not None:
-            fix = (f"nothing the search can change fits {gpu.name} (up to {FIX_MAX_GPUS} GPUs, trainer/reference "
-                   "offload, rollout tensor parallelism up to the node's GPUs, LoRA were checked): a GPU with more "
-                   "memory, or shorter --prompt-len/--response-len")
+            fix = _("nothing the search can change fits {gpu} (up to {max} GPUs, trainer/reference offload, rollout "
+                    "tensor parallelism up to the node's GPUs, LoRA were checked): a GPU with more memory, or shorter "
+                    "--prompt-len/--response-len").format(gpu=gpu.name, max=FIX_MAX_GPUS)
         elif options:
-            fix = ("checked with the memory model to fit here: " + " | ".join(as_flags(o) for o in options)
-                   + "; or a GPU with more memory")
+            fix = _("checked with the memory model to fit here: {options}; or a GPU with more memory").format(
+                options=" | ".join(as_flags(o) for o in options))
         else:
-            fix = (f"nothing the search can change fits {gpu.name} (up to {FIX_MAX_GPUS} GPUs, ZeRO-3, (Q)LoRA were "
-                   "checked): a GPU with more memory" + (", or a shorter --seq-len" if w.seq_len > 512 else ""))
+            fix = (_("nothing the search can change fits {gpu} (up to {max} GPUs, ZeRO-3, (Q)LoRA were checked): a "
+                     "GPU with more memory, or a shorter --seq-len") if w.seq_len > 512 else
+                   _("nothing the search can change fits {gpu} (up to {max} GPUs, ZeRO-3, (Q)LoRA were checked): a "
+                     "GPU with more memory")).format(gpu=gpu.name, max=FIX_MAX_GPUS)
         more = [o["gpus"] for o in options if "gpus" in o]
         if miss.rule is not None and more and "gpus" not in req.pins and more[0] <= _largest_searched(req, w):
             # a larger layout the search tries would fit, but a platform rule blocked it
-            fix = (f"larger layouts are blocked by {miss.rule.rule} ({miss.rule.message}); "
-                   f"pass --ignore-rule {miss.rule.rule} if your quota allows more, or: " + fix)
+            fix = _("larger layouts are blocked by {rule} ({message}); pass --ignore-rule {rule} if your quota "
+                    "allows more, or: {fix}").format(rule=miss.rule.rule, message=miss.rule.message, fix=fix)
             options = ({"ignore_rule": [miss.rule.rule]},) + options
         return Rejection(instance_type=it, provider=inst.provider, code="memory",
-                         reason=(f"needs {miss.need_gib:.1f} GiB/GPU > {limit:.1f} usable "
-                                 f"({gpu.usable_mem_gib:g} GiB less a "
-                                 f"{req.memory_margin:.0%} margin; best try: {w.gpus} GPU, {w.strategy}"
-                                 f"{'+offload ' + w.offload if w.offload != 'none' else ''}, "
-                                 f"GC {'on' if w.grad_ckpt else 'off'}, micro-batch {w.micro_batch})"),
+                         reason=_("needs {need:.1f} GiB/GPU > {limit:.1f} usable ({usable:g} GiB less a {margin:.0%} "
+                                  "margin; best try: {gpus} GPU, {strategy}, GC {gc}, micro-batch {mb})").format(
+                             need=miss.need_gib, limit=limit, usable=gpu.usable_mem_gib, margin=req.memory_margin,
+                             gpus=w.gpus, strategy=w.strategy + ("+offload " + w.offload if w.offload != "none" else ""),
+                             gc=_("on") if w.grad_ckpt else _("off"), mb=w.micro_batch),
                          fix=fix, fix_options=options, tried=w.to_dict())
     if miss.rule is not None:
         v = miss.rule
         return Rejection(instance_type=it, provider=inst.provider, code=v.rule, reason=v.message,
                          fix=v.fix if f"--ignore-rule {v.rule}" in v.fix
-                         else f"{v.fix} (or --ignore-rule {v.rule} when that is done)",
+                         else _("{fix} (or --ignore-rule {rule} when that is done)").format(fix=v.fix, rule=v.rule),
                          fix_options=({"ignore_rule": [v.rule]},))
     if miss.layout is not None:  # the pinned layout cannot be formed here: its true cause, as `memory` says it
         return Rejection(instance_type=it, provider=inst.provider, code="layout", reason=miss.layout.message,
-                         fix=miss.layout.fix or "choose another --tp/--pp/--ep/--cp")
+                         fix=miss.layout.fix or _("choose another --tp/--pp/--ep/--cp"))
     return Rejection(instance_type=it, provider=inst.provider, code="no-config",
-                     reason="no configuration within the limits", fix="raise --max-gpus")
+                     reason=_("no configuration within the limits"), fix=_("raise --max-gpus"))
 
 
 def host_fix_options(req: PlanRequest, w: Workload, limit: float, inst: Any) -> tuple[dict[str, Any], ...]:
@@ -125,12 +133,12 @@ def _rl_memory_fix_options(req: PlanRequest, w: Workload, gpu: Any, inst: Any) -
 
     if gpu is None or not gpu.usable_mem_gib:
         return ()
-    rl0, _ = fit_rollout_tp(req.rl, w.gpus_per_node)
+    rl0, _tp_note = fit_rollout_tp(req.rl, w.gpus_per_node)
 
     def fits(rl_changes: dict[str, Any] | None = None, **changes: Any) -> bool:
         try:
             w2 = w.with_(**changes)
-            rl, _ = fit_rollout_tp(req.rl.with_(**(rl_changes or {})), w2.gpus_per_node)
+            rl, _tp_note = fit_rollout_tp(req.rl.with_(**(rl_changes or {})), w2.gpus_per_node)
             e = estimate_rl_memory(req.model, w2, rl, gpu.usable_mem_gib, strict=False,
                                    host_ram_gib=getattr(inst, "ram_gib", None), margin=req.memory_margin)
         except TrainfitError:
@@ -167,7 +175,7 @@ def as_flags(option: dict[str, Any]) -> str:
     for k, v in option.items():
         flag = "--" + k.replace("_", "-")
         if v is None:
-            parts.append(f"drop {flag}")
+            parts.append(_("drop {flag}").format(flag=flag))
         elif v is True:
             parts.append(flag)
         elif isinstance(v, (list, tuple)):
@@ -219,11 +227,15 @@ def no_instance_has(req: Any, gpu_filter: Any, instances: Any) -> None:
     have = sorted({str(i.gpu) for i in instances if i.gpu})
     from trainfit.errors import PlanError
 
-    raise PlanError(f"no instance type in the catalog{f' of --provider {req.provider}' if req.provider else ''}"
-                    f"{f' / --resource-class {req.resource_class}' if req.resource_class else ''} has "
-                    f"{gpu_filter.name}" + (f" (their GPUs: {', '.join(have)})" if have else ""),
-                    fix="pick one of those GPUs or drop --gpu; for a Lingjun quota name its GPU with --resource-class "
-                        "pai-lingjun --gpu NAME; private instance types go in ~/.config/trainfit/catalog.yaml")
+    scope = " / ".join(x for x in (f"--provider {req.provider}" if req.provider else "",
+                                 f"--resource-class {req.resource_class}" if req.resource_class else "") if x)
+    msg = (_("no instance type in the catalog of {scope} has {gpu}") if scope
+           else _("no instance type in the catalog has {gpu}")).format(scope=scope, gpu=gpu_filter.name)
+    if have:
+        msg = _("{message} (their GPUs: {gpus})").format(message=msg, gpus=", ".join(have))
+    raise PlanError(msg, fix=_("pick one of those GPUs or drop --gpu; for a Lingjun quota name its GPU with "
+                               "--resource-class pai-lingjun --gpu NAME; private instance types go in "
+                               "~/.config/trainfit/catalog.yaml"))
 
 
 __all__ = ["as_flags", "explain_rejection", "host_fix_options", "memory_fix_options", "no_instance_has"]
@@ -251,6 +263,9 @@ def unknown_region_note(region: str) -> str | None:
     from trainfit.errors import did_you_mean
 
     close = did_you_mean(region, sorted(known))
-    hint = f"; did you mean {' or '.join(close)}?" if close else ""
-    return (f"region {region!r} appears in no catalog row and no platform rule{hint} "
-            "(instance types listed for other regions are rejected, those without a region list are kept)")
+    if close:
+        return _("region {region!r} appears in no catalog row and no platform rule; did you mean {close}? (instance "
+                 "types listed for other regions are rejected, those without a region list are kept)").format(
+                     region=region, close=" or ".join(close))
+    return _("region {region!r} appears in no catalog row and no platform rule (instance types listed for other "
+             "regions are rejected, those without a region list are kept)").format(region=region)

@@ -8,6 +8,7 @@ from typing import Any
 
 from trainfit.catalog import GPU, Instance
 from trainfit.errors import CatalogError
+from trainfit.i18n import _
 from trainfit.estimate.hardware import GPU_CLASSES, PCIE_GBYTES_PER_S, GpuClass, Hardware
 
 RDMA_FALLBACK_GBIT_PER_S = 400
@@ -59,7 +60,8 @@ def _node_links(gpu_name: str, instance: Instance) -> tuple[int, float | None, s
     notes: list[str] = []
     if inter is None and "rdma" in (instance.inter_node or "").lower():
         inter = RDMA_FALLBACK_GBIT_PER_S / 8
-        notes.append(f"RDMA bandwidth of {gpu_name} nodes unknown: assumed {RDMA_FALLBACK_GBIT_PER_S} Gbit/s per node")
+        notes.append(_("RDMA bandwidth of {gpu} nodes unknown: assumed {gbit} Gbit/s per node").format(
+            gpu=gpu_name, gbit=RDMA_FALLBACK_GBIT_PER_S))
     return (int(n) if n else 8), inter, (instance.intra_node_link or None), notes
 
 
@@ -91,12 +93,12 @@ def hardware_for(gpu: GPU, instance: Instance | None = None, **overrides: Any) -
     )
     kw.update(overrides)
     if not kw["peak_tflops"]:
-        raise CatalogError(f"GPU {name}: the catalog has no bf16/fp16 dense TFLOP/s",
-                           fix="add bf16_dense_tflops to its row in ~/.config/trainfit/catalog.yaml "
-                               "or pass peak_tflops=...")
+        raise CatalogError(_("GPU {name}: the catalog has no bf16/fp16 dense TFLOP/s").format(name=name),
+                           fix=_("add bf16_dense_tflops to its row in ~/.config/trainfit/catalog.yaml "
+                                 "or pass peak_tflops=..."))
     if kw["gpu_class"] is None:
-        raise CatalogError(f"GPU {name}: unknown architecture {gpu.arch or None!r}",
-                           fix="pass gpu_class= one of " + ", ".join(GPU_CLASSES))
+        raise CatalogError(_("GPU {name}: unknown architecture {arch!r}").format(name=name, arch=gpu.arch or None),
+                           fix=_("pass gpu_class= one of {choices}").format(choices=", ".join(GPU_CLASSES)))
     return Hardware(**kw)
 
 
@@ -105,6 +107,9 @@ def precision_on(gpu: Any, precision: str, verb: str = "sized") -> tuple[str | N
     mixed precision (fp32 master weights), with its memory and speed. ``("fp16", note)`` then, else ``(None, "")``.
     The one rule ``plan`` and ``memory`` both apply."""
     if precision in ("bf16", "amp-bf16") and gpu.bf16_dense_tflops is None and gpu.fp16_dense_tflops:
-        return "fp16", (f"{gpu.name} has no bf16: {verb} with fp16 mixed precision (fp32 master weights, loss "
-                        "scaling), with the memory and speed of fp16")
+        msg = (_("{gpu} has no bf16: planned with fp16 mixed precision (fp32 master weights, loss scaling), with the "
+                 "memory and speed of fp16") if verb == "planned" else
+               _("{gpu} has no bf16: sized with fp16 mixed precision (fp32 master weights, loss scaling), with the "
+                 "memory and speed of fp16"))
+        return "fp16", msg.format(gpu=gpu.name)
     return None, ""

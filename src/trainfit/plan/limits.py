@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from trainfit.i18n import _
 from trainfit.plan.types import Plan, Rejection
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -30,15 +31,18 @@ def _layouts(req: PlanRequest, inst: Any) -> list[tuple[int, int]] | Rejection:
         gpn = req.pins.get("gpus_per_node", min(g, inst.gpu_count))
         if gpn < inst.gpu_count and inst.provider not in ("generic", "private"):  # a cloud spec is rented whole
             return Rejection(instance_type=it, provider=inst.provider, code="partial-node",
-                             reason=f"{gpn} of the {inst.gpu_count} GPUs per {it} node: launchers start one process "
-                                    "per GPU of the node and the whole node is billed",
-                             fix=f"use --gpus-per-node {inst.gpu_count}, or an instance type with {gpn} GPU(s)",
+                             reason=_("{gpn} of the {count} GPUs per {it} node: launchers start one process per GPU "
+                                      "of the node and the whole node is billed").format(gpn=gpn, count=inst.gpu_count,
+                                                                                         it=it),
+                             fix=_("use --gpus-per-node {count}, or an instance type with {gpn} GPU(s)").format(
+                                 count=inst.gpu_count, gpn=gpn),
                              fix_options=({"gpus_per_node": inst.gpu_count,
                                            "gpus": -(-g // inst.gpu_count) * inst.gpu_count},))
         if gpn > inst.gpu_count or g % gpn:
             return Rejection(instance_type=it, provider=inst.provider, code="layout",
-                             reason=f"{g} GPUs in nodes of {gpn} do not fit {it} ({inst.gpu_count} GPUs per instance)",
-                             fix="choose --gpus as a multiple of the instance's GPU count",
+                             reason=_("{g} GPUs in nodes of {gpn} do not fit {it} ({count} GPUs per instance)").format(
+                                 g=g, gpn=gpn, it=it, count=inst.gpu_count),
+                             fix=_("choose --gpus as a multiple of the instance's GPU count"),
                              fix_options=({"gpus": -(-g // inst.gpu_count) * inst.gpu_count,
                                            "gpus_per_node": inst.gpu_count},))
         return [(gpn, g // gpn)]
@@ -48,7 +52,8 @@ def _layouts(req: PlanRequest, inst: Any) -> list[tuple[int, int]] | Rejection:
     layouts = [(gpn, n) for n in NODE_COUNTS if gpn * n <= req.max_gpus]
     if not layouts:
         return Rejection(instance_type=it, provider=inst.provider, code="max-gpus",
-                         reason=f"{gpn} GPUs per instance > --max-gpus {req.max_gpus}", fix=f"--max-gpus {gpn} or more",
+                         reason=_("{gpn} GPUs per instance > --max-gpus {max}").format(gpn=gpn, max=req.max_gpus),
+                         fix=_("--max-gpus {gpn} or more").format(gpn=gpn),
                          fix_options=({"max_gpus": gpn},))
     return layouts
 
@@ -71,13 +76,18 @@ def slow_network(inst: Any, nodes: int, sp: Any) -> tuple[str, str, str, tuple[d
     share = sp.comm_seconds_exposed / sp.step_seconds
     if share <= SLOW_NETWORK_COMM_SHARE:
         return None
-    over = f"over {net}" if net else "over a network the catalog does not state (timed as one 25 Gbit/s NIC)"
+    if net:
+        reason = _("{nodes} nodes over {net}: communication the compute cannot hide is {share:.0%} of each step "
+                   "(bound {bound:.0%}), so most GPU-hours would wait on the network")
+    else:
+        reason = _("{nodes} nodes over a network the catalog does not state (timed as one 25 Gbit/s NIC): "
+                   "communication the compute cannot hide is {share:.0%} of each step (bound {bound:.0%}), so most "
+                   "GPU-hours would wait on the network")
     return ("slow-network",
-            f"{nodes} nodes {over}: communication the compute cannot hide is {share:.0%} of each step "
-            f"(bound {SLOW_NETWORK_COMM_SHARE:.0%}), so most GPU-hours would wait on the network",
-            "RDMA nodes (e.g. --resource-class pai-lingjun; for your own cluster set inter_node: rdma and "
-            "inter_node_gbit_per_s in ~/.config/trainfit/catalog.yaml), a GPU with more memory so the job fits on "
-            "fewer nodes, or --ignore-rule slow-network to keep the plan",
+            reason.format(nodes=nodes, net=net, share=share, bound=SLOW_NETWORK_COMM_SHARE),
+            _("RDMA nodes (e.g. --resource-class pai-lingjun; for your own cluster set inter_node: rdma and "
+              "inter_node_gbit_per_s in ~/.config/trainfit/catalog.yaml), a GPU with more memory so the job fits on "
+              "fewer nodes, or --ignore-rule slow-network to keep the plan"),
             ({"ignore_rule": ["slow-network"]},))
 
 
@@ -86,24 +96,30 @@ def _within_limits(req: PlanRequest, p: Plan, miss: _Best) -> bool:
     limit_h = req.max_days * 24
     if p.hours > limit_h:
         days = math.ceil(p.hours / 24 * 1.01)
-        miss.other = ("too-slow", f"{p.hours:,.0f} h ({p.hours / 24:.1f} days) > --max-days {req.max_days:g}",
-                      f"more GPUs, a faster GPU, fewer tokens, or --max-days {days}", ({"max_days": days},))
+        miss.other = ("too-slow", _("{hours:,.0f} h ({days:.1f} days) > --max-days {max:g}").format(
+                          hours=p.hours, days=p.hours / 24, max=req.max_days),
+                      _("more GPUs, a faster GPU, fewer tokens, or --max-days {days}").format(days=days),
+                      ({"max_days": days},))
         return False
     if req.deadline_hours is not None and p.hours > req.deadline_hours:
         allow = math.ceil(p.hours * 1.01)
-        miss.other = ("deadline", f"{p.hours:.1f} h > deadline {req.deadline_hours:g} h",
-                      f"more nodes, a faster GPU, or allow --deadline {allow}", ({"deadline": allow},))
+        miss.other = ("deadline", _("{hours:.1f} h > deadline {deadline:g} h").format(
+                          hours=p.hours, deadline=req.deadline_hours),
+                      _("more nodes, a faster GPU, or allow --deadline {allow}").format(allow=allow),
+                      ({"deadline": allow},))
         return False
     if req.budget is not None:
         if p.cost is None:
-            miss.other = ("unknown-price", f"no price for {p.instance_type}; cannot check --budget",
-                          "add price_per_hour in ~/.config/trainfit/catalog.yaml, or drop --budget",
+            miss.other = ("unknown-price", _("no price for {it}; cannot check --budget").format(it=p.instance_type),
+                          _("add price_per_hour in ~/.config/trainfit/catalog.yaml, or drop --budget"),
                           ({"budget": None},))
             return False
         if p.cost > req.budget:
             allow = math.ceil(p.cost * 1.01)
-            miss.other = ("over-budget", f"{p.cost:,.0f} {p.currency} > budget {req.budget:,.0f}",
-                          f"fewer tokens, a cheaper instance, --spot, or --budget {allow}", ({"budget": allow},))
+            miss.other = ("over-budget", _("{cost:,.0f} {currency} > budget {budget:,.0f}").format(
+                              cost=p.cost, currency=p.currency, budget=req.budget),
+                          _("fewer tokens, a cheaper instance, --spot, or --budget {allow}").format(allow=allow),
+                          ({"budget": allow},))
             return False
     return True
 

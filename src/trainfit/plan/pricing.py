@@ -13,6 +13,7 @@ from typing import Any
 from trainfit.plan.cost import (CHECKPOINT_BYTES_PER_TRAINABLE_PARAM, CHECKPOINT_WRITE_GBYTES_PER_S_DEFAULT, Price,
                                 SpotPolicy, estimate_cost, spot_elapsed_hours)
 from trainfit.plan.cost import checkpoint_interval_hours as young_daly
+from trainfit.i18n import _
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -51,10 +52,12 @@ def _subscription_only(inst: Any, region: str | None) -> str | None:
     sub = price_for_instance(inst, region, billing="subscription")
     if sub is None:
         return None
-    return (f"{inst.instance_type}: only a subscription price is published, "
-            f"{sub.price_per_hour * HOURS_PER_MONTH:,.2f} "
-            f"{sub.currency} per node-month{' in ' + sub.region if sub.region else ''} (as of {sub.as_of}, "
-            f"{sub.source}); not used as a pay-as-you-go price")
+    msg = (_("{it}: only a subscription price is published, {price:,.2f} {currency} per node-month in {region} (as "
+             "of {as_of}, {source}); not used as a pay-as-you-go price") if sub.region else
+           _("{it}: only a subscription price is published, {price:,.2f} {currency} per node-month (as of {as_of}, "
+             "{source}); not used as a pay-as-you-go price"))
+    return msg.format(it=inst.instance_type, price=sub.price_per_hour * HOURS_PER_MONTH, currency=sub.currency,
+                      region=sub.region, as_of=sub.as_of, source=sub.source)
 
 
 def time_and_cost(*, inst: Any, hours: float, gpus: int, trainable_params: int, nodes: int, spot: bool,
@@ -77,7 +80,7 @@ def time_and_cost(*, inst: Any, hours: float, gpus: int, trainable_params: int, 
     notes: list[str] = []
     warnings: list[str] = []
     if c.cost is None:
-        notes.append(c.fix or "no price")
+        notes.append(c.fix or _("no price"))
         sub = _subscription_only(inst, region) if payg is None else None
         if sub:
             notes.append(sub)
@@ -105,17 +108,19 @@ def time_and_cost(*, inst: Any, hours: float, gpus: int, trainable_params: int, 
                            notes=tuple(notes), **base)
     inst_hours = elapsed * c.instances
     size_gb = trainable_params * CHECKPOINT_BYTES_PER_TRAINABLE_PARAM / 1e9
-    warnings.append(f"spot: {interruptions:.1f} expected interruptions, +{elapsed - hours:.1f} h; checkpoint every "
-                    f"{policy.checkpoint_interval_hours * 60:.0f} min (Young/Daly: a {size_gb:,.{0 if size_gb >= 10 else 2}f} GB "
-                    f"checkpoint at {CHECKPOINT_WRITE_GBYTES_PER_S_DEFAULT:g} GB/s per node = "
-                    f"{write_h * 3600:.{0 if write_h * 3600 >= 10 else 1}f} s, "
-                    f"{policy.interruption_rate_per_node_hour:g} reclaims per node-hour)")
+    warnings.append(_("spot: {n:.1f} expected interruptions, +{extra:.1f} h; checkpoint every {minutes:.0f} min "
+                      "(Young/Daly: a {size} GB checkpoint at {rate:g} GB/s per node = {write} s, {reclaims:g} "
+                      "reclaims per node-hour)").format(
+        n=interruptions, extra=elapsed - hours, minutes=policy.checkpoint_interval_hours * 60,
+        size=f"{size_gb:,.{0 if size_gb >= 10 else 2}f}", rate=CHECKPOINT_WRITE_GBYTES_PER_S_DEFAULT,
+        write=f"{write_h * 3600:.{0 if write_h * 3600 >= 10 else 1}f}",
+        reclaims=policy.interruption_rate_per_node_hour))
     cost = None
     if price is not None and price.spot_price_fraction is not None:
         cost = inst_hours * price.price_per_instance_hour * price.spot_price_fraction
     elif price is not None:
         cost = inst_hours * price.price_per_instance_hour
-        warnings.append(f"no spot discount known for {inst.instance_type}: priced at pay-as-you-go")
+        warnings.append(_("no spot discount known for {it}: priced at pay-as-you-go").format(it=inst.instance_type))
     return TimeAndCost(hours=elapsed, gpu_hours=inst_hours * per, cost=cost, on_demand_cost=c.cost,
                        spot_price_fraction=price.spot_price_fraction if price is not None else None,
                        expected_interruptions=interruptions,
@@ -154,32 +159,36 @@ def region_notes(region: str | None, instances: list[Any]) -> list[str]:
         if not rows:
             no_regional.append(it)
         elif region not in {r.region for r in rows}:
-            absent.append(f"{it} ({len(rows)} other regions)")
+            absent.append(_("{it} ({n} other regions)").format(it=it, n=len(rows)))
         elif _same_price_everywhere(rows):
             same.append(it)
     out: list[str] = []
     if region is None:
         if first_cheapest is not None:
             it, r, n = first_cheapest
-            out.append(f"no --region: each Alibaba list price is its instance type's cheapest region ({it}: {r}, "
-                       f"of {n} regions with a price); pass --region to price one region, or --compare-regions")
+            out.append(_("no --region: each Alibaba list price is its instance type's cheapest region ({it}: "
+                         "{region}, of {n} regions with a price); pass --region to price one region, or "
+                         "--compare-regions").format(it=it, region=r, n=n))
         return out
     if same:
-        out.append(f"--region {region} changes nothing for the price of {_few(same)}: the same list price in every "
-                   "region that lists it")
+        out.append(_("--region {region} changes nothing for the price of {its}: the same list price in every "
+                     "region that lists it").format(region=region, its=_few(same)))
     if no_regional:
-        hint = (" (`trainfit catalog refresh --provider alibaba --public-prices` reads Alibaba's per-region list "
-                "prices)" if any(seen[it].provider == "alibaba" for it in no_regional) else "")
-        out.append(f"--region {region} changes nothing for the price of {_few(no_regional)}: no source gives a "
-                   f"regional price{hint}")
+        msg = (_("--region {region} changes nothing for the price of {its}: no source gives a regional price "
+                 "(`trainfit catalog refresh --provider alibaba --public-prices` reads Alibaba's per-region list "
+                 "prices)") if any(seen[it].provider == "alibaba" for it in no_regional) else
+               _("--region {region} changes nothing for the price of {its}: no source gives a regional price"))
+        out.append(msg.format(region=region, its=_few(no_regional)))
     if absent:
-        out.append(f"no {region} list price for {_few(absent)}: those plans are unpriced there (see "
-                   "--compare-regions)")
+        out.append(_("no {region} list price for {its}: those plans are unpriced there (see --compare-regions)").format(
+            region=region, its=_few(absent)))
     return out
 
 
 def _few(items: list[str], n: int = 6) -> str:
-    return ", ".join(items[:n]) + (f" and {len(items) - n} more" if len(items) > n else "")
+    if len(items) > n:
+        return _("{items} and {more} more").format(items=", ".join(items[:n]), more=len(items) - n)
+    return ", ".join(items)
 
 
 def region_prices(plans: tuple[Any, ...] | list[Any]) -> list[dict[str, Any]]:

@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from trainfit.i18n import N_, _, translate
 from trainfit.plan.types import Plan
 
 if TYPE_CHECKING:
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
 
 Basis = Literal["cost", "gpu_hours", "hours"]
 
-_BASIS_WORDS = {"cost": "cost", "gpu_hours": "GPU-hours", "hours": "hours (wall clock)"}
+_BASIS_WORDS = {"cost": N_("cost"), "gpu_hours": N_("GPU-hours"), "hours": N_("hours (wall clock)")}
 
 
 def common_currency(plans: list[Plan] | tuple[Plan, ...]) -> str | None:
@@ -68,13 +69,13 @@ def _fmt(p: Plan, basis: Basis) -> str:
 
 #: How to get a price, per provider (docs/catalog.md).
 PRICE_HOWTO = {
-    "alibaba": "`trainfit catalog refresh --provider alibaba --public-prices` (Alibaba's public ECS list prices, no "
-               "credentials), `trainfit catalog refresh --provider ecs --region REGION --prices` (your account's, with "
-               "your credentials), or a price_per_hour row in ~/.config/trainfit/catalog.yaml",
-    "tencent": "`trainfit catalog refresh --provider tencent --region REGION --prices --image-id ID` (your "
-               "credentials), or a price_per_hour row in ~/.config/trainfit/catalog.yaml",
+    "alibaba": N_("`trainfit catalog refresh --provider alibaba --public-prices` (Alibaba's public ECS list prices, "
+                  "no credentials), `trainfit catalog refresh --provider ecs --region REGION --prices` (your "
+                  "account's, with your credentials), or a price_per_hour row in ~/.config/trainfit/catalog.yaml"),
+    "tencent": N_("`trainfit catalog refresh --provider tencent --region REGION --prices --image-id ID` (your "
+                  "credentials), or a price_per_hour row in ~/.config/trainfit/catalog.yaml"),
 }
-PRICE_HOWTO_DEFAULT = "add price_per_hour and currency for it in ~/.config/trainfit/catalog.yaml (docs/catalog.md)"
+PRICE_HOWTO_DEFAULT = N_("add price_per_hour and currency for it in ~/.config/trainfit/catalog.yaml (docs/catalog.md)")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -111,38 +112,41 @@ def rank(req: PlanRequest, plans: list[Plan]) -> tuple[list[Plan], Ranking]:
     currency = common_currency(ordered)
     unpriced = tuple(i for i, p in enumerate(ordered) if p.cost is None)
     if basis == "hours":
-        summary = "ranked by hours (--objective time); ties broken by GPU-hours"
+        summary = _("ranked by hours (--objective time); ties broken by GPU-hours")
     elif basis == "cost":
-        summary = f"ranked by cost: every plan has a price in {currency}"
-    elif not unpriced:
+        summary = _("ranked by cost: every plan has a price in {currency}").format(currency=currency)
+    elif not unpriced and ordered:
         currencies = sorted({str(p.currency) for p in ordered})
-        summary = (f"ranked by GPU-hours: prices are in {' and '.join(currencies)}, which trainfit does not convert; "
-                   "cost shown per row")
+        summary = _("ranked by GPU-hours: prices are in {currencies}, which trainfit does not convert; cost shown per "
+                    "row").format(currencies=" / ".join(currencies))
     elif len(unpriced) == len(ordered):
-        summary = "ranked by GPU-hours: no plan has a price"
+        summary = _("ranked by GPU-hours: no plan has a price")
     else:
-        summary = (f"ranked by GPU-hours: {len(ordered) - len(unpriced)} of {len(ordered)} plans have a price, so "
-                   "cost cannot rank them all; cost shown where known")
+        summary = _("ranked by GPU-hours: {priced} of {n} plans have a price, so cost cannot rank them all; cost "
+                    "shown where known").format(priced=len(ordered) - len(unpriced), n=len(ordered))
     why, tied = "", ()
     if ordered:
         first = ordered[0]
-        word = {"cost": "is the cheapest", "gpu_hours": "uses the fewest GPU-hours", "hours": "is the fastest"}[basis]
-        why = f"#1 ({first.instance_type}, {first.nodes}×{first.gpus_per_node} {first.gpu}) {word}: {_fmt(first, basis)}"
+        word = {"cost": _("#1 ({it}, {layout} {gpu}) is the cheapest: {value}"),
+                "gpu_hours": _("#1 ({it}, {layout} {gpu}) uses the fewest GPU-hours: {value}"),
+                "hours": _("#1 ({it}, {layout} {gpu}) is the fastest: {value}")}[basis]
+        why = word.format(it=first.instance_type, layout=f"{first.nodes}×{first.gpus_per_node}", gpu=first.gpu,
+                          value=_fmt(first, basis))
         if len(ordered) > 1:
             second = ordered[1]
             v1, v2 = _value(first, basis), _value(second, basis)
             if v2 > 0 and v1 > 0:
-                why += f"; #2 {_fmt(second, basis)} ({(v2 / v1 - 1):+.0%})"
+                why += _("; #2 {value} ({delta:+.0%})").format(value=_fmt(second, basis), delta=v2 / v1 - 1)
             tied = tuple(i for i in ties(basis, ordered) if score(req, ordered[i], basis)[0] == score(req, first, basis)[0])
             if tied:
-                why += (f"; {', '.join(f'#{i + 1}' for i in tied)} tied with #1 (their p10-p90 ranges of "
-                        f"{_BASIS_WORDS[basis]} overlap): the order is within the model's error, choose among them on "
-                        "the other columns")
+                why += _("; {tied} tied with #1 (their p10-p90 ranges of {basis} overlap): the order is within the "
+                         "model's error, choose among them on the other columns").format(
+                             tied=", ".join(f"#{i + 1}" for i in tied), basis=translate(_BASIS_WORDS[basis]))
         if first.fit.verdict != "fits":
-            why += "; its fit is not a clean 'fits' (see its warnings), and no plan that surely fits was found"
+            why += _("; its fit is not a clean 'fits' (see its warnings), and no plan that surely fits was found")
         elif any(p.fit.verdict != "fits" for p in ordered):
-            why += "; plans whose fit is unsure (host RAM unknown) rank after the sure ones"
-    by_provider = tuple((prov, PRICE_HOWTO.get(prov, PRICE_HOWTO_DEFAULT))
+            why += _("; plans whose fit is unsure (host RAM unknown) rank after the sure ones")
+    by_provider = tuple((prov, translate(PRICE_HOWTO.get(prov, PRICE_HOWTO_DEFAULT)))
                         for prov in sorted({ordered[i].provider for i in unpriced}))
     price_fix = "; ".join(f"{prov}: {how}" for prov, how in by_provider) or None
     return ordered, Ranking(basis=basis, currency=currency, summary=summary, why_first=why, ties=tied,

@@ -27,6 +27,7 @@ from typing import Any
 from trainfit.errors import PlanError, WorkloadError
 from trainfit.estimate.fit import SAFETY_MARGIN_DEFAULT, decide_fit
 from trainfit.estimate.memory import MemoryEstimate
+from trainfit.i18n import _
 from trainfit.models.shapes import ModelShape
 from trainfit.plan.types import Plan
 from trainfit.workload import Workload
@@ -61,44 +62,47 @@ def fit_rollout_tp(rl: Any, gpus_per_node: int) -> tuple[Any, str | None]:
     if not rl.has_rollout or gpus_per_node % rl.rollout_tp == 0:
         return rl, None
     tp = max(d for d in range(1, min(rl.rollout_tp, gpus_per_node) + 1) if gpus_per_node % d == 0)
-    return rl.with_(rollout_tp=tp), (f"rollout tp {rl.rollout_tp} does not divide the {gpus_per_node} GPU(s) of a "
-                                     f"node: planned with rollout tp {tp}")
+    return rl.with_(rollout_tp=tp), _("rollout tp {tp0} does not divide the {gpn} GPU(s) of a node: planned with "
+                                      "rollout tp {tp}").format(tp0=rl.rollout_tp, gpn=gpus_per_node, tp=tp)
 
 
 def check_rl_request(req: Any) -> None:
     """Reject RL requests the planner cannot lay out (a PlanError with a fix)."""
     rl = req.rl
     if not req.steps:
-        raise PlanError("how many RL steps? `plan --rl` ranks by hours and cost of the steps",
-                        fix="pass --steps N (e.g. --steps 500)")
+        raise PlanError(_("how many RL steps? `plan --rl` ranks by hours and cost of the steps"),
+                        fix=_("pass --steps N (e.g. --steps 500)"))
     if rl.has_rollout and not rl.colocate:
-        raise PlanError("`plan --rl` lays out colocated jobs (engine and trainer share the GPUs); the engine GPUs of "
-                        "a non-colocated job are not counted",
-                        fix="drop --no-colocate, or size it with `trainfit memory --rl ... --no-colocate`")
+        raise PlanError(_("`plan --rl` lays out colocated jobs (engine and trainer share the GPUs); the engine GPUs "
+                          "of a non-colocated job are not counted"),
+                        fix=_("drop --no-colocate, or size it with `trainfit memory --rl ... --no-colocate`"))
     if rl.algo == "dpo" and rl.rl_framework == "verl":
-        raise PlanError("verl has no offline DPO trainer", fix="use --rl-framework ms-swift for --rl dpo")
+        raise PlanError(_("verl has no offline DPO trainer"), fix=_("use --rl-framework ms-swift for --rl dpo"))
     par = {k: req.pins[k] for k in ("tp", "pp", "ep", "cp") if req.pins.get(k, 1) != 1}
     if par:
-        raise PlanError("RL launch files run data-parallel trainers (verl FSDP, ms-swift DeepSpeed); "
-                        + ", ".join(f"--{k} {v}" for k, v in par.items()) + " does not map",
-                        fix="drop --tp/--pp/--ep/--cp for --rl")
+        raise PlanError(_("RL launch files run data-parallel trainers (verl FSDP, ms-swift DeepSpeed); {flags} does "
+                          "not map").format(flags=", ".join(f"--{k} {v}" for k, v in par.items())),
+                        fix=_("drop --tp/--pp/--ep/--cp for --rl"))
     if (rl.trainer_offload and req.pins.get("offload", "none") != "none" and "trainer_offload" not in
             getattr(req, "rl_searched", frozenset()) and (rl.rl_framework == "verl" or req.pins.get("strategy") == "fsdp")):
-        raise PlanError(f"verl writes --trainer-offload and --offload {req.pins['offload']} both as its FSDP "
-                        "param_offload/optimizer_offload: the launch file cannot tell them apart",
-                        fix="drop --offload (verl's offload is --trainer-offload), or drop --trainer-offload")
+        raise PlanError(_("verl writes --trainer-offload and --offload {offload} both as its FSDP "
+                          "param_offload/optimizer_offload: the launch file cannot tell them apart").format(
+                            offload=req.pins["offload"]),
+                        fix=_("drop --offload (verl's offload is --trainer-offload), or drop --trainer-offload"))
     if req.pins.get("strategy") is not None and req.pins.get("offload") is not None:
         pairs = set(rl_strategies(rl.rl_framework, 2, rl.algo)) | set(rl_strategies(rl.rl_framework, 1, rl.algo))
         if (req.pins["strategy"], req.pins["offload"]) not in pairs:
-            raise PlanError(f"--strategy {req.pins['strategy']} with --offload {req.pins['offload']} has no RL launch "
-                            f"file for {rl.rl_framework or 'verl or ms-swift'}",
-                            fix="use one of " + ", ".join(f"--strategy {a} --offload {b}" for a, b in sorted(pairs)))
+            raise PlanError(_("--strategy {strategy} with --offload {offload} has no RL launch file for "
+                              "{framework}").format(strategy=req.pins["strategy"], offload=req.pins["offload"],
+                                                    framework=rl.rl_framework or "verl / ms-swift"),
+                            fix=_("use one of {choices}").format(
+                                choices=", ".join(f"--strategy {a} --offload {b}" for a, b in sorted(pairs))))
     if req.pins.get("strategy") is not None:
-        allowed = {s for s, _ in rl_strategies(rl.rl_framework, 2, rl.algo) + rl_strategies(rl.rl_framework, 1, rl.algo)}
+        allowed = {s for s, _o in rl_strategies(rl.rl_framework, 2, rl.algo) + rl_strategies(rl.rl_framework, 1, rl.algo)}
         if req.pins["strategy"] not in allowed:
-            raise PlanError(f"--strategy {req.pins['strategy']} has no launch file for "
-                            f"{rl.rl_framework or 'verl or ms-swift'}",
-                            fix="use one of " + ", ".join(sorted(allowed)))
+            raise PlanError(_("--strategy {strategy} has no launch file for {framework}").format(
+                                strategy=req.pins["strategy"], framework=rl.rl_framework or "verl / ms-swift"),
+                            fix=_("use one of {choices}").format(choices=", ".join(sorted(allowed))))
 
 
 def rl_configs(req: Any, gpn: int, nodes: int) -> list[Workload]:
@@ -178,7 +182,7 @@ def rl_plan(model: ModelShape, wl: Workload, rl: Any, est: Any, *, gpu: Any, usa
     except TrainfitError as e:
         if strict_speed:
             raise
-        warnings.append(f"RL speed not estimated: {e.message}")
+        warnings.append(_("RL speed not estimated: {message}").format(message=e.message))
     if sp is not None:
         warnings += list(sp.warnings)
         seq_tokens = rl.seqs_per_step * rl.seq_len
@@ -248,8 +252,9 @@ def evaluate_rl_layout(req: Any, *, inst: Any, gpu: Any, gpn: int, nodes: int, u
 
     if precision is not None and precision != req.workload.precision:
         # the SFT planner would train in fp16 here (no bf16 on this GPU); verl and ms-swift RL launches run bf16
-        miss.other = ("precision", f"{gpu.name} has no bf16; the RL launch files train and generate in bf16",
-                      "a GPU with bf16 (A10, L20, A100, H100...)")
+        miss.other = ("precision", _("{gpu} has no bf16; the RL launch files train and generate in bf16").format(
+                          gpu=gpu.name),
+                      _("a GPU with bf16 (A10, L20, A100, H100...)"))
         return None
     fallback: Plan | None = None
     for group in rl_candidates(req, gpn):
@@ -328,8 +333,8 @@ def _evaluate_rl_setting(req: Any, rl: Any, *, inst: Any, gpu: Any, gpn: int, no
                     interruption_rate=req.interruption_rate_per_node_hour,
                     checkpoint_interval_hours=req.checkpoint_interval_hours, rule_warnings=rule_warnings)
         if p is None:
-            miss.other = ("spot-infeasible", "spot interruptions come faster than checkpoints save the work",
-                          "drop --spot or use fewer nodes", ({"spot": False},))
+            miss.other = ("spot-infeasible", _("spot interruptions come faster than checkpoints save the work"),
+                          _("drop --spot or use fewer nodes"), ({"spot": False},))
             continue
         if best_plan is None or score(req, p) < best_plan[0]:
             best_plan = (score(req, p), p)

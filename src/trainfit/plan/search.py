@@ -22,6 +22,7 @@ from typing import Any, Literal
 from trainfit.errors import PlanError, TrainfitError, WorkloadError
 from trainfit.estimate.fit import SAFETY_MARGIN_DEFAULT, decide_fit
 from trainfit.estimate.memory import MemoryEstimate
+from trainfit.i18n import _
 from trainfit.models.shapes import ModelShape
 from trainfit.plan.explain import explain_rejection as _explain, unknown_region_note as _region_note
 from trainfit.plan.layout_fit import fit_layout as _fit_layout
@@ -104,16 +105,16 @@ class PlanRequest:
 
     def __post_init__(self) -> None:
         if not self.tokens or self.tokens <= 0:
-            raise PlanError("--tokens must be positive", fix="e.g. --tokens 2B, or --dataset-tokens 500M --epochs 3")
+            raise PlanError(_("--tokens must be positive"), fix=_("e.g. --tokens 2B, or --dataset-tokens 500M --epochs 3"))
         if self.objective not in ("cost", "time"):
-            raise PlanError(f"objective must be cost or time, got {self.objective!r}")
+            raise PlanError(_("objective must be cost or time, got {value!r}").format(value=self.objective))
         if self.max_gpus < 1:
-            raise PlanError("--max-gpus must be >= 1")
+            raise PlanError(_("--max-gpus must be >= 1"))
         unknown = set(self.pins) - set(PIN_FIELDS)
         if unknown:
-            raise PlanError(f"cannot pin {sorted(unknown)}")
+            raise PlanError(_("cannot pin {fields}").format(fields=sorted(unknown)))
         if not 0 <= self.memory_margin < 0.5:
-            raise PlanError("memory margin must be in [0, 0.5)")
+            raise PlanError(_("memory margin must be in [0, 0.5)"))
         if self.rl is not None:
             from trainfit.plan.rl import check_rl_request
 
@@ -197,7 +198,7 @@ def _configs(req: PlanRequest, model: ModelShape, gpn: int, nodes: int,
         strategies = tuple((s, o) for s, o in strategies if s == pins["strategy"]) or ((pins["strategy"], "none"),)
     if "offload" in pins:
         # de-duplicated in order (a set would make the fastest-first order depend on the hash seed)
-        strategies = tuple(dict.fromkeys((s, pins["offload"]) for s, _ in strategies))
+        strategies = tuple(dict.fromkeys((s, pins["offload"]) for s, _o in strategies))
     eps = [pins.get("ep", 1)]
     if "ep" not in pins and model.is_moe and gpus >= 8 and base.method == "full":
         for e in (gpn, gpus):
@@ -240,8 +241,9 @@ def _for_target(req: PlanRequest, configs: list[Workload], miss: _Best) -> list[
     reasons = [search_reason(req.target, req.framework, w) for w in configs]
     kept = [w for w, why in zip(configs, reasons) if why is None]
     if configs and not kept and miss.other is None:
-        miss.other = ("target", f"--target {req.target} writes none of the layouts that fit here: {reasons[0]}",
-                      "drop --target (or --framework), or pin a layout the target writes",
+        miss.other = ("target", _("--target {target} writes none of the layouts that fit here: {why}").format(
+                          target=req.target, why=reasons[0]),
+                      _("drop --target (or --framework), or pin a layout the target writes"),
                       ({"target": None, "framework": None},))
     return kept
 
@@ -317,39 +319,41 @@ def _instance_gpu(req: PlanRequest, inst: Any, gpu_filter: Any) -> tuple[Any, st
             and inst.gpu_count and not is_model(gpu):
         if gpu.mem_gib is None and req.resource_class:
             # the user says which GPU this resource class has (e.g. what the PAI console shows for a Lingjun quota)
-            stated = (f"GPU of {it} ({inst.gpu}) is not publicly documented: planned as {gpu_filter.name} because "
-                      f"you passed --gpu {req.gpu}")
+            stated = _("GPU of {it} ({code}) is not publicly documented: planned as {gpu} because you passed "
+                       "--gpu {arg}").format(it=it, code=inst.gpu, gpu=gpu_filter.name, arg=req.gpu)
             gpu = gpu_filter
         elif gpu.mem_gib is not None and gpu.mem_gib == gpu_filter.mem_gib and gpu.assumed \
                 and (req.provider or req.resource_class):  # scoped to a provider: the user read its console
-            stated = (f"GPU of {it} ({inst.gpu}, {gpu.mem_gib:g} GiB, model not published): planned as "
-                      f"{gpu_filter.name} because you passed --gpu {req.gpu}")
+            stated = _("GPU of {it} ({code}, {gib:g} GiB, model not published): planned as {gpu} because you "
+                       "passed --gpu {arg}").format(it=it, code=inst.gpu, gib=gpu.mem_gib, gpu=gpu_filter.name,
+                                                    arg=req.gpu)
             gpu = gpu_filter
     elif gpu is None and gpu_filter is not None and inst.gpu_count and req.resource_class and is_model(gpu_filter):
-        stated = (f"GPU of {it} (not named) is not publicly documented: planned as {gpu_filter.name} because you "
-                  f"passed --gpu {req.gpu}")
+        stated = _("GPU of {it} (not named) is not publicly documented: planned as {gpu} because you passed "
+                   "--gpu {arg}").format(it=it, gpu=gpu_filter.name, arg=req.gpu)
         gpu = gpu_filter
     if gpu is None or not inst.gpu_count:
         if gpu_filter is not None and not req.instance_type:
             return None  # cannot tell whether it has the requested GPU
         return Rejection(instance_type=it, provider=inst.provider, code="unknown-gpu",
-                         reason=f"GPU model or count of {it} is not in the catalog",
-                         fix="add gpu and gpu_count for it in ~/.config/trainfit/catalog.yaml, or with "
-                             "--resource-class pass --gpu NAME (what your console shows)")
+                         reason=_("GPU model or count of {it} is not in the catalog").format(it=it),
+                         fix=_("add gpu and gpu_count for it in ~/.config/trainfit/catalog.yaml, or with "
+                               "--resource-class pass --gpu NAME (what your console shows)"))
     if gpu_filter is not None and gpu.name != gpu_filter.name:
         return None
     if req.region and inst.regions and req.region not in inst.regions:
         return Rejection(instance_type=it, provider=inst.provider, code="region",
-                         reason=f"not listed in region {req.region} (listed: {', '.join(inst.regions)})",
-                         fix="drop --region or pick one of the listed regions",
+                         reason=_("not listed in region {region} (listed: {listed})").format(
+                             region=req.region, listed=", ".join(inst.regions)),
+                         fix=_("drop --region or pick one of the listed regions"),
                          fix_options=({"region": None}, {"region": inst.regions[0]}))
     gpu = sized_gpu(gpu, req.gpu_mem_gib)  # a code sized by --gpu-mem gets a named class's speed, said
     if gpu.mem_gib is None:
         return Rejection(instance_type=it, provider=inst.provider, code="unknown-gpu-memory",
-                         reason=f"memory of {gpu.name} is unknown (no public source maps it)",
-                         fix=f"pass --gpu-mem GIB (the GPU memory your console shows for {gpu.name}), set mem_gib "
-                             "for it in the catalog overlay, `trainfit catalog refresh --provider pai`, or with "
-                             "--resource-class pass --gpu NAME")
+                         reason=_("memory of {gpu} is unknown (no public source maps it)").format(gpu=gpu.name),
+                         fix=_("pass --gpu-mem GIB (the GPU memory your console shows for {gpu}), set mem_gib "
+                               "for it in the catalog overlay, `trainfit catalog refresh --provider pai`, or with "
+                               "--resource-class pass --gpu NAME").format(gpu=gpu.name))
     note = assumed_note(gpu)
     stated = "; ".join(x for x in (stated, note) if x)
     from trainfit.estimate.hardware import kernel_gaps
@@ -358,17 +362,17 @@ def _instance_gpu(req: PlanRequest, inst: Any, gpu_filter: Any) -> tuple[Any, st
     gaps = kernel_gaps(req.workload.attention, gpu_class_of(gpu), gpu.name)
     if gaps:  # `check` would refuse every file rendered from it (rule kernel-support)
         return Rejection(instance_type=it, provider=inst.provider, code="kernel-support", reason=gaps[0],
-                         fix="--attention sdpa, or a GPU that runs the kernel (FlashAttention-3: H800 / H100 / H200 / "
-                             "H20; FlashAttention-2: Ampere or newer)",
+                         fix=_("--attention sdpa, or a GPU that runs the kernel (FlashAttention-3: H800 / H100 / "
+                               "H200 / H20; FlashAttention-2: Ampere or newer)"),
                          fix_options=({"attention": "sdpa"},))
     if (req.rl is None and req.workload.precision in ("bf16", "amp-bf16") and gpu.bf16_dense_tflops is None
             and not (req.allow_fp16 or req.gpu or req.instance_type)):
         # (RL: the RL writers train and generate in bf16 only, rejected as `precision` in plan/rl.py)
         return Rejection(instance_type=it, provider=inst.provider, code="no-bf16",
-                         reason=f"{gpu.name} has no bf16: Qwen3 is trained in bf16, and fp16 mixed precision (the only "
-                                "16-bit mode here) can overflow (max 65,504) where bf16 does not",
-                         fix=f"--allow-fp16 to plan it in fp16 mixed precision, --gpu {gpu.name} to pin it, or a GPU "
-                             "with bf16 (A10, L20, A100, H100...)",
+                         reason=_("{gpu} has no bf16: Qwen3 is trained in bf16, and fp16 mixed precision (the only "
+                                  "16-bit mode here) can overflow (max 65,504) where bf16 does not").format(gpu=gpu.name),
+                         fix=_("--allow-fp16 to plan it in fp16 mixed precision, --gpu {gpu} to pin it, or a GPU "
+                               "with bf16 (A10, L20, A100, H100...)").format(gpu=gpu.name),
                          fix_options=({"allow_fp16": True},))
     return gpu, stated
 
@@ -454,8 +458,9 @@ def _evaluate(req: PlanRequest, inst: Any, gpu: Any, gpn: int, nodes: int, wl: W
                        checkpoint_interval_hours=req.checkpoint_interval_hours)
     if not tc.feasible:
         if miss is not None:
-            miss.other = ("spot-infeasible", f"spot interruptions on {nodes} node(s) come faster than checkpoints save "
-                          "the work", "drop --spot, use fewer nodes, or a lower --checkpoint-interval",
+            miss.other = ("spot-infeasible", _("spot interruptions on {nodes} node(s) come faster than checkpoints "
+                                               "save the work").format(nodes=nodes),
+                          _("drop --spot, use fewer nodes, or a lower --checkpoint-interval"),
                           ({"spot": False},))
         return None
     return Plan(model=req.model, provider=inst.provider, resource_class=inst.resource_class,
@@ -478,9 +483,9 @@ def _batch_warning(req: PlanRequest, wl: Workload) -> tuple[str, ...]:
     gb = req.target_global_batch
     if not gb or wl.global_batch >= gb:
         return ()
-    return (f"global batch {wl.global_batch} ({wl.global_batch * wl.seq_len:,} tokens per step) is below the "
-            f"planned {gb} ({gb * wl.seq_len:,}): accumulating gradients does not fit in memory with this layout "
-            "(docs/launch.md, Global batch)",)
+    return (_("global batch {gb} ({tokens:,} tokens per step) is below the planned {target} ({target_tokens:,}): "
+              "accumulating gradients does not fit in memory with this layout (docs/launch.md, Global batch)").format(
+                  gb=wl.global_batch, tokens=wl.global_batch * wl.seq_len, target=gb, target_tokens=gb * wl.seq_len),)
 
 
 # the search's limits (time, deadline, budget, network) and per-instance layouts: plan/limits.py, importable from here

@@ -15,6 +15,7 @@ from typing import Any
 from trainfit.errors import PlanFileError, TrainfitError
 from trainfit.estimate.fit import FitDecision
 from trainfit.estimate.memory import MemoryEstimate
+from trainfit.i18n import _
 from trainfit.models.shapes import ModelShape, model_from_dict
 from trainfit.workload import Workload
 
@@ -101,18 +102,20 @@ class Plan:
 
     def __post_init__(self) -> None:
         if self.nodes * self.gpus_per_node < self.workload.gpus or self.nodes < 1:
-            raise PlanFileError(f"plan layout {self.nodes} x {self.gpus_per_node} GPUs does not hold "
-                                f"{self.workload.gpus} GPUs", fix="regenerate the plan with `trainfit plan`")
+            raise PlanFileError(_("plan layout {nodes} x {gpn} GPUs does not hold {gpus} GPUs").format(
+                nodes=self.nodes, gpn=self.gpus_per_node, gpus=self.workload.gpus),
+                fix=_("regenerate the plan with `trainfit plan`"))
         if self.target is not None:
             from trainfit.launch.targets import PLAN_TARGETS
 
             if self.target not in PLAN_TARGETS:
-                raise PlanFileError(f"the plan's target {str(self.target)[:40]!r} is not a launcher trainfit writes",
-                                    fix="one of " + ", ".join(PLAN_TARGETS) + "; or regenerate the plan")
+                raise PlanFileError(_("the plan's target {target!r} is not a launcher trainfit writes").format(
+                    target=str(self.target)[:40]),
+                    fix=_("one of {choices}; or regenerate the plan").format(choices=", ".join(PLAN_TARGETS)))
         if self.rl is not None:
             if not isinstance(self.rl, dict) or "algo" not in self.rl:
-                raise PlanFileError("the plan's 'rl' part is not an RL configuration",
-                                    fix="regenerate the plan with `trainfit plan --rl ...`")
+                raise PlanFileError(_("the plan's 'rl' part is not an RL configuration"),
+                                    fix=_("regenerate the plan with `trainfit plan --rl ...`"))
             self.rl_config()  # validates the RL fields
 
     def rl_config(self) -> Any:
@@ -205,13 +208,16 @@ class Plan:
     def from_dict(cls, d: Any, *, where: str = "plan") -> "Plan":
         """The Plan of :meth:`to_dict`; anything else (another schema, a missing part) is a PlanFileError."""
         if not isinstance(d, dict):
-            raise PlanFileError(f"{where} is not an object", fix="regenerate it with `trainfit plan --json`")
+            raise PlanFileError(_("{where} is not an object").format(where=where),
+                                fix=_("regenerate it with `trainfit plan --json`"))
         schema = d.get("schema")
         if schema != PLAN_SCHEMA:
             raise PlanFileError(
-                f"{where} has schema {schema!r}; this trainfit reads {PLAN_SCHEMA!r}"
-                + (" (plans written by trainfit 0.1 carry no schema and rounded numbers)" if schema is None else ""),
-                fix="regenerate the plan with this version: `trainfit plan ... --json > plan.json`")
+                (_("{where} has schema {schema!r}; this trainfit reads {want!r} (plans written by trainfit 0.1 carry "
+                   "no schema and rounded numbers)") if schema is None else
+                 _("{where} has schema {schema!r}; this trainfit reads {want!r}")).format(
+                    where=where, schema=schema, want=PLAN_SCHEMA),
+                fix=_("regenerate the plan with this version: `trainfit plan ... --json > plan.json`"))
         try:
             wl = _checked_fields(d, where)
             workload = Workload(**{**wl, "lora_targets": tuple(wl["lora_targets"])})
@@ -235,11 +241,13 @@ class Plan:
         except PlanFileError:
             raise
         except TrainfitError as e:
-            raise PlanFileError(f"{where} does not describe a valid plan: {e.message}",
-                                fix=e.fix or "regenerate it with `trainfit plan --json`") from None
+            raise PlanFileError(_("{where} does not describe a valid plan: {message}").format(
+                where=where, message=e.message),
+                fix=e.fix or _("regenerate it with `trainfit plan --json`")) from None
         except (KeyError, TypeError, ValueError, AttributeError) as e:
-            raise PlanFileError(f"{where} does not have the plan's shape ({type(e).__name__}: {str(e)[:80]})",
-                                fix="regenerate it with `trainfit plan --json`") from None
+            raise PlanFileError(_("{where} does not have the plan's shape ({error})").format(
+                where=where, error=f"{type(e).__name__}: {str(e)[:80]}"),
+                fix=_("regenerate it with `trainfit plan --json`")) from None
 
 
 #: Plan fields that are numbers (None = not estimated) and strings, as :meth:`Plan.to_dict` writes them.
@@ -265,30 +273,30 @@ def _checked_fields(d: dict, where: str) -> dict:
         for k in ("gpus_per_node", "nodes"):
             if k in d:  # a missing part is reported as a wrong shape below
                 if not isinstance(d[k], int) or isinstance(d[k], bool):
-                    raise InputError(f"{k} must be an integer, not {type(d[k]).__name__}")
+                    raise InputError(_("{field} must be an integer, not {type}").format(field=k, type=type(d[k]).__name__))
                 inputs.as_int(k, d[k], lo=1, hi=MAX_GPUS)
         if isinstance(d.get("gpus_per_node"), int) and isinstance(d.get("nodes"), int) \
                 and d["gpus_per_node"] * d["nodes"] > MAX_GPUS:
-            raise InputError(f"the layout {d['nodes']} nodes x {d['gpus_per_node']} GPUs is over the "
-                             f"{MAX_GPUS:,}-GPU limit")
+            raise InputError(_("the layout {nodes} nodes x {gpn} GPUs is over the {limit:,}-GPU limit").format(
+                nodes=d["nodes"], gpn=d["gpus_per_node"], limit=MAX_GPUS))
         if "spot" in d and not isinstance(d["spot"], bool):
-            raise InputError(f"spot must be true or false (a JSON boolean), not {type(d['spot']).__name__} "
-                             f"{str(d['spot'])[:20]!r}")
+            raise InputError(_("spot must be true or false (a JSON boolean), not {type} {value!r}").format(
+                type=type(d["spot"]).__name__, value=str(d["spot"])[:20]))
         for k in ("notes", "warnings"):
             if d.get(k) is not None and (not isinstance(d[k], list) or not all(isinstance(x, str) for x in d[k])):
-                raise InputError(f"{k} must be a list of strings")
+                raise InputError(_("{field} must be a list of strings").format(field=k))
         name = d.get("model", {}).get("name") if isinstance(d.get("model"), dict) else None
         if name is not None:
             _check_model_name(name)
         for k in _STRING_FIELDS:
             if d.get(k) is not None and not isinstance(d[k], str):
-                raise InputError(f"{k} must be a string, not {type(d[k]).__name__}")
+                raise InputError(_("{field} must be a string, not {type}").format(field=k, type=type(d[k]).__name__))
         wl = d["workload"]
         if not isinstance(wl, dict):
-            raise InputError("workload must be an object")
+            raise InputError(_("workload must be an object"))
         parsed = parse_options({k: v for k, v in wl.items() if k in WORKLOAD_OPTION_NAMES}, defaults=False)
     except InputError as e:
-        raise PlanFileError(f"{where}: {e.message}", fix="regenerate it with `trainfit plan --json`") from None
+        raise PlanFileError(f"{where}: {e.message}", fix=_("regenerate it with `trainfit plan --json`")) from None
     return {**wl, **{k: v for k, v in parsed.items() if v is not None}}
 
 
@@ -307,13 +315,13 @@ def _checked_record(part: str, rec: Any, where: str) -> Any:
     from trainfit.catalog.instances import instance_from_row
 
     columns = GPU_COLUMNS if part == "gpu_spec" else INSTANCE_COLUMNS
-    fix = "regenerate the plan with `trainfit plan --json`"
+    fix = _("regenerate the plan with `trainfit plan --json`")
     if not isinstance(rec, dict):
-        raise PlanFileError(f"{where}: {part} must be an object", fix=fix)
+        raise PlanFileError(_("{where}: {part} must be an object").format(where=where, part=part), fix=fix)
     raw = dict(rec)
     origin = raw.pop("origin", "bundled")
     if not isinstance(origin, str) or len(origin) > 4096:
-        raise PlanFileError(f"{where}: {part}.origin must be a string", fix=fix)
+        raise PlanFileError(_("{where}: {part}.origin must be a string").format(where=where, part=part), fix=fix)
     for col in columns:
         v = raw.get(col.name)
         if v is None:
@@ -321,21 +329,21 @@ def _checked_record(part: str, rec: Any, where: str) -> Any:
         ok = _COLUMN_JSON_TYPES[col.kind]
         if not isinstance(v, ok) or (isinstance(v, bool) and col.kind != "bool") or \
                 (col.kind == "list" and not all(isinstance(x, str) for x in v)):
-            raise PlanFileError(f"{where}: {part}.{col.name} must be "
-                                + {"bool": "true or false", "list": "a list of strings", "int": "an integer",
-                                   "float": "a number"}.get(col.kind, "a string")
-                                + f", not {type(v).__name__}", fix=fix)
+            what = {"bool": _("true or false"), "list": _("a list of strings"), "int": _("an integer"),
+                    "float": _("a number")}.get(col.kind) or _("a string")
+            raise PlanFileError(_("{where}: {field} must be {what}, not {type}").format(
+                where=where, field=f"{part}.{col.name}", what=what, type=type(v).__name__), fix=fix)
     derived: dict[str, Any] = {}
     if part == "gpu_spec":  # what the planner derived for the plan (speed assumed from a class, --gpu-mem), not columns
         from trainfit.catalog.gpus import SPEED_FIELDS
 
         assumed = raw.pop("assumed", [])
         if not isinstance(assumed, list) or not all(a in SPEED_FIELDS for a in assumed):
-            raise PlanFileError(f"{where}: gpu_spec.assumed must list speed fields ({', '.join(SPEED_FIELDS)})",
-                                fix=fix)
+            raise PlanFileError(_("{where}: gpu_spec.assumed must list speed fields ({fields})").format(
+                where=where, fields=", ".join(SPEED_FIELDS)), fix=fix)
         mem_from_user = raw.pop("mem_from_user", False)
         if not isinstance(mem_from_user, bool):
-            raise PlanFileError(f"{where}: gpu_spec.mem_from_user must be true or false", fix=fix)
+            raise PlanFileError(_("{where}: gpu_spec.mem_from_user must be true or false").format(where=where), fix=fix)
         derived = {"assumed": tuple(assumed), "mem_from_user": mem_from_user}
     row, problems = parse_row(columns, raw, f"{part}")
     if problems:
@@ -354,11 +362,11 @@ def _check_model_name(name: Any) -> None:
     from trainfit.errors import InputError
 
     if not isinstance(name, str) or not name or len(name) > 200:
-        raise InputError("model.name must be a non-empty string of at most 200 characters")
+        raise InputError(_("model.name must be a non-empty string of at most 200 characters"))
     if name.startswith(("/", "~")) or "\\" in name or any(p in ("..", ".") for p in name.split("/")) \
             or "//" in name or any(ord(c) < 32 or ord(c) == 127 for c in name):
-        raise InputError(f"model.name {name[:60]!r} is not a model name (a path that climbs, an absolute "
-                         "path or a control character)")
+        raise InputError(_("model.name {name!r} is not a model name (a path that climbs, an absolute path or a "
+                           "control character)").format(name=name[:60]))
 
 
 def _precision_mode(w: Workload) -> str:
@@ -465,22 +473,25 @@ class PlanResult:
                 **({"region_prices": list(self.region_prices)} if self.region_prices else {})}
 
 
-def plans_from_document(doc: Any, *, where: str = "plan file") -> list[Plan]:
+def plans_from_document(doc: Any, *, where: str | None = None) -> list[Plan]:
     """Every plan of a ``trainfit plan --json`` document (or of a single plan's JSON)."""
+    where = _("plan file") if where is None else where
     if isinstance(doc, dict) and "plans" not in doc and "model" in doc:
         return [Plan.from_dict(doc, where=where)]
     if isinstance(doc, dict) and "schema" not in doc and "plans" not in doc:  # a job file, a ds_config.json ...
-        raise PlanFileError(f"{where} is not a trainfit plan (no 'schema' or 'plans' key)",
-                            fix="pass the output of `trainfit plan ... --json > plan.json` (a job file is checked "
-                                "with `trainfit check`)")
+        raise PlanFileError(_("{where} is not a trainfit plan (no 'schema' or 'plans' key)").format(where=where),
+                            fix=_("pass the output of `trainfit plan ... --json > plan.json` (a job file is checked "
+                                  "with `trainfit check`)"))
     if not isinstance(doc, dict) or doc.get("schema") != PLAN_SCHEMA:
         got = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
-        raise PlanFileError(f"{where} has schema {got!r}; this trainfit reads {PLAN_SCHEMA!r}",
-                            fix="regenerate it with this version: `trainfit plan ... --json > plan.json`")
+        raise PlanFileError(_("{where} has schema {schema!r}; this trainfit reads {want!r}").format(
+                                where=where, schema=got, want=PLAN_SCHEMA),
+                            fix=_("regenerate it with this version: `trainfit plan ... --json > plan.json`"))
     plans = doc.get("plans")
     if not isinstance(plans, list):
-        raise PlanFileError(f"{where} has no 'plans' list", fix="regenerate it with `trainfit plan --json`")
+        raise PlanFileError(_("{where} has no 'plans' list").format(where=where),
+                            fix=_("regenerate it with `trainfit plan --json`"))
     if not plans:
-        raise PlanFileError(f"{where} holds no plan (nothing fitted)",
-                            fix="see its 'rejected' list, or rerun `trainfit plan` with other options")
-    return [Plan.from_dict(p, where=f"{where}, plan {i + 1}") for i, p in enumerate(plans)]
+        raise PlanFileError(_("{where} holds no plan (nothing fitted)").format(where=where),
+                            fix=_("see its 'rejected' list, or rerun `trainfit plan` with other options"))
+    return [Plan.from_dict(p, where=_("{where}, plan {n}").format(where=where, n=i + 1)) for i, p in enumerate(plans)]
