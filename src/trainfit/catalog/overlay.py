@@ -45,6 +45,7 @@ from typing import Any
 
 from trainfit.catalog._schema import GPU_COLUMNS, INSTANCE_COLUMNS, Column, parse_row
 from trainfit.errors import CatalogError
+from trainfit.i18n import _
 
 _TOP_KEYS = ("gpus", "instances", "prices")  # prices: parsed by trainfit.catalog.prices
 
@@ -82,9 +83,9 @@ def safe_load_yaml(text: str) -> Any:
     """``yaml.safe_load`` semantics through the input gate (no aliases, depth limit), dates kept as strings."""
     from trainfit.inputs import loads_yaml_all
 
-    docs = loads_yaml_all(text, what="catalog overlay", error=CatalogError, loader=_loader())
+    docs = loads_yaml_all(text, what=_("catalog overlay"), error=CatalogError, loader=_loader())
     if len(docs) > 1:
-        raise CatalogError("catalog overlay holds more than one YAML document", fix="keep one document")
+        raise CatalogError(_("catalog overlay holds more than one YAML document"), fix=_("keep one document"))
     return docs[0] if docs else None
 
 
@@ -92,8 +93,8 @@ def _read_yaml(path: Path) -> tuple[Any, list[str]]:
     from trainfit.inputs import loads_yaml_all, read_text_file
 
     try:
-        text = read_text_file(path, max_bytes=MAX_OVERLAY_BYTES, what="catalog overlay", error=CatalogError,
-                              fix="fix or remove the overlay file")
+        text = read_text_file(path, max_bytes=MAX_OVERLAY_BYTES, what=_("catalog overlay"), error=CatalogError,
+                              fix=_("fix or remove the overlay file"))
         docs = loads_yaml_all(text, what=f"{path}", error=CatalogError, loader=_loader())
     except CatalogError as e:
         return None, [e.message.replace(": malformed YAML", ": not valid YAML", 1)]
@@ -141,7 +142,7 @@ def parse_overlay(path: str | Path, *, known_gpu_keys: set[str] | None = None,
                 continue
             raw = {str(k): v for k, v in raw.items()}
             # Parse the key fields first to know whether this updates an existing row.
-            probe, _ = parse_row(_relaxed(columns, set()), raw, where)
+            probe, _probs = parse_row(_relaxed(columns, set()), raw, where)
             is_update = key_fn(probe) in known
             cols = _relaxed(columns, update_required) if is_update else columns
             row, probs = parse_row(cols, raw, where)
@@ -167,7 +168,7 @@ def validate_overlay(path: str | Path) -> list[str]:
     g_base, i_base = bundled_rows()
     g_rows = merge_rows(list(g_base), [(r, p, "overlay") for r, p in ov.gpus], gpu_key)
     i_rows = merge_rows(list(i_base), [(r, p, "overlay") for r, p in ov.instances], instance_key)
-    return cross_check([r for r, _ in g_rows], [r for r, _ in i_rows], Path(path).name)
+    return cross_check([r for r, _o in g_rows], [r for r, _o in i_rows], Path(path).name)
 
 
 def load_overlay(path: str | Path, *, known_gpu_keys: set[str], known_instance_keys: set[tuple[str, str, str]]
@@ -175,6 +176,7 @@ def load_overlay(path: str | Path, *, known_gpu_keys: set[str], known_instance_k
     """Parsed overlay; raises :class:`CatalogError` listing every problem."""
     ov, problems = parse_overlay(path, known_gpu_keys=known_gpu_keys, known_instance_keys=known_instance_keys)
     if problems:
-        raise CatalogError(f"catalog overlay {str(path)!r} does not validate:\n  " + "\n  ".join(problems),
-                           fix=f"run `trainfit catalog validate {path}` after fixing it")
+        raise CatalogError(_("catalog overlay {path!r} does not validate:").format(path=str(path)) + "\n  "
+                           + "\n  ".join(problems),
+                           fix=_("run `trainfit catalog validate {path}` after fixing it").format(path=path))
     return ov
