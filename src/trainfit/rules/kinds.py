@@ -14,7 +14,7 @@ def _v(rule: Rule, message: str, severity: str | None = None) -> Violation:
     """A finding of ``rule``: its fix and why in the current language (the rule id stays English, a stable code)."""
     fix = translate(rule.fix)
     if rule.plan_blocks:  # a limit `plan` enforces: say how to lift it once the platform has
-        fix += " " + _("If your limit was already raised, plan with --ignore-rule {rule}.").format(rule=rule.id)
+        fix = _("{fix} If your limit was already raised, plan with --ignore-rule {rule}.").format(fix=fix, rule=rule.id)
     return Violation(rule=rule.id, severity=severity or rule.severity, message=message, fix=fix,
                      why=translate(rule.why), source=rule.source)
 
