@@ -193,7 +193,8 @@ def cross_check(gpus: list[dict[str, Any]], instances: list[dict[str, Any]], whe
         for n in (name, *(g.get("aliases") or ())):
             k = normalize_gpu_name(n)
             if k in index and index[k] != name:
-                problems.append(f"{where}: GPU name/alias {n!r} of {name!r} is already used by {index[k]!r}")
+                problems.append(_("{where}: GPU name/alias {alias!r} of {name!r} is already used by {other!r}").format(
+                    where=where, alias=n, name=name, other=index[k]))
             index.setdefault(k, name)
     by_name = {g.get("name"): g for g in gpus}
     for g in gpus:
@@ -202,24 +203,28 @@ def cross_check(gpus: list[dict[str, Any]], instances: list[dict[str, Any]], whe
             continue
         src = by_name.get(index.get(normalize_gpu_name(ref)))
         if src is None or src is g or src.get("speed_from"):
-            problems.append(f"{where}: GPU {g.get('name')!r}: speed_from {ref!r} must name another GPU of the catalog "
-                            "that has its own speed figures")
+            problems.append(_("{where}: GPU {name!r}: speed_from {ref!r} must name another GPU of the catalog that has "
+                              "its own speed figures").format(where=where, name=g.get("name"), ref=ref))
     seen: set[tuple[str, str, str]] = set()
     for r in instances:
-        label = f"{where}: instance {r.get('instance_type')!r} ({r.get('provider')}/{r.get('resource_class')})"
+        label = _("{where}: instance {name!r} ({provider}/{rclass})").format(
+            where=where, name=r.get("instance_type"), provider=r.get("provider"), rclass=r.get("resource_class"))
         k = instance_key(r)
         if k in seen:
-            problems.append(f"{label}: duplicate")
+            problems.append(_("{label}: duplicate").format(label=label))
         seen.add(k)
         gname = r.get("gpu")
         if gname and normalize_gpu_name(gname) not in index:
             from trainfit.errors import did_you_mean
 
             sugg = did_you_mean(gname, [g.get("name") or "" for g in gpus])
-            problems.append(f"{label}: gpu {gname!r} is not in the GPU catalog"
-                            + (f" (did you mean {' or '.join(sugg)}?)" if sugg else ""))
+            if sugg:
+                problems.append(_("{label}: gpu {gpu!r} is not in the GPU catalog (did you mean {names}?)").format(
+                    label=label, gpu=gname, names=_(" or ").join(sugg)))
+            else:
+                problems.append(_("{label}: gpu {gpu!r} is not in the GPU catalog").format(label=label, gpu=gname))
         if (r.get("price_per_hour") is None) != (r.get("currency") is None):
-            problems.append(f"{label}: price_per_hour and currency must be given together")
+            problems.append(_("{label}: price_per_hour and currency must be given together").format(label=label))
     return problems
 
 

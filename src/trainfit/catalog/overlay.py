@@ -99,7 +99,7 @@ def _read_yaml(path: Path) -> tuple[Any, list[str]]:
     except CatalogError as e:
         return None, [e.message.replace(": malformed YAML", ": not valid YAML", 1)]
     if len(docs) > 1:
-        return None, [f"{path}: holds {len(docs)} YAML documents; an overlay is one mapping"]
+        return None, [_("{path}: holds {n} YAML documents; an overlay is one mapping").format(path=path, n=len(docs))]
     return (docs[0] if docs else None), []
 
 
@@ -121,10 +121,11 @@ def parse_overlay(path: str | Path, *, known_gpu_keys: set[str] | None = None,
     if data is None:
         return ov, []  # an empty file is a valid, empty overlay
     if not isinstance(data, dict):
-        return ov, [f"{path}: top level must be a mapping with 'gpus:' and/or 'instances:' lists"]
+        return ov, [_("{path}: top level must be a mapping with 'gpus:' and/or 'instances:' lists").format(path=path)]
     for k in data:
         if k not in _TOP_KEYS:
-            problems.append(f"{path}: unknown top-level key {k!r} (use {' or '.join(_TOP_KEYS)})")
+            problems.append(_("{path}: unknown top-level key {key!r} (use {names})").format(
+                path=path, key=k, names=_(" or ").join(_TOP_KEYS)))
     specs = (("gpus", GPU_COLUMNS, {"name", "source", "as_of"}, gpu_key, known_gpu_keys, ov.gpus),
              ("instances", INSTANCE_COLUMNS, {"provider", "resource_class", "instance_type", "source", "as_of"},
               instance_key, known_instance_keys, ov.instances))
@@ -133,12 +134,12 @@ def parse_overlay(path: str | Path, *, known_gpu_keys: set[str] | None = None,
         if items is None:
             continue
         if not isinstance(items, list):
-            problems.append(f"{path}: '{section}' must be a list of mappings")
+            problems.append(_("{path}: '{section}' must be a list of mappings").format(path=path, section=section))
             continue
         for i, raw in enumerate(items):
             where = f"{path.name} {section}[{i}]"
             if not isinstance(raw, dict):
-                problems.append(f"{where}: must be a mapping of column: value")
+                problems.append(_("{where}: must be a mapping of column: value").format(where=where))
                 continue
             raw = {str(k): v for k, v in raw.items()}
             # Parse the key fields first to know whether this updates an existing row.
