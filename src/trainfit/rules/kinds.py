@@ -92,9 +92,12 @@ def _multinode_rdma(rule: Rule, ctx: JobContext) -> list[Violation]:
     if ctx.nodes <= 1:
         return []
     net = getattr(ctx.instance, "inter_node", None)
-    name = getattr(ctx.instance, "instance_type", None) or _("this instance")
+    name = getattr(ctx.instance, "instance_type", None)
     if net == "rdma":
         return []
+    if net is None and name is None:
+        return [_v(rule, _("{nodes} nodes of this instance, whose inter-node network is not documented; without RDMA "
+                           "multi-node training is slow").format(nodes=ctx.nodes), severity="info")]
     if net is None:
         return [_v(rule, _("{nodes} nodes of {name}, whose inter-node network is not documented; without RDMA "
                            "multi-node training is slow").format(nodes=ctx.nodes, name=name), severity="info")]
@@ -145,8 +148,11 @@ def _custom_image(rule: Rule, ctx: JobContext) -> list[Violation]:
 def _pcie_tp(rule: Rule, ctx: JobContext) -> list[Violation]:
     link = getattr(ctx.instance, "intra_node_link", None)
     if ctx.tp > 1 and link == "pcie":
-        return [_v(rule, _("tensor parallel size {tp} on {name} whose GPUs talk over PCIe").format(
-            tp=ctx.tp, name=getattr(ctx.instance, "instance_type", None) or _("a node")))]
+        name = getattr(ctx.instance, "instance_type", None)
+        if name is None:
+            return [_v(rule, _("tensor parallel size {tp} on a node whose GPUs talk over PCIe").format(tp=ctx.tp))]
+        return [_v(rule, _("tensor parallel size {tp} on {name} whose GPUs talk over PCIe").format(tp=ctx.tp,
+                                                                                                 name=name))]
     return []
 
 
