@@ -19,6 +19,7 @@ from trainfit.cli import main
 FX = Path(__file__).parent.parent / "fixtures" / "check"
 CJK = re.compile(r"[\u4e00-\u9fff]")
 RULE_ID = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
+QUOTED = re.compile(r'"[^"]*"')
 #: Findings whose message quotes the fit decision's reasons, which the estimate package words (its own catalog):
 #: their message is checked for the part check writes, their fix in full.
 QUOTES_OTHER_AREAS = {"memory-fit", "kernel-support"}
@@ -164,7 +165,8 @@ def test_every_rule_text_has_its_chinese(monkeypatch):
                 if text == getattr(r, field):  # a command line, the same in both languages
                     assert field == "fix" and text.startswith("torchrun "), (r.id, field, text)
                     continue
-                assert CJK.search(text) and not english_sentences(text), (r.id, field, text)
+                # English document titles stay quoted as they are ("Use preemptible jobs")
+                assert CJK.search(text) and not english_sentences(QUOTED.sub(" ", text)), (r.id, field, text)
 
 
 def test_catalog_cache_does_not_freeze_a_language(monkeypatch, tmp_path):
@@ -206,3 +208,14 @@ def test_unknown_gpu_and_instance_errors_follow_the_language(lang):
         assert bool(CJK.search(text)) == (lang == "zh"), text
         if lang == "zh":
             assert not english_sentences(text), text
+
+
+def test_deepspeed_auto_values_named_in_chinese(tmp_path):
+    cfg = tmp_path / "ds_config.json"
+    cfg.write_text(json.dumps({"train_batch_size": "auto", "train_micro_batch_size_per_gpu": "auto",
+                               "gradient_accumulation_steps": "auto", "zero_optimization": {"stage": 2}}))
+    with i18n.language("zh"):
+        res = check_file(cfg)
+    v = next(v for v in res.violations if v.rule == "deepspeed-config")
+    assert v.severity == "warning" and "train_batch_size" in v.message and "world size" in v.message
+    assert CJK.search(v.message) and not english_sentences(v.message) and not english_sentences(v.fix)
