@@ -35,6 +35,26 @@ def _truncated_range(st: Any, cut: int) -> tuple[float, float]:
     return lo, hi
 
 
+def _padding_findings(st: Any, wl: Any) -> list[Violation]:
+    """A job without packing: the stats' padding share at the job's micro-batch (or the nearest smaller one)."""
+    keys = sorted(int(k) for k in st.padding_waste if str(k).isdecimal())
+    mb = max((k for k in keys if k <= wl.micro_batch), default=None)
+    waste = st.padding_waste.get(str(mb)) if mb is not None else None
+    if waste is None or waste <= DATA_PADDING_WARN:
+        return []
+    if mb == wl.micro_batch:
+        msg = _("packing off at micro-batch {mb}: {waste:.0%} of the tokens the GPUs process are padding, "
+                "padding each micro-batch to its longest sample (stats at cut-off {cut:,})")
+    else:
+        msg = _("packing off at micro-batch {mb}: {waste:.0%} of the tokens the GPUs process are padding (at "
+                "least: the stats' figure for micro-batch {stats_mb}), padding each micro-batch to its longest "
+                "sample (stats at cut-off {cut:,})")
+    return [Violation(rule="data", severity=WARNING,
+                      message=msg.format(mb=wl.micro_batch, waste=waste, stats_mb=mb, cut=st.seq_len),
+                      fix=_("turn packing on (ms-swift --packing true, LLaMA-Factory packing: true), or micro-batch 1 "
+                            "with more gradient accumulation"))]
+
+
 def rule_data(f: JobFacts, o: CheckOptions) -> list[Violation]:
     """``check --dataset STATS``: the job's cut-off, packing and step count against the data's stats (``trainfit
     data``): the share of samples the cut-off truncates, the padding a job without packing processes, and how many
@@ -66,22 +86,7 @@ def rule_data(f: JobFacts, o: CheckOptions) -> list[Violation]:
     else:
         f.notes.append(_("data: cut-off {cut:,} truncates {share} of the samples").format(cut=cut, share=share))
     if not wl.packing:
-        keys = sorted(int(k) for k in st.padding_waste if str(k).isdecimal())
-        mb = max((k for k in keys if k <= wl.micro_batch), default=None)
-        waste = st.padding_waste.get(str(mb)) if mb is not None else None
-        if waste is not None and waste > DATA_PADDING_WARN:
-            if mb == wl.micro_batch:
-                msg = _("packing off at micro-batch {mb}: {waste:.0%} of the tokens the GPUs process are padding, "
-                        "padding each micro-batch to its longest sample (stats at cut-off {cut:,})")
-            else:
-                msg = _("packing off at micro-batch {mb}: {waste:.0%} of the tokens the GPUs process are padding (at "
-                        "least: the stats' figure for micro-batch {stats_mb}), padding each micro-batch to its longest "
-                        "sample (stats at cut-off {cut:,})")
-            out.append(Violation(
-                rule="data", severity=WARNING,
-                message=msg.format(mb=wl.micro_batch, waste=waste, stats_mb=mb, cut=st.seq_len),
-                fix=_("turn packing on (ms-swift --packing true, LLaMA-Factory packing: true), or micro-batch 1 with "
-                      "more gradient accumulation")))
+        out += _padding_findings(st, wl)
     try:
         rows = st.at(cut)["packed_sequences"] if wl.packing else st.samples_per_epoch()
     except DatasetError:
