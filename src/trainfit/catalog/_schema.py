@@ -17,6 +17,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
+from trainfit.i18n import _
+
 #: Currencies a price may be stated in (ISO 4217).
 CURRENCIES = ("CNY", "USD", "EUR", "SGD", "HKD", "JPY", "GBP")
 
@@ -121,7 +123,7 @@ def _parse_float(v: Any) -> float:
     except InputError as e:
         raise ValueError(e.message.removeprefix("value: ")) from None
     if not math.isfinite(x):  # pragma: no cover - as_float refuses these
-        raise ValueError("not a finite number")
+        raise ValueError(_("not a finite number"))
     return x
 
 
@@ -142,7 +144,7 @@ def _parse_bool(v: Any) -> bool:
         return True
     if t in ("no", "false", "0", "n"):
         return False
-    raise ValueError("use yes or no")
+    raise ValueError(_("use yes or no"))
 
 
 def _parse_date(v: Any) -> str:
@@ -181,12 +183,13 @@ def parse_row(columns: tuple[Column, ...], raw: Mapping[str, Any], where: str) -
     known = {c.name for c in columns}
     for key in raw:
         if key not in known:
-            problems.append(f"{where}: unknown column {key!r} (known: {', '.join(sorted(known))})")
+            problems.append(_("{where}: unknown column {key!r} (known: {names})").format(
+                where=where, key=key, names=", ".join(sorted(known))))
     for col in columns:
         v = raw.get(col.name)
         if _is_empty(v):
             if col.required:
-                problems.append(f"{where}: {col.name} is required")
+                problems.append(_("{where}: {column} is required").format(where=where, column=col.name))
             out[col.name] = () if col.kind == "list" else None
             continue
         try:
@@ -194,7 +197,7 @@ def parse_row(columns: tuple[Column, ...], raw: Mapping[str, Any], where: str) -
                 text = _as_text(v)
                 match = {c.lower(): c for c in col.choices}.get(text.lower())
                 if match is None:
-                    raise ValueError(f"must be one of {', '.join(col.choices)}")
+                    raise ValueError(_("must be one of {names}").format(names=", ".join(col.choices)))
                 val: Any = match
             else:
                 val = _PARSERS[col.kind](v)
@@ -207,15 +210,18 @@ def parse_row(columns: tuple[Column, ...], raw: Mapping[str, Any], where: str) -
 
             bad = [x for x in (val if isinstance(val, tuple) else (val,)) if not PATTERNS[col.ident].fullmatch(x)]
             if bad:
-                problems.append(f"{where}: {col.name}={str(bad[0])[:60]!r}: use letters, digits, '.', '_' and '-' "
-                                "only (no spaces, quotes or shell characters)")
+                problems.append(_("{where}: {column}={value!r}: use letters, digits, '.', '_' and '-' only (no spaces, "
+                                  "quotes or shell characters)").format(where=where, column=col.name,
+                                                                        value=str(bad[0])[:60]))
                 out[col.name] = () if col.kind == "list" else None
                 continue
         if col.kind in ("float", "int"):
             if col.min is not None and val < col.min:
-                problems.append(f"{where}: {col.name}={val} is below {col.min} {col.unit}".rstrip())
+                problems.append(_("{where}: {column}={value} is below {limit} {unit}").format(
+                    where=where, column=col.name, value=val, limit=col.min, unit=col.unit).rstrip())
             if col.max is not None and val > col.max:
-                problems.append(f"{where}: {col.name}={val} is above {col.max} {col.unit}".rstrip())
+                problems.append(_("{where}: {column}={value} is above {limit} {unit}").format(
+                    where=where, column=col.name, value=val, limit=col.max, unit=col.unit).rstrip())
         out[col.name] = val
     return out, problems
 

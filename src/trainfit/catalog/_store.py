@@ -27,6 +27,8 @@ from typing import Any, Iterable
 
 from trainfit.catalog._schema import GPU_COLUMNS, INSTANCE_COLUMNS, parse_row
 from trainfit.errors import CatalogError
+from trainfit import i18n
+from trainfit.i18n import _
 
 ENV_OVERLAY = "TRAINFIT_CATALOG_OVERLAY"
 ENV_CACHE_DIR = "TRAINFIT_CACHE_DIR"
@@ -83,11 +85,12 @@ def overlay_path() -> Path | None:
         try:
             is_file = p.is_file()
         except OSError as e:  # a name over the file system's limit (ENAMETOOLONG)
-            raise CatalogError(f"catalog overlay {str(p)[:80]!r} (from {what}) cannot be read: {e.strerror or e}",
-                               fix=f"pass the overlay's path, or unset {ENV_OVERLAY}") from None
+            raise CatalogError(_("catalog overlay {path!r} (from {what}) cannot be read: {error}").format(
+                path=str(p)[:80], what=what, error=e.strerror or e),
+                fix=_("pass the overlay's path, or unset {env}").format(env=ENV_OVERLAY)) from None
         if not is_file:
-            raise CatalogError(f"catalog overlay {str(p)!r} (from {what}) does not exist",
-                               fix=f"create it, or unset {ENV_OVERLAY}")
+            raise CatalogError(_("catalog overlay {path!r} (from {what}) does not exist").format(path=str(p), what=what),
+                               fix=_("create it, or unset {env}").format(env=ENV_OVERLAY))
         return p
     p = config_dir() / "catalog.yaml"
     return p if p.is_file() else None
@@ -99,8 +102,9 @@ def refresh_cache_files() -> list[Path]:
         if not d.is_dir():
             return []
     except OSError as e:  # a name over the file system's limit (ENAMETOOLONG)
-        raise CatalogError(f"refresh cache folder {str(d)[:80]!r} cannot be read: {e.strerror or e}",
-                           fix="set TRAINFIT_CACHE_DIR to a folder you can write, or unset it") from None
+        raise CatalogError(_("refresh cache folder {path!r} cannot be read: {error}").format(path=str(d)[:80],
+                                                                                          error=e.strerror or e),
+                           fix=_("set TRAINFIT_CACHE_DIR to a folder you can write, or unset it")) from None
     return sorted(d.glob("*.json"))
 
 
@@ -130,8 +134,8 @@ def bundled_rows() -> tuple[tuple[dict, ...], tuple[dict, ...]]:
     i, p2 = parse_rows(INSTANCE_COLUMNS, read_csv_rows(_read_bundled("instances.csv")), "instances.csv")
     problems = p1 + p2
     if problems:
-        raise CatalogError("bundled catalog does not validate:\n  " + "\n  ".join(problems),
-                           fix="this is a bug in trainfit; please report it")
+        raise CatalogError(_("bundled catalog does not validate:") + "\n  " + "\n  ".join(problems),
+                           fix=_("this is a bug in trainfit; please report it"))
     return tuple(g), tuple(i)
 
 
@@ -189,7 +193,8 @@ def cross_check(gpus: list[dict[str, Any]], instances: list[dict[str, Any]], whe
         for n in (name, *(g.get("aliases") or ())):
             k = normalize_gpu_name(n)
             if k in index and index[k] != name:
-                problems.append(f"{where}: GPU name/alias {n!r} of {name!r} is already used by {index[k]!r}")
+                problems.append(_("{where}: GPU name/alias {alias!r} of {name!r} is already used by {other!r}").format(
+                    where=where, alias=n, name=name, other=index[k]))
             index.setdefault(k, name)
     by_name = {g.get("name"): g for g in gpus}
     for g in gpus:
@@ -198,24 +203,28 @@ def cross_check(gpus: list[dict[str, Any]], instances: list[dict[str, Any]], whe
             continue
         src = by_name.get(index.get(normalize_gpu_name(ref)))
         if src is None or src is g or src.get("speed_from"):
-            problems.append(f"{where}: GPU {g.get('name')!r}: speed_from {ref!r} must name another GPU of the catalog "
-                            "that has its own speed figures")
+            problems.append(_("{where}: GPU {name!r}: speed_from {ref!r} must name another GPU of the catalog that has "
+                              "its own speed figures").format(where=where, name=g.get("name"), ref=ref))
     seen: set[tuple[str, str, str]] = set()
     for r in instances:
-        label = f"{where}: instance {r.get('instance_type')!r} ({r.get('provider')}/{r.get('resource_class')})"
+        label = _("{where}: instance {name!r} ({provider}/{rclass})").format(
+            where=where, name=r.get("instance_type"), provider=r.get("provider"), rclass=r.get("resource_class"))
         k = instance_key(r)
         if k in seen:
-            problems.append(f"{label}: duplicate")
+            problems.append(_("{label}: duplicate").format(label=label))
         seen.add(k)
         gname = r.get("gpu")
         if gname and normalize_gpu_name(gname) not in index:
             from trainfit.errors import did_you_mean
 
             sugg = did_you_mean(gname, [g.get("name") or "" for g in gpus])
-            problems.append(f"{label}: gpu {gname!r} is not in the GPU catalog"
-                            + (f" (did you mean {' or '.join(sugg)}?)" if sugg else ""))
+            if sugg:
+                problems.append(_("{label}: gpu {gpu!r} is not in the GPU catalog (did you mean {names}?)").format(
+                    label=label, gpu=gname, names=_(" or ").join(sugg)))
+            else:
+                problems.append(_("{label}: gpu {gpu!r} is not in the GPU catalog").format(label=label, gpu=gname))
         if (r.get("price_per_hour") is None) != (r.get("currency") is None):
-            problems.append(f"{label}: price_per_hour and currency must be given together")
+            problems.append(_("{label}: price_per_hour and currency must be given together").format(label=label))
     return problems
 
 
@@ -245,7 +254,7 @@ def current_catalog() -> Catalog:
     """The effective catalog for the current environment (cached on file paths and mtimes)."""
     ov = overlay_path()
     caches = tuple(_stat_key(p) for p in refresh_cache_files())
-    return _build(_stat_key(ov), caches)
+    return _build(_stat_key(ov), caches, i18n.current())
 
 
 def reset_cache() -> None:
@@ -254,7 +263,8 @@ def reset_cache() -> None:
 
 
 @lru_cache(maxsize=8)
-def _build(ov_key, cache_keys) -> Catalog:
+def _build(ov_key, cache_keys, lang: str = "en") -> Catalog:
+    """The merged catalog; ``lang`` is part of the cache key because :attr:`Catalog.warnings` is in that language."""
     from trainfit.catalog.gpus import gpu_from_row, normalize_gpu_name
     from trainfit.catalog.instances import instance_from_row
 
@@ -272,7 +282,8 @@ def _build(ov_key, cache_keys) -> Catalog:
             try:
                 gpus, insts = read_cache_file(path)
             except CatalogError as e:
-                msg = f"ignoring refresh cache {path}: {e.message}; using the bundled catalog"
+                msg = _("ignoring refresh cache {path}: {error}; using the bundled catalog").format(path=path,
+                                                                                                   error=e.message)
                 warns.append(msg)
                 warnings.warn(msg, CatalogWarning, stacklevel=3)
                 continue
@@ -285,8 +296,8 @@ def _build(ov_key, cache_keys) -> Catalog:
         from trainfit.catalog.overlay import load_overlay
 
         path = Path(ov_key[0])
-        known_g = {gpu_key(r) for r in g_base} | {gpu_key(r) for r, _, _ in g_extra}
-        known_i = {instance_key(r) for r in i_base} | {instance_key(r) for r, _, _ in i_extra}
+        known_g = {gpu_key(r) for r in g_base} | {gpu_key(r) for r, _p, _o in g_extra}
+        known_i = {instance_key(r) for r in i_base} | {instance_key(r) for r, _p, _o in i_extra}
         ov = load_overlay(path, known_gpu_keys=known_g, known_instance_keys=known_i)
         origin = f"overlay:{path}"
         g_extra += [(r, present, origin) for r, present in ov.gpus]
@@ -295,11 +306,11 @@ def _build(ov_key, cache_keys) -> Catalog:
 
     g_rows = merge_rows(list(g_base), g_extra, gpu_key)
     i_rows = merge_rows(list(i_base), i_extra, instance_key)
-    problems = cross_check([r for r, _ in g_rows], [r for r, _ in i_rows], "merged catalog")
+    problems = cross_check([r for r, _o in g_rows], [r for r, _o in i_rows], "merged catalog")
     if problems:
-        raise CatalogError("the catalog with your overlay/refresh cache does not validate:\n  "
+        raise CatalogError(_("the catalog with your overlay/refresh cache does not validate:") + "\n  "
                            + "\n  ".join(problems),
-                           fix="fix the overlay (see `trainfit catalog validate`) or delete the refresh cache")
+                           fix=_("fix the overlay (see `trainfit catalog validate`) or delete the refresh cache"))
     gpus = tuple(gpu_from_row(r, origin=o) for r, o in g_rows)
     index: dict[str, Any] = {}
     for g in gpus:
@@ -313,7 +324,7 @@ def _build(ov_key, cache_keys) -> Catalog:
         for g in gpus:
             for n in (g.name, *g.aliases):
                 index.setdefault(normalize_gpu_name(n), g)
-    i_dicts = [dict(r) for r, _ in i_rows]
+    i_dicts = [dict(r) for r, _o in i_rows]
     _canonical_gpu_refs(i_dicts, index)
-    instances = tuple(instance_from_row(r, origin=o) for r, (_, o) in zip(i_dicts, i_rows))
+    instances = tuple(instance_from_row(r, origin=o) for r, (_row, o) in zip(i_dicts, i_rows))
     return Catalog(gpus=gpus, instances=instances, gpu_index=index, layers=tuple(layers), warnings=tuple(warns))

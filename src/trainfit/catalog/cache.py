@@ -13,6 +13,7 @@ from typing import Any
 
 from trainfit.catalog._schema import GPU_COLUMNS, INSTANCE_COLUMNS, parse_row
 from trainfit.errors import CatalogError
+from trainfit.i18n import _
 
 CACHE_FORMAT = "trainfit-refresh/1"
 #: Largest refresh cache read (a region's specs are a few hundred KB at most).
@@ -55,18 +56,19 @@ def read_cache_file(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, An
     """Typed (gpu rows, instance rows) of a refresh cache; raises :class:`CatalogError` when corrupt."""
     from trainfit.inputs import loads_json, read_text_file
 
-    text = read_text_file(path, max_bytes=MAX_CACHE_BYTES, what="refresh cache", error=CatalogError,
-                          fix="delete it and run `trainfit catalog refresh` again")
-    data = loads_json(text, what=f"refresh cache {path}", error=CatalogError)
+    text = read_text_file(path, max_bytes=MAX_CACHE_BYTES, what=_("refresh cache"), error=CatalogError,
+                          fix=_("delete it and run `trainfit catalog refresh` again"))
+    data = loads_json(text, what=_("refresh cache {path}").format(path=path), error=CatalogError)
     if not isinstance(data, dict) or data.get("format") != CACHE_FORMAT:
-        raise CatalogError(f"not a {CACHE_FORMAT} file")
+        raise CatalogError(_("not a {format} file").format(format=CACHE_FORMAT))
     gpus, insts, problems = [], [], []
     for section, sink in (("gpus", gpus), ("instances", insts)):
         items = data.get(section)
         if not isinstance(items, list):
-            raise CatalogError(f"'{section}' is not a list")
+            raise CatalogError(_("'{section}' is not a list").format(section=section))
         if len(items) > 100_000:
-            raise CatalogError(f"'{section}' holds {len(items):,} rows, more than any provider lists")
+            raise CatalogError(_("'{section}' holds {n:,} rows, more than any provider lists").format(
+                section=section, n=len(items)))
         for i, raw in enumerate(items):
             if not isinstance(raw, dict):
                 problems.append(f"{section}[{i}] is not an object")
@@ -77,7 +79,7 @@ def read_cache_file(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, An
             # keep only the fields the cache states, so a GPU update does not blank other fields
             sink.append({k: row[k] for k in raw if k in row})
     if problems:
-        raise CatalogError("invalid rows: " + "; ".join(problems[:5]))
+        raise CatalogError(_("invalid rows: {problems}").format(problems="; ".join(problems[:5])))
     return gpus, insts
 
 

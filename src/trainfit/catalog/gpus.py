@@ -23,6 +23,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from trainfit.errors import UnknownGPUError, did_you_mean
+from trainfit.i18n import _
 
 _PRECISIONS = ("bf16", "fp16", "fp8")
 
@@ -157,11 +158,12 @@ def assumed_note(gpu: GPU) -> str | None:
     user's; None when all figures are the catalog's own."""
     parts = []
     if gpu.mem_from_user:
-        parts.append(f"memory of {gpu.name} ({gpu.mem_gib:g} GiB per GPU) is from --gpu-mem, not from a public source")
+        parts.append(_("memory of {gpu} ({gib:g} GiB per GPU) is from --gpu-mem, not from a public source").format(
+            gpu=gpu.name, gib=gpu.mem_gib))
     if gpu.assumed:
-        parts.append(f"{gpu.name}'s model is not published: sized by its memory, speed figures "
-                     f"({', '.join(gpu.assumed)}) assumed from {gpu.speed_from}; pass --gpu NAME with the model your "
-                     "console shows to plan it as that GPU")
+        parts.append(_("{gpu}'s model is not published: sized by its memory, speed figures ({fields}) assumed from "
+                       "{source}; pass --gpu NAME with the model your console shows to plan it as that GPU").format(
+            gpu=gpu.name, fields=", ".join(gpu.assumed), source=gpu.speed_from))
     return "; ".join(parts) or None
 
 
@@ -216,8 +218,8 @@ def get_gpu(name: str) -> GPU:
         g = cat.gpu_index.get(normalize_gpu_name(s))
         if g is not None and g.name not in canon:
             canon.append(g.name)
+    how = _("`trainfit catalog show gpus` lists the catalog; add your own in ~/.config/trainfit/catalog.yaml")
     raise UnknownGPUError(
-        f"unknown GPU '{name}'",
-        fix=("did you mean " + " or ".join(canon) + "? " if canon else "")
-        + "`trainfit catalog show gpus` lists the catalog; add your own in ~/.config/trainfit/catalog.yaml",
+        _("unknown GPU '{name}'").format(name=name),
+        fix=_("did you mean {names}? {how}").format(names=_(" or ").join(canon), how=how) if canon else how,
     )

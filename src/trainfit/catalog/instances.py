@@ -11,6 +11,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from trainfit.errors import CatalogError, did_you_mean
+from trainfit.i18n import _
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -114,14 +115,14 @@ def get_instance(instance_type: str, *, provider: str | None = None,
         return hits[0]
     if len(hits) > 1:
         classes = ", ".join(f"{h.provider}/{h.resource_class}" for h in hits)
-        raise CatalogError(f"instance type '{instance_type}' exists in several resource classes: {classes}",
-                           fix="pass resource_class (e.g. pai-public or pai-lingjun)")
+        raise CatalogError(_("instance type '{name}' exists in several resource classes: {classes}").format(
+            name=instance_type, classes=classes), fix=_("pass resource_class (e.g. pai-public or pai-lingjun)"))
     sugg = did_you_mean(instance_type, [r.instance_type for r in rows])
+    how = _("`trainfit catalog show instances` lists the catalog; `trainfit catalog refresh --provider pai` fetches "
+            "live PAI specs; private types go in ~/.config/trainfit/catalog.yaml")
     raise CatalogError(
-        f"unknown instance type '{instance_type}'",
-        fix=("did you mean " + " or ".join(sugg) + "? " if sugg else "")
-        + "`trainfit catalog show instances` lists the catalog; `trainfit catalog refresh --provider pai` "
-          "fetches live PAI specs; private types go in ~/.config/trainfit/catalog.yaml",
+        _("unknown instance type '{name}'").format(name=instance_type),
+        fix=_("did you mean {names}? {how}").format(names=_(" or ").join(sugg), how=how) if sugg else how,
     )
 
 
@@ -146,6 +147,7 @@ def gpu_on_instance(inst: Instance, gpu: str | None) -> str | None:
     # known only by its memory (gn8v's 96 GB part) when the named model has that memory. A code is never a model.
     if is_model(want) and not is_model(own) and own.mem_gib in (None, want.mem_gib):
         return gpu
-    raise InputError(f"--gpu {gpu} contradicts --instance-type {inst.instance_type}, whose GPU is {inst.gpu}",
-                     fix=f"drop --gpu (the instance type says {inst.gpu}) or pick an instance type with {gpu} "
-                         "(`trainfit catalog show instances`)")
+    raise InputError(_("--gpu {gpu} contradicts --instance-type {name}, whose GPU is {own}").format(
+        gpu=gpu, name=inst.instance_type, own=inst.gpu),
+        fix=_("drop --gpu (the instance type says {own}) or pick an instance type with {gpu} (`trainfit catalog show "
+              "instances`)").format(own=inst.gpu, gpu=gpu))

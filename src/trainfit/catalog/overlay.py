@@ -45,6 +45,7 @@ from typing import Any
 
 from trainfit.catalog._schema import GPU_COLUMNS, INSTANCE_COLUMNS, Column, parse_row
 from trainfit.errors import CatalogError
+from trainfit.i18n import _
 
 _TOP_KEYS = ("gpus", "instances", "prices")  # prices: parsed by trainfit.catalog.prices
 
@@ -82,9 +83,9 @@ def safe_load_yaml(text: str) -> Any:
     """``yaml.safe_load`` semantics through the input gate (no aliases, depth limit), dates kept as strings."""
     from trainfit.inputs import loads_yaml_all
 
-    docs = loads_yaml_all(text, what="catalog overlay", error=CatalogError, loader=_loader())
+    docs = loads_yaml_all(text, what=_("catalog overlay"), error=CatalogError, loader=_loader())
     if len(docs) > 1:
-        raise CatalogError("catalog overlay holds more than one YAML document", fix="keep one document")
+        raise CatalogError(_("catalog overlay holds more than one YAML document"), fix=_("keep one document"))
     return docs[0] if docs else None
 
 
@@ -92,13 +93,13 @@ def _read_yaml(path: Path) -> tuple[Any, list[str]]:
     from trainfit.inputs import loads_yaml_all, read_text_file
 
     try:
-        text = read_text_file(path, max_bytes=MAX_OVERLAY_BYTES, what="catalog overlay", error=CatalogError,
-                              fix="fix or remove the overlay file")
+        text = read_text_file(path, max_bytes=MAX_OVERLAY_BYTES, what=_("catalog overlay"), error=CatalogError,
+                              fix=_("fix or remove the overlay file"))
         docs = loads_yaml_all(text, what=f"{path}", error=CatalogError, loader=_loader())
     except CatalogError as e:
         return None, [e.message.replace(": malformed YAML", ": not valid YAML", 1)]
     if len(docs) > 1:
-        return None, [f"{path}: holds {len(docs)} YAML documents; an overlay is one mapping"]
+        return None, [_("{path}: holds {n} YAML documents; an overlay is one mapping").format(path=path, n=len(docs))]
     return (docs[0] if docs else None), []
 
 
@@ -120,10 +121,11 @@ def parse_overlay(path: str | Path, *, known_gpu_keys: set[str] | None = None,
     if data is None:
         return ov, []  # an empty file is a valid, empty overlay
     if not isinstance(data, dict):
-        return ov, [f"{path}: top level must be a mapping with 'gpus:' and/or 'instances:' lists"]
+        return ov, [_("{path}: top level must be a mapping with 'gpus:' and/or 'instances:' lists").format(path=path)]
     for k in data:
         if k not in _TOP_KEYS:
-            problems.append(f"{path}: unknown top-level key {k!r} (use {' or '.join(_TOP_KEYS)})")
+            problems.append(_("{path}: unknown top-level key {key!r} (use {names})").format(
+                path=path, key=k, names=_(" or ").join(_TOP_KEYS)))
     specs = (("gpus", GPU_COLUMNS, {"name", "source", "as_of"}, gpu_key, known_gpu_keys, ov.gpus),
              ("instances", INSTANCE_COLUMNS, {"provider", "resource_class", "instance_type", "source", "as_of"},
               instance_key, known_instance_keys, ov.instances))
@@ -132,16 +134,16 @@ def parse_overlay(path: str | Path, *, known_gpu_keys: set[str] | None = None,
         if items is None:
             continue
         if not isinstance(items, list):
-            problems.append(f"{path}: '{section}' must be a list of mappings")
+            problems.append(_("{path}: '{section}' must be a list of mappings").format(path=path, section=section))
             continue
         for i, raw in enumerate(items):
             where = f"{path.name} {section}[{i}]"
             if not isinstance(raw, dict):
-                problems.append(f"{where}: must be a mapping of column: value")
+                problems.append(_("{where}: must be a mapping of column: value").format(where=where))
                 continue
             raw = {str(k): v for k, v in raw.items()}
             # Parse the key fields first to know whether this updates an existing row.
-            probe, _ = parse_row(_relaxed(columns, set()), raw, where)
+            probe, _probs = parse_row(_relaxed(columns, set()), raw, where)
             is_update = key_fn(probe) in known
             cols = _relaxed(columns, update_required) if is_update else columns
             row, probs = parse_row(cols, raw, where)
@@ -167,7 +169,7 @@ def validate_overlay(path: str | Path) -> list[str]:
     g_base, i_base = bundled_rows()
     g_rows = merge_rows(list(g_base), [(r, p, "overlay") for r, p in ov.gpus], gpu_key)
     i_rows = merge_rows(list(i_base), [(r, p, "overlay") for r, p in ov.instances], instance_key)
-    return cross_check([r for r, _ in g_rows], [r for r, _ in i_rows], Path(path).name)
+    return cross_check([r for r, _o in g_rows], [r for r, _o in i_rows], Path(path).name)
 
 
 def load_overlay(path: str | Path, *, known_gpu_keys: set[str], known_instance_keys: set[tuple[str, str, str]]
@@ -175,6 +177,7 @@ def load_overlay(path: str | Path, *, known_gpu_keys: set[str], known_instance_k
     """Parsed overlay; raises :class:`CatalogError` listing every problem."""
     ov, problems = parse_overlay(path, known_gpu_keys=known_gpu_keys, known_instance_keys=known_instance_keys)
     if problems:
-        raise CatalogError(f"catalog overlay {str(path)!r} does not validate:\n  " + "\n  ".join(problems),
-                           fix=f"run `trainfit catalog validate {path}` after fixing it")
+        raise CatalogError(_("catalog overlay {path!r} does not validate:").format(path=str(path)) + "\n  "
+                           + "\n  ".join(problems),
+                           fix=_("run `trainfit catalog validate {path}` after fixing it").format(path=path))
     return ov

@@ -30,6 +30,7 @@ from typing import Any, Iterable
 
 from trainfit.catalog._schema import CURRENCIES, PROVIDERS, RESOURCE_CLASSES, Column, parse_row
 from trainfit.errors import CatalogError
+from trainfit.i18n import _
 
 BILLINGS = ("payg", "subscription", "spot")
 #: PAI-DLC billing: public resources are pay-as-you-go at a per-region price per instance type shown in the PAI
@@ -91,8 +92,8 @@ class PriceRow:
     def __post_init__(self) -> None:
         problems = row_problems(self.to_dict(), "price")
         if problems:
-            raise CatalogError("invalid price row:\n  " + "\n  ".join(problems),
-                               fix="see docs/catalog.md (prices)")
+            raise CatalogError(_("invalid price row:") + "\n  " + "\n  ".join(problems),
+                               fix=_("see docs/catalog.md (prices)"))
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -163,8 +164,8 @@ def bundled_price_rows() -> tuple[dict[str, Any], ...]:
     rows, probs = parse_price_rows(raws, "prices.csv row")
     problems += probs
     if problems:
-        raise CatalogError("bundled prices do not validate:\n  " + "\n  ".join(problems),
-                           fix="this is a bug in trainfit; please report it")
+        raise CatalogError(_("bundled prices do not validate:") + "\n  " + "\n  ".join(problems),
+                           fix=_("this is a bug in trainfit; please report it"))
     return tuple(rows)
 
 
@@ -174,21 +175,25 @@ def read_cache_prices(path: Path) -> list[dict[str, Any]]:
     from trainfit.inputs import loads_json, read_text_file
 
     # the input gate, as for the cache's GPU and instance rows: a regular file within the size limit, depth limit
-    text = read_text_file(path, max_bytes=MAX_CACHE_BYTES, what="refresh cache", error=CatalogError,
-                          fix="delete it and run `trainfit catalog refresh` again")
-    data = loads_json(text, what=f"refresh cache {path}", error=CatalogError)
+    text = read_text_file(path, max_bytes=MAX_CACHE_BYTES, what=_("refresh cache"), error=CatalogError,
+                          fix=_("delete it and run `trainfit catalog refresh` again"))
+    data = loads_json(text, what=_("refresh cache {path}").format(path=path), error=CatalogError)
     if not isinstance(data, dict) or data.get("format") != CACHE_FORMAT:
-        raise CatalogError(f"{path}: not a {CACHE_FORMAT} file")
+        raise CatalogError("{path}: {error}".format(path=path, error=_("not a {format} file").format(
+            format=CACHE_FORMAT)))
     items = data.get("prices")
     if items is None:
         return []
     if not isinstance(items, list):
-        raise CatalogError(f"{path}: 'prices' is not a list")
+        raise CatalogError("{path}: {error}".format(path=path, error=_("'{section}' is not a list").format(
+            section="prices")))
     if len(items) > 100_000:
-        raise CatalogError(f"{path}: 'prices' holds {len(items):,} rows, more than any provider lists")
+        raise CatalogError("{path}: {error}".format(path=path, error=_(
+            "'{section}' holds {n:,} rows, more than any provider lists").format(section="prices", n=len(items))))
     rows, problems = parse_price_rows(items, "prices")
     if problems:
-        raise CatalogError(f"{path}: invalid price rows: " + "; ".join(problems[:5]))
+        raise CatalogError("{path}: {error}".format(path=path, error=_("invalid price rows: {problems}").format(
+            problems="; ".join(problems[:5]))))
     return rows
 
 
@@ -205,8 +210,9 @@ def overlay_price_rows(path: Path) -> list[dict[str, Any]]:
         else:
             rows, problems = parse_price_rows(items, f"{Path(path).name} prices")
     if problems:
-        raise CatalogError(f"catalog overlay {str(path)!r}: prices do not validate:\n  " + "\n  ".join(problems),
-                           fix=f"run `trainfit catalog validate {path}` after fixing it")
+        raise CatalogError(_("catalog overlay {path!r}: prices do not validate:").format(path=str(path)) + "\n  "
+                           + "\n  ".join(problems),
+                           fix=_("run `trainfit catalog validate {path}` after fixing it").format(path=path))
     return rows
 
 
@@ -240,7 +246,8 @@ def _build(ov_key, cache_keys) -> tuple[PriceRow, ...]:
         try:
             out += [PriceRow(**r, origin=f"refresh:{path}") for r in read_cache_prices(path)]
         except CatalogError as e:
-            warnings.warn(f"ignoring prices in refresh cache {path}: {e.message}", CatalogWarning, stacklevel=3)
+            warnings.warn(_("ignoring prices in refresh cache {path}: {error}").format(path=path, error=e.message),
+                          CatalogWarning, stacklevel=3)
     if ov_key is not None:
         path = Path(ov_key[0])
         out += [PriceRow(**r, origin=f"overlay:{path}") for r in overlay_price_rows(path)]
@@ -258,7 +265,8 @@ def prices_for(provider: str, resource_class: str | None, instance_type: str, re
     is not stated (list prices); ``billing`` given: only that billing.
     """
     if billing is not None and billing not in BILLINGS:
-        raise CatalogError(f"unknown billing {billing!r}", fix=f"use one of {', '.join(BILLINGS)}")
+        raise CatalogError(_("unknown billing {billing!r}").format(billing=billing),
+                           fix=_("use one of {names}").format(names=", ".join(BILLINGS)))
     it = instance_type.strip().lower()
     rows = [r for r in current_prices()
             if r.provider == provider.lower() and r.instance_type.lower() == it

@@ -14,6 +14,7 @@ from typing import Any
 
 from trainfit.check.facts import CheckInputError, JobFacts, read_facts
 from trainfit.check.rules import ERROR, INFO, CheckOptions, Violation, rl_launch_text, run_rules
+from trainfit.i18n import _
 
 __all__ = ["CheckInputError", "CheckOptions", "CheckResult", "Violation", "check_file"]
 
@@ -43,9 +44,10 @@ def check_facts(facts: JobFacts, options: CheckOptions | None = None) -> CheckRe
     if not vs and facts.kind == "shell" and facts.engine is None and not facts.train and rl_launch_text(facts) is None:
         # a README, a zip or /etc/passwd read as a script: "no problems found" would read as "checked and fine"
         vs = [Violation(rule="no-training-command", severity=INFO,
-                        message="no training command found (swift sft, megatron sft, torchrun, deepspeed, "
-                                "llamafactory-cli, verl ...): nothing was checked",
-                        fix="pass the launch script or job spec itself (e.g. job/swift_sft.sh or job/dlc_job.json)")]
+                        message=_("no training command found (swift sft, megatron sft, torchrun, deepspeed, "
+                                  "llamafactory-cli, verl ...): nothing was checked"),
+                        fix=_("pass the launch script or job spec itself (e.g. job/swift_sft.sh or "
+                              "job/dlc_job.json)"))]
     order = {"error": 0, "warning": 1, "info": 2}
     vs = sorted(vs, key=lambda v: order.get(v.severity, 3))
     return CheckResult(path=facts.path, kind=facts.kind, violations=tuple(vs), notes=tuple(facts.notes))

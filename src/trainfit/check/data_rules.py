@@ -7,6 +7,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from trainfit.check.facts import JobFacts
+from trainfit.i18n import _
 from trainfit.rules.types import INFO, WARNING, Violation
 
 if TYPE_CHECKING:
@@ -34,6 +35,26 @@ def _truncated_range(st: Any, cut: int) -> tuple[float, float]:
     return lo, hi
 
 
+def _padding_findings(st: Any, wl: Any) -> list[Violation]:
+    """A job without packing: the stats' padding share at the job's micro-batch (or the nearest smaller one)."""
+    keys = sorted(int(k) for k in st.padding_waste if str(k).isdecimal())
+    mb = max((k for k in keys if k <= wl.micro_batch), default=None)
+    waste = st.padding_waste.get(str(mb)) if mb is not None else None
+    if waste is None or waste <= DATA_PADDING_WARN:
+        return []
+    if mb == wl.micro_batch:
+        msg = _("packing off at micro-batch {mb}: {waste:.0%} of the tokens the GPUs process are padding, "
+                "padding each micro-batch to its longest sample (stats at cut-off {cut:,})")
+    else:
+        msg = _("packing off at micro-batch {mb}: {waste:.0%} of the tokens the GPUs process are padding (at "
+                "least: the stats' figure for micro-batch {stats_mb}), padding each micro-batch to its longest "
+                "sample (stats at cut-off {cut:,})")
+    return [Violation(rule="data", severity=WARNING,
+                      message=msg.format(mb=wl.micro_batch, waste=waste, stats_mb=mb, cut=st.seq_len),
+                      fix=_("turn packing on (ms-swift --packing true, LLaMA-Factory packing: true), or micro-batch 1 "
+                            "with more gradient accumulation"))]
+
+
 def rule_data(f: JobFacts, o: CheckOptions) -> list[Violation]:
     """``check --dataset STATS``: the job's cut-off, packing and step count against the data's stats (``trainfit
     data``): the share of samples the cut-off truncates, the padding a job without packing processes, and how many
@@ -47,9 +68,9 @@ def rule_data(f: JobFacts, o: CheckOptions) -> list[Violation]:
     wl = read_settings(f, o)
     if wl is None:
         return [Violation(rule="data", severity=INFO,
-                          message="--dataset: the file's training settings could not be read, so they were not "
-                                  "compared with the data",
-                          fix="pass the launch script or config (swift_sft.sh, llamafactory.yaml, launch.sh)")]
+                          message=_("--dataset: the file's training settings could not be read, so they were not "
+                                    "compared with the data"),
+                          fix=_("pass the launch script or config (swift_sft.sh, llamafactory.yaml, launch.sh)"))]
     out: list[Violation] = []
     cut = wl.seq_len
     lo, hi = _truncated_range(st, cut)
@@ -58,25 +79,14 @@ def rule_data(f: JobFacts, o: CheckOptions) -> list[Violation]:
         p99 = st.percentiles.get("p99")
         out.append(Violation(
             rule="data", severity=WARNING,
-            message=f"cut-off {cut:,} (max_length / cutoff_len) truncates {share} of the samples of "
-                    f"{', '.join(st.files)[:200]} (p99 {p99:,} tokens, longest {st.max_len:,}); the truncated tails "
-                    "are not trained",
-            fix="raise the cut-off (`trainfit plan --dataset` picks the p99 by default), or drop the long samples"))
+            message=_("cut-off {cut:,} (max_length / cutoff_len) truncates {share} of the samples of {files} (p99 "
+                      "{p99:,} tokens, longest {longest:,}); the truncated tails are not trained").format(
+                cut=cut, share=share, files=", ".join(st.files)[:200], p99=p99, longest=st.max_len),
+            fix=_("raise the cut-off (`trainfit plan --dataset` picks the p99 by default), or drop the long samples")))
     else:
-        f.notes.append(f"data: cut-off {cut:,} truncates {share} of the samples")
+        f.notes.append(_("data: cut-off {cut:,} truncates {share} of the samples").format(cut=cut, share=share))
     if not wl.packing:
-        keys = sorted(int(k) for k in st.padding_waste if str(k).isdecimal())
-        mb = max((k for k in keys if k <= wl.micro_batch), default=None)
-        waste = st.padding_waste.get(str(mb)) if mb is not None else None
-        if waste is not None and waste > DATA_PADDING_WARN:
-            at = "" if mb == wl.micro_batch else f" (at least: the stats' figure for micro-batch {mb})"
-            out.append(Violation(
-                rule="data", severity=WARNING,
-                message=f"packing off at micro-batch {wl.micro_batch}: {waste:.0%} of the tokens the GPUs process are "
-                        f"padding{at}, padding each micro-batch to its longest sample (stats at cut-off "
-                        f"{st.seq_len:,})",
-                fix="turn packing on (ms-swift --packing true, LLaMA-Factory packing: true), or micro-batch 1 with "
-                    "more gradient accumulation"))
+        out += _padding_findings(st, wl)
     try:
         rows = st.at(cut)["packed_sequences"] if wl.packing else st.samples_per_epoch()
     except DatasetError:
@@ -86,27 +96,35 @@ def rule_data(f: JobFacts, o: CheckOptions) -> list[Violation]:
     if rows and steps:
         per_epoch = max(1, math.ceil(rows / gb))
         epochs = steps * gb / rows
-        what = f"{rows:,} {'packed rows of ' + format(cut, ',') + ' tokens' if wl.packing else 'samples'}"
+        what = (_("{rows:,} packed rows of {cut:,} tokens") if wl.packing else _("{rows:,} samples")).format(
+            rows=rows, cut=cut)
         whole = max(1, round(epochs))
         if steps == math.ceil(whole * rows / gb):  # whole epochs, the last step a partial batch
             epochs = float(whole)
         if epochs < 0.99:
             out.append(Violation(
                 rule="data", severity=WARNING,
-                message=f"max_steps {steps:,} x global batch {gb} = {steps * gb:,} rows: {epochs:.2f} of one epoch of "
-                        f"the data ({what}, {per_epoch:,} steps per epoch); the job stops before it has seen all of it",
-                fix=f"set max_steps {per_epoch:,} per epoch (x epochs), or `trainfit plan --dataset` and re-render"))
+                message=_("max_steps {steps:,} x global batch {gb} = {total:,} rows: {epochs:.2f} of one epoch of the "
+                          "data ({what}, {per_epoch:,} steps per epoch); the job stops before it has seen all of "
+                          "it").format(steps=steps, gb=gb, total=steps * gb, epochs=epochs, what=what,
+                                       per_epoch=per_epoch),
+                fix=_("set max_steps {per_epoch:,} per epoch (x epochs), or `trainfit plan --dataset` and "
+                      "re-render").format(per_epoch=per_epoch)))
         elif abs(epochs - round(epochs)) > 0.05:
             out.append(Violation(
                 rule="data", severity=INFO,
-                message=f"max_steps {steps:,} x global batch {gb} covers {epochs:.2f} epochs of the data ({what}, "
-                        f"{per_epoch:,} steps per epoch): the last epoch is partial",
-                fix=f"set max_steps to a multiple of {per_epoch:,}, or keep it if a partial epoch is meant"))
+                message=_("max_steps {steps:,} x global batch {gb} covers {epochs:.2f} epochs of the data ({what}, "
+                          "{per_epoch:,} steps per epoch): the last epoch is partial").format(
+                    steps=steps, gb=gb, epochs=epochs, what=what, per_epoch=per_epoch),
+                fix=_("set max_steps to a multiple of {per_epoch:,}, or keep it if a partial epoch is meant").format(
+                    per_epoch=per_epoch)))
         else:
-            f.notes.append(f"data: max_steps {steps:,} = {epochs:.2f} epoch(s) of {what} at global batch {gb}")
+            f.notes.append(_("data: max_steps {steps:,} = {epochs:.2f} epoch(s) of {what} at global batch {gb}").format(
+                steps=steps, epochs=epochs, what=what, gb=gb))
     elif rows and read_epochs(f):
         n = read_epochs(f)
-        f.notes.append(f"data: {n:g} epoch(s) = {math.ceil(rows / gb) * n:,.0f} optimizer steps at global batch {gb}")
+        f.notes.append(_("data: {n:g} epoch(s) = {steps:,.0f} optimizer steps at global batch {gb}").format(
+            n=n, steps=math.ceil(rows / gb) * n, gb=gb))
     return out
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from trainfit.check.facts import JobFacts
+from trainfit.i18n import N_, _, translate
 from trainfit.rules.types import ERROR, INFO, WARNING, Violation
 
 if TYPE_CHECKING:
@@ -22,14 +23,14 @@ DS_BATCH_KEYS = ("train_batch_size", "train_micro_batch_size_per_gpu", "gradient
 #: HfTrainerDeepSpeedConfig.trainer_config_process / trainer_config_finalize).
 DS_AUTO_FROM = {"train_micro_batch_size_per_gpu": "per_device_train_batch_size",
                 "gradient_accumulation_steps": "gradient_accumulation_steps",
-                "train_batch_size": "world size x micro-batch x gradient accumulation",
+                "train_batch_size": N_("world size x micro-batch x gradient accumulation"),
                 "gradient_clipping": "max_grad_norm"}
 
 
 def _ds_configs(f: JobFacts) -> list[tuple[str, dict]]:
     out = []
     if isinstance(f.ds_config, dict):
-        out.append(("DeepSpeed config", f.ds_config))
+        out.append((_("DeepSpeed config"), f.ds_config))
     return out
 
 
@@ -44,15 +45,18 @@ def rule_deepspeed_config(f: JobFacts, o: CheckOptions) -> list[Violation]:
         stage = zero.get("stage")
         if "stage" in zero and (isinstance(stage, bool) or stage not in DS_STAGES):
             out.append(Violation(rule="deepspeed-config", severity=ERROR,
-                                 message=f"{where}: zero_optimization.stage is {str(stage)[:20]!r}; DeepSpeed's ZeRO "
-                                         "stages are 0, 1, 2 and 3 (DeepSpeed refuses to start)",
-                                 fix="use stage 1, 2 or 3"))
+                                 message=_("{where}: zero_optimization.stage is {value!r}; DeepSpeed's ZeRO stages are "
+                                           "0, 1, 2 and 3 (DeepSpeed refuses to start)").format(
+                                     where=where, value=str(stage)[:20]),
+                                 fix=_("use stage 1, 2 or 3")))
         for key in ("offload_param", "offload_optimizer"):
             dev = zero.get(key).get("device") if isinstance(zero.get(key), dict) else None
             if dev is not None and dev not in DS_OFFLOAD_DEVICES:
                 out.append(Violation(rule="deepspeed-config", severity=ERROR,
-                                     message=f"{where}: zero_optimization.{key}.device is {str(dev)[:20]!r}; DeepSpeed "
-                                             "knows none, cpu and nvme", fix="use cpu (or nvme with nvme_path)"))
+                                     message=_("{where}: zero_optimization.{key}.device is {value!r}; DeepSpeed "
+                                               "knows none, cpu and nvme").format(where=where, key=key,
+                                                                                  value=str(dev)[:20]),
+                                     fix=_("use cpu (or nvme with nvme_path)")))
         autos = []
         for key in DS_BATCH_KEYS + ("gradient_clipping",):
             v = cfg.get(key)
@@ -60,20 +64,25 @@ def rule_deepspeed_config(f: JobFacts, o: CheckOptions) -> list[Violation]:
                 autos.append(key)
             elif key in DS_BATCH_KEYS and v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
                 out.append(Violation(rule="deepspeed-config", severity=ERROR,
-                                     message=f"{where}: {key} is {str(v)[:20]!r}; DeepSpeed needs a positive integer "
-                                             "(or \"auto\" under the HF Trainer)",
-                                     fix=f"set {key} to a positive integer or \"auto\""))
+                                     message=_("{where}: {key} is {value!r}; DeepSpeed needs a positive integer "
+                                               "(or \"auto\" under the HF Trainer)").format(where=where, key=key,
+                                                                                           value=str(v)[:20]),
+                                     fix=_("set {key} to a positive integer or \"auto\"").format(key=key)))
         if autos:
-            filled = "; ".join(f"{k} <- {DS_AUTO_FROM[k]}" for k in autos)
+            filled = "; ".join(f"{k} <- {translate(DS_AUTO_FROM[k])}" for k in autos)
             batch_autos = [k for k in autos if k in DS_BATCH_KEYS]
             alone = f.kind == "deepspeed" and len(batch_autos) == len(DS_BATCH_KEYS)
+            if alone:
+                msg = _("{where}: \"auto\" values are filled in by the Hugging Face Trainer from its arguments "
+                        "({filled}); this file alone states no batch size, so the batch cannot be checked here")
+            else:
+                msg = _("{where}: \"auto\" values are filled in by the Hugging Face Trainer from its arguments "
+                        "({filled})")
             out.append(Violation(
                 rule="deepspeed-config", severity=WARNING if alone else INFO,
-                message=f"{where}: \"auto\" values are filled in by the Hugging Face Trainer from its arguments "
-                        f"({filled})" + ("; this file alone states no batch size, so the batch cannot be checked "
-                                         "here" if alone else ""),
-                fix="check the launch script or the training arguments that use this config (`trainfit check` on "
-                    "them reads the batch), or write the numbers into the config"))
+                message=msg.format(where=where, filled=filled),
+                fix=_("check the launch script or the training arguments that use this config (`trainfit check` on "
+                      "them reads the batch), or write the numbers into the config")))
     return out
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from trainfit.check.shell import Script, parse_script, training_args
 from trainfit.errors import CheckInputError, TrainfitError
+from trainfit.i18n import _
 
 MAX_BYTES = 2 * 2**20
 _REGION_IN_IMAGE = re.compile(r"\.((?:cn|ap|us|eu|me)-[a-z0-9-]+?)\.(?:cr\.)?aliyuncs\.com")
@@ -64,8 +65,8 @@ def read_text(path: str | Path) -> str:
     """UTF-8 text of a job file through the input gate (regular file, bounded read, no binary)."""
     from trainfit.inputs import read_text_file
 
-    return read_text_file(path, max_bytes=MAX_BYTES, what="job file", error=CheckInputError,
-                          fix="pass a job file (JSON, YAML or a shell script)")
+    return read_text_file(path, max_bytes=MAX_BYTES, what=_("job file"), error=CheckInputError,
+                          fix=_("pass a job file (JSON, YAML or a shell script)"))
 
 
 def _load_json(text: str, path: str) -> Any:
@@ -89,8 +90,10 @@ def _is_file(p: Path) -> bool:
 
 
 def _type_error(path: str, what: str, expected: str, got: Any) -> CheckInputError:
-    return CheckInputError(f"{path}: {what} must be {expected}, not {type(got).__name__} ({got!r:.60})",
-                           fix=f"write {what} as {expected}")
+    """``expected``: already in the current language (``_("an integer")``...)."""
+    return CheckInputError(_("{path}: {what} must be {expected}, not {type} ({value})").format(
+        path=path, what=what, expected=expected, type=type(got).__name__, value=repr(got)[:60]),
+        fix=_("write {what} as {expected}").format(what=what, expected=expected))
 
 
 def _int(path: str, what: str, v: Any, *, default: int | None = None) -> int | None:
@@ -99,12 +102,12 @@ def _int(path: str, what: str, v: Any, *, default: int | None = None) -> int | N
     from trainfit.inputs import InputError, as_int
 
     if isinstance(v, bool) or not isinstance(v, (int, float, str)):
-        raise _type_error(path, what, "an integer", v)
+        raise _type_error(path, what, _("an integer"), v)
     try:
         return as_int(what, v, lo=0, hi=1_000_000)
     except InputError as e:
-        raise CheckInputError(f"{path}: {what} must be an integer in [0, 1000000] ({e.message})",
-                              fix=f"write {what} as a whole number") from None
+        raise CheckInputError(_("{path}: {what} must be an integer in [0, 1000000] ({error})").format(
+            path=path, what=what, error=e.message), fix=_("write {what} as a whole number").format(what=what)) from None
 
 
 def _plan_facts(line: str) -> dict | None:
@@ -136,7 +139,7 @@ def _header(text: str | list) -> dict[str, Any]:
             out["nodes"], out["gpus_per_node"] = m.group(2), m.group(3)
         if s.startswith("instance "):
             for part in s.split(";"):
-                k, _, v = part.strip().partition(" ")
+                k, _sep, v = part.strip().partition(" ")
                 if k in ("instance", "gpu", "region") and v and v != "not set":
                     out[k] = v.strip()
     return out
@@ -144,7 +147,7 @@ def _header(text: str | list) -> dict[str, Any]:
 
 def _add_script(f: JobFacts, where: str, text: str) -> None:
     if not isinstance(text, str):
-        raise _type_error(f.path, where, "a string", text)
+        raise _type_error(f.path, where, _("a string"), text)
     f.scripts.append((where, parse_script(text)))
 
 
@@ -166,12 +169,12 @@ def _placeholders(f: JobFacts, text: str) -> None:
 def _region_of_image(f: JobFacts, image: str) -> None:
     m = _REGION_IN_IMAGE.search(image)
     if m:
-        f.regions[f"image {image}"] = m.group(1)
+        f.regions[_("image {image}").format(image=image)] = m.group(1)
 
 
 # ------------------------------------------------------------------------------------------------ kinds
 def _training_from_scripts(f: JobFacts, base: Path) -> None:
-    for _, script in f.scripts:
+    for _where, script in f.scripts:
         for cmd in script.commands:
             got = training_args(cmd)
             if not got:
@@ -201,13 +204,13 @@ def _training_from_scripts(f: JobFacts, base: Path) -> None:
                 if isinstance(cfg, dict):
                     f.ds_config = cfg
             except CheckInputError:
-                f.notes.append(f"could not read the DeepSpeed config {ds}")
+                f.notes.append(_("could not read the DeepSpeed config {path}").format(path=ds))
 
 
 def _monitoring(sp: str) -> CheckInputError:
-    return CheckInputError(f"{sp} is a monitoring config (Prometheus scrape config or Grafana dashboard), not a "
-                           "training job: there is nothing to check in it",
-                           fix="check the launch files (swift_sft.sh, launch.sh, dlc_job.json, ...)")
+    return CheckInputError(_("{path} is a monitoring config (Prometheus scrape config or Grafana dashboard), not a "
+                             "training job: there is nothing to check in it").format(path=sp),
+                           fix=_("check the launch files (swift_sft.sh, launch.sh, dlc_job.json, ...)"))
 
 
 def _llamafactory_file(f: JobFacts, p: Path) -> None:
@@ -228,17 +231,17 @@ def _llamafactory(doc: dict, f: JobFacts, base: Path) -> None:
                 cfg = _load_json(read_text(p), str(p))
                 f.ds_config = cfg if isinstance(cfg, dict) else None
             except CheckInputError:
-                f.notes.append(f"could not read the DeepSpeed config {ds}")
+                f.notes.append(_("could not read the DeepSpeed config {path}").format(path=ds))
 
 
 def _deepspeed(cfg: dict, f: JobFacts) -> None:
     for key in ("train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps"):
         v = cfg.get(key)
         if v is not None and v != "auto" and (isinstance(v, bool) or not isinstance(v, int)):
-            raise _type_error(f.path, key, 'an integer or "auto"', v)
+            raise _type_error(f.path, key, _('an integer or "auto"'), v)
     zero = cfg.get("zero_optimization")
     if zero is not None and not isinstance(zero, dict):
-        raise _type_error(f.path, "zero_optimization", "an object", zero)
+        raise _type_error(f.path, "zero_optimization", _("an object"), zero)
     f.ds_config = cfg
     meta = cfg.get("_trainfit")
     if isinstance(meta, dict) and isinstance(meta.get("header"), list):
@@ -260,9 +263,9 @@ def read_facts(path: str | Path) -> JobFacts:
     try:
         return _read_facts(path)
     except (AttributeError, TypeError, KeyError, IndexError, ValueError, RecursionError) as e:
-        raise CheckInputError(f"{str(path)[:200]}: a field has the wrong type or shape ({type(e).__name__}: "
-                              f"{str(e)[:120]})", fix="compare the file with the format's documentation; "
-                              "`trainfit render` writes valid examples") from None
+        raise CheckInputError(_("{path}: a field has the wrong type or shape ({error})").format(
+            path=str(path)[:200], error=f"{type(e).__name__}: {str(e)[:120]}"),
+            fix=_("compare the file with the format's documentation; `trainfit render` writes valid examples")) from None
 
 
 def _read_facts(path: str | Path) -> JobFacts:
@@ -289,18 +292,19 @@ def _read_facts(path: str | Path) -> JobFacts:
         elif isinstance(data, dict) and "panels" in data:
             raise _monitoring(sp)
         elif isinstance(data, dict) and str(data.get("schema", "")).startswith("trainfit.plan"):
-            raise CheckInputError(f"{sp} is a trainfit plan (`trainfit plan --json`), not a job file",
-                                  fix=f"render it first: `trainfit render --plan {sp} --out job/`, then "
-                                      "`trainfit check job/<file>`")
+            raise CheckInputError(_("{path} is a trainfit plan (`trainfit plan --json`), not a job file").format(path=sp),
+                                  fix=_("render it first: `trainfit render --plan {path} --out job/`, then "
+                                        "`trainfit check job/<file>`").format(path=sp))
         else:
-            raise CheckInputError(f"{sp}: JSON of unknown kind (neither a PAI-DLC CreateJob body nor a DeepSpeed "
-                                  "config)", fix="pass a DLC job JSON (JobSpecs, UserCommand) or a ds_config.json")
+            raise CheckInputError(_("{path}: JSON of unknown kind (neither a PAI-DLC CreateJob body nor a DeepSpeed "
+                                    "config)").format(path=sp),
+                                  fix=_("pass a DLC job JSON (JobSpecs, UserCommand) or a ds_config.json"))
     elif suffix in (".yaml", ".yml"):
         docs = _load_yaml(text, sp)
         doc = next((d for d in docs if isinstance(d, dict)), None)
         if doc is None:
-            raise CheckInputError(f"{sp}: the YAML holds no mapping", fix="pass a PyTorchJob, SkyPilot or "
-                                  "LLaMA-Factory YAML")
+            raise CheckInputError(_("{path}: the YAML holds no mapping").format(path=sp),
+                                  fix=_("pass a PyTorchJob, SkyPilot or LLaMA-Factory YAML"))
         if doc.get("kind") == "PyTorchJob":
             f.kind = "pytorchjob"
             _pytorchjob(doc, f)
@@ -313,23 +317,24 @@ def _read_facts(path: str | Path) -> JobFacts:
         elif "scrape_configs" in doc:
             raise _monitoring(sp)
         else:
-            raise CheckInputError(f"{sp}: YAML of unknown kind (not a PyTorchJob, SkyPilot task or LLaMA-Factory "
-                                  "config)", fix="pass one of those, or a shell script / DLC JSON")
+            raise CheckInputError(_("{path}: YAML of unknown kind (not a PyTorchJob, SkyPilot task or LLaMA-Factory "
+                                    "config)").format(path=sp), fix=_("pass one of those, or a shell script / DLC JSON"))
     else:
         script = parse_script(text)
         if not script.commands:
-            raise CheckInputError(f"{sp}: no commands found", fix="pass a launch script, a `pai dlc job submit` "
-                                  "command, or a JSON/YAML job spec")
+            raise CheckInputError(_("{path}: no commands found").format(path=sp),
+                                  fix=_("pass a launch script, a `pai dlc job submit` command, or a JSON/YAML job "
+                                        "spec"))
         if not _pai_cli(script, f):
             f.kind = "shell"
-            f.scripts.append(("script", script))
+            f.scripts.append((_("script"), script))
             if any(v in text for v in ("$WORLD_SIZE", "${WORLD_SIZE", "$MASTER_ADDR", "${MASTER_ADDR")):
                 f.platform = "pai-dlc" if "PAI" in text or "DLC" in text else "generic"
         else:
-            f.scripts.append(("script", script))
+            f.scripts.append((_("script"), script))
     _training_from_scripts(f, p.parent)
     if not f.header:
-        for _, script in f.scripts:
+        for _where, script in f.scripts:
             f.header = _header(script.text)
             if f.header:
                 break

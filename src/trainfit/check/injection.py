@@ -25,32 +25,34 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable
 
+from trainfit.i18n import N_, _, translate
+
 RULE = "shell-injection"
 #: Characters a shell (or a YAML/JSON consumer that hands the value to a shell) treats specially.
 _META = set(";|&$`<>(){}[]\\'\"*?!~#")
 #: Line breaks of shells and of YAML 1.1 (NEL, LS, PS), and other control characters.
-_BREAKS = {"\n": "a line break", "\r": "a carriage return", "\x85": "a NEL line break",
-           "\u2028": "a Unicode line separator", "\u2029": "a Unicode paragraph separator"}
+_BREAKS = {"\n": N_("a line break"), "\r": N_("a carriage return"), "\x85": N_("a NEL line break"),
+           "\u2028": N_("a Unicode line separator"), "\u2029": N_("a Unicode paragraph separator")}
 _DANGEROUS = re.compile(r"\b(?:curl|wget|eval|bash|sh|zsh|python[0-9.]*\s+-c|perl|base64|nc|ncat|rm|chmod|"
                         r"ssh|scp)\b")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,255}")
-_FIX_IDENT = ("write the plain identifier (letters, digits, '.', '_', '-', '/' and ':' where the field allows); "
-              "identifiers never carry spaces, quotes, '$', ';', '|', '&', backquotes or line breaks")
+_FIX_IDENT = N_("write the plain identifier (letters, digits, '.', '_', '-', '/' and ':' where the field allows); "
+                "identifiers never carry spaces, quotes, '$', ';', '|', '&', backquotes or line breaks")
 
 
 def _describe(value: str, *, spaces: bool = False) -> str | None:
     """What makes ``value`` unsafe, or None (``spaces``: white space is part of the name, e.g. GPU names)."""
     for ch, name in _BREAKS.items():
         if ch in value:
-            return name
+            return translate(name)
     for ch in value:
         if ord(ch) < 32 or ord(ch) == 127:
-            return f"a control character (U+{ord(ch):04X})"
+            return _("a control character (U+{code:04X})").format(code=ord(ch))
     bad = sorted({ch for ch in value if ch in _META})
     if bad:
-        return "the shell character(s) " + " ".join(repr(c) for c in bad[:6])
+        return _("the shell character(s) {chars}").format(chars=" ".join(repr(c) for c in bad[:6]))
     if not spaces and any(ch.isspace() for ch in value):
-        return "white space"
+        return _("white space")
     return None
 
 
@@ -66,20 +68,20 @@ def _finding(severity: str, message: str, fix: str) -> dict[str, str]:
 def _ident_fields(facts: Any) -> Iterable[tuple[str, Any, str | None]]:
     """(where, value, pattern kind or None) of every identifier field the facts carry."""
     for v in facts.instance_types or ():
-        yield "instance type", v, "instance_type"
+        yield _("instance type"), v, "instance_type"
     for v in facts.images or ():
-        yield "image", v, "image"
+        yield _("image"), v, "image"
     for where, v in (facts.regions or {}).items():
-        yield f"region ({where})", v, "region"
+        yield _("region ({where})").format(where=where), v, "region"
     if facts.resource_id:
-        yield "resource id", facts.resource_id, "resource_id"
+        yield _("resource id"), facts.resource_id, "resource_id"
     if isinstance(facts.vpc, dict):
         for k, v in facts.vpc.items():
             yield f"UserVpc.{k}", v, None
     if facts.gpu:
-        yield "GPU type", facts.gpu, "gpu"
+        yield _("GPU type"), facts.gpu, "gpu"
     for v in facts.mounts or ():
-        yield "mount path", v, None
+        yield _("mount path"), v, None
 
 
 def find_injection(facts: Any) -> list[dict[str, str]]:
@@ -88,18 +90,19 @@ def find_injection(facts: Any) -> list[dict[str, str]]:
     for where, value, kind in _ident_fields(facts):
         if not isinstance(value, str):
             if isinstance(value, (list, dict)):
-                out.append(_finding("error", f"{where} is a {type(value).__name__}, not a plain value",
-                                    _FIX_IDENT))
+                out.append(_finding("error", _("{where} is a {type}, not a plain value").format(
+                    where=where, type=type(value).__name__), translate(_FIX_IDENT)))
             continue
         # only what a shell would act on is reported; an odd but harmless spelling is the catalog rules' business
         why = _describe(value, spaces=kind == "gpu")
         if why:
-            out.append(_finding("error", f"{where} {_shown(value)} contains {why}; a script or scheduler that "
-                                         "uses this value would run what follows as a command", _FIX_IDENT))
+            out.append(_finding("error", _("{where} {value} contains {why}; a script or scheduler that uses this value "
+                                           "would run what follows as a command").format(
+                where=where, value=_shown(value), why=why), translate(_FIX_IDENT)))
     for name in (facts.envs or {}):
         if not _ENV_NAME.fullmatch(str(name)):
-            out.append(_finding("error", f"environment variable name {_shown(str(name))} is not a shell identifier",
-                                "use letters, digits and '_' (not starting with a digit)"))
+            out.append(_finding("error", _("environment variable name {name} is not a shell identifier").format(
+                name=_shown(str(name))), _("use letters, digits and '_' (not starting with a digit)")))
     out += _substitutions(facts)
     out += _broken_headers(facts)
     return out
@@ -122,11 +125,11 @@ def _broken_headers(facts: Any) -> list[dict[str, str]]:
             continue
         for i in range(start + 1, end):
             if lines[i].strip() and not lines[i].lstrip().startswith("#"):
-                out.append(_finding("error", f"{where}, line {i + 1}: {_shown(lines[i])} is not a comment but sits "
-                                             "inside the header trainfit wrote: a value with a line break ended a "
-                                             "comment, and the shell would run this line",
-                                    "delete the line (and render the job again with this trainfit, which refuses "
-                                    "such values)"))
+                out.append(_finding("error", _("{where}, line {line}: {text} is not a comment but sits inside the "
+                                               "header trainfit wrote: a value with a line break ended a comment, and "
+                                               "the shell would run this line").format(
+                    where=where, line=i + 1, text=_shown(lines[i])),
+                    _("delete the line (and render the job again with this trainfit, which refuses such values)")))
     return out
 
 
@@ -144,13 +147,16 @@ def _substitutions(facts: Any) -> list[dict[str, str]]:
                     continue
                 seen.add(sub)
                 dangerous = _DANGEROUS.search(sub) is not None
+                if dangerous:
+                    msg = _("{where}, line {line}: the training command runs {sub} when the job starts (a command "
+                            "substitution in its arguments, and it fetches or runs code)")
+                else:
+                    msg = _("{where}, line {line}: the training command runs {sub} when the job starts (a command "
+                            "substitution in its arguments)")
                 out.append(_finding(
-                    "error" if dangerous else "warning",
-                    f"{where}, line {cmd.line}: the training command runs {_shown(sub)} when the job starts "
-                    "(a command substitution in its arguments" + (", and it fetches or runs code)" if dangerous
-                                                                  else ")"),
-                    "write the value itself, single-quoted (e.g. --output_dir '/mnt/out'); compute values in a "
-                    "reviewed line before the command if you must"))
+                    "error" if dangerous else "warning", msg.format(where=where, line=cmd.line, sub=_shown(sub)),
+                    _("write the value itself, single-quoted (e.g. --output_dir '/mnt/out'); compute values in a "
+                      "reviewed line before the command if you must")))
     return out
 
 

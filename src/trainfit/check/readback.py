@@ -16,6 +16,7 @@ from typing import Any
 
 from trainfit.check.facts import JobFacts
 from trainfit.errors import TrainfitError
+from trainfit.i18n import _
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -80,8 +81,9 @@ def _resolve_model(f: JobFacts, plan: dict) -> Any | None:
 
         # a local folder or another family: say so, "no problems found" would read as "it fits"
         return Violation(rule="memory-fit", severity=INFO,
-                         message=f"model {name[:120]} is not in trainfit's registry, so the fit was not checked",
-                         fix="size it with `trainfit memory --config path/to/config.json` and the file's settings")
+                         message=_("model {name} is not in trainfit's registry, so the fit was not checked").format(
+                             name=name[:120]),
+                         fix=_("size it with `trainfit memory --config path/to/config.json` and the file's settings"))
     if not f.engine and not f.ds_config and not plan:
         return None
     return model
@@ -97,14 +99,18 @@ def _ds_stage_from_name(path: str, kw: dict[str, Any], assumed: list[str]) -> No
     m = re.search(r"(?:^|[_.-])(?:z|zero|stage)[_-]?([0-3])(?:[_.-]|$)", name)
     if not m:
         kw["strategy"] = "ddp"
-        assumed.append(f"DeepSpeed config {path[:120]} not found beside the file and its name gives no ZeRO stage: "
-                       "read as DDP")
+        assumed.append(_("DeepSpeed config {path} not found beside the file and its name gives no ZeRO stage: read as "
+                         "DDP").format(path=path[:120]))
         return
     stage, off = int(m.group(1)), "offload" in name
     kw["strategy"] = f"zero{stage}" if stage else "ddp"
     kw["offload"] = ("all" if stage == 3 else "optimizer") if off and stage else "none"
-    assumed.append(f"DeepSpeed config {path[:120]} not found beside the file: ZeRO stage {stage}"
-                   f"{' + offload' if off and stage else ''} taken from its name")
+    if off and stage:
+        assumed.append(_("DeepSpeed config {path} not found beside the file: ZeRO stage {stage} + offload taken from its "
+                         "name").format(path=path[:120], stage=stage))
+    else:
+        assumed.append(_("DeepSpeed config {path} not found beside the file: ZeRO stage {stage} taken from its "
+                         "name").format(path=path[:120], stage=stage))
 
 
 def _keep_planned_loss(kw: dict[str, Any], got: dict[str, Any]) -> None:
@@ -147,7 +153,7 @@ def _workload_kwargs(f: JobFacts, o: Any, plan: dict, model: Any) -> tuple[dict[
         kw["strategy"] = "ddp"
     if base and f.engine and not f.ds_config and "deepspeed" not in f.train and kw.get("strategy", "").startswith("zero") \
             and f.engine != "megatron":
-        assumed.append("DeepSpeed config not found beside the file: ZeRO stage taken from the trainfit header")
+        assumed.append(_("DeepSpeed config not found beside the file: ZeRO stage taken from the trainfit header"))
     kw["gpus"], kw["gpus_per_node"] = gpus, gpn
     return kw, assumed, gpn
 
@@ -172,8 +178,8 @@ def _resolve_gpu(f: JobFacts, o: Any, plan: dict) -> tuple[Any, Any]:
             g = get_gpu(plan["gpu"])
         else:
             return Violation(rule="memory-fit", severity=INFO,
-                             message=f"GPU {gpu} is not in the catalog, so the fit was not checked",
-                             fix="pass --gpu NAME (e.g. H800) or add the GPU to your catalog overlay"), inst
+                             message=_("GPU {gpu} is not in the catalog, so the fit was not checked").format(gpu=gpu),
+                             fix=_("pass --gpu NAME (e.g. H800) or add the GPU to your catalog overlay")), inst
     user_mem = plan.get("gpu_mem_gib_user")
     if g.usable_mem_gib is None and g.name == plan.get("gpu") and isinstance(user_mem, (int, float)) \
             and not isinstance(user_mem, bool) and 0 < user_mem <= 4096:
@@ -182,8 +188,9 @@ def _resolve_gpu(f: JobFacts, o: Any, plan: dict) -> tuple[Any, Any]:
         return replace(g, mem_gib=float(user_mem), mem_from_user=True), inst  # the plan's --gpu-mem, said below
     if g.usable_mem_gib is None:
         return Violation(rule="memory-fit", severity=INFO,
-                         message=f"GPU {g.name}'s memory is not in the catalog, so the fit was not checked",
-                         fix="pass --gpu NAME (e.g. H800) or add the GPU to your catalog overlay"), inst
+                         message=_("GPU {gpu}'s memory is not in the catalog, so the fit was not checked").format(
+                             gpu=g.name),
+                         fix=_("pass --gpu NAME (e.g. H800) or add the GPU to your catalog overlay")), inst
     return g, inst
 
 
@@ -197,7 +204,7 @@ def read_settings(f: JobFacts, o: Any) -> Any | None:
     if model is None or isinstance(model, Violation):
         return None
     try:
-        kw, _, _ = _workload_kwargs(f, o, f.plan, model)
+        kw, _assumed, _gpn = _workload_kwargs(f, o, f.plan, model)
         return Workload(**kw)
     except (TrainfitError, TypeError):
         return None
@@ -236,21 +243,22 @@ def read_workload(f: JobFacts, o: Any) -> Readback | Any | None:
     except (TrainfitError, TypeError) as e:
         msg = getattr(e, "message", str(e))
         return Violation(rule="memory-fit", severity=WARNING,
-                         message=f"the training settings could not be modelled: {msg}",
-                         fix=getattr(e, "fix", None) or "check the parallel sizes against the GPU count")
+                         message=_("the training settings could not be modelled: {error}").format(error=msg),
+                         fix=getattr(e, "fix", None) or _("check the parallel sizes against the GPU count"))
     g, inst = _resolve_gpu(f, o, plan)
     if g is None:  # say so: "no problems found" would read as "it fits"
         from trainfit.check.rules import INFO
 
         return Violation(rule="memory-fit", severity=INFO,
-                         message=f"{model.name} {wl.method} needs {est.reserved_gib:.1f} GiB per GPU; the file names no "
-                                 "GPU or instance type, so the fit was not checked",
-                         fix="pass --gpu NAME (e.g. H800) or --instance-type TYPE")
+                         message=_("{model} {method} needs {gib:.1f} GiB per GPU; the file names no GPU or instance "
+                                   "type, so the fit was not checked").format(model=model.name, method=wl.method,
+                                                                             gib=est.reserved_gib),
+                         fix=_("pass --gpu NAME (e.g. H800) or --instance-type TYPE"))
     if isinstance(g, Violation):
         return g
     if g.mem_from_user:
-        assumed.append(f"memory of {g.name} ({g.mem_gib:g} GiB per GPU) from the plan's --gpu-mem (trainfit header), "
-                       "not from a public source")
+        assumed.append(_("memory of {gpu} ({gib:g} GiB per GPU) from the plan's --gpu-mem (trainfit header), not from "
+                         "a public source").format(gpu=g.name, gib=g.mem_gib))
     decision = decide_fit(est, usable_gib=g.usable_mem_gib, gpus_per_node=gpn,
                           host_ram_gib=getattr(inst, "ram_gib", None))
     planned = plan.get("reserved_gib") if isinstance(plan.get("reserved_gib"), (int, float)) else None

@@ -13,17 +13,20 @@ spot-needs-checkpoints, region-must-match, dlc-world-size-is-nodes, dlc-node-ran
 
 from __future__ import annotations
 
-import math
-
 import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from trainfit.check.budget_rules import budget_findings
 from trainfit.check.data_rules import rule_data
 from trainfit.check.ds_rules import rule_deepspeed_config
 from trainfit.check.facts import JobFacts
 from trainfit.check.shell import is_torchrun
+from trainfit.i18n import N_, _, translate
 from trainfit.rules.types import ERROR, INFO, WARNING, Violation
+
+#: The fit verdicts (stable codes of the one fit decision) as ``check`` shows them in its notes.
+VERDICT_SHOWN = {"fits": N_("fits"), "tight": N_("tight"), "oom": N_("oom"), "unknown": N_("unknown")}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -52,7 +55,7 @@ def _first_instance(names: list[Any]) -> Any:
     """The catalog record of the first of ``names`` (in the caller's order of preference) the catalog knows."""
     for it in names:
         if isinstance(it, str) and it:
-            inst, _ = _catalog_instance(it)
+            inst, _names = _catalog_instance(it)
             if inst is not None:
                 return inst
     return None
@@ -61,7 +64,7 @@ def _first_instance(names: list[Any]) -> Any:
 def _is_lingjun(name: str) -> bool:
     from trainfit.providers.alibaba.lingjun import is_lingjun
 
-    hit, _ = _catalog_instance(name)
+    hit, _names = _catalog_instance(name)
     return is_lingjun(name, hit)
 
 
@@ -69,13 +72,13 @@ def _gpus_per_node(f: JobFacts) -> int | None:
     if f.gpus_per_node:
         return f.gpus_per_node
     for it in f.instance_types:
-        hit, _ = _catalog_instance(it)
+        hit, _names = _catalog_instance(it)
         if hit is not None and hit.gpu_count:
             return hit.gpu_count
     v = f.header.get("gpus_per_node")
     if v:
         return int(v)
-    for _, s in f.scripts:
+    for _where, s in f.scripts:
         for cmd in s.commands:
             if is_torchrun(cmd):
                 v = cmd.flags().get("nproc_per_node") or cmd.flags().get("nproc-per-node")
@@ -100,11 +103,16 @@ def rule_unknown_instance(f: JobFacts, o: CheckOptions) -> list[Violation]:
         from trainfit.errors import did_you_mean
 
         sugg = did_you_mean(it, names)
-        out.append(Violation(
-            rule="unknown-instance-type", severity=ERROR,
-            message=f"instance type '{it}' is not in the catalog" + (f" (did you mean {' or '.join(sugg)}?)" if sugg else ""),
-            fix=(f"use {sugg[0]}; " if sugg else "") + "`trainfit catalog show instances` lists known types; "
-                "`trainfit catalog refresh --provider pai` fetches the live PAI list"))
+        if sugg:
+            message = _("instance type '{name}' is not in the catalog (did you mean {names}?)").format(
+                name=it, names=_(" or ").join(sugg))
+            fix = _("use {name}; `trainfit catalog show instances` lists known types; `trainfit catalog refresh "
+                    "--provider pai` fetches the live PAI list").format(name=sugg[0])
+        else:
+            message = _("instance type '{name}' is not in the catalog").format(name=it)
+            fix = _("`trainfit catalog show instances` lists known types; `trainfit catalog refresh --provider pai` "
+                    "fetches the live PAI list")
+        out.append(Violation(rule="unknown-instance-type", severity=ERROR, message=message, fix=fix))
     return out
 
 
@@ -123,11 +131,12 @@ def rule_batch(f: JobFacts, o: CheckOptions) -> list[Violation]:
     ga = _int(t.get("gradient_accumulation_steps"))
     ds_mb, ds_ga, ds_tbs = (_int(ds.get("train_micro_batch_size_per_gpu")), _int(ds.get("gradient_accumulation_steps")),
                             _int(ds.get("train_batch_size")))
-    for name, a, b in (("micro-batch", mb, ds_mb), ("gradient accumulation", ga, ds_ga)):
+    for name, a, b in ((_("micro-batch"), mb, ds_mb), (_("gradient accumulation"), ga, ds_ga)):
         if a is not None and b is not None and a != b:
             out.append(Violation(rule="batch-mismatch", severity=ERROR,
-                                 message=f"{name}: the training arguments say {a}, the DeepSpeed config {b}",
-                                 fix="make them equal (or write \"auto\" in the DeepSpeed config)"))
+                                 message=_("{name}: the training arguments say {a}, the DeepSpeed config {b}").format(
+                                     name=name, a=a, b=b),
+                                 fix=_("make them equal (or write \"auto\" in the DeepSpeed config)")))
     mb = mb if mb is not None else ds_mb
     ga = ga if ga is not None else (ds_ga if ds_ga is not None else (1 if f.engine in ("swift", "llamafactory") else None))
     gpn = _gpus_per_node(f)
@@ -141,23 +150,25 @@ def rule_batch(f: JobFacts, o: CheckOptions) -> list[Violation]:
         if dp is not None and ds_tbs != mb * ga * dp:
             out.append(Violation(
                 rule="global-batch", severity=ERROR,
-                message=f"DeepSpeed train_batch_size {ds_tbs} != micro-batch {mb} x accumulation {ga} x "
-                        f"{dp} data-parallel GPUs = {mb * ga * dp}: DeepSpeed refuses to start",
-                fix=f"set train_batch_size to {mb * ga * dp} (or \"auto\"), or change the micro-batch/accumulation"))
+                message=_("DeepSpeed train_batch_size {tbs} != micro-batch {mb} x accumulation {ga} x {dp} "
+                          "data-parallel GPUs = {want}: DeepSpeed refuses to start").format(
+                    tbs=ds_tbs, mb=mb, ga=ga, dp=dp, want=mb * ga * dp),
+                fix=_("set train_batch_size to {want} (or \"auto\"), or change the micro-batch/accumulation").format(
+                    want=mb * ga * dp)))
         elif dp is None and ds_tbs % (mb * ga):
             out.append(Violation(
                 rule="global-batch", severity=ERROR,
-                message=f"DeepSpeed train_batch_size {ds_tbs} is not a multiple of micro-batch {mb} x accumulation "
-                        f"{ga}: no GPU count makes it consistent",
-                fix="set train_batch_size = micro-batch x accumulation x GPUs"))
+                message=_("DeepSpeed train_batch_size {tbs} is not a multiple of micro-batch {mb} x accumulation "
+                          "{ga}: no GPU count makes it consistent").format(tbs=ds_tbs, mb=mb, ga=ga),
+                fix=_("set train_batch_size = micro-batch x accumulation x GPUs")))
     gbs = _int(t.get("global_batch_size"))
     if gbs is not None and mb and dp:
         if gbs % (mb * dp):
             out.append(Violation(
                 rule="global-batch", severity=ERROR,
-                message=f"global_batch_size {gbs} is not a multiple of micro_batch_size {mb} x {dp} data-parallel "
-                        "ranks: Megatron refuses to start",
-                fix=f"use a multiple of {mb * dp}"))
+                message=_("global_batch_size {gbs} is not a multiple of micro_batch_size {mb} x {dp} data-parallel "
+                          "ranks: Megatron refuses to start").format(gbs=gbs, mb=mb, dp=dp),
+                fix=_("use a multiple of {n}").format(n=mb * dp)))
     return out
 
 
@@ -165,8 +176,8 @@ def rule_placeholders(f: JobFacts, o: CheckOptions) -> list[Violation]:
     if not f.placeholders:
         return []
     return [Violation(rule="placeholder", severity=WARNING,
-                      message="values still to fill in: " + ", ".join(f.placeholders[:6]),
-                      fix="replace every REPLACE_ME (VPC ids, OSS bucket, ...) or pass them to `trainfit render`")]
+                      message=_("values still to fill in: {names}").format(names=", ".join(f.placeholders[:6])),
+                      fix=_("replace every REPLACE_ME (VPC ids, OSS bucket, ...) or pass them to `trainfit render`"))]
 
 
 def _int_s(v: Any) -> int | None:
@@ -180,7 +191,7 @@ def _resume(f: JobFacts) -> bool:
     if f.engine == "llamafactory" and str(t.get("overwrite_output_dir", "false")).lower() != "true" \
             and t.get("output_dir"):
         return True  # LLaMA-Factory resumes from the last checkpoint-N in output_dir by itself
-    for _, s in f.scripts:
+    for _where, s in f.scripts:
         if re.search(r"resume_from_checkpoint|--auto[-_]resume|--finetune\s+false|--load\s", s.text):
             return True
     return False
@@ -193,10 +204,14 @@ def _checkpointing(f: JobFacts) -> tuple[bool | None, str | None]:
     on_mount = bool(out_dir) and any(out_dir.rstrip("/").startswith(m.rstrip("/")) for m in f.mounts)
     if f.mounts and on_mount:
         return True, None
-    why = (f"output_dir {out_dir} is not on it" if (f.mounts and out_dir) else
-           ("no output_dir/save path was found" if f.mounts else "the job mounts no persistent storage"))
-    return False, why + " (mount OSS/NAS/CPFS, a PVC or a bucket and write output_dir with save_steps under it; " \
-                        "`trainfit render --spot` wires this)"
+    if f.mounts and out_dir:
+        why = _("output_dir {path} is not on it").format(path=out_dir)
+    elif f.mounts:
+        why = _("no output_dir/save path was found")
+    else:
+        why = _("the job mounts no persistent storage")
+    return False, _("{why} (mount OSS/NAS/CPFS, a PVC or a bucket and write output_dir with save_steps under it; "
+                    "`trainfit render --spot` wires this)").format(why=why)
 
 
 def job_context(f: JobFacts, o: CheckOptions):
@@ -217,16 +232,17 @@ def job_context(f: JobFacts, o: CheckOptions):
     if o.region:
         region_sources["--region"] = o.region
     for it in f.instance_types:
-        hit, _ = _catalog_instance(it)
+        hit, _names = _catalog_instance(it)
         regs = tuple(getattr(hit, "regions", ()) or ()) if hit is not None else ()
         if regs and region_sources and not any(r in regs for r in region_sources.values()):
-            region_sources[f"instance {it} (seen only in {', '.join(regs)})"] = regs[0]
+            region_sources[_("instance {name} (seen only in {regions})").format(name=it, regions=", ".join(regs))] = \
+                regs[0]
     from trainfit.providers.alibaba.images import is_pai_image
 
     # PAI's own images by their exact registry host; other images on Lingjun need RDMA libraries installed by hand
     custom = [i for i in f.images if not is_pai_image(i) and "REPLACE_ME" not in i]
     rdma = any("rdma" in (k + v).lower() for k, v in f.envs.items()) or \
-        any("rdma" in c.lower() for _, s in f.scripts for c in s.comments)
+        any("rdma" in c.lower() for _where, s in f.scripts for c in s.comments)
     ckpt, why = _checkpointing(f) if f.spot else (None, None)
     vpc = None
     if f.vpc is not None:
@@ -268,24 +284,30 @@ def rule_launcher(f: JobFacts, o: CheckOptions) -> list[Violation]:
             literal_nodes = int(nn) if nn.strip().isdecimal() else None
             if nodes and nodes > 1 and literal_nodes is not None and literal_nodes != nodes:
                 out.append(Violation(rule="launcher", severity=ERROR,
-                                     message=f"{where} line {cmd.line}: --nnodes={nn} but the job has {nodes} nodes",
-                                     fix="use --nnodes=$WORLD_SIZE (PAI-DLC) or the job's node count"))
+                                     message=_("{where} line {line}: --nnodes={nn} but the job has {nodes} "
+                                               "nodes").format(where=where, line=cmd.line, nn=nn, nodes=nodes),
+                                     fix=_("use --nnodes=$WORLD_SIZE (PAI-DLC) or the job's node count")))
             multi = (nodes or 1) > 1 or (literal_nodes or 1) > 1
             addr = fl.get("master_addr", "")
             if multi and addr.strip() in ("localhost", "127.0.0.1", "::1", "0.0.0.0"):
                 out.append(Violation(rule="launcher", severity=ERROR,
-                                     message=f"{where} line {cmd.line}: --master_addr={addr} on a multi-node job: the "
-                                             "other nodes cannot reach it",
-                                     fix="use --master_addr=$MASTER_ADDR (set by PAI-DLC, Kubeflow and SkyPilot)"))
+                                     message=_("{where} line {line}: --master_addr={addr} on a multi-node job: the "
+                                               "other nodes cannot reach it").format(where=where, line=cmd.line,
+                                                                                     addr=addr),
+                                     fix=_("use --master_addr=$MASTER_ADDR (set by PAI-DLC, Kubeflow and "
+                                           "SkyPilot)")))
             if multi and "node_rank" not in fl and f.platform != "pai-dlc":
                 out.append(Violation(rule="launcher", severity=ERROR,
-                                     message=f"{where} line {cmd.line}: multi-node torchrun without --node_rank: every "
-                                             "node would claim rank 0", fix="add --node_rank=$RANK (or $NODE_RANK)"))
+                                     message=_("{where} line {line}: multi-node torchrun without --node_rank: every "
+                                               "node would claim rank 0").format(where=where, line=cmd.line),
+                                     fix=_("add --node_rank=$RANK (or $NODE_RANK)")))
             v = fl.get("nproc_per_node", "")
             if gpn and v.isdecimal() and int(v) != gpn:
                 out.append(Violation(rule="launcher", severity=WARNING,
-                                     message=f"{where} line {cmd.line}: --nproc_per_node={v} but a node has {gpn} GPU(s)",
-                                     fix="use --nproc_per_node=$NPROC_PER_NODE (PAI-DLC sets it) or the node's GPU count"))
+                                     message=_("{where} line {line}: --nproc_per_node={n} but a node has {gpn} "
+                                               "GPU(s)").format(where=where, line=cmd.line, n=v, gpn=gpn),
+                                     fix=_("use --nproc_per_node=$NPROC_PER_NODE (PAI-DLC sets it) or the node's GPU "
+                                           "count")))
     return out
 
 
@@ -301,95 +323,61 @@ def rule_memory(f: JobFacts, o: CheckOptions) -> list[Violation]:
     rb = got
     out: list[Violation] = []
     d = rb.decision
-    where = (f"{rb.model.name} {rb.workload.method}, seq {rb.workload.seq_len}, micro-batch {rb.workload.micro_batch}, "
-             f"{rb.workload.strategy}" + (f"+offload {rb.workload.offload}" if rb.workload.offload != "none" else "")
-             + "".join(f", {k} {getattr(rb.workload, k)}" for k in ("ep", "tp", "pp", "cp") if getattr(rb.workload, k) > 1)
-             + f" on {rb.workload.gpus} GPU(s)")
-    extra = f" (assumed {', '.join(rb.assumed)})" if rb.assumed else ""
+    wl = rb.workload
+    layout = (wl.strategy + (f"+offload {wl.offload}" if wl.offload != "none" else "")
+              + "".join(f", {k} {getattr(wl, k)}" for k in ("ep", "tp", "pp", "cp", "ulysses") if getattr(wl, k) > 1))
+    where = _("{model} {method}, seq {seq}, micro-batch {mb}, {layout} on {gpus} GPU(s)").format(
+        model=rb.model.name, method=wl.method, seq=wl.seq_len, mb=wl.micro_batch, layout=layout, gpus=wl.gpus)
+    extra = _(" (assumed {what})").format(what=", ".join(rb.assumed)) if rb.assumed else ""
     from trainfit.estimate.uncertainty import format_probability, memory_range
 
     rng = memory_range(rb.estimate.reserved_gib)
-    f.notes.append(f"memory: {rb.estimate.reserved_gib:.1f} GiB per GPU"
-                   + (f" (p10-p90 {rng['p10']:.1f}-{rng['p90']:.1f} from published runs)" if rng else "")
-                   + f" of {d.usable_gib:.4g} GiB usable on {rb.gpu}: {d.verdict}"
-                   + ("" if d.oom_probability is None else f", P(OOM) {format_probability(d.oom_probability)}"))
+    verdict = translate(VERDICT_SHOWN.get(d.verdict, d.verdict))
+    if rng:
+        note = _("memory: {gib:.1f} GiB per GPU (p10-p90 {p10:.1f}-{p90:.1f} from published runs) of {usable:.4g} GiB "
+                 "usable on {gpu}: {verdict}").format(gib=rb.estimate.reserved_gib, p10=rng["p10"], p90=rng["p90"],
+                                                     usable=d.usable_gib, gpu=rb.gpu, verdict=verdict)
+    else:
+        note = _("memory: {gib:.1f} GiB per GPU of {usable:.4g} GiB usable on {gpu}: {verdict}").format(
+            gib=rb.estimate.reserved_gib, usable=d.usable_gib, gpu=rb.gpu, verdict=verdict)
+    if d.oom_probability is not None:
+        note += ", P(OOM) {p}".format(p=format_probability(d.oom_probability))
+    f.notes.append(note)
+    reasons = "; ".join(d.reasons)
     if d.verdict == "oom":
         out.append(Violation(rule="memory-fit", severity=ERROR,
-                             message=f"{where}: {'; '.join(d.reasons)} on {rb.gpu}{extra}",
-                             fix="`trainfit memory` with these settings and --gpu lists changes that fit (ZeRO-3, "
-                                 "offload, smaller micro-batch, LoRA, more GPUs)"))
+                             message=_("{where}: {reasons} on {gpu}{extra}").format(where=where, reasons=reasons,
+                                                                                   gpu=rb.gpu, extra=extra),
+                             fix=_("`trainfit memory` with these settings and --gpu lists changes that fit (ZeRO-3, "
+                                   "offload, smaller micro-batch, LoRA, more GPUs)")))
     elif d.verdict == "tight":
-        out.append(Violation(rule="memory-fit", severity=WARNING, message=f"{where}: {'; '.join(d.reasons)}{extra}",
-                             fix="leave room: a smaller micro-batch, gradient checkpointing or more sharding"))
+        out.append(Violation(rule="memory-fit", severity=WARNING,
+                             message=_("{where}: {reasons}{extra}").format(where=where, reasons=reasons, extra=extra),
+                             fix=_("leave room: a smaller micro-batch, gradient checkpointing or more sharding")))
     elif d.verdict == "unknown":
-        out.append(Violation(rule="memory-fit", severity=INFO, message=f"{where}: {'; '.join(d.reasons)}",
-                             fix="check the node's host RAM before renting"))
+        out.append(Violation(rule="memory-fit", severity=INFO,
+                             message=_("{where}: {reasons}").format(where=where, reasons=reasons),
+                             fix=_("check the node's host RAM before renting")))
     from trainfit.estimate.hardware import kernel_gaps
 
     for gap in kernel_gaps(rb.workload.attention, rb.gpu_class, rb.gpu):
         out.append(Violation(rule="kernel-support", severity=ERROR, message=gap,
-                             fix="change the attention setting (sdpa runs everywhere), or rent GPUs that run the kernel"))
-    out += _budget_findings(f, rb)
+                             fix=_("change the attention setting (sdpa runs everywhere), or rent GPUs that run the "
+                                   "kernel")))
+    out += budget_findings(f, rb)
     planned = rb.planned_gib
     if planned is not None and abs(planned - rb.estimate.reserved_gib) > 0.01:
         out.append(Violation(rule="settings-differ-from-plan", severity=INFO,
-                             message=f"the file's settings need {rb.estimate.reserved_gib:.2f} GiB per GPU; its trainfit "
-                                     f"header planned {planned:.2f} GiB (edited since it was rendered?)",
-                             fix="re-render from the plan, or re-plan with the new settings"))
-    return out
-
-
-def _budget_findings(f: JobFacts, rb: Any) -> list[Violation]:
-    """The step budget the file trains against the plan's (its header's ``budget``), and a file without packing:
-    ``max_steps`` x global batch x seq_len counts ``seq_len`` data tokens per row, which holds for packed rows only."""
-    out: list[Violation] = []
-    wl = rb.workload
-    budget = f.plan.get("budget") if isinstance(f.plan.get("budget"), dict) else {}
-    tokens = budget.get("tokens")
-    got = rb.tokens_trained
-    rows, epochs = budget.get("rows_per_epoch"), budget.get("epochs")
-    from_data = (isinstance(rows, int) and not isinstance(rows, bool) and rows > 0
-                 and isinstance(epochs, (int, float)) and not isinstance(epochs, bool) and epochs > 0)
-    if from_data and rb.max_steps is not None:  # plan --dataset: steps are the data's rows per global batch
-        want = max(1, math.ceil(rows * epochs / wl.global_batch))
-        what = "packed rows" if budget.get("packing") else "samples"
-        if isinstance(budget.get("packing"), bool) and budget["packing"] != wl.packing:
-            out.append(Violation(
-                rule="step-budget", severity=INFO,
-                message=f"its trainfit header's data budget counts {what}, but the file "
-                        f"{'does not pack' if budget['packing'] else 'packs'} samples: its {rb.max_steps:,} steps cover "
-                        "a different share of the data than planned",
-                fix="set packing as planned, or re-plan with --packing/--no-packing and re-render"))
-        elif rb.max_steps != want:
-            out.append(Violation(
-                rule="step-budget", severity=INFO,
-                message=f"the file trains {rb.max_steps:,} steps at global batch {wl.global_batch}; its trainfit "
-                        f"header's data gives {rows:,} {what} x {epochs:g} epoch(s) = {want:,} steps at this batch",
-                fix=f"set max_steps {want}, or re-render from the plan"))
-    elif isinstance(tokens, (int, float)) and tokens > 0 and got is not None:
-        per_step = wl.global_batch * wl.seq_len
-        want = max(1, math.ceil(tokens / per_step))
-        if rb.max_steps != want:
-            out.append(Violation(
-                rule="step-budget", severity=INFO,
-                message=f"the file trains {rb.max_steps:,} steps x global batch {wl.global_batch} x seq_len "
-                        f"{wl.seq_len} = {got:,} tokens; its trainfit header planned {tokens:,.0f} tokens "
-                        f"({want:,} steps at this batch)",
-                fix=f"set max_steps {want}, or re-render from the plan"))
-    if not wl.packing and not from_data and rb.max_steps is not None and f.engine in ("swift", "megatron",
-                                                                                       "llamafactory"):
-        out.append(Violation(
-            rule="step-budget", severity=INFO,
-            message=f"no packing: each of the {rb.max_steps:,} steps trains {wl.global_batch} samples padded to at most "
-                    f"{wl.seq_len} tokens, so on shorter samples the run trains fewer tokens than max_steps x "
-                    f"global batch x seq_len = {got:,}",
-            fix="turn packing on (ms-swift --packing true, LLaMA-Factory packing: true), or budget by epochs"))
+                             message=_("the file's settings need {gib:.2f} GiB per GPU; its trainfit header planned "
+                                       "{planned:.2f} GiB (edited since it was rendered?)").format(
+                                 gib=rb.estimate.reserved_gib, planned=planned),
+                             fix=_("re-render from the plan, or re-plan with the new settings")))
     return out
 
 
 def rl_launch_text(f: JobFacts) -> str | None:
     """The text of the job's RL launch script (verl ``main_ppo`` or ``swift rlhf``), or None."""
-    for _, s in f.scripts:
+    for _where, s in f.scripts:
         if "verl.trainer.main_ppo" in s.text or re.search(r"\bswift\s+rlhf\b", s.text):
             return s.text
     return None
@@ -419,13 +407,15 @@ def rule_rl(f: JobFacts, o: CheckOptions) -> list[Violation]:
         except _TE:
             usable = None
     if usable is None:
-        return [Violation(rule="memory-fit", severity=INFO, message="the GPU of this RL job is unknown, so its "
-                          "memory was not checked", fix="pass --gpu NAME (e.g. H100)")]
+        return [Violation(rule="memory-fit", severity=INFO, message=_("the GPU of this RL job is unknown, so its "
+                          "memory was not checked"), fix=_("pass --gpu NAME (e.g. H100)"))]
     try:
-        findings, _ = lint_rl_launch(text, usable, model=plan.get("model"), host_ram_gib=getattr(inst, "ram_gib", None))
+        findings, _sizes = lint_rl_launch(text, usable, model=plan.get("model"),
+                                          host_ram_gib=getattr(inst, "ram_gib", None))
     except _TE as e:
         return [Violation(rule="memory-fit", severity=WARNING,
-                          message=f"the RL settings could not be modelled: {e.message}", fix=e.fix or "")]
+                          message=_("the RL settings could not be modelled: {error}").format(error=e.message),
+                          fix=e.fix or "")]
     return list(findings)
 
 
@@ -435,10 +425,11 @@ def rule_image_registry(f: JobFacts, o: CheckOptions) -> list[Violation]:
     from trainfit.providers.alibaba.images import image_host, imitates_pai
 
     return [Violation(rule="image-registry", severity=ERROR,
-                      message=f"image {img[:120]!r} is on {image_host(img)[:80]!r}, a host named like PAI's registry "
-                              "that is not PAI's (PAI's are dsw-registry[-vpc].<region>.cr.aliyuncs.com and "
-                              "registry[-vpc].<region>.aliyuncs.com/pai-dlc/)",
-                      fix="use the official PAI image of your region, or your own registry under its real name")
+                      message=_("image {image!r} is on {host!r}, a host named like PAI's registry that is not PAI's "
+                                "(PAI's are dsw-registry[-vpc].<region>.cr.aliyuncs.com and "
+                                "registry[-vpc].<region>.aliyuncs.com/pai-dlc/)").format(image=img[:120],
+                                                                                         host=image_host(img)[:80]),
+                      fix=_("use the official PAI image of your region, or your own registry under its real name"))
             for img in dict.fromkeys(f.images) if isinstance(img, str) and imitates_pai(img)]
 
 

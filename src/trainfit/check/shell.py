@@ -114,9 +114,11 @@ def _refuse_long_lines(raw: list[str]) -> None:
         from trainfit.errors import CheckInputError
 
         n = next(i for i, ln in enumerate(raw, 1) if len(ln) == longest)
-        raise CheckInputError(f"line {n} of the script is {longest:,} characters long, over the "
-                              f"{MAX_LINE_CHARS:,}-character limit for a line of a job script",
-                              fix="pass the job script itself (long data belongs in files the job reads)")
+        from trainfit.i18n import _
+
+        raise CheckInputError(_("line {n} of the script is {longest:,} characters long, over the {limit:,}-character "
+                                "limit for a line of a job script").format(n=n, longest=longest, limit=MAX_LINE_CHARS),
+                              fix=_("pass the job script itself (long data belongs in files the job reads)"))
 
 
 def _logical_lines(raw: list[str], heredocs: list[str], comments: list[str]) -> list[tuple[int, str]]:

@@ -17,6 +17,7 @@ import threading
 from typing import Any, Callable, TypeVar
 
 from trainfit.errors import NetworkError
+from trainfit.i18n import _, translate
 
 T = TypeVar("T")
 
@@ -47,8 +48,9 @@ def call_with_deadline(fn: Callable[[], T], *, timeout_s: float, what: str, fix:
     t.start()
     t.join(timeout_s)
     if t.is_alive():
-        raise NetworkError(f"{what} timed out: no complete answer within {timeout_s:g} s (total deadline)",
-                           fix=fix or "check the network, proxy and endpoint, or retry with a larger --timeout")
+        raise NetworkError(_("{what} timed out: no complete answer within {timeout_s:g} s (total deadline)").format(
+            what=what, timeout_s=timeout_s),
+            fix=translate(fix) if fix else _("check the network, proxy and endpoint, or retry with a larger --timeout"))
     if "error" in box:
         raise box["error"]
     return box["value"]

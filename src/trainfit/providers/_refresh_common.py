@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from trainfit.errors import CatalogError, NetworkError, TrainfitError
+from trainfit.i18n import _, translate
 
 
 def short(e: BaseException | str, n: int = 300) -> str:
@@ -36,7 +37,8 @@ class Deadline:
 
     def __post_init__(self) -> None:
         if not self.total_s > 0 or not self.per_call_s > 0:
-            raise CatalogError(f"{self.what}: timeouts must be positive", fix="pass a positive --timeout")
+            raise CatalogError(_("{what}: timeouts must be positive").format(what=self.what),
+                               fix=_("pass a positive --timeout"))
         self.started = time.monotonic()
 
     def remaining_s(self) -> float:
@@ -46,9 +48,9 @@ class Deadline:
         """Timeout for the next call; raises a timeout error when the budget is spent."""
         left = self.remaining_s()
         if left <= 0.05:
-            raise NetworkError(f"{self.what} timed out: the whole refresh took more than {self.total_s:g} s",
-                               fix="retry with a larger --timeout, or limit the instance types; "
-                                   "the cache was left as it was")
+            raise NetworkError(_("{what} timed out: the whole refresh took more than {total_s:g} s").format(
+                what=self.what, total_s=self.total_s),
+                fix=_("retry with a larger --timeout, or limit the instance types; the cache was left as it was"))
         return min(self.per_call_s, left)
 
     def run(self, fn: Any) -> Any:
@@ -57,8 +59,8 @@ class Deadline:
         from trainfit.providers._net import call_with_deadline
 
         return call_with_deadline(fn, timeout_s=max(0.05, self.remaining_s()), what=self.what,
-                                  fix="check the network/proxy and --endpoint, or retry with a larger "
-                                      "--total-timeout; the cache was left as it was")
+                                  fix=_("check the network/proxy and --endpoint, or retry with a larger "
+                                        "--total-timeout; the cache was left as it was"))
 
 
 _NETWORK_NEEDLES = ("connection refused", "connectionerror", "connection reset", "connection aborted",
@@ -82,27 +84,30 @@ def classify(e: BaseException, *, what: str, timeout_s: float, cred_fix: str) ->
     low = f"{type(e).__name__} {code} {text}".lower()
     if "unable to load credentials" in low or "credentialexception" in type(e).__name__.lower() or \
             "no credential" in low:
-        return CatalogError(f"no credentials found for {what}: {text}", fix=cred_fix)
+        return CatalogError(_("no credentials found for {what}: {error}").format(what=what, error=text),
+                            fix=translate(cred_fix))
     if "timed out" in low or "timeout" in low:
-        return NetworkError(f"{what} timed out (limit {timeout_s:g} s per call): {text}",
-                            fix="check the network/proxy or retry with a larger --timeout; "
-                                "the cache was left as it was")
+        return NetworkError(_("{what} timed out (limit {timeout_s:g} s per call): {error}").format(
+            what=what, timeout_s=timeout_s, error=text),
+            fix=_("check the network/proxy or retry with a larger --timeout; the cache was left as it was"))
     if any(k in low for k in _NETWORK_NEEDLES) or isinstance(e, (ConnectionError, OSError)) and not code:
-        return NetworkError(f"network error calling {what}: {text}",
-                            fix="check the network, proxy and --endpoint; the cache was left as it was")
+        return NetworkError(_("network error calling {what}: {error}").format(what=what, error=text),
+                            fix=_("check the network, proxy and --endpoint; the cache was left as it was"))
     if status == 429 or any(k in low for k in _THROTTLE_NEEDLES):
-        return CatalogError(f"{what} was throttled or hit an API quota ({code or status}): {text}",
-                            fix="wait and retry, or limit the instance types; the cache was left as it was")
+        return CatalogError(_("{what} was throttled or hit an API quota ({code}): {error}").format(
+            what=what, code=code or status, error=text),
+            fix=_("wait and retry, or limit the instance types; the cache was left as it was"))
     if status in (401, 403) or any(k in low for k in _AUTH_NEEDLES):
-        return CatalogError(f"{what} refused the credentials ({code or status}): {text}", fix=cred_fix)
+        return CatalogError(_("{what} refused the credentials ({code}): {error}").format(
+            what=what, code=code or status, error=text), fix=translate(cred_fix))
     if ("parse" in low or "decode" in low) and "json" in low:
-        return CatalogError(f"{what} answered something that is not JSON: {text}",
-                            fix="check --endpoint/proxy settings; the cache was left as it was")
+        return CatalogError(_("{what} answered something that is not JSON: {error}").format(what=what, error=text),
+                            fix=_("check --endpoint/proxy settings; the cache was left as it was"))
     if status is not None or code:
-        return CatalogError(f"{what} failed ({code or status}): {text}",
-                            fix="check the region id and the endpoint; the cache was left as it was")
-    return CatalogError(f"{what} failed: {type(e).__name__}: {text}",
-                        fix="check the network, region id and endpoint; the cache was left as it was")
+        return CatalogError(_("{what} failed ({code}): {error}").format(what=what, code=code or status, error=text),
+                            fix=_("check the region id and the endpoint; the cache was left as it was"))
+    return CatalogError(_("{what} failed: {error}").format(what=what, error=f"{type(e).__name__}: {text}"),
+                        fix=_("check the network, region id and endpoint; the cache was left as it was"))
 
 
 def today() -> str:
@@ -185,8 +190,8 @@ def check_schema(what: str, instances: list[dict[str, Any]], gpus: list[dict[str
     for g in gpus:
         problems += parse_row(gpu_columns(g) if gpu_columns else GPU_COLUMNS, g, f"gpu {g['name']}")[1]
     if problems:
-        raise CatalogError(f"{what} returned values outside the catalog schema:\n  " + "\n  ".join(problems),
-                           fix="the cache was left as it was")
+        raise CatalogError(_("{what} returned values outside the catalog schema:").format(what=what) + "\n  "
+                           + "\n  ".join(problems), fix=_("the cache was left as it was"))
 
 
 def reported_gpu(spec: str | None, mem_gib: float | None, index: dict, new_gpus: dict[str, dict[str, str]], *,
@@ -233,10 +238,10 @@ def write_price_cache(path: Path, price_rows: list[dict[str, Any]], *, label: st
 
     rows, problems = parse_price_rows(price_rows, label)
     if problems:
-        raise CatalogError(f"{schema_what} returned values outside the price schema:\n  " + "\n  ".join(problems),
-                           fix=schema_fix)
+        raise CatalogError(_("{what} returned values outside the price schema:").format(what=schema_what) + "\n  "
+                           + "\n  ".join(problems), fix=translate(schema_fix))
     if not rows:
-        raise CatalogError(empty, fix=empty_fix)
+        raise CatalogError(translate(empty), fix=translate(empty_fix))
     stored = [{k: to_csv_value(v) for k, v in r.items()} for r in rows]
     return len(rows), write_cache(path, provider=provider, region=region, sdk=sdk, prices=stored, extra=extra)
 

@@ -24,6 +24,7 @@ from importlib import resources
 from typing import Any
 
 from trainfit.errors import CatalogError
+from trainfit.i18n import _
 
 from trainfit.rules.types import (PROVIDERS, SEVERITIES, VERDICTS, _SEV_ORDER, JobContext, Rule,  # noqa: F401
                                   Violation)
@@ -147,7 +148,11 @@ def parse_rules(data: Any, where: str = "rules.yaml") -> tuple[list[Rule], list[
 
 @lru_cache(maxsize=1)
 def load_rules() -> tuple[Rule, ...]:
-    """The bundled rules (cached). A rules file that does not validate raises :class:`CatalogError`."""
+    """The bundled rules (cached). A rules file that does not validate raises :class:`CatalogError`.
+
+    The rules keep their English ``title``/``why``/``fix`` (message ids): the cache holds no language. Findings
+    translate them when they are built (``rules/kinds.py``), and :meth:`Rule.shown` gives a rule in the current
+    language for display."""
     import yaml
 
     rules: list[Rule] = []
@@ -162,8 +167,8 @@ def load_rules() -> tuple[Rule, ...]:
     dup = sorted({r.id for r in rules if sum(1 for q in rules if q.id == r.id) > 1})
     problems += [f"rule id {d} defined twice" for d in dup]
     if problems:
-        raise CatalogError("bundled platform rules do not validate:\n  " + "\n  ".join(problems),
-                           fix="this is a bug in trainfit; please report it")
+        raise CatalogError(_("bundled platform rules do not validate:") + "\n  " + "\n  ".join(problems),
+                           fix=_("this is a bug in trainfit; please report it"))
     return tuple(rules)
 
 
@@ -174,8 +179,9 @@ def get_rule(rule_id: str) -> Rule:
     from trainfit.errors import did_you_mean
 
     sugg = did_you_mean(rule_id, [r.id for r in load_rules()])
-    raise CatalogError(f"unknown platform rule '{rule_id}'",
-                       fix=("did you mean " + " or ".join(sugg) + "?") if sugg else None)
+    raise CatalogError(_("unknown platform rule '{rule}'").format(rule=rule_id),
+                       fix=_("did you mean {names}?").format(names=_(" or ").join(sugg)) if sugg else
+                       _("`trainfit catalog rules` lists the platform rules"))
 
 
 def rules_for_claim(claim_id: str) -> list[Rule]:

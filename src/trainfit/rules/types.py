@@ -38,6 +38,14 @@ class Rule:
     def applies(self, *names: str | None) -> bool:
         return _applies(self.applies_to, names)
 
+    def shown(self) -> "Rule":
+        """This rule with its title, why and fix in the current language (the id stays English: a stable code)."""
+        from dataclasses import replace
+
+        from trainfit.i18n import translate
+
+        return replace(self, title=translate(self.title), why=translate(self.why), fix=translate(self.fix))
+
 
 @lru_cache(maxsize=1024)
 def _applies(patterns: tuple[str, ...], names: tuple[str | None, ...]) -> bool:

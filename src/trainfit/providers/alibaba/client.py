@@ -21,15 +21,18 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from trainfit.errors import CatalogError, MissingExtraError, SubmitError, TrainfitError
+from trainfit.i18n import N_, _, translate
 from trainfit.providers._refresh_common import short
 
 PAI_PIP = "pip install 'trainfit[pai]'"
-PAI_READ_CRED_FIX = ("set ALIBABA_CLOUD_ACCESS_KEY_ID and ALIBABA_CLOUD_ACCESS_KEY_SECRET, or configure "
-                     "~/.alibabacloud/credentials (`aliyun configure`); the key needs PAI-DLC read access")
-ECS_READ_CRED_FIX = ("set ALIBABA_CLOUD_ACCESS_KEY_ID and ALIBABA_CLOUD_ACCESS_KEY_SECRET, or configure "
-                     "~/.alibabacloud/credentials (`aliyun configure`); the key needs ECS read access (ecs:Describe*)")
-CREATE_JOB_CRED_FIX = ("set ALIBABA_CLOUD_ACCESS_KEY_ID / ALIBABA_CLOUD_ACCESS_KEY_SECRET, or run `aliyun configure`, "
-                       "or use an ECS RAM role; the key needs paidlc:CreateJob")
+# message ids (English), shown with i18n.translate where an error is raised
+PAI_READ_CRED_FIX = N_("set ALIBABA_CLOUD_ACCESS_KEY_ID and ALIBABA_CLOUD_ACCESS_KEY_SECRET, or configure "
+                       "~/.alibabacloud/credentials (`aliyun configure`); the key needs PAI-DLC read access")
+ECS_READ_CRED_FIX = N_("set ALIBABA_CLOUD_ACCESS_KEY_ID and ALIBABA_CLOUD_ACCESS_KEY_SECRET, or configure "
+                       "~/.alibabacloud/credentials (`aliyun configure`); the key needs ECS read access "
+                       "(ecs:Describe*)")
+CREATE_JOB_CRED_FIX = N_("set ALIBABA_CLOUD_ACCESS_KEY_ID / ALIBABA_CLOUD_ACCESS_KEY_SECRET, or run `aliyun "
+                         "configure`, or use an ECS RAM role; the key needs paidlc:CreateJob")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -54,7 +57,8 @@ def import_sdk(package: str, *, label: str, fix: str = PAI_PIP) -> Sdk:
         from alibabacloud_tea_openapi.utils_models import Config
         from darabonba.runtime import RuntimeOptions
     except ImportError as e:
-        raise MissingExtraError(f"the {label} is not installed ({e.name})", fix=fix) from None
+        raise MissingExtraError(_("the {label} is not installed ({module})").format(label=label, module=e.name),
+                                fix=translate(fix)) from None
     return Sdk(Client=client.Client, models=models, Config=Config, RuntimeOptions=RuntimeOptions)
 
 
@@ -64,11 +68,13 @@ def default_credential(*, error: type[TrainfitError] = CatalogError, fix: str, p
     try:
         from alibabacloud_credentials.client import Client as CredentialClient
     except ImportError as e:
-        raise MissingExtraError(f"alibabacloud-credentials is not installed ({e.name})", fix=pip) from None
+        raise MissingExtraError(_("alibabacloud-credentials is not installed ({module})").format(module=e.name),
+                                fix=translate(pip)) from None
     try:
         return CredentialClient()  # the default credential chain
     except Exception as e:  # noqa: BLE001 - the chain raises its own types
-        raise error(f"no Alibaba Cloud credentials found: {describe(e)}", fix=fix) from None
+        raise error(_("no Alibaba Cloud credentials found: {error}").format(error=describe(e)),
+                    fix=translate(fix)) from None
 
 
 def make_config(sdk: Sdk, *, credential: Any, region: str, endpoint: str | None, protocol: str,
@@ -104,30 +110,33 @@ def classify_list_specs(e: BaseException, region: str, timeout_s: float) -> Trai
     from trainfit.errors import NetworkError
     from trainfit.providers._net import network_failure
 
-    api = f"PAI-DLC ListEcsSpecs in {region}"
+    api = _("PAI-DLC ListEcsSpecs in {region}").format(region=region)
     code = str(getattr(e, "code", "") or "")
     status = getattr(e, "status_code", None)
     text = short(e)
     low = (code + " " + text).lower()
     if "unable to load credentials" in low or "credentialexception" in type(e).__name__.lower():
-        return CatalogError(f"no Alibaba Cloud credentials found for {api}: {text}", fix=PAI_READ_CRED_FIX)
+        return CatalogError(_("no Alibaba Cloud credentials found for {api}: {error}").format(api=api, error=text),
+                            fix=translate(PAI_READ_CRED_FIX))
     if status in (401, 403) or any(k in low for k in ("accesskey", "signature", "forbidden", "unauthorized",
                                                          "noauth", "nopermission", "credential", "sts token")):
-        return CatalogError(f"{api} refused the credentials ({code or status}): {text}", fix=PAI_READ_CRED_FIX)
+        return CatalogError(_("{api} refused the credentials ({code}): {error}").format(
+            api=api, code=code or status, error=text), fix=translate(PAI_READ_CRED_FIX))
     if "timed out" in low or "timeout" in low:
-        return NetworkError(f"{api} timed out after {timeout_s:g} s (network error; the cache was left as it was)",
-                            fix="check the network/proxy or retry with a larger --timeout")
+        return NetworkError(_("{api} timed out after {timeout_s:g} s (network error; the cache was left as it "
+                              "was)").format(api=api, timeout_s=timeout_s),
+                            fix=_("check the network/proxy or retry with a larger --timeout"))
     if "parse" not in low and network_failure(e):
-        return NetworkError(f"could not reach {api} (network error; the cache was left as it was): "
-                            f"{type(e).__name__}: {text}", fix="check the network, proxy, region id and --endpoint")
+        return NetworkError(_("could not reach {api} (network error; the cache was left as it was): {error}").format(
+            api=api, error=f"{type(e).__name__}: {text}"), fix=_("check the network, proxy, region id and --endpoint"))
     if "parse" in low and "json" in low:
-        return CatalogError(f"{api} answered something that is not JSON: {text}",
-                            fix="check --endpoint/proxy settings; the cache was left as it was")
+        return CatalogError(_("{api} answered something that is not JSON: {error}").format(api=api, error=text),
+                            fix=_("check --endpoint/proxy settings; the cache was left as it was"))
     if status is not None or code:
-        return CatalogError(f"{api} failed ({code or status}): {text}",
-                            fix="check the region id (e.g. cn-hangzhou, cn-wulanchabu) and the endpoint")
-    return CatalogError(f"{api} failed: {type(e).__name__}: {text}",
-                        fix="check the network, region id and endpoint; the cache was left as it was")
+        return CatalogError(_("{api} failed ({code}): {error}").format(api=api, code=code or status, error=text),
+                            fix=_("check the region id (e.g. cn-hangzhou, cn-wulanchabu) and the endpoint"))
+    return CatalogError(_("{api} failed: {error}").format(api=api, error=f"{type(e).__name__}: {text}"),
+                        fix=_("check the network, region id and endpoint; the cache was left as it was"))
 
 
 _QUOTA_WORDS = ("quota", "insufficient", "stock", "exceeded the limit", "limitexceeded", "quotaexceeded")
@@ -144,22 +153,26 @@ def classify_create_job(e: Exception, region: str, timeout_s: float = 30.0) -> T
     msg = scrub(str(getattr(e, "message", "") or e))[:400]
     low = (code + " " + msg).lower()
     if "unable to load credentials" in low or "credentialexception" in type(e).__name__.lower():
-        return SubmitError(f"no Alibaba Cloud credentials found (nothing was submitted): {msg}",
-                           fix=CREATE_JOB_CRED_FIX)
+        return SubmitError(_("no Alibaba Cloud credentials found (nothing was submitted): {error}").format(error=msg),
+                           fix=translate(CREATE_JOB_CRED_FIX))
     if status in (401, 403) or any(k in low for k in ("invalidaccesskey", "signaturedoesnotmatch", "forbidden",
                                                       "nopermission", "unauthorized", "credential")):
-        return SubmitError(f"PAI-DLC refused the credentials ({code or status}): {msg}", fix=CREATE_JOB_CRED_FIX)
+        return SubmitError(_("PAI-DLC refused the credentials ({code}): {error}").format(code=code or status,
+                                                                                       error=msg),
+                           fix=translate(CREATE_JOB_CRED_FIX))
     if network_failure(e):
-        return NetworkError(f"could not reach PAI-DLC in {region} (network error, nothing was submitted): "
-                            f"{type(e).__name__}: {msg}",
-                            fix="check the network, proxy, region and --endpoint; retry later")
+        return NetworkError(_("could not reach PAI-DLC in {region} (network error, nothing was submitted): "
+                              "{error}").format(region=region, error=f"{type(e).__name__}: {msg}"),
+                            fix=_("check the network, proxy, region and --endpoint; retry later"))
     answered = status is not None or bool(code)
     if answered and any(k in low for k in _QUOTA_WORDS):
-        return SubmitError(f"PAI-DLC rejected the job for quota/stock ({code or status}): {msg}",
-                           fix="use a resource quota (--resource-id), fewer GPUs, another region or spot; "
-                               "public resources allow 2 GPUs per job unless raised")
+        return SubmitError(_("PAI-DLC rejected the job for quota/stock ({code}): {error}").format(code=code or status,
+                                                                                                error=msg),
+                           fix=_("use a resource quota (--resource-id), fewer GPUs, another region or spot; public "
+                                 "resources allow 2 GPUs per job unless raised"))
     if status is not None and int(status) >= 400 or code:
-        return SubmitError(f"PAI-DLC CreateJob failed in {region} ({code or status}): {msg}",
-                           fix="run `trainfit check dlc_job.json` and fix what it lists")
-    return SubmitError(f"PAI-DLC CreateJob in {region} failed: {type(e).__name__}: {msg}",
-                       fix="check the network, region and endpoint")
+        return SubmitError(_("PAI-DLC CreateJob failed in {region} ({code}): {error}").format(
+            region=region, code=code or status, error=msg),
+            fix=_("run `trainfit check dlc_job.json` and fix what it lists"))
+    return SubmitError(_("PAI-DLC CreateJob in {region} failed: {error}").format(
+        region=region, error=f"{type(e).__name__}: {msg}"), fix=_("check the network, region and endpoint"))

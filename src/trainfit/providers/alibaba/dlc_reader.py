@@ -13,26 +13,27 @@ from trainfit.check.facts import (_REGION_IN_OSS, JobFacts, _add_script, _int, _
                                   _type_error, read_text)
 from trainfit.check.shell import Script
 from trainfit.errors import CheckInputError
+from trainfit.i18n import _
 
 
 def _dlc(body: Any, f: JobFacts) -> None:
     path = f.path
     if not isinstance(body, dict):
-        raise _type_error(path, "the CreateJob body", "an object", body)
+        raise _type_error(path, _("the CreateJob body"), _("an object"), body)
     f.platform = "pai-dlc"
     specs = body.get("JobSpecs")
     if not isinstance(specs, list) or not specs:
-        raise CheckInputError(f"{path}: JobSpecs must be a non-empty list", fix="add a Worker JobSpec with PodCount, "
-                              "EcsSpec (or ResourceConfig) and Image")
+        raise CheckInputError(_("{path}: JobSpecs must be a non-empty list").format(path=path),
+                              fix=_("add a Worker JobSpec with PodCount, EcsSpec (or ResourceConfig) and Image"))
     nodes = 0
     for i, spec in enumerate(specs):
         if not isinstance(spec, dict):
-            raise _type_error(path, f"JobSpecs[{i}]", "an object", spec)
+            raise _type_error(path, f"JobSpecs[{i}]", _("an object"), spec)
         nodes += _int(path, f"JobSpecs[{i}].PodCount", spec.get("PodCount"), default=1) or 0
         ecs = spec.get("EcsSpec")
         if ecs is not None:
             if not isinstance(ecs, str):
-                raise _type_error(path, f"JobSpecs[{i}].EcsSpec", "a string", ecs)
+                raise _type_error(path, f"JobSpecs[{i}].EcsSpec", _("a string"), ecs)
             f.instance_types.append(ecs)
         rc = spec.get("ResourceConfig")
         if isinstance(rc, dict) and rc.get("GPU") is not None:
@@ -47,24 +48,25 @@ def _dlc(body: Any, f: JobFacts) -> None:
             _add_script(f, f"JobSpecs[{i}].UserCommand", spec["UserCommand"])
     f.nodes = nodes
     uc = body.get("UserCommand")
-    if uc is None and not any(w.startswith("JobSpecs") for w, _ in f.scripts):
-        raise CheckInputError(f"{path}: UserCommand is missing", fix="add the command every node runs (launch.sh)")
+    if uc is None and not any(w.startswith("JobSpecs") for w, _s in f.scripts):
+        raise CheckInputError(_("{path}: UserCommand is missing").format(path=path),
+                              fix=_("add the command every node runs (launch.sh)"))
     if uc is not None:
         _add_script(f, "UserCommand", uc)
     f.resource_id = body.get("ResourceId") or None
     vpc = body.get("UserVpc")
     if vpc is not None and not isinstance(vpc, dict):
-        raise _type_error(path, "UserVpc", "an object", vpc)
+        raise _type_error(path, "UserVpc", _("an object"), vpc)
     f.vpc = vpc
     ds = body.get("DataSources") or []
     if not isinstance(ds, list):
-        raise _type_error(path, "DataSources", "a list", ds)
+        raise _type_error(path, "DataSources", _("a list"), ds)
     for d in ds:
         if isinstance(d, dict) and d.get("MountPath") and str(d.get("MountAccess", "RW")).upper() != "RO":
             f.mounts.append(str(d["MountPath"]))
             m = _REGION_IN_OSS.search(str(d.get("Uri", "")))
             if m:
-                f.regions[f"data source {d.get('Uri')}"] = m.group(1)
+                f.regions[_("data source {uri}").format(uri=d.get("Uri"))] = m.group(1)
     envs = body.get("Envs") or {}
     if isinstance(envs, dict):
         f.envs.update({str(k): str(v) for k, v in envs.items()})
@@ -91,12 +93,12 @@ def _pai_cli(script: Script, f: JobFacts) -> bool:
             if fl.get("worker-count"):
                 f.nodes = _int(f.path, "--worker-count", fl["worker-count"])
             for r in roles:
-                _, _, kv = r.partition(":")
+                _role, _sep, kv = r.partition(":")
                 opts = dict(p.split("=", 1) for p in kv.split(",") if "=" in p)
                 if opts.get("spec"):
                     f.instance_types.append(opts["spec"])
                 if opts.get("count"):
-                    f.nodes = (f.nodes or 0) + _int(f.path, "--role count", opts["count"])
+                    f.nodes = (f.nodes or 0) + _int(f.path, _("--role count"), opts["count"])
                 if opts.get("spot", "").lower() in ("true", "1", "yes"):
                     f.spot = True
                 if opts.get("image"):
@@ -145,7 +147,8 @@ def _expand_cat(f: JobFacts, value: str) -> str:
     p = Path(f.path).parent / m.group(1)
     if _is_file(p):
         return read_text(p)
-    f.notes.append(f"{m.group(1)} (read by the command) is not beside the file, so it was not checked")
+    f.notes.append(_("{path} (read by the command) is not beside the file, so it was not checked").format(
+        path=m.group(1)))
     return ""
 
 
@@ -156,7 +159,7 @@ def _pai_cli_body(f: JobFacts, src: str, is_json: bool) -> None:
         text = read_text(p) if _is_file(p) else ""
     if not text.strip():
         return
-    body = _load_json(text, f"{f.path} (request body)")
+    body = _load_json(text, _("{path} (request body)").format(path=f.path))
     kind, path = f.kind, f.path
     _dlc(body, f)
     f.kind, f.path = kind, path

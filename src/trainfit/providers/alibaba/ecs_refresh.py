@@ -34,6 +34,7 @@ from typing import Any
 
 from trainfit.catalog._schema import to_csv_value
 from trainfit.errors import CatalogError, TrainfitError
+from trainfit.i18n import _
 from trainfit.providers._refresh_common import (Deadline, RefreshCounts, check_schema, classify, reported_gpu,
                                                 sdk_version, short,
                                                 today, wanted_types, write_cache, write_price_cache)
@@ -97,12 +98,13 @@ class _Api:
             raise classify(e, what=what, timeout_s=ms / 1000, cred_fix=CRED_FIX) from None
         body = getattr(resp, "body", None)
         if body is None:
-            raise CatalogError(f"{what} returned a malformed response (no parsable body)",
-                               fix="the cache was left as it was; retry later or check --endpoint")
+            raise CatalogError(_("{what} returned a malformed response (no parsable body)").format(what=what),
+                               fix=_("the cache was left as it was; retry later or check --endpoint"))
         try:
             return body.to_map()
         except Exception as e:  # noqa: BLE001
-            raise CatalogError(f"{what}: malformed response ({short(e)})", fix="the cache was left as it was") from None
+            raise CatalogError(_("{what}: malformed response ({detail})").format(what=what, detail=short(e)),
+                               fix=_("the cache was left as it was")) from None
 
 
 # ------------------------------------------------------------------------------------------ specs
@@ -112,19 +114,20 @@ def fetch_instance_types(api: _Api) -> list[dict[str, Any]]:
     what = f"ECS DescribeInstanceTypes ({api.region})"
     out: list[dict[str, Any]] = []
     token = None
-    for _ in range(_MAX_PAGES):
+    for _page in range(_MAX_PAGES):
         req = api.models.DescribeInstanceTypesRequest(minimum_gpuamount=1, max_results=_PAGE_SIZE, next_token=token)
         m = api.call("describe_instance_types_with_options", req, what)
         box = m.get("InstanceTypes")
         items = box.get("InstanceType") if isinstance(box, dict) else None
         if not isinstance(items, list):
-            raise CatalogError(f"{what}: malformed response (InstanceTypes.InstanceType is not a list)",
-                               fix="the cache was left as it was")
+            raise CatalogError(_("{what}: malformed response ({detail})").format(
+                what=what, detail="InstanceTypes.InstanceType is not a list"), fix=_("the cache was left as it was"))
         out.extend(items)
         token = m.get("NextToken")
         if not token or not items:
             return out
-    raise CatalogError(f"{what}: more than {_MAX_PAGES} pages", fix="report this; the cache was left as it was")
+    raise CatalogError(_("{what}: more than {n} pages").format(what=what, n=_MAX_PAGES),
+                       fix=_("report this; the cache was left as it was"))
 
 
 def _num(d: dict, key: str, where: str, *, integer: bool = False, required: bool = False) -> Any:
@@ -199,8 +202,8 @@ def types_to_rows(items: list[Any], *, as_of: str | None = None
             row["intra_node_link"] = "none"
         rows.append(row)
     if problems:
-        raise CatalogError("ECS DescribeInstanceTypes returned malformed instance types:\n  " + "\n  ".join(problems),
-                           fix="the cache was left as it was; report this if the API changed")
+        raise CatalogError(_("ECS DescribeInstanceTypes returned malformed instance types:") + "\n  "
+                           + "\n  ".join(problems), fix=_("the cache was left as it was; report this if the API changed"))
     check_schema("ECS DescribeInstanceTypes", rows, list(gpus.values()))
     return list(gpus.values()), rows
 
@@ -221,7 +224,8 @@ def _price_rows_for(api: _Api, itype: str, resource_class: str, as_of: str) -> l
                                            price_unit="Hour", period=1, instance_network_type="vpc"), what)
     price = (body.get("PriceInfo") or {}).get("Price")
     if not isinstance(price, dict):
-        raise CatalogError(f"{what}: malformed response (no PriceInfo.Price)", fix="the cache was left as it was")
+        raise CatalogError(_("{what}: malformed response ({detail})").format(what=what, detail="no PriceInfo.Price"),
+                           fix=_("the cache was left as it was"))
     details = ((price.get("DetailInfos") or {}).get("DetailInfo")) or []
     line = next((d for d in details if isinstance(d, dict) and str(d.get("Resource", "")).lower() == "instancetype"),
                 None)
@@ -241,8 +245,8 @@ def _price_rows_for(api: _Api, itype: str, resource_class: str, as_of: str) -> l
                                                       ostype="linux"), what)
     items = ((body.get("SpotPrices") or {}).get("SpotPriceType")) or []
     if not isinstance(items, list):
-        raise CatalogError(f"{what}: malformed response (SpotPrices.SpotPriceType is not a list)",
-                           fix="the cache was left as it was")
+        raise CatalogError(_("{what}: malformed response ({detail})").format(
+            what=what, detail="SpotPrices.SpotPriceType is not a list"), fix=_("the cache was left as it was"))
     newest: dict[str, dict] = {}
     for p in items:
         if not isinstance(p, dict) or not p.get("ZoneId"):
@@ -279,7 +283,7 @@ def refresh_ecs(region: str, *, prices: bool = False, instance_types: list[str] 
                 total_timeout_s: float | None = None, credential: Any = None) -> EcsRefreshResult:
     """Fetch, validate and cache ECS GPU specs (or, with ``prices``, ECS prices) for ``region``."""
     if not region or not region.strip():
-        raise CatalogError("refresh needs a region", fix="pass --region, e.g. cn-hangzhou or cn-wulanchabu")
+        raise CatalogError(_("refresh needs a region"), fix=_("pass --region, e.g. cn-hangzhou or cn-wulanchabu"))
     region = region.strip()
     total = total_timeout_s if total_timeout_s is not None else max(60.0, 4 * timeout_s)
     what = f"ECS {'price' if prices else 'spec'} refresh ({region})"
@@ -291,8 +295,8 @@ def refresh_ecs(region: str, *, prices: bool = False, instance_types: list[str] 
         items = fetch_instance_types(api)
         gpus, rows = types_to_rows(items, as_of=as_of)
         if not rows:
-            raise CatalogError(f"ECS DescribeInstanceTypes ({region}) returned no GPU instance types",
-                               fix="check the region id; the cache was left as it was")
+            raise CatalogError(_("ECS DescribeInstanceTypes ({region}) returned no GPU instance types").format(
+                region=region), fix=_("check the region id; the cache was left as it was"))
         path = cache_path(region, prices=False)
         fetched = write_cache(path, provider="ecs", region=region, sdk=sdk, gpus=gpus, instances=rows)
         return EcsRefreshResult(region=region, path=path, instances=len(rows),
@@ -300,7 +304,7 @@ def refresh_ecs(region: str, *, prices: bool = False, instance_types: list[str] 
 
     wanted = wanted_types(_gpu_types_in_catalog(), instance_types)
     if not wanted:
-        raise CatalogError("no Alibaba ECS GPU instance types to price", fix="pass --instance-type")
+        raise CatalogError(_("no Alibaba ECS GPU instance types to price"), fix=_("pass --instance-type"))
     price_rows: list[dict[str, Any]] = []
     skipped: list[str] = []
     for itype, rc in wanted:
@@ -314,7 +318,8 @@ def refresh_ecs(region: str, *, prices: bool = False, instance_types: list[str] 
     path = cache_path(region, prices=True)
     n, fetched = write_price_cache(
         path, price_rows, label="ECS prices", provider="ecs", region=region, sdk=sdk,
-        schema_what="ECS price APIs", schema_fix="the cache was left as it was; report this if the API changed",
-        empty=f"no ECS prices in {region}: none of {len(wanted)} instance types is sold there",
-        empty_fix="check the region id; the cache was left as it was")
+        schema_what="ECS price APIs", schema_fix=_("the cache was left as it was; report this if the API changed"),
+        empty=_("no ECS prices in {region}: none of {n} instance types is sold there").format(region=region,
+                                                                                            n=len(wanted)),
+        empty_fix=_("check the region id; the cache was left as it was"))
     return EcsRefreshResult(region=region, path=path, prices=n, skipped=tuple(skipped), fetched_at=fetched)

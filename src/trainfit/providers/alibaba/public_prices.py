@@ -37,6 +37,7 @@ from typing import Any
 
 from trainfit.catalog.prices import DLC_BILLING_URL, HOURS_PER_MONTH  # noqa: F401 - re-exported for docs and tests
 from trainfit.errors import CatalogError, NetworkError
+from trainfit.i18n import _
 
 #: Newest version of each site's file cited in public code (SpareCores sc-crawler cites intl 2.0.375; the
 #: China-site 2.0.211 directory is cited by public code for ``bandWidthPrice.json`` next to it). The file's own
@@ -102,32 +103,33 @@ def read_source(src: str, *, timeout_s: float, total_timeout_s: float | None = N
     max_bytes = MAX_PRICE_LIST_BYTES if max_bytes is None else max_bytes
     if not _is_url(src):
         if "://" in src:
-            raise CatalogError(f"--url {src[:80]!r}: only http://, https:// or a local file are read",
-                               fix="pass the https:// link of instancePrice.json, or the path of a saved copy")
+            raise CatalogError(_("--url {url!r}: only http://, https:// or a local file are read").format(url=src[:80]),
+                               fix=_("pass the https:// link of instancePrice.json, or the path of a saved copy"))
         from trainfit.inputs import read_text_file
 
-        return read_text_file(src, max_bytes=max_bytes, what="price list", error=CatalogError,
-                              fix="pass the path of a saved instancePrice.json").encode("utf-8")
+        return read_text_file(src, max_bytes=max_bytes, what=_("price list"), error=CatalogError,
+                              fix=_("pass the path of a saved instancePrice.json")).encode("utf-8")
     if not _URL_RE.match(src):
-        raise CatalogError(f"--url {src[:80]!r} is not a usable URL (spaces or control characters)",
-                           fix="pass the https:// link of instancePrice.json")
+        raise CatalogError(_("--url {url!r} is not a usable URL (spaces or control characters)").format(url=src[:80]),
+                           fix=_("pass the https:// link of instancePrice.json"))
     import http.client
     import urllib.error
     import urllib.request
 
     from trainfit.providers._refresh_common import Deadline
 
-    what = f"Alibaba public price list {src}"
+    what = _("Alibaba public price list {url}").format(url=src)
     deadline = Deadline(total_s=total_timeout_s if total_timeout_s is not None else max(300.0, 10 * timeout_s),
                         per_call_s=timeout_s, what=what)
-    too_big = f"{what} is larger than the {max_bytes:,}-byte limit"
+    too_big = _("{what} is larger than the {limit:,}-byte limit").format(what=what, limit=max_bytes)
 
     def get() -> bytes:
         req = urllib.request.Request(src, headers={"User-Agent": "trainfit", "Accept": "application/json"})
         with urllib.request.urlopen(req, timeout=deadline.call_timeout_s()) as resp:  # noqa: S310 - http(s) only
             n = str(resp.headers.get("Content-Length") or "").strip()
             if n.isdigit() and int(n) > max_bytes:
-                raise _TooBig(f"{what} is {int(n):,} bytes, over the {max_bytes:,}-byte limit")
+                raise _TooBig(_("{what} is {size:,} bytes, over the {limit:,}-byte limit").format(
+                    what=what, size=int(n), limit=max_bytes))
             data = resp.read(max_bytes + 1)
             if len(data) > max_bytes:
                 raise _TooBig(too_big)
@@ -136,23 +138,23 @@ def read_source(src: str, *, timeout_s: float, total_timeout_s: float | None = N
     try:
         return deadline.run(get)
     except _TooBig as e:
-        raise CatalogError(str(e), fix="check --url (a real price list is a few MB); the cache was left as it was") \
-            from None
+        raise CatalogError(str(e), fix=_("check --url (a real price list is a few MB); the cache was left as it "
+                                         "was")) from None
     except urllib.error.HTTPError as e:
-        raise CatalogError(f"{what} answered HTTP {e.code} {e.reason}",
-                           fix="check --url (open the ECS pricing page and copy its instancePrice.json link); "
-                               "the cache was left as it was") from None
+        raise CatalogError(_("{what} answered HTTP {code} {reason}").format(what=what, code=e.code, reason=e.reason),
+                           fix=_("check --url (open the ECS pricing page and copy its instancePrice.json link); the "
+                                 "cache was left as it was")) from None
     except (urllib.error.URLError, OSError, http.client.HTTPException, ValueError) as e:
         from trainfit.providers._refresh_common import short
 
         reason = getattr(e, "reason", None) or e
         if "timed out" in str(reason).lower():
-            raise NetworkError(f"{what} timed out (limit {timeout_s:g} s per call): {short(reason)}",
-                               fix="check the network/proxy or retry with a larger --timeout; "
-                                   "the cache was left as it was") from None
-        raise NetworkError(f"network error reading {what}: {short(reason)}",
-                           fix="check the network and proxy, or download the file and pass --url FILE; "
-                               "the cache was left as it was") from None
+            raise NetworkError(_("{what} timed out (limit {timeout_s:g} s per call): {error}").format(
+                what=what, timeout_s=timeout_s, error=short(reason)),
+                fix=_("check the network/proxy or retry with a larger --timeout; the cache was left as it was")) from None
+        raise NetworkError(_("network error reading {what}: {error}").format(what=what, error=short(reason)),
+                           fix=_("check the network and proxy, or download the file and pass --url FILE; the cache "
+                                 "was left as it was")) from None
 
 
 class _TooBig(Exception):
@@ -219,8 +221,9 @@ def parse_price_list(data: Any, *, site: str, wanted: dict[str, str], source_url
 
     Raises :class:`CatalogError` listing every malformed entry of a wanted type (nothing is kept then)."""
     if not isinstance(data, dict) or not isinstance(data.get("pricingInfo"), dict):
-        raise CatalogError("not an Alibaba ECS price list: no 'pricingInfo' object at the top level",
-                           fix="pass instancePrice.json from Alibaba's ECS pricing page; the cache was left as it was")
+        raise CatalogError(_("not an Alibaba ECS price list: no 'pricingInfo' object at the top level"),
+                           fix=_("pass instancePrice.json from Alibaba's ECS pricing page; the cache was left as it "
+                                 "was"))
     from trainfit.catalog._schema import CURRENCIES
     from trainfit.inputs import PATTERNS
 
@@ -260,7 +263,7 @@ def parse_price_list(data: Any, *, site: str, wanted: dict[str, str], source_url
         if prev is None or rank > prev[0]:
             best[(region, itype)] = (rank, str(key), entry)
     rows: list[dict[str, Any]] = []
-    for (region, itype), (_, key, entry) in sorted(best.items()):
+    for (region, itype), (_rank, key, entry) in sorted(best.items()):
         where = f"pricingInfo[{key[:80]!r}]"
         try:
             if not isinstance(entry, dict):
@@ -284,9 +287,9 @@ def parse_price_list(data: Any, *, site: str, wanted: dict[str, str], source_url
                                   f"at {HOURS_PER_MONTH:g} h/month (8,760 h/year / 12): subscription, not "
                                   "pay-as-you-go"})
     if problems:
-        raise CatalogError("the price list has malformed entries:\n  " + "\n  ".join(problems[:20])
-                           + (f"\n  ... and {len(problems) - 20} more" if len(problems) > 20 else ""),
-                           fix="check --url (a saved copy may be truncated or edited); the cache was left as it was")
+        raise CatalogError(_("the price list has malformed entries:") + "\n  " + "\n  ".join(problems[:20])
+                           + ("\n  " + _("... and {n} more").format(n=len(problems) - 20) if len(problems) > 20 else ""),
+                           fix=_("check --url (a saved copy may be truncated or edited); the cache was left as it was"))
     found = {r["instance_type"].lower() for r in rows}
     missing = tuple(sorted(t for k, t in wanted.items() if k not in found))
     return rows, meta, missing
@@ -306,7 +309,8 @@ def refresh_public_prices(*, site: str = "cn", url: str | None = None, instance_
     :func:`discover_url`; else the site's :data:`DEFAULT_URLS`), keep the catalog's
     Alibaba ECS instance types (or ``instance_types``), write them atomically into the user cache."""
     if site not in SITES:
-        raise CatalogError(f"unknown --site {site!r}", fix=f"use one of {', '.join(SITES)}")
+        raise CatalogError(_("unknown --site {site!r}").format(site=site),
+                           fix=_("use one of {names}").format(names=", ".join(SITES)))
     from trainfit.inputs import PATTERNS, loads_json
 
     found = None
@@ -321,20 +325,20 @@ def refresh_public_prices(*, site: str = "cn", url: str | None = None, instance_
     if instance_types:
         bad = [t for t in instance_types if not PATTERNS["instance_type"].match(t.strip())]
         if bad:
-            raise CatalogError(f"--instance-type {bad[0][:60]!r} is not an instance type name",
-                               fix="e.g. --instance-type ecs.gn7i-c8g1.2xlarge")
+            raise CatalogError(_("--instance-type {name!r} is not an instance type name").format(name=bad[0][:60]),
+                               fix=_("e.g. --instance-type ecs.gn7i-c8g1.2xlarge"))
     types = [t.strip() for t in instance_types] if instance_types else _catalog_types()
     if not types:
-        raise CatalogError("no Alibaba ECS instance types to price", fix="pass --instance-type")
+        raise CatalogError(_("no Alibaba ECS instance types to price"), fix=_("pass --instance-type"))
     wanted = {t.lower(): t for t in types}
     raw = read_source(src, timeout_s=timeout_s, total_timeout_s=total_timeout_s)
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as e:
-        raise CatalogError(f"price list {src[:120]} is not UTF-8 text (byte {e.start})",
-                           fix="check --url; the cache was left as it was") from None
+        raise CatalogError(_("price list {url} is not UTF-8 text (byte {pos})").format(url=src[:120], pos=e.start),
+                           fix=_("check --url; the cache was left as it was")) from None
     source_url = src if _is_url(src) else f"file {Path(src).expanduser().resolve()}"
-    data = loads_json(text, what=f"price list {src[:120]}", error=CatalogError, limit=MAX_DEPTH)
+    data = loads_json(text, what=_("price list {url}").format(url=src[:120]), error=CatalogError, limit=MAX_DEPTH)
     rows, meta, missing = parse_price_list(data, site=site, wanted=wanted, source_url=source_url)
     from trainfit.providers._refresh_common import write_price_cache
 
@@ -342,15 +346,20 @@ def refresh_public_prices(*, site: str = "cn", url: str | None = None, instance_
     n, fetched = write_price_cache(
         path, rows, label="public prices", provider="alibaba-public", region=f"all ({site} site)",
         sdk="none (public price list, no credentials)", schema_what="the Alibaba public price list",
-        schema_fix="check --url; the cache was left as it was",
-        empty=f"the price list lists none of the {len(wanted)} instance types asked for",
-        empty_fix="check --site (China-site types and regions differ from the international site's) and "
-                  "--instance-type; the cache was left as it was",
+        schema_fix=_("check --url; the cache was left as it was"),
+        empty=_("the price list lists none of the {n} instance types asked for").format(n=len(wanted)),
+        empty_fix=_("check --site (China-site types and regions differ from the international site's) and "
+                    "--instance-type; the cache was left as it was"),
         extra={"price_list": meta})
     regions = tuple(sorted({r["region"] for r in rows}))
-    how = ("--url" if url else f"the link on {PRICING_PAGES[site]}" if found else
-           "the pinned default (" + (f"{PRICING_PAGES[site]} named no price list" if site in PRICING_PAGES else
-                                     "no pricing page is known for this site") + ")")
+    if url:
+        how = "--url"
+    elif found:
+        how = _("the link on {page}").format(page=PRICING_PAGES[site])
+    elif site in PRICING_PAGES:
+        how = _("the pinned default ({page} named no price list)").format(page=PRICING_PAGES[site])
+    else:
+        how = _("the pinned default (no pricing page is known for this site)")
     return PublicPriceResult(site=site, path=path, url=source_url, version=meta["version"], how=how,
                              publication_date=meta["publication_date"], currency=meta["currency"], prices=n,
                              regions=regions, instance_types=len({r["instance_type"] for r in rows}),

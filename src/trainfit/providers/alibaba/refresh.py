@@ -26,6 +26,7 @@ from typing import Any
 from trainfit.catalog._schema import to_csv_value
 from trainfit.catalog.cache import CACHE_FORMAT, _gpu_update_columns, cache_file, write_cache_atomic
 from trainfit.errors import CatalogError
+from trainfit.i18n import _
 from trainfit.providers._refresh_common import check_schema, short
 from trainfit.providers.alibaba.client import (PAI_PIP, PAI_READ_CRED_FIX, Sdk, classify_list_specs,  # noqa: F401
                                                default_credential, import_sdk, make_config, runtime_options)
@@ -86,22 +87,24 @@ def fetch_pai_specs(region: str, *, endpoint: str | None = None, protocol: str =
                 raise _classify(e, region, timeout_s) from None
             body = getattr(resp, "body", None)
             if body is None:
-                raise CatalogError(f"PAI-DLC ListEcsSpecs in {region} returned a malformed response (no parsable body, "
-                                   f"HTTP {getattr(resp, 'status_code', '?')})",
-                                   fix="the cache was left as it was; retry later or check --endpoint")
+                raise CatalogError(_("PAI-DLC ListEcsSpecs in {region} returned a malformed response (no parsable "
+                                     "body, HTTP {status})").format(region=region,
+                                                                    status=getattr(resp, "status_code", "?")),
+                                   fix=_("the cache was left as it was; retry later or check --endpoint"))
             try:
                 m = body.to_map()
             except Exception as e:  # noqa: BLE001
-                raise CatalogError(f"PAI-DLC ListEcsSpecs in {region}: malformed response ({_short(e)})",
-                                   fix="the cache was left as it was") from None
+                raise CatalogError(_("PAI-DLC ListEcsSpecs in {region}: malformed response ({error})").format(
+                    region=region, error=_short(e)), fix=_("the cache was left as it was")) from None
             items = m.get("EcsSpecs")
             total = m.get("TotalCount")
             if not isinstance(items, list):
-                raise CatalogError(f"PAI-DLC ListEcsSpecs in {region}: malformed response (EcsSpecs is "
-                                   f"{type(items).__name__}, not a list)", fix="the cache was left as it was")
+                raise CatalogError(_("PAI-DLC ListEcsSpecs in {region}: malformed response (EcsSpecs is {type}, not a "
+                                     "list)").format(region=region, type=type(items).__name__),
+                                   fix=_("the cache was left as it was"))
             if total is not None and (not isinstance(total, int) or isinstance(total, bool) or total < 0):
-                raise CatalogError(f"PAI-DLC ListEcsSpecs in {region}: malformed TotalCount {total!r}",
-                                   fix="the cache was left as it was")
+                raise CatalogError(_("PAI-DLC ListEcsSpecs in {region}: malformed TotalCount {total!r}").format(
+                    region=region, total=total), fix=_("the cache was left as it was"))
             specs.extend(items)
             got = sum(1 for s in specs if isinstance(s, dict) and s.get("ResourceType", rtype) == rtype)
             if not items or total is None or got >= total or page >= _MAX_PAGES:
@@ -245,8 +248,8 @@ def specs_to_rows(specs: list[Any], region: str, *, today: str | None = None
         gpu_name = _spec_gpu(s, index, gpu_rows, source, today)
         inst_rows.append(_instance_row(s, raw, gpu_name, region, source, today))
     if problems:
-        raise CatalogError("PAI-DLC ListEcsSpecs returned malformed specs:\n  " + "\n  ".join(problems),
-                           fix="the cache was left as it was; report this if the API changed")
+        raise CatalogError(_("PAI-DLC ListEcsSpecs returned malformed specs:") + "\n  " + "\n  ".join(problems),
+                           fix=_("the cache was left as it was; report this if the API changed"))
     check_schema("PAI-DLC ListEcsSpecs", inst_rows, list(gpu_rows.values()), gpu_columns=_gpu_update_columns)
     return list(gpu_rows.values()), inst_rows
 
@@ -255,10 +258,10 @@ def refresh(provider: str, region: str, *, endpoint: str | None = None, protocol
             timeout_s: float = 15.0, credential: Any = None) -> RefreshResult:
     """Fetch, validate and cache live specs for ``provider`` (only ``pai`` today) in ``region``."""
     if provider.lower() not in ("pai", "alibaba"):
-        raise CatalogError(f"refresh is not available for provider {provider!r}",
-                           fix="use --provider pai; for other clouds add rows to your overlay")
+        raise CatalogError(_("refresh is not available for provider {provider!r}").format(provider=provider),
+                           fix=_("use --provider pai; for other clouds add rows to your overlay"))
     if not region or not region.strip():
-        raise CatalogError("refresh needs a region", fix="pass --region, e.g. cn-hangzhou or cn-wulanchabu")
+        raise CatalogError(_("refresh needs a region"), fix=_("pass --region, e.g. cn-hangzhou or cn-wulanchabu"))
     from trainfit import inputs
 
     # the region becomes part of the API host name: a strict pattern keeps "evil.example/x" out of it
@@ -268,11 +271,11 @@ def refresh(provider: str, region: str, *, endpoint: str | None = None, protocol
     specs = call_with_deadline(
         lambda: fetch_pai_specs(region, endpoint=endpoint, protocol=protocol, timeout_s=timeout_s,
                                 credential=credential),
-        timeout_s=timeout_s, what=f"PAI-DLC ListEcsSpecs in {region}",
-        fix="check the network/proxy and --endpoint, or retry with a larger --timeout; the cache was left as it was")
+        timeout_s=timeout_s, what=_("PAI-DLC ListEcsSpecs in {region}").format(region=region),
+        fix=_("check the network/proxy and --endpoint, or retry with a larger --timeout; the cache was left as it was"))
     if not specs:
-        raise CatalogError(f"PAI-DLC ListEcsSpecs in {region} returned no GPU specs",
-                           fix="check the region id; the cache was left as it was")
+        raise CatalogError(_("PAI-DLC ListEcsSpecs in {region} returned no GPU specs").format(region=region),
+                           fix=_("check the region id; the cache was left as it was"))
     gpus, insts = specs_to_rows(specs, region)
     fetched = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
     path = cache_file("pai", region)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from trainfit.errors import SubmitError, TrainfitError
+from trainfit.i18n import N_, _
 from trainfit.providers.alibaba.client import (CREATE_JOB_CRED_FIX, Sdk, classify_create_job, default_credential,
                                                import_sdk, make_config, scrub)
 
@@ -36,6 +37,7 @@ class JobTarget:
 
     region: str | None = None
     region_source: str | None = None
+    """An English phrase (a message id: shown with ``i18n.translate``; JSON keeps it as it is)."""
     workspace_id: str | None = None
     resource_id: str | None = None
     resource_class: str | None = None
@@ -66,12 +68,12 @@ def job_target(body: dict[str, Any]) -> JobTarget:
         if pf is not None:
             plan = pf
             break
-    region, source = ident(plan.get("region"), "region"), "the job's trainfit header"
+    region, source = ident(plan.get("region"), "region"), N_("the job's trainfit header")
     specs = body.get("JobSpecs") if isinstance(body.get("JobSpecs"), list) else []
     spec = specs[0] if specs and isinstance(specs[0], dict) else {}
     if region is None:
         m = re.search(r"\.([a-z]{2}-[a-z0-9-]+?)\.cr\.aliyuncs\.com", str(spec.get("Image") or ""))
-        region, source = (ident(m.group(1), "region"), "the job's image registry") if m else (None, None)
+        region, source = (ident(m.group(1), "region"), N_("the job's image registry")) if m else (None, None)
     if region is None:
         sources = body.get("DataSources")
         for d in sources if isinstance(sources, list) else ():  # a hand-edited body may hold anything here
@@ -79,7 +81,7 @@ def job_target(body: dict[str, Any]) -> JobTarget:
                 continue
             m = re.search(r"oss-([a-z]{2}-[a-z0-9-]+?)(?:-internal)?\.aliyuncs\.com", str(d.get("Uri") or ""))
             if m:
-                region, source = ident(m.group(1), "region"), "the job's OSS data source"
+                region, source = ident(m.group(1), "region"), N_("the job's OSS data source")
                 break
     rc = plan.get("resource_class") if isinstance(plan.get("resource_class"), str) else None
     if rc is None and str(spec.get("EcsSpec") or "").startswith("ml."):
@@ -94,8 +96,8 @@ def resolve_region(region: str | None, target: JobTarget) -> tuple[str, str]:
     if region:
         return region, "--region"
     if target.region:
-        return target.region, target.region_source or "the job file"
-    return DEFAULT_REGION, "default (the job file names no region)"
+        return target.region, target.region_source or N_("the job file")
+    return DEFAULT_REGION, N_("default (the job file names no region)")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -123,24 +125,26 @@ def load_job(path: str | Path) -> tuple[Path, dict[str, Any]]:
     try:
         is_dir = p.is_dir()
     except OSError as e:  # a name over the file system's limit (ENAMETOOLONG)
-        raise SubmitError(f"{str(p)[:80]}{'…' if len(str(p)) > 80 else ''} cannot be read: {e.strerror or e}",
-                          fix="pass dlc_job.json or the folder `trainfit render --target dlc` wrote") from None
+        raise SubmitError(_("{path} cannot be read: {error}").format(
+            path=str(p)[:80] + ("…" if len(str(p)) > 80 else ""), error=e.strerror or e),
+            fix=_("pass dlc_job.json or the folder `trainfit render --target dlc` wrote")) from None
     if is_dir:
         p = p / "dlc_job.json"
     from trainfit._io import read_json_limited
     from trainfit.writes import stale_in
 
     if stale_in(p.parent, p.name):
-        raise SubmitError(f"{p} is not one of the files trainfit rendered last into {p.parent} (its manifest does "
-                          "not list it): it is left from an earlier render or was put there by hand",
-                          fix="render again with --target dlc, or submit a folder that holds only this job")
+        raise SubmitError(_("{path} is not one of the files trainfit rendered last into {folder} (its manifest does "
+                            "not list it): it is left from an earlier render or was put there by hand").format(
+            path=p, folder=p.parent),
+            fix=_("render again with --target dlc, or submit a folder that holds only this job"))
 
-    body = read_json_limited(p, max_bytes=MAX_BODY_BYTES, error=SubmitError, what="DLC job",
-                             fix="pass dlc_job.json or the folder `trainfit render --target dlc` wrote",
-                             too_big_fix="shorten UserCommand (move scripts into a code source or mounted file)")
+    body = read_json_limited(p, max_bytes=MAX_BODY_BYTES, error=SubmitError, what=_("DLC job"),
+                             fix=_("pass dlc_job.json or the folder `trainfit render --target dlc` wrote"),
+                             too_big_fix=_("shorten UserCommand (move scripts into a code source or mounted file)"))
     if not isinstance(body, dict) or not body.get("JobSpecs") or not body.get("UserCommand"):
-        raise SubmitError(f"{p} is not a PAI-DLC CreateJob body (JobSpecs and UserCommand are required)",
-                          fix="regenerate it with `trainfit render --target dlc`")
+        raise SubmitError(_("{path} is not a PAI-DLC CreateJob body (JobSpecs and UserCommand are required)").format(
+            path=p), fix=_("regenerate it with `trainfit render --target dlc`"))
     return p, body
 
 
@@ -162,7 +166,7 @@ def submit(path: str | Path, *, region: str | None = None, yes: bool = False, en
     (:func:`job_target`), else :data:`DEFAULT_REGION`."""
     from trainfit import inputs
 
-    _, body = load_job(path)
+    _path, body = load_job(path)
     target = job_target(body)
     region, source = resolve_region(region, target)
     region = inputs.as_ident("--region", region, "region")  # part of the API host name
@@ -180,9 +184,10 @@ def submit(path: str | Path, *, region: str | None = None, yes: bool = False, en
         return client.create_job(models.CreateJobRequest().from_map(body))
 
     try:
-        resp = call_with_deadline(send, timeout_s=timeout_s, what=f"PAI-DLC CreateJob in {region}",
-                                  fix="check the network and endpoint; the job may or may not have been created: "
-                                      "look in the PAI console before sending it again")
+        resp = call_with_deadline(send, timeout_s=timeout_s,
+                                  what=_("PAI-DLC CreateJob in {region}").format(region=region),
+                                  fix=_("check the network and endpoint; the job may or may not have been created: "
+                                        "look in the PAI console before sending it again"))
     except TrainfitError:
         raise
     except Exception as e:  # the SDK raises Tea/Dara exceptions and transport errors

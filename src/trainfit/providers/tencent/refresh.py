@@ -28,14 +28,15 @@ from typing import Any
 
 from trainfit.catalog._schema import to_csv_value
 from trainfit.errors import CatalogError, MissingExtraError, TrainfitError
+from trainfit.i18n import N_, _, translate
 from trainfit.providers._refresh_common import (Deadline, RefreshCounts, check_schema, classify, reported_gpu,
                                                 sdk_version, short,
                                                 today, wanted_types, write_cache, write_price_cache)
 
 TENCENT_PIP = "pip install 'trainfit[tencent]'"
 SDK_DIST = "tencentcloud-sdk-python-cvm"
-CRED_FIX = ("set TENCENTCLOUD_SECRET_ID and TENCENTCLOUD_SECRET_KEY, or configure ~/.tencentcloud/credentials; "
-            "the key needs CVM read access (cvm:Describe*, cvm:InquiryPrice*)")
+CRED_FIX = N_("set TENCENTCLOUD_SECRET_ID and TENCENTCLOUD_SECRET_KEY, or configure ~/.tencentcloud/credentials; "
+              "the key needs CVM read access (cvm:Describe*, cvm:InquiryPrice*)")  # shown with i18n.translate
 _NOT_SOLD = ("invalidinstancetype", "resourcesoldout", "resourceunavailable", "invalidzone",
              "invalidparametervalue.instancetype", "unsupportedoperation.instancetype")
 
@@ -56,7 +57,9 @@ def _import_sdk():
         from tencentcloud.common.profile.http_profile import HttpProfile
         from tencentcloud.cvm.v20170312 import cvm_client, models
     except ImportError as e:
-        raise MissingExtraError(f"the Tencent Cloud CVM SDK is not installed ({e.name})", fix=TENCENT_PIP) from None
+        raise MissingExtraError(_("the {label} is not installed ({module})").format(label="Tencent Cloud CVM SDK",
+                                                                                   module=e.name),
+                                fix=TENCENT_PIP) from None
     return cvm_client.CvmClient, models, ClientProfile, HttpProfile
 
 
@@ -65,7 +68,9 @@ def default_credential(timeout_s: float):
     try:
         from tencentcloud.common.credential import DefaultCredentialProvider
     except ImportError as e:
-        raise MissingExtraError(f"the Tencent Cloud SDK is not installed ({e.name})", fix=TENCENT_PIP) from None
+        raise MissingExtraError(_("the {label} is not installed ({module})").format(label="Tencent Cloud SDK",
+                                                                                   module=e.name),
+                                fix=TENCENT_PIP) from None
     box: dict[str, Any] = {}
 
     def work():
@@ -78,11 +83,12 @@ def default_credential(timeout_s: float):
     t.start()
     t.join(timeout_s)
     if t.is_alive():
-        raise CatalogError(f"no Tencent Cloud credentials found: the credential chain did not answer within "
-                           f"{timeout_s:g} s (it probes the CVM metadata service last)", fix=CRED_FIX)
+        raise CatalogError(_("no Tencent Cloud credentials found: the credential chain did not answer within "
+                             "{timeout_s:g} s (it probes the CVM metadata service last)").format(timeout_s=timeout_s),
+                           fix=translate(CRED_FIX))
     if "err" in box or box.get("cred") is None:
-        raise CatalogError(f"no Tencent Cloud credentials found: {short(box.get('err', 'empty chain'))}",
-                           fix=CRED_FIX)
+        raise CatalogError(_("no Tencent Cloud credentials found: {error}").format(
+            error=short(box.get("err", "empty chain"))), fix=translate(CRED_FIX))
     return box["cred"]
 
 
@@ -113,7 +119,8 @@ class _Api:
 
             return json.loads(resp.to_json_string())
         except Exception as e:  # noqa: BLE001
-            raise CatalogError(f"{what}: malformed response ({short(e)})", fix="the cache was left as it was") from None
+            raise CatalogError(_("{what}: malformed response ({detail})").format(what=what, detail=short(e)),
+                               fix=_("the cache was left as it was")) from None
 
 
 def _num(d: dict, key: str, where: str, *, required: bool = False) -> Any:
@@ -170,8 +177,8 @@ def _group_configs(items: list[Any]) -> dict[str, dict[str, Any]]:
         if c.get("Zone"):
             entry["zones"].append(str(c["Zone"]))
     if problems:
-        raise CatalogError("CVM DescribeInstanceTypeConfigs returned malformed configs:\n  " + "\n  ".join(problems),
-                           fix="the cache was left as it was; report this if the API changed")
+        raise CatalogError(_("CVM DescribeInstanceTypeConfigs returned malformed configs:") + "\n  "
+                           + "\n  ".join(problems), fix=_("the cache was left as it was; report this if the API changed"))
     return by_type
 
 
@@ -237,7 +244,8 @@ def _quote(api: _Api, itype: str, zone: str, image_id: str, spot: bool) -> dict[
     body = api.call("InquiryPriceRunInstances", req, what)
     ip = (body.get("Price") or {}).get("InstancePrice")
     if not isinstance(ip, dict):
-        raise CatalogError(f"{what}: malformed response (no Price.InstancePrice)", fix="the cache was left as it was")
+        raise CatalogError(_("{what}: malformed response ({detail})").format(what=what, detail="no Price.InstancePrice"),
+                           fix=_("the cache was left as it was"))
     return ip
 
 
@@ -246,8 +254,9 @@ def _price_rows_for(api: _Api, itype: str, rc: str, zone: str, image_id: str, cu
     src = f"Tencent Cloud CVM InquiryPriceRunInstances ({SDK_DIST})"
     pay = _quote(api, itype, zone, image_id, spot=False)
     if pay.get("ChargeUnit") not in (None, "HOUR"):
-        raise CatalogError(f"CVM InquiryPriceRunInstances ({itype}): ChargeUnit={pay.get('ChargeUnit')!r}, not HOUR",
-                           fix="report this; the cache was left as it was")
+        raise CatalogError(_("{what}: malformed response ({detail})").format(
+            what=f"CVM InquiryPriceRunInstances ({itype})", detail=f"ChargeUnit={pay.get('ChargeUnit')!r}, not HOUR"),
+            fix=_("report this; the cache was left as it was"))
     unit = pay.get("UnitPriceDiscount", pay.get("UnitPrice"))
     rows = [{"provider": "tencent", "resource_class": rc, "instance_type": itype, "region": api.region,
              "billing": "payg", "price_per_hour": unit, "currency": currency, "verified": True, "source": src,
@@ -283,11 +292,11 @@ def refresh_tencent(region: str, *, prices: bool = False, instance_types: list[s
                     total_timeout_s: float | None = None, credential: Any = None) -> TencentRefreshResult:
     """Fetch, validate and cache CVM GPU specs (or, with ``prices``, quotes) for ``region``."""
     if not region or not region.strip():
-        raise CatalogError("refresh needs a region", fix="pass --region, e.g. ap-guangzhou or ap-shanghai")
+        raise CatalogError(_("refresh needs a region"), fix=_("pass --region, e.g. ap-guangzhou or ap-shanghai"))
     region = region.strip()
     if prices and not image_id:
-        raise CatalogError("Tencent InquiryPriceRunInstances needs an image id",
-                           fix="pass --image-id img-... (any public Linux image of the region; see DescribeImages)")
+        raise CatalogError(_("Tencent InquiryPriceRunInstances needs an image id"),
+                           fix=_("pass --image-id img-... (any public Linux image of the region; see DescribeImages)"))
     total = total_timeout_s if total_timeout_s is not None else max(60.0, 4 * timeout_s)
     what = f"Tencent CVM {'price' if prices else 'spec'} refresh ({region})"
     api = _Api(region, endpoint=endpoint, protocol=protocol, timeout_s=timeout_s, total_s=total,
@@ -299,12 +308,14 @@ def refresh_tencent(region: str, *, prices: bool = False, instance_types: list[s
                         f"CVM DescribeInstanceTypeConfigs ({region})")
         items = body.get("InstanceTypeConfigSet")
         if not isinstance(items, list):
-            raise CatalogError(f"CVM DescribeInstanceTypeConfigs ({region}): malformed response "
-                               "(InstanceTypeConfigSet is not a list)", fix="the cache was left as it was")
+            raise CatalogError(_("{what}: malformed response ({detail})").format(
+                what=f"CVM DescribeInstanceTypeConfigs ({region})", detail="InstanceTypeConfigSet is not a list"),
+                fix=_("the cache was left as it was"))
         gpus, rows = configs_to_rows(items, region, as_of=as_of)
         if not rows:
-            raise CatalogError(f"CVM DescribeInstanceTypeConfigs ({region}) returned no GPU instance types",
-                               fix="check the region id; the cache was left as it was")
+            raise CatalogError(_("{what} returned no GPU instance types").format(
+                what=f"CVM DescribeInstanceTypeConfigs ({region})"),
+                fix=_("check the region id; the cache was left as it was"))
         path = cache_path(region, prices=False)
         fetched = write_cache(path, provider="tencent", region=region, sdk=sdk, gpus=gpus, instances=rows)
         return TencentRefreshResult(region=region, path=path, instances=len(rows),
@@ -328,7 +339,8 @@ def refresh_tencent(region: str, *, prices: bool = False, instance_types: list[s
     path = cache_path(region, prices=True)
     n, fetched = write_price_cache(
         path, price_rows, label="CVM prices", provider="tencent", region=region, sdk=sdk,
-        schema_what="CVM InquiryPriceRunInstances", schema_fix="the cache was left as it was",
-        empty=f"no CVM prices in {region}: none of {len(wanted)} instance types is sold there",
-        empty_fix="check the region, --zone and --image-id; the cache was left as it was")
+        schema_what="CVM InquiryPriceRunInstances", schema_fix=_("the cache was left as it was"),
+        empty=_("no CVM prices in {region}: none of {n} instance types is sold there").format(region=region,
+                                                                                            n=len(wanted)),
+        empty_fix=_("check the region, --zone and --image-id; the cache was left as it was"))
     return TencentRefreshResult(region=region, path=path, prices=n, skipped=tuple(skipped), fetched_at=fetched)
