@@ -17,6 +17,7 @@ NAMES = frozenset("""
     ecs lingjun sky skypilot kubeflow json yaml csv jsonl parquet zip md sh py bf16 fp16 fp8 fp32 tf32 gib gb mib
     tok s ms h gpu gpus cpu vcpu vcpus mfu oom api http https localhost trainfit spot nvidia hopper ampere flash
     attn sdpa eager none auto true false null cpu nvme kv rollout mb ga gc tp pp ep cp sp dp
+    aws azure gcp alibaba aliyun tencent generic user assistant system tool human gpt observation function_call
 """.split())
 
 _DROP = [
