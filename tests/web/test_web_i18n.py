@@ -64,6 +64,7 @@ def test_bad_lang_is_a_422_naming_the_field(client):
     assert r.status_code == 422
     err = r.json()["error"]
     assert err["code"] == "bad-input" and err["field"] == "lang" and err["fix"]
+    assert client.get("/?lang=fr").status_code == 200  # the page itself still loads
 
 
 def test_server_messages_in_the_requested_language_codes_in_english(client):
@@ -117,3 +118,26 @@ def test_check_severities_and_phases_have_labels():
         assert f"phase_{p}" in LABELS, p
     for s in SEVERITIES:
         assert f"sev_{s}" in LABELS, s
+
+
+def test_concurrent_requests_in_two_languages_do_not_mix():
+    """Many requests at once, alternating en and zh, through the ASGI app (sync handlers run in the thread pool):
+    each answer is in its own request's language."""
+    import asyncio
+
+    import httpx
+
+    app = create_app()
+
+    async def one(i: int) -> tuple[str, str]:
+        lang = "zh" if i % 2 else "en"
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1") as c:
+            labels = (await c.get(f"/api/labels?lang={lang}")).json()
+            err = (await c.post(f"/api/memory?lang={lang}", json={"model": i})).json()["error"]
+        return lang, labels["btn_plan"] + " " + err["message"]
+
+    async def many():
+        return await asyncio.gather(*(one(i) for i in range(24)))
+
+    for lang, text in asyncio.run(many()):
+        assert bool(HAN.search(text)) == (lang == "zh"), (lang, text)

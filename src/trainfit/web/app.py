@@ -248,7 +248,8 @@ def accept_language(header: str | None) -> str | None:
 class RequestLanguage:
     """ASGI middleware: the request's language (``?lang=`` query, else ``Accept-Language``) for everything the
     handler says, set in :mod:`trainfit.i18n`'s context variable around the call (so concurrent requests in
-    different languages do not mix). A ``lang`` that is neither en nor zh is a 422 with the fix."""
+    different languages do not mix). A ``lang`` that is neither en nor zh is a 422 with the fix on /api/ paths (the
+    page itself still loads)."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
@@ -266,8 +267,10 @@ class RequestLanguage:
             try:
                 lang = i18n.parse_lang(asked)
             except InputError as err:
-                await _error(err.code, err.message, err.fix, "lang")(scope, receive, send)
-                return
+                if str(scope.get("path", "")).startswith("/api/"):
+                    await _error(err.code, err.message, err.fix, "lang")(scope, receive, send)
+                    return
+                lang = None  # the page (/?lang=fr) still loads, in the browser's language
         else:
             headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
             lang = accept_language(headers.get("accept-language"))
