@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import shutil
 import socket
 import threading
@@ -74,6 +75,11 @@ def page(browser, server):
     ctx.close()
 
 
+def _is_api(url: str, path: str) -> bool:
+    """``url`` is a call of the API endpoint ``path`` (the page adds ``?lang=`` to every call)."""
+    return url.split("?")[0].endswith(path)
+
+
 def _api(server: str, path: str, body: dict) -> dict:
     import httpx
 
@@ -103,8 +109,6 @@ def test_memory_view(page, server):
     with page.expect_download() as dl:  # the job files of this setting on this GPU
         page.click("#download-memory")
     assert "README.md" in [Path(n).name for n in zipfile.ZipFile(io.BytesIO(Path(dl.value.path()).read_bytes())).namelist()]
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / "web-memory.png"), full_page=True)
 
 
 def test_readme_plan_appears_under_a_second(page, server):
@@ -160,9 +164,6 @@ def test_plan_view(page, server):
     heads = [h.strip().lower() for h in page.locator("#plans thead th").all_inner_texts()]
     col = next(i for i, h in enumerate(heads) if h.startswith("hours"))
     assert f"{hours['p10']:,.1f}" in rows.nth(0).locator("td").nth(col).inner_text().replace("\n", " ")
-    box = page.locator("#plan-view").bounding_box()
-    page.screenshot(path=str(SHOTS / "web-plan.png"), full_page=True,
-                    clip={"x": box["x"], "y": box["y"], "width": box["width"], "height": min(box["height"], 1150)})
     if len(expected["plans"]) > 12:
         assert not page.locator("#plans tbody tr.plan").nth(12).is_visible()
         page.click("#show-all")
@@ -195,16 +196,114 @@ def test_bad_input_shows_the_cli_message_and_marks_the_field(page, server):
     assert "invalid" in page.get_attribute("#seq_len", "class")
 
 
+def _switch(page, lang: str) -> None:
+    """Click the language switch and wait until the labels and what is on screen (asked again) are in ``lang``."""
+    page.click(f"#lang-{lang}")
+    page.wait_for_selector(f"body[data-shown-lang={lang}]")
+
+
 def test_chinese_switch(page, server):
     page.goto(server + "/?model=Qwen3-8B&method=lora&gpu=A10&run=memory")
     page.wait_for_selector("body[data-ready=memory]")
     assert page.inner_text("#run-plan") == "Plan"
-    page.click("#lang-zh")
+    asked = []
+    page.on("request", lambda r: asked.append(r.url))
+    _switch(page, "zh")
     assert page.inner_text("#run-plan") == "规划"
     assert page.get_attribute("html", "lang") == "zh-CN"
     assert page.inner_text("#verdict") in ("装得下", "偏紧", "显存不足", "未知")
-    page.click("#lang-en")
+    # the labels come from the server's catalog, and what is on screen is asked again in Chinese
+    assert any(_is_api(u, "/api/labels") and "lang=zh" in u for u in asked)
+    assert any(_is_api(u, "/api/memory") and "lang=zh" in u for u in asked)
+    _switch(page, "en")
     assert page.inner_text("#run-plan") == "Plan"
+
+
+#: The cases the 中文 page is read in: the README's memory and plan examples, an OOM and a plan with rejections
+#: (and the fixes to apply), each as the page's address (the form filled from it) and the ready state it ends in.
+ZH_CASES = {
+    "readme-memory": ("model=Qwen3-8B&method=lora&gpu=A10&run=memory", "memory"),
+    "oom": ("model=Qwen3-14B&method=full&gpu=A10&run=memory", "memory"),
+    "readme-plan": ("model=Qwen3-14B&method=full&tokens=2B&run=plan", "plan"),
+    "rejected": ("model=Qwen3-8B&method=lora&tokens=200M&provider=alibaba&resource_class=pai-public&spot=1&run=plan",
+                 "plan"),
+}
+
+
+def _zh_page(page, server, case: str) -> None:
+    """The page of ``case`` in English, switched to 中文 (what a user does), every collapsed part opened."""
+    query, ready = ZH_CASES[case]
+    page.goto(server + "/?" + query)
+    page.wait_for_selector(f"body[data-ready={ready}]")
+    _switch(page, "zh")
+    page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
+
+
+def _own_label_text(page) -> str:
+    """The page's own words (labels, headings, column names, the verdict, the plan summary), not the server's."""
+    return "\n".join(page.eval_on_selector_all(
+        "[data-i18n], option[data-i18n-opt], thead th, #verdict, #plan-summary, #mem-facts dt, main button",
+        "els => els.map(e => e.textContent)"))
+
+
+@pytest.mark.parametrize("case", sorted(ZH_CASES))
+def test_chinese_page_labels_have_no_english(page, server, case):
+    """Strict: every word the page itself writes is Chinese once switched (names, units and flags aside)."""
+    from tests._lang import english_sentences
+
+    _zh_page(page, server, case)
+    text = _own_label_text(page)
+    assert re.search(r"[\u4e00-\u9fff]", text)
+    assert english_sentences(text) == []
+
+
+@pytest.mark.xfail(strict=False, reason="until the estimate/plan/check/providers i18n branches merge")
+@pytest.mark.parametrize("case", sorted(ZH_CASES))
+def test_chinese_page_has_no_english_sentence_from_the_server(page, server, case):
+    """Issue 28: in 中文 the server's reasons, fixes, warnings, rejections and notes are Chinese too (the DOM text
+    the user reads, as in the zh screenshots)."""
+    from tests._lang import english_sentences
+
+    _zh_page(page, server, case)
+    left = english_sentences(page.inner_text("main"))
+    assert left == [], sorted(set(left))
+
+
+def test_chinese_error_from_the_server(page, server):
+    """A refused field in 中文: the message and the fix the server sends come back in Chinese (the web layer's own
+    messages are translated on this branch: a JSON type error is one)."""
+    page.goto(server + "/?lang=zh")
+    page.wait_for_selector("body[data-shown-lang=zh]")
+    page.fill("#seq_len", "4x")
+    page.click("#run-memory")
+    page.wait_for_selector("body[data-ready=error]")
+    err = _api(server, "/api/memory?lang=zh", {"model": "Qwen3-8B", "seq_len": "4x"})["error"]
+    text = page.inner_text("#error")
+    assert err["message"] in text and err["code"] == "bad-input"
+    assert text.startswith(err["message"]) and "建议" in text  # the page's own "fix" label is Chinese
+    _switch(page, "en")  # the error on screen is asked again in English
+    assert _api(server, "/api/memory?lang=en", {"model": "Qwen3-8B", "seq_len": "4x"})["error"]["message"] \
+        in page.inner_text("#error")
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_readme_screenshots(page, server, lang):
+    """The README's screenshots in both languages: docs/img/web-memory-{en,zh}.png and web-plan-{en,zh}.png
+    (the Chinese ones need a CJK font: .ci/run installs fonts-noto-cjk). One command regenerates all four:
+    ``python -m pytest tests/web/test_page.py -k screenshots``."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.goto(server + f"/?lang={lang}&model=Qwen3-8B&method=lora&gpu=A10&run=memory")
+    page.wait_for_selector("body[data-ready=memory]")
+    page.fill("#seq_len", "1024")
+    page.click("#run-memory")
+    page.wait_for_selector("#history .hrow:nth-child(2)")
+    assert page.get_attribute("html", "lang") == ("zh-CN" if lang == "zh" else "en")
+    page.screenshot(path=str(SHOTS / f"web-memory-{lang}.png"), full_page=True)
+    page.goto(server + f"/?lang={lang}&model=Qwen3-8B&method=lora&tokens=2B&run=plan")
+    page.wait_for_selector("body[data-ready=plan]")
+    box = page.locator("#plan-view").bounding_box()
+    page.screenshot(path=str(SHOTS / f"web-plan-{lang}.png"), full_page=True,
+                    clip={"x": box["x"], "y": box["y"], "width": box["width"], "height": min(box["height"], 1150)})
 
 
 def test_no_request_leaves_the_origin(page, server):
@@ -308,7 +407,7 @@ def test_spot_region_lingjun_and_rl_inputs_send_what_plan_takes(page, server):
     page.goto(server + "/")
     page.wait_for_selector("body[data-loaded]")
     sent = []
-    page.on("request", lambda r: sent.append(r.post_data_json) if r.url.endswith("/api/plan") else None)
+    page.on("request", lambda r: sent.append(r.post_data_json) if _is_api(r.url, "/api/plan") else None)
     page.select_option("#model", "Qwen3-8B")
     page.select_option("#method", "lora")
     page.select_option("#provider", "alibaba")
@@ -438,7 +537,7 @@ def test_a_rejection_fix_applies_and_replans(page, server):
     k = next(i for i, r in enumerate(expected["rejected"]) if any("ignore_rule" in o for o in r["fix_options"]))
     opt = next(o for o in expected["rejected"][k]["fix_options"] if "ignore_rule" in o)
     sent = []
-    page.on("request", lambda r: sent.append(r.post_data_json) if r.url.endswith("/api/plan") else None)
+    page.on("request", lambda r: sent.append(r.post_data_json) if _is_api(r.url, "/api/plan") else None)
     page.click("#rejected-box summary")
     page.locator("#rejected tbody tr").nth(k).locator("button.apply").first.click()
     page.wait_for_selector("#plan-extra:not([hidden])")

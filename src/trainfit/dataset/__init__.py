@@ -17,9 +17,11 @@ def load_stats(path: str) -> DatasetStats:
     from trainfit import inputs
     from trainfit.errors import DatasetError
 
-    text = inputs.read_text_file(path, max_bytes=MAX_STATS_BYTES, what="dataset stats file", error=DatasetError,
-                                 fix="write one with `trainfit data FILE --tokenizer DIR --json > stats.json`")
-    return DatasetStats.from_dict(inputs.loads_json(text, what="dataset stats file", error=DatasetError))
+    from trainfit.i18n import _
+
+    text = inputs.read_text_file(path, max_bytes=MAX_STATS_BYTES, what=_("dataset stats file"), error=DatasetError,
+                                 fix=_("write one with `trainfit data FILE --tokenizer DIR --json > stats.json`"))
+    return DatasetStats.from_dict(inputs.loads_json(text, what=_("dataset stats file"), error=DatasetError))
 
 
 def is_stats_file(path: str) -> bool:
@@ -50,20 +52,21 @@ def stats_or_scan(path: str, *, tokenizer: str | None, seq_len: int | None = Non
     ``trainfit data PATH --tokenizer DIR`` (at ``seq_len``, default 4096; its cut-off table covers the others).
     Returns (stats, counted_here)."""
     from trainfit.errors import DatasetError
+    from trainfit.i18n import _
 
     if is_stats_file(path):
         if tokenizer:
-            raise DatasetError(f"{path} is a stats file: it was counted already, --tokenizer is not used",
-                               fix="drop --tokenizer, or pass the dataset itself to count it again")
+            raise DatasetError(_("{path} is a stats file: it was counted already, --tokenizer is not used").format(
+                path=path), fix=_("drop --tokenizer, or pass the dataset itself to count it again"))
         return load_stats(path), False
     if not tokenizer:
         from trainfit.dataset import reader
 
         reader.file_size(path)  # a missing path, a folder: its own error first
-        raise DatasetError(f"{path} is not a trainfit stats file: to plan from a dataset, trainfit counts its tokens "
-                           "with the model's tokenizer",
-                           fix=f"add --tokenizer DIR (the model folder with tokenizer.json), or write a stats file "
-                               f"first: `trainfit data {path} --tokenizer DIR --json > stats.json`")
+        raise DatasetError(_("{path} is not a trainfit stats file: to plan from a dataset, trainfit counts its "
+                             "tokens with the model's tokenizer").format(path=path),
+                           fix=_("add --tokenizer DIR (the model folder with tokenizer.json), or write a stats file "
+                                 "first: `trainfit data {path} --tokenizer DIR --json > stats.json`").format(path=path))
     return scan_file(path, tokenizer=tokenizer, seq_len=seq_len, chat_template=chat_template,
                      no_template=no_template), True
 

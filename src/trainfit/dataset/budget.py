@@ -18,6 +18,7 @@ from typing import Any, Mapping
 
 from trainfit.dataset.stats import DatasetStats
 from trainfit.errors import DatasetError
+from trainfit.i18n import _
 
 PERCENTILE_CHOICES = ("p50", "p90", "p95", "p99", "max")
 DATA_FORMATS = ("messages", "sharegpt", "alpaca", "alpaca-query")
@@ -67,12 +68,14 @@ class DataBudget:
         return max(1, math.ceil(self.rows_per_epoch * self.epochs / max(1, global_batch)))
 
     def describe(self) -> str:
-        what = (f"{self.rows_per_epoch:,} packed rows of {self.seq_len:,} tokens ({self.packing_efficiency:.1%} "
-                "filled)" if self.packing else f"{self.rows_per_epoch:,} samples, no packing")
-        src = "counted in place" if self.counted_here else f"stats {self.stats_file}"
-        return (f"data {', '.join(self.files)} ({src}): {what} per epoch x {self.epochs:g}; "
-                f"{self.data_tokens_per_epoch:,} sample tokens per epoch; cut-off {self.seq_len:,} "
-                f"({self.seq_len_from}) truncates {self.truncated_share:.1%} of samples")
+        what = (_("{rows:,} packed rows of {seq_len:,} tokens ({filled:.1%} filled)").format(
+            rows=self.rows_per_epoch, seq_len=self.seq_len, filled=self.packing_efficiency) if self.packing
+            else _("{rows:,} samples, no packing").format(rows=self.rows_per_epoch))
+        src = _("counted in place") if self.counted_here else _("stats {file}").format(file=self.stats_file)
+        return _("data {files} ({src}): {what} per epoch x {epochs:g}; {tokens:,} sample tokens per epoch; cut-off "
+                 "{seq_len:,} ({how}) truncates {truncated:.1%} of samples").format(
+            files=", ".join(self.files), src=src, what=what, epochs=self.epochs, tokens=self.data_tokens_per_epoch,
+            seq_len=self.seq_len, how=self.seq_len_from, truncated=self.truncated_share)
 
     def padding_at(self, micro_batch: int) -> float | None:
         """The stats' padding share at ``micro_batch``, or at the largest micro-batch below it (a lower bound);
@@ -83,11 +86,14 @@ class DataBudget:
     def memory_note(self) -> str:
         """What ``memory --dataset`` sizes: the longest row a micro-batch holds, and why."""
         if self.packing:
-            return (f"sized at the longest row: {self.longest_gib_len:,} tokens (packing fills rows of the cut-off "
-                    f"{self.seq_len:,}, {self.seq_len_from})")
-        cut = "" if self.longest_gib_len < self.seq_len else f", cut to the cut-off {self.seq_len:,}"
-        return (f"sized at the longest row: {self.longest_gib_len:,} tokens (no packing: the longest sample of the "
-                f"data{cut}; a micro-batch pads to its longest sample)")
+            return _("sized at the longest row: {longest:,} tokens (packing fills rows of the cut-off {seq_len:,}, "
+                     "{how})").format(longest=self.longest_gib_len, seq_len=self.seq_len, how=self.seq_len_from)
+        if self.longest_gib_len < self.seq_len:
+            return _("sized at the longest row: {longest:,} tokens (no packing: the longest sample of the data; a "
+                     "micro-batch pads to its longest sample)").format(longest=self.longest_gib_len)
+        return _("sized at the longest row: {longest:,} tokens (no packing: the longest sample of the data, cut to "
+                 "the cut-off {seq_len:,}; a micro-batch pads to its longest sample)").format(
+            longest=self.longest_gib_len, seq_len=self.seq_len)
 
     def to_dict(self) -> dict[str, Any]:
         d = dict(self.__dict__)
@@ -104,31 +110,31 @@ class DataBudget:
         from trainfit import inputs
 
         if not isinstance(d, dict):
-            raise ValueError("data must be an object")
+            raise ValueError(_("data must be an object"))
         files = d.get("files")
         if not isinstance(files, list) or not all(isinstance(f, str) and len(f) < 4096 for f in files):
-            raise ValueError("data.files must be a list of file names")
+            raise ValueError(_("data.files must be a list of file names"))
         for name in ("stats_file", "seq_len_from"):
             if not isinstance(d.get(name), str) or len(d[name]) > 4096:
-                raise ValueError(f"data.{name} must be a string")
+                raise ValueError(_("data.{name} must be a string").format(name=name))
         if not isinstance(d.get("packing"), bool):
-            raise ValueError("data.packing must be true or false")
+            raise ValueError(_("data.packing must be true or false"))
         eff = d.get("packing_efficiency")
         fmt = d.get("data_format")
         if fmt is not None and fmt not in DATA_FORMATS:
-            raise ValueError(f"data.data_format must be one of {', '.join(DATA_FORMATS)}")
+            raise ValueError(_("data.data_format must be one of {choices}").format(choices=", ".join(DATA_FORMATS)))
         cols = d.get("columns") or {}
         if not isinstance(cols, dict) or not all(isinstance(k, str) and isinstance(v, str) and len(v) < 300
                                                  for k, v in cols.items()):
-            raise ValueError("data.columns must map names to column names")
+            raise ValueError(_("data.columns must map names to column names"))
         waste = d.get("padding_waste") or {}
         if not isinstance(waste, dict) or not all(
                 isinstance(k, str) and k.isdecimal() and isinstance(v, (int, float)) and not isinstance(v, bool)
                 and 0 <= v < 1 for k, v in waste.items()):
-            raise ValueError("data.padding_waste must map micro-batch sizes to shares in [0, 1)")
+            raise ValueError(_("data.padding_waste must map micro-batch sizes to shares in [0, 1)"))
         keys = d.get("keys") or []
         if not isinstance(keys, list) or not all(isinstance(k, str) and len(k) <= 100 for k in keys[:64]):
-            raise ValueError("data.keys must be a list of column names")
+            raise ValueError(_("data.keys must be a list of column names"))
         return cls(stats_file=d["stats_file"], files=tuple(files), seq_len_from=d["seq_len_from"], packing=d["packing"],
                    seq_len=inputs.as_seq_len("data.seq_len", d.get("seq_len")),
                    epochs=inputs.as_float("data.epochs", d.get("epochs"), lo=0, hi=10_000, lo_open=True),
@@ -151,11 +157,13 @@ def budget_from_stats(stats: DatasetStats, stats_file: str, *, seq_len: int | No
     else:
         pct = percentile or "p99"
         if pct not in PERCENTILE_CHOICES:
-            raise DatasetError(f"--seq-len-percentile must be one of {', '.join(PERCENTILE_CHOICES)}")
+            raise DatasetError(_("--seq-len-percentile must be one of {choices}").format(
+                choices=", ".join(PERCENTILE_CHOICES)))
         want = stats.percentile_len(pct)
         have = sorted({stats.seq_len, *(c["seq_len"] for c in stats.cutoffs)})
         cut = next((c for c in have if c >= want), have[-1])
-        how = f"the smallest cut-off in the stats at or above the {pct} sample length ({want:,} tokens)"
+        how = _("the smallest cut-off in the stats at or above the {pct} sample length ({want:,} tokens)").format(
+            pct=pct, want=want)
     if not packing and cut >= stats.max_len:  # no sample is cut: the figures hold at any such cut-off
         fig = {"tokens_after_cut": stats.tokens_total, "truncated_share": 0.0, "packed_sequences": None,
                "packing_efficiency": None}
@@ -180,16 +188,17 @@ def budget_from_values(values: Mapping[str, Any]) -> DataBudget | None:
             if values.get(name):
                 from trainfit.errors import WorkloadError
 
-                raise WorkloadError(f"--{name.replace('_', '-')} needs --dataset",
-                                    fix="pass --dataset stats.json (or --dataset train.jsonl --tokenizer DIR)")
+                raise WorkloadError(_("{flag} needs --dataset").format(flag="--" + name.replace("_", "-")),
+                                    fix=_("pass --dataset stats.json (or --dataset train.jsonl --tokenizer DIR)"))
         return None
     from trainfit.dataset import stats_or_scan
     from trainfit.errors import WorkloadError
 
     for name in ("tokens", "dataset_tokens"):
         if values.get(name) is not None:
-            raise WorkloadError(f"--{name.replace('_', '-')} and --dataset both say how many tokens to train on",
-                                fix=f"drop --{name.replace('_', '-')} (the dataset's tokens x --epochs are the budget)")
+            flag = "--" + name.replace("_", "-")
+            raise WorkloadError(_("{flag} and --dataset both say how many tokens to train on").format(flag=flag),
+                                fix=_("drop {flag} (the dataset's tokens x --epochs are the budget)").format(flag=flag))
     packing = values.get("packing")
     stats, counted = stats_or_scan(path, tokenizer=values.get("tokenizer"), seq_len=values.get("seq_len"))
     from dataclasses import replace

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from trainfit.i18n import _
+
 FORMATS = ("auto", "messages", "sharegpt", "alpaca")
 #: Canonical column names a --columns mapping may rename.
 COLUMNS = ("messages", "conversations", "instruction", "input", "output", "query", "response", "system", "history")
@@ -35,7 +37,7 @@ class RowError(ValueError):
 def detect(row: Any, columns: dict[str, str]) -> str:
     """The format of one row, from the keys it has."""
     if not isinstance(row, dict):
-        raise RowError(f"a row must be a JSON object, got {type(row).__name__}")
+        raise RowError(_("a row must be a JSON object, got {type}").format(type=type(row).__name__))
     col = lambda k: columns.get(k, k)  # noqa: E731
     if col("messages") in row:
         return "messages"
@@ -43,8 +45,8 @@ def detect(row: Any, columns: dict[str, str]) -> str:
         return "sharegpt"
     if any(col(k) in row for k in ("instruction", "query", "output", "response")):
         return "alpaca"
-    raise RowError("no known columns (messages, conversations, instruction/input/output or query/response); "
-                   f"keys: {', '.join(sorted(map(str, row))[:8])}")
+    raise RowError(_("no known columns (messages, conversations, instruction/input/output or query/response); "
+                     "keys: {keys}").format(keys=", ".join(sorted(map(str, row))[:8])))
 
 
 def _text(v: Any, what: str) -> str:
@@ -60,9 +62,9 @@ def _text(v: Any, what: str) -> str:
             if isinstance(p, dict) and isinstance(p.get("text"), str):
                 parts.append(p["text"])
             else:
-                raise RowError(f"{what}: only text content parts are counted")
+                raise RowError(_("{what}: only text content parts are counted").format(what=what))
         return "".join(parts)
-    raise RowError(f"{what} must be text, got {type(v).__name__}")
+    raise RowError(_("{what} must be text, got {type}").format(what=what, type=type(v).__name__))
 
 
 def to_turns(row: Any, fmt: str, columns: dict[str, str]) -> list[Turn]:
@@ -70,45 +72,47 @@ def to_turns(row: Any, fmt: str, columns: dict[str, str]) -> list[Turn]:
     if fmt == "auto":
         fmt = detect(row, columns)
     elif not isinstance(row, dict):
-        raise RowError(f"a row must be a JSON object, got {type(row).__name__}")
+        raise RowError(_("a row must be a JSON object, got {type}").format(type=type(row).__name__))
     col = lambda k: columns.get(k, k)  # noqa: E731
     turns: list[Turn] = []
     if fmt == "messages":
         msgs = row.get(col("messages"))
         if not isinstance(msgs, list) or not msgs:
-            raise RowError(f"'{col('messages')}' must be a non-empty list")
+            raise RowError(_("'{column}' must be a non-empty list").format(column=col("messages")))
         if row.get(col("system")):
             turns.append(("system", _text(row[col("system")], "system")))
         for i, m in enumerate(msgs):
             if not isinstance(m, dict):
-                raise RowError(f"message {i} is not an object")
+                raise RowError(_("message {i} is not an object").format(i=i))
             role = m.get("role")
             if role not in _MESSAGE_ROLES:
-                raise RowError(f"message {i} has role {role!r}; expected one of {sorted(_MESSAGE_ROLES)}")
-            turns.append((role, _text(m.get("content"), f"message {i} content")))
+                raise RowError(_("message {i} has role {role!r}; expected one of {roles}").format(
+                    i=i, role=role, roles=sorted(_MESSAGE_ROLES)))
+            turns.append((role, _text(m.get("content"), _("message {i} content").format(i=i))))
     elif fmt == "sharegpt":
         conv = row.get(col("conversations"))
         if not isinstance(conv, list) or not conv:
-            raise RowError(f"'{col('conversations')}' must be a non-empty list")
+            raise RowError(_("'{column}' must be a non-empty list").format(column=col("conversations")))
         if row.get(col("system")):
             turns.append(("system", _text(row[col("system")], "system")))
         for i, m in enumerate(conv):
             if not isinstance(m, dict):
-                raise RowError(f"turn {i} is not an object")
+                raise RowError(_("turn {i} is not an object").format(i=i))
             who = m.get("from", m.get("role"))
             role = _SHAREGPT_ROLES.get(who) if isinstance(who, str) else None
             if role is None:
-                raise RowError(f"turn {i} is from {who!r}; expected human, gpt, system, observation or function_call")
-            turns.append((role, _text(m.get("value", m.get("content")), f"turn {i} value")))
+                raise RowError(_("turn {i} is from {who!r}; expected human, gpt, system, observation or "
+                                 "function_call").format(i=i, who=who))
+            turns.append((role, _text(m.get("value", m.get("content")), _("turn {i} value").format(i=i))))
     elif fmt == "alpaca":
         if row.get(col("system")):
             turns.append(("system", _text(row[col("system")], "system")))
         hist = row.get(col("history")) or []
         if not isinstance(hist, list):
-            raise RowError("'history' must be a list of [query, answer] pairs")
+            raise RowError(_("'history' must be a list of [query, answer] pairs"))
         for i, pair in enumerate(hist):
             if not (isinstance(pair, (list, tuple)) and len(pair) == 2):
-                raise RowError(f"history item {i} is not a [query, answer] pair")
+                raise RowError(_("history item {i} is not a [query, answer] pair").format(i=i))
             turns += [("user", _text(pair[0], "history query")), ("assistant", _text(pair[1], "history answer"))]
         if col("instruction") in row or col("input") in row:
             prompt = "\n".join(t for t in (_text(row.get(col("instruction")), "instruction"),
@@ -118,9 +122,9 @@ def to_turns(row: Any, fmt: str, columns: dict[str, str]) -> list[Turn]:
         answer = row.get(col("output"), row.get(col("response")))
         turns += [("user", prompt), ("assistant", _text(answer, "output"))]
     else:
-        raise RowError(f"unknown format {fmt!r}")
-    if not any(r == "assistant" for r, _ in turns):
-        raise RowError("the conversation has no assistant turn (nothing to train on)")
+        raise RowError(_("unknown format {fmt!r}").format(fmt=fmt))
+    if not any(r == "assistant" for r, _content in turns):
+        raise RowError(_("the conversation has no assistant turn (nothing to train on)"))
     while turns and turns[-1][0] != "assistant":  # trailing user/tool turns carry no loss and are not trained
         turns.pop()
     return turns
@@ -134,9 +138,9 @@ def parse_columns(spec: str | None) -> dict[str, str]:
     for part in spec.split(","):
         key, sep, val = part.strip().partition("=")
         if not sep or not val.strip():
-            raise ValueError(f"--columns: {part!r} is not KEY=COLUMN")
+            raise ValueError(_("--columns: {part!r} is not KEY=COLUMN").format(part=part))
         key = key.strip()
         if key not in COLUMNS:
-            raise ValueError(f"--columns: unknown key {key!r}; keys: {', '.join(COLUMNS)}")
+            raise ValueError(_("--columns: unknown key {key!r}; keys: {keys}").format(key=key, keys=", ".join(COLUMNS)))
         out[key] = val.strip()
     return out

@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterator
 
 from trainfit import inputs
 from trainfit.errors import DatasetError, MissingExtraError
+from trainfit.i18n import _
 
 MAX_LINE_BYTES = 16 * 2**20
 MAX_JSON_BYTES = 512 * 2**20
@@ -36,9 +37,10 @@ def _regular(path: str) -> os.stat_result:
     try:
         st = os.stat(path)
     except OSError as e:
-        raise DatasetError(f"cannot read {path}: {e.strerror or e}", fix="pass a JSONL, JSON or Parquet file") from None
+        raise DatasetError(_("cannot read {path}: {error}").format(path=path, error=e.strerror or e),
+                           fix=_("pass a JSONL, JSON or Parquet file")) from None
     if not stat.S_ISREG(st.st_mode):
-        raise DatasetError(f"{path} is not a regular file", fix="pass a JSONL, JSON or Parquet file")
+        raise DatasetError(_("{path} is not a regular file").format(path=path), fix=_("pass a JSONL, JSON or Parquet file"))
     return st
 
 
@@ -58,12 +60,12 @@ def kind_of(path: str) -> str:
         return "json"
     if stripped.startswith(b"{"):
         return "jsonl"  # a .json file of one object per line, or one object: the line reader tells
-    raise DatasetError(f"{path} is not a dataset (neither JSON Lines, a JSON list nor Parquet)",
-                       fix="pass a .jsonl, .json (a list of rows) or .parquet file in ms-swift / LLaMA-Factory format")
+    raise DatasetError(_("{path} is not a dataset (neither JSON Lines, a JSON list nor Parquet)").format(path=path),
+                       fix=_("pass a .jsonl, .json (a list of rows) or .parquet file in ms-swift / LLaMA-Factory format"))
 
 
 def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
+    raise ValueError(_("{name} is not JSON").format(name=name))
 
 
 def _parse(raw: bytes) -> Any:
@@ -71,7 +73,7 @@ def _parse(raw: bytes) -> Any:
     try:
         return json.loads(raw, parse_constant=_no_constant)
     except RecursionError:
-        raise ValueError("nested too deeply") from None
+        raise ValueError(_("nested too deeply")) from None
 
 
 def iter_jsonl(path: str, progress: Callable[[int], None] | None = None,
@@ -95,7 +97,7 @@ def iter_jsonl(path: str, progress: Callable[[int], None] | None = None,
             if len(buf) > MAX_LINE_BYTES:
                 # one line longer than the limit: skip to its end without holding it
                 lineno += 1
-                yield lineno, BadRow(lineno, f"line longer than {MAX_LINE_BYTES:,} bytes")
+                yield lineno, BadRow(lineno, _("line longer than {limit:,} bytes").format(limit=MAX_LINE_BYTES))
                 while True:
                     chunk = f.read(_CHUNK)
                     if progress:
@@ -120,7 +122,7 @@ def _one_line(lineno: int, raw: bytes, wanted: Callable[[int], bool] | None) -> 
     try:
         yield lineno, _parse(raw)
     except (ValueError, UnicodeDecodeError) as e:
-        yield lineno, BadRow(lineno, str(e)[:200] or "not JSON")
+        yield lineno, BadRow(lineno, str(e)[:200] or _("not JSON"))
 
 
 def count_lines(path: str) -> int:
@@ -133,15 +135,16 @@ def count_lines(path: str) -> int:
 
 
 def iter_json(path: str, progress: Callable[[int], None] | None = None) -> Iterator[tuple[int, Any]]:
-    text = inputs.read_text_file(path, max_bytes=MAX_JSON_BYTES, what="dataset", error=DatasetError,
-                                 fix="convert a large JSON list to JSON Lines (one row per line)")
+    text = inputs.read_text_file(path, max_bytes=MAX_JSON_BYTES, what=_("dataset"), error=DatasetError,
+                                 fix=_("convert a large JSON list to JSON Lines (one row per line)"))
     if progress:
         progress(len(text.encode("utf-8", "surrogatepass")))
-    data = inputs.loads_json(text, what=f"dataset {path}", error=DatasetError)
+    data = inputs.loads_json(text, what=_("dataset {path}").format(path=path), error=DatasetError)
     if isinstance(data, dict):
         data = next((v for v in data.values() if isinstance(v, list)), None)
     if not isinstance(data, list):
-        raise DatasetError(f"{path} is JSON but not a list of rows", fix="a JSON dataset is a list of objects")
+        raise DatasetError(_("{path} is JSON but not a list of rows").format(path=path),
+                           fix=_("a JSON dataset is a list of objects"))
     for i, row in enumerate(data, 1):
         yield i, row
 
@@ -150,12 +153,12 @@ def iter_parquet(path: str, progress: Callable[[int], None] | None = None) -> It
     try:
         import pyarrow.parquet as pq
     except ImportError:
-        raise MissingExtraError("reading Parquet needs pyarrow", fix="pip install 'trainfit[data]'") from None
+        raise MissingExtraError(_("reading Parquet needs pyarrow"), fix="pip install 'trainfit[data]'") from None
     try:
         pf = pq.ParquetFile(path)
     except Exception as e:  # pyarrow's ArrowInvalid and friends
-        raise DatasetError(f"{path} is not a readable Parquet file: {str(e)[:200]}",
-                           fix="pass a Parquet file written by datasets/pandas/pyarrow") from None
+        raise DatasetError(_("{path} is not a readable Parquet file: {error}").format(path=path, error=str(e)[:200]),
+                           fix=_("pass a Parquet file written by datasets/pandas/pyarrow")) from None
     i = 0
     for rg in range(pf.num_row_groups):
         if progress:
@@ -184,9 +187,9 @@ def row_count(path: str) -> int:
         try:
             import pyarrow.parquet as pq
         except ImportError:
-            raise MissingExtraError("reading Parquet needs pyarrow", fix="pip install 'trainfit[data]'") from None
+            raise MissingExtraError(_("reading Parquet needs pyarrow"), fix="pip install 'trainfit[data]'") from None
         return pq.ParquetFile(path).metadata.num_rows
-    return sum(1 for _ in iter_json(path))
+    return sum(1 for _row in iter_json(path))
 
 
 def file_size(path: str) -> int:

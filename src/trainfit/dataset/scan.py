@@ -13,6 +13,7 @@ from trainfit.dataset import formats, reader
 from trainfit.dataset.stats import DatasetStats, summarize
 from trainfit.dataset.template import TokenCounter
 from trainfit.errors import DatasetError
+from trainfit.i18n import _
 
 MAX_ERRORS_KEPT = 20
 
@@ -72,16 +73,18 @@ def scan(req: ScanRequest, progress: Callable[[int], None] | None = None) -> Dat
                     continue
             bad += 1
             if req.on_error == "fail":
-                raise DatasetError(f"{path} line {lineno}: {why}",
-                                   fix="fix the row, or pass --on-error skip to count the valid rows only")
+                raise DatasetError(_("{path} line {line}: {why}").format(path=path, line=lineno, why=why),
+                                   fix=_("fix the row, or pass --on-error skip to count the valid rows only"))
             if len(errors) < MAX_ERRORS_KEPT:
                 errors.append({"file": path, "line": lineno, "why": why})
         if req.sample is None:
             rows += seen
     if not lengths:
-        first = f" (first: line {errors[0]['line']}: {errors[0]['why']})" if errors else ""
-        raise DatasetError(f"no sample could be read from {', '.join(req.files)}{first}",
-                           fix="pass a dataset in messages, sharegpt or alpaca format (--format, --columns)")
+        files = ", ".join(req.files)
+        msg = (_("no sample could be read from {files} (first: line {line}: {why})").format(
+            files=files, line=errors[0]["line"], why=errors[0]["why"]) if errors
+            else _("no sample could be read from {files}").format(files=files))
+        raise DatasetError(msg, fix=_("pass a dataset in messages, sharegpt or alpaca format (--format, --columns)"))
     counted = len(lengths) + bad
     if req.sample is None:
         population = len(lengths)

@@ -140,10 +140,11 @@ class DatasetStats:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "DatasetStats":
         from trainfit.errors import DatasetError
+        from trainfit.i18n import _
 
         if not isinstance(d, dict) or d.get("schema") != SCHEMA:
-            raise DatasetError("not a trainfit dataset stats file (schema trainfit.datastats/1)",
-                               fix="write one with `trainfit data FILE --tokenizer DIR --json > stats.json`")
+            raise DatasetError(_("not a trainfit dataset stats file (schema trainfit.datastats/1)"),
+                               fix=_("write one with `trainfit data FILE --tokenizer DIR --json > stats.json`"))
         kw = {k: d[k] for k in cls.__dataclass_fields__ if k in d}
         try:
             kw["files"] = tuple(str(f) for f in kw["files"])
@@ -162,17 +163,17 @@ class DatasetStats:
                          "tokens_after_cut", "packed_sequences", "max_len", "min_len"):
                 v = kw[name]
                 if not isinstance(v, int) or isinstance(v, bool) or v < 0:
-                    raise ValueError(f"{name} must be a non-negative integer")
+                    raise ValueError(_("{name} must be a non-negative integer").format(name=name))
             for name in ("packing_efficiency", "truncated_share"):
                 v = float(kw[name])
                 if not 0.0 <= v <= 1.0:
-                    raise ValueError(f"{name} must be within 0..1")
+                    raise ValueError(_("{name} must be within 0..1").format(name=name))
             if kw["seq_len"] < 1 or kw["samples"] < 1:
-                raise ValueError("seq_len and samples must be positive")
+                raise ValueError(_("seq_len and samples must be positive"))
             return cls(**kw)
         except (KeyError, TypeError, ValueError) as e:
-            raise DatasetError(f"dataset stats file is incomplete or wrong: {e}",
-                               fix="write it again with `trainfit data ... --json`") from None
+            raise DatasetError(_("dataset stats file is incomplete or wrong: {error}").format(error=e),
+                               fix=_("write it again with `trainfit data ... --json`")) from None
 
     def at(self, seq_len: int) -> dict[str, Any]:
         """Truncation and packing figures at cut-off ``seq_len`` (the main one or one of :attr:`cutoffs`)."""
@@ -184,11 +185,13 @@ class DatasetStats:
             if c.get("seq_len") == seq_len:
                 return c
         from trainfit.errors import DatasetError
+        from trainfit.i18n import _
 
         have = sorted({self.seq_len, *(c["seq_len"] for c in self.cutoffs)})
-        raise DatasetError(f"the dataset stats have no figures for a cut-off of {seq_len:,} tokens "
-                           f"(they have {', '.join(f'{x:,}' for x in have)})",
-                           fix=f"pass one of those to --seq-len, or run `trainfit data ... --seq-len {seq_len}` again")
+        raise DatasetError(_("the dataset stats have no figures for a cut-off of {seq_len:,} tokens (they have "
+                             "{have})").format(seq_len=seq_len, have=", ".join(f"{x:,}" for x in have)),
+                           fix=_("pass one of those to --seq-len, or run `trainfit data ... --seq-len {seq_len}` "
+                                 "again").format(seq_len=seq_len))
 
     def percentile_len(self, name: str) -> int:
         """Tokens of the longest sample at a percentile name (p50 ... p99, max)."""

@@ -17,15 +17,16 @@ from typing import Any, Callable
 
 from trainfit import inputs
 from trainfit.errors import DatasetError, MissingExtraError
+from trainfit.i18n import N_, _, translate
 
 _MAX_TOKENIZER_BYTES = 64 * 2**20
 _MAX_CONFIG_BYTES = 4 * 2**20
-_EXTRA_FIX = "pip install 'trainfit[data]' (Hugging Face tokenizers and jinja2)"
+_EXTRA_FIX = N_("pip install 'trainfit[data]' (Hugging Face tokenizers and jinja2)")
 
 
 def _fix_template(folder: str) -> str:
-    return (f"put the model's tokenizer_config.json (with chat_template) or chat_template.jinja into {folder}, "
-            "pass --chat-template FILE, or --no-template to count the plain text")
+    return _("put the model's tokenizer_config.json (with chat_template) or chat_template.jinja into {folder}, "
+             "pass --chat-template FILE, or --no-template to count the plain text").format(folder=folder)
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,7 @@ class TokenCounter:
         msgs = [{"role": r, "content": c} for r, c in turns]
         total = self.encode(self.render(msgs, False))
         loss = 0
-        for i, (role, _) in enumerate(turns):
+        for i, (role, _content) in enumerate(turns):
             if role != "assistant":
                 continue
             upto = total if i == len(turns) - 1 else self.encode(self.render(msgs[: i + 1], False))
@@ -70,7 +71,7 @@ def _compile(source: str, folder: str) -> Callable[[list[dict[str, str]], bool],
         from jinja2.ext import loopcontrols
         from jinja2.sandbox import ImmutableSandboxedEnvironment
     except ImportError:
-        raise MissingExtraError("reading a chat template needs jinja2", fix=_EXTRA_FIX) from None
+        raise MissingExtraError(_("reading a chat template needs jinja2"), fix=translate(_EXTRA_FIX)) from None
 
     def raise_exception(message: str) -> None:
         raise TemplateError(message)
@@ -86,24 +87,25 @@ def _compile(source: str, folder: str) -> Callable[[list[dict[str, str]], bool],
     try:
         tmpl = env.from_string(source)
     except TemplateError as e:
-        raise DatasetError(f"the chat template in {folder} does not compile: {e}", fix=_fix_template(folder)) from None
+        raise DatasetError(_("the chat template in {folder} does not compile: {error}").format(folder=folder, error=e),
+                           fix=_fix_template(folder)) from None
 
     def render(messages: list[dict[str, str]], add_generation_prompt: bool) -> str:
         try:
             return tmpl.render(messages=messages, add_generation_prompt=add_generation_prompt, tools=None)
         except TemplateError as e:
-            raise ValueError(f"the chat template refused this conversation: {e}") from None
+            raise ValueError(_("the chat template refused this conversation: {error}").format(error=e)) from None
 
     return render
 
 
 def _template_source(folder: Path, explicit: str | None) -> tuple[str, str] | None:
     if explicit:
-        return inputs.read_text_file(explicit, max_bytes=_MAX_CONFIG_BYTES, what="chat template",
+        return inputs.read_text_file(explicit, max_bytes=_MAX_CONFIG_BYTES, what=_("chat template"),
                                      error=DatasetError), explicit
     jinja = folder / "chat_template.jinja"
     if jinja.is_file():
-        return inputs.read_text_file(jinja, max_bytes=_MAX_CONFIG_BYTES, what="chat template",
+        return inputs.read_text_file(jinja, max_bytes=_MAX_CONFIG_BYTES, what=_("chat template"),
                                      error=DatasetError), str(jinja)
     cfg = folder / "tokenizer_config.json"
     if cfg.is_file():
@@ -125,26 +127,28 @@ def load_counter(folder: str, *, use_template: bool = True, chat_template: str |
     try:
         is_dir = path.is_dir()
     except OSError as e:  # a name over the file system's limit (ENAMETOOLONG), an unreadable parent
-        raise DatasetError(f"--tokenizer {folder[:80]}{'…' if len(folder) > 80 else ''} cannot be read: "
-                           f"{e.strerror or e}", fix="pass the local model folder that holds tokenizer.json") from None
+        raise DatasetError(_("--tokenizer {folder} cannot be read: {error}").format(
+            folder=folder[:80] + ("…" if len(folder) > 80 else ""), error=e.strerror or e),
+            fix=_("pass the local model folder that holds tokenizer.json")) from None
     if not is_dir:
-        raise DatasetError(f"--tokenizer {folder} is not a folder",
-                           fix="pass the local model folder that holds tokenizer.json (modelscope download "
-                               "--model Qwen/Qwen3-8B --local_dir DIR)")
+        raise DatasetError(_("--tokenizer {folder} is not a folder").format(folder=folder),
+                           fix=_("pass the local model folder that holds tokenizer.json (modelscope download "
+                                 "--model Qwen/Qwen3-8B --local_dir DIR)"))
     tok_file = path / "tokenizer.json"
     if not tok_file.is_file():
-        raise DatasetError(f"{folder} has no tokenizer.json",
-                           fix="download the model's tokenizer files into it (tokenizer.json, tokenizer_config.json)")
+        raise DatasetError(_("{folder} has no tokenizer.json").format(folder=folder),
+                           fix=_("download the model's tokenizer files into it (tokenizer.json, "
+                                 "tokenizer_config.json)"))
     try:
         from tokenizers import Tokenizer
     except ImportError:
-        raise MissingExtraError("counting tokens needs Hugging Face tokenizers", fix=_EXTRA_FIX) from None
+        raise MissingExtraError(_("counting tokens needs Hugging Face tokenizers"), fix=translate(_EXTRA_FIX)) from None
     text = inputs.read_text_file(tok_file, max_bytes=_MAX_TOKENIZER_BYTES, what="tokenizer.json", error=DatasetError)
     try:
         tok = Tokenizer.from_str(text)
     except Exception as e:  # the Rust library raises its own Exception subclass
-        raise DatasetError(f"{tok_file} is not a tokenizers file: {str(e)[:200]}",
-                           fix="pass the model folder whose tokenizer.json the tokenizers library reads") from None
+        raise DatasetError(_("{file} is not a tokenizers file: {error}").format(file=tok_file, error=str(e)[:200]),
+                           fix=_("pass the model folder whose tokenizer.json the tokenizers library reads")) from None
 
     def encode(s: str) -> int:
         return len(tok.encode(s, add_special_tokens=False).ids)
@@ -154,7 +158,7 @@ def load_counter(folder: str, *, use_template: bool = True, chat_template: str |
     if use_template:
         found = _template_source(path, chat_template)
         if found is None:
-            raise DatasetError(f"no chat template in {folder}", fix=_fix_template(folder))
+            raise DatasetError(_("no chat template in {folder}").format(folder=folder), fix=_fix_template(folder))
         render = _compile(found[0], folder)
         source = found[1]
     return TokenCounter(encode=encode, render=render, tokenizer_path=str(tok_file), template_source=source)

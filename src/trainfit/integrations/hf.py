@@ -42,6 +42,7 @@ from typing import Any
 import torch
 from transformers import TrainerCallback
 
+from trainfit.i18n import _
 from trainfit.watch.checkpoint import mark_complete, mark_saving
 from trainfit.watch.metrics import GIB, METRICS
 from trainfit.watch.protocol import RESTART_EXIT_CODE, STOP_FILE_ENV, ack_path, write_json_atomic
@@ -147,8 +148,8 @@ def repair_converted_resume(args, state, model) -> bool:
     loaded = type(model).from_pretrained(str(cp), dtype=dtype)
     model.load_state_dict(loaded.state_dict(), strict=True)
     del loaded
-    print(f"trainfit: reloaded {cp} with weight conversion ({len(missing)} tensors the Trainer "
-          "could not match, transformers#48805)", file=sys.stderr)
+    print("trainfit: " + _("reloaded {checkpoint} with weight conversion ({n} tensors the Trainer could not match, "
+                           "transformers#48805)").format(checkpoint=cp, n=len(missing)), file=sys.stderr)
     return True
 
 
@@ -178,11 +179,11 @@ class TrainfitCallback(TrainerCallback):
                  stop_file: str | os.PathLike | None = None, exit_on_stop: bool = True,
                  sync_cuda: bool = True) -> None:
         if prometheus_port is not None and not 0 <= int(prometheus_port) <= 65535:
-            raise ValueError(f"prometheus_port must be in 0..65535; got {prometheus_port}")
+            raise ValueError(_("prometheus_port must be in 0..65535; got {port}").format(port=prometheus_port))
         for name, v in (("flops_per_token", flops_per_token), ("peak_tflops_per_gpu", peak_tflops_per_gpu),
                         ("tokens_per_step", tokens_per_step)):
             if v is not None and not v > 0:
-                raise ValueError(f"{name} must be > 0; got {v}")
+                raise ValueError(_("{name} must be > 0; got {value}").format(name=name, value=v))
         self.metrics_path = Path(metrics_path) if metrics_path is not None else None
         self.requested_port = prometheus_port
         self.prometheus_addr = prometheus_addr
@@ -251,7 +252,7 @@ class TrainfitCallback(TrainerCallback):
         except ImportError:
             from trainfit.errors import MissingExtraError
 
-            raise MissingExtraError("the Prometheus endpoint needs prometheus_client",
+            raise MissingExtraError(_("the Prometheus endpoint needs prometheus_client"),
                                     fix="pip install 'trainfit[watch]'") from None
         registry = CollectorRegistry()
         for m in METRICS:

@@ -13,6 +13,7 @@ import re
 import yaml
 
 from trainfit.errors import WatchError
+from trainfit.i18n import _, ngettext
 from trainfit.watch.metrics import BY_KEY
 
 DEFAULT_PORT = 9400
@@ -21,11 +22,13 @@ _NAME_RE = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$")
 
 def _check(job: str, port: int, gpus_per_node: int, scrape_interval_s: int) -> None:
     if not _NAME_RE.match(job):
-        raise WatchError(f"job name {job!r} must be 1-63 letters, digits, '.', '_' or '-'")
+        raise WatchError(_("job name {job!r} must be 1-63 letters, digits, '.', '_' or '-'").format(job=job))
     if not 1 <= port <= 65535 - gpus_per_node:
-        raise WatchError(f"port {port} out of range for {gpus_per_node} GPU(s) per node")
+        raise WatchError(ngettext("port {port} out of range for {n} GPU per node",
+                                  "port {port} out of range for {n} GPUs per node", gpus_per_node).format(
+            port=port, n=gpus_per_node))
     if gpus_per_node < 1 or scrape_interval_s < 1:
-        raise WatchError("gpus_per_node and scrape_interval_s must be >= 1")
+        raise WatchError(_("gpus_per_node and scrape_interval_s must be >= 1"))
 
 
 def prometheus_scrape_config(*, job: str, port: int = DEFAULT_PORT, gpus_per_node: int = 1,

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
 from trainfit.errors import WatchError
+from trainfit.i18n import _
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -284,7 +285,7 @@ class FilePoller:
 def custom_source(url: str, *, lead_seconds: float | None = None) -> NoticeSource:
     """A ``--metadata-url`` source: any 200 with a non-empty body that is not FALSE is a notice."""
     if not url.startswith(("http://", "https://")):
-        raise WatchError(f"--metadata-url must be an http(s) URL; got {url!r}")
+        raise WatchError(_("--metadata-url must be an http(s) URL; got {url!r}").format(url=url))
     return NoticeSource(provider="metadata-url", url=url, lead_seconds=lead_seconds,
                         notice_when="200 with a non-empty body", time_format=None,
                         source="user-supplied --metadata-url")
@@ -294,8 +295,8 @@ def provider_source(name: str) -> NoticeSource:
     try:
         return PROVIDERS[name]
     except KeyError:
-        raise WatchError(f"unknown --provider {name!r}",
-                         fix=f"use one of: {', '.join(sorted(PROVIDERS))}, or none") from None
+        raise WatchError(_("unknown --provider {name!r}").format(name=name),
+                         fix=_("use one of: {choices}, or none").format(choices=", ".join(sorted(PROVIDERS)))) from None
 
 
 __all__ = ["PROVIDERS", "NoticeSource", "Notice", "MetadataPoller", "FilePoller", "parse_notice_body",

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from trainfit.errors import WatchError
+from trainfit.i18n import _
 from trainfit.watch.checkpoint import latest_complete_checkpoint
 from trainfit.watch.notice import FilePoller, MetadataPoller, Notice, custom_source, provider_source
 from trainfit.watch.reaper import Guard, descendants, reap, set_child_subreaper, signal_all
@@ -76,21 +77,23 @@ class WatchConfig:
 
     def __post_init__(self) -> None:
         if not self.command:
-            raise WatchError("no training command given", fix="trainfit watch [options] -- python train.py ...")
+            raise WatchError(_("no training command given"), fix="trainfit watch [options] -- python train.py ...")
         for name in ("poll_seconds", "lead_seconds", "sigterm_lead_seconds", "kill_grace_seconds", "margin_seconds"):
             v = getattr(self, name)
             lo_ok = v >= 0 if name == "margin_seconds" else v > 0
             # finite and at most a day: a nan or inf grace would never force-stop a trainer that ignores SIGTERM
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not lo_ok \
                     or v > MAX_SECONDS:
-                raise WatchError(f"--{name.replace('_', '-')} must be a finite number in "
-                                 f"{'[0' if name == 'margin_seconds' else '(0'}, {MAX_SECONDS}]; got {v}",
-                                 fix="e.g. 5")
+                raise WatchError(_("{flag} must be a finite number in {range}; got {value}").format(
+                    flag="--" + name.replace("_", "-"),
+                    range=f"{'[0' if name == 'margin_seconds' else '(0'}, {MAX_SECONDS}]", value=v),
+                    fix=_("e.g. {example}").format(example=5))
         if not 1 <= self.restart_exit_code <= 255:
-            raise WatchError(f"--restart-exit-code must be in 1..255; got {self.restart_exit_code}")
+            raise WatchError(_("--restart-exit-code must be in 1..255; got {value}").format(
+                value=self.restart_exit_code))
         if (self.metrics_path or self.prometheus_port is not None) and not self.hf_callback:
-            raise WatchError("--metrics-path and --prometheus-port configure the attached callback",
-                             fix="add --hf-callback, or pass them to TrainfitCallback in your script")
+            raise WatchError(_("--metrics-path and --prometheus-port configure the attached callback"),
+                             fix=_("add --hf-callback, or pass them to TrainfitCallback in your script"))
         for p in self.providers:
             provider_source(p)  # raises WatchError for an unknown name
 
@@ -128,8 +131,9 @@ def _child_env(cfg: WatchConfig) -> tuple[str, dict[str, str]]:
             pass
         except OSError as e:  # a name over the file system's limit, a folder, no permission: the trainer could not
             # write its acknowledgement either
-            raise WatchError(f"--stop-file {stale[:80]}{'…' if len(stale) > 80 else ''} cannot be used: "
-                             f"{e.strerror or e}", fix="pass a writable file path (or leave --stop-file out)") from None
+            raise WatchError(_("--stop-file {path} cannot be used: {error}").format(
+                path=stale[:80] + ("…" if len(stale) > 80 else ""), error=e.strerror or e),
+                fix=_("pass a writable file path (or leave --stop-file out)")) from None
     env = dict(os.environ)
     env[STOP_FILE_ENV] = stop_file
     if cfg.hf_callback:
@@ -143,7 +147,8 @@ def _child_env(cfg: WatchConfig) -> tuple[str, dict[str, str]]:
     if cfg.checkpoint_dir:
         cp = latest_complete_checkpoint(cfg.checkpoint_dir, mark_incomplete=True)
         env[RESUME_ENV] = str(cp) if cp else ""
-        log(f"resume from {cp}" if cp else f"no complete checkpoint in {cfg.checkpoint_dir}: starting fresh")
+        log(_("resume from {checkpoint}").format(checkpoint=cp) if cp else
+            _("no complete checkpoint in {folder}: starting fresh").format(folder=cfg.checkpoint_dir))
     return stop_file, env
 
 
@@ -192,12 +197,19 @@ def _say_reachability(cfg: WatchConfig, poller: object) -> None:
         return
     src = poller.src  # type: ignore[attr-defined]
     if reachable:
-        cfg.log(f"the {src.provider} metadata service answers again ({src.url})")
+        cfg.log(_("the {provider} metadata service answers again ({url})").format(provider=src.provider, url=src.url))
     else:
-        cfg.log(f"warning: the {src.provider} metadata service cannot be reached ({src.url}: "
-                f"{getattr(poller, 'error', '') or 'no answer'}): no reclaim notice can come from it; only SIGTERM"
-                + (" and --notice-file" if cfg.notice_file else "") + " will stop the trainer in time. It answers "
-                "only on that cloud's instances: check the job runs there (and its network), or drop --provider")
+        error = getattr(poller, "error", "") or _("no answer")
+        if cfg.notice_file:
+            cfg.log(_("warning: the {provider} metadata service cannot be reached ({url}: {error}): no reclaim notice "
+                      "can come from it; only SIGTERM and --notice-file will stop the trainer in time. It answers only "
+                      "on that cloud's instances: check the job runs there (and its network), or drop "
+                      "--provider").format(provider=src.provider, url=src.url, error=error))
+        else:
+            cfg.log(_("warning: the {provider} metadata service cannot be reached ({url}: {error}): no reclaim notice "
+                      "can come from it; only SIGTERM will stop the trainer in time. It answers only on that cloud's "
+                      "instances: check the job runs there (and its network), or drop --provider").format(
+                provider=src.provider, url=src.url, error=error))
     poller._said_reachable = reachable  # type: ignore[attr-defined]
 
 
@@ -213,13 +225,13 @@ def _enforce_deadline(cfg: WatchConfig, notice: Notice, sigterm_at: list[float],
         # the scheduler's SIGTERM after a cloud notice: its grace period may end first
         notice = dataclasses.replace(notice, source="sigterm",
                                      deadline_unix=sigterm_at[0] + cfg.sigterm_lead_seconds)
-        log(f"SIGTERM: the deadline moves to {notice.deadline_unix - now:.0f} s from now")
+        log(_("SIGTERM: the deadline moves to {seconds:.0f} s from now").format(seconds=notice.deadline_unix - now))
     if term_sent_at is None and now >= notice.deadline_unix - cfg.margin_seconds:
-        log("deadline reached before the trainer stopped: SIGTERM to its process group and descendants")
+        log(_("deadline reached before the trainer stopped: SIGTERM to its process group and descendants"))
         _kill_tree(pgid, tracked, signal.SIGTERM)
         term_sent_at = now
     elif term_sent_at is not None and not kill_sent and now >= term_sent_at + cfg.kill_grace_seconds:
-        log("trainer still running: SIGKILL to its process group and descendants")
+        log(_("trainer still running: SIGKILL to its process group and descendants"))
         _kill_tree(pgid, tracked, signal.SIGKILL)
         kill_sent = True
     return notice, term_sent_at, kill_sent
@@ -265,8 +277,9 @@ def _supervise(cfg: WatchConfig, proc: subprocess.Popen, stop_file: str, pollers
             if notice is not None:
                 request_stop(stop_file, reason=notice.reason, source=notice.source,
                              deadline_unix=notice.deadline_unix)
-                log(f"preemption notice from {notice.source} ({notice.reason!r}); "
-                    f"{notice.deadline_unix - now:.0f} s left; asked the trainer to checkpoint and stop")
+                log(_("preemption notice from {source} ({reason!r}); {seconds:.0f} s left; asked the trainer to "
+                      "checkpoint and stop").format(source=notice.source, reason=notice.reason,
+                                                    seconds=notice.deadline_unix - now))
         else:
             notice, term_sent_at, kill_sent = _enforce_deadline(cfg, notice, sigterm_at, pgid, now, term_sent_at,
                                                                 kill_sent, tracked)
@@ -284,14 +297,15 @@ def _exit_code(cfg: WatchConfig, rc: int, stop_file: str, notice: Notice | None,
     code = _returncode(rc)
     ack = read_json(ack_path(stop_file))
     if ack is not None:
-        log(f"trainer stopped at step {ack.get('step')} with a complete checkpoint {ack.get('checkpoint')}; "
-            f"exit {cfg.restart_exit_code} so the platform restarts the job")
+        log(_("trainer stopped at step {step} with a complete checkpoint {checkpoint}; exit {code} so the platform "
+              "restarts the job").format(step=ack.get("step"), checkpoint=ack.get("checkpoint"),
+                                         code=cfg.restart_exit_code))
         return cfg.restart_exit_code
     if notice is not None and (code != 0 or term_sent_at is not None):
-        log(f"trainer ended with {code} after the notice without acknowledging a checkpoint; "
-            f"exit {cfg.restart_exit_code} (restart resumes from the newest complete checkpoint)")
+        log(_("trainer ended with {code} after the notice without acknowledging a checkpoint; exit {restart} "
+              "(restart resumes from the newest complete checkpoint)").format(code=code, restart=cfg.restart_exit_code))
         return cfg.restart_exit_code
-    log(f"trainer exited with {code}")
+    log(_("trainer exited with {code}").format(code=code))
     return code
 
 
@@ -317,9 +331,9 @@ def run_watch(cfg: WatchConfig) -> int:
             proc = subprocess.Popen(list(cfg.command), env=env, start_new_session=True,
                                     preexec_fn=_pdeathsig if sys.platform.startswith("linux") else None)
         except OSError as e:
-            raise WatchError(f"cannot start {cfg.command[0]!r}: {e.strerror or e}",
-                             fix="check the command after --") from None
-        cfg.log(f"started pid {proc.pid} (process group {proc.pid}); stop file {stop_file}")
+            raise WatchError(_("cannot start {command!r}: {error}").format(command=cfg.command[0], error=e.strerror or e),
+                             fix=_("check the command after --")) from None
+        cfg.log(_("started pid {pid} (process group {pid}); stop file {path}").format(pid=proc.pid, path=stop_file))
         guard = Guard(proc.pid) if sys.platform.startswith("linux") else None
         try:
             rc, notice, term_sent_at = _supervise(cfg, proc, stop_file, pollers, sigterm_at, interrupted, guard)

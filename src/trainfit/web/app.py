@@ -3,6 +3,11 @@
 No logic of its own: each endpoint validates JSON types (pydantic), hands the fields to one service function and
 returns its dict as the CLI's ``--json`` would print it. Every :class:`~trainfit.errors.TrainfitError` becomes a
 422 carrying the code, the message, the fix and (for input-gate errors) the field.
+
+Language: every request is answered in the language it asks for, the ``lang`` query parameter (``?lang=zh``, what
+the page's 中文 switch sends with every call), else the ``Accept-Language`` header, else the server's environment
+(:mod:`trainfit.i18n`); ``code`` fields stay English. ``GET /api/labels?lang=zh`` gives the page's own labels from
+the same catalog.
 """
 
 from __future__ import annotations
@@ -20,8 +25,9 @@ from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import FileResponse, Response
 from fastapi.staticfiles import StaticFiles
 
-from trainfit import __version__, service
+from trainfit import __version__, i18n, service
 from trainfit.errors import InputError, TrainfitError
+from trainfit.i18n import N_, _
 from trainfit.web.schemas import (CatalogResponse, CheckResponse, ErrorResponse, MemoryRequest, MemoryResponse,
                                   PlanRequest, PlanResponse, RenderRequest)
 
@@ -60,8 +66,8 @@ def _no_surrogates(value: Any, field: str | None) -> None:
             try:
                 v.encode("utf-8")
             except UnicodeEncodeError:
-                err = InputError(f"{f or 'a field'}: holds a lone surrogate escape (such as \\ud800), which is not "
-                                 "Unicode text", fix="send UTF-8 text")
+                err = InputError(_("{field}: holds a lone surrogate escape (such as \\ud800), which is not Unicode "
+                                   "text").format(field=f or _("a field")), fix=_("send UTF-8 text"))
                 err.field = f  # type: ignore[attr-defined]
                 raise err from None
         elif isinstance(v, dict):
@@ -112,6 +118,7 @@ def create_app(allowed_hosts: tuple[str, ...] | list[str] | None = None) -> Fast
                               "`trainfit memory --json` and `trainfit plan --json` print.")
     _add_error_handlers(app)
     _add_header_middleware(app, LOOPBACK_HOSTS | {_host_name(h) for h in (allowed_hosts or ())})
+    app.add_middleware(RequestLanguage)  # outermost: the refusals above are in the request's language too
     _add_job_routes(app)
     _add_reference_routes(app)
     _add_page_routes(app)
@@ -132,12 +139,37 @@ def _add_error_handlers(app: FastAPI) -> None:
         first = errors[0]
         loc = [str(x) for x in first.get("loc", ()) if x != "body"]
         field = loc[0] if loc else None
-        msg = first.get("msg", "invalid request")
+        msg = _validation_message(first)
         same = [e for e in errors if [str(x) for x in e.get("loc", ()) if x != "body"][:1] == loc[:1]]
         if field and len(same) > 1:  # a union of JSON types: say which types, not each member's complaint
-            msg = f"must be a number, a string or true/false, not a JSON {_json_type(first.get('input'))}"
-        what = f"{field}: {msg}" if field else msg
-        return _error(InputError.code, what, "send a JSON object with the fields listed at /docs", field)
+            msg = _("must be a number, a string or true/false, not a JSON {type}").format(
+                type=_json_type(first.get("input")))
+        what = _("{field}: {problem}").format(field=field, problem=msg) if field else msg
+        return _error(InputError.code, what, _("send a JSON object with the fields listed at /docs"), field)
+
+
+#: pydantic's error types the API's JSON validation raises, as a sentence in the catalog (pydantic's own ``msg``,
+#: English only, for any other).
+_VALIDATION = {
+    "missing": N_("is required"),
+    "string_type": N_("must be a string"),
+    "bool_type": N_("must be true or false"),
+    "int_type": N_("must be a whole number"),
+    "float_type": N_("must be a number"),
+    "dict_type": N_("must be a JSON object"),
+    "list_type": N_("must be a JSON array"),
+    "model_attributes_type": N_("must be a JSON object"),
+    "model_type": N_("must be a JSON object"),
+    "json_invalid": N_("is not valid JSON"),
+}
+
+
+def _validation_message(error: dict[str, Any]) -> str:
+    """One validation error of the request as a sentence in the request's language."""
+    known = _VALIDATION.get(str(error.get("type", "")))
+    if known is not None:
+        return i18n.translate(known)
+    return str(error.get("msg") or _("invalid request"))
 
 
 def _refusal(status: int, message: str, fix: str) -> Response:
@@ -169,14 +201,15 @@ def _add_header_middleware(app: FastAPI, hosts: frozenset[str] | set[str] = LOOP
     async def _headers(request: Request, call_next: Any) -> Response:
         size = request.headers.get("content-length", "")
         if _host_name(request.headers.get("host", "")) not in hosts:
-            resp = _refusal(421, "this server answers only requests addressed to its own host name",
-                            "open the page at http://127.0.0.1:PORT/, or start `trainfit serve --allow-host NAME`")
+            resp = _refusal(421, _("this server answers only requests addressed to its own host name"),
+                            _("open the page at http://127.0.0.1:PORT/, or start `trainfit serve --allow-host NAME`"))
         elif _cross_origin(request):
-            resp = _refusal(403, "cross-origin request refused", "use the page this server serves")
+            resp = _refusal(403, _("cross-origin request refused"), _("use the page this server serves"))
         elif size.isdecimal() and int(size) > MAX_BODY_BYTES:
-            resp = _json({"error": {"code": InputError.code, "message": f"the request body is {int(size):,} bytes, "
-                                    f"over the {MAX_BODY_BYTES:,}-byte limit", "fix": "send the job file or plan itself",
-                                    "field": None}}, 413)
+            resp = _json({"error": {"code": InputError.code, "message": _(
+                "the request body is {size:,} bytes, over the {limit:,}-byte limit").format(
+                size=int(size), limit=MAX_BODY_BYTES), "fix": _("send the job file or plan itself"),
+                "field": None}}, 413)
         else:
             resp = await call_next(request)
         # Swagger UI (/docs) starts itself with an inline script; everything else runs under the strict policy
@@ -185,6 +218,67 @@ def _add_header_middleware(app: FastAPI, hosts: frozenset[str] | set[str] = LOOP
         resp.headers.setdefault("X-Content-Type-Options", "nosniff")
         resp.headers.setdefault("Referrer-Policy", "no-referrer")
         return resp
+
+
+def accept_language(header: str | None) -> str | None:
+    """The language of ours an ``Accept-Language`` header prefers (``zh-CN,zh;q=0.9,en;q=0.8`` -> ``zh``), by
+    quality then order; None when it names neither English nor Chinese (the server's own language then)."""
+    best: tuple[float, int, str] | None = None
+    for pos, part in enumerate((header or "").split(",")):
+        tag, _sep, params = part.strip().partition(";")
+        tag = tag.strip().lower()
+        if not tag or tag == "*":
+            continue
+        q = 1.0
+        for p in params.split(";"):
+            k, _eq, v = p.strip().partition("=")
+            if k.strip() == "q":
+                try:
+                    q = float(v)
+                except ValueError:
+                    q = 0.0
+        head = tag.split("-")[0]
+        if head not in i18n.LANGUAGES or q <= 0:
+            continue
+        if best is None or (-q, pos) < (-best[0], best[1]):
+            best = (q, pos, head)
+    return best[2] if best else None
+
+
+class RequestLanguage:
+    """ASGI middleware: the request's language (``?lang=`` query, else ``Accept-Language``) for everything the
+    handler says, set in :mod:`trainfit.i18n`'s context variable around the call (so concurrent requests in
+    different languages do not mix). A ``lang`` that is neither en nor zh is a 422 with the fix on /api/ paths (the
+    page itself still loads)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope.get("type") != "http":
+            await self.app(scope, receive, send)
+            return
+        from urllib.parse import parse_qs
+
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
+        asked = (query.get("lang") or [""])[-1].strip()
+        lang: str | None = None
+        if asked:
+            try:
+                lang = i18n.parse_lang(asked)
+            except InputError as err:
+                if str(scope.get("path", "")).startswith("/api/"):
+                    await _error(err.code, err.message, err.fix, "lang")(scope, receive, send)
+                    return
+                lang = None  # the page (/?lang=fr) still loads, in the browser's language
+        else:
+            headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+            lang = accept_language(headers.get("accept-language"))
+        if lang is None:
+            await self.app(scope, receive, send)
+            return
+        with i18n.language(lang):
+            await self.app(scope, receive, send)
 
 
 def _zip_job(files: dict[str, str]) -> bytes:
@@ -247,6 +341,12 @@ def _add_reference_routes(app: FastAPI) -> None:
     @app.get("/api/options", tags=["api"], summary="the option table the CLI and this API share")
     def options() -> Response:
         return _json(service.option_specs())
+
+    @app.get("/api/labels", tags=["api"], summary="the page's labels in the request's language (?lang=en|zh)")
+    def labels() -> Response:
+        from trainfit.web.labels import labels as page_labels
+
+        return _json(page_labels(i18n.current()))
 
 
 def _add_page_routes(app: FastAPI) -> None:

@@ -2,88 +2,10 @@
 // it sends the fields, draws what comes back. Loads nothing from outside this origin.
 "use strict";
 
-const I18N = {
-  en: {
-    tagline: "Will it fit, how fast, what it costs, and how to launch it.",
-    model: "Model", model_name: "Registry model", paste_config: "…or paste a config.json (used instead of the model)",
-    training: "Training", method: "Method", seq_len: "Sequence length", micro_batch: "Micro-batch",
-    gpus: "GPUs", gpu: "GPU", more_options: "More options", plan_options: "Plan", tokens: "Training tokens",
-    objective: "Rank by", by_cost: "cost", by_time: "time", provider: "Provider", btn_memory: "Memory",
-    btn_plan: "Plan", memory_title: "Memory per GPU", download: "Download job files (zip)",
-    compare: "Compare settings", plan_title: "Plans", rejected: "Rejected instance types",
-    apply: "apply", only_gpu: "Only GPU", show_all: "Show all {n} plans", y_axis: "Chart", y_opt_cost: "hours vs cost (priced plans)",
-    y_opt_gpu_hours: "hours vs GPU-hours (all plans)", job_region: "Region for the job files",
-    frontier_unpriced: "The frontier's plans have no price: switch the chart to GPU-hours.",
-    pareto_hint: "Each point is a plan; the line joins the cost–time frontier (Pareto): nothing is both faster and cheaper.",
-    check_title: "Check a job file", btn_check: "Check", footer: "Estimates from trainfit; every number has a source in the docs.",
-    any: "(any)", default: "(default)", none_gpu: "(no GPU: memory only)", searched: "searched",
-    verdict_fits: "fits", verdict_tight: "tight", verdict_oom: "OOM", verdict_unknown: "unknown", verdict_none: "no GPU",
-    verdict_host_oom: "host RAM OOM",
-    reserved: "reserved", of: "of", usable: "usable", headroom: "Headroom", max_mb: "Largest micro-batch",
-    max_seq: "Longest sequence", peak_phase: "Peak phase", host_ram: "Host RAM / node", params: "Parameters",
-    trainable: "trainable", rank: "#", instance: "Instance type", gpu_x: "GPUs", nodes: "Nodes", strategy: "Strategy",
-    mb: "Micro-batch", verdict: "Verdict", gib: "GiB/GPU", hours: "Hours", gpu_hours: "GPU-hours", cost: "Cost",
-    files: "Files", reason: "Reason", fix: "Fix", fix_label: "fix", plans_found: "{n} plans, {r} instance types rejected; ranked by {o}.",
-    by_gpu_hours: "GPU-hours", unpriced: "{n} plan(s) without a price (cost –); to price them: {how}",
-    y_cost: "cost ({c})", y_gpu_hours: "GPU-hours", x_hours: "hours (wall clock)",
-    range_note: "(p10–p90): 80 % prediction interval from published runs predicted out of sample; ≈ marks a tie with the plan above (overlapping ranges).",
-    frontier: "frontier", all_plans: "plans", no_plans: "No plan fits: see the rejections below.",
-    check_ok: "no problems found", findings: "{n} finding(s), {e} error(s)", loading: "working…",
-    t_weights: "weights", t_gradients: "gradients", t_optimizer: "optimizer", t_activations: "activations",
-    t_logits_loss: "logits & loss", t_temporaries: "temporaries", t_overhead: "overhead (CUDA, allocator)",
-    resource_class: "Resource class", region: "Region", gpu_mem: "GPU memory (GiB, at least)", spot: "Spot instances",
-    compare_regions: "Prices in every region", allow_fp16: "Allow fp16 GPUs (V100, T4)", rl_title: "RL (GRPO / PPO / DPO)",
-    rl_algo: "Algorithm", rl_engine: "Rollout engine", rl_tp: "Rollout TP", rl_prompt: "Prompt length",
-    rl_response: "Response length", rl_gens: "Generations per prompt", rl_batch: "Prompts per step", rl_steps: "RL steps",
-    no_rl: "(none: supervised)", gpu_col: "GPU", precision: "Precision", tok_s: "tok/s", mfu: "MFU", price: "Price/h",
-    price_age: "as of {d} ({n} days old)", price_unknown_date: "date unknown", source: "source", no_price: "no price",
-    warning: "warning", p_oom: "P(OOM) {p} (calibrated on what published runs near their card's limit did: ran or OOM)",
-    plan_stale: "The form changed since this plan: press Plan again.",
-    region_prices: "The same plans priced per region", region_col: "Region", as_of: "As of",
-    region_hint: "List prices; hours do not change. Cheapest 3, the plan's region and the dearest.",
-    same_all: "same in all {n}", plan_extra: "Also applied (from a fix):", clear: "clear", rl_phases: "RL per GPU: rollout {r} GiB, train {t} GiB, weight sync {s} GiB; binding phase {b}",
-  },
-  zh: {
-    tagline: "能不能装下、多快、多少钱、怎么启动。",
-    model: "模型", model_name: "内置模型", paste_config: "…或粘贴 config.json（代替上面的模型）",
-    training: "训练", method: "方法", seq_len: "序列长度", micro_batch: "微批大小",
-    gpus: "GPU 数", gpu: "GPU", more_options: "更多选项", plan_options: "规划", tokens: "训练 token 数",
-    objective: "排序依据", by_cost: "成本", by_time: "时间", provider: "云厂商", btn_memory: "显存",
-    btn_plan: "规划", memory_title: "每卡显存", download: "下载任务文件（zip）",
-    compare: "对比不同设置", plan_title: "方案", rejected: "被排除的实例类型",
-    apply: "应用", only_gpu: "仅限 GPU", show_all: "显示全部 {n} 个方案", y_axis: "图表", y_opt_cost: "小时 vs 成本（有价格的方案）",
-    y_opt_gpu_hours: "小时 vs GPU 小时（全部方案）", job_region: "任务文件的地域",
-    frontier_unpriced: "前沿上的方案没有价格：请把图表切换到 GPU 小时。",
-    pareto_hint: "每个点是一个方案；连线是成本–时间帕累托前沿：没有方案比它们既更快又更便宜。",
-    check_title: "检查任务文件", btn_check: "检查", footer: "trainfit 的估算；每个数字在文档中都有来源。",
-    any: "（任意）", default: "（默认）", none_gpu: "（不选 GPU：只算显存）", searched: "搜索",
-    verdict_fits: "装得下", verdict_tight: "偏紧", verdict_oom: "显存不足", verdict_unknown: "未知", verdict_none: "未选 GPU",
-    verdict_host_oom: "主机内存不足",
-    reserved: "预留", of: "/", usable: "可用", headroom: "余量", max_mb: "最大微批", max_seq: "最长序列",
-    peak_phase: "峰值阶段", host_ram: "每节点内存", params: "参数量", trainable: "可训练",
-    rank: "#", instance: "实例类型", gpu_x: "GPU", nodes: "节点", strategy: "策略", mb: "微批",
-    verdict: "结论", gib: "GiB/卡", hours: "小时", gpu_hours: "GPU 小时", cost: "成本", files: "文件",
-    reason: "原因", fix: "修改建议", fix_label: "建议", plans_found: "{n} 个方案，排除 {r} 个实例类型；按{o}排序。",
-    by_gpu_hours: "GPU 小时", unpriced: "{n} 个方案没有价格（成本 –）；获取价格：{how}",
-    y_cost: "成本（{c}）", y_gpu_hours: "GPU 小时", x_hours: "小时（墙钟）",
-    range_note: "（p10–p90）：由公开训练记录的样本外预测得到的 80 % 预测区间；≈ 表示与上一方案区间重叠（并列）。",
-    frontier: "前沿", all_plans: "方案", no_plans: "没有方案装得下：见下方排除原因。",
-    check_ok: "未发现问题", findings: "{n} 条发现，{e} 个错误", loading: "计算中…",
-    t_weights: "权重", t_gradients: "梯度", t_optimizer: "优化器状态", t_activations: "激活",
-    t_logits_loss: "logits 与损失", t_temporaries: "临时张量", t_overhead: "开销（CUDA、分配器）",
-    resource_class: "资源类型", region: "地域", gpu_mem: "显存（GiB，至少）", spot: "竞价实例",
-    compare_regions: "各地域价格", allow_fp16: "允许仅支持 fp16 的 GPU（V100、T4）", rl_title: "强化学习（GRPO / PPO / DPO）",
-    rl_algo: "算法", rl_engine: "推理引擎", rl_tp: "推理 TP", rl_prompt: "提示长度", rl_response: "回答长度",
-    rl_gens: "每个提示的生成数", rl_batch: "每步提示数", rl_steps: "RL 步数",
-    no_rl: "（无：监督微调）", gpu_col: "GPU", precision: "精度", tok_s: "tok/s", mfu: "MFU", price: "每小时价格",
-    price_age: "{d}（{n} 天前）", price_unknown_date: "日期未知", source: "来源", no_price: "无价格",
-    warning: "警告", p_oom: "P(OOM) {p}（按公开记录中接近显存上限的任务是否 OOM 校准）",
-    plan_stale: "表单已修改：请重新点击“规划”。",
-    region_prices: "各地域价格下的同一方案", region_col: "地域", as_of: "日期",
-    region_hint: "目录价；时长不变。最便宜的 3 个、方案所在地域和最贵的。",
-    same_all: "{n} 个地域相同", plan_extra: "另外已应用（来自修改建议）：", clear: "清除", rl_phases: "RL 每卡：推理 {r} GiB，训练 {t} GiB，权重同步 {s} GiB；瓶颈阶段 {b}",
-  },
-};
+// The page's labels come from the server's one message catalog (GET /api/labels?lang=en|zh, web/labels.py), loaded
+// per language on first use; every API call carries ?lang= so the server's own messages (reasons, fixes, warnings,
+// rejections, errors) come back in the same language. Until the labels arrive the page shows index.html's English.
+const LABELS = {};
 const TERM_COLORS = { weights: "#3465a4", gradients: "#73a33f", optimizer: "#c17d11", activations: "#75507b",
   logits_loss: "#cc0000", temporaries: "#4e9a9a", overhead: "#888a85" };
 const SHOWN_PLANS = 12;  // rows shown before "show all" (the CLI shows 10 by default)
@@ -92,7 +14,7 @@ const $ = (sel) => document.querySelector(sel);
 const state = { lang: "en", specs: null, lastMemory: null, lastMemoryBody: null, lastPlan: null, history: [], chart: null };
 
 function t(key, vars) {
-  let s = (I18N[state.lang] && I18N[state.lang][key]) || I18N.en[key] || key;
+  let s = (LABELS[state.lang] && LABELS[state.lang][key]) || (LABELS.en && LABELS.en[key]) || key;
   for (const [k, v] of Object.entries(vars || {})) s = s.replace("{" + k + "}", v);
   return s;
 }
@@ -107,23 +29,58 @@ function el(tag, attrs, ...kids) {
 const fmt = (x, d = 1) => (x == null ? "–" : Number(x).toLocaleString(state.lang === "zh" ? "zh-CN" : "en-US",
   { maximumFractionDigits: d, minimumFractionDigits: d }));
 
-function setLang(lang) {
-  state.lang = lang === "zh" ? "zh" : "en";
-  document.documentElement.lang = state.lang === "zh" ? "zh-CN" : "en";
-  try { localStorage.setItem("trainfit-lang", state.lang); } catch (e) { /* private mode */ }
+const withLang = (path, lang) => path + (path.includes("?") ? "&" : "?") + "lang=" + (lang || state.lang);
+
+async function loadLabels(lang) {
+  if (!LABELS[lang]) LABELS[lang] = await (await api("/api/labels", undefined, lang)).json();
+  return LABELS[lang];
+}
+
+// the switch: the labels of the new language, then what is on screen (memory, plans, an error) asked again in it,
+// so the server's reasons, fixes and warnings follow; body[data-shown-lang] says when everything is in it
+async function setLang(lang) {
+  lang = lang === "zh" ? "zh" : "en";
+  await loadLabels(lang);
+  state.lang = lang;
+  document.documentElement.lang = lang === "zh" ? "zh-CN" : "en";
+  try { localStorage.setItem("trainfit-lang", lang); } catch (e) { /* private mode */ }
   document.querySelectorAll("[data-i18n]").forEach((n) => { n.textContent = t(n.dataset.i18n); });
-  document.querySelectorAll(".lang button").forEach((b) => b.classList.toggle("active", b.dataset.lang === state.lang));
+  document.querySelectorAll(".lang button").forEach((b) => b.classList.toggle("active", b.dataset.lang === lang));
   document.querySelectorAll("option[data-i18n-opt]").forEach((o) => { o.textContent = t(o.dataset.i18nOpt); });
   if (state.lastMemory) showMemory(state.lastMemory, false);
   if (state.lastPlan) showPlan(state.lastPlan);
+  const again = [];
+  const ask = (path, body, show) => again.push(api(path, body).then((r) => r.json())
+    .then((d) => { if (state.lang === lang) show(d); }, (e) => { if (state.lang === lang) showError(e); }));
+  if (state.lastMemory && state.lastMemoryBody) ask("/api/memory", state.lastMemoryBody, (d) => showMemory(d, false));
+  if (state.lastPlan && state.lastPlanBody) ask("/api/plan", state.lastPlanBody, showPlan);
+  if (state.lastError) ask("/api/" + state.lastError.action, state.lastError.body, () => showError(null));
+  fetch(withLang("/api/options", lang)).then((r) => r.json()).then((specs) => { if (state.lang === lang) helpTips(specs); })
+    .catch(() => { /* the tooltips stay as they were */ });
+  await Promise.all(again);
+  if (state.lang === lang) document.body.dataset.shownLang = lang;
 }
 
-async function api(path, body) {
-  const r = await fetch(path, body === undefined ? {} : {
+async function api(path, body, lang) {
+  const r = await fetch(withLang(path, lang), body === undefined ? {} : {
     method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
-  if (r.status === 422) { const e = await r.json(); throw e.error; }
-  if (!r.ok) throw { message: `HTTP ${r.status}`, fix: null };
+  if (!r.ok) {
+    let e = null;
+    try { e = (await r.json()).error; } catch (x) { /* not JSON */ }
+    throw e || { message: `HTTP ${r.status}`, fix: null };
+  }
   return r;
+}
+
+// the option table's help as each input's tooltip (in the page's language)
+function helpTips(specs) {
+  const f = $("#form");
+  for (const o of [...specs.workload, ...specs.plan, ...(specs.rl || [])]) {
+    const n = f.elements[o.name];
+    if (!n || !n.closest) continue;
+    n.title = o.help;
+    if (n.closest("label")) n.closest("label").title = o.help;
+  }
 }
 
 function option(value, label, i18nKey) {
@@ -247,6 +204,9 @@ function memBar(d, small) {
   return bar;
 }
 
+// a phase of the step (forward, backward, optimizer; an RL run's rollout, train, sync) in the page's language
+const phaseName = (p) => (p ? t("phase_" + String(p).replace(/^rl-/, "")).replace(/^phase_.*/, p) : "–");
+
 // the verdict: an RL run's is the binding phase's (trainer, engine and sync), as memory --rl prints
 function verdictOf(d) { return (d.rl && d.rl.verdict) || d.verdict || "none"; }
 
@@ -270,13 +230,13 @@ function showMemory(d, record = true) {
   const facts = [[t("headroom"), d.headroom_gib == null ? "–" : `${fmt(d.headroom_gib, 2)} GiB`],
     [t("max_mb"), d.max_micro_batch == null ? "–" : String(d.max_micro_batch)],
     [t("max_seq"), d.max_seq_len == null ? "–" : String(d.max_seq_len)],
-    [t("peak_phase"), d.peak_phase], [t("host_ram"), `${fmt(d.host_ram_gib, 1)} GiB`],
+    [t("peak_phase"), phaseName(d.peak_phase)], [t("host_ram"), `${fmt(d.host_ram_gib, 1)} GiB`],
     [t("params"), `${fmt(d.params.total / 1e9, 2)}B (${t("trainable")} ${fmt(d.params.trainable / 1e6, 1)}M)`]];
   $("#mem-facts").replaceChildren(...facts.flatMap(([k, v2]) => [el("dt", { text: k }), el("dd", { text: v2 })]));
   $("#mem-facts").querySelectorAll("dd")[1].id = "max-micro-batch";
   const rl = d.rl;
   $("#rl-phases").textContent = rl ? t("rl_phases", { r: fmt(rl.phases_gib.rollout, 1), t: fmt(rl.phases_gib.train, 1),
-    s: fmt(rl.phases_gib.sync, 1), b: rl.binding_phase }) : "";
+    s: fmt(rl.phases_gib.sync, 1), b: phaseName(rl.binding_phase) }) : "";
   // why the verdict is not "fits", and what the GPU cannot run (FlashAttention-3 off Hopper): as the CLI prints
   const fit = rl ? rl.fit : d.fit;
   $("#mem-warnings").replaceChildren(...[...((fit && v !== "fits") ? fit.reasons || [] : []),
@@ -413,7 +373,7 @@ function priceCell(p) {
   const src = String(p.price_source || "");
   const link = /^https?:\/\//.test(src) ? el("a", { href: src, target: "_blank", rel: "noopener noreferrer", title: src }, t("source"))
     : el("span", { title: src }, src ? t("source") + ": " + src : "");
-  return [`${fmt(p.price_per_hour, 2)} ${p.currency || ""}` + (p.spot_price_fraction ? ` (spot ${prob(p.spot_price_fraction)})` : ""),
+  return [`${fmt(p.price_per_hour, 2)} ${p.currency || ""}` + (p.spot_price_fraction ? ` (${t("spot_price", { p: prob(p.spot_price_fraction) })})` : ""),
     el("br"), el("small", {}, priceAge(p.price_as_of), " · ", link)];
 }
 
@@ -469,7 +429,7 @@ function showPlan(res) {
   $("#plans thead").replaceChildren(el("tr", {}, ...head.map((h) => el("th", { text: t(h), "data-col": h }))));
   const rows = [];
   res.plans.forEach((p, i) => {
-    const btn = el("button", { type: "button", "data-pick": String(i) }, "zip");
+    const btn = el("button", { type: "button", "data-pick": String(i) }, t("zip"));
     btn.addEventListener("click", () => {
       const region = $("#job-region").value.trim() || p.region || "";
       downloadZip(region ? { plan: p, region } : { plan: p });
@@ -573,11 +533,13 @@ async function run(action) {
   try {
     const r = await api("/api/" + action, body);
     const d = await r.json();
-    if (action === "plan") showPlan(d); else { state.lastMemoryBody = body; showMemory(d); }
+    state.lastError = null;
+    if (action === "plan") { state.lastPlanBody = body; showPlan(d); } else { state.lastMemoryBody = body; showMemory(d); }
     document.body.dataset.lastMs = String(Math.round(performance.now() - started));
     document.body.dataset.readyAt = String(Math.round(performance.now()));  // ms since the page was requested
     document.body.dataset.ready = action;
   } catch (e) {
+    state.lastError = { action, body };
     showError(e);
     document.body.dataset.ready = "error";
   } finally { btn.disabled = false; }
@@ -590,12 +552,12 @@ async function check(ev) {
   const fd = new FormData(); fd.append("file", f);
   const out = $("#check-result");
   try {
-    const r = await fetch("/api/check", { method: "POST", body: fd });
+    const r = await fetch(withLang("/api/check"), { method: "POST", body: fd });
     const d = await r.json();
-    if (r.status === 422) { out.replaceChildren(el("div", { class: "error", text: `${d.error.message} (${d.error.fix || ""})` })); return; }
+    if (d.error) { out.replaceChildren(el("div", { class: "error", text: d.error.fix ? t("check_bad", { m: d.error.message, f: d.error.fix }) : d.error.message })); return; }
     const errors = d.violations.filter((v) => v.severity === "error").length;
     out.replaceChildren(el("p", { text: `${d.file} (${d.kind}): ` + (d.violations.length ? t("findings", { n: d.violations.length, e: errors }) : t("check_ok")) }),
-      el("ul", {}, ...d.violations.map((v) => el("li", { text: `${v.severity} ${v.rule}: ${v.message} — ${t("fix_label")}: ${v.fix}` }))));
+      el("ul", {}, ...d.violations.map((v) => el("li", { text: `${t("sev_" + v.severity)} ${v.rule}: ${v.message} — ${t("fix_label")}: ${v.fix}` }))));
   } catch (e) { out.textContent = String(e); }
 }
 
@@ -604,8 +566,9 @@ async function init() {
   try { lang = localStorage.getItem("trainfit-lang") || ((navigator.language || "").startsWith("zh") ? "zh" : "en"); } catch (e) { /* */ }
   const q = new URLSearchParams(location.search);
   if (q.get("lang")) lang = q.get("lang");
-  state.lang = lang;
-  const [specs, models, catalog] = await Promise.all(["/api/options", "/api/models", "/api/catalog"].map((p) => api(p).then((r) => r.json())));
+  state.lang = lang = lang === "zh" ? "zh" : "en";
+  const [specs, models, catalog] = await Promise.all(["/api/options", "/api/models", "/api/catalog"].map((p) => api(p).then((r) => r.json()))
+    .concat([loadLabels(lang)]));
   state.specs = specs;
   buildForm(specs, models, catalog);
   document.querySelectorAll(".lang button").forEach((b) => b.addEventListener("click", () => setLang(b.dataset.lang)));
@@ -637,10 +600,10 @@ async function init() {
   const f = $("#form");
   for (const [k, v] of q.entries()) {
     const n = f.elements[k];
-    if (!n || k === "run") continue;
+    if (!n || k === "run" || k === "lang") continue;
     if (n.type === "checkbox") n.checked = ["1", "true", "yes", "on"].includes(v.toLowerCase()); else n.value = v;
   }
-  setLang(lang);
+  await setLang(lang);
   document.body.dataset.loaded = "1";
   if (q.get("run") === "memory" || q.get("run") === "plan") await run(q.get("run"));
 }
