@@ -6,8 +6,8 @@ Two kinds of checks:
 * strict, for the CLI's own strings (``_cli/``, ``cli.py``, ``options.py``, ``inputs.py``): no English run of 3+
   words of any of their message ids (found with the shared checker, ``tests/_lang.py``) may appear in the Chinese
   output, and known Chinese labels must;
-* the whole output free of English sentences, which also needs the messages of estimate/, plan/, check/ and
-  providers/ (translated on their own branches): ``xfail`` until those branches merge.
+* the whole output free of English sentences (every area has its Chinese catalog).
+
 """
 
 from __future__ import annotations
@@ -29,9 +29,7 @@ from trainfit.workload import Workload
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "trainfit"
 CLI_SOURCES = sorted((SRC / "_cli").glob("*.py")) + [SRC / "cli.py", SRC / "options.py", SRC / "inputs.py"]
-UNTIL_MERGED = pytest.mark.xfail(strict=False, reason="until the estimate/plan/check/providers i18n branches merge")
 CJK = re.compile(r"[\u4e00-\u9fff]")
-
 
 @lru_cache(maxsize=1)
 def cli_english_runs() -> frozenset[str]:
@@ -53,26 +51,21 @@ def cli_english_runs() -> frozenset[str]:
                                 if len(r.split()) >= 4 or r == whole)
     return frozenset(runs)
 
-
 def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
     rc = main(list(argv))
     out, err = capsys.readouterr()
     return rc, out, err
-
 
 def assert_cli_strings_chinese(text: str) -> None:
     left = sorted(r for r in cli_english_runs() if r in text)
     assert not left, f"English CLI strings under --lang zh: {left[:10]}"
     assert CJK.search(text), "no Chinese at all"
 
-
 def assert_no_english_sentence(text: str) -> None:
     left = english_sentences(text)
     assert not left, f"English sentences under --lang zh: {left[:10]}"
 
-
 # ---------------------------------------------------------------------------------------------- the checker
-
 
 def test_the_strict_list_is_not_empty_and_catches_english():
     runs = cli_english_runs()
@@ -81,16 +74,13 @@ def test_the_strict_list_is_not_empty_and_catches_english():
     with pytest.raises(AssertionError):
         assert_cli_strings_chinese("中文 then: no instance type fits these limits")
 
-
 def test_english_is_the_default(capsys):
     rc, out, err = run_cli(capsys, "memory", "Qwen3-8B", "--gpu", "A10")
     assert rc == 1
     assert "peak phase:" in out and "does not fit (OOM)" in out and "largest micro-batch" in out
     assert not CJK.search(out + err)
 
-
 # ---------------------------------------------------------------------------------------------- memory
-
 
 def test_memory_oom_verdict_and_fixes_in_chinese(capsys):
     rc, out, _err = run_cli(capsys, "--lang", "zh", "memory", "Qwen3-8B", "--gpu", "A10")
@@ -100,12 +90,9 @@ def test_memory_oom_verdict_and_fixes_in_chinese(capsys):
         assert zh in out, zh
     assert_cli_strings_chinese(out)
 
-
-@UNTIL_MERGED
 def test_memory_output_has_no_english_sentence(capsys):
     _rc, out, _err = run_cli(capsys, "--lang", "zh", "memory", "Qwen3-8B", "--gpu", "A10")
     assert_no_english_sentence(out)
-
 
 def test_memory_json_keeps_english_codes(capsys):
     rc, out, _err = run_cli(capsys, "memory", "Qwen3-8B", "--gpu", "A10", "--json", "--lang", "zh")
@@ -114,9 +101,7 @@ def test_memory_json_keeps_english_codes(capsys):
     assert data["verdict"] == "oom" and data["workload"]["method"] == "full"
     assert {"reserved_gib", "breakdown_gib", "suggestions"} <= set(data)
 
-
 # ---------------------------------------------------------------------------------------------- plan
-
 
 def test_plan_table_and_rejections_in_chinese(capsys):
     rc, out, _err = run_cli(capsys, "plan", "Qwen3-8B", "--tokens", "1B", "--top", "3", "--lang", "zh")
@@ -126,12 +111,9 @@ def test_plan_table_and_rejections_in_chinese(capsys):
         assert zh in out, zh
     assert_cli_strings_chinese(out)
 
-
-@UNTIL_MERGED
 def test_plan_output_has_no_english_sentence(capsys):
     _rc, out, _err = run_cli(capsys, "plan", "Qwen3-8B", "--tokens", "1B", "--top", "3", "--lang", "zh")
     assert_no_english_sentence(out)
-
 
 def test_plan_json_codes_stay_english(capsys):
     rc, out, _err = run_cli(capsys, "plan", "Qwen3-8B", "--tokens", "1B", "--top", "3", "--json", "--lang", "zh")
@@ -143,17 +125,13 @@ def test_plan_json_codes_stay_english(capsys):
     assert codes and all(re.fullmatch(r"[a-z0-9-]+", c) for c in codes)
     assert all(p["fit"]["verdict"] in ("fits", "tight", "unknown") for p in data["plans"] if "fit" in p)
 
-
-@UNTIL_MERGED
 def test_plan_json_messages_are_chinese(capsys):
     _rc, out, _err = run_cli(capsys, "plan", "Qwen3-8B", "--tokens", "1B", "--json", "--lang", "zh")
     for r in json.loads(out)["rejected"]:
         assert_no_english_sentence(r["reason"])
         assert_no_english_sentence(r.get("fix") or "")
 
-
 # ---------------------------------------------------------------------------------------------- render + check
-
 
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory):
@@ -162,20 +140,22 @@ def rendered(tmp_path_factory):
                  "--out", str(out)]) == 0
     return out
 
-
 def test_render_in_chinese(capsys, tmp_path):
     rc, out, _err = run_cli(capsys, "--lang", "zh", "render", "Qwen3-8B", "--gpu", "H100", "--method", "lora",
                             "--out", str(tmp_path))
     assert rc == 0
     assert "已向" in out and "写入" in out
     assert_cli_strings_chinese(out)
-    # the files are the same in both languages: job files are not translated
+    # job files are the same in both languages (the tools read them); only the README.md beside them, written for
+    # the user, is in the user's language
     en = tmp_path.parent / (tmp_path.name + "-en")
     assert main(["render", "Qwen3-8B", "--gpu", "H100", "--method", "lora", "--out", str(en)]) == 0
     capsys.readouterr()
     for f in sorted(p.name for p in en.iterdir()):
+        if f == "README.md":
+            assert CJK.search((tmp_path / f).read_text(encoding="utf-8")), f
+            continue
         assert (tmp_path / f).read_bytes() == (en / f).read_bytes(), f
-
 
 def test_check_findings_in_chinese(capsys, rendered):
     rc, out, _err = run_cli(capsys, "--lang", "zh", "check", str(rendered / "dlc_job.json"), "--region", "cn-beijing")
@@ -190,15 +170,11 @@ def test_check_findings_in_chinese(capsys, rendered):
     assert all(v["severity"] in ("error", "warning", "info") for v in data["violations"])
     assert all(re.fullmatch(r"[a-z0-9-]+", v["rule"]) for v in data["violations"])
 
-
-@UNTIL_MERGED
 def test_check_output_has_no_english_sentence(capsys, rendered):
     _rc, out, _err = run_cli(capsys, "--lang", "zh", "check", str(rendered / "dlc_job.json"), "--region", "cn-beijing")
     assert_no_english_sentence(out)
 
-
 # ---------------------------------------------------------------------------------------------- catalog, models
-
 
 def test_catalog_instances_in_chinese(capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "200")
@@ -209,14 +185,12 @@ def test_catalog_instances_in_chinese(capsys, monkeypatch):
     assert_cli_strings_chinese(out)
     assert_no_english_sentence(out)
 
-
 def test_models_in_chinese(capsys):
     rc, out, _err = run_cli(capsys, "models", "--lang", "zh")
     assert rc == 0
     assert "trainfit 模型" in out and "层数" in out and "总参数量" in out and "Qwen3-8B" in out
     assert_cli_strings_chinese(out)
     assert_no_english_sentence(out)
-
 
 def _tiny_tokenizer(folder: Path) -> Path:
     """A byte-level BPE tokenizer with a ChatML template, saved as a model folder (as tests/dataset builds one)."""
@@ -237,7 +211,6 @@ def _tiny_tokenizer(folder: Path) -> Path:
         "tokenizer_class": "PreTrainedTokenizerFast"}))
     return folder
 
-
 def test_data_stats_in_chinese(capsys, tmp_path):
     tok = _tiny_tokenizer(tmp_path)
     rows = [{"messages": [{"role": "user", "content": "q " * (5 + 7 * i)},
@@ -251,9 +224,7 @@ def test_data_stats_in_chinese(capsys, tmp_path):
         assert zh in out, zh
     assert_cli_strings_chinese(out)
 
-
 # ---------------------------------------------------------------------------------------------- errors
-
 
 def test_bad_choice_error_and_fix_in_chinese(capsys):
     rc, out, err = run_cli(capsys, "--lang", "zh", "memory", "Qwen3-8B", "--method", "fulll")
@@ -263,13 +234,11 @@ def test_bad_choice_error_and_fix_in_chinese(capsys):
     assert_cli_strings_chinese(err)
     assert_no_english_sentence(err)
 
-
 def test_bad_count_error_in_chinese(capsys):
     rc, _out, err = run_cli(capsys, "plan", "Qwen3-8B", "--tokens", "abc", "--lang", "zh")
     assert rc == 2
     assert "--tokens：必须是计数" in err and "例如 2B、500M 或 4096" in err
     assert_no_english_sentence(err)
-
 
 def test_argparse_words_in_chinese(capsys):
     rc, _out, err = run_cli(capsys, "--lang", "zh", "render", "Qwen3-8B", "--gpu", "H100")
@@ -283,13 +252,11 @@ def test_argparse_words_in_chinese(capsys):
     # argparse is given back its own gettext afterwards
     assert argparse._ is gettext.gettext and argparse.ngettext is gettext.ngettext
 
-
 def test_argparse_words_stay_english_by_default(capsys):
     rc, _out, err = run_cli(capsys, "render", "Qwen3-8B", "--gpu", "H100")
     assert rc == 2 and "the following arguments are required: --out" in err and err.startswith("error: ")
     rc, _out, err = run_cli(capsys, "plann")
     assert rc == 2 and "invalid choice: 'plann'" in err and "(did you mean plan?)" in err
-
 
 def test_error_json_keeps_code_with_chinese_message(capsys):
     rc, out, _err = run_cli(capsys, "--json", "--lang", "zh", "memory", "Qwen3-8B", "--seq-len", "0")
@@ -300,20 +267,15 @@ def test_error_json_keeps_code_with_chinese_message(capsys):
     e = json.loads(out)["error"]
     assert rc == 2 and e["code"] == "bad-workload" and e["message"] == "要训练多少 token？"
 
-
 def test_unknown_model_error_shape_in_chinese(capsys):
     rc, _out, err = run_cli(capsys, "--lang", "zh", "memory", "Qwen3-8bb")
     assert rc == 2 and err.startswith("错误：") and "Qwen3-8B" in err
 
-
-@UNTIL_MERGED
 def test_unknown_model_error_has_no_english_sentence(capsys):
     _rc, _out, err = run_cli(capsys, "--lang", "zh", "memory", "Qwen3-8bb")
     assert_no_english_sentence(err)
 
-
 # ---------------------------------------------------------------------------------------------- help
-
 
 def test_help_in_chinese_then_english(capsys):
     """The parser is built per call in the language of that call: help texts hold no stale language."""
@@ -328,7 +290,6 @@ def test_help_in_chinese_then_english(capsys):
     en = capsys.readouterr().out
     assert en.startswith("usage:") and f"LoRA rank (default {rank})" in en and not CJK.search(en)
 
-
 @pytest.mark.parametrize("command", ["plan", "render", "check", "catalog", "data", "diagnose", "watch", "submit",
                                      "serve", "calibrate", "models", "trace"])
 def test_every_command_help_in_chinese(capsys, command):
@@ -336,7 +297,6 @@ def test_every_command_help_in_chinese(capsys, command):
     out = capsys.readouterr().out
     assert out.startswith("用法：")
     assert_cli_strings_chinese(out)
-
 
 def test_language_per_call_no_stale_text(capsys):
     """zh, then en, then zh in one process: nothing translated is kept between calls (no cache in the CLI)."""
@@ -347,7 +307,6 @@ def test_language_per_call_no_stale_text(capsys):
         outs.append(out)
     assert CJK.search(outs[0]) and "实例规格" in outs[2]
     assert "instance type" in outs[1] and "实例规格" not in outs[1]
-
 
 def test_option_table_holds_english_ids():
     """The option table (shared with the web API) keeps English ids; help_text() is the current language's."""

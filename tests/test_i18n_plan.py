@@ -60,8 +60,7 @@ def test_pai_public_quota_fix_names_the_ignore_rule_flag_in_chinese():
     assert all(r["fix_options"] == [{"ignore_rule": ["pai-public-quota"]}] for r in quota)
     from trainfit.rules import get_rule
 
-    if not i18n.is_translated(get_rule("pai-public-quota").fix):
-        pytest.xfail("the platform rules' texts (rules.yaml) are translated on the rules/providers branch")
+    assert i18n.is_translated(get_rule("pai-public-quota").fix)
     for r in quota:
         _chinese(r["reason"], "pai-public-quota reason")
         _chinese(r["fix"], "pai-public-quota fix")

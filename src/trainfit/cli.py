@@ -54,7 +54,7 @@ def _drop_repeated_flag(message: str) -> str:
     itself), in English and in the current language's form of argparse's "argument %(argument_name)s: ..."; the
     English form (Python 3.10 does not translate it) is put in the current language."""
     english = "argument %(argument_name)s: %(message)s"
-    local = _(english)
+    local = i18n.translate(english)
     for fmt in dict.fromkeys((local, english)):
         head, sep, tail = fmt.partition("%(argument_name)s")
         mid = tail.partition("%(message)s")[0]

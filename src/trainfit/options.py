@@ -87,8 +87,8 @@ def _moe_routing(field: str, raw: Any) -> str:
     try:
         return f"{inputs.as_float(field, raw, lo=1.0, hi=MAX_MOE_IMBALANCE):g}"
     except InputError:
-        raise inputs._bad(field, raw, f"must be natural, balanced or a max/mean load factor from 1 to "
-                                      f"{MAX_MOE_IMBALANCE:g}", "use natural, balanced or a number such as 1.3") from None
+        raise inputs._bad(field, raw, _("must be natural, balanced or a max/mean load factor from 1 to {hi:g}").format(
+            hi=MAX_MOE_IMBALANCE), _("use natural, balanced or a number such as 1.3")) from None
 
 
 _D = Workload()
@@ -497,8 +497,8 @@ def _no_rl_ulysses(values: Mapping[str, Any]) -> None:
     if (values.get("ulysses") or 1) > 1:
         from trainfit.errors import WorkloadError
 
-        raise WorkloadError("--ulysses is not modelled for --rl yet (the RL memory and speed models and the verl / "
-                            "swift_grpo writers do not split the sequence)", fix="drop --ulysses")
+        raise WorkloadError(_("--ulysses is not modelled for --rl yet (the RL memory and speed models and the verl / "
+                              "swift_grpo writers do not split the sequence)"), fix=_("drop --ulysses"))
 
 
 def rl_workload_from_values(values: Mapping[str, Any], rl: Any) -> Workload:

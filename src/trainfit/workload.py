@@ -80,9 +80,9 @@ def _moe_routing_factor(value: object) -> float:
     except (TypeError, ValueError):
         f = float("nan")
     if not 1.0 <= f <= MAX_MOE_IMBALANCE:  # also NaN
-        raise WorkloadError(f"moe_routing must be natural, balanced or a max/mean load factor from 1 to "
-                            f"{MAX_MOE_IMBALANCE:g}; got {value!r}",
-                            fix="use --moe-routing natural (a learned router), balanced (forced balance) or e.g. 1.3")
+        raise WorkloadError(_("moe_routing must be natural, balanced or a max/mean load factor from 1 to {hi:g}; "
+                              "got {value!r}").format(hi=MAX_MOE_IMBALANCE, value=value),
+                            fix=_("use --moe-routing natural (a learned router), balanced (forced balance) or e.g. 1.3"))
     return f
 
 

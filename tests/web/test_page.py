@@ -257,7 +257,6 @@ def test_chinese_page_labels_have_no_english(page, server, case):
     assert english_sentences(text) == []
 
 
-@pytest.mark.xfail(strict=False, reason="until the estimate/plan/check/providers i18n branches merge")
 @pytest.mark.parametrize("case", sorted(ZH_CASES))
 def test_chinese_page_has_no_english_sentence_from_the_server(page, server, case):
     """Issue 28: in 中文 the server's reasons, fixes, warnings, rejections and notes are Chinese too (the DOM text

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from trainfit.errors import WorkloadError
-from trainfit.i18n import _
+from trainfit.i18n import N_, _, translate
 from trainfit.estimate.engine_assumptions import (
     KERNELS_PER_LAYER, KERNELS_PER_MOE_LAYER, KERNELS_PER_EXPERT, COMPILED_KERNEL_FACTOR,
     LINEAR_ATTENTION_RELATIVE, CE_BYTES_PER_LOGIT, HBM_EFFICIENCY,
@@ -176,23 +176,23 @@ PRIORS = EngineConstants()
 """The prior values (before fitting): the defaults above as written from first principles."""
 
 FIXED_AT_PRIOR: dict[str, str] = {
-    "ridge_exponent": "a law for every Hopper/Ampere GPU, its value from GEMM measurements (MAMF); no calibration "
-                      "source moves by more than 1 % with it",
-    "compile_elementwise_factor": "torch.compile's fusion of element-wise chains; no calibration run moves with it",
-    "fp8_cast_bytes": "FP8 quantisation traffic per GEMM input; no calibration run moves with it",
-    "expert_sync_seconds": "the Hugging Face expert loop's host sync per expert; one calibration source informs it",
-    "zero3_fetch_seconds": "DeepSpeed ZeRO-3's exposed fetch latency, measured in DeepSpeed#1174/#1188; one calibration "
-                           "source informs it",
-    "triton_attention_factor": "the 2023 Triton flash-attention kernel against FlashAttention-2, from the "
+    "ridge_exponent": N_("a law for every Hopper/Ampere GPU, its value from GEMM measurements (MAMF); no calibration "
+                      "source moves by more than 1 % with it"),
+    "compile_elementwise_factor": N_("torch.compile's fusion of element-wise chains; no calibration run moves with it"),
+    "fp8_cast_bytes": N_("FP8 quantisation traffic per GEMM input; no calibration run moves with it"),
+    "expert_sync_seconds": N_("the Hugging Face expert loop's host sync per expert; one calibration source informs it"),
+    "zero3_fetch_seconds": N_("DeepSpeed ZeRO-3's exposed fetch latency, measured in DeepSpeed#1174/#1188; one calibration "
+                           "source informs it"),
+    "triton_attention_factor": N_("the 2023 Triton flash-attention kernel against FlashAttention-2, from the "
                                "FlashAttention-2 paper's 1.3-2.5x; every run of that kernel (llm-foundry's "
-                               "attn_impl triton) gets it, and one calibration source ran it",
-    "zero3_host_seconds": "DeepSpeed ZeRO-3's host time per prefetched fetch (DeepSpeed#1188); no calibration run "
-                          "moves with it",
-    "zero_hook_seconds": "DeepSpeed's gradient hook per tensor (DeepSpeed#7886); one calibration source informs it",
-    "elem_bytes_native": "native PyTorch engines' element-wise traffic, counted from their op sequence; one "
-                         "calibration source (llm-foundry) informs it",
-    "gemm_half_dim": "the GEMM size law's half point (cuBLAS tile sizes); one calibration source informs it",
-    "fp8_eff_native": "torchao float8 GEMM efficiency; one calibration source (Trainy's torchtitan runs) informs it",
+                               "attn_impl triton) gets it, and one calibration source ran it"),
+    "zero3_host_seconds": N_("DeepSpeed ZeRO-3's host time per prefetched fetch (DeepSpeed#1188); no calibration run "
+                          "moves with it"),
+    "zero_hook_seconds": N_("DeepSpeed's gradient hook per tensor (DeepSpeed#7886); one calibration source informs it"),
+    "elem_bytes_native": N_("native PyTorch engines' element-wise traffic, counted from their op sequence; one "
+                         "calibration source (llm-foundry) informs it"),
+    "gemm_half_dim": N_("the GEMM size law's half point (cuBLAS tile sizes); one calibration source informs it"),
+    "fp8_eff_native": N_("torchao float8 GEMM efficiency; one calibration source (Trainy's torchtitan runs) informs it"),
 }
 """Constants of :class:`EngineConstants` that the fit leaves at their documented prior (the value written from the
 cited mechanism in the field's docstring), because at most one calibration source informs them: a fitted value there
@@ -490,6 +490,9 @@ def constant_source(name: str) -> str:
         from trainfit.estimate import engine_fit_data as data
     except ImportError:  # pragma: no cover - before the first fit
         data = None
+    if name in FIXED_AT_PRIOR:
+        return _("{name} = {prior:.4g}: documented prior, not fitted ({why}; see EngineConstants)").format(
+            name=name, prior=getattr(PRIORS, name), why=translate(FIXED_AT_PRIOR[name]))
     if data is None or name not in data.FITTED:
         return _("{name} = {prior:.4g}: prior (assumption), not fitted yet").format(
             name=name, prior=getattr(PRIORS, name))
