@@ -14,6 +14,7 @@ from typing import Any, Callable, Mapping
 
 from trainfit import inputs
 from trainfit.errors import InputError, did_you_mean
+from trainfit._option_types import Option, _choice, _float, _int
 from trainfit.i18n import N_, _, translate
 from trainfit.catalog._schema import RESOURCE_CLASSES
 from trainfit.launch.targets import PLAN_TARGETS
@@ -27,47 +28,6 @@ MAX_PARALLEL = 1024
 MAX_MICRO_BATCH = 65_536
 MAX_LORA_RANK = 65_536
 MAX_TOKENS = 1e15
-
-
-@dataclass(frozen=True, kw_only=True)
-class Option:
-    """One option of the CLI and the web API."""
-
-    name: str
-    """Field name (``seq_len``); CLI flag ``--seq-len`` unless ``flag`` says otherwise."""
-    parse: Callable[[str, Any], Any]
-    """``parse(field, raw) -> value`` through :mod:`trainfit.inputs` (raises InputError)."""
-    default: Any = None
-    help: str = ""
-    choices: tuple[str, ...] | None = None
-    flag: str | None = None
-    group: str = N_("training request")
-    metavar: str | None = None
-    negatable: bool = False
-    """A yes/no option: ``--name`` sets True, ``--no-name`` False (default None = not given)."""
-
-    @property
-    def cli_flag(self) -> str:
-        return self.flag or "--" + self.name.replace("_", "-")
-
-    def help_text(self) -> str:
-        """``help`` in the current language (an id marked with N_); ``{default}`` and ``{choices}`` filled in."""
-        text = translate(self.help)
-        if "{" in self.help:
-            text = text.format(default=self.default, choices=", ".join(self.choices or ()))
-        return text
-
-
-def _int(lo: int = 1, hi: int | None = None) -> Callable[[str, Any], int]:
-    return lambda f, v: inputs.as_int(f, v, lo=lo, hi=hi)
-
-
-def _float(lo: float | None = None, hi: float | None = None, lo_open: bool = False) -> Callable[[str, Any], float]:
-    return lambda f, v: inputs.as_float(f, v, lo=lo, hi=hi, lo_open=lo_open)
-
-
-def _choice(choices: tuple[str, ...]) -> Callable[[str, Any], str]:
-    return lambda f, v: inputs.as_choice(f, v, choices)
 
 
 def _targets(field: str, raw: Any) -> tuple[str, ...]:

@@ -152,7 +152,7 @@ def _engine_compute(model: ModelShape, wl: Workload, hw: Hardware, fw: str, fl: 
                     ) -> tuple[float, float, tuple[str, ...], float]:
     """(compute seconds, executed-FLOPs efficiency, its sources, attention-kernel seconds) from the engine model
     of ``fw``'s kernels (``estimate/engines.py``), divided by a measured calibration when there is one."""
-    from trainfit.estimate import engines
+    from trainfit.estimate import engine_describe, engines
 
     ec = constants or engines.DEFAULT_CONSTANTS
     feat = engines.features(model, wl.with_(precision=precision), hw, fw, flops=fl, compiled=compiled,
@@ -171,7 +171,7 @@ def _engine_compute(model: ModelShape, wl: Workload, hw: Hardware, fw: str, fl: 
             attention_s /= cal.factor
             assumptions.append(cal.line())
     eff = flops_per_gpu_step / (peak * 1e12 * compute_s)
-    assumptions += engines.describe(ec, feat.family)
+    assumptions += engine_describe.describe(ec, feat.family)
     if model.is_moe and wl.ep > 1:
         from trainfit.workload import routing_imbalance
 
@@ -200,7 +200,7 @@ def _engine_compute(model: ModelShape, wl: Workload, hw: Hardware, fw: str, fl: 
         warnings.append(_("kernel-launch bound: the CPU issues kernels for {launch_s:.3g} s per step, longer than the "
                           "GPU needs ({gpu_s:.3g} s)").format(
             launch_s=et.launch_seconds, gpu_s=et.gemm_seconds + et.attention_seconds + et.elementwise_seconds))
-    return compute_s, eff, tuple(engines.constant_sources().values()), attention_s
+    return compute_s, eff, tuple(engine_describe.constant_sources().values()), attention_s
 
 
 def estimate_speed(model: ModelShape, workload: Workload, hardware: Hardware, *, framework: str | None = None,
