@@ -1,6 +1,6 @@
 """Regenerate the output of README.md's self-contained console examples.
 
-    python tools/readme_blocks.py [README.md ...]
+    python tools/readme_blocks.py [README.md README.zh-CN.md ...]
 
 A ``$ trainfit plan ...`` or ``$ trainfit memory ...`` line (no redirection, pipe, ``--plan`` or ``--dataset``,
 which need files an earlier line wrote) in a ```console block is run again at 150 columns and the lines up to the
@@ -21,6 +21,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def _runnable(cmd: str) -> bool:
     words = cmd.split()
+    if words[1:3] and words[1] == "--lang":  # `trainfit --lang zh plan ...` (README.zh-CN.md)
+        words = words[:1] + words[3:]
     return (len(words) > 2 and words[0] == "trainfit" and words[1] in ("plan", "memory")
             and not any(t in cmd for t in (">", "|", "&&", "--plan", "--dataset", "#")))
 
@@ -37,7 +39,7 @@ KEEP_AFTER_REJECTED = 14  # the "rejected" table is long: its head and first row
 
 def _trim(lines: list[str]) -> list[str]:
     for k, ln in enumerate(lines):
-        if ln == "rejected" and len(lines) > k + KEEP_AFTER_REJECTED:
+        if ln in ("rejected", "已淘汰") and len(lines) > k + KEEP_AFTER_REJECTED:
             return lines[:k + KEEP_AFTER_REJECTED] + ["..."]
     return lines
 
