@@ -78,6 +78,8 @@ def print_rl_memory(out: dict) -> None:
             + ("" if p_oom is None else ", P(OOM) {p}".format(p=format_probability(p_oom))))
     for reason in rl["fit"].get("reasons", []):
         c.print(f"  {escape(reason)}")
+    for sug in rl.get("suggestions", []):
+        c.print(_("  try [bold]{change}[/bold]: {why}").format(change=escape(sug["change"]), why=escape(sug["why"])))
     if "speed" in rl:
         s = rl["speed"]
         siv = s.get("interval")  # step time moves against the speed: its p10 is the speed's p90

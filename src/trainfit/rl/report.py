@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from dataclasses import replace
+
+from trainfit.i18n import _
 from trainfit.models.shapes import ModelShape
 from trainfit.rl.config import RLConfig
 from trainfit.workload import Workload
@@ -29,6 +32,8 @@ def rl_report(model: ModelShape, workload: Workload, rl: RLConfig, gpu_mem_gib: 
     # p10-p90 of the binding phase's peak: the fit corpus's memory interval (fine-tuning runs; no published RL
     # memory reading calibrates the rollout engine's share), as every other memory figure (issue 26)
     out["peak_interval_gib"] = memory_range(est.peak_gib)
+    out["suggestions"] = rl_suggestions(model, wl, rl, gpu_mem_gib, est, strict=strict, host_ram_gib=host_ram_gib,
+                                        margin=margin) if est.verdict in ("oom", "tight") else []
     if gpu is not None and est.kv_shortfall is None:  # an engine that holds no sequence has no step time
         from trainfit.rl.speed import rl_hours, rl_step_speed
 
@@ -45,4 +50,49 @@ def rl_report(model: ModelShape, workload: Workload, rl: RLConfig, gpu_mem_gib: 
     out["_train"] = est.train
     out["_estimate"] = est
     out["_workload"] = wl
+    return out
+
+
+_UTILS = (0.8, 0.7, 0.6, 0.5, 0.4, 0.3)
+
+
+def _rl_changes(rl: RLConfig) -> list[tuple[str, dict[str, Any]]]:
+    """Changes of the RL settings worth trying when the job does not fit, simplest first: the colocated engine's
+    sleep mode (it frees its weights and KV cache while the trainer runs), a smaller engine budget, the trainer's
+    offload, and two of them together."""
+    out: list[tuple[str, dict[str, Any]]] = []
+    if not rl.engine_sleep and rl.colocate:
+        out.append(("--engine-sleep", {"engine_sleep": True}))
+    lower = [u for u in _UTILS if u < rl.rollout_util]
+    out += [(f"--rollout-util {u:g}", {"rollout_util": u}) for u in lower]
+    if not rl.trainer_offload:
+        out.append(("--trainer-offload", {"trainer_offload": True}))
+    if not rl.engine_sleep and rl.colocate:
+        out += [(f"--engine-sleep --rollout-util {u:g}", {"engine_sleep": True, "rollout_util": u}) for u in lower]
+    return out
+
+
+def rl_suggestions(model: ModelShape, wl: Workload, rl: RLConfig, gpu_mem_gib: float, est: Any, *, limit: int = 3,
+                   **kw: Any) -> list[dict[str, Any]]:
+    """Up to ``limit`` changes of the RL settings under which the same job fits, each checked with the RL memory
+    model (the verdict's own function): ``{"change", "peak_gib", "binding_phase", "why"}``. The smallest change of
+    each kind comes first (the first engine budget that fits, not every lower one)."""
+    from trainfit.rl.memory import estimate_rl_memory
+
+    out: list[dict[str, Any]] = []
+    kinds: set[str] = set()
+    for flag, change in _rl_changes(rl):
+        kind = ",".join(sorted(change))
+        if kind in kinds or len(out) >= limit:
+            continue
+        try:
+            alt = estimate_rl_memory(model, wl, replace(rl, **change), gpu_mem_gib, **kw)
+        except Exception:  # noqa: BLE001 - a change the RL config refuses is simply not offered
+            continue
+        if alt.verdict != "fits":
+            continue
+        kinds.add(kind)
+        out.append({"change": flag, "peak_gib": round(alt.peak_gib, 3), "binding_phase": alt.binding_phase,
+                    "why": _("fits: {gib:.1f} GiB per GPU (was {was:.1f}), binding phase {phase}").format(
+                        gib=alt.peak_gib, was=est.peak_gib, phase=alt.binding_phase)})
     return out
