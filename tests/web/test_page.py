@@ -279,7 +279,7 @@ def test_chinese_error_from_the_server(page, server):
     err = _api(server, "/api/memory?lang=zh", {"model": "Qwen3-8B", "seq_len": "4x"})["error"]
     text = page.inner_text("#error")
     assert err["message"] in text and err["code"] == "bad-input"
-    assert text.startswith(err["message"]) and "建议" in text  # the page's own "fix" label is Chinese
+    assert text.startswith(err["message"]) and "修复方法" in text  # the page's own "fix" label is Chinese
     _switch(page, "en")  # the error on screen is asked again in English
     assert _api(server, "/api/memory?lang=en", {"model": "Qwen3-8B", "seq_len": "4x"})["error"]["message"] \
         in page.inner_text("#error")
