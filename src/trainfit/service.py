@@ -489,7 +489,7 @@ def submit_job(path: str | Path, *, region: str | None = None, yes: bool = False
 # In trainfit.service_web; re-exported here so ``trainfit.service.X`` and ``from trainfit.service import X`` keep
 # working (imported last: service_web imports this module's functions inside its own).
 from trainfit.service_web import (Catalogs, ERROR_FIELDS, LANG_FIELD, MAX_CHECK_UPLOAD_BYTES, PLAN_EXTRA,  # noqa: E402,F401
-                                  RENDER_EXTRA, request_context, request_language,
+                                  RENDER_EXTRA, preferred_language, request_context, request_language,
                                   RENDER_OPTION_FIELDS, _config_value, _opt_str, check_upload, error_field, error_fix,
                                   json_ready, memory_from_request, model_rows, option_specs, plan_from_options,
                                   render_from_options, rendered_files, catalogs)

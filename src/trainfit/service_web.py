@@ -42,7 +42,7 @@ PLAN_EXTRA = ("model", "config")
 LANG_FIELD = "lang"
 
 
-def _accept_language(header: str | None) -> str | None:
+def preferred_language(header: str | None) -> str | None:
     """The first language of an ``Accept-Language`` header that trainfit speaks, by its q weight (``zh-CN,zh;q=0.9,
     en;q=0.8`` -> zh; ``fr-FR, en;q=0.5`` -> en); None when it names none (or says ``*`` only)."""
     best: tuple[float, int, str] | None = None
@@ -82,7 +82,7 @@ def request_language(lang: Any = None, accept_language: str | None = None) -> st
         except InputError as err:
             err.field = LANG_FIELD  # type: ignore[attr-defined]
             raise
-    return _accept_language(accept_language) or i18n.current()
+    return preferred_language(accept_language) or i18n.current()
 
 
 @contextmanager
@@ -352,7 +352,7 @@ def error_fix(err: Exception) -> str | None:
     return None
 
 
-__all__ = ["json_ready", "PLAN_EXTRA", "LANG_FIELD", "request_language", "request_context", "plan_from_options", "memory_from_request", "RENDER_OPTION_FIELDS", "RENDER_EXTRA", "render_from_options", "rendered_files", "MAX_CHECK_UPLOAD_BYTES", "check_upload", "model_rows", "option_specs", "ERROR_FIELDS", "error_field", "error_fix"]
+__all__ = ["json_ready", "PLAN_EXTRA", "LANG_FIELD", "request_language", "preferred_language", "request_context", "plan_from_options", "memory_from_request", "RENDER_OPTION_FIELDS", "RENDER_EXTRA", "render_from_options", "rendered_files", "MAX_CHECK_UPLOAD_BYTES", "check_upload", "model_rows", "option_specs", "ERROR_FIELDS", "error_field", "error_fix"]
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -16,7 +16,8 @@ from fastapi.testclient import TestClient  # noqa: E402
 
 from tests._lang import english_sentences  # noqa: E402
 from trainfit import i18n  # noqa: E402
-from trainfit.web.app import accept_language, create_app  # noqa: E402
+from trainfit.service_web import preferred_language as accept_language  # noqa: E402
+from trainfit.web.app import create_app  # noqa: E402
 from trainfit.web.labels import LABELS  # noqa: E402
 
 STATIC = Path(__file__).resolve().parents[2] / "src" / "trainfit" / "web" / "static"

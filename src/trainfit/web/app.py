@@ -220,31 +220,6 @@ def _add_header_middleware(app: FastAPI, hosts: frozenset[str] | set[str] = LOOP
         return resp
 
 
-def accept_language(header: str | None) -> str | None:
-    """The language of ours an ``Accept-Language`` header prefers (``zh-CN,zh;q=0.9,en;q=0.8`` -> ``zh``), by
-    quality then order; None when it names neither English nor Chinese (the server's own language then)."""
-    best: tuple[float, int, str] | None = None
-    for pos, part in enumerate((header or "").split(",")):
-        tag, _sep, params = part.strip().partition(";")
-        tag = tag.strip().lower()
-        if not tag or tag == "*":
-            continue
-        q = 1.0
-        for p in params.split(";"):
-            k, _eq, v = p.strip().partition("=")
-            if k.strip() == "q":
-                try:
-                    q = float(v)
-                except ValueError:
-                    q = 0.0
-        head = tag.split("-")[0]
-        if head not in i18n.LANGUAGES or q <= 0:
-            continue
-        if best is None or (-q, pos) < (-best[0], best[1]):
-            best = (q, pos, head)
-    return best[2] if best else None
-
-
 class RequestLanguage:
     """ASGI middleware: the request's language (``?lang=`` query, else ``Accept-Language``) for everything the
     handler says, set in :mod:`trainfit.i18n`'s context variable around the call (so concurrent requests in
@@ -273,7 +248,7 @@ class RequestLanguage:
                 lang = None  # the page (/?lang=fr) still loads, in the browser's language
         else:
             headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
-            lang = accept_language(headers.get("accept-language"))
+            lang = service.preferred_language(headers.get("accept-language"))
         if lang is None:
             await self.app(scope, receive, send)
             return
