@@ -308,3 +308,36 @@ def test_fit_suggestions_carry_their_memory_range(capsys):
     out = capsys.readouterr().out
     r = sugg[0]["reserved_interval_gib"]
     assert f"{sugg[0]['reserved_gib']:.1f} GiB ({r['p10']:.1f}–{r['p90']:.1f})" in out
+
+
+def _intervals_module():
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    sys.path.insert(0, str(root / "benchmarks"))
+    try:
+        spec = importlib.util.spec_from_file_location("trainfit_bench_intervals", root / "benchmarks" / "intervals.py")
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        return mod
+    finally:
+        sys.path.pop(0)
+
+
+def test_speed_groups_carry_a_new_sources_offset():
+    """A group of runs from one source that agree closely must still get an interval as wide as the spread between
+    sources (a user's run is a new source): the quadrature term, not the group's own scatter, sets it."""
+    iv = _intervals_module()
+    reg = {"family": "hf", "arch": "dense", "par": "dp", "seq": "seq2k-8k", "gbs": "gbs<=32"}
+    rows = [{"source": "a", "log_ratio": 0.001 * i, "regime": reg} for i in range(10)]
+    rows += [{"source": s, "log_ratio": off, "regime": {**reg, "par": "shard"}}
+             for s, off in (("b", 0.2), ("c", -0.2), ("d", 0.1), ("e", -0.1))]
+    tau = iv.source_offset_spread(rows)
+    assert tau > 0.1
+    groups, _ = iv.speed_groups(rows)
+    g = next(v for k, v in groups.items() if "dp" in k and v["sources"] == 1)
+    assert math.log(g["p90"] / g["p50"]) >= iv.Z90 * tau - 1e-3
+    assert math.log(g["p50"] / g["p10"]) >= iv.Z90 * tau - 1e-3
+    assert iv.with_source_offset(g, 0.0) == g
