@@ -343,16 +343,12 @@ def _evaluate_rl_setting(req: Any, rl: Any, *, inst: Any, gpu: Any, gpn: int, no
 
 def _kv_fix_options(req: Any, w: Workload, rl: Any, gpn: int, usable: float, inst: Any) -> tuple[dict[str, Any], ...]:
     """The KV-pool fixes checked with the RL memory model: a larger engine share or tensor-parallel size."""
-    from trainfit.errors import TrainfitError
-    from trainfit.rl.memory import estimate_rl_memory
+    from trainfit.rl.memory import estimate_with
 
     def works(**changes: Any) -> bool:
-        try:
-            e = estimate_rl_memory(req.model, w, rl.with_(**changes), usable, strict=False,
-                                   host_ram_gib=inst.ram_gib, margin=req.memory_margin)
-        except TrainfitError:
-            return False
-        return e.verdict not in ("oom", "tight") and (e.max_concurrent_seqs is None or e.max_concurrent_seqs >= 1)
+        e = estimate_with(req.model, w, rl, usable, changes, host_ram_gib=inst.ram_gib, margin=req.memory_margin)
+        return e is not None and e.verdict not in ("oom", "tight") and (e.max_concurrent_seqs is None
+                                                                       or e.max_concurrent_seqs >= 1)
 
     out: list[dict[str, Any]] = []
     for util in (0.6, 0.7, 0.8, 0.9):

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from trainfit.errors import RolloutMemoryError, WorkloadError
+from trainfit.errors import RolloutMemoryError, TrainfitError, WorkloadError
 from trainfit.i18n import _
 from trainfit.models.shapes import ModelShape
 from trainfit.rl.config import KV_BLOCK_TOKENS, RLConfig
@@ -463,3 +463,16 @@ def estimate_rl_memory(model: ModelShape, workload: Workload, rl: RLConfig, gpu_
         engine_overhead_gib=eng.overhead_b / GIB, trainer_residual_gib=res.total_b / GIB, ref_gib=tr.ref_b / GIB,
         critic_gib=tr.critic_b / GIB, sync_bucket_gib=bucket / GIB, host_ram_gib=host, terms_gib=terms,
         train=tr.train, assumptions=tuple(assumptions), warnings=tuple(warnings), kv_shortfall=eng.shortfall)
+
+
+def estimate_with(model: ModelShape, workload: Workload, rl: RLConfig, gpu_mem_gib: float, changes: dict, *,
+                  strict: bool = False, host_ram_gib: float | None = None,
+                  margin: float | None = None) -> RLMemoryEstimate | None:
+    """:func:`estimate_rl_memory` of ``rl`` with ``changes`` applied (a fix being tried: a larger or smaller engine
+    budget, sleep mode, another rollout TP...); None when the changed configuration is refused. Callers judge the
+    estimate themselves (``plan``'s KV-pool fixes and ``memory``'s RL suggestions)."""
+    try:
+        return estimate_rl_memory(model, workload, rl.with_(**changes), gpu_mem_gib, strict=strict,
+                                  host_ram_gib=host_ram_gib, margin=margin)
+    except TrainfitError:
+        return None

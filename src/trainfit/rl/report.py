@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from dataclasses import replace
-
 from trainfit.i18n import _
 from trainfit.models.shapes import ModelShape
 from trainfit.rl.config import RLConfig
@@ -77,7 +75,7 @@ def rl_suggestions(model: ModelShape, wl: Workload, rl: RLConfig, gpu_mem_gib: f
     """Up to ``limit`` changes of the RL settings under which the same job fits, each checked with the RL memory
     model (the verdict's own function): ``{"change", "peak_gib", "binding_phase", "why"}``. The smallest change of
     each kind comes first (the first engine budget that fits, not every lower one)."""
-    from trainfit.rl.memory import estimate_rl_memory
+    from trainfit.rl.memory import estimate_with
 
     out: list[dict[str, Any]] = []
     kinds: set[str] = set()
@@ -85,11 +83,8 @@ def rl_suggestions(model: ModelShape, wl: Workload, rl: RLConfig, gpu_mem_gib: f
         kind = ",".join(sorted(change))
         if kind in kinds or len(out) >= limit:
             continue
-        try:
-            alt = estimate_rl_memory(model, wl, replace(rl, **change), gpu_mem_gib, **kw)
-        except Exception:  # noqa: BLE001 - a change the RL config refuses is simply not offered
-            continue
-        if alt.verdict != "fits":
+        alt = estimate_with(model, wl, rl, gpu_mem_gib, change, **kw)  # None: a change the config refuses
+        if alt is None or alt.verdict != "fits":
             continue
         kinds.add(kind)
         out.append({"change": flag, "peak_gib": round(alt.peak_gib, 3), "binding_phase": alt.binding_phase,
