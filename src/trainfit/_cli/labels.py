@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
+from trainfit.estimate.fit import VERDICT_WORDS
 from trainfit.i18n import N_, translate
 
 #: Memory verdicts as the verdict line reads them.
@@ -19,12 +20,7 @@ VERDICT: Mapping[str, str] = {
     "unknown": N_("unknown (host RAM)"),
 }
 #: Memory verdicts in a word (the RL line, the GPU-side verdict of a host-RAM OOM).
-VERDICT_SHORT: Mapping[str, str] = {
-    "fits": N_("fits"),
-    "tight": N_("tight"),
-    "oom": N_("oom"),
-    "unknown": N_("unknown"),
-}
+VERDICT_SHORT: Mapping[str, str] = VERDICT_WORDS
 #: Training methods (``--method``).
 METHOD: Mapping[str, str] = {
     "full": N_("full"),

@@ -22,11 +22,11 @@ from trainfit.check.data_rules import rule_data
 from trainfit.check.ds_rules import rule_deepspeed_config
 from trainfit.check.facts import JobFacts
 from trainfit.check.shell import is_torchrun
-from trainfit.i18n import N_, _, translate
+from trainfit.estimate.fit import VERDICT_WORDS
+from trainfit.i18n import _, translate
 from trainfit.rules.types import ERROR, INFO, WARNING, Violation
 
 #: The fit verdicts (stable codes of the one fit decision) as ``check`` shows them in its notes.
-VERDICT_SHOWN = {"fits": N_("fits"), "tight": N_("tight"), "oom": N_("oom"), "unknown": N_("unknown")}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -332,7 +332,7 @@ def rule_memory(f: JobFacts, o: CheckOptions) -> list[Violation]:
     from trainfit.estimate.uncertainty import format_probability, memory_range
 
     rng = memory_range(rb.estimate.reserved_gib)
-    verdict = translate(VERDICT_SHOWN.get(d.verdict, d.verdict))
+    verdict = translate(VERDICT_WORDS.get(d.verdict, d.verdict))
     if rng:
         note = _("memory: {gib:.1f} GiB per GPU (p10-p90 {p10:.1f}-{p90:.1f} from published runs) of {usable:.4g} GiB "
                  "usable on {gpu}: {verdict}").format(gib=rb.estimate.reserved_gib, p10=rng["p10"], p90=rng["p90"],

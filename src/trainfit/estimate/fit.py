@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from trainfit.errors import WorkloadError
-from trainfit.i18n import _
+from trainfit.i18n import N_, _
 from trainfit.estimate.memory import MemoryEstimate, OverheadModel, DEFAULT_OVERHEAD, estimate_memory
 from trainfit.models.shapes import ModelShape
 from trainfit.workload import Workload
@@ -38,6 +38,8 @@ HOST_RAM_USABLE = 0.9
 #: GPU): a job needing less than this per GPU of a node with unknown RAM is not held up as ``unknown``.
 HOST_RAM_FLOOR_GIB_PER_GPU = 8.0
 VERDICTS = ("fits", "tight", "oom", "unknown")
+#: Each verdict in a word, as a message id (JSON keeps the code; what a user reads is ``translate`` of this).
+VERDICT_WORDS = {"fits": N_("fits"), "tight": N_("tight"), "oom": N_("oom"), "unknown": N_("unknown")}
 _ORDER = {"fits": 0, "unknown": 1, "tight": 2, "oom": 3}
 
 
