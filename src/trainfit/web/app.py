@@ -236,22 +236,15 @@ class RequestLanguage:
         from urllib.parse import parse_qs
 
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
-        asked = (query.get("lang") or [""])[-1].strip()
-        lang: str | None = None
-        if asked:
-            try:
-                lang = i18n.parse_lang(asked)
-            except InputError as err:
-                if str(scope.get("path", "")).startswith("/api/"):
-                    await _error(err.code, err.message, err.fix, "lang")(scope, receive, send)
-                    return
-                lang = None  # the page (/?lang=fr) still loads, in the browser's language
-        else:
-            headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
-            lang = service.preferred_language(headers.get("accept-language"))
-        if lang is None:
-            await self.app(scope, receive, send)
-            return
+        asked = (query.get("lang") or [""])[-1].strip() or None
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        try:  # the service layer's one rule: lang, else Accept-Language, else the server's own language
+            lang = service.request_language(asked, headers.get("accept-language"))
+        except InputError as err:
+            if str(scope.get("path", "")).startswith("/api/"):
+                await _error(err.code, err.message, err.fix, "lang")(scope, receive, send)
+                return
+            lang = None  # the page (/?lang=fr) still loads, in the server's language
         with i18n.language(lang):
             await self.app(scope, receive, send)
 
