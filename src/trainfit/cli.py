@@ -170,7 +170,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TrainfitError as err:
         _print_error(err, _Parser.json_errors)
         return 2
-    with i18n.language(lang):
+    # resolved once here: every message and language-keyed cache of the run reads the context variable instead of
+    # parsing the environment again (tens of thousands of times in one plan)
+    with i18n.language(lang if lang is not None else i18n.from_env()):
         return _run(raw)
 
 
