@@ -123,3 +123,40 @@ def test_loss_block_sizes_decide_whether_the_step_reuses_them():
     m = get_model("Qwen3-8B")
     wl = Workload(gpus=4, strategy="zero3", seq_len=8192, attention="flash")
     assert estimate_memory(m, wl.with_(loss="half")).releasable_cache_gib > estimate_memory(m, wl).releasable_cache_gib
+
+
+def test_reduce_transient_rule():
+    from trainfit.estimate.zero3 import reduce_transient_bytes
+    # fits the bucket: copied into the persistent flat buffer, nothing held outside it
+    assert reduce_transient_bytes(1e6, 5e8, 8, 2.0) == 0
+    # larger, divisible by the ranks: reduce-scattered in its own storage, the full gradient only
+    assert reduce_transient_bytes(8e8, 5e8, 8, 2.0) == pytest.approx(1.6e9)
+    # not divisible: plus reduce_scatter_coalesced's padded flat copy (ceil(n / ranks) x ranks)
+    n = 8e8 + 3
+    assert reduce_transient_bytes(n, 5e8, 7, 2.0) == pytest.approx(2 * n + 2 * (-(-int(n) // 7) * 7))
+
+
+def test_zero3_embedding_and_head_gradients_above_the_bucket():
+    m = get_model("Qwen3-8B")  # untied, V x h = 151936 x 4096
+    vh = m.vocab_size * m.hidden_size
+    small = cached_states(m, Workload(gpus=8, strategy="zero3", ds_bucket_elems=m.hidden_size ** 2))
+    assert small.reduce_embedding == pytest.approx(2.0 * vh)  # divisible by 8: no flat copy
+    assert small.reduce_head == pytest.approx(2.0 * vh)
+    odd = cached_states(m, Workload(gpus=7, strategy="zero3", ds_bucket_elems=m.hidden_size ** 2))
+    assert odd.reduce_embedding > 2 * 2.0 * vh
+    big = cached_states(m, Workload(gpus=8, strategy="zero3", ds_bucket_elems=10 ** 9))
+    assert big.reduce_embedding == 0 and big.reduce_head == 0
+    lora = cached_states(m, Workload(gpus=8, strategy="zero3", method="lora", ds_bucket_elems=m.hidden_size ** 2))
+    assert lora.reduce_embedding == 0 and lora.reduce_head == 0  # frozen embedding / head: no gradient
+    # the backward carries it: a bucket one element short of V x h holds the gradients whole, one of V x h copies
+    # them into the flat buffer (which is the same size either way); the peak rises by at most the held bytes, more
+    # where the size does not divide by the ranks (7) and the reduce-scatter adds its flat copy
+    rise = {}
+    for gpus in (7, 8):
+        wl = dict(gpus=gpus, strategy="zero3", seq_len=512, grad_ckpt=True, offload="optimizer")
+        held = estimate_memory(m, Workload(**wl, ds_bucket_elems=vh - 1)).tensor_peak_gib
+        copied = estimate_memory(m, Workload(**wl, ds_bucket_elems=vh)).tensor_peak_gib
+        st = cached_states(m, Workload(**wl, ds_bucket_elems=vh - 1))
+        rise[gpus] = held - copied
+        assert 0 < rise[gpus] <= st.reduce_embedding / GIB + 1e-9
+    assert rise[7] > rise[8]

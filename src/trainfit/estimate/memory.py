@@ -337,19 +337,28 @@ def _candidates(s: _Step) -> list[_Cand]:
         # backward start
         ("backward", base_w, ga_grads, base_o, act_fwd + s.aw, s.loss_bwd_peak, ga_temp),
     ]
+    if st.reduce_head and s.loss_bwd_peak and s.wl.loss != "fused":
+        # ZeRO-3, untied LM head above the reduce bucket: its full gradient is computed while the 16-bit gradient of
+        # the logits is alive, then reduced alone (with the reduce-scatter's flat copy when it does not divide by the
+        # ranks) before the decoder layers' gradients come (estimate/zero3.py reduce_transient_bytes)
+        head_grad = 2.0 * s.m.vocab_size * s.m.hidden_size  # ZeRO's 16-bit gradient
+        dlogits = 2.0 * s.m.vocab_size * s.T / logits_divisor(s.wl)
+        cands.append(("backward", base_w, ga_grads, base_o, act_fwd + s.aw, 0.0,
+                      ga_temp + max(dlogits + head_grad, st.reduce_head)))
     best_sweep = _sweep_candidate(s)
     if best_sweep is not None:
         cands.append(best_sweep)
     # end of backward: every gradient + grad w.r.t. the embedding output; with tied embeddings the
     # embedding backward makes a second full gradient of the shared weight and AccumulateGrad adds it
-    # out of place (old + new + sum alive together: +2 gradients, seen in every tied-model trace)
+    # out of place (old + new + sum alive together: +2 gradients, seen in every tied-model trace); under ZeRO-3
+    # an embedding gradient above the reduce bucket is held whole until the epilogue reduces it (estimate/zero3.py)
     # DDP's buckets, and DeepSpeed ZeRO-1/2's overlap_comm buffers (kept reserved by the caching allocator through
     # the step: estimate.states.ds_comm_buffer_bytes), stay until the step ends
     wl = s.wl
     ddp_buckets = st.grad_temp_bwd if (wl.strategy == "ddp" or (wl.strategy in ("zero1", "zero2")
                                                                and wl.ds_overlap_comm)) else 0.0
     cands.append(("backward", base_w, st.gradients, base_o, s.frozen_ckpt, 0.0,
-                  2 * h * s.T / s.tpd + ddp_buckets + 2 * st.tied_grad))
+                  2 * h * s.T / s.tpd + ddp_buckets + 2 * st.tied_grad + st.reduce_embedding))
     # optimizer step
     cands.append(("optimizer", st.weights, st.gradients, st.optimizer, 0.0, 0.0, st.step_temp + ddp_buckets))
     return cands

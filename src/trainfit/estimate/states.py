@@ -18,7 +18,7 @@ from trainfit.i18n import _
 from trainfit.estimate.params import freeze_trainable_layer_ids, lora_params_of, lora_targeted
 from trainfit.estimate.runtime import megatron_core
 from trainfit.estimate.zero3 import (DS_SUB_GROUP_SIZE, gathered_weights_apply, largest_sub_group_elems,  # noqa: F401
-                                     step_temp_bytes)
+                                     reduce_transient_bytes, step_temp_bytes)
 from trainfit.models.shapes import ModelShape, ParamTensor
 from trainfit.workload import Workload
 
@@ -95,6 +95,11 @@ class ModelStates:
     step_block: float = 0.0
     """Largest single tensor of the optimizer step (bytes): ZeRO-3's fp32 gradient of the largest sub-group
     (estimate/zero3.py), else 0."""
+    reduce_embedding: float = 0.0
+    """ZeRO-3: bytes the input embedding's gradient holds outside the reduce bucket at the end of backward (its
+    full gradient, and the reduce-scatter's flat copy: estimate/zero3.py reduce_transient_bytes), else 0."""
+    reduce_head: float = 0.0
+    """ZeRO-3: the same for an untied LM head's gradient, at the start of backward, else 0."""
 
 
 class _Storage(NamedTuple):
@@ -129,6 +134,8 @@ class _Sums:
     sub_group_parts: dict = field(default_factory=dict)
     """ZeRO-3: tensor name -> (partition elements per copy on this rank, trainable layer ids), for the
     optimizer's sub-group walk (estimate/zero3.py)."""
+    full_grad_elems: dict = field(default_factory=dict)
+    """Tensor kind (embedding / lm_head) -> trainable elements of its unsharded gradient on this rank."""
 
 
 def _storage(wl: Workload, notes: list[str]) -> _Storage:
@@ -253,6 +260,7 @@ def _walk_tensors(m: ModelShape, wl: Workload, s: _Storage) -> _Sums:
     grad_global = grad_embedding = tied_grad = 0.0
     grad_by_ids: dict[tuple[int, ...], float] = {}
     parts: dict[str, tuple[float, frozenset[int]]] = {}
+    full_grad: dict[str, float] = {}
     for t in m.tensors():
         f = mp_shard(wl, t)
         # experts with expert TP 1: the tensor-parallel ranks hold whole experts, so the expert data-parallel
@@ -287,6 +295,8 @@ def _walk_tensors(m: ModelShape, wl: Workload, s: _Storage) -> _Sums:
         largest_trainable = max(largest_trainable, per_copy)
         if wl.strategy == "zero3":
             parts[t.name] = (per_copy / d_t, frozenset(tr_ids))
+            if t.kind in ("embedding", "lm_head"):
+                full_grad[t.kind] = per_copy
         gb = per_copy * g_b / (d_t if shard_g else 1.0)
         grads += gb * len(tr_ids)
         if t.kind == "embedding" and m.tie_word_embeddings and not shard_g:
@@ -300,7 +310,7 @@ def _walk_tensors(m: ModelShape, wl: Workload, s: _Storage) -> _Sums:
     return _Sums(weights=weights, grads=grads, opt=opt, trainable_sharded=trainable_sharded,
                  trainable_rank=trainable_rank, largest_trainable=largest_trainable, grad_global=grad_global,
                  grad_embedding=grad_embedding, grad_by_ids=grad_by_ids, tied_grad=tied_grad,
-                 sub_group_parts=parts)
+                 sub_group_parts=parts, full_grad_elems=full_grad)
 
 
 def _strategy_buffers(m: ModelShape, wl: Workload, acc: _Sums, s: _Storage,
@@ -395,13 +405,21 @@ def state_bytes(m: ModelShape, wl: Workload) -> ModelStates:
     offload_host, step_temp = _offload(wl, acc, step_temp, notes)
     if wl.optimizer == "paged-adamw-8bit":
         notes.append(_("paged-adamw-8bit: states counted on the GPU; bitsandbytes can page them to host RAM"))
+    reduce = {k: reduce_transient_bytes(n, wl.ds_bucket_elems, wl.dp * wl.seq_shards, s.grad)
+              for k, n in acc.full_grad_elems.items()}
+    if any(reduce.values()):
+        notes.append(_("ZeRO-3: a gradient larger than the reduce bucket ({elems:.0e} elements) is reduced on its own, "
+                       "unsharded (embedding / LM head: {gib:.1f} GiB at most, with the reduce-scatter's flat copy "
+                       "when its size does not divide by the ranks)").format(elems=wl.ds_bucket_elems,
+                                                                           gib=max(reduce.values()) / GIB))
     return ModelStates(weights=acc.weights, gradients=acc.grads, optimizer=acc.opt, step_temp=step_temp,
                        grad_temp_bwd=grad_temp_bwd, weights_gathered=gathered, offloaded_host=offload_host,
                        grad_by_ids=tuple((frozenset(k), v) for k, v in acc.grad_by_ids.items()),
                        grad_global=acc.grad_global, grad_embedding=acc.grad_embedding,
                        trainable_sharded=acc.trainable_sharded, trainable_rank=acc.trainable_rank,
                        tied_grad=acc.tied_grad if acc.grads else 0.0,
-                       notes=tuple(notes), step_block=step_block if step_temp else 0.0)
+                       notes=tuple(notes), step_block=step_block if step_temp else 0.0,
+                       reduce_embedding=reduce.get("embedding", 0.0), reduce_head=reduce.get("lm_head", 0.0))
 
 
 _STATE_FIELDS = ("method", "lora_rank", "lora_alpha", "lora_targets", "freeze_trainable_layers", "precision",

@@ -16,6 +16,24 @@ v0.9.5 - v0.16.4 (https://github.com/deepspeedai/DeepSpeed/blob/v0.15.4/deepspee
   AdamW (the Hugging Face Trainer's ``adamw_torch`` when the DeepSpeed config has no ``optimizer``), the step
   adds ``_foreach_sqrt(exp_avg_sq)``, another fp32 tensor of the sub-group (torch/optim/adamw.py
   ``_multi_tensor_adamw``); DeepSpeed's FusedAdam has no such temporary (:func:`step_temp_bytes`).
+* **A gradient larger than the reduce bucket is held whole** (:func:`reduce_transient_bytes`). The gradient hook
+  (``reduce_independent_p_g_buckets_and_remove_grads``) first reduces what the bucket holds when the new gradient
+  would overflow it, then ``__add_grad_to_ipg_bucket`` copies the gradient into the flat bucket buffer only when
+  ``elements_in_ipg_bucket + param.grad.numel() <= reduce_bucket_size``; a larger one keeps autograd's full,
+  unsharded 16-bit tensor as ``param.grad`` and waits alone in the bucket until the next gradient's hook (or
+  ``independent_gradient_partition_epilogue`` after the last one) reduces it. With ``reduce_scatter`` (default true)
+  ``__avg_scatter_grads`` calls ``reduce_scatter_coalesced`` (deepspeed/runtime/comm/coalesced_collectives.py), which
+  reduces a single tensor in its own storage when its size divides by the data-parallel world size and otherwise
+  ``torch.cat``-s its chunks and padding into a new flat buffer: a second full copy, alive until ``partition_grads``
+  has copied this rank's partition into the flat gradient buffer and set ``param.grad = None``. The communication
+  dtype is the training dtype unless the config sets ``communication_data_type`` (engine.py), so no cast copy.
+  With ms-swift's and LLaMA-Factory's ``reduce_bucket_size: auto`` (hidden_size^2 elements) and DeepSpeed's default
+  5e8, the embedding and LM head of Qwen/Llama models (V x h, 2-5e8 elements) are such gradients: the LM head's is
+  computed at the start of backward while the 16-bit gradient of the logits is alive, the embedding's is the last of
+  backward, reduced in the epilogue. Decoder weights above the bucket (the MLP projections under ``auto``) are
+  held the same way one at a time, smaller than the embedding's and inside the sweep's transients.
+  https://github.com/deepspeedai/DeepSpeed/blob/v0.15.4/deepspeed/runtime/zero/stage3.py (lines 1254-1322, 1368-1395),
+  https://github.com/deepspeedai/DeepSpeed/blob/v0.15.4/deepspeed/runtime/comm/coalesced_collectives.py.
 * **A single rank gathers nothing.** With one rank in the partition group, ``all_gather_coalesced`` returns
   ``_no_gather_coalesced``: the parameter becomes a view of its own partition (partition_parameters.py), so no
   gathered copies exist (``gathered_weights_apply``).
@@ -97,6 +115,20 @@ def step_temp_bytes(sub_group_elems: float, optimizer: str) -> float:
     gradients, or with foreach AdamW the fp32 gradient plus the square-root temporary, whichever is larger."""
     per = max(FLATTEN_CAST_BYTES, FOREACH_STEP_BYTES if optimizer == "adamw-foreach" else 0.0)
     return per * sub_group_elems
+
+
+def reduce_transient_bytes(grad_elems: float, bucket_elems: float, dp_ranks: int, grad_bytes: float) -> float:
+    """Bytes a ZeRO-3 gradient of ``grad_elems`` elements (unsharded, ``grad_bytes`` per element) holds outside the
+    reduce bucket while it is reduced (module docstring): 0 when it fits in a bucket of ``bucket_elems`` (it is
+    copied into the persistent flat buffer), else the gradient itself, plus ``reduce_scatter_coalesced``'s padded
+    flat copy when its size does not divide by the ``dp_ranks`` of the partition group."""
+    if grad_elems <= bucket_elems:
+        return 0.0
+    n = int(grad_elems)
+    held = n * grad_bytes
+    if n % max(1, dp_ranks):
+        held += -(-n // dp_ranks) * dp_ranks * grad_bytes  # torch.cat of the chunks + padding
+    return held
 
 
 def gathered_weights_apply(dp_ranks: int) -> bool:
