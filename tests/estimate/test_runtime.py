@@ -130,3 +130,35 @@ def test_ddp_broadcast_staging_is_a_floor_not_added_to_the_step():
     cur = estimate_memory(m, wl)
     assert 2 * cur.breakdown_gib["weights"] < cur.tensor_peak_gib
     assert new.reserved_gib == cur.reserved_gib
+
+
+PYTORCH_2_8_RELEASED = "2025-08-06"
+
+
+def _before_torch_2_8(r: dict) -> bool:
+    """Whether report ``r`` ran on PyTorch < 2.8: its ``torch`` field, else a full ISO date before 2.8.0's release."""
+    if r.get("torch"):
+        return tuple(int(x) for x in str(r["torch"]).split(".")[:2]) < (2, 8)
+    d = str(r["date"])
+    return len(d) == 10 and d < PYTORCH_2_8_RELEASED
+
+
+def test_fit_reports_optimizer_follows_the_stated_rule():
+    """The ``optimizer`` rule of fit_reports.yaml's header: a DeepSpeed config with an optimizer section is FusedAdam;
+    the Hugging Face Trainer's default ``adamw_torch`` before PyTorch 2.8 is torch's foreach AdamW."""
+    data = yaml.safe_load((ROOT / "benchmarks" / "data" / "fit_reports.yaml").read_text(encoding="utf-8"))
+    reps = data["reports"]
+    for r in reps:
+        if "optimizer" in r:
+            assert r["optimizer"] in ("adamw-foreach", "adamw-fused"), r["id"]
+        if r.get("optimizer") == "adamw-foreach":
+            assert _before_torch_2_8(r), r["id"]
+    # the HF-Trainer-based trainers whose configs set no optimizer: LLaMA-Factory's DeepSpeed examples, ms-swift 3.0
+    trainer_rows = [r for r in reps if r["framework"] in ("deepspeed", "hf-trainer") and _before_torch_2_8(r)
+                    and ("hiyouga/LlamaFactory" in r["url"] and r["framework"] == "deepspeed"
+                         or "modelscope/ms-swift" in r["url"])]
+    assert len(trainer_rows) >= 10
+    assert all(r.get("optimizer") == "adamw-foreach" for r in trainer_rows), \
+        [r["id"] for r in trainer_rows if r.get("optimizer") != "adamw-foreach"]
+    flagperf_ds = [r for r in reps if "FlagPerf" in r["url"] and r["framework"] == "deepspeed"]
+    assert flagperf_ds and all(r.get("optimizer") == "adamw-fused" for r in flagperf_ds)
