@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from trainfit.i18n import _
+from trainfit.estimate.comm import data_parallel_group
 from trainfit.estimate.engine_assumptions import (
     KERNELS_PER_LAYER, KERNELS_PER_LORA_LINEAR, KERNELS_PER_QLORA_LINEAR, OPTIMIZER_BYTES_PER_PARAM,
     GRAD_NORM_BYTES_PER_PARAM, CLIP_SCALE_BYTES_PER_PARAM, GRAD_BUFFER_ZERO_BYTES_PER_PARAM,
@@ -15,7 +16,6 @@ from trainfit.estimate.engine_assumptions import (
     LORA_FORWARD_BYTES_PER_INPUT, LORA_FORWARD_BYTES_PER_OUTPUT, LORA_BACKWARD_BYTES_PER_INPUT,
     LORA_BACKWARD_BYTES_PER_OUTPUT,
 )
-from trainfit.estimate.comm import data_parallel_group
 from trainfit.models.shapes import ModelShape
 from trainfit.workload import Workload
 
@@ -145,10 +145,11 @@ def optimizer_seconds(model: ModelShape, wl: Workload, hw: Any, trainable_params
                       notes: list[str], family: str = "megatron") -> tuple[float, float]:
     """(memory bandwidth used, GB/s; optimizer step seconds) for the local trainable parameters (sharded by
     ZeRO/FSDP over the data x context group, ``comm.data_parallel_group``; by tp/pp; experts by ep): the fixed
-    per-step cost that does not shrink with the global batch. AdamW's traffic (``OPTIMIZER_BYTES_PER_PARAM``) and gradient clipping's norm
-    (``GRAD_NORM_BYTES_PER_PARAM``) and scaling (``CLIP_SCALE_BYTES_PER_PARAM[family]``) run over the optimizer's
-    shard; Megatron-Core's gradient-buffer zeroing (``GRAD_BUFFER_ZERO_BYTES_PER_PARAM``) over the whole
-    tp/pp-local model. With CPU offload the step (and its clipping) runs on the host (``comm.offload_term``)."""
+    per-step cost that does not shrink with the global batch. AdamW's traffic (``OPTIMIZER_BYTES_PER_PARAM``) and
+    gradient clipping's norm (``GRAD_NORM_BYTES_PER_PARAM``) and scaling (``CLIP_SCALE_BYTES_PER_PARAM[family]``)
+    run over the optimizer's shard; Megatron-Core's gradient-buffer zeroing (``GRAD_BUFFER_ZERO_BYTES_PER_PARAM``)
+    over the whole tp/pp-local model. With CPU offload the step (and its clipping) runs on the host
+    (``comm.offload_term``)."""
     tp_pp = wl.tp * wl.pp
     trainable = float(trainable_params if trainable_params is not None else model.total_params)
     shard = data_parallel_group(wl) if wl.strategy in ("zero1", "zero2", "zero3", "fsdp") else 1
