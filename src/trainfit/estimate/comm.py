@@ -96,6 +96,25 @@ def hidden_seconds(terms: Iterable[tuple[float, float, float]], compute_s: float
     return min(hide, compute_s)
 
 
+def data_parallel_group(wl: Workload) -> int:
+    """Ranks over which gradients are reduced and ZeRO / distributed-optimizer / FSDP states are sharded: the
+    data-parallel ranks times the ranks that split one sequence (context parallelism x DeepSpeed-Ulysses). Context
+    and sequence-parallel ranks hold the same weights and each computes gradients from its own tokens, so the engines
+    reduce and shard over data x context ranks, not over the data ranks alone:
+    Megatron-Core's DDP and distributed optimizer use the ``dp_cp`` group
+    (``parallel_state.get_data_parallel_group(with_context_parallel=True)``; ``self.dp_cp_group`` for the gradient
+    buffers, scaling and broadcast in megatron/core/distributed/distributed_data_parallel.py,
+    https://github.com/NVIDIA/Megatron-LM/blob/d98e8a64ddf34856e74b24714e3bedb2f5a39553/megatron/core/distributed/distributed_data_parallel.py
+    and ``'dp_cp'`` in megatron/core/process_groups_config.py at the same commit); torchtitan applies FSDP2 over the
+    ``dp_shard_cp`` mesh dimension (``apply_fsdp(model, world_mesh[("dp_shard_cp",)])``,
+    https://github.com/pytorch/torchtitan/blob/81c1243395b46ce693a0681cfe1bb20e9b9433fb/torchtitan/models/llama3/infra/parallelize.py);
+    DeepSpeed-Ulysses shards ZeRO over the data x sequence-parallel ranks. The memory model (``states.py``), the
+    data-parallel traffic (:func:`dp_terms`), the optimizer step (``engine_terms.optimizer_seconds``) and CPU
+    offload (:func:`offload_term`) all take the group from here. ``Workload.dp`` stays the number of ranks that read
+    different samples (tokens per step)."""
+    return wl.dp * wl.seq_shards
+
+
 def _param_split(model: ModelShape) -> tuple[float, float]:
     """(non-expert params, routed-expert params) of the whole model."""
     expert = float(sum(t.total for t in model.tensors() if t.kind == "expert"))
@@ -159,7 +178,7 @@ def dp_terms(model: ModelShape, wl: Workload, framework: str, links: Links, trai
     # gradients travel in the weight dtype, except fp32 master weights (amp-bf16) and torchtitan-style FSDP2,
     # whose config default ``mixed_precision_reduce = "float32"`` reduce-scatters in fp32
     grad_bytes = 4.0 if (wl.precision == "amp-bf16" or framework in ("fsdp2", "automodel")) else 2.0
-    dp = wl.dp * wl.ulysses  # DeepSpeed-Ulysses: ZeRO reduces and shards over the data x sequence ranks
+    dp = data_parallel_group(wl)  # data x context (x Ulysses) ranks reduce gradients and shard states
     # experts with expert TP 1 (as the memory model, estimate/states.py): TP ranks hold whole experts, so the
     # expert data-parallel group is dp * tp / ep and an expert's weights are split by pp * ep only; with expert
     # TP e (``expert_tp``), dp * tp / (ep * e) and pp * ep * e
@@ -171,7 +190,8 @@ def dp_terms(model: ModelShape, wl: Workload, framework: str, links: Links, trai
         shard_div = (wl.pp * wl.ep * expert_tp) if label == "expert" and wl.ep > 1 else mp
         pbytes = base_bytes * frac / shard_div
         gbytes = trainable * frac * grad_bytes / shard_div
-        bw, where = links.ring(group, wl.ep * expert_tp if label == "expert" and wl.ep > 1 else wl.tp * wl.cp)
+        # Megatron rank order tp-cp-dp-pp: the data x context group is the ranks tp apart
+        bw, where = links.ring(group, wl.ep * expert_tp if label == "expert" and wl.ep > 1 else wl.tp)
         s = wl.strategy
         if s in ("ddp", "zero1"):
             vol = 2 * gbytes  # all-reduce (ddp) = reduce-scatter + all-gather (zero1), once per step
@@ -352,7 +372,7 @@ def offload_term(model: ModelShape, wl: Workload, hw: Hardware, links: Links, tr
         return None, 0.0
     m = wl.grad_accum
     mp = wl.tp * wl.pp
-    dp = wl.dp * wl.ulysses
+    dp = data_parallel_group(wl)
     shard = trainable / max(1, dp) / mp
     grad_trips = m if wl.strategy in ("zero2", "zero3", "fsdp") else 1
     vol = shard * 2.0 * grad_trips + shard * 2.0  # bf16 grads down, bf16 params up

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from trainfit.i18n import _
+from trainfit.estimate.comm import data_parallel_group
 from trainfit.estimate.engine_assumptions import (
     KERNELS_PER_LAYER, KERNELS_PER_LORA_LINEAR, KERNELS_PER_QLORA_LINEAR, OPTIMIZER_BYTES_PER_PARAM,
     GRAD_NORM_BYTES_PER_PARAM, CLIP_SCALE_BYTES_PER_PARAM, GRAD_BUFFER_ZERO_BYTES_PER_PARAM,
@@ -143,14 +144,15 @@ def zero3_module_fetches(model: ModelShape, wl: Workload, family: str) -> float:
 def optimizer_seconds(model: ModelShape, wl: Workload, hw: Any, trainable_params: float | None,
                       notes: list[str], family: str = "megatron") -> tuple[float, float]:
     """(memory bandwidth used, GB/s; optimizer step seconds) for the local trainable parameters (sharded by
-    ZeRO/FSDP over dp, by tp/pp; experts by ep): the fixed per-step cost that does not shrink with the global
-    batch. AdamW's traffic (``OPTIMIZER_BYTES_PER_PARAM``) and gradient clipping's norm
-    (``GRAD_NORM_BYTES_PER_PARAM``) and scaling (``CLIP_SCALE_BYTES_PER_PARAM[family]``) run over the optimizer's
-    shard; Megatron-Core's gradient-buffer zeroing (``GRAD_BUFFER_ZERO_BYTES_PER_PARAM``) over the whole
-    tp/pp-local model. With CPU offload the step (and its clipping) runs on the host (``comm.offload_term``)."""
+    ZeRO/FSDP over the data x context group, ``comm.data_parallel_group``; by tp/pp; experts by ep): the fixed
+    per-step cost that does not shrink with the global batch. AdamW's traffic (``OPTIMIZER_BYTES_PER_PARAM``) and
+    gradient clipping's norm (``GRAD_NORM_BYTES_PER_PARAM``) and scaling (``CLIP_SCALE_BYTES_PER_PARAM[family]``)
+    run over the optimizer's shard; Megatron-Core's gradient-buffer zeroing (``GRAD_BUFFER_ZERO_BYTES_PER_PARAM``)
+    over the whole tp/pp-local model. With CPU offload the step (and its clipping) runs on the host
+    (``comm.offload_term``)."""
     tp_pp = wl.tp * wl.pp
     trainable = float(trainable_params if trainable_params is not None else model.total_params)
-    shard = wl.dp * wl.ulysses if wl.strategy in ("zero1", "zero2", "zero3", "fsdp") else 1
+    shard = data_parallel_group(wl) if wl.strategy in ("zero1", "zero2", "zero3", "fsdp") else 1
     local = trainable / tp_pp / shard
     bw = getattr(hw, "mem_gbytes_per_s", None)
     if not bw:

@@ -30,6 +30,7 @@ from typing import NamedTuple
 from trainfit import i18n
 from trainfit.i18n import N_, _
 from trainfit.estimate.activation_profile import ActProfile, act_divisor, autocast, cached_act_profile, eff_tokens
+from trainfit.estimate.comm import data_parallel_group
 from trainfit.estimate.loss_region import (HALF_CE_BWD_BYTES, HALF_CE_FWD_BYTES,  # noqa: F401 (re-exported)
                                            HALF_CE_SHIFT_COPY_BYTES, MEGATRON_CE_BWD_BYTES, MEGATRON_CE_FWD_BYTES,
                                            _loss_region, largest_loss_block_bytes_per_logit, logits_divisor)
@@ -266,7 +267,7 @@ def _autocast_weights(m: ModelShape, wl: Workload) -> float:
     frac = len(rank_layers(m, wl)) / m.num_layers
     lin = sum(t.total * mp_shard(wl, t) * (frac if t.layer_type != "global" else 1.0) for t in m.tensors()
               if t.kind in ("linear", "expert", "lm_head") or (t.kind == "embedding" and m.tie_word_embeddings))
-    return 2.0 * lin / (wl.dp * wl.ulysses if wl.strategy in ("zero3", "fsdp") else 1)
+    return 2.0 * lin / (data_parallel_group(wl) if wl.strategy in ("zero3", "fsdp") else 1)
 
 
 def _grad_of(st: ModelStates, i: int) -> float:

@@ -15,6 +15,7 @@ from typing import NamedTuple
 
 from trainfit import i18n
 from trainfit.i18n import _
+from trainfit.estimate.comm import data_parallel_group
 from trainfit.estimate.params import freeze_trainable_layer_ids, lora_params_of, lora_targeted
 from trainfit.estimate.runtime import megatron_core
 from trainfit.estimate.zero3 import (DS_SUB_GROUP_SIZE, gathered_weights_apply, largest_sub_group_elems,  # noqa: F401
@@ -246,7 +247,7 @@ def any_layer_tensor(m: ModelShape) -> ParamTensor:
 
 def _walk_tensors(m: ModelShape, wl: Workload, s: _Storage) -> _Sums:
     """Weights, gradients and optimizer states of every tensor copy on the worst rank."""
-    dp = wl.dp * wl.seq_shards  # ranks holding replicas of the same dense shard
+    dp = data_parallel_group(wl)  # ranks holding replicas of the same dense shard (data x context ranks)
     shard_w = wl.strategy in ("zero3", "fsdp")
     shard_g = wl.strategy in ("zero2", "zero3", "fsdp")
     shard_o = wl.strategy != "ddp"
@@ -324,7 +325,7 @@ def _strategy_buffers(m: ModelShape, wl: Workload, acc: _Sums, s: _Storage,
         notes.append(_("Megatron-Core: gradients reduced in place in the contiguous main_grad buffer; the "
                        "distributed optimizer steps on views of it (no reduce bucket, no fp32 gradient copy)"))
     elif wl.strategy == "ddp":
-        if wl.dp > 1:
+        if data_parallel_group(wl) > 1:
             grad_temp_bwd = acc.grads  # DDP Reducer: flat buckets covering every gradient
             notes.append(_("DDP keeps gradient buckets the size of all gradients (gradient_as_bucket_view=False)"))
     elif zero:
@@ -343,7 +344,7 @@ def _strategy_buffers(m: ModelShape, wl: Workload, acc: _Sums, s: _Storage,
             sub_group = largest_sub_group_elems(m, acc.sub_group_parts)
             step_temp = step_temp_bytes(sub_group, wl.optimizer)
             step_block = 4.0 * sub_group
-            if gathered_weights_apply(wl.dp * wl.seq_shards):
+            if gathered_weights_apply(data_parallel_group(wl)):
                 gathered = 2 * layer_max * 2.0 + DS_PREFETCH_BUCKET * 2.0
                 gathered = max(gathered, m.vocab_size * m.hidden_size * 2.0 / wl.tp * 2)
             else:
@@ -353,13 +354,13 @@ def _strategy_buffers(m: ModelShape, wl: Workload, acc: _Sums, s: _Storage,
         # current layer + the next one prefetched, and the root group (embedding, head, final norm)
         # that FSDP2 does not reshard after forward
         root = (m.embedding_params + m.hidden_size) * cb / wl.tp
-        gathered = 2 * layer_max * cb + root * (1 - 1 / (wl.dp * wl.seq_shards))
+        gathered = 2 * layer_max * cb + root * (1 - 1 / (data_parallel_group(wl)))
         # unsharded grads of one layer before reduce-scatter: only trainable parameters get gradients, so
         # with PEFT / freeze it is the largest layer's trainable share (FSDP2 reduce-scatters param.grad of
         # requires_grad parameters only: torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py)
         grad_temp_bwd = 2 * layer_max * s.grad
         if wl.method != "full":
-            grad_temp_bwd = 2 * max(acc.grad_by_ids.values(), default=0.0) * wl.dp * wl.seq_shards
+            grad_temp_bwd = 2 * max(acc.grad_by_ids.values(), default=0.0) * data_parallel_group(wl)
         notes.append(_("FSDP2: each decoder layer and the root wrapped with fully_shard; one layer prefetched"))
     # optimizer-step temporaries of the optimizer itself
     if wl.optimizer == "adamw-foreach" and not zero:
