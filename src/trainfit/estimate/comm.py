@@ -80,18 +80,41 @@ class CommTerm:
     attention_share: float = 0.0
     """> 0: the term can hide only behind the attention kernels, at most this share of their time (the
     context-parallel KV ring, ``cp_term``); 0: behind any compute (``overlap`` of it)."""
+    window: float = 1.0
+    """Share of the step's compute the term can run under: 1 for traffic spread over every micro-batch, ``1/m``
+    (:func:`dp_window`) for traffic that starts only in the last of ``m`` micro-batches."""
 
 
-def hidden_seconds(terms: Iterable[tuple[float, float, float]], compute_s: float, attention_s: float) -> float:
-    """Communication hidden behind compute, from ``(seconds, overlap, attention_share)`` per term: each term hides
-    ``overlap`` of itself, an attention-bound term (``attention_share`` > 0) at most ``attention_share`` of the
-    attention time; all together never more than the compute time. ``estimate_speed`` and the LOSO fit's fast
-    path (benchmarks/speed_loso.py) both call this."""
+def dp_window(strategy: str, micro_batches: int) -> float:
+    """Share of a step's compute that once-per-step data-parallel traffic can hide behind. Gradient accumulation
+    skips the gradient all-reduce / reduce-scatter on every micro-batch but the last: Megatron-Core runs the first
+    ``m - 1`` micro-batches under ``no_sync_func`` and lets ``overlap_grad_reduce`` launch bucket reductions only
+    during the last one (``forward_backward_no_pipelining``, megatron/core/pipeline_parallel/schedules.py,
+    https://github.com/NVIDIA/Megatron-LM/blob/d98e8a64ddf34856e74b24714e3bedb2f5a39553/megatron/core/pipeline_parallel/schedules.py#L814),
+    as PyTorch DDP's ``no_sync`` under accelerate's ``accumulate`` and DeepSpeed's reduction at the accumulation
+    boundary do. So DDP's all-reduce and ZeRO-1's reduce-scatter + all-gather (one per step, ``dp_terms``) hide
+    behind at most ``1/m`` of the compute; ZeRO-2/3 and FSDP reduce on every micro-batch (their volume already
+    scales with ``m``): window 1."""
+    if strategy in ("ddp", "zero1"):
+        return 1.0 / max(1, micro_batches)
+    return 1.0
+
+
+def hidden_seconds(terms: Iterable[tuple[float, ...]], compute_s: float, attention_s: float) -> float:
+    """Communication hidden behind compute, from ``(seconds, overlap, attention_share[, window])`` per term: each
+    term hides ``overlap`` of itself, an attention-bound term (``attention_share`` > 0) at most ``attention_share``
+    of the attention time, a term with a ``window`` < 1 at most that share of the compute time; all together never
+    more than the compute time. ``estimate_speed`` and the LOSO fit's fast path (benchmarks/speed_loso.py) both
+    call this."""
     hide = 0.0
-    for secs, overlap, share in terms:
+    for term in terms:
+        secs, overlap, share = term[0], term[1], term[2]
+        window = term[3] if len(term) > 3 else 1.0
         h = secs * overlap
         if share > 0:
             h = min(h, attention_s * share)
+        if window < 1.0:
+            h = min(h, compute_s * window)
         hide += h
     return min(hide, compute_s)
 
@@ -186,7 +209,7 @@ def dp_terms(model: ModelShape, wl: Workload, framework: str, links: Links, trai
             vol = m * (pbytes * (1 + bwd_frac) + gbytes)
         secs = ring_seconds(vol, group, bw, links.link_eff)
         terms.append(CommTerm(name=f"dp-{s}-{label}", seconds=secs, overlap=OVERLAP[s], link=where,
-                              bytes_per_gpu=vol * (group - 1) / group))
+                              bytes_per_gpu=vol * (group - 1) / group, window=dp_window(s, m)))
     return terms
 
 
