@@ -1,12 +1,15 @@
 """Per-step communication costs that weigh most at small global batches (issue 26): the once-per-step data-parallel
-window. Expected values follow
+window, sequence parallelism's collective launches and pipeline point-to-point latency. Expected values follow
 from the engines' code paths cited in estimate/comm.py, written out here, not taken from the code under test."""
 
 from __future__ import annotations
 
 import pytest
 
-from trainfit.estimate.comm import Links, dp_terms, hidden_seconds
+from trainfit.estimate.comm import (
+    NCCL_RING_BASE_LATENCY_US, NCCL_RING_STEP_LATENCY_US, Links, dp_terms, hidden_seconds, pp_term, tp_collectives,
+    tp_term,
+)
 from trainfit.estimate.speed import Hardware, estimate_speed
 from trainfit.models import get_model
 from trainfit.workload import Workload
@@ -50,3 +53,41 @@ def test_small_grad_accumulation_exposes_more_ddp_traffic(q8):
     assert hidden == pytest.approx(min(dp.seconds * dp.overlap, s.compute_seconds / 16)
                                    + sum(c.seconds * c.overlap for c in s.comm if c is not dp), rel=1e-9)
     assert hidden < dp.seconds * dp.overlap  # the window, not the overlap fraction, binds here
+
+
+def test_sequence_parallel_launch_count():
+    base = dict(seq_len=4096, micro_batch=1, gpus=8, gpus_per_node=8, tp=8, strategy="zero1")
+    wl = Workload(**base)
+    # no SP: 2 all-reduces forward (row-parallel outputs) + 2 backward (column-parallel input gradients)
+    assert tp_collectives(wl.with_(sequence_parallel=False, grad_ckpt=False)) == (4.0, 8.0, 2)
+    # SP: 2 all-gathers + 2 reduce-scatters forward; backward 2 output-gradient all-gathers, 2 input re-gathers
+    # for the weight gradients, 2 input-gradient reduce-scatters; recompute repeats the forward's 4
+    assert tp_collectives(wl.with_(sequence_parallel=True, grad_ckpt=False)) == (10.0, 10.0, 1)
+    assert tp_collectives(wl.with_(sequence_parallel=True, grad_ckpt=True)) == (14.0, 14.0, 1)
+    assert tp_collectives(wl.with_(sequence_parallel=False, grad_ckpt=True)) == (6.0, 12.0, 2)
+    # PyTorch DTensor TP (AutoModel, torchtitan) keeps the gathered input for the weight gradient: 4 backward
+    assert tp_collectives(wl.with_(sequence_parallel=True, grad_ckpt=False), regather=False) == (8.0, 8.0, 1)
+
+
+def test_sequence_parallel_pays_a_base_latency_per_launch(q8):
+    """At a tiny message the TP term is latency: SP's 10 launches of (n-1) hops against the all-reduce's 4 of
+    2(n-1) hops, each with NCCL's base latency."""
+    wl = Workload(seq_len=8, micro_batch=1, grad_accum=2, gpus=8, gpus_per_node=8, tp=8, strategy="zero1",
+                  grad_ckpt=False)
+    hop, base, n = NCCL_RING_STEP_LATENCY_US["intra"], NCCL_RING_BASE_LATENCY_US, 8
+    layers = q8.num_layers
+    sp = tp_term(q8, wl.with_(sequence_parallel=True), ONE_NODE)
+    ar = tp_term(q8, wl.with_(sequence_parallel=False), ONE_NODE)
+    lat_sp = 2 * layers * 10 * (base + (n - 1) * hop) * 1e-6
+    lat_ar = 2 * layers * 4 * (base + 2 * (n - 1) * hop) * 1e-6
+    assert sp.seconds == pytest.approx(lat_sp, rel=0.02)
+    assert ar.seconds == pytest.approx(lat_ar, rel=0.02)
+    assert sp.seconds - ar.seconds == pytest.approx(2 * layers * (6 * base + 2 * (n - 1) * hop) * 1e-6, rel=0.05)
+
+
+def test_pipeline_p2p_pays_latency_per_message(q8):
+    wl = Workload(seq_len=8, micro_batch=1, grad_accum=16, gpus=8, gpus_per_node=8, pp=8, strategy="zero1")
+    t = pp_term(q8, wl, ONE_NODE)
+    per_msg = (NCCL_RING_BASE_LATENCY_US + NCCL_RING_STEP_LATENCY_US["intra"]) * 1e-6
+    assert t.seconds == pytest.approx(16 * 2 * per_msg, rel=0.03)  # forward activation + backward gradient
+    assert pp_term(q8, wl, ONE_NODE, virtual_pp=2).seconds == pytest.approx(2 * t.seconds, rel=1e-9)

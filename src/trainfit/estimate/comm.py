@@ -236,21 +236,50 @@ def ring_latency_seconds(n: int, steps_per_rank: int, where: str) -> float:
     return (NCCL_RING_BASE_LATENCY_US + steps_per_rank * (n - 1) * hop) * 1e-6
 
 
-def tp_term(model: ModelShape, wl: Workload, links: Links) -> CommTerm | None:
-    """Tensor parallel: 2 all-reduces per layer forward, 2 backward, 2 more with recompute; each costs its bytes
-    and NCCL's ring latency (:func:`ring_latency_seconds`; with sequence parallelism the all-gather +
-    reduce-scatter pair has the same step count), which decides small messages."""
+MEGATRON_LAYERS_PY = ("https://github.com/NVIDIA/Megatron-LM/blob/d98e8a64ddf34856e74b24714e3bedb2f5a39553/"
+                      "megatron/core/tensor_parallel/layers.py")
+
+
+def tp_collectives(wl: Workload, regather: bool = True) -> tuple[float, float, int]:
+    """(launches, ring units, steps per rank) of the tensor-parallel collectives of one layer per micro-batch;
+    a ring unit is one all-gather or reduce-scatter of the layer's ``tokens x hidden`` activation (an all-reduce
+    is two). A layer has two column-parallel linears (QKV, FC1) and two row-parallel ones (output projection,
+    FC2). Without sequence parallelism: one all-reduce after each row-parallel linear forward and one of the
+    column-parallel input gradient backward (``allreduce_dgrad``): 2 launches of 2 units per pass, steps 2.
+    With sequence parallelism (Megatron-Core ``LinearWithGradAccumulationAndAsyncCommunication`` and
+    ``mappings.py``, ``MEGATRON_LAYERS_PY``; TransformerEngine's Linear / LayerNormLinear do the same): forward an
+    all-gather before each column-parallel linear and a reduce-scatter after each row-parallel one (4 launches);
+    backward the all-gather of the row-parallel output gradient (``_ReduceScatterToSequenceParallelRegion``'s
+    backward), the column-parallel input gathered again for its weight gradient (the forward keeps only the local
+    shard) and the reduce-scatter of its input gradient: 6 launches; each one unit, steps 1. ``regather`` False is
+    PyTorch's DTensor tensor parallelism (``SequenceParallel`` / ``ColwiseParallel`` plans, NeMo AutoModel,
+    torchtitan): autograd keeps the gathered input, so the backward has 4 launches. A recomputed forward repeats
+    the forward's collectives. Every launch pays NCCL's base latency, so sequence parallelism's latency
+    is twice the all-reduce's per pass although the bytes of the forward are the same."""
+    recompute = 1 if wl.grad_ckpt else 0
+    if wl.sequence_parallel:
+        launches = 4 + (6 if regather else 4) + 4 * recompute
+        return float(launches), float(launches), 1
+    launches = 2 + 2 + 2 * recompute
+    return float(launches), 2.0 * launches, 2
+
+
+def tp_term(model: ModelShape, wl: Workload, links: Links, framework: str = "megatron") -> CommTerm | None:
+    """Tensor parallel: the per-layer collectives of :func:`tp_collectives` on every micro-batch; each costs its
+    bytes and NCCL's ring latency (:func:`ring_latency_seconds`), which decides small messages (micro-batch 1,
+    short sequences). Megatron-Core gathers the column-parallel input again in backward, other engines do not."""
     if wl.tp <= 1:
         return None
     tokens_mb = wl.micro_batch * wl.seq_len / wl.cp
     layers_per_stage = model.num_layers / wl.pp
     buf = tokens_mb * model.hidden_size * ACT_BYTES
-    n_ar = layers_per_stage * (4 + (2 if wl.grad_ckpt else 0))
+    launches, units, steps = tp_collectives(wl, regather=framework == "megatron")
     bw, where = links.ring(wl.tp, 1)
     m = wl.grad_accum
-    secs = m * n_ar * (2 * ring_seconds(buf, wl.tp, bw, links.link_eff) + ring_latency_seconds(wl.tp, 2, where))
+    per_layer = units * ring_seconds(buf, wl.tp, bw, links.link_eff) + launches * ring_latency_seconds(wl.tp, steps, where)
+    secs = m * layers_per_stage * per_layer
     return CommTerm(name="tp-allreduce", seconds=secs, overlap=0.0, link=where,
-                    bytes_per_gpu=m * n_ar * 2 * buf * (wl.tp - 1) / wl.tp)
+                    bytes_per_gpu=m * layers_per_stage * units * buf * (wl.tp - 1) / wl.tp)
 
 
 def ep_term(model: ModelShape, wl: Workload, links: Links, expert_tp: int = 1) -> CommTerm | None:
@@ -342,8 +371,8 @@ def ulysses_term(model: ModelShape, wl: Workload, links: Links) -> CommTerm | No
 
 def pp_term(model: ModelShape, wl: Workload, links: Links, virtual_pp: int = 1) -> CommTerm | None:
     """Pipeline point-to-point: activations forward, their gradients backward, per micro-batch and model
-    chunk: the interleaved schedule sends ``virtual_pp`` times as many messages (Narayanan et al. 2021,
-    section 2.2.2: "the amount of communication also increases by v"; https://arxiv.org/abs/2104.04473)."""
+    chunk, each its bytes plus the latency of one NCCL step; the interleaved schedule sends ``virtual_pp`` times
+    as many messages (Narayanan et al. 2021, section 2.2.2: "the amount of communication also increases by v"; https://arxiv.org/abs/2104.04473)."""
     if wl.pp <= 1:
         return None
     tokens_mb = wl.micro_batch * wl.seq_len / wl.cp
@@ -353,7 +382,8 @@ def pp_term(model: ModelShape, wl: Workload, links: Links, virtual_pp: int = 1) 
     bw = min(links.intra, links.inter or links.intra) if where == "inter" else links.intra
     m = wl.grad_accum
     sends = m * 2 * virtual_pp
-    secs = sends * buf / (bw * 1e9 * links.link_eff)
+    # each send is one NCCL point-to-point step: NCCL's base latency plus one hop (ring_latency_seconds of 2 ranks)
+    secs = sends * (buf / (bw * 1e9 * links.link_eff) + ring_latency_seconds(2, 1, where))
     return CommTerm(name="pp-p2p", seconds=secs, overlap=0.0, link=where, bytes_per_gpu=sends * buf)
 
 
@@ -361,7 +391,7 @@ def comm_terms(model: ModelShape, wl: Workload, framework: str, links: Links, tr
                virtual_pp: int = 1, expert_tp: int = 1) -> list[CommTerm]:
     """All GPU-to-GPU terms in report order: data parallel (dense, expert), TP, EP, CP, PP."""
     terms = dp_terms(model, wl, framework, links, trainable, expert_tp)
-    for term in (tp_term(model, wl, links), ep_term(model, wl, links, expert_tp), cp_term(model, wl, links),
+    for term in (tp_term(model, wl, links, framework), ep_term(model, wl, links, expert_tp), cp_term(model, wl, links),
                  ulysses_term(model, wl, links), pp_term(model, wl, links, virtual_pp)):
         if term is not None:
             terms.append(term)
