@@ -91,3 +91,48 @@ def test_pipeline_p2p_pays_latency_per_message(q8):
     per_msg = (NCCL_RING_BASE_LATENCY_US + NCCL_RING_STEP_LATENCY_US["intra"]) * 1e-6
     assert t.seconds == pytest.approx(16 * 2 * per_msg, rel=0.03)  # forward activation + backward gradient
     assert pp_term(q8, wl, ONE_NODE, virtual_pp=2).seconds == pytest.approx(2 * t.seconds, rel=1e-9)
+
+
+def test_megatron_lora_adapters_fuse_like_megatron_linears(q8):
+    from trainfit.estimate.comm import megatron_lora_linears
+
+    wl = Workload(seq_len=4096, gpus=8, tp=8, strategy="zero1", method="lora", lora_rank=16)
+    L = q8.num_layers
+    assert megatron_lora_linears(q8, wl) == (2 * L, 2 * L)  # linear_qkv + linear_fc1 / linear_proj + linear_fc2
+    # q, k and v are one linear_qkv in Megatron: one adapter
+    assert megatron_lora_linears(q8, wl.with_(lora_targets=("q_proj", "k_proj", "v_proj"))) == (L, 0)
+    assert megatron_lora_linears(q8, wl.with_(method="full")) == (0.0, 0.0)
+
+
+def test_megatron_lora_adds_its_adapters_tp_collectives(q8):
+    """ms-swift's LoraParallelLinear under TP 8 with sequence parallelism: a column-parallel base's lora_B gathers
+    (forward), re-gathers and reduce-scatters (backward); a row-parallel base's lora_A reduce-scatters (forward) and
+    gathers (backward): at an 8-token micro-batch every one of them is a base latency plus 7 hops."""
+    from trainfit.estimate.comm import lora_tp_collectives
+
+    wl = Workload(seq_len=8, micro_batch=1, grad_accum=2, gpus=8, gpus_per_node=8, tp=8, strategy="zero1",
+                  grad_ckpt=False, sequence_parallel=True, method="lora", lora_rank=16)
+    assert lora_tp_collectives(wl) == ((3.0, 2.0), 1)
+    assert lora_tp_collectives(wl.with_(grad_ckpt=True)) == ((4.0, 3.0), 1)
+    assert lora_tp_collectives(wl.with_(sequence_parallel=False)) == ((1.0, 1.0), 2)
+    full = tp_term(q8, wl.with_(method="full"), ONE_NODE)
+    lora = tp_term(q8, wl, ONE_NODE)
+    per_launch = (NCCL_RING_BASE_LATENCY_US + 7 * NCCL_RING_STEP_LATENCY_US["intra"]) * 1e-6
+    L = q8.num_layers
+    assert lora.seconds - full.seconds == pytest.approx(2 * (2 * L * 3 + 2 * L * 2) * per_launch, rel=0.02)
+    # engines whose LoRA is not Megatron's (PyTorch TP) get no adapter collectives here
+    assert tp_term(q8, wl, ONE_NODE, framework="fsdp2").seconds == pytest.approx(
+        tp_term(q8, wl.with_(method="full"), ONE_NODE, framework="fsdp2").seconds)
+
+
+def test_megatron_lora_adapters_launch_kernels(q8):
+    """The adapter is lora_A, lora_B, scaling and add after the base GEMM (not fused into it): 5 launches per
+    adapted Megatron linear and pass, 4 adapted linears per layer under all-linear."""
+    from trainfit.estimate.engine_assumptions import KERNELS_PER_LAYER, KERNELS_PER_LORA_LINEAR
+    from trainfit.estimate.engine_terms import kernel_units
+
+    wl = Workload(seq_len=4096, grad_accum=2, gpus=8, tp=8, strategy="zero1", method="lora", lora_rank=16)
+    lora = kernel_units(q8, wl, "megatron", passes=3.0, visited=0.0)[0]
+    full = kernel_units(q8, wl.with_(method="full"), "megatron", passes=3.0, visited=0.0)[0]
+    layer_units = 2 * q8.num_layers * 3.0
+    assert lora - full == pytest.approx(layer_units * 4 * KERNELS_PER_LORA_LINEAR / KERNELS_PER_LAYER["megatron"])

@@ -264,10 +264,58 @@ def tp_collectives(wl: Workload, regather: bool = True) -> tuple[float, float, i
     return float(launches), 2.0 * launches, 2
 
 
+MEGATRON_LORA_GROUP: dict[str, tuple[str, bool]] = {
+    "q_proj": ("linear_qkv", True), "k_proj": ("linear_qkv", True), "v_proj": ("linear_qkv", True),
+    "o_proj": ("linear_proj", False), "gate_proj": ("linear_fc1", True), "up_proj": ("linear_fc1", True),
+    "down_proj": ("linear_fc2", False),
+}
+"""Hugging Face module name -> (the Megatron-Core linear that holds it, column-parallel?): Megatron fuses q, k, v
+into ``linear_qkv`` and gate, up into ``linear_fc1``; LoRA adapts the fused linear once."""
+
+SWIFT_MEGATRON_LORA_PY = ("https://github.com/modelscope/ms-swift/blob/b6af05674945e6fae3cca8fc02698bbd97cef6d9/"
+                          "swift/megatron/tuners/lora.py")
+
+
+def megatron_lora_linears(model: ModelShape, wl: Workload) -> tuple[float, float]:
+    """(column-parallel, row-parallel) Megatron-Core linears with a LoRA adapter, summed over the layers (routed
+    experts excluded: expert TP 1 gives their adapters no TP collective)."""
+    from trainfit.estimate.params import lora_targeted
+
+    if wl.method not in ("lora", "qlora"):
+        return 0.0, 0.0
+    groups: dict[tuple[str, str], tuple[float, bool]] = {}
+    for t in model.tensors():
+        if t.kind != "linear" or t.module not in MEGATRON_LORA_GROUP or not lora_targeted(t, wl.lora_targets):
+            continue
+        name, column = MEGATRON_LORA_GROUP[t.module]
+        key = (name, "shared" if ".shared_expert." in t.name else "")
+        groups[key] = (max(groups.get(key, (0.0, column))[0], float(t.count)), column)
+    col = sum(n for n, c in groups.values() if c)
+    row = sum(n for n, c in groups.values() if not c)
+    return col, row
+
+
+def lora_tp_collectives(wl: Workload) -> tuple[tuple[float, float], int]:
+    """((launches per column-parallel adapter, per row-parallel adapter) per micro-batch, steps per rank) of the
+    adapters' own tensor-parallel collectives in Megatron (ms-swift's ``LoraParallelLinear``,
+    ``SWIFT_MEGATRON_LORA_PY``): a column-parallel base gets ``lora_A`` = ``TELinear`` (no parallelism) and
+    ``lora_B`` = ``TEColumnParallelLinear``; a row-parallel base ``lora_A`` = ``TERowParallelLinear`` and
+    ``lora_B`` = ``TELinear``. With sequence parallelism ``lora_B`` all-gathers its ``r``-wide input forward and,
+    backward, gathers it again and reduce-scatters its input gradient (1 + 2); ``lora_A`` of a row-parallel base
+    reduce-scatters its output forward and all-gathers the gradient backward (1 + 1); recompute repeats the
+    forward's. Without: ``lora_B``'s input-gradient all-reduce backward, ``lora_A``'s output all-reduce forward
+    (and in recompute). Messages are ``tokens x r``: latency-bound."""
+    recompute = 1 if wl.grad_ckpt else 0
+    if wl.sequence_parallel:
+        return (1.0 + 2.0 + recompute, 1.0 + 1.0 + recompute), 1
+    return (1.0, 1.0 + recompute), 2
+
+
 def tp_term(model: ModelShape, wl: Workload, links: Links, framework: str = "megatron") -> CommTerm | None:
     """Tensor parallel: the per-layer collectives of :func:`tp_collectives` on every micro-batch; each costs its
     bytes and NCCL's ring latency (:func:`ring_latency_seconds`), which decides small messages (micro-batch 1,
-    short sequences). Megatron-Core gathers the column-parallel input again in backward, other engines do not."""
+    short sequences). Megatron-Core gathers the column-parallel input again in backward, other engines do not.
+    Megatron LoRA adds its adapters' own collectives (:func:`lora_tp_collectives`)."""
     if wl.tp <= 1:
         return None
     tokens_mb = wl.micro_batch * wl.seq_len / wl.cp
@@ -278,8 +326,18 @@ def tp_term(model: ModelShape, wl: Workload, links: Links, framework: str = "meg
     m = wl.grad_accum
     per_layer = units * ring_seconds(buf, wl.tp, bw, links.link_eff) + launches * ring_latency_seconds(wl.tp, steps, where)
     secs = m * layers_per_stage * per_layer
-    return CommTerm(name="tp-allreduce", seconds=secs, overlap=0.0, link=where,
-                    bytes_per_gpu=m * layers_per_stage * units * buf * (wl.tp - 1) / wl.tp)
+    moved = m * layers_per_stage * units * buf * (wl.tp - 1) / wl.tp
+    if framework == "megatron":
+        col, row = megatron_lora_linears(model, wl)
+        if col or row:
+            (k_col, k_row), lsteps = lora_tp_collectives(wl)
+            n = (col * k_col + row * k_row) / wl.pp  # per micro-batch on this stage
+            lbuf = tokens_mb * wl.lora_rank * ACT_BYTES
+            units_per = 1 if lsteps == 1 else 2
+            secs += m * n * (units_per * ring_seconds(lbuf, wl.tp, bw, links.link_eff)
+                             + ring_latency_seconds(wl.tp, lsteps, where))
+            moved += m * n * units_per * lbuf * (wl.tp - 1) / wl.tp
+    return CommTerm(name="tp-allreduce", seconds=secs, overlap=0.0, link=where, bytes_per_gpu=moved)
 
 
 def ep_term(model: ModelShape, wl: Workload, links: Links, expert_tp: int = 1) -> CommTerm | None:
