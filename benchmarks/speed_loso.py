@@ -79,7 +79,7 @@ class Row:
     gpus: int
     feat: engines.EngineFeatures
     bubble: float
-    comm: tuple[tuple[float, float], ...]  # (seconds, overlap)
+    comm: tuple[tuple[float, float, float, float], ...]  # (seconds, overlap, attention_share, window)
     cpu_s: float
     dequant_s: float
     raw: dict
@@ -156,7 +156,7 @@ def load_rows(data: dict, raw_rows: list[dict]) -> list[Row]:
                                 trainable_params=float(count_params(model, wl).trainable), **kw)
         rows.append(Row(id=r["id"], source=r["source"], measured=float(r["measured_tokens_per_s_per_gpu"]),
                         tokens_per_step=s.tokens_per_step, gpus=s.gpus, feat=feat, bubble=s.bubble_fraction,
-                        comm=tuple((c.seconds, c.overlap, c.attention_share) for c in s.comm), cpu_s=s.cpu_seconds,
+                        comm=tuple((c.seconds, c.overlap, c.attention_share, c.window) for c in s.comm), cpu_s=s.cpu_seconds,
                         dequant_s=s.dequant_seconds, raw=r, model=model, workload=wl, hardware=hw))
     return rows
 
@@ -170,7 +170,7 @@ def predict(row: Row, c: engines.EngineConstants) -> float:
     et = engines.compute_time(row.feat, c)
     compute = et.seconds
     pipe = (compute + row.dequant_s) / (1 - row.bubble)
-    total = sum(s for s, _, _ in row.comm)
+    total = sum(t[0] for t in row.comm)
     hidden = hidden_seconds(row.comm, compute, et.attention_seconds)
     step = pipe + total - hidden + row.cpu_s
     return row.tokens_per_step / step / row.gpus

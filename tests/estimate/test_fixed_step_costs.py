@@ -27,13 +27,20 @@ def test_ring_latency_is_nccls_model():
 
 @pytest.mark.parametrize("seq", [256, 2048, 16384])
 def test_tp_collectives_cost_bytes_plus_latency(seq):
-    wl = Workload(gpus=8, tp=8, seq_len=seq, grad_accum=4, grad_ckpt=True, strategy="zero1")
+    # without sequence parallelism: all-reduces, 2 per layer and pass (forward, backward, recomputed forward)
+    wl = Workload(gpus=8, tp=8, seq_len=seq, grad_accum=4, grad_ckpt=True, strategy="zero1", sequence_parallel=False)
     links = links_for(wl, H100, [])
     t = tp_term(M, wl, links)
-    n = 4 * M.num_layers * (4 + 2)
+    n = 4 * M.num_layers * (2 + 2 + 2)
     buf = seq * M.hidden_size * ACT_BYTES
     bytes_s = n * 2 * ring_seconds(buf, 8, links.intra, links.link_eff)
     lat_s = n * (8.4 + 14 * 3.4) * 1e-6
     assert t.seconds == pytest.approx(bytes_s + lat_s)
     if seq == 256:  # micro-batch 1 of 256 tokens: the messages are latency-bound
         assert lat_s > bytes_s
+    # with sequence parallelism: all-gathers and reduce-scatters, 4 per layer forward, 6 backward (the weight
+    # gradient gathers its input again), 4 recomputed; each one launch of 7 ring steps
+    sp = tp_term(M, wl.with_(sequence_parallel=True), links)
+    n_sp = 4 * M.num_layers * (4 + 6 + 4)
+    assert sp.seconds == pytest.approx(n_sp * ring_seconds(buf, 8, links.intra, links.link_eff)
+                                       + n_sp * (8.4 + 7 * 3.4) * 1e-6)

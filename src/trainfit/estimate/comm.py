@@ -80,18 +80,41 @@ class CommTerm:
     attention_share: float = 0.0
     """> 0: the term can hide only behind the attention kernels, at most this share of their time (the
     context-parallel KV ring, ``cp_term``); 0: behind any compute (``overlap`` of it)."""
+    window: float = 1.0
+    """Share of the step's compute the term can run under: 1 for traffic spread over every micro-batch, ``1/m``
+    (:func:`dp_window`) for traffic that starts only in the last of ``m`` micro-batches."""
 
 
-def hidden_seconds(terms: Iterable[tuple[float, float, float]], compute_s: float, attention_s: float) -> float:
-    """Communication hidden behind compute, from ``(seconds, overlap, attention_share)`` per term: each term hides
-    ``overlap`` of itself, an attention-bound term (``attention_share`` > 0) at most ``attention_share`` of the
-    attention time; all together never more than the compute time. ``estimate_speed`` and the LOSO fit's fast
-    path (benchmarks/speed_loso.py) both call this."""
+def dp_window(strategy: str, micro_batches: int) -> float:
+    """Share of a step's compute that once-per-step data-parallel traffic can hide behind. Gradient accumulation
+    skips the gradient all-reduce / reduce-scatter on every micro-batch but the last: Megatron-Core runs the first
+    ``m - 1`` micro-batches under ``no_sync_func`` and lets ``overlap_grad_reduce`` launch bucket reductions only
+    during the last one (``forward_backward_no_pipelining``, megatron/core/pipeline_parallel/schedules.py,
+    https://github.com/NVIDIA/Megatron-LM/blob/d98e8a64ddf34856e74b24714e3bedb2f5a39553/megatron/core/pipeline_parallel/schedules.py#L814),
+    as PyTorch DDP's ``no_sync`` under accelerate's ``accumulate`` and DeepSpeed's reduction at the accumulation
+    boundary do. So DDP's all-reduce and ZeRO-1's reduce-scatter + all-gather (one per step, ``dp_terms``) hide
+    behind at most ``1/m`` of the compute; ZeRO-2/3 and FSDP reduce on every micro-batch (their volume already
+    scales with ``m``): window 1."""
+    if strategy in ("ddp", "zero1"):
+        return 1.0 / max(1, micro_batches)
+    return 1.0
+
+
+def hidden_seconds(terms: Iterable[tuple[float, ...]], compute_s: float, attention_s: float) -> float:
+    """Communication hidden behind compute, from ``(seconds, overlap, attention_share[, window])`` per term: each
+    term hides ``overlap`` of itself, an attention-bound term (``attention_share`` > 0) at most ``attention_share``
+    of the attention time, a term with a ``window`` < 1 at most that share of the compute time; all together never
+    more than the compute time. ``estimate_speed`` and the LOSO fit's fast path (benchmarks/speed_loso.py) both
+    call this."""
     hide = 0.0
-    for secs, overlap, share in terms:
+    for term in terms:
+        secs, overlap, share = term[0], term[1], term[2]
+        window = term[3] if len(term) > 3 else 1.0
         h = secs * overlap
         if share > 0:
             h = min(h, attention_s * share)
+        if window < 1.0:
+            h = min(h, compute_s * window)
         hide += h
     return min(hide, compute_s)
 
@@ -206,7 +229,7 @@ def dp_terms(model: ModelShape, wl: Workload, framework: str, links: Links, trai
             vol = m * (pbytes * (1 + bwd_frac) + gbytes)
         secs = ring_seconds(vol, group, bw, links.link_eff)
         terms.append(CommTerm(name=f"dp-{s}-{label}", seconds=secs, overlap=OVERLAP[s], link=where,
-                              bytes_per_gpu=vol * (group - 1) / group))
+                              bytes_per_gpu=vol * (group - 1) / group, window=dp_window(s, m)))
     return terms
 
 
@@ -233,21 +256,108 @@ def ring_latency_seconds(n: int, steps_per_rank: int, where: str) -> float:
     return (NCCL_RING_BASE_LATENCY_US + steps_per_rank * (n - 1) * hop) * 1e-6
 
 
-def tp_term(model: ModelShape, wl: Workload, links: Links) -> CommTerm | None:
-    """Tensor parallel: 2 all-reduces per layer forward, 2 backward, 2 more with recompute; each costs its bytes
-    and NCCL's ring latency (:func:`ring_latency_seconds`; with sequence parallelism the all-gather +
-    reduce-scatter pair has the same step count), which decides small messages."""
+MEGATRON_LAYERS_PY = ("https://github.com/NVIDIA/Megatron-LM/blob/d98e8a64ddf34856e74b24714e3bedb2f5a39553/"
+                      "megatron/core/tensor_parallel/layers.py")
+
+
+def tp_collectives(wl: Workload, regather: bool = True) -> tuple[float, float, int]:
+    """(launches, ring units, steps per rank) of the tensor-parallel collectives of one layer per micro-batch;
+    a ring unit is one all-gather or reduce-scatter of the layer's ``tokens x hidden`` activation (an all-reduce
+    is two). A layer has two column-parallel linears (QKV, FC1) and two row-parallel ones (output projection,
+    FC2). Without sequence parallelism: one all-reduce after each row-parallel linear forward and one of the
+    column-parallel input gradient backward (``allreduce_dgrad``): 2 launches of 2 units per pass, steps 2.
+    With sequence parallelism (Megatron-Core ``LinearWithGradAccumulationAndAsyncCommunication`` and
+    ``mappings.py``, ``MEGATRON_LAYERS_PY``; TransformerEngine's Linear / LayerNormLinear do the same): forward an
+    all-gather before each column-parallel linear and a reduce-scatter after each row-parallel one (4 launches);
+    backward the all-gather of the row-parallel output gradient (``_ReduceScatterToSequenceParallelRegion``'s
+    backward), the column-parallel input gathered again for its weight gradient (the forward keeps only the local
+    shard) and the reduce-scatter of its input gradient: 6 launches; each one unit, steps 1. ``regather`` False is
+    PyTorch's DTensor tensor parallelism (``SequenceParallel`` / ``ColwiseParallel`` plans, NeMo AutoModel,
+    torchtitan): autograd keeps the gathered input, so the backward has 4 launches. A recomputed forward repeats
+    the forward's collectives. Every launch pays NCCL's base latency, so sequence parallelism's latency
+    is twice the all-reduce's per pass although the bytes of the forward are the same."""
+    recompute = 1 if wl.grad_ckpt else 0
+    if wl.sequence_parallel:
+        launches = 4 + (6 if regather else 4) + 4 * recompute
+        return float(launches), float(launches), 1
+    launches = 2 + 2 + 2 * recompute
+    return float(launches), 2.0 * launches, 2
+
+
+MEGATRON_LORA_GROUP: dict[str, tuple[str, bool]] = {
+    "q_proj": ("linear_qkv", True), "k_proj": ("linear_qkv", True), "v_proj": ("linear_qkv", True),
+    "o_proj": ("linear_proj", False), "gate_proj": ("linear_fc1", True), "up_proj": ("linear_fc1", True),
+    "down_proj": ("linear_fc2", False),
+}
+"""Hugging Face module name -> (the Megatron-Core linear that holds it, column-parallel?): Megatron fuses q, k, v
+into ``linear_qkv`` and gate, up into ``linear_fc1``; LoRA adapts the fused linear once."""
+
+SWIFT_MEGATRON_LORA_PY = ("https://github.com/modelscope/ms-swift/blob/b6af05674945e6fae3cca8fc02698bbd97cef6d9/"
+                          "swift/megatron/tuners/lora.py")
+
+
+def megatron_lora_linears(model: ModelShape, wl: Workload) -> tuple[float, float]:
+    """(column-parallel, row-parallel) Megatron-Core linears with a LoRA adapter, summed over the layers (routed
+    experts excluded: expert TP 1 gives their adapters no TP collective)."""
+    from trainfit.estimate.params import lora_targeted
+
+    if wl.method not in ("lora", "qlora"):
+        return 0.0, 0.0
+    groups: dict[tuple[str, str], tuple[float, bool]] = {}
+    for t in model.tensors():
+        if t.kind != "linear" or t.module not in MEGATRON_LORA_GROUP or not lora_targeted(t, wl.lora_targets):
+            continue
+        name, column = MEGATRON_LORA_GROUP[t.module]
+        key = (name, "shared" if ".shared_expert." in t.name else "")
+        groups[key] = (max(groups.get(key, (0.0, column))[0], float(t.count)), column)
+    col = sum(n for n, c in groups.values() if c)
+    row = sum(n for n, c in groups.values() if not c)
+    return col, row
+
+
+def lora_tp_collectives(wl: Workload) -> tuple[tuple[float, float], int]:
+    """((launches per column-parallel adapter, per row-parallel adapter) per micro-batch, steps per rank) of the
+    adapters' own tensor-parallel collectives in Megatron (ms-swift's ``LoraParallelLinear``,
+    ``SWIFT_MEGATRON_LORA_PY``): a column-parallel base gets ``lora_A`` = ``TELinear`` (no parallelism) and
+    ``lora_B`` = ``TEColumnParallelLinear``; a row-parallel base ``lora_A`` = ``TERowParallelLinear`` and
+    ``lora_B`` = ``TELinear``. With sequence parallelism ``lora_B`` all-gathers its ``r``-wide input forward and,
+    backward, gathers it again and reduce-scatters its input gradient (1 + 2); ``lora_A`` of a row-parallel base
+    reduce-scatters its output forward and all-gathers the gradient backward (1 + 1); recompute repeats the
+    forward's. Without: ``lora_B``'s input-gradient all-reduce backward, ``lora_A``'s output all-reduce forward
+    (and in recompute). Messages are ``tokens x r``: latency-bound."""
+    recompute = 1 if wl.grad_ckpt else 0
+    if wl.sequence_parallel:
+        return (1.0 + 2.0 + recompute, 1.0 + 1.0 + recompute), 1
+    return (1.0, 1.0 + recompute), 2
+
+
+def tp_term(model: ModelShape, wl: Workload, links: Links, framework: str = "megatron") -> CommTerm | None:
+    """Tensor parallel: the per-layer collectives of :func:`tp_collectives` on every micro-batch; each costs its
+    bytes and NCCL's ring latency (:func:`ring_latency_seconds`), which decides small messages (micro-batch 1,
+    short sequences). Megatron-Core gathers the column-parallel input again in backward, other engines do not.
+    Megatron LoRA adds its adapters' own collectives (:func:`lora_tp_collectives`)."""
     if wl.tp <= 1:
         return None
     tokens_mb = wl.micro_batch * wl.seq_len / wl.cp
     layers_per_stage = model.num_layers / wl.pp
     buf = tokens_mb * model.hidden_size * ACT_BYTES
-    n_ar = layers_per_stage * (4 + (2 if wl.grad_ckpt else 0))
+    launches, units, steps = tp_collectives(wl, regather=framework == "megatron")
     bw, where = links.ring(wl.tp, 1)
     m = wl.grad_accum
-    secs = m * n_ar * (2 * ring_seconds(buf, wl.tp, bw, links.link_eff) + ring_latency_seconds(wl.tp, 2, where))
-    return CommTerm(name="tp-allreduce", seconds=secs, overlap=0.0, link=where,
-                    bytes_per_gpu=m * n_ar * 2 * buf * (wl.tp - 1) / wl.tp)
+    per_layer = units * ring_seconds(buf, wl.tp, bw, links.link_eff) + launches * ring_latency_seconds(wl.tp, steps, where)
+    secs = m * layers_per_stage * per_layer
+    moved = m * layers_per_stage * units * buf * (wl.tp - 1) / wl.tp
+    if framework == "megatron":
+        col, row = megatron_lora_linears(model, wl)
+        if col or row:
+            (k_col, k_row), lsteps = lora_tp_collectives(wl)
+            n = (col * k_col + row * k_row) / wl.pp  # per micro-batch on this stage
+            lbuf = tokens_mb * wl.lora_rank * ACT_BYTES
+            units_per = 1 if lsteps == 1 else 2
+            secs += m * n * (units_per * ring_seconds(lbuf, wl.tp, bw, links.link_eff)
+                             + ring_latency_seconds(wl.tp, lsteps, where))
+            moved += m * n * units_per * lbuf * (wl.tp - 1) / wl.tp
+    return CommTerm(name="tp-allreduce", seconds=secs, overlap=0.0, link=where, bytes_per_gpu=moved)
 
 
 def ep_term(model: ModelShape, wl: Workload, links: Links, expert_tp: int = 1) -> CommTerm | None:
@@ -339,8 +449,8 @@ def ulysses_term(model: ModelShape, wl: Workload, links: Links) -> CommTerm | No
 
 def pp_term(model: ModelShape, wl: Workload, links: Links, virtual_pp: int = 1) -> CommTerm | None:
     """Pipeline point-to-point: activations forward, their gradients backward, per micro-batch and model
-    chunk: the interleaved schedule sends ``virtual_pp`` times as many messages (Narayanan et al. 2021,
-    section 2.2.2: "the amount of communication also increases by v"; https://arxiv.org/abs/2104.04473)."""
+    chunk, each its bytes plus the latency of one NCCL step; the interleaved schedule sends ``virtual_pp`` times
+    as many messages (Narayanan et al. 2021, section 2.2.2: "the amount of communication also increases by v"; https://arxiv.org/abs/2104.04473)."""
     if wl.pp <= 1:
         return None
     tokens_mb = wl.micro_batch * wl.seq_len / wl.cp
@@ -350,7 +460,8 @@ def pp_term(model: ModelShape, wl: Workload, links: Links, virtual_pp: int = 1) 
     bw = min(links.intra, links.inter or links.intra) if where == "inter" else links.intra
     m = wl.grad_accum
     sends = m * 2 * virtual_pp
-    secs = sends * buf / (bw * 1e9 * links.link_eff)
+    # each send is one NCCL point-to-point step: NCCL's base latency plus one hop (ring_latency_seconds of 2 ranks)
+    secs = sends * (buf / (bw * 1e9 * links.link_eff) + ring_latency_seconds(2, 1, where))
     return CommTerm(name="pp-p2p", seconds=secs, overlap=0.0, link=where, bytes_per_gpu=sends * buf)
 
 
@@ -358,7 +469,7 @@ def comm_terms(model: ModelShape, wl: Workload, framework: str, links: Links, tr
                virtual_pp: int = 1, expert_tp: int = 1) -> list[CommTerm]:
     """All GPU-to-GPU terms in report order: data parallel (dense, expert), TP, EP, CP, PP."""
     terms = dp_terms(model, wl, framework, links, trainable, expert_tp)
-    for term in (tp_term(model, wl, links), ep_term(model, wl, links, expert_tp), cp_term(model, wl, links),
+    for term in (tp_term(model, wl, links, framework), ep_term(model, wl, links, expert_tp), cp_term(model, wl, links),
                  ulysses_term(model, wl, links), pp_term(model, wl, links, virtual_pp)):
         if term is not None:
             terms.append(term)

@@ -16,8 +16,10 @@ GEMMs, unpermute, dispatch/combine)."""
 
 KERNELS_PER_LORA_LINEAR: float = 5.0
 """Assumption: extra kernels per LoRA-adapted linear and pass under PEFT (dropout, A matmul, B matmul,
-scaling, add); QLoRA adds ``KERNELS_PER_QLORA_LINEAR`` (bitsandbytes dequantize). Megatron-family engines
-fuse the adapter into the linear's kernels and are not charged."""
+scaling, add); QLoRA adds ``KERNELS_PER_QLORA_LINEAR`` (bitsandbytes dequantize). Megatron's adapters are
+separate modules too (ms-swift's ``LoraParallelLinear`` runs ``lora_A``, ``lora_B``, the scaling and the add after
+the base linear), charged per fused Megatron linear (``linear_qkv``, ``linear_proj``, ``linear_fc1``,
+``linear_fc2``: ``comm.megatron_lora_linears``)."""
 KERNELS_PER_QLORA_LINEAR: float = 1.0
 
 LORA_FORWARD_BYTES_PER_INPUT: float = 12.0

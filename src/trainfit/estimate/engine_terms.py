@@ -43,7 +43,8 @@ def lora_elementwise_bytes(model: ModelShape, wl: Workload, family: str, tokens_
     """HBM bytes per step of PEFT-style LoRA adapters outside their matmuls (casts, scaling, the add, the
     gradient accumulation: ``LORA_*_BYTES_PER_*``), ``forwards`` forward passes (2 under activation
     checkpointing) and one backward per micro-batch; routed-expert adapters count once per routed expert of a
-    token. Megatron-family engines are not charged (as for the adapter's kernel launches)."""
+    token. Megatron-family engines are not charged: these byte counts are PEFT's ops, not TransformerEngine's
+modules (their kernel launches are, ``kernel_units``)."""
     if wl.method not in ("lora", "qlora") or family == "megatron":
         return 0.0
     from trainfit.estimate.params import lora_adapter_shapes, lora_targeted
@@ -78,11 +79,19 @@ def kernel_units(model: ModelShape, wl: Workload, family: str, passes: float,
     layers = model.num_layers
     layer_units = m * (layers / wl.pp) * passes  # every micro-batch crosses this stage's layers
     lora_kernel_units = 0.0
-    if wl.method in ("lora", "qlora") and family != "megatron":
+    if wl.method in ("lora", "qlora"):
         from trainfit.estimate.params import lora_targeted
 
-        adapted = sum(t.count for t in model.tensors() if t.layer_type != "global" and t.kind in ("linear", "expert")
-                      and lora_targeted(t, wl.lora_targets)) / max(1, layers)
+        if family == "megatron":
+            # Megatron fuses q/k/v and gate/up into one linear each, and LoRA adapts the fused linear once; its
+            # adapter is separate modules (ms-swift's LoraParallelLinear: lora_A, lora_B, scaling, add), not fused
+            # into the base GEMM (comm.megatron_lora_linears, comm.SWIFT_MEGATRON_LORA_PY)
+            from trainfit.estimate.comm import megatron_lora_linears
+
+            adapted = sum(megatron_lora_linears(model, wl)) / max(1, layers)
+        else:
+            adapted = sum(t.count for t in model.tensors() if t.layer_type != "global"
+                          and t.kind in ("linear", "expert") and lora_targeted(t, wl.lora_targets)) / max(1, layers)
         k_lora = KERNELS_PER_LORA_LINEAR + (KERNELS_PER_QLORA_LINEAR if wl.method == "qlora" else 0.0)
         lora_kernel_units = layer_units * adapted * k_lora / KERNELS_PER_LAYER[family]
     moe_units = m * (model.n_moe_layers / wl.pp) * passes if model.is_moe else 0.0

@@ -288,7 +288,8 @@ def _assemble(model: ModelShape, wl: Workload, fl: FlopsBreakdown, fw: str, *, t
     pipe_s = (compute_s + dequant_s) / (1 - bubble)
     bubble_s = pipe_s - compute_s - dequant_s
     comm_total = sum(t.seconds for t in terms)
-    hidden = hidden_seconds(((t.seconds, t.overlap, t.attention_share) for t in terms), compute_s, attention_s)
+    hidden = hidden_seconds(((t.seconds, t.overlap, t.attention_share, t.window) for t in terms), compute_s,
+                            attention_s)
     exposed = comm_total - hidden
     step_s = pipe_s + exposed + cpu_s
 
