@@ -243,43 +243,6 @@ def test_zero3_leaf_modules_fetch_a_moe_block_once(moe):
     assert any("leaf module" in a for a in fast.assumptions)
 
 
-def test_zero3_per_expert_fetches_expose_their_all_gathers(moe):
-    # HF MoE loop (transformers < 5 ModuleList experts) under ZeRO-3 without a leaf module: each expert linear is
-    # fetched on its own in the loop (host sync per expert, no useful prefetch); the experts' all-gathers of every
-    # pass (forward, recomputed forward, backward) are exposed, timed by the comm model (bytes over the dp ring)
-    from trainfit.estimate.comm import ring_seconds
-
-    wl = Workload(seq_len=4096, gpus=8, grad_accum=2, strategy="zero3", grad_ckpt=True)
-    assert engine_terms.zero3_expert_fetch_exposed(moe, wl, "hf", z3_leaf_moe=False)
-    assert not engine_terms.zero3_expert_fetch_exposed(moe, wl, "hf", z3_leaf_moe=True)
-    assert not engine_terms.zero3_expert_fetch_exposed(moe, wl.with_(experts_impl="grouped_mm"), "hf", False)
-    assert not engine_terms.zero3_expert_fetch_exposed(moe, wl.with_(strategy="zero2"), "hf", False)
-    assert not engine_terms.zero3_expert_fetch_exposed(moe, wl, "native", False)
-    assert not engine_terms.zero3_expert_fetch_exposed(get_model("Qwen3-0.6B"), wl, "hf", False)
-    leaf = estimate_speed(moe, wl, H100, framework="deepspeed")
-    per_expert = estimate_speed(moe, wl, H100, framework="deepspeed", z3_leaf_moe=False)
-    fetch = {t.name: t for t in per_expert.comm}["dp-zero3-expert-fetch"]
-    assert "dp-zero3-expert-fetch" not in {t.name for t in leaf.comm}
-    assert fetch.overlap == 0.0
-    expert_bytes = 2.0 * sum(t.total for t in moe.tensors() if t.kind == "expert")
-    assert fetch.seconds == pytest.approx(ring_seconds(2 * 3 * expert_bytes, 8, H100.intra_node_gbytes_per_s,
-                                                       H100.link_efficiency))
-    # the gradients' reduce-scatter stays in the overlapped data-parallel term; total traffic grows by the
-    # recomputed forward's all-gather only
-    rs = {t.name: t for t in per_expert.comm}["dp-zero3-expert"]
-    before = {t.name: t for t in leaf.comm}["dp-zero3-expert"]
-    assert rs.seconds + fetch.seconds == pytest.approx(before.seconds * 4 / 3)
-    # without activation checkpointing two passes fetch; a short micro-batch visits only some experts
-    no_ckpt = estimate_speed(moe, wl.with_(grad_ckpt=False), H100, framework="deepspeed", z3_leaf_moe=False)
-    assert {t.name: t for t in no_ckpt.comm}["dp-zero3-expert-fetch"].seconds == pytest.approx(fetch.seconds * 2 / 3)
-    short = wl.with_(seq_len=4)
-    share = engine_terms.expert_fetch_share(moe, short)
-    assert share == pytest.approx(4 * moe.experts_per_token / moe.num_experts) and share < 1
-    assert engine_terms.expert_fetch_share(moe, wl) == 1.0
-    # exposed whole (the leaf-module job hides 80 % of the same traffic behind compute)
-    assert per_expert.comm_seconds_exposed > fetch.seconds > 3 * leaf.comm_seconds_exposed
-
-
 def test_zero3_module_fetches_bound_small_short_steps_on_the_host(q8):
     # DeepSpeed ZeRO-3 fetches every module whose weight is >= 10 x hidden elements (smaller ones persist) once
     # per pass; the host time of those fetches runs alongside the GPU and bounds the step when the GPU work is short

@@ -148,14 +148,8 @@ def links_for(wl: Workload, hw: Hardware, warnings: list[str]) -> Links:
 
 
 def dp_terms(model: ModelShape, wl: Workload, framework: str, links: Links, trainable: float,
-             expert_tp: int = 1, z3_expert_fetch: bool = False) -> list[CommTerm]:
-    """Data parallel (ZeRO / FSDP / DDP) traffic; experts replicate over dp/ep, so they get their own term.
-
-    ``z3_expert_fetch`` (``engine_terms.zero3_expert_fetch_exposed``): DeepSpeed ZeRO-3 gathers each expert linear
-    of a Hugging Face MoE loop on its own; the experts' all-gathers (the experts the loop visits, in the forward,
-    the recomputed forward under activation checkpointing, and the backward) are then a term of their own that
-    nothing hides (``dp-zero3-expert-fetch``), and only their gradients' reduce-scatter stays in ``dp-zero3-expert``.
-    """
+             expert_tp: int = 1) -> list[CommTerm]:
+    """Data parallel (ZeRO / FSDP / DDP) traffic; experts replicate over dp/ep, so they get their own term."""
     terms: list[CommTerm] = []
     m = wl.grad_accum
     mp = wl.tp * wl.pp
@@ -190,15 +184,6 @@ def dp_terms(model: ModelShape, wl: Workload, framework: str, links: Links, trai
             if wl.method == "freeze":
                 bwd_frac = trainable / model.total_params
             vol = m * (pbytes * (1 + bwd_frac) + gbytes)
-            if label == "expert" and z3_expert_fetch and s == "zero3":
-                from trainfit.estimate.engine_terms import expert_fetch_share
-
-                passes = 1 + bwd_frac + (1 if wl.grad_ckpt else 0)  # forward, backward, recomputed forward
-                fetch = m * pbytes * expert_fetch_share(model, wl) * passes
-                terms.append(CommTerm(name="dp-zero3-expert-fetch", seconds=ring_seconds(fetch, group, bw,
-                                                                                          links.link_eff),
-                                      overlap=0.0, link=where, bytes_per_gpu=fetch * (group - 1) / group))
-                vol = m * gbytes
         secs = ring_seconds(vol, group, bw, links.link_eff)
         terms.append(CommTerm(name=f"dp-{s}-{label}", seconds=secs, overlap=OVERLAP[s], link=where,
                               bytes_per_gpu=vol * (group - 1) / group))
@@ -350,9 +335,9 @@ def pp_term(model: ModelShape, wl: Workload, links: Links, virtual_pp: int = 1) 
 
 
 def comm_terms(model: ModelShape, wl: Workload, framework: str, links: Links, trainable: float,
-               virtual_pp: int = 1, expert_tp: int = 1, z3_expert_fetch: bool = False) -> list[CommTerm]:
+               virtual_pp: int = 1, expert_tp: int = 1) -> list[CommTerm]:
     """All GPU-to-GPU terms in report order: data parallel (dense, expert), TP, EP, CP, PP."""
-    terms = dp_terms(model, wl, framework, links, trainable, expert_tp, z3_expert_fetch)
+    terms = dp_terms(model, wl, framework, links, trainable, expert_tp)
     for term in (tp_term(model, wl, links), ep_term(model, wl, links, expert_tp), cp_term(model, wl, links),
                  ulysses_term(model, wl, links), pp_term(model, wl, links, virtual_pp)):
         if term is not None:

@@ -96,37 +96,6 @@ def kernel_units(model: ModelShape, wl: Workload, family: str, passes: float,
     return layer_units + lora_kernel_units, moe_units, expert_units, zero3_fetches
 
 
-def zero3_expert_fetch_exposed(model: ModelShape, wl: Workload, family: str, z3_leaf_moe: bool) -> bool:
-    """Whether DeepSpeed ZeRO-3 all-gathers every expert linear of Hugging Face MoE code on its own, in the
-    loop's order, with its all-gather exposed (``comm.dp_terms``): the Hugging Face family under ZeRO-3, an MoE
-    model whose experts are an ``nn.ModuleList`` run in a Python loop over the experts that got tokens
-    (``experts_impl="modulelist"``: transformers < 5), and no ZeRO-3 leaf module on the MoE block
-    (``deepspeed.utils.set_z3_leaf_modules``).
-
-    The loop synchronises the host with the GPU once per expert (``torch.where`` on the routing mask), so an
-    expert's all-gather starts when the host reaches that expert's pre-forward hook. When the executed
-    module order differs from the coordinator's recorded trace (an expert without tokens is skipped; DeepSpeed
-    #4966: "the order of executing modules can change at every forward/backward pass") the coordinator
-    invalidates the trace and fetches each module on demand, without prefetch
-    (``PartitionedParameterCoordinator.trace_prologue`` / ``fetch_sub_module``, DeepSpeed v0.16); with the trace
-    intact it prefetches at most ``stage3_prefetch_bucket_size`` elements ahead (Hugging Face's "auto":
-    0.9 x hidden^2, one or two expert linears), which can hide behind one expert's GEMM only, a fraction of the
-    all-gather at these sizes. Either way the experts' all-gathers, forward, recomputed forward and backward,
-    run exposed. A leaf module gathers the whole block in one fetch, which prefetch hides; transformers 5's
-    stacked experts (``grouped_mm``, ``eager``) are one module."""
-    return (family == "hf" and wl.strategy == "zero3" and model.is_moe and wl.experts_impl == "modulelist"
-            and not z3_leaf_moe)
-
-
-def expert_fetch_share(model: ModelShape, wl: Workload) -> float:
-    """Share of a layer's routed experts the Hugging Face loop visits per micro-batch (each expert that got a
-    token): ``min(E, tokens x k) / E``, 1 once the micro-batch has as many routed tokens as experts."""
-    if not model.is_moe or not model.num_experts:
-        return 0.0
-    tokens = wl.micro_batch * wl.seq_len / wl.seq_shards
-    return min(float(model.num_experts), tokens * model.experts_per_token) / model.num_experts
-
-
 def zero_hook_calls(model: ModelShape, wl: Workload, family: str) -> float:
     """DeepSpeed ZeRO gradient-hook calls per step (``zero_hook_seconds``): one per trainable parameter tensor
     of this rank's stage and micro-batch. Hugging Face MoE code of transformers < 5 keeps 3 linears per expert

@@ -262,12 +262,7 @@ def estimate_speed(model: ModelShape, workload: Workload, hardware: Hardware, *,
     # ---- communication, CPU optimizer, QLoRA dequantize
     links = links_for(wl, hw, warnings)
     trainable = float(count_params(model, wl).trainable)
-    from trainfit.estimate.engine_terms import zero3_expert_fetch_exposed
-    from trainfit.estimate.engines import FAMILY_OF
-
-    z3_expert_fetch = zero3_expert_fetch_exposed(model, wl, FAMILY_OF.get(fw, ""), z3_leaf_moe)
-    terms = comm_terms(model, wl, fw, links, trainable, virtual_pp=virtual_pp, expert_tp=expert_tp,
-                       z3_expert_fetch=z3_expert_fetch)
+    terms = comm_terms(model, wl, fw, links, trainable, virtual_pp=virtual_pp, expert_tp=expert_tp)
     offload, cpu_s = offload_term(model, wl, hw, links, trainable, assumptions)
     if offload is not None:
         terms.append(offload)
