@@ -337,5 +337,6 @@ def _print_region_prices(c: Console, out: dict, top: int) -> None:
             if g["region"] == r["plan_region"]:
                 region += " (--region)"
             t.add_row(str(r["plan"] + 1) if k == 0 else "", r["instance_type"] if k == 0 else "", region,
-                      f"{g['price_per_hour']:,.2f} {g['currency']}", _money(g["cost"], g["currency"]), g["as_of"])
+                      f"{g['price_per_hour']:,.2f} {g['currency']}", _money(g["cost"], g["currency"], g.get("cost_interval")),
+                      g["as_of"])
     c.print(t)

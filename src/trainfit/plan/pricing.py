@@ -195,8 +195,9 @@ def region_prices(plans: tuple[Any, ...] | list[Any]) -> list[dict[str, Any]]:
     """The same plans priced in every region that states a price for their instance type (``plan
     --compare-regions``): per plan, one entry per region, cheapest first. The plan's hours do not depend on the
     region; the cost is its instance-hours x the region's price (x the plan's spot fraction on spot, assumed the
-    same in every region)."""
+    same in every region), with its p10/p50/p90 (``cost_interval``) from the plan's speed interval."""
     from trainfit.catalog.prices import regional_prices
+    from trainfit.estimate.uncertainty import Interval
 
     out: list[dict[str, Any]] = []
     for i, p in enumerate(plans):
@@ -209,9 +210,13 @@ def region_prices(plans: tuple[Any, ...] | list[Any]) -> list[dict[str, Any]]:
         per = inst.gpu_count or 1
         inst_hours = p.gpu_hours / per
         frac = p.spot_price_fraction if p.spot and p.spot_price_fraction else 1.0
+        # the cost in every region moves with the plan's hours: the p10-p90 range of the speed interval, inverted
+        iv = Interval.from_dict(p.speed_interval) if p.speed_interval else None
         out.append({"plan": i, "instance_type": p.instance_type, "plan_region": p.region,
                     "same_everywhere": _same_price_everywhere(rows),
                     "regions": [{"region": r.region, "price_per_hour": r.price_per_hour, "currency": r.currency,
-                                 "cost": inst_hours * r.price_per_hour * frac, "as_of": r.as_of, "source": r.source}
+                                 "cost": inst_hours * r.price_per_hour * frac,
+                                 "cost_interval": iv.scale(inst_hours * r.price_per_hour * frac, inverse=True)
+                                 if iv else None, "as_of": r.as_of, "source": r.source}
                                 for r in rows]})
     return out

@@ -399,7 +399,8 @@ function showRegionPrices(res) {
       out.push(el("tr", {}, el("td", { class: "num", text: k === 0 ? String(r.plan + 1) : "" }),
         el("td", { text: k === 0 ? r.instance_type : "" }), el("td", { text: region }),
         el("td", { class: "num", text: `${fmt(g.price_per_hour, 2)} ${g.currency}` }),
-        el("td", { class: "num", text: g.cost == null ? "–" : `${fmt(g.cost, 0)} ${g.currency}` }),
+        // the cost with its p10-p90 range, as the plan table's (issue 26)
+        el("td", { class: "num" }, ...[].concat(ranged(g.cost, g.cost_interval, 0, ` ${g.currency}`))),
         el("td", { text: g.as_of || "" })));
     });
   }
@@ -557,7 +558,9 @@ async function check(ev) {
     if (d.error) { out.replaceChildren(el("div", { class: "error", text: d.error.fix ? t("check_bad", { m: d.error.message, f: d.error.fix }) : d.error.message })); return; }
     const errors = d.violations.filter((v) => v.severity === "error").length;
     out.replaceChildren(el("p", { text: `${d.file} (${d.kind}): ` + (d.violations.length ? t("findings", { n: d.violations.length, e: errors }) : t("check_ok")) }),
-      el("ul", {}, ...d.violations.map((v) => el("li", { text: `${t("sev_" + v.severity)} ${v.rule}: ${v.message} — ${t("fix_label")}: ${v.fix}` }))));
+      el("ul", {}, ...d.violations.map((v) => el("li", { text: `${t("sev_" + v.severity)} ${v.rule}: ${v.message} — ${t("fix_label")}: ${v.fix}` }))),
+      // check's notes: the memory it found, with its p10-p90 range and P(OOM), as the CLI prints them (issue 26)
+      el("ul", { id: "check-notes" }, ...(d.notes || []).map((n) => el("li", { class: "note", text: n }))));
   } catch (e) { out.textContent = String(e); }
 }
 
