@@ -65,9 +65,25 @@ def test_memory_plan_render_check_agree(case, tmp_path):
 
 def test_a_layout_megatron_cannot_form_names_its_cause_everywhere(tmp_path):
     """EP 16 with PP 2 on 16 GPUs: a stage has 8 GPUs, so no 16-wide expert group; every command says so (not
-    "raise --max-gpus", not a generic refusal)."""
+    "raise --max-gpus", not a generic refusal), and check calls the file an error (Megatron-Core stops at start)."""
     bad = ["Qwen3-30B-A3B", "--method", "full", "--gpus", "16", "--pp", "2", "--ep", "16", "--strategy", "zero1"]
     for argv in (["memory", *bad, "--gpu", "H100", "--json"],
                  ["plan", *bad, "--tokens", "1B", "--provider", "generic", "--json"]):
         rc, out = _json(argv)
         assert rc != 0 and "pipeline stage" in out["error"]["message"] and "--ep" in out["error"]["message"], out
+    model, layout = CASES["30b-cp4-ep8"]
+    rc, doc = _json(["plan", model, *COMMON, *layout, "--instance-type", "generic-8xH100", "--tokens", "1B",
+                     "--framework", "megatron", "--target", "swift", "--json"])
+    (tmp_path / "plan.json").write_text(json.dumps(doc))
+    with redirect_stdout(io.StringIO()):
+        main(["render", "--plan", str(tmp_path / "plan.json"), "--out", str(tmp_path / "job"),
+              "--checkpoint-uri", "oss://b/c/"])
+    f = tmp_path / "job" / "swift_sft.sh"
+    text = f.read_text()
+    assert "--expert_model_parallel_size 8" in text and "--pipeline_model_parallel_size 1" in text
+    f.write_text(text.replace("--expert_model_parallel_size 8", "--expert_model_parallel_size 16")
+                 .replace("--context_parallel_size 4", "--context_parallel_size 2")
+                 .replace("--pipeline_model_parallel_size 1", "--pipeline_model_parallel_size 2"))
+    r = check_file(f)
+    (v,) = [v for v in r.violations if v.rule == "parallel-layout"]
+    assert v.severity == "error" and "pipeline stage" in v.message and not r.ok, v
