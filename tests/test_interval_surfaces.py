@@ -9,7 +9,6 @@ import io
 import json
 import re
 from contextlib import redirect_stdout
-from pathlib import Path
 
 import pytest
 
@@ -17,7 +16,6 @@ from trainfit.cli import main
 from trainfit.estimate.uncertainty import memory_range
 
 RANGE = re.compile(r"\(p10-p90 [\d.,]+-[\d.,]+")
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def _run(argv: list[str]) -> tuple[int, str]:
@@ -116,8 +114,5 @@ def test_web_check_answer_and_page_show_the_memory_range(sft_job):
     d = r.json()
     assert d["memory"]["reserved_interval_gib"]["p10"] < d["memory"]["reserved_interval_gib"]["p90"]
     assert any(RANGE.search(n) for n in d["notes"])
-    # the page renders what the API gives: check's notes (the memory with its range) and each region's cost range.
-    # No browser here: tests/web/test_page.py checks the rendered page where Chromium is installed.
-    js = (ROOT / "src" / "trainfit" / "web" / "static" / "app.js").read_text(encoding="utf-8")
-    assert re.search(r"d\.notes \|\| \[\]\)\.map\(\(n\) => el\(\"li\"", js)
-    assert "ranged(g.cost, g.cost_interval" in js
+    # what the page draws from this answer (check's notes, region costs, an RL job's binding phase) is checked by
+    # running app.js under Node in tests/web/test_page_strings.py, and in Chromium by tests/web/test_page.py

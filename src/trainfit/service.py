@@ -179,8 +179,12 @@ class RLMemoryReport:
 
     def to_dict(self) -> dict[str, Any]:
         rep = self.report
+        from trainfit.estimate.uncertainty import memory_range
+
         out = self.estimate.train.to_dict()
         out["workload"] = self.workload.to_dict()
+        # the policy update's reserved GiB with its p10-p90 range, as memory's (the binding phase's is rl.peak_*)
+        out["reserved_interval_gib"] = memory_range(self.estimate.train.reserved_gib)
         out.update({"gpu": self.gpu, "gpu_mem_gib": self.usable_gib, "host_ram_node_gib": self.host_ram_gib,
                     "verdict": rep["verdict"], "fits": rep["fits"], "fit": rep["fit"],
                     "headroom_gib": round(rep["headroom_gib"], 2)})

@@ -235,8 +235,10 @@ function showMemory(d, record = true) {
   $("#mem-facts").replaceChildren(...facts.flatMap(([k, v2]) => [el("dt", { text: k }), el("dd", { text: v2 })]));
   $("#mem-facts").querySelectorAll("dd")[1].id = "max-micro-batch";
   const rl = d.rl;
-  $("#rl-phases").textContent = rl ? t("rl_phases", { r: fmt(rl.phases_gib.rollout, 1), t: fmt(rl.phases_gib.train, 1),
-    s: fmt(rl.phases_gib.sync, 1), b: phaseName(rl.binding_phase) }) : "";
+  // the binding phase's GiB (what the verdict is on) with its p10-p90 range, as memory --rl prints it (issue 26)
+  const ph = (k) => (rl.binding_phase === k ? withRange(rl.phases_gib[k], rl.peak_interval_gib, 1) : fmt(rl.phases_gib[k], 1));
+  $("#rl-phases").textContent = rl ? t("rl_phases", { r: ph("rollout"), t: ph("train"), s: ph("sync"),
+    b: phaseName(rl.binding_phase) }) : "";
   // why the verdict is not "fits", and what the GPU cannot run (FlashAttention-3 off Hopper): as the CLI prints
   const fit = rl ? rl.fit : d.fit;
   $("#mem-warnings").replaceChildren(...[...((fit && v !== "fits") ? fit.reasons || [] : []),
