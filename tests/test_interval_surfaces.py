@@ -116,3 +116,18 @@ def test_web_check_answer_and_page_show_the_memory_range(sft_job):
     assert any(RANGE.search(n) for n in d["notes"])
     # what the page draws from this answer (check's notes, region costs, an RL job's binding phase) is checked by
     # running app.js under Node in tests/web/test_page_strings.py, and in Chromium by tests/web/test_page.py
+
+
+def test_spot_warning_gives_interruptions_and_extra_hours_their_ranges():
+    rc, text = _run(["plan", "Qwen3-8B", "--tokens", "2B", "--provider", "generic", "--spot", "--top", "1",
+                     "--json"])
+    p = json.loads(text)["plans"][0]
+    spot = next(w for w in p["warnings"] if w.startswith("spot:"))
+    m = re.search(r"spot: ([\d.]+) \(([\d.]+)–([\d.]+)\) expected interruptions, \+([\d.]+) h \(([\d.]+)–([\d.]+)\)",
+                  spot)
+    assert m, spot
+    n, n_lo, n_hi, extra, lo, hi = (float(x) for x in m.groups())
+    iv = p["speed_interval"]  # both are proportional to the hours: the inverse of the speed's range
+    assert n_lo <= n <= n_hi and lo <= extra <= hi
+    tol = 0.05 / iv["p10"] + 0.05  # the printed figures are rounded to 0.1
+    assert hi == pytest.approx(extra / iv["p10"], abs=tol) and lo == pytest.approx(extra / iv["p90"], abs=tol)

@@ -62,8 +62,10 @@ def _subscription_only(inst: Any, region: str | None) -> str | None:
 
 def time_and_cost(*, inst: Any, hours: float, gpus: int, trainable_params: int, nodes: int, spot: bool,
                   region: str | None, interruption_rate: float | None = None,
-                  checkpoint_interval_hours: float | None = None) -> TimeAndCost:
-    """Hours and cost of ``hours`` of productive training on ``nodes`` x ``inst`` (on demand or spot)."""
+                  checkpoint_interval_hours: float | None = None, speed_interval: dict | None = None) -> TimeAndCost:
+    """Hours and cost of ``hours`` of productive training on ``nodes`` x ``inst`` (on demand or spot).
+    ``speed_interval`` (the plan's, :mod:`trainfit.estimate.uncertainty`): the spot warning's expected interruptions
+    and extra hours, both proportional to the hours, carry its p10-p90 range."""
     payg, spot_row = _price_rows(inst, region, spot)
     per = inst.gpu_count or 1
     frac = None
@@ -108,10 +110,19 @@ def time_and_cost(*, inst: Any, hours: float, gpus: int, trainable_params: int, 
                            notes=tuple(notes), **base)
     inst_hours = elapsed * c.instances
     size_gb = trainable_params * CHECKPOINT_BYTES_PER_TRAINABLE_PARAM / 1e9
-    warnings.append(_("spot: {n:.1f} expected interruptions, +{extra:.1f} h; checkpoint every {minutes:.0f} min "
-                      "(Young/Daly: a {size} GB checkpoint at {rate:g} GB/s per node = {write} s, {reclaims:g} "
-                      "reclaims per node-hour)").format(
-        n=interruptions, extra=elapsed - hours, minutes=policy.checkpoint_interval_hours * 60,
+    from trainfit.estimate.uncertainty import Interval
+
+    iv = Interval.from_dict(speed_interval) if speed_interval else None
+
+    def _r(v: float) -> str:  # the p10-p90 range of a figure proportional to the hours (inverse of the speed)
+        r = iv.scale(v, inverse=True) if iv else None
+        return f" ({r['p10']:.1f}–{r['p90']:.1f})" if r else ""
+
+    warnings.append(_("spot: {n:.1f}{n_range} expected interruptions, +{extra:.1f} h{extra_range}; checkpoint every "
+                      "{minutes:.0f} min (Young/Daly: a {size} GB checkpoint at {rate:g} GB/s per node = {write} s, "
+                      "{reclaims:g} reclaims per node-hour)").format(
+        n=interruptions, n_range=_r(interruptions), extra=elapsed - hours, extra_range=_r(elapsed - hours),
+        minutes=policy.checkpoint_interval_hours * 60,
         size=f"{size_gb:,.{0 if size_gb >= 10 else 2}f}", rate=CHECKPOINT_WRITE_GBYTES_PER_S_DEFAULT,
         write=f"{write_h * 3600:.{0 if write_h * 3600 >= 10 else 1}f}",
         reclaims=policy.interruption_rate_per_node_hour))
