@@ -131,3 +131,18 @@ def test_spot_warning_gives_interruptions_and_extra_hours_their_ranges():
     assert n_lo <= n <= n_hi and lo <= extra <= hi
     tol = 0.05 / iv["p10"] + 0.05  # the printed figures are rounded to 0.1
     assert hi == pytest.approx(extra / iv["p10"], abs=tol) and lo == pytest.approx(extra / iv["p90"], abs=tol)
+
+
+@pytest.mark.parametrize("rl", [[], ["--rl", "grpo", "--gpus", "8"]], ids=["sft", "rl"])
+def test_memory_headroom_has_its_range(rl):
+    """The headroom (usable - reserved) is a GiB figure too: the card less the memory's p10-p90 range."""
+    rc, text = _run(["memory", "Qwen3-8B", "--gpu", "H100", *rl, "--json"])
+    d = json.loads(text)
+    peak = d["rl"]["peak_gib"] if rl else d["reserved_gib"]
+    rng = memory_range(peak)
+    card = d["gpu_mem_gib"]
+    want = {"p10": card - rng["p90"], "p50": card - rng["p50"], "p90": card - rng["p10"]}
+    assert d["headroom_interval_gib"] == pytest.approx(want, abs=0.01)  # reserved_gib is rounded in JSON
+    rc, table = _run(["memory", "Qwen3-8B", "--gpu", "H100", *rl])
+    r = d["headroom_interval_gib"]
+    assert f"(p10 {r['p10']:.1f}, p90 {r['p90']:.1f})" in " ".join(table.split()), table

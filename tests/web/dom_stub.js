@@ -48,6 +48,7 @@ vm.runInContext(fs.readFileSync(jsPath, "utf8") + "\n;globalThis.__fns = { showR
     process.stdout.write(root.get("#region-prices tbody").textContent);
   } else if (fn === "showMemory") {
     ctx.__fns.showMemory(arg.answer, false);
-    process.stdout.write(root.get("#rl-phases").textContent + "\n" + root.get("#mem-summary").textContent);
+    process.stdout.write(root.get("#rl-phases").textContent + "\n" + root.get("#mem-summary").textContent + "\n" +
+      root.get("#mem-facts").textContent);
   }
 })().catch((e) => { process.stderr.write(String(e.stack || e)); process.exit(2); });

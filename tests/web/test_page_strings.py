@@ -76,3 +76,6 @@ def test_rl_binding_phase_shows_its_range(tmp_path):
     # and the summary's reserved GiB (the policy update's) with its range, as for every memory answer
     mem = answer["reserved_interval_gib"]
     assert f"{answer['reserved_gib']:.1f} ({mem['p10']:.1f}–{mem['p90']:.1f}) GiB" in text, text
+    # the headroom with its range (the card less the binding phase's memory range)
+    h = answer["headroom_interval_gib"]
+    assert f"{answer['headroom_gib']:.1f} ({h['p10']:.1f}–{h['p90']:.1f}) GiB" in text, text

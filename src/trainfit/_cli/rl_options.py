@@ -33,7 +33,7 @@ PHASE_LABELS = {"rollout": N_("rollout (engine + trainer residual)"), "train": N
 
 
 def print_rl_memory(out: dict) -> None:
-    from trainfit._cli.tables import make_console
+    from trainfit._cli.tables import _headroom_range, make_console
     from rich.table import Table
 
     c = make_console()
@@ -74,7 +74,7 @@ def print_rl_memory(out: dict) -> None:
         colour=colour, verdict=label(VERDICT_SHORT, rl["verdict"]), name=name, mem=out["gpu_mem_gib"],
         phase=label(PHASE, rl["binding_phase"]), peak=rl["peak_gib"])
             + (_(" (p10–p90 {lo:.1f}–{hi:.1f}, fit corpus)").format(lo=prng["p10"], hi=prng["p90"]) if prng else "")
-            + _(", headroom {headroom:.2f} GiB").format(headroom=rl["headroom_gib"])
+            + _(", headroom {headroom:.2f} GiB{range}").format(headroom=rl["headroom_gib"], range=_headroom_range(out))
             + ("" if p_oom is None else ", P(OOM) {p}".format(p=format_probability(p_oom))))
     for reason in rl["fit"].get("reasons", []):
         c.print(f"  {escape(reason)}")

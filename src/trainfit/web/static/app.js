@@ -227,7 +227,8 @@ function showMemory(d, record = true) {
     const i = el("i"); i.style.background = TERM_COLORS[term] || "#999";
     return el("span", {}, i, `${t("t_" + term)} ${fmt(gib, 2)} GiB`);
   }));
-  const facts = [[t("headroom"), d.headroom_gib == null ? "–" : `${fmt(d.headroom_gib, 2)} GiB`],
+  // the headroom with its p10-p90 range (the card less the memory's range; headroom_interval_gib), issue 26
+  const facts = [[t("headroom"), d.headroom_gib == null ? "–" : `${withRange(d.headroom_gib, d.headroom_interval_gib, 1)} GiB`],
     [t("max_mb"), d.max_micro_batch == null ? "–" : String(d.max_micro_batch)],
     [t("max_seq"), d.max_seq_len == null ? "–" : String(d.max_seq_len)],
     [t("peak_phase"), phaseName(d.peak_phase)], [t("host_ram"), `${fmt(d.host_ram_gib, 1)} GiB`],
