@@ -139,10 +139,11 @@ class Diagnosis:
 from trainfit.metrics_file import MAX_METRICS_BYTES, load_metrics  # noqa: E402,F401
 
 
-def _plan_prediction(path: str | Path, pick: int = 1) -> tuple[float | None, float | None, float | None]:
-    """``(tokens_per_s, reserved_gib, gpu_mem_gib)`` that plan ``pick`` (1 = first) of a ``trainfit plan
+def _plan_prediction(path: str | Path, pick: int = 1) -> tuple[float | None, float | None, float | None, dict]:
+    """``(tokens_per_s, reserved_gib, gpu_mem_gib, intervals)`` that plan ``pick`` (1 = first) of a ``trainfit plan
     --json`` file predicts, read as the typed :class:`~trainfit.plan.types.Plan` (``tokens_per_s``,
-    ``per_gpu_gib``, ``gpu_mem_gib``). The one place diagnose reads a plan; errors are PlanFileError.
+    ``per_gpu_gib``, ``gpu_mem_gib``, and ``Plan.intervals()``: the p10/p50/p90 of each, issue 26). The one place
+    diagnose reads a plan; errors are PlanFileError.
     """
     from trainfit.service import load_plan
 
@@ -151,7 +152,7 @@ def _plan_prediction(path: str | Path, pick: int = 1) -> tuple[float | None, flo
     def pos(v: float | None) -> float | None:
         return float(v) if isinstance(v, (int, float)) and v > 0 else None
 
-    return pos(plan.tokens_per_s), pos(plan.per_gpu_gib), pos(plan.gpu_mem_gib)
+    return pos(plan.tokens_per_s), pos(plan.per_gpu_gib), pos(plan.gpu_mem_gib), plan.intervals()
 
 
 def _vals(recs: list[dict[str, Any]], key: str) -> list[float]:
@@ -294,22 +295,30 @@ def _memory_findings(steps, th: Thresholds, plan_gpu_mem: float | None) -> list[
 
 
 def _plan_findings(timed, steps, plan, th: Thresholds, input_bound: bool):
-    tps_pred, mem_pred, gpu_mem = plan
+    tps_pred, mem_pred, gpu_mem, *more = plan
+    ivs = (more[0] if more else None) or {}
     tps = _median(_vals(timed, "tokens_per_s"))
     reserved = _vals(steps, "mem_reserved_gib")
     peak = max(reserved) if reserved else None
+    tps_iv, mem_iv = ivs.get("tokens_per_s"), ivs.get("per_gpu_gib")
     cmp = {"predicted_tokens_per_s": tps_pred, "measured_tokens_per_s": round(tps, 1) if tps else None,
            "speed_ratio": round(tps / tps_pred, 3) if tps and tps_pred else None,
+           "predicted_tokens_per_s_interval": tps_iv,
            "predicted_reserved_gib": mem_pred, "measured_reserved_gib": round(peak, 3) if peak else None,
            "memory_ratio": round(peak / mem_pred, 3) if peak and mem_pred else None,
+           "predicted_reserved_gib_interval": mem_iv,
            "gpu_mem_gib": gpu_mem}
+
+    def _r(iv: dict | None, fmt: str) -> str:  # the prediction's p10-p90 range (Plan.intervals)
+        return f" (p10-p90 {format(iv['p10'], fmt)}-{format(iv['p90'], fmt)})" if iv else ""
+
     parts = []
     if cmp["speed_ratio"] is not None:
-        parts.append(_("speed {tps:,.0f} tokens/s measured vs {pred:,.0f} predicted ({ratio:.2f}x)").format(
-            tps=tps, pred=tps_pred, ratio=cmp["speed_ratio"]))
+        parts.append(_("speed {tps:,.0f} tokens/s measured vs {pred:,.0f} predicted{range} ({ratio:.2f}x)").format(
+            tps=tps, pred=tps_pred, range=_r(tps_iv, ",.0f"), ratio=cmp["speed_ratio"]))
     if cmp["memory_ratio"] is not None:
-        parts.append(_("memory {peak:.1f} GiB reserved vs {pred:.1f} predicted ({ratio:.2f}x)").format(
-            peak=peak, pred=mem_pred, ratio=cmp["memory_ratio"]))
+        parts.append(_("memory {peak:.1f} GiB reserved vs {pred:.1f} predicted{range} ({ratio:.2f}x)").format(
+            peak=peak, pred=mem_pred, range=_r(mem_iv, ".1f"), ratio=cmp["memory_ratio"]))
     out = [Finding(code="plan-comparison", severity="info",
                    message=_("; ").join(parts) or _("the run has no tokens/s or memory to compare with the plan"),
                    fix="" if parts else _("record tokens (include_num_input_tokens_seen) and run on a GPU"),

@@ -40,6 +40,12 @@ class WorkloadError(TrainfitError):
     code = "bad-workload"
 
 
+class LayoutError(WorkloadError):
+    """A parallel layout the engine cannot form (``workload.layout_error``): its tensor-, pipeline-, context-,
+    expert- or sequence-parallel groups do not divide the GPUs or the model. A WorkloadError (same code) that
+    ``check`` reports as an error: the engine refuses such a job at start."""
+
+
 class UnknownGPUError(TrainfitError):
     """A GPU name that is not in the catalog."""
 

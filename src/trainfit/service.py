@@ -78,7 +78,7 @@ class MemoryReport:
     at (``workload.seq_len``)."""
 
     def to_dict(self) -> dict[str, Any]:
-        from trainfit.estimate.uncertainty import memory_range
+        from trainfit.estimate.uncertainty import headroom_range, memory_range
 
         out = self.estimate.to_dict()
         if self.data is not None:
@@ -91,7 +91,9 @@ class MemoryReport:
         if self.answer is not None:
             a = self.answer
             out.update({"verdict": a.decision.verdict, "fits": a.decision.fits, "fit": a.decision.to_dict(),
-                        "headroom_gib": round(a.decision.headroom_gib, 2), "max_micro_batch": a.max_micro_batch,
+                        "headroom_gib": round(a.decision.headroom_gib, 2),
+                        "headroom_interval_gib": headroom_range(self.usable_gib, self.estimate.reserved_gib),
+                        "max_micro_batch": a.max_micro_batch,
                         "max_seq_len": a.max_seq_len, "suggestions": [s.to_dict() for s in a.suggestions]})
         return out
 
@@ -179,11 +181,16 @@ class RLMemoryReport:
 
     def to_dict(self) -> dict[str, Any]:
         rep = self.report
+        from trainfit.estimate.uncertainty import headroom_range, memory_range
+
         out = self.estimate.train.to_dict()
         out["workload"] = self.workload.to_dict()
+        # the policy update's reserved GiB with its p10-p90 range, as memory's (the binding phase's is rl.peak_*)
+        out["reserved_interval_gib"] = memory_range(self.estimate.train.reserved_gib)
         out.update({"gpu": self.gpu, "gpu_mem_gib": self.usable_gib, "host_ram_node_gib": self.host_ram_gib,
                     "verdict": rep["verdict"], "fits": rep["fits"], "fit": rep["fit"],
-                    "headroom_gib": round(rep["headroom_gib"], 2)})
+                    "headroom_gib": round(rep["headroom_gib"], 2),
+                    "headroom_interval_gib": headroom_range(self.usable_gib, self.estimate.peak_gib)})
         out["rl"] = dict(rep)
         return out
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Literal
 
-from trainfit.errors import WorkloadError
+from trainfit.errors import LayoutError, WorkloadError
 from trainfit.i18n import _
 
 Method = Literal["full", "lora", "qlora", "freeze"]
@@ -144,7 +144,7 @@ def _ulysses_error(wl: "Workload", model: object | None) -> WorkloadError | None
     return None
 
 
-def layout_error(wl: "Workload", model: object | None = None, *, expert_tp: int = 1) -> WorkloadError | None:
+def layout_error(wl: "Workload", model: object | None = None, *, expert_tp: int = 1) -> LayoutError | None:
     """The one rule for how a job's GPUs form tensor-, pipeline-, context- and expert-parallel groups: ``None``
     when the layout is valid, else the error that names the first broken condition and its cause. ``Workload``
     calls it without a model (the group arithmetic); :func:`trainfit.estimate.memory.estimate_memory` (so
@@ -165,6 +165,12 @@ def layout_error(wl: "Workload", model: object | None = None, *, expert_tp: int 
     more stages than the model has layers. ``expert_tp``: a job file's ``expert_tensor_parallel_size`` (check reads it;
     trainfit's own layouts use 1): the expert split is then ``expert_tp x ep x edp x pp``, so ``expert_tp x ep`` must
     divide ``gpus / pp``."""
+    err = _layout_error(wl, model, expert_tp)
+    return None if err is None else LayoutError(err.message, fix=err.fix)
+
+
+def _layout_error(wl: "Workload", model: object | None, expert_tp: int) -> WorkloadError | None:
+    """:func:`layout_error`'s conditions in order, the first broken one as a WorkloadError."""
     mp = wl.tp * wl.pp * wl.cp
     if wl.gpus % mp:
         return WorkloadError(_("--gpus {gpus} is not divisible by tp*pp*cp = {mp}").format(gpus=wl.gpus, mp=mp),

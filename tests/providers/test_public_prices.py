@@ -4,6 +4,7 @@ replayed by a 127.0.0.1 server in the documented layout; malformed, huge and slo
 from __future__ import annotations
 
 import json
+import re
 import time
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
@@ -317,6 +318,12 @@ def test_compare_regions(server):
     own = next(g for g in rp["regions"] if g["region"] == "cn-hangzhou")
     assert own["cost"] == pytest.approx(p["cost"])  # the plan's own region prices as the plan does
     assert rp["regions"][0]["cost"] == pytest.approx(p["cost"] * 10.0 / 12.5)
+    # issue 26: every region's cost carries its p10-p90 range, the plan's own cost range in its own region
+    assert own["cost_interval"] == pytest.approx(p["intervals"]["cost"])
+    for g in rp["regions"]:
+        r = g["cost_interval"]
+        assert r["p10"] < g["cost"] < r["p90"] and r["p50"] / g["cost"] == pytest.approx(
+            p["intervals"]["cost"]["p50"] / p["cost"])
     _, plain = _plan("--instance-type", A10, "--region", "cn-hangzhou")
     assert "region_prices" not in plain
     import io
@@ -328,6 +335,8 @@ def test_compare_regions(server):
               "--instance-type", A10, "--compare-regions"])
     text = buf.getvalue()
     assert "priced per region" in text and "cn-wulanchabu" in text
+    table = text[text.index("priced per region"):]
+    assert re.search(r"\(\s*[\d.,k]+–[\d.,k]+\s*\)", table), table  # the region table's cost shows its range
 
 
 def test_every_alibaba_plan_in_the_list_has_a_cny_cost(server, fixture_data):

@@ -96,8 +96,9 @@ def test_plan_comparison_ratios_from_a_real_plan_file(tmp_path, capsys):
     doc = json.loads(plan_path.read_text())
     p2 = doc["plans"][1] if len(doc["plans"]) > 1 else doc["plans"][0]
     pick = 2 if len(doc["plans"]) > 1 else 1
-    tps, reserved, gpu_mem = _plan_prediction(plan_path, pick)
+    tps, reserved, gpu_mem, ivs = _plan_prediction(plan_path, pick)
     assert (tps, reserved, gpu_mem) == (p2["tokens_per_s"], p2["per_gpu_gib"], p2["gpu_mem_gib"])
+    assert ivs["tokens_per_s"] == pytest.approx(p2["intervals"]["tokens_per_s"])  # issue 26: the plan's ranges
     measured_tps = tps * 0.6
     steps = _steps(step=1000 / measured_tps, mem_reserved_gib=reserved * 1.2)
     metrics = _write(tmp_path / "m.jsonl", [{"event": "start"}], steps)
@@ -105,6 +106,11 @@ def test_plan_comparison_ratios_from_a_real_plan_file(tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["plan"]["speed_ratio"] == pytest.approx(0.6, abs=0.001)
     assert out["plan"]["memory_ratio"] == pytest.approx(1.2, abs=0.001)
+    # the prediction's p10-p90 ranges in JSON and in the comparison's message (issue 26)
+    assert out["plan"]["predicted_tokens_per_s_interval"] == pytest.approx(p2["intervals"]["tokens_per_s"])
+    assert out["plan"]["predicted_reserved_gib_interval"] == pytest.approx(p2["intervals"]["per_gpu_gib"])
+    cmp_msg = next(f["message"] for f in out["findings"] if f["code"] == "plan-comparison")
+    assert cmp_msg.count("(p10-p90 ") == 2, cmp_msg
     codes = {f["code"]: f["severity"] for f in out["findings"]}
     assert codes["slower-than-plan"] == "warning" and codes["memory-above-plan"] == "warning"
     assert codes["plan-comparison"] == "info"

@@ -331,6 +331,22 @@ def test_check_upload(page, server):
     assert "dlc_public_cap.json" in text and "error" in text
 
 
+def test_check_result_shows_the_memory_range(page, server, tmp_path):
+    """Issue 26: the page showed check's findings but not its notes, so the memory check's figure and its p10-p90
+    range (and P(OOM)) never reached the page."""
+    from trainfit.cli import main
+
+    main(["render", "Qwen3-8B", "--method", "lora", "--tokens", "100M", "--gpus", "8", "--instance-type",
+          "generic-8xH100", "--target", "swift", "--out", str(tmp_path)])
+    page.goto(server + "/")
+    page.wait_for_selector("body[data-loaded]")
+    page.set_input_files("#check-file", str(tmp_path / "swift_sft.sh"))
+    page.click("#check-form button")
+    page.wait_for_selector("#check-notes li")
+    note = page.inner_text("#check-notes")
+    assert re.search(r"p10-p90 [\d.,]+-[\d.,]+", note) and "P(OOM)" in note, note
+
+
 def test_memory_view_shows_why_and_what_the_gpu_cannot_run(page, server):
     """The CLI prints the verdict's reasons and the kernel gate (FlashAttention-3 off Hopper); the page showed
     neither, so 'fits' on an A100 with flash3 looked runnable."""
@@ -521,6 +537,8 @@ def test_price_with_source_and_age_and_the_per_region_view(page, server, tmp_pat
     text = page.inner_text("#region-prices")
     for g in expected["region_prices"][0]["regions"]:
         assert g["region"] in text and f"{g['price_per_hour']:.2f}" in text
+    # issue 26: each region's cost with its p10-p90 range, as in the plan table
+    assert re.search(r"\([\d.,]+–[\d.,]+\)", text), text
     # never "ranked by cost" unless every plan has a price
     if len(priced) < len(expected["plans"]):
         assert "ranked by cost" not in page.inner_text("#plan-summary")

@@ -33,7 +33,7 @@ PHASE_LABELS = {"rollout": N_("rollout (engine + trainer residual)"), "train": N
 
 
 def print_rl_memory(out: dict) -> None:
-    from trainfit._cli.tables import make_console
+    from trainfit._cli.tables import _headroom_range, make_console
     from rich.table import Table
 
     c = make_console()
@@ -74,7 +74,7 @@ def print_rl_memory(out: dict) -> None:
         colour=colour, verdict=label(VERDICT_SHORT, rl["verdict"]), name=name, mem=out["gpu_mem_gib"],
         phase=label(PHASE, rl["binding_phase"]), peak=rl["peak_gib"])
             + (_(" (p10–p90 {lo:.1f}–{hi:.1f}, fit corpus)").format(lo=prng["p10"], hi=prng["p90"]) if prng else "")
-            + _(", headroom {headroom:.2f} GiB").format(headroom=rl["headroom_gib"])
+            + _(", headroom {headroom:.2f} GiB{range}").format(headroom=rl["headroom_gib"], range=_headroom_range(out))
             + ("" if p_oom is None else ", P(OOM) {p}".format(p=format_probability(p_oom))))
     for reason in rl["fit"].get("reasons", []):
         c.print(f"  {escape(reason)}")
@@ -82,12 +82,16 @@ def print_rl_memory(out: dict) -> None:
         c.print(_("  try [bold]{change}[/bold]: {why}").format(change=escape(sug["change"]), why=escape(sug["why"])))
     if "speed" in rl:
         s = rl["speed"]
-        siv = s.get("interval")  # step time moves against the speed: its p10 is the speed's p90
-        srng = f" ({s['step_seconds'] / siv['p90']:,.0f}–{s['step_seconds'] / siv['p10']:,.0f})" if siv else ""
-        c.print(_("step {step:,.0f} s{range}: rollout {rollout:,.0f} s ({tok_s:,.0f} tok/s, {engines} engine(s) x batch "
-                  "{batch}), update {update:,.0f} s, log-probs {logprob:,.0f} s").format(
-            step=s["step_seconds"], range=srng, rollout=s["rollout_seconds"], tok_s=s["rollout_tokens_per_s"],
-            engines=s["engines"], batch=s["decode_batch"], update=s["update_seconds"], logprob=s["logprob_seconds"])
+        siv = s.get("intervals") or {}  # p10-p90 of each figure, from the service (rl_report)
+
+        def _sr(k: str, fmt: str = ",.0f") -> str:
+            return f" ({format(siv[k]['p10'], fmt)}–{format(siv[k]['p90'], fmt)})" if siv.get(k) else ""
+
+        c.print(_("step {step:,.0f} s{range}: rollout {rollout:,.0f} s ({tok_s:,.0f} tok/s{tok_s_range}, {engines} "
+                  "engine(s) x batch {batch}), update {update:,.0f} s, log-probs {logprob:,.0f} s").format(
+            step=s["step_seconds"], range=_sr("step_seconds"), rollout=s["rollout_seconds"],
+            tok_s=s["rollout_tokens_per_s"], tok_s_range=_sr("rollout_tokens_per_s"), engines=s["engines"],
+            batch=s["decode_batch"], update=s["update_seconds"], logprob=s["logprob_seconds"])
                 + (_(", critic {s:,.0f} s").format(s=s["critic_seconds"]) if s["critic_seconds"] else "")
                 + _(", sync {s:,.1f} s").format(s=s["sync_seconds"])
                 + (_(" (nodes: {node})").format(node=s["node"]) if s.get("node") else ""))

@@ -62,15 +62,15 @@ def print_memory(out: dict, console: Console | None = None) -> None:
         if out["verdict"] == "oom" and fit.get("host_verdict") == "oom" and fit.get("gpu_verdict") != "oom":
             # host RAM is what does not fit: the GPU's headroom is not the story
             line = _("[{colour}]does not fit in host RAM[/{colour}]: {need:,.0f} GiB needed per node > {have:,.0f} GiB; "
-                     "on the GPU ({name}, {usable:.4g} GiB usable) it {gpu_verdict}, GPU headroom {headroom:.2f} GiB")
+                     "on the GPU ({name}, {usable:.4g} GiB usable) it {gpu_verdict}, GPU headroom {headroom:.2f} GiB{range}")
             line = line.format(colour=colour, need=fit["host_ram_need_gib"], have=fit["host_ram_gib"], name=escape(name),
                                usable=out["gpu_mem_gib"], gpu_verdict=label(VERDICT_SHORT, fit["gpu_verdict"]),
-                               headroom=out["headroom_gib"])
+                               headroom=out["headroom_gib"], range=_headroom_range(out))
             c.print(line + ("" if p_oom is None else _(", P(GPU OOM) {p}").format(p=_prob(p_oom))))
         else:
-            line = _("[{colour}]{verdict}[/{colour}] on {name} ({usable:.4g} GiB usable): headroom {headroom:.2f} GiB")
+            line = _("[{colour}]{verdict}[/{colour}] on {name} ({usable:.4g} GiB usable): headroom {headroom:.2f} GiB{range}")
             line = line.format(colour=colour, verdict=label(VERDICT, out["verdict"]), name=escape(name),
-                               usable=out["gpu_mem_gib"], headroom=out["headroom_gib"])
+                               usable=out["gpu_mem_gib"], headroom=out["headroom_gib"], range=_headroom_range(out))
             c.print(line + ("" if p_oom is None else
                             _(", P(OOM) {p} (from what published runs near their card's limit did; the GiB range above "
                               "is their reserved memory, which includes cache the allocator gives back before an "
@@ -89,6 +89,13 @@ def print_memory(out: dict, console: Console | None = None) -> None:
                 range=f" ({rng['p10']:.1f}–{rng['p90']:.1f})" if rng else "", why=escape(s["why"])))
     for a in out.get("assumptions", []):
         c.print(f"[dim]- {escape(a)}[/dim]")
+
+
+def _headroom_range(out: dict) -> str:
+    """`` (p10 a, p90 b)`` of the headroom (``headroom_interval_gib``: the card less the memory's range; written
+    with commas, as either end can be negative)."""
+    r = out.get("headroom_interval_gib")
+    return f" (p10 {r['p10']:.1f}, p90 {r['p90']:.1f})" if r else ""
 
 
 def _money(v, cur, rng: dict | None = None) -> str:
@@ -337,5 +344,6 @@ def _print_region_prices(c: Console, out: dict, top: int) -> None:
             if g["region"] == r["plan_region"]:
                 region += " (--region)"
             t.add_row(str(r["plan"] + 1) if k == 0 else "", r["instance_type"] if k == 0 else "", region,
-                      f"{g['price_per_hour']:,.2f} {g['currency']}", _money(g["cost"], g["currency"]), g["as_of"])
+                      f"{g['price_per_hour']:,.2f} {g['currency']}", _money(g["cost"], g["currency"], g.get("cost_interval")),
+                      g["as_of"])
     c.print(t)

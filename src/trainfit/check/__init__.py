@@ -25,6 +25,8 @@ class CheckResult:
     kind: str
     violations: tuple[Violation, ...]
     notes: tuple[str, ...] = ()
+    memory: dict[str, Any] | None = None
+    """The memory check's figures (:attr:`~trainfit.check.facts.JobFacts.memory`), None when not checked."""
 
     @property
     def errors(self) -> int:
@@ -36,7 +38,8 @@ class CheckResult:
 
     def to_dict(self) -> dict:
         return {"file": self.path, "kind": self.kind, "ok": self.ok,
-                "violations": [v.to_dict() for v in self.violations], "notes": list(self.notes)}
+                "violations": [v.to_dict() for v in self.violations], "notes": list(self.notes),
+                "memory": self.memory}
 
 
 def check_facts(facts: JobFacts, options: CheckOptions | None = None) -> CheckResult:
@@ -50,7 +53,8 @@ def check_facts(facts: JobFacts, options: CheckOptions | None = None) -> CheckRe
                               "job/dlc_job.json)"))]
     order = {"error": 0, "warning": 1, "info": 2}
     vs = sorted(vs, key=lambda v: order.get(v.severity, 3))
-    return CheckResult(path=facts.path, kind=facts.kind, violations=tuple(vs), notes=tuple(facts.notes))
+    return CheckResult(path=facts.path, kind=facts.kind, violations=tuple(vs), notes=tuple(facts.notes),
+                       memory=facts.memory)
 
 
 def check_file(path: str | Path, *, region: str | None = None, gpu: str | None = None,

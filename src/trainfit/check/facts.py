@@ -54,6 +54,10 @@ class JobFacts:
     placeholders: list[str] = field(default_factory=list)
     body_bytes: int = 0
     notes: list[str] = field(default_factory=list)
+    memory: dict[str, Any] | None = None
+    """What the memory check found (``check --json``'s ``memory``): the GPU, the predicted reserved GiB per GPU with
+    its p10/p50/p90 (:func:`trainfit.estimate.uncertainty.memory_range`), the usable GiB, the verdict and P(OOM);
+    None when the file's memory was not checked."""
 
     @property
     def plan(self) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from trainfit.check.facts import JobFacts
-from trainfit.errors import TrainfitError
+from trainfit.errors import LayoutError, TrainfitError
 from trainfit.i18n import _
 
 
@@ -240,6 +240,12 @@ def read_workload(f: JobFacts, o: Any) -> Readback | Any | None:
         kw, assumed, gpn = _workload_kwargs(f, o, plan, model)  # a layout the engine cannot start raises here
         wl = Workload(**kw)
         est = estimate_memory(model, wl)
+    except LayoutError as e:  # groups the engine cannot form: the job stops at start, whatever its memory
+        from trainfit.check.rules import ERROR
+
+        return Violation(rule="parallel-layout", severity=ERROR,
+                         message=_("the file's parallel layout cannot start: {error}").format(error=e.message),
+                         fix=e.fix or _("check the parallel sizes against the GPU count"))
     except (TrainfitError, TypeError) as e:
         msg = getattr(e, "message", str(e))
         return Violation(rule="memory-fit", severity=WARNING,

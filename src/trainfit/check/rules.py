@@ -311,6 +311,30 @@ def rule_launcher(f: JobFacts, o: CheckOptions) -> list[Violation]:
     return out
 
 
+def _memory_finding(f: JobFacts, *, gpu: str, reserved_gib: float, usable_gib: float, verdict: str,
+                    oom_probability: float | None, phase: str | None = None, phase_text: str = "") -> None:
+    """The memory check's note (the figure with its p10-p90 range from the fit corpus, as ``memory`` prints it) and
+    its figures for ``check --json`` (``memory``: reserved GiB with p10/p50/p90, usable GiB, verdict, P(OOM));
+    the range is :func:`trainfit.estimate.uncertainty.memory_range`, the one every command uses."""
+    from trainfit.estimate.uncertainty import format_probability, memory_range
+
+    rng = memory_range(reserved_gib)
+    word = translate(VERDICT_WORDS.get(verdict, verdict))
+    what = _("; binding: {phase}").format(phase=phase_text or phase) if phase else ""
+    if rng:
+        note = _("memory: {gib:.1f} GiB per GPU (p10-p90 {p10:.1f}-{p90:.1f} from published runs) of {usable:.4g} GiB "
+                 "usable on {gpu}: {verdict}").format(gib=reserved_gib, p10=rng["p10"], p90=rng["p90"],
+                                                     usable=usable_gib, gpu=gpu, verdict=word)
+    else:
+        note = _("memory: {gib:.1f} GiB per GPU of {usable:.4g} GiB usable on {gpu}: {verdict}").format(
+            gib=reserved_gib, usable=usable_gib, gpu=gpu, verdict=word)
+    if oom_probability is not None:
+        note += ", P(OOM) {p}".format(p=format_probability(oom_probability))
+    f.notes.append(note + what)
+    f.memory = {"gpu": gpu, "reserved_gib": reserved_gib, "reserved_interval_gib": rng, "usable_gib": usable_gib,
+                "verdict": verdict, "oom_probability": oom_probability, "binding_phase": phase}
+
+
 def rule_memory(f: JobFacts, o: CheckOptions) -> list[Violation]:
     """The memory model and the one fit decision on the training settings the file states."""
     from trainfit.check.readback import read_workload
@@ -329,20 +353,8 @@ def rule_memory(f: JobFacts, o: CheckOptions) -> list[Violation]:
     where = _("{model} {method}, seq {seq}, micro-batch {mb}, {layout} on {gpus} GPU(s)").format(
         model=rb.model.name, method=wl.method, seq=wl.seq_len, mb=wl.micro_batch, layout=layout, gpus=wl.gpus)
     extra = _(" (assumed {what})").format(what=", ".join(rb.assumed)) if rb.assumed else ""
-    from trainfit.estimate.uncertainty import format_probability, memory_range
-
-    rng = memory_range(rb.estimate.reserved_gib)
-    verdict = translate(VERDICT_WORDS.get(d.verdict, d.verdict))
-    if rng:
-        note = _("memory: {gib:.1f} GiB per GPU (p10-p90 {p10:.1f}-{p90:.1f} from published runs) of {usable:.4g} GiB "
-                 "usable on {gpu}: {verdict}").format(gib=rb.estimate.reserved_gib, p10=rng["p10"], p90=rng["p90"],
-                                                     usable=d.usable_gib, gpu=rb.gpu, verdict=verdict)
-    else:
-        note = _("memory: {gib:.1f} GiB per GPU of {usable:.4g} GiB usable on {gpu}: {verdict}").format(
-            gib=rb.estimate.reserved_gib, usable=d.usable_gib, gpu=rb.gpu, verdict=verdict)
-    if d.oom_probability is not None:
-        note += ", P(OOM) {p}".format(p=format_probability(d.oom_probability))
-    f.notes.append(note)
+    _memory_finding(f, gpu=rb.gpu, reserved_gib=rb.estimate.reserved_gib, usable_gib=d.usable_gib,
+                    verdict=d.verdict, oom_probability=d.oom_probability)
     reasons = "; ".join(d.reasons)
     if d.verdict == "oom":
         out.append(Violation(rule="memory-fit", severity=ERROR,
@@ -391,7 +403,7 @@ def rule_rl(f: JobFacts, o: CheckOptions) -> list[Violation]:
     if text is None:
         return []
     from trainfit.errors import TrainfitError as _TE
-    from trainfit.rl.lint import lint_rl_launch
+    from trainfit.rl.lint import lint_rl, phase_label, size_rl_launch
 
     plan = f.plan
     usable = (plan.get("rl") or {}).get("gpu_mem_gib") if isinstance(plan.get("rl"), dict) and not o.gpu else None
@@ -410,12 +422,16 @@ def rule_rl(f: JobFacts, o: CheckOptions) -> list[Violation]:
         return [Violation(rule="memory-fit", severity=INFO, message=_("the GPU of this RL job is unknown, so its "
                           "memory was not checked"), fix=_("pass --gpu NAME (e.g. H100)"))]
     try:
-        findings, _sizes = lint_rl_launch(text, usable, model=plan.get("model"),
-                                          host_ram_gib=getattr(inst, "ram_gib", None))
+        parsed, est = size_rl_launch(text, usable, model=plan.get("model"), host_ram_gib=getattr(inst, "ram_gib", None))
+        findings = lint_rl(None, parsed.workload_obj(), parsed.rl, usable, estimate=est)
     except _TE as e:
         return [Violation(rule="memory-fit", severity=WARNING,
                           message=_("the RL settings could not be modelled: {error}").format(error=e.message),
                           fix=e.fix or "")]
+    # the binding phase's peak with its p10-p90 range and P(OOM), as `memory --rl` prints it (issue 26)
+    _memory_finding(f, gpu=str(gpu or _("the GPU")), reserved_gib=est.peak_gib, usable_gib=(est.fit or {}).get(
+        "usable_gib", usable), verdict=est.verdict, oom_probability=(est.fit or {}).get("oom_probability"),
+                    phase=est.binding_phase, phase_text=phase_label(est.binding_phase))
     return list(findings)
 
 

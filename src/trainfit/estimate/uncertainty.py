@@ -228,6 +228,15 @@ def memory_range(reserved_gib: float) -> dict[str, float] | None:
         return None
 
 
+def headroom_range(usable_gib: float | None, reserved_gib: float) -> dict[str, float] | None:
+    """p10/p50/p90 of the headroom ``usable - reserved`` on a card with ``usable_gib``: the memory range turned
+    around (the headroom's p10 is the card less the memory's p90); None without a card or the data file."""
+    rng = memory_range(reserved_gib) if usable_gib is not None else None
+    if rng is None:
+        return None
+    return {"p10": usable_gib - rng["p90"], "p50": usable_gib - rng["p50"], "p90": usable_gib - rng["p10"]}
+
+
 def plan_speed_interval(model: Any, workload: Any, framework: str | None) -> dict | None:
     """:func:`speed_interval` as the plan stores it (None when the data file is missing)."""
     try:
@@ -270,5 +279,5 @@ def ranges_overlap(a: dict | None, b: dict | None) -> bool:
 
 
 __all__ = ["GBS_BANDS", "Interval", "LEVELS", "OUT_OF_DOMAIN_WIDENING", "SEQ_BANDS", "format_probability", "group_key",
-           "interval_from_groups", "load_data", "memory_interval", "memory_range", "oom_probability", "parallelism",
+           "headroom_range", "interval_from_groups", "load_data", "memory_interval", "memory_range", "oom_probability", "parallelism",
            "plan_speed_interval", "ranges_overlap", "rl_speed_interval", "speed_interval", "speed_regime"]

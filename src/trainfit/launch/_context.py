@@ -311,9 +311,10 @@ class RenderContext:
         lines.append(line)
         speed = s.get("speed")
         if speed:
-            lines.append(_("speed: {tps} tokens/s{tps_range}, {step} s/step, MFU {mfu}{mfu_range}").format(
+            lines.append(_("speed: {tps} tokens/s{tps_range}, {step} s/step{step_range}, MFU {mfu}{mfu_range}").format(
                 tps=_num(speed.get("tokens_per_s"), 0), tps_range=_rng(iv.get("tokens_per_s"), 0),
-                step=_num(speed.get("step_seconds")), mfu=_num(speed.get("mfu")), mfu_range=_rng(iv.get("mfu"))))
+                step=_num(speed.get("step_seconds")), step_range=_rng(iv.get("step_seconds")),
+                mfu=_num(speed.get("mfu")), mfu_range=_rng(iv.get("mfu"))))
         else:
             lines.append(_("speed: not estimated (no trainfit plan given)"))
         cost = s.get("cost")

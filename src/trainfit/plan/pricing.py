@@ -62,8 +62,10 @@ def _subscription_only(inst: Any, region: str | None) -> str | None:
 
 def time_and_cost(*, inst: Any, hours: float, gpus: int, trainable_params: int, nodes: int, spot: bool,
                   region: str | None, interruption_rate: float | None = None,
-                  checkpoint_interval_hours: float | None = None) -> TimeAndCost:
-    """Hours and cost of ``hours`` of productive training on ``nodes`` x ``inst`` (on demand or spot)."""
+                  checkpoint_interval_hours: float | None = None, speed_interval: dict | None = None) -> TimeAndCost:
+    """Hours and cost of ``hours`` of productive training on ``nodes`` x ``inst`` (on demand or spot).
+    ``speed_interval`` (the plan's, :mod:`trainfit.estimate.uncertainty`): the spot warning's expected interruptions
+    and extra hours, both proportional to the hours, carry its p10-p90 range."""
     payg, spot_row = _price_rows(inst, region, spot)
     per = inst.gpu_count or 1
     frac = None
@@ -108,10 +110,19 @@ def time_and_cost(*, inst: Any, hours: float, gpus: int, trainable_params: int, 
                            notes=tuple(notes), **base)
     inst_hours = elapsed * c.instances
     size_gb = trainable_params * CHECKPOINT_BYTES_PER_TRAINABLE_PARAM / 1e9
-    warnings.append(_("spot: {n:.1f} expected interruptions, +{extra:.1f} h; checkpoint every {minutes:.0f} min "
-                      "(Young/Daly: a {size} GB checkpoint at {rate:g} GB/s per node = {write} s, {reclaims:g} "
-                      "reclaims per node-hour)").format(
-        n=interruptions, extra=elapsed - hours, minutes=policy.checkpoint_interval_hours * 60,
+    from trainfit.estimate.uncertainty import Interval
+
+    iv = Interval.from_dict(speed_interval) if speed_interval else None
+
+    def _r(v: float) -> str:  # the p10-p90 range of a figure proportional to the hours (inverse of the speed)
+        r = iv.scale(v, inverse=True) if iv else None
+        return f" ({r['p10']:.1f}–{r['p90']:.1f})" if r else ""
+
+    warnings.append(_("spot: {n:.1f}{n_range} expected interruptions, +{extra:.1f} h{extra_range}; checkpoint every "
+                      "{minutes:.0f} min (Young/Daly: a {size} GB checkpoint at {rate:g} GB/s per node = {write} s, "
+                      "{reclaims:g} reclaims per node-hour)").format(
+        n=interruptions, n_range=_r(interruptions), extra=elapsed - hours, extra_range=_r(elapsed - hours),
+        minutes=policy.checkpoint_interval_hours * 60,
         size=f"{size_gb:,.{0 if size_gb >= 10 else 2}f}", rate=CHECKPOINT_WRITE_GBYTES_PER_S_DEFAULT,
         write=f"{write_h * 3600:.{0 if write_h * 3600 >= 10 else 1}f}",
         reclaims=policy.interruption_rate_per_node_hour))
@@ -195,8 +206,9 @@ def region_prices(plans: tuple[Any, ...] | list[Any]) -> list[dict[str, Any]]:
     """The same plans priced in every region that states a price for their instance type (``plan
     --compare-regions``): per plan, one entry per region, cheapest first. The plan's hours do not depend on the
     region; the cost is its instance-hours x the region's price (x the plan's spot fraction on spot, assumed the
-    same in every region)."""
+    same in every region), with its p10/p50/p90 (``cost_interval``) from the plan's speed interval."""
     from trainfit.catalog.prices import regional_prices
+    from trainfit.estimate.uncertainty import Interval
 
     out: list[dict[str, Any]] = []
     for i, p in enumerate(plans):
@@ -209,9 +221,13 @@ def region_prices(plans: tuple[Any, ...] | list[Any]) -> list[dict[str, Any]]:
         per = inst.gpu_count or 1
         inst_hours = p.gpu_hours / per
         frac = p.spot_price_fraction if p.spot and p.spot_price_fraction else 1.0
+        # the cost in every region moves with the plan's hours: the p10-p90 range of the speed interval, inverted
+        iv = Interval.from_dict(p.speed_interval) if p.speed_interval else None
         out.append({"plan": i, "instance_type": p.instance_type, "plan_region": p.region,
                     "same_everywhere": _same_price_everywhere(rows),
                     "regions": [{"region": r.region, "price_per_hour": r.price_per_hour, "currency": r.currency,
-                                 "cost": inst_hours * r.price_per_hour * frac, "as_of": r.as_of, "source": r.source}
+                                 "cost": inst_hours * r.price_per_hour * frac,
+                                 "cost_interval": iv.scale(inst_hours * r.price_per_hour * frac, inverse=True)
+                                 if iv else None, "as_of": r.as_of, "source": r.source}
                                 for r in rows]})
     return out

@@ -198,7 +198,8 @@ def rl_plan(model: ModelShape, wl: Workload, rl: Any, est: Any, *, gpu: Any, usa
 
                 tc = time_and_cost(inst=inst, hours=hours, gpus=wl.gpus, trainable_params=est.train.params.trainable,
                                    nodes=wl.nodes, spot=spot, region=region, interruption_rate=interruption_rate,
-                                   checkpoint_interval_hours=checkpoint_interval_hours)
+                                   checkpoint_interval_hours=checkpoint_interval_hours,
+                                   speed_interval=timing["speed_interval"])
                 if not tc.feasible and strict_speed:
                     return None
                 timing.update({"hours": tc.hours, "gpu_hours": tc.gpu_hours, "cost": tc.cost,

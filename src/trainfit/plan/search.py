@@ -453,9 +453,10 @@ def _evaluate(req: PlanRequest, inst: Any, gpu: Any, gpn: int, nodes: int, wl: W
             miss.other = slow
         return None
     tt = training_time(sp, req.tokens)
+    siv = plan_speed_interval(req.model, wl, sp.framework)
     tc = time_and_cost(inst=inst, hours=tt.hours, gpus=wl.gpus, trainable_params=est.params.trainable, nodes=nodes,
                        spot=req.spot, region=req.region, interruption_rate=req.interruption_rate_per_node_hour,
-                       checkpoint_interval_hours=req.checkpoint_interval_hours)
+                       checkpoint_interval_hours=req.checkpoint_interval_hours, speed_interval=siv)
     if not tc.feasible:
         if miss is not None:
             miss.other = ("spot-infeasible", _("spot interruptions on {nodes} node(s) come faster than checkpoints "
@@ -468,7 +469,7 @@ def _evaluate(req: PlanRequest, inst: Any, gpu: Any, gpn: int, nodes: int, wl: W
                 nodes=nodes, workload=wl, memory=est, fit=fit, gpu_mem_gib=gpu.usable_mem_gib, tokens=req.tokens,
                 tokens_per_s=sp.tokens_per_s, step_seconds=sp.step_seconds, mfu=sp.mfu, framework=sp.framework,
                 calibration=calibration_note(sp.assumptions),
-                speed_interval=plan_speed_interval(req.model, wl, sp.framework),
+                speed_interval=siv,
                 hours=tc.hours, gpu_hours=tc.gpu_hours, cost=tc.cost, currency=tc.currency, spot=req.spot,
                 on_demand_cost=tc.on_demand_cost, spot_price_fraction=tc.spot_price_fraction,
                 expected_interruptions=tc.expected_interruptions, checkpoint_interval_hours=tc.checkpoint_interval_hours,

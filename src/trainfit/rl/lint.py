@@ -43,6 +43,11 @@ _VERDICT_MESSAGES = {"fits": N_("fits: {reasons}"), "tight": N_("tight: {reasons
                      "unknown": N_("unknown: {reasons}")}
 
 
+def phase_label(phase: str) -> str:
+    """An RL phase (rollout, train, sync) as the findings name it, in the current language."""
+    return i18n.translate(_PHASE_LABELS.get(phase, phase))
+
+
 def rule_util_too_high(est: RLMemoryEstimate, rl: RLConfig) -> list[Finding]:
     if not (rl.has_rollout and rl.colocate) or rl.trainer_offload:
         return []
@@ -123,7 +128,7 @@ def rule_verdict(est: RLMemoryEstimate) -> list[Finding]:
                     else _("leave room: a lower rollout utilisation, a smaller micro-batch or more GPUs"))]
 
 
-def lint_rl(model: ModelShape, wl: Workload, rl: RLConfig, gpu_mem_gib: float, *,
+def lint_rl(model: ModelShape | None, wl: Workload, rl: RLConfig, gpu_mem_gib: float, *,
             host_ram_gib: float | None = None, estimate: RLMemoryEstimate | None = None) -> list[Finding]:
     """All RL rules over one configuration (errors first). ``estimate``: the configuration's
     :func:`estimate_rl_memory` when the caller has it already."""

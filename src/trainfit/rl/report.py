@@ -38,6 +38,12 @@ def rl_report(model: ModelShape, workload: Workload, rl: RLConfig, gpu_mem_gib: 
         sp = rl_step_speed(model, wl, rl, est, gpu=gpu, instance=instance)
         out["speed"] = sp.to_dict()
         out["speed"]["interval"] = siv = rl_speed_interval(model, wl)
+        if siv:  # p10/p50/p90 of every figure: tokens/s with the speed, the seconds against it (issue 26)
+            iv = Interval.from_dict(siv)
+            out["speed"]["intervals"] = {k: iv.scale(v, inverse=k.endswith("_seconds"))
+                                         for k, v in out["speed"].items()
+                                         if isinstance(v, (int, float)) and not isinstance(v, bool)
+                                         and (k.endswith("_seconds") or k.endswith("_tokens_per_s"))}
         out["_speed"] = sp
         if steps:
             out["time"] = {k: round(v, 3) for k, v in rl_hours(sp, steps, wl.gpus).items()}

@@ -178,6 +178,9 @@ class CheckResponse(BaseModel):
     ok: bool
     violations: list[CheckViolationOut]
     notes: list[str]
+    memory: Optional[dict[str, Any]] = Field(default=None, description=(
+        "what the memory check found: gpu, reserved_gib with reserved_interval_gib (p10/p50/p90 from the fit "
+        "corpus), usable_gib, verdict, oom_probability, binding_phase (RL jobs); null when not checked"))
 
 
 class CatalogResponse(BaseModel):

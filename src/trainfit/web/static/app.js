@@ -227,7 +227,8 @@ function showMemory(d, record = true) {
     const i = el("i"); i.style.background = TERM_COLORS[term] || "#999";
     return el("span", {}, i, `${t("t_" + term)} ${fmt(gib, 2)} GiB`);
   }));
-  const facts = [[t("headroom"), d.headroom_gib == null ? "–" : `${fmt(d.headroom_gib, 2)} GiB`],
+  // the headroom with its p10-p90 range (the card less the memory's range; headroom_interval_gib), issue 26
+  const facts = [[t("headroom"), d.headroom_gib == null ? "–" : `${withRange(d.headroom_gib, d.headroom_interval_gib, 1)} GiB`],
     [t("max_mb"), d.max_micro_batch == null ? "–" : String(d.max_micro_batch)],
     [t("max_seq"), d.max_seq_len == null ? "–" : String(d.max_seq_len)],
     [t("peak_phase"), phaseName(d.peak_phase)], [t("host_ram"), `${fmt(d.host_ram_gib, 1)} GiB`],
@@ -235,8 +236,10 @@ function showMemory(d, record = true) {
   $("#mem-facts").replaceChildren(...facts.flatMap(([k, v2]) => [el("dt", { text: k }), el("dd", { text: v2 })]));
   $("#mem-facts").querySelectorAll("dd")[1].id = "max-micro-batch";
   const rl = d.rl;
-  $("#rl-phases").textContent = rl ? t("rl_phases", { r: fmt(rl.phases_gib.rollout, 1), t: fmt(rl.phases_gib.train, 1),
-    s: fmt(rl.phases_gib.sync, 1), b: phaseName(rl.binding_phase) }) : "";
+  // the binding phase's GiB (what the verdict is on) with its p10-p90 range, as memory --rl prints it (issue 26)
+  const ph = (k) => (rl.binding_phase === k ? withRange(rl.phases_gib[k], rl.peak_interval_gib, 1) : fmt(rl.phases_gib[k], 1));
+  $("#rl-phases").textContent = rl ? t("rl_phases", { r: ph("rollout"), t: ph("train"), s: ph("sync"),
+    b: phaseName(rl.binding_phase) }) : "";
   // why the verdict is not "fits", and what the GPU cannot run (FlashAttention-3 off Hopper): as the CLI prints
   const fit = rl ? rl.fit : d.fit;
   $("#mem-warnings").replaceChildren(...[...((fit && v !== "fits") ? fit.reasons || [] : []),
@@ -399,7 +402,8 @@ function showRegionPrices(res) {
       out.push(el("tr", {}, el("td", { class: "num", text: k === 0 ? String(r.plan + 1) : "" }),
         el("td", { text: k === 0 ? r.instance_type : "" }), el("td", { text: region }),
         el("td", { class: "num", text: `${fmt(g.price_per_hour, 2)} ${g.currency}` }),
-        el("td", { class: "num", text: g.cost == null ? "–" : `${fmt(g.cost, 0)} ${g.currency}` }),
+        // the cost with its p10-p90 range, as the plan table's (issue 26)
+        el("td", { class: "num" }, ...[].concat(ranged(g.cost, g.cost_interval, 0, ` ${g.currency}`))),
         el("td", { text: g.as_of || "" })));
     });
   }
@@ -557,7 +561,9 @@ async function check(ev) {
     if (d.error) { out.replaceChildren(el("div", { class: "error", text: d.error.fix ? t("check_bad", { m: d.error.message, f: d.error.fix }) : d.error.message })); return; }
     const errors = d.violations.filter((v) => v.severity === "error").length;
     out.replaceChildren(el("p", { text: `${d.file} (${d.kind}): ` + (d.violations.length ? t("findings", { n: d.violations.length, e: errors }) : t("check_ok")) }),
-      el("ul", {}, ...d.violations.map((v) => el("li", { text: `${t("sev_" + v.severity)} ${v.rule}: ${v.message} — ${t("fix_label")}: ${v.fix}` }))));
+      el("ul", {}, ...d.violations.map((v) => el("li", { text: `${t("sev_" + v.severity)} ${v.rule}: ${v.message} — ${t("fix_label")}: ${v.fix}` }))),
+      // check's notes: the memory it found, with its p10-p90 range and P(OOM), as the CLI prints them (issue 26)
+      el("ul", { id: "check-notes" }, ...(d.notes || []).map((n) => el("li", { class: "note", text: n }))));
   } catch (e) { out.textContent = String(e); }
 }
 
