@@ -12,6 +12,8 @@ from trainfit.estimate.hardware import Hardware
 from trainfit.i18n import _
 from trainfit.models.shapes import ModelShape
 from trainfit.workload import Workload, routing_imbalance
+from trainfit.estimate.fsdp import (FSDP2_FRAMEWORKS, FSDP2_REDUCE_BYTES, FSDP_EDGE_FRAMEWORKS, FSDP_STEADY_OVERLAP,
+                                  fsdp_forward_share, fsdp_volumes)
 
 TCP_FALLBACK_GBYTES_PER_S = 25 / 8
 """Assumption used when a multi-node job has no inter-node bandwidth: one 25 Gbit/s VPC NIC per node."""
@@ -200,7 +202,7 @@ def dp_terms(model: ModelShape, wl: Workload, framework: str, links: Links, trai
     train_param_bytes = 4.0 if wl.precision == "amp-bf16" else 2.0  # trained weights are never 4-bit
     # gradients travel in the weight dtype, except fp32 master weights (amp-bf16) and torchtitan-style FSDP2,
     # whose config default ``mixed_precision_reduce = "float32"`` reduce-scatters in fp32
-    grad_bytes = 4.0 if (wl.precision == "amp-bf16" or framework in ("fsdp2", "automodel")) else 2.0
+    grad_bytes = FSDP2_REDUCE_BYTES if (wl.precision == "amp-bf16" or framework in FSDP2_FRAMEWORKS) else 2.0
     dp = data_parallel_group(wl)  # data x context (x Ulysses) ranks reduce gradients and shard states
     # experts with expert TP 1 (as the memory model, estimate/states.py): TP ranks hold whole experts, so the
     # expert data-parallel group is dp * tp / ep and an expert's weights are split by pp * ep only; with expert
@@ -226,6 +228,17 @@ def dp_terms(model: ModelShape, wl: Workload, framework: str, links: Links, trai
             bwd_frac = 1.0
             if wl.method == "freeze":
                 bwd_frac = trainable / model.total_params
+            if s == "fsdp" and framework in FSDP_EDGE_FRAMEWORKS:
+                fwd, bwd, edge = fsdp_volumes(model, wl, framework, label, pbytes, gbytes, bwd_frac)
+                f_share = fsdp_forward_share(model, wl)
+                for name, v, overlap, window in (
+                        (f"dp-fsdp-{label}-fwd", fwd, FSDP_STEADY_OVERLAP, f_share),
+                        (f"dp-fsdp-{label}-bwd", bwd, FSDP_STEADY_OVERLAP, 1.0 - f_share),
+                        (f"dp-fsdp-{label}-edge", edge, 0.0, 1.0)):
+                    terms.append(CommTerm(name=name, seconds=ring_seconds(v, group, bw, links.link_eff),
+                                          overlap=overlap, link=where, bytes_per_gpu=v * (group - 1) / group,
+                                          window=window))
+                continue
             vol = m * (pbytes * (1 + bwd_frac) + gbytes)
         secs = ring_seconds(vol, group, bw, links.link_eff)
         terms.append(CommTerm(name=f"dp-{s}-{label}", seconds=secs, overlap=OVERLAP[s], link=where,

@@ -48,6 +48,7 @@ from trainfit.estimate.engine_assumptions import (
 )
 from trainfit.estimate.attention_time import attention_seconds, flash_attention_flops
 from trainfit.estimate import engine_terms as terms
+from trainfit.estimate.fsdp import fsdp2_copy_bytes
 from trainfit.models.shapes import ModelShape
 from trainfit.workload import Workload, routing_imbalance
 
@@ -254,6 +255,9 @@ class EngineFeatures:
     head_dim: float = 128.0
     """The GEMM size law's dimension of eager attention's score and value matmuls."""
     stacked_expert_bytes: float = 0.0
+    fsdp_copy_bytes: float = 0.0
+    """HBM bytes per step of FSDP2's all-gather copy-out and reduce-scatter copy-in on the compute stream
+    (``fsdp.fsdp2_copy_bytes``), else 0."""
     """HBM bytes per step of the eager loop's full-size expert gradients (stacked expert weights), else 0."""
     fa2_on_hopper: bool = False
     """An Ampere-generation attention kernel on a Hopper GPU (``engine_terms.fa2_on_hopper``)."""
@@ -408,6 +412,8 @@ def features(model: ModelShape, wl: Workload, hw: Any, framework: str, *, flops:
         triton_attention=triton_attention,
         **flash_attention_flops(model, wl, hw, flops, tokens_step_gpu, recompute_fraction, triton_attention,
                                 eager=bool(eager_flops)),
+        fsdp_copy_bytes=fsdp2_copy_bytes(model, wl, framework, float(trainable_params if trainable_params is not None
+                                                                     else model.total_params)),
         stacked_expert_bytes=(terms.stacked_expert_bytes(model, wl, visited)
                               if family == "hf" and wl.experts_impl == "eager" else 0.0),
         notes=tuple(notes),
@@ -445,7 +451,7 @@ def compute_time(f: EngineFeatures, c: EngineConstants) -> EngineTime:
     elem_factor = c.elem_bytes(f.family) * (c.compile_elementwise_factor if f.compiled else 1.0)
     act_units = f.elementwise_units + f.moe_elementwise_units
     elem = (f.elementwise_units * elem_factor + f.moe_elementwise_units * elem_factor * c.moe_elementwise_factor
-            + (act_units * c.fp8_cast_bytes if f.fp8 else 0.0) + f.ce_bytes + f.stacked_expert_bytes
+            + (act_units * c.fp8_cast_bytes if f.fp8 else 0.0) + f.ce_bytes + f.stacked_expert_bytes + f.fsdp_copy_bytes
             + f.eager_score_bytes + f.lora_bytes * (c.compile_elementwise_factor if f.compiled else 1.0)) / bw
     k_layer = KERNELS_PER_LAYER[f.family] * (COMPILED_KERNEL_FACTOR if f.compiled else 1.0)
     cpu = ((f.layer_kernel_units * k_layer + f.moe_kernel_units * KERNELS_PER_MOE_LAYER) * c.launch_seconds

@@ -301,8 +301,12 @@ def _assemble(model: ModelShape, wl: Workload, fl: FlopsBreakdown, fw: str, *, t
     assumptions += [
         _("attention FLOPs causal (2*S*nh*hd per layer forward), NVIDIA's 6*N + 6*L*nh*hd*S convention"),
         _("every sequence is seq_len tokens long (packed or padded), no document masking"),
-        _("ring collectives at {link_eff:.0%} of link bandwidth; DP overlap {overlap:.0%} ({strategy}), hidden "
-          "traffic <= compute time").format(link_eff=link_eff, overlap=OVERLAP[wl.strategy], strategy=wl.strategy),
+        (_("ring collectives at {link_eff:.0%} of link bandwidth; FSDP per layer: the root's and first layer's "
+           "all-gathers and the last reduce-scatters of each micro-batch exposed, the rest hidden up to the compute "
+           "time").format(link_eff=link_eff)
+         if any(t.name.endswith("-edge") for t in terms) else
+         _("ring collectives at {link_eff:.0%} of link bandwidth; DP overlap {overlap:.0%} ({strategy}), hidden "
+           "traffic <= compute time").format(link_eff=link_eff, overlap=OVERLAP[wl.strategy], strategy=wl.strategy)),
         (_("TP and PP traffic not overlapped, EP all-to-all {ep_overlap:.0%}, context-parallel KV ring only behind "
            "attention ({cp_hidden}/{cp} of its time)").format(ep_overlap=EP_OVERLAP, cp_hidden=wl.cp - 1, cp=wl.cp)
          if wl.cp > 1 else
