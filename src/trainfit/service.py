@@ -28,6 +28,7 @@ from typing import Any, Mapping
 from trainfit.errors import InputError, PlanFileError, UnknownGPUError, WorkloadError
 from trainfit.estimate.fit import SAFETY_MARGIN_DEFAULT, FitAnswer, decide_fit, fit_answer
 from trainfit.estimate.memory import MemoryEstimate, estimate_memory
+from trainfit.estimate.uncertainty import headroom_range, memory_range, plan_speed_interval
 from trainfit.i18n import _
 from trainfit.models.shapes import ModelShape
 from trainfit.workload import Workload
@@ -78,8 +79,6 @@ class MemoryReport:
     at (``workload.seq_len``)."""
 
     def to_dict(self) -> dict[str, Any]:
-        from trainfit.estimate.uncertainty import headroom_range, memory_range
-
         out = self.estimate.to_dict()
         if self.data is not None:
             out["data"] = {**self.data.to_dict(), "sized_at": self.data.memory_note()}
@@ -181,8 +180,6 @@ class RLMemoryReport:
 
     def to_dict(self) -> dict[str, Any]:
         rep = self.report
-        from trainfit.estimate.uncertainty import headroom_range, memory_range
-
         out = self.estimate.train.to_dict()
         out["workload"] = self.workload.to_dict()
         # the policy update's reserved GiB with its p10-p90 range, as memory's (the binding phase's is rl.peak_*)
@@ -376,7 +373,6 @@ def _plan_speed(model: ModelShape, workload: Workload, g: Any, inst: Any, *, fra
     except WorkloadError as e:
         warnings.append(_("speed not estimated: {message}").format(message=e.message))
         return {}
-    from trainfit.estimate.uncertainty import plan_speed_interval
 
     speed: dict[str, Any] = {"tokens_per_s": sp.tokens_per_s, "step_seconds": sp.step_seconds, "mfu": sp.mfu,
                              "framework": sp.framework, "calibration": calibration_note(sp.assumptions),
