@@ -472,8 +472,9 @@ def markdown(res: dict) -> str:
             "publishers), so a held-out source's siblings from the same publisher are not in its fit; mean over "
             f"publishers of their median |error| {res['lopo_score_mean_publisher_median_pct']} %.")
     if res.get("weighting"):
-        lines.append(f"* Source weights in every fit: {res['weighting_rule']} (`{res['weighting']}`, k = sources in "
-                     "the fit from the same publisher; chosen by the rule of docs/speed-model.md section 4).")
+        lines.append(f"* Source weights in every fit: {res['weighting_rule']} (`{res['weighting']}`; chosen against "
+                     "1/sqrt(k) and 1/k, k = sources in the fit from the same publisher, by the rule of "
+                     "docs/speed-model.md section 4).")
     lines += [
         f"* Fitted on all sources (in-sample): median {res['in_sample_summary']['median_abs_error_pct']} %, "
         f"worst {res['in_sample_summary']['worst_abs_error_pct']} %. Priors only (no fit): median "
