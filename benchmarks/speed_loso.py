@@ -347,16 +347,23 @@ def row_knobs(data: dict) -> dict[str, dict]:
     return out
 
 
-def hold_out(rows: list[Row], key, weighting: str = WEIGHTING, restarts: int = 4) -> tuple[list[dict], dict, dict]:
+def hold_out(rows: list[Row], key, weighting: str = WEIGHTING, restarts: int = 4,
+             cache: dict | None = None) -> tuple[list[dict], dict, dict]:
     """Leave-one-group-out over ``rows``: the groups are the values of ``key(row)`` (a source, a publisher);
     for each, fit on the rows of the other groups and predict the group's rows. Returns the held-out errors
-    (each with its ``publisher``), a summary per group and the constants of each fold."""
+    (each with its ``publisher``), a summary per group and the constants of each fold. ``cache`` (held-out
+    source names -> fitted constants) lets a fold with the same training rows reuse a fit: a publisher with one
+    source has the same fold as that source's leave-one-source-out fold."""
     errs: list[dict] = []
     per_group, fold_constants = {}, {}
+    cache = {} if cache is None else cache
     for g in sorted({key(r) for r in rows}):
         train = [r for r in rows if key(r) != g]
         held = [r for r in rows if key(r) == g]
-        c = fit(train, restarts=restarts, weighting=weighting)
+        tag = (weighting, restarts, frozenset(r.source for r in held))
+        if tag not in cache:
+            cache[tag] = fit(train, restarts=restarts, weighting=weighting)
+        c = cache[tag]
         fold_constants[g] = {n: round(getattr(c, n), 6) for n in engines.FIT_FIELDS}
         e = errors(held, c)
         errs += e
@@ -375,9 +382,10 @@ def compare_weighting(rows: list[Row], restarts: int = 4) -> dict:
     """Each weighting of :data:`WEIGHTINGS` on ``rows`` (the calibration split: the caller never passes frozen
     rows): LOSO and leave-one-publisher-out summaries, the rule's score and the rule's pick."""
     out = {}
+    cache: dict = {}
     for w in WEIGHTINGS:
-        loso, _, _ = hold_out(rows, lambda r: r.source, w, restarts)
-        lopo, per_pub, _ = hold_out(rows, lambda r: r.publisher, w, restarts)
+        loso, _, _ = hold_out(rows, lambda r: r.source, w, restarts, cache)
+        lopo, per_pub, _ = hold_out(rows, lambda r: r.publisher, w, restarts, cache)
         out[w] = {"loso": summary(loso), "lopo": summary(lopo), "lopo_per_publisher": per_pub,
                   "score_mean_publisher_median_pct": publisher_score(per_pub)}
         print(f"{w}: score {out[w]['score_mean_publisher_median_pct']} LOSO {out[w]['loso']} "
@@ -411,10 +419,11 @@ def run(check: bool = False) -> dict:
     frozen_errs = errors(frozen, allfit)
     frozen_per_source = {s: summary([e for e in frozen_errs if e["source"] == s])
                          for s in sorted({r.source for r in frozen})}
-    loso, per_source, fold_constants = hold_out(rows, lambda r: r.source)
+    folds: dict = {}  # a one-source publisher's fold is its source's fold: fitted once
+    loso, per_source, fold_constants = hold_out(rows, lambda r: r.source, cache=folds)
     for v in per_source.values():
         del v["sources"]
-    lopo, per_publisher, _ = hold_out(rows, lambda r: r.publisher)
+    lopo, per_publisher, _ = hold_out(rows, lambda r: r.publisher, cache=folds)
     weights = source_weights(rows)
     prior_errs = errors(rows, engines.PRIORS)
     excluded = excluded_errors(data, allfit)

@@ -114,3 +114,15 @@ def test_publisher_table_covers_the_data(loaded):
     assert {r.publisher for r in rows} <= set(pub.values())
     raw = yaml.safe_load((ROOT / "benchmarks" / "data" / "publishers.yaml").read_text(encoding="utf-8"))
     assert set(raw) == {"orgs"}
+
+
+def test_one_source_publishers_reuse_their_source_fold(three_publishers, monkeypatch):
+    """The fold cache fits a one-source publisher's fold once (it is that source's LOSO fold: same rows)."""
+    calls = []
+    real_fit = speed_loso.fit
+    monkeypatch.setattr(speed_loso, "fit", lambda train, **kw: calls.append(len(train)) or real_fit(train, **kw))
+    cache: dict = {}
+    speed_loso.hold_out(three_publishers, lambda r: r.source, "source", 1, cache)
+    assert len(calls) == 4
+    speed_loso.hold_out(three_publishers, lambda r: r.publisher, "source", 1, cache)
+    assert calls[4:] == [4]  # only publisher A (two sources, 4 rows held out) is a new fold
