@@ -60,26 +60,66 @@ def quantile(xs: list[float], q: float) -> float:
     return s[lo] + (s[hi] - s[lo]) * (pos - lo)
 
 
-def group_stats(logs: list[float], sources: set[str]) -> dict:
-    return {"p10": round(math.exp(quantile(logs, 0.1)), 4), "p50": round(math.exp(quantile(logs, 0.5)), 4),
-            "p90": round(math.exp(quantile(logs, 0.9)), 4), "rows": len(logs), "sources": len(sources)}
+def weighted_quantile(xs: list[float], ws: list[float], q: float) -> float:
+    """Quantile of weighted values: each value sits at the middle of its weight on the cumulative scale, with
+    linear interpolation between them (equal weights give Hazen's rule, Hyndman-Fan type 5)."""
+    pairs = sorted(zip(xs, ws))
+    total = sum(w for _, w in pairs)
+    pos, cum = [], 0.0
+    for _, w in pairs:
+        pos.append((cum + w / 2) / total)
+        cum += w
+    if q <= pos[0]:
+        return pairs[0][0]
+    for i in range(1, len(pairs)):
+        if q <= pos[i]:
+            t = (q - pos[i - 1]) / (pos[i] - pos[i - 1])
+            return pairs[i - 1][0] + t * (pairs[i][0] - pairs[i - 1][0])
+    return pairs[-1][0]
+
+
+def unit_of(r: dict) -> str:
+    """The unit of independence of a residual row: its publisher (speed_loso.py maps each source's org through
+    benchmarks/data/publishers.yaml), else its source. Rows of one publisher share its clusters, containers and
+    ways of measuring, so they share their errors: nine recipe tables of one benchmark campaign are one witness,
+    not nine."""
+    return str(r.get("publisher") or r["source"])
+
+
+def publisher_weights(rows: list[dict]) -> list[float]:
+    """Weights giving every publisher among ``rows`` the same total weight (1 / its row count)."""
+    n: dict[str, int] = {}
+    for r in rows:
+        n[unit_of(r)] = n.get(unit_of(r), 0) + 1
+    return [1.0 / n[unit_of(r)] for r in rows]
+
+
+def group_stats(logs: list[float], sources: set[str], publishers: set[str] | None = None,
+                weights: list[float] | None = None) -> dict:
+    """p10/p50/p90 of exp(log residual) over a group, each publisher weighing the same (``weights``), with the
+    group's run, source and publisher counts."""
+    ws = weights or [1.0] * len(logs)
+    return {"p10": round(math.exp(weighted_quantile(logs, ws, 0.1)), 4),
+            "p50": round(math.exp(weighted_quantile(logs, ws, 0.5)), 4),
+            "p90": round(math.exp(weighted_quantile(logs, ws, 0.9)), 4), "rows": len(logs), "sources": len(sources),
+            "publishers": len(publishers if publishers is not None else sources)}
 
 
 def speed_groups(rows: list[dict]) -> tuple[dict, dict]:
     """(groups, domain) of speed residual rows (each with ``regime``, ``log_ratio``, ``source``)."""
-    acc: dict[str, tuple[list[float], set[str]]] = {}
+    acc: dict[str, list[dict]] = {}
     domain: dict[str, set[str]] = {"family": set()}
     for r in rows:
         reg = r["regime"]
         for level in U.LEVELS:
-            logs, srcs = acc.setdefault(U.group_key(reg, level), ([], set()))
-            logs.append(r["log_ratio"])
-            srcs.add(r["source"])
+            acc.setdefault(U.group_key(reg, level), []).append(r)
         domain["family"].add(reg["family"])
         for f in ("arch", "par", "seq", "gbs"):
             domain.setdefault(f"{reg['family']}|{f}", set()).add(reg[f])
     tau = source_offset_spread(rows)
-    groups = {k: with_source_offset(group_stats(v[0], v[1]), tau) for k, v in sorted(acc.items())}
+    groups = {k: with_source_offset(group_stats([r["log_ratio"] for r in v], {r["source"] for r in v},
+                                                {unit_of(r) for r in v}, publisher_weights(v)), tau)
+              for k, v in sorted(acc.items())}
     return groups, {k: sorted(v) for k, v in sorted(domain.items())}
 
 
@@ -93,7 +133,7 @@ def source_offset_spread(rows: list[dict]) -> float:
     report leaves out), which the rows of one regime, often from one or two sources, do not show."""
     by: dict[str, list[float]] = {}
     for r in rows:
-        by.setdefault(r["source"], []).append(r["log_ratio"])
+        by.setdefault(unit_of(r), []).append(r["log_ratio"])
     meds = [statistics.median(v) for v in by.values()]
     if len(meds) < 3:
         return 0.0
@@ -179,10 +219,12 @@ WIDEN_GRID = [round(1 + 0.05 * i, 2) for i in range(0, 81)]  # 1.0 ... 5.0
 def choose_widen(pairs: list[tuple[U.Interval, dict]]) -> float:
     """The smallest factor on the log distances of p10/p90 from p50 that covers ``TARGET_COVERAGE`` of ``pairs``
     (intervals built without the run's own source, so this is conformal calibration over sources)."""
+    ws = publisher_weights([r for _, r in pairs]) if pairs and all("source" in r for _, r in pairs) else [1.0] * len(pairs)
     for k in WIDEN_GRID:
-        cov = sum(math.exp(k * math.log(iv.p10 / iv.p50)) * iv.p50 <= math.exp(r["log_ratio"])
-                  <= math.exp(k * math.log(iv.p90 / iv.p50)) * iv.p50 for iv, r in pairs)
-        if not pairs or cov >= TARGET_COVERAGE * len(pairs):
+        cov = sum(w for (iv, r), w in zip(pairs, ws)
+                  if math.exp(k * math.log(iv.p10 / iv.p50)) * iv.p50 <= math.exp(r["log_ratio"])
+                  <= math.exp(k * math.log(iv.p90 / iv.p50)) * iv.p50)
+        if not pairs or cov >= TARGET_COVERAGE * sum(ws) - 1e-9:
             return k
     return WIDEN_GRID[-1]
 
@@ -338,15 +380,21 @@ def markdown(res: dict) -> str:
         f"* Speed: {p['speed']['rows']} leave-one-source-out residuals (ln measured / predicted) of the calibration "
         f"sources, grouped by engine family x dense/MoE x parallelism x sequence band x global-batch band; "
         f"{res['n_speed_groups_usable']} of {res['n_speed_groups']} groups (all levels) have >= {MIN_ROWS} runs from "
-        f">= {MIN_SOURCES} sources; a smaller regime backs off to family x dense/MoE x parallelism, then family x "
-        "dense/MoE, family, all runs. Each group's p10 and p90 also carry a new source's offset, added in "
+        f">= {MIN_SOURCES} publishers; a smaller regime backs off to family x dense/MoE x parallelism, then family x "
+        "dense/MoE, family, all runs. The unit of independence is the publisher (a source's `org` mapped through "
+        "`benchmarks/data/publishers.yaml`): inside a group each publisher's runs weigh the same in total "
+        "(weighted quantiles), and the widening below counts each publisher the same; a publisher's runs share its "
+        "clusters, containers and ways of measuring, so nine recipe tables of one benchmark campaign are one "
+        "witness (adopted on 2026-12-06, when 85 runs of one campaign had narrowed the Megatron groups and the "
+        "frozen coverage had fallen to 48.5 %). Each group's p10 and p90 also carry a new publisher's offset, added in "
         f"quadrature to their log distances from p50: tau {res['speed_source_offset_tau']:.3f}, the robust "
-        "spread of the calibration sources' median residuals (a user's run is a run of a new source; added on "
-        "2026-12-06 after the frozen split's coverage fell to 50 % without it, 14 of 32 runs below p10: the groups' "
+        "spread of the calibration publishers' median residuals (a user's run comes from a new setup; first added "
+        "on 2026-12-06 after the frozen split's coverage fell to 50 % without it: the groups' "
         "spread over one or two sources did not show how far a new source sits off). A request whose family x dense/MoE x parallelism, sequence band or batch "
         "band has no calibration run is outside the domain and flagged. Widening (log distances of p10 and p90 "
         f"from p50): x{p['speed']['widen']:g} inside the domain, x{p['speed']['widen_out_of_domain']:g} outside, "
-        "the smallest factors that give 80 % leave-one-source-out coverage of the calibration runs (two "
+        "the smallest factors that give 80 % leave-one-source-out coverage of the calibration runs, each publisher "
+        "weighing the same (two "
         "constants chosen on the calibration split: a group's spread over a few sources understates the "
         "spread between sources).",
         f"* Memory: one pooled group of {p['memory']['rows']} calibration reports, widened "

@@ -12,7 +12,7 @@ import yaml
 from trainfit.errors import WorkloadError
 from trainfit.estimate import engine_assumptions, engine_terms, engines
 from trainfit.estimate.speed import Hardware, estimate_speed, flops_per_token
-from trainfit.models import get_model
+from trainfit.models import from_hf_config, get_model
 from trainfit.workload import Workload
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -241,6 +241,30 @@ def test_zero3_leaf_modules_fetch_a_moe_block_once(moe):
     slow = estimate_speed(moe, wl, H100, framework="deepspeed", z3_leaf_moe=False)
     assert slow.tokens_per_s_per_gpu < fast.tokens_per_s_per_gpu
     assert any("leaf module" in a for a in fast.assumptions)
+
+
+def test_per_expert_zero3_rows_keep_a_valid_parameter_trace():
+    # The speed model times ZeRO-3 without leaf modules (z3_leaf_moe false) as per-expert fetches along a valid
+    # DeepSpeed parameter trace (prefetch on; docs/speed-model.md "Trace invalidation"): true only when every expert
+    # gets tokens in every micro-batch, since a changing hit set invalidates the trace and ranks that skip different
+    # experts stop (benchmarks/zero3_moe_trace.py). Every such row must be Hugging Face ModuleList experts under
+    # ZeRO-3 with at least 100 routed tokens per expert on average (P(an expert gets none) ~ e^-100 under balanced
+    # routing); a shorter row needs a model of the invalidated trace first.
+    data = yaml.safe_load(DATA.read_text(encoding="utf-8"))
+    seen = 0
+    for r in data["rows"] + (data.get("excluded_rows") or []):
+        if r.get("z3_leaf_moe", True):
+            continue
+        seen += 1
+        m = data["models"][r["model"]]
+        model = (get_model(r["model"]) if m["registry_or_config"] == "registry"
+                 else from_hf_config(m["config"], name=r["model"]))
+        assert model.is_moe, r["id"]
+        assert r["engine"] in ("deepspeed", "hf-trainer") and r["strategy"] == "zero3", r["id"]
+        assert r.get("experts_impl", "modulelist") == "modulelist", r["id"]
+        tokens = r["mbs"] * r["seq_len"] / (r.get("cp", 1) * r.get("ulysses", 1))
+        assert tokens * model.experts_per_token / model.num_experts >= 100, r["id"]
+    assert seen >= 2  # the two ms-swift rows
 
 
 def test_zero3_module_fetches_bound_small_short_steps_on_the_host(q8):

@@ -341,3 +341,31 @@ def test_speed_groups_carry_a_new_sources_offset():
     assert math.log(g["p90"] / g["p50"]) >= iv.Z90 * tau - 1e-3
     assert math.log(g["p50"] / g["p10"]) >= iv.Z90 * tau - 1e-3
     assert iv.with_source_offset(g, 0.0) == g
+
+
+def test_each_publisher_weighs_the_same_in_a_group():
+    """Ten runs of one publisher must not outvote two of another: the group's median sits between the two
+    publishers' levels, and two sources of one publisher count as one witness for the usable-group rule."""
+    iv = _intervals_module()
+    reg = {"family": "megatron", "arch": "dense", "par": "zero", "seq": "seq2k-8k", "gbs": "gbs33-512"}
+    rows = [{"source": f"a{i % 2}", "publisher": "A", "log_ratio": 0.0, "regime": reg} for i in range(10)]
+    rows += [{"source": "b", "publisher": "B", "log_ratio": 0.4, "regime": reg} for _ in range(2)]
+    g = iv.group_stats([r["log_ratio"] for r in rows], {r["source"] for r in rows}, {r["publisher"] for r in rows},
+                       iv.publisher_weights(rows))
+    unweighted = iv.group_stats([r["log_ratio"] for r in rows], {r["source"] for r in rows})
+    assert unweighted["p50"] == 1.0 and 1.05 < g["p50"] < math.exp(0.4)
+    assert g["sources"] == 3 and g["publishers"] == 2
+    one_pub = {"all": {"p10": 0.9, "p50": 1.0, "p90": 1.1, "rows": 10, "sources": 2, "publishers": 1}}
+    got = U.interval_from_groups({}, one_pub, None, min_rows=8, min_sources=2)
+    assert got.group == "none"  # two sources of one publisher: not enough
+    assert U.interval_from_groups({}, {"all": {**one_pub["all"], "publishers": 2}}, None, min_rows=8,
+                                  min_sources=2).group == "all"
+
+
+def test_weighted_quantile_matches_the_plain_one_on_equal_weights():
+    iv = _intervals_module()
+    xs = [0.3, -0.1, 0.0, 0.2, 0.5]
+    assert iv.weighted_quantile(xs, [1.0] * 5, 0.5) == 0.2
+    assert iv.weighted_quantile(xs, [1.0] * 5, 0.0) == -0.1 and iv.weighted_quantile(xs, [1.0] * 5, 1.0) == 0.5
+    # doubling one value's weight moves the median towards it
+    assert iv.weighted_quantile(xs, [1, 1, 1, 1, 4], 0.5) > 0.2

@@ -7,7 +7,8 @@ calibration sources; the frozen test split is never used to build intervals), an
 (``reserved_gib``) over the fit corpus.
 
 A regime is engine family x dense/MoE x parallelism x sequence-length band x global-batch band
-(:func:`speed_regime`). A regime with fewer than ``min_rows`` rows or ``min_sources`` sources backs off to a
+(:func:`speed_regime`). A regime with fewer than ``min_rows`` rows or ``min_sources`` publishers (sources where the
+data file gives no publisher count; a publisher's sources share their errors) backs off to a
 coarser one, in the order of :data:`LEVELS` (drop the batch and length bands, then the parallelism, then
 dense/MoE, then the engine family). A request whose engine family x dense/MoE x parallelism, sequence band or
 batch band has no calibration row at all lies *outside the calibration domain*: its interval is widened
@@ -138,7 +139,7 @@ def interval_from_groups(regime: dict[str, str], groups: dict[str, dict], domain
     chosen = None
     for level in (lv for lv in LEVELS if all(k in regime for k in lv)):
         g = groups.get(group_key(regime, level))
-        if g and g["rows"] >= min_rows and g["sources"] >= min_sources:
+        if g and g["rows"] >= min_rows and g.get("publishers", g["sources"]) >= min_sources:
             chosen = (group_key(regime, level), g)
             break
     if chosen is None:  # not even the pooled group: no data at all
