@@ -66,7 +66,7 @@ WEIGHTINGS = {  # how a source's weight in the fit depends on k = sources in the
     "sqrt": "weight proportional to 1/sqrt(k)",
     "publisher": "weight proportional to 1/k (every publisher the same total)",
 }
-WEIGHTING = "source"  # chosen by the rule of docs/speed-model.md section 4 (python benchmarks/speed_loso.py --compare-weighting)
+WEIGHTING = "sqrt"  # chosen by the rule of docs/speed-model.md section 4 (python benchmarks/speed_loso.py --compare-weighting)
 OUT = HERE / "results" / "speed_loso.json"
 FIT_MODULE = ROOT / "src" / "trainfit" / "estimate" / "engine_fit_data.py"
 PRIOR_WEIGHT = 0.02
