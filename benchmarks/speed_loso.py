@@ -4,6 +4,8 @@
                                                  # the "Speed, leave-one-source-out" section of docs/accuracy.md
                                                  # and src/trainfit/estimate/engine_fit_data.py (fitted constants)
     python benchmarks/speed_loso.py --check      # evaluate the committed constants only, write nothing
+    python benchmarks/speed_loso.py --compare-weighting   # LOSO and leave-one-publisher-out of each source
+                                                 # weighting on the calibration split (no frozen rows); writes nothing
 
 Data: benchmarks/data/throughput.yaml (published tokens/s/GPU with the full configuration, one source URL and
 date per row). Model: trainfit.estimate.speed.estimate_speed with the engine model of
@@ -11,8 +13,9 @@ trainfit.estimate.engines; only the few global constants of ``EngineConstants`` 
 a GEMM efficiency and an element-wise traffic factor, plus the GEMM size law, flash-attention ratio, Ampere
 factor, FP8 efficiency, launch cost and compile factor), never a per-row table.
 
-Fit: minimise the mean over sources of the mean squared log error of that source's rows (each source weighs
-the same, whatever its row count) plus ``PRIOR_WEIGHT`` x the squared log distance of each constant from its
+Fit: minimise the weighted mean over sources of the mean squared log error of that source's rows (a source's
+weight does not depend on its row count; ``WEIGHTING`` sets how it depends on the number of sources in the fit
+from the same publisher, see :func:`source_weights`) plus ``PRIOR_WEIGHT`` x the squared log distance of each constant from its
 prior (the value written from first principles in engines.py). The prior keeps a constant at its documented
 value when the sources left in a fold carry no information about it (e.g. the Hugging Face family when
 ms-swift is held out). Optimiser: Nelder-Mead in log space (no SciPy needed), a few restarts.
@@ -20,7 +23,9 @@ ms-swift is held out). Optimiser: Nelder-Mead in log space (no SciPy needed), a 
 Frozen test split (benchmarks/_split.py, the rule shared with fit_corpus.py): a source whose name hashes to the
 frozen side (``sha256(name)[0] % 4 == 0``) is never fitted on; its rows are predicted with the constants fitted on
 all calibration sources and reported apart. Leave-one-source-out runs over the calibration sources only: for
-each, fit on the other calibration sources and predict the held-out source's rows. Error of a row =
+each, fit on the other calibration sources and predict the held-out source's rows. Leave-one-publisher-out does
+the same with all calibration sources of one publisher held out at once (publisher = the source's ``org:`` mapped
+through ``benchmarks/data/publishers.yaml``), so sibling sources of one publisher cannot leak into its fold. Error of a row =
 predicted / measured - 1. Each predicted row carries its regime (``trainfit.estimate.uncertainty.speed_regime``)
 and ``log_ratio`` = ln(measured / predicted), which ``benchmarks/intervals.py`` turns into prediction intervals.
 """
@@ -55,6 +60,13 @@ from trainfit.models import from_hf_config, get_model  # noqa: E402
 from trainfit.workload import Workload  # noqa: E402
 
 DATA = HERE / "data" / "throughput.yaml"
+PUBLISHERS = HERE / "data" / "publishers.yaml"
+WEIGHTINGS = {  # how a source's weight in the fit depends on k = sources in the fit from its publisher
+    "source": "every source the same weight",
+    "sqrt": "weight proportional to 1/sqrt(k)",
+    "publisher": "weight proportional to 1/k (every publisher the same total)",
+}
+WEIGHTING = "sqrt"  # chosen by the rule of docs/speed-model.md section 4 (python benchmarks/speed_loso.py --compare-weighting)
 OUT = HERE / "results" / "speed_loso.json"
 FIT_MODULE = ROOT / "src" / "trainfit" / "estimate" / "engine_fit_data.py"
 PRIOR_WEIGHT = 0.02
@@ -86,6 +98,38 @@ class Row:
     model: object = None
     workload: Workload | None = None
     hardware: object = None
+    publisher: str = ""
+
+
+def publisher_table(path: Path = PUBLISHERS) -> dict[str, str]:
+    """``org:`` string -> publisher (``benchmarks/data/publishers.yaml``)."""
+    return dict(yaml.safe_load(path.read_text(encoding="utf-8"))["orgs"])
+
+
+def publisher_of(data: dict, source: str, table: dict[str, str] | None = None) -> str:
+    """The publisher of ``source`` (a key of ``data["sources"]``): its ``org:`` through the table, else the
+    ``org:`` itself."""
+    table = publisher_table() if table is None else table
+    org = str(data["sources"][source].get("org", source))
+    return table.get(org, org)
+
+
+def source_weights(rows: list[Row], weighting: str = WEIGHTING) -> dict[str, float]:
+    """Weight of each source of ``rows`` in the fit's data term, summing to 1. ``k`` = number of sources of
+    ``rows`` from the same publisher: weight proportional to 1 (``source``), 1/sqrt(k) (``sqrt``) or 1/k
+    (``publisher``: every publisher present weighs the same in total). A row's count never changes it."""
+    if weighting not in WEIGHTINGS:
+        raise ValueError(f"unknown weighting {weighting!r}; one of {sorted(WEIGHTINGS)}")
+    pub = {}
+    for r in rows:
+        pub[r.source] = r.publisher or r.source
+    k: dict[str, int] = {}
+    for p in pub.values():
+        k[p] = k.get(p, 0) + 1
+    power = {"source": 0.0, "sqrt": 0.5, "publisher": 1.0}[weighting]
+    raw = {s: k[p] ** -power for s, p in pub.items()}
+    total = sum(raw.values())
+    return {s: w / total for s, w in raw.items()}
 
 
 def load(path: Path = DATA) -> tuple[dict, list[Row]]:
@@ -120,6 +164,7 @@ def engine_kwargs(r: dict) -> dict:
 
 def load_rows(data: dict, raw_rows: list[dict]) -> list[Row]:
     """Rows of ``data`` (the parsed YAML) as model, workload, hardware and constant-free features."""
+    table = publisher_table()
     models = {}
     for name, m in data["models"].items():
         models[name] = get_model(name) if m["registry_or_config"] == "registry" else from_hf_config(m["config"], name=name)
@@ -157,7 +202,8 @@ def load_rows(data: dict, raw_rows: list[dict]) -> list[Row]:
         rows.append(Row(id=r["id"], source=r["source"], measured=float(r["measured_tokens_per_s_per_gpu"]),
                         tokens_per_step=s.tokens_per_step, gpus=s.gpus, feat=feat, bubble=s.bubble_fraction,
                         comm=tuple((c.seconds, c.overlap, c.attention_share, c.window) for c in s.comm), cpu_s=s.cpu_seconds,
-                        dequant_s=s.dequant_seconds, raw=r, model=model, workload=wl, hardware=hw))
+                        dequant_s=s.dequant_seconds, raw=r, model=model, workload=wl, hardware=hw,
+                        publisher=publisher_of(data, r["source"], table)))
     return rows
 
 
@@ -185,12 +231,17 @@ def _to_constants(x: list[float]) -> engines.EngineConstants:
     return engines.EngineConstants(**kw)
 
 
-def loss(x: list[float], rows: list[Row]) -> float:
+def loss(x: list[float], rows: list[Row], weights: dict[str, float] | None = None) -> float:
+    """Prior term plus the ``weights``-weighted mean over sources of each source's mean squared log error
+    (``weights`` from :func:`source_weights`; every source the same when None)."""
     c = _to_constants(x)
     by_src: dict[str, list[float]] = {}
     for r in rows:
         by_src.setdefault(r.source, []).append(math.log(predict(r, c) / r.measured) ** 2)
-    data_term = statistics.fmean(statistics.fmean(v) for v in by_src.values())
+    if weights is None:
+        data_term = statistics.fmean(statistics.fmean(v) for v in by_src.values())
+    else:
+        data_term = sum(weights[s] * statistics.fmean(v) for s, v in by_src.items())
     prior = sum((xi - math.log(getattr(engines.PRIORS, n))) ** 2 for xi, n in zip(x, engines.FIT_FIELDS))
     return data_term + PRIOR_WEIGHT * prior
 
@@ -228,9 +279,10 @@ def nelder_mead(f, x0: list[float], step: float = 0.3, iters: int = 3000, tol: f
     return simplex[i]
 
 
-def fit(rows: list[Row], restarts: int = 4) -> engines.EngineConstants:
+def fit(rows: list[Row], restarts: int = 4, weighting: str = WEIGHTING) -> engines.EngineConstants:
     x = [math.log(getattr(engines.PRIORS, n)) for n in engines.FIT_FIELDS]
-    f = lambda p: loss(p, rows)  # noqa: E731
+    w = source_weights(rows, weighting)
+    f = lambda p: loss(p, rows, w)  # noqa: E731
     for k in range(restarts):
         x = nelder_mead(f, x, step=0.3 / (k + 1))
     return _to_constants(x)
@@ -241,7 +293,7 @@ def errors(rows: list[Row], c: engines.EngineConstants) -> list[dict]:
     out = []
     for r in rows:
         p = predict(r, c)
-        out.append({"id": r.id, "source": r.source, "model": r.raw["model"], "gpu": r.raw["gpu"],
+        out.append({"id": r.id, "source": r.source, "publisher": r.publisher, "model": r.raw["model"], "gpu": r.raw["gpu"],
                     "gpus": r.gpus, "engine": r.raw["engine"], "precision": r.raw["precision"],
                     "measured": r.measured, "predicted": round(p, 1), "error_pct": round(100 * (p / r.measured - 1), 1),
                     "log_ratio": round(math.log(r.measured / p), 6),
@@ -295,6 +347,65 @@ def row_knobs(data: dict) -> dict[str, dict]:
     return out
 
 
+def hold_out(rows: list[Row], key, weighting: str = WEIGHTING, restarts: int = 4,
+             cache: dict | None = None) -> tuple[list[dict], dict, dict]:
+    """Leave-one-group-out over ``rows``: the groups are the values of ``key(row)`` (a source, a publisher);
+    for each, fit on the rows of the other groups and predict the group's rows. Returns the held-out errors
+    (each with its ``publisher``), a summary per group and the constants of each fold. ``cache`` (held-out
+    source names -> fitted constants) lets a fold with the same training rows reuse a fit: a publisher with one
+    source has the same fold as that source's leave-one-source-out fold."""
+    errs: list[dict] = []
+    per_group, fold_constants = {}, {}
+    cache = {} if cache is None else cache
+    for g in sorted({key(r) for r in rows}):
+        train = [r for r in rows if key(r) != g]
+        held = [r for r in rows if key(r) == g]
+        tag = (weighting, restarts, frozenset(r.source for r in held))
+        if tag not in cache:
+            cache[tag] = fit(train, restarts=restarts, weighting=weighting)
+        c = cache[tag]
+        fold_constants[g] = {n: round(getattr(c, n), 6) for n in engines.FIT_FIELDS}
+        e = errors(held, c)
+        errs += e
+        per_group[g] = summary(e)
+        per_group[g]["sources"] = sorted({r.source for r in held})
+    return errs, per_group, fold_constants
+
+
+def publisher_score(per_publisher: dict) -> float:
+    """The weighting rule's score (docs/speed-model.md section 4): mean over publishers of the publisher's
+    median |error| under leave-one-publisher-out."""
+    return round(statistics.fmean(v["median_abs_error_pct"] for v in per_publisher.values()), 2)
+
+
+def compare_weighting(rows: list[Row], restarts: int = 4) -> dict:
+    """Each weighting of :data:`WEIGHTINGS` on ``rows`` (the calibration split: the caller never passes frozen
+    rows): LOSO and leave-one-publisher-out summaries, the rule's score and the rule's pick."""
+    out = {}
+    cache: dict = {}
+    for w in WEIGHTINGS:
+        loso, _, _ = hold_out(rows, lambda r: r.source, w, restarts, cache)
+        lopo, per_pub, _ = hold_out(rows, lambda r: r.publisher, w, restarts, cache)
+        out[w] = {"loso": summary(loso), "lopo": summary(lopo), "lopo_per_publisher": per_pub,
+                  "score_mean_publisher_median_pct": publisher_score(per_pub)}
+        print(f"{w}: score {out[w]['score_mean_publisher_median_pct']} LOSO {out[w]['loso']} "
+              f"LOPO {out[w]['lopo']}", file=sys.stderr)
+    return {"candidates": out, "pick": pick_weighting(out)}
+
+
+def pick_weighting(cands: dict) -> str:
+    """The rule of docs/speed-model.md section 4: lowest score; within 1.0 percentage point of the best, the
+    lower leave-one-source-out median |error| wins (then the order of :data:`WEIGHTINGS`)."""
+    order = list(WEIGHTINGS)
+    ranked = sorted(cands, key=lambda w: (cands[w]["score_mean_publisher_median_pct"], order.index(w)))
+    best = ranked[0]
+    close = [w for w in ranked if cands[w]["score_mean_publisher_median_pct"]
+             - cands[best]["score_mean_publisher_median_pct"] < 1.0]
+    if len(close) > 1:
+        close = sorted(close[:2], key=lambda w: (cands[w]["loso"]["median_abs_error_pct"], order.index(w)))
+    return close[0]
+
+
 def run(check: bool = False) -> dict:
     data, all_rows = load()
     frozen = [r for r in all_rows if is_frozen(r.source)]
@@ -308,17 +419,12 @@ def run(check: bool = False) -> dict:
     frozen_errs = errors(frozen, allfit)
     frozen_per_source = {s: summary([e for e in frozen_errs if e["source"] == s])
                          for s in sorted({r.source for r in frozen})}
-    loso: list[dict] = []
-    per_source = {}
-    fold_constants = {}
-    for s in sources:
-        train = [r for r in rows if r.source != s]
-        held = [r for r in rows if r.source == s]
-        c = fit(train)
-        fold_constants[s] = {n: round(getattr(c, n), 6) for n in engines.FIT_FIELDS}
-        e = errors(held, c)
-        loso += e
-        per_source[s] = summary(e)
+    folds: dict = {}  # a one-source publisher's fold is its source's fold: fitted once
+    loso, per_source, fold_constants = hold_out(rows, lambda r: r.source, cache=folds)
+    for v in per_source.values():
+        del v["sources"]
+    lopo, per_publisher, _ = hold_out(rows, lambda r: r.publisher, cache=folds)
+    weights = source_weights(rows)
     prior_errs = errors(rows, engines.PRIORS)
     excluded = excluded_errors(data, allfit)
     return {
@@ -327,7 +433,11 @@ def run(check: bool = False) -> dict:
         "frozen_rule": FROZEN_RULE, "n_frozen_rows": len(frozen), "frozen_sources": sorted(frozen_per_source),
         "calibration_sources": sources,
         "sources": {k: v for k, v in data["sources"].items()},
-        "prior_weight": PRIOR_WEIGHT,
+        "prior_weight": PRIOR_WEIGHT, "weighting": WEIGHTING, "weighting_rule": WEIGHTINGS[WEIGHTING],
+        "source_weights": {k: round(v, 5) for k, v in sorted(weights.items())},
+        "publishers": {s: publisher_of(data, s) for s in data["sources"]},
+        "lopo_summary": summary(lopo), "lopo_per_publisher": per_publisher, "lopo_rows": lopo,
+        "lopo_score_mean_publisher_median_pct": publisher_score(per_publisher),
         "fitted_all_sources": {n: round(getattr(allfit, n), 6) for n in engines.FIT_FIELDS},
         "fixed_at_prior": {n: {"value": getattr(engines.PRIORS, n), "why": why}
                            for n, why in engines.FIXED_AT_PRIOR.items()},
@@ -360,6 +470,21 @@ def markdown(res: dict) -> str:
         f"{s['worst_abs_error_pct']} %** ({s['within_15_pct']}/{s['rows']} rows within 15 %, "
         f"{s['within_30_pct']}/{s['rows']} within 30 %; targets median <= {TARGET_MEDIAN:.0f} %, worst <= "
         f"{TARGET_WORST:.0f} %: **{'met' if met else 'not met'}**).",
+    ]
+    lp = res.get("lopo_summary")
+    if lp:
+        lines.append(
+            f"* **Leave-one-publisher-out: median |error| {lp['median_abs_error_pct']} %, worst "
+            f"{lp['worst_abs_error_pct']} %** ({lp['within_15_pct']}/{lp['rows']} rows within 15 %, "
+            f"{lp['within_30_pct']}/{lp['rows']} within 30 %): all calibration sources of one publisher held out "
+            f"together (publishers from `benchmarks/data/publishers.yaml`; {len(res['lopo_per_publisher'])} "
+            "publishers), so a held-out source's siblings from the same publisher are not in its fit; mean over "
+            f"publishers of their median |error| {res['lopo_score_mean_publisher_median_pct']} %.")
+    if res.get("weighting"):
+        lines.append(f"* Source weights in every fit: {res['weighting_rule']} (`{res['weighting']}`; chosen against "
+                     "1/sqrt(k) and 1/k, k = sources in the fit from the same publisher, by the rule of "
+                     "docs/speed-model.md section 4).")
+    lines += [
         f"* Fitted on all sources (in-sample): median {res['in_sample_summary']['median_abs_error_pct']} %, "
         f"worst {res['in_sample_summary']['worst_abs_error_pct']} %. Priors only (no fit): median "
         f"{res['prior_summary']['median_abs_error_pct']} %, worst {res['prior_summary']['worst_abs_error_pct']} %.",
@@ -373,9 +498,18 @@ def markdown(res: dict) -> str:
             f"{res['frozen_prior_summary']['median_abs_error_pct']} %. These rows were in the data file while the "
             "model's structure and per-row settings were chosen, so they are out of the fit but not first contact "
             "(the audit in issue 26 puts first-contact errors at median 14 %, worst 79 %).")
-    lines += ["", "| held-out source | rows | median |error| | worst |error| |", "|---|---:|---:|---:|"]
+    pubs = res.get("publishers") or {}
+    lines += ["", "| held-out source | publisher | rows | median |error| | worst |error| |", "|---|---|---:|---:|---:|"]
     for src, v in res["loso_per_source"].items():
-        lines.append(f"| {src} | {v['rows']} | {v['median_abs_error_pct']} % | {v['worst_abs_error_pct']} % |")
+        lines.append(f"| {src} | {pubs.get(src, '')} | {v['rows']} | {v['median_abs_error_pct']} % | "
+                     f"{v['worst_abs_error_pct']} % |")
+    if res.get("lopo_per_publisher"):
+        lines += ["", "| held-out publisher | sources | rows | median |error| | worst |error| | within 15 % | "
+                  "within 30 % |", "|---|---|---:|---:|---:|---:|---:|"]
+        for p, v in res["lopo_per_publisher"].items():
+            lines.append(f"| {p} | {', '.join(v['sources'])} | {v['rows']} | {v['median_abs_error_pct']} % | "
+                         f"{v['worst_abs_error_pct']} % | {v['within_15_pct']}/{v['rows']} | "
+                         f"{v['within_30_pct']}/{v['rows']} |")
     lines += ["", "| row | engine | model | GPUs | precision | published tok/s/GPU | LOSO predicted | error |",
               "|---|---|---|---:|---|---:|---:|---:|"]
     for e in res["loso_rows"]:
@@ -454,7 +588,14 @@ def write_fit_module(res: dict) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--check", action="store_true", help="evaluate the committed constants; write nothing")
+    ap.add_argument("--compare-weighting", action="store_true",
+                    help="LOSO and leave-one-publisher-out of each source weighting on the calibration split; "
+                         "prints JSON, writes nothing")
     args = ap.parse_args(argv)
+    if args.compare_weighting:
+        _, all_rows = load()
+        print(json.dumps(compare_weighting([r for r in all_rows if not is_frozen(r.source)]), indent=1))
+        return 0
     res = run(check=args.check)
     md = markdown(res)
     print(md)
