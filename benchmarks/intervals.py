@@ -216,10 +216,10 @@ TARGET_COVERAGE = 0.8
 WIDEN_GRID = [round(1 + 0.05 * i, 2) for i in range(0, 81)]  # 1.0 ... 5.0
 
 
-def choose_widen(pairs: list[tuple[U.Interval, dict]]) -> float:
+def choose_widen(pairs: list[tuple[U.Interval, dict]], weights: list[float] | None = None) -> float:
     """The smallest factor on the log distances of p10/p90 from p50 that covers ``TARGET_COVERAGE`` of ``pairs``
     (intervals built without the run's own source, so this is conformal calibration over sources)."""
-    ws = publisher_weights([r for _, r in pairs]) if pairs and all("source" in r for _, r in pairs) else [1.0] * len(pairs)
+    ws = weights or [1.0] * len(pairs)
     for k in WIDEN_GRID:
         cov = sum(w for (iv, r), w in zip(pairs, ws)
                   if math.exp(k * math.log(iv.p10 / iv.p50)) * iv.p50 <= math.exp(r["log_ratio"])
@@ -232,19 +232,23 @@ def choose_widen(pairs: list[tuple[U.Interval, dict]]) -> float:
 def run() -> dict:
     sp = json.loads(SPEED.read_text(encoding="utf-8"))
     fc = json.loads(FIT.read_text(encoding="utf-8"))
-    calib, frozen = sp["loso_rows"], sp.get("frozen_rows") or []
+    # residuals of runs predicted without their publisher (leave-one-publisher-out) where speed_loso.py gives
+    # them: a user's run comes from a new setup, and a held-out source's siblings of one publisher would leak
+    calib, frozen = sp.get("lopo_rows") or sp["loso_rows"], sp.get("frozen_rows") or []
     if not calib or "log_ratio" not in calib[0]:
         raise SystemExit(f"{SPEED} has no residuals: rerun `python benchmarks/speed_loso.py` first (or --rerun)")
     groups, domain = speed_groups(calib)
-    # calibration coverage: leave one source out of the intervals too; the raw (unwidened) intervals first,
+    # calibration coverage: leave one publisher out of the intervals too; the raw (unwidened) intervals first,
     # to choose the widening factors inside and outside the domain, then with them
     raw, folds = [], {}
-    for s in sorted({r["source"] for r in calib}):
-        folds[s] = speed_groups([r for r in calib if r["source"] != s])
-        raw += [(speed_interval_of(r["regime"], *folds[s], widen_out=1.0), r) for r in calib if r["source"] == s]
-    widen = choose_widen([(iv, r) for iv, r in raw if not iv.out_of_domain])
-    widen_out = max(widen, choose_widen([(iv, r) for iv, r in raw if iv.out_of_domain]))
-    calib_pairs = [(speed_interval_of(r["regime"], *folds[r["source"]], widen=widen, widen_out=widen_out), r)
+    for s in sorted({unit_of(r) for r in calib}):
+        folds[s] = speed_groups([r for r in calib if unit_of(r) != s])
+        raw += [(speed_interval_of(r["regime"], *folds[s], widen_out=1.0), r) for r in calib if unit_of(r) == s]
+    inside = [(iv, r) for iv, r in raw if not iv.out_of_domain]
+    outside = [(iv, r) for iv, r in raw if iv.out_of_domain]
+    widen = choose_widen(inside, publisher_weights([r for _, r in inside]))
+    widen_out = max(widen, choose_widen(outside, publisher_weights([r for _, r in outside])))
+    calib_pairs = [(speed_interval_of(r["regime"], *folds[unit_of(r)], widen=widen, widen_out=widen_out), r)
                    for _, r in raw]
     frozen_pairs = [(speed_interval_of(r["regime"], groups, domain, widen=widen, widen_out=widen_out), r)
                     for r in frozen]
@@ -267,7 +271,7 @@ def run() -> dict:
     packaged = {
         "date": date.today().isoformat(), "command": COMMAND,
         "about": "p10/p50/p90 of measured / predicted, from out-of-sample residuals (benchmarks/intervals.py)",
-        "speed": {"what": "tokens/s: leave-one-source-out predictions of the calibration sources of "
+        "speed": {"what": "tokens/s: leave-one-publisher-out predictions of the calibration sources of "
                           "benchmarks/data/throughput.yaml (speed_loso.py); the frozen split is not used",
                   "fit_date": sp["date"], "rows": len(calib), "min_rows": MIN_ROWS, "min_sources": MIN_SOURCES,
                   "widen": widen, "widen_out_of_domain": widen_out, "groups": groups, "domain": domain},
@@ -377,7 +381,8 @@ def markdown(res: dict) -> str:
         "`benchmarks/results/fit_corpus.json`; packaged as `src/trainfit/estimate/data/intervals.json`, which "
         "`trainfit.estimate.uncertainty` reads for every speed, hours, GPU-hours, cost and memory figure "
         "(p10-p90; docs/speed-model.md).", "",
-        f"* Speed: {p['speed']['rows']} leave-one-source-out residuals (ln measured / predicted) of the calibration "
+        f"* Speed: {p['speed']['rows']} leave-one-publisher-out residuals (ln measured / predicted; each run "
+        "predicted by constants fitted without any source of its publisher) of the calibration "
         f"sources, grouped by engine family x dense/MoE x parallelism x sequence band x global-batch band; "
         f"{res['n_speed_groups_usable']} of {res['n_speed_groups']} groups (all levels) have >= {MIN_ROWS} runs from "
         f">= {MIN_SOURCES} publishers; a smaller regime backs off to family x dense/MoE x parallelism, then family x "
@@ -393,7 +398,7 @@ def markdown(res: dict) -> str:
         "spread over one or two sources did not show how far a new source sits off). A request whose family x dense/MoE x parallelism, sequence band or batch "
         "band has no calibration run is outside the domain and flagged. Widening (log distances of p10 and p90 "
         f"from p50): x{p['speed']['widen']:g} inside the domain, x{p['speed']['widen_out_of_domain']:g} outside, "
-        "the smallest factors that give 80 % leave-one-source-out coverage of the calibration runs, each publisher "
+        "the smallest factors that give 80 % leave-one-publisher-out coverage of the calibration runs, each publisher "
         "weighing the same (two "
         "constants chosen on the calibration split: a group's spread over a few sources understates the "
         "spread between sources).",
@@ -409,11 +414,12 @@ def markdown(res: dict) -> str:
         f"{rt['calibration']['coverage_pct']} % calibration and {rt['frozen']['coverage_pct']} % frozen coverage "
         f"(median width {rt['frozen']['median_width']}x) against the pooled {mc['calibration']['coverage_pct']} % "
         f"and {mc['frozen']['coverage_pct']} % ({mc['frozen']['median_width']}x).",
-        "", "Coverage of the 80 % interval (p10-p90; target 75-90 %). Calibration: each source against "
-        "intervals built without it; frozen: against intervals from all calibration runs.", "",
+        "", "Coverage of the 80 % interval (p10-p90; target 75-90 %). Calibration: speed, each publisher's runs "
+        "against intervals built without that publisher; memory, each source's reports against intervals built "
+        "without it; frozen: against intervals from all calibration runs.", "",
         "| figure, split | rows | covered | below p10 | above p90 | median p90/p10 | by domain |",
         "|---|---:|---:|---:|---:|---:|---|",
-        _cov_line("speed, calibration (LOSO)", sc["calibration"]), _cov_line("speed, frozen", sc["frozen"]),
+        _cov_line("speed, calibration (leave-one-publisher-out)", sc["calibration"]), _cov_line("speed, frozen", sc["frozen"]),
         _cov_line("memory, calibration (LOSO)", mc["calibration"]), _cov_line("memory, frozen", mc["frozen"]),
         "",
         "P(OOM) (`FitDecision.oom_probability`) = Phi((ln(predicted / usable) - mu) / sigma): sigma "
