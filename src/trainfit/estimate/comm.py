@@ -1,6 +1,6 @@
 """Communication terms of one optimizer step, per GPU: ring collectives of data parallelism (DDP, ZeRO, FSDP),
 tensor-parallel all-reduces, expert-parallel all-to-all, context-parallel KV exchange, pipeline
-point-to-point, CPU-offload PCIe traffic (with the CPU optimizer step) and QLoRA dequantize traffic.
+point-to-point (CPU-offload PCIe traffic and QLoRA dequantize traffic: ``estimate/host_traffic.py``).
 Formulas and overlap assumptions: ``estimate/speed.py``'s module docstring and ``docs/speed-model.md``."""
 
 from __future__ import annotations
@@ -39,17 +39,9 @@ CP_OVERLAP = 0.8
 """No longer used for context parallelism (kept for callers that import it): the KV ring now hides only behind
 the attention kernels (``cp_term``, ``hidden_seconds``)."""
 
-OFFLOAD_OVERLAP = 0.5
-"""Assumption: half the offload PCIe traffic overlaps backward (ZeRO-Offload streams gradients as buckets
-fill; the parameter upload after the CPU step is exposed)."""
-
 QLORA_BYTES_PER_PARAM = (4 + 8 / 64 + 32 / (64 * 256)) / 8
 """NF4 with double quantization: 4 bits + 0.127 bits of quantization constants per parameter (QLoRA,
 Dettmers et al. 2023, section 3 'Double Quantization') = 0.516 bytes."""
-
-QLORA_DEQUANT_BYTES_PER_PARAM = QLORA_BYTES_PER_PARAM + 2.0
-"""Dequantizing one 4-bit weight reads 0.516 bytes and writes a 2-byte bf16 copy (bitsandbytes
-dequantizes the whole weight before the matmul)."""
 
 
 def ring_seconds(bytes_: float, n: int, gbytes_per_s: float, efficiency: float) -> float:
@@ -153,7 +145,6 @@ def _base_bytes(model: ModelShape, wl: Workload) -> float:
         q = sum(t.total for t in model.tensors() if t.kind == "linear")
         return q * QLORA_BYTES_PER_PARAM + (model.total_params - q) * per
     return model.total_params * per
-
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -487,40 +478,3 @@ def comm_terms(model: ModelShape, wl: Workload, framework: str, links: Links, tr
         if term is not None:
             terms.append(term)
     return terms
-
-
-def offload_term(model: ModelShape, wl: Workload, hw: Hardware, links: Links, trainable: float,
-                 assumptions: list[str]) -> tuple[CommTerm | None, float]:
-    """CPU offload: (PCIe traffic term or None, CPU optimizer seconds per step, not overlapped)."""
-    if not (wl.offload != "none" and wl.strategy in ("zero1", "zero2", "zero3", "fsdp")):
-        return None, 0.0
-    m = wl.grad_accum
-    mp = wl.tp * wl.pp
-    dp = data_parallel_group(wl)
-    shard = trainable / max(1, dp) / mp
-    grad_trips = m if wl.strategy in ("zero2", "zero3", "fsdp") else 1
-    vol = shard * 2.0 * grad_trips + shard * 2.0  # bf16 grads down, bf16 params up
-    if wl.offload == "all":
-        vol += m * 2 * (_base_bytes(model, wl) / max(1, dp) / mp)  # parameter shard fetched for fwd and bwd
-    secs = vol / (hw.pcie_gbytes_per_s * 1e9 * links.link_eff)
-    term = CommTerm(name=f"offload-{wl.offload}-pcie", seconds=secs, overlap=OFFLOAD_OVERLAP, link="pcie",
-                    bytes_per_gpu=vol)
-    node_params = shard * min(links.g_node, wl.gpus)
-    cpu_s = node_params / hw.cpu_adam_params_per_s
-    assumptions.append(_("CPU Adam at {rate:.3g} params/s per node, not overlapped").format(rate=hw.cpu_adam_params_per_s))
-    return term, cpu_s
-
-
-def dequant_seconds(model: ModelShape, wl: Workload, hw: Hardware, warnings: list[str],
-                    assumptions: list[str]) -> float:
-    """QLoRA dequantize traffic (memory-bound) per step: forward, backward (+ recompute) per micro-batch."""
-    if wl.method != "qlora":
-        return 0.0
-    if not hw.mem_gbytes_per_s:
-        warnings.append(_("GPU memory bandwidth unknown: QLoRA dequantize time not counted"))
-        return 0.0
-    mp = wl.tp * wl.pp
-    q = sum(t.total for t in model.tensors() if t.kind == "linear") / mp
-    assumptions.append(_("QLoRA dequantizes every 4-bit linear weight once per forward, backward and recompute"))
-    return wl.grad_accum * (2 + (1 if wl.grad_ckpt else 0)) * q * QLORA_DEQUANT_BYTES_PER_PARAM / (
-        hw.mem_gbytes_per_s * 1e9)

@@ -158,7 +158,7 @@ def optimizer_seconds(model: ModelShape, wl: Workload, hw: Any, trainable_params
     gradient clipping's norm (``GRAD_NORM_BYTES_PER_PARAM``) and scaling (``CLIP_SCALE_BYTES_PER_PARAM[family]``)
     run over the optimizer's shard; Megatron-Core's gradient-buffer zeroing (``GRAD_BUFFER_ZERO_BYTES_PER_PARAM``)
     over the whole tp/pp-local model. With CPU offload the step (and its clipping) runs on the host
-    (``comm.offload_term``)."""
+    (``host_traffic.offload_term``)."""
     tp_pp = wl.tp * wl.pp
     trainable = float(trainable_params if trainable_params is not None else model.total_params)
     shard = data_parallel_group(wl) if wl.strategy in ("zero1", "zero2", "zero3", "fsdp") else 1

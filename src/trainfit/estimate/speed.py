@@ -28,10 +28,10 @@ from typing import Any
 from trainfit import i18n
 from trainfit.errors import WorkloadError
 from trainfit.i18n import N_, _
-from trainfit.estimate.comm import (CP_OVERLAP, EP_OVERLAP, OFFLOAD_OVERLAP, OVERLAP, QLORA_BYTES_PER_PARAM,
-                                    QLORA_DEQUANT_BYTES_PER_PARAM, TCP_FALLBACK_GBYTES_PER_S, CommTerm, comm_terms,
-                                    dequant_seconds, hidden_seconds, links_for, offload_term, pipeline_bubble_fraction,
+from trainfit.estimate.comm import (CP_OVERLAP, EP_OVERLAP, OVERLAP, QLORA_BYTES_PER_PARAM, TCP_FALLBACK_GBYTES_PER_S,
+                                    CommTerm, comm_terms, hidden_seconds, links_for, pipeline_bubble_fraction,
                                     ring_seconds)
+from trainfit.estimate.host_traffic import OFFLOAD_OVERLAP, QLORA_DEQUANT_BYTES_PER_PARAM, dequant_seconds, offload_term
 from trainfit.estimate.flops import (GDN_CHUNK_SIZE, FlopsBreakdown, LayerFlops, _flops_cached,  # noqa: F401
                                      flops_per_token, full_attention_flops, linear_attention_flops)
 from trainfit.estimate.hardware import (CPU_ADAM_PARAMS_PER_S_DEFAULT, LINK_EFFICIENCY_DEFAULT, PCIE_GBYTES_PER_S,
