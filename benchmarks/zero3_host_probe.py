@@ -31,7 +31,10 @@ about 3), ``--modules 24 --steps 8``, two runs (us per module fetch):
                 32        1,106-1,503              716-1,089           1,348-1,920
                385       14,609-19,509          9,360-12,560         13,855-24,056
 
-A one-weight module's forward costs ~0.33 ms of host time (``zero3_host_seconds``); each further weight 20-50 us
+A third run (load about 1) added the backward's whole time less the plain model's, which also holds the ZeRO
+gradient hook per weight and the step's reduce-scatter: 407 / 411 / 2,250 us per module at 1 / 3 / 32 weights,
+61 us per extra weight of which the fetch path is ~19 (the rest ~40 us per weight, next to the 50 us prior of
+``zero_hook_seconds``). A one-weight module's forward costs ~0.33 ms of host time (``zero3_host_seconds``); each further weight 20-50 us
 (``zero3_host_param_seconds`` = 3e-5 s; src/trainfit/estimate/engines.py, docs/speed-model.md). The fetch, wait and
 release code is the same in v0.16.9 (the DeepSpeed of ms-swift's 2025 examples) apart from 0.19.8's backward lock
 for leaf modules and its recompute bookkeeping.
@@ -130,15 +133,19 @@ def _worker(rank: int, world: int, args: argparse.Namespace, port: int, out) -> 
                "optimizer": {"type": "AdamW", "params": {"lr": 1e-4, "torch_adam": True}}}
         engine, *_ = deepspeed.initialize(model=net, model_parameters=net.parameters(), config=cfg)
         coordinator = engine.optimizer.parameter_offload.get_param_coordinator()
-        per_step = {"fwd": [], "bwd": [], "fwd_outer": []}
+        per_step = {"fwd": [], "bwd": [], "fwd_outer": [], "bwd_outer": []}
         plain = Net()
-        for step in range(args.steps):  # the same forward without DeepSpeed's hooks: the compute to subtract
+        plain_f, plain_b = [], []
+        for step in range(args.steps):  # the same model without DeepSpeed's hooks: the compute to subtract
             x = torch.randn(8, dim)
             t0 = time.thread_time()
-            plain(x)
+            ploss = plain(x)
+            t1 = time.thread_time()
+            ploss.backward()
             if step >= 2:
-                per_step.setdefault("plain", []).append(time.thread_time() - t0)
-        plain_fwd = statistics.median(per_step.pop("plain"))
+                plain_f.append(t1 - t0)
+                plain_b.append(time.thread_time() - t1)
+        plain_fwd, plain_bwd = statistics.median(plain_f), statistics.median(plain_b)
         prof = None
         for step in range(args.steps):
             if args.profile and rank == 0 and step == args.steps - 1:
@@ -152,7 +159,9 @@ def _worker(rank: int, world: int, args: argparse.Namespace, port: int, out) -> 
             t0 = time.thread_time()
             loss = engine(x)
             fwd_wall = time.thread_time() - t0 - (stub_s[0] - s0)
+            t0 = time.thread_time()
             engine.backward(loss)
+            bwd_wall = time.thread_time() - t0
             engine.step()
             if prof is not None:
                 prof.disable()
@@ -163,6 +172,7 @@ def _worker(rank: int, world: int, args: argparse.Namespace, port: int, out) -> 
                     if count:
                         per_step[k].append(sec / count)
                 per_step["fwd_outer"].append((fwd_wall - plain_fwd) / args.modules)
+                per_step["bwd_outer"].append((bwd_wall - plain_bwd) / args.modules)
         results[n_params] = {k: statistics.median(v) for k, v in per_step.items() if v}
         engine.destroy()
     if rank == 0:
@@ -187,13 +197,14 @@ def main() -> None:
     res = q.get(timeout=900)
     for p in procs:
         p.join()
-    print("params/module  fwd us/fetch (pre+post)  bwd us/fetch (pre+post)  fwd us/module, all hooks (wall - plain)")
+    print("params/module  fwd us/fetch (pre+post)  bwd us/fetch (pre+post)  fwd us/module, all hooks (wall - plain)"
+          "  bwd us/module, all hooks + gradient hooks + reduce (wall - plain)")
     for n, r in sorted(res.items()):
         print(f"{n:13d}  {r.get('fwd', float('nan')) * 1e6:23.1f}  {r.get('bwd', float('nan')) * 1e6:23.1f}"
-              f"  {r.get('fwd_outer', float('nan')) * 1e6:23.1f}")
+              f"  {r.get('fwd_outer', float('nan')) * 1e6:23.1f}  {r.get('bwd_outer', float('nan')) * 1e6:23.1f}")
     ns = sorted(res)
     if len(ns) >= 2:
-        for k in ("fwd", "bwd", "fwd_outer"):
+        for k in ("fwd", "bwd", "fwd_outer", "bwd_outer"):
             xs, ys = ns, [res[n][k] * 1e6 for n in ns]
             mx, my = statistics.mean(xs), statistics.mean(ys)
             b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
