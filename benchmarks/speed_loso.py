@@ -77,6 +77,7 @@ LOG_BOUNDS = {  # (low, high) for each fitted constant: physical limits, not pre
     "gemm_half_dim": (8.0, 1024.0), "attention_relative_megatron": (0.2, 1.5), "attention_relative_native": (0.2, 1.5), "fa2_hopper_factor": (0.2, 1.0), "ridge_exponent": (0.001, 1.0),
     "fp8_eff_megatron": (0.2, 0.9), "fp8_eff_native": (0.2, 0.9), "launch_seconds": (1e-6, 1e-4), "compile_elementwise_factor": (0.1, 1.0),
     "moe_elementwise_factor": (0.2, 10.0), "fp8_cast_bytes": (0.1, 20.0), "expert_sync_seconds": (1e-6, 1e-3), "zero3_fetch_seconds": (1e-5, 1e-2), "zero3_host_seconds": (1e-5, 1e-2),
+    "zero3_host_param_seconds": (1e-6, 1e-3),
     "zero_hook_seconds": (1e-6, 1e-3), "grouped_gemm_half_tokens": (1.0, 8192.0), "triton_attention_factor": (0.2, 1.0),
 }
 

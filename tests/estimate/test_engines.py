@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
 from pathlib import Path
@@ -290,6 +291,35 @@ def test_zero3_module_fetches_bound_small_short_steps_on_the_host(q8):
     long = wl.with_(seq_len=16384)  # long sequences: the GPU work hides the host's fetches
     fl = engines.features(q8, long, H100, "deepspeed", flops=flops_per_token(q8, long))
     assert not engines.compute_time(fl, c).launch_bound
+
+
+def test_zero3_host_time_grows_with_the_parameters_a_fetch_gathers(moe, q8):
+    # DeepSpeed's fetch, wait and release run per parameter (benchmarks/zero3_host_probe.py): a MoE block gathered
+    # as one leaf module holds 3 weights per expert under transformers < 5 (gate, up, down), 2 stacked tensors
+    # under transformers 5; without a leaf block every nn.Linear expert gathers its single weight
+    wl = Workload(seq_len=8192, micro_batch=1, grad_accum=2, gpus=8, strategy="zero3", grad_ckpt=True)
+    passes = 3  # forward, recomputed forward, backward
+    assert engine_terms.zero3_extra_params(moe, wl, "hf", z3_leaf_moe=True) == (
+        2 * passes * moe.n_moe_layers * 3 * moe.num_experts)
+    assert engine_terms.zero3_extra_params(moe, wl, "hf", z3_leaf_moe=False) == 0
+    tf5 = wl.with_(experts_impl="grouped_mm")
+    assert engine_terms.zero3_extra_params(moe, tf5, "hf", z3_leaf_moe=True) == 2 * passes * moe.n_moe_layers * 2
+    assert engine_terms.zero3_extra_params(moe, tf5, "hf", z3_leaf_moe=False) == 2 * passes * moe.n_moe_layers
+    assert engine_terms.zero3_extra_params(q8, wl, "hf") == 0  # dense: one weight per module (biases persist)
+    assert engine_terms.zero3_extra_params(moe, wl.with_(strategy="zero2"), "hf") == 0
+    assert engine_terms.zero3_extra_params(moe, wl, "megatron") == 0
+    c = engines.DEFAULT_CONSTANTS
+    fl = flops_per_token(moe, wl)
+    leaf = engines.features(moe, wl, H100, "deepspeed", flops=fl, z3_leaf_moe=True)
+    stacked = engines.features(moe, tf5, H100, "deepspeed", flops=flops_per_token(moe, tf5), z3_leaf_moe=True)
+    assert leaf.zero3_extra_params == engine_terms.zero3_extra_params(moe, wl, "hf", z3_leaf_moe=True)
+    # the extra parameters are host time next to the per-fetch time and the kernel launches
+    t = engines.compute_time(leaf, c)
+    t0 = engines.compute_time(dataclasses.replace(leaf, zero3_extra_params=0.0), c)
+    assert t.launch_seconds - t0.launch_seconds == pytest.approx(leaf.zero3_extra_params * c.zero3_host_param_seconds)
+    # 384 expert weights per layer and pass: seconds of host time per step, far more than the stacked experts'
+    assert leaf.zero3_extra_params * c.zero3_host_param_seconds > 1.0
+    assert stacked.zero3_extra_params * c.zero3_host_param_seconds < 0.05
 
 
 def test_zero3_fetch_latency_only_for_eager_moe(moe, q8):

@@ -14,7 +14,7 @@ def describe(c: EngineConstants, family: str) -> list[str]:
     names = [f"gemm_eff_{family}", f"elem_bytes_{family}", "gemm_half_dim", f"attention_relative_{kf}",
              "fa2_hopper_factor", "ridge_exponent", f"fp8_eff_{kf}", "launch_seconds", "compile_elementwise_factor",
              "moe_elementwise_factor", "fp8_cast_bytes", "expert_sync_seconds", "zero3_fetch_seconds",
-             "zero3_host_seconds", "zero_hook_seconds"] + (["grouped_gemm_half_tokens"] if family == "megatron" else [])
+             "zero3_host_seconds", "zero3_host_param_seconds", "zero_hook_seconds"] + (["grouped_gemm_half_tokens"] if family == "megatron" else [])
     out = [_("engine model ({family}): GEMMs at peak x {gemm_eff:.3f} x d/(d+{half_dim:.0f}), flash attention at "
              "{attention:.2f} x the published kernel rate (backward 2.5 x forward FLOPs), element-wise "
              "{elem_bytes:.1f} x (h+I)x2 B per token-layer-pass over HBM x {hbm}, {launch_us:.1f} us per eager "

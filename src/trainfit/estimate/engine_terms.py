@@ -150,6 +150,36 @@ def zero3_module_fetches(model: ModelShape, wl: Workload, family: str) -> float:
     return wl.grad_accum * _zero3_fetch_passes(wl) * n / wl.pp
 
 
+def zero3_extra_params(model: ModelShape, wl: Workload, family: str, z3_leaf_moe: bool = True) -> float:
+    """Parameters that DeepSpeed ZeRO-3 gathers per step beyond the first of each module fetch
+    (``zero3_host_param_seconds`` each, on the host side of the step, next to ``zero3_host_seconds`` per fetch).
+
+    DeepSpeed's fetch, wait and release run per parameter of the module (``all_gather_coalesced``, the handle's
+    ``wait`` that splits the gathered buffer into each parameter, ``release_sub_module`` -> ``param.partition``;
+    ``benchmarks/zero3_host_probe.py``), so a module holding N weights costs the per-fetch host time plus N - 1
+    times the per-parameter time. A dense ``nn.Linear`` gathers its weight alone (a bias is below the persistence
+    threshold, ``ZERO3_PERSISTENCE_PER_HIDDEN`` x hidden, and stays resident), LoRA's A and B matrices one each: no
+    extra parameters. Hugging Face MoE blocks of this rank's layers, per micro-batch and pass: a leaf block
+    (``z3_leaf_moe``) gathers the router and every expert weight in one fetch, 3 per expert under transformers < 5's
+    ``nn.ModuleList`` experts (gate, up, down; ``experts_impl="modulelist"``) or the two stacked tensors of
+    transformers 5; without a leaf block, each ``nn.Linear`` expert is its own one-weight module (no extra) and
+    transformers 5's stacked experts module gathers its two tensors (one extra). Shared experts and LoRA adapters
+    inside a leaf block are not counted."""
+    if family != "hf" or wl.strategy != "zero3" or not model.is_moe:
+        return 0.0
+    modulelist = wl.experts_impl == "modulelist"
+    per_step = 0.0
+    for t in model.tensors():
+        if t.kind != "expert" or not t.experts:
+            continue
+        weights = 3.0 * t.experts / 2.0 if modulelist else 1.0  # per stacked tensor (two per layer)
+        if z3_leaf_moe:
+            per_step += t.count * weights  # the router is the fetch's first parameter
+        elif not modulelist:
+            per_step += t.count * 0.5  # the experts module: 2 tensors, one beyond the first
+    return wl.grad_accum * _zero3_fetch_passes(wl) * per_step / wl.pp
+
+
 def optimizer_seconds(model: ModelShape, wl: Workload, hw: Any, trainable_params: float | None,
                       notes: list[str], family: str = "megatron") -> tuple[float, float]:
     """(memory bandwidth used, GB/s; optimizer step seconds) for the local trainable parameters (sharded by

@@ -142,6 +142,9 @@ class EngineConstants:
     (270 ms under ZeRO-3 with synchronous all-gathers, 60 ms under ZeRO-2, ~520 fetches, ~39 ms of all-gather
     bandwidth: 0.33 ms per fetch; https://github.com/deepspeedai/DeepSpeed/pull/1188), an upper bound for the
     host part."""
+    zero3_host_param_seconds: float = 3e-5
+    """DeepSpeed ZeRO-3: host time per weight a module fetch gathers beyond its first (MoE leaf blocks), 20-50 us
+    measured by ``benchmarks/zero3_host_probe.py`` on a CPU, all-gather excluded: lower bound (docs/speed-model.md)."""
     zero_hook_seconds: float = 5e-5
     """DeepSpeed ZeRO 1-3: host time per trainable tensor and micro-batch of the hook copying its gradient into
     the reduce bucket (Python plus a few ~5-10 us tensor ops); noise for ~300 dense tensors, seconds for HF MoE's
@@ -189,6 +192,8 @@ FIXED_AT_PRIOR: dict[str, str] = {
                                "attn_impl triton) gets it, and one calibration source ran it"),
     "zero3_host_seconds": N_("DeepSpeed ZeRO-3's host time per prefetched fetch (DeepSpeed#1188); no calibration run "
                           "moves with it"),
+    "zero3_host_param_seconds": N_("DeepSpeed ZeRO-3's host time per extra parameter of a module fetch, measured "
+                                "by benchmarks/zero3_host_probe.py; no calibration run gathers many-parameter modules"),
     "zero_hook_seconds": N_("DeepSpeed's gradient hook per tensor (DeepSpeed#7886); one calibration source informs it"),
     "elem_bytes_native": N_("native PyTorch engines' element-wise traffic, counted from their op sequence; one "
                          "calibration source (llm-foundry) informs it"),
@@ -263,6 +268,8 @@ class EngineFeatures:
     """An Ampere-generation attention kernel on a Hopper GPU (``engine_terms.fa2_on_hopper``)."""
     zero3_module_fetches: float = 0.0
     """DeepSpeed ZeRO-3 module fetches per step run on the host alongside the GPU (``engine_terms``)."""
+    zero3_extra_params: float = 0.0
+    """Weights DeepSpeed ZeRO-3 gathers per step beyond each fetch's first (``engine_terms.zero3_extra_params``)."""
     zero_hook_calls: float = 0.0
     """DeepSpeed ZeRO gradient-hook calls per step: trainable parameter tensors x micro-batches."""
     lora_bytes: float = 0.0
@@ -408,6 +415,7 @@ def features(model: ModelShape, wl: Workload, hw: Any, framework: str, *, flops:
         expert_kernel_units=expert_units, optimizer_seconds=opt_s, zero3_fetches=zero3_fetches,
         zero_hook_calls=terms.zero_hook_calls(model, wl, family), fa2_on_hopper=terms.fa2_on_hopper(wl, hw),
         zero3_module_fetches=terms.zero3_module_fetches(model, wl, family),
+        zero3_extra_params=terms.zero3_extra_params(model, wl, family, z3_leaf_moe),
         lora_bytes=terms.lora_elementwise_bytes(model, wl, family, tokens_step_gpu, forwards),
         triton_attention=triton_attention,
         **flash_attention_flops(model, wl, hw, flops, tokens_step_gpu, recompute_fraction, triton_attention,
@@ -455,7 +463,7 @@ def compute_time(f: EngineFeatures, c: EngineConstants) -> EngineTime:
             + f.eager_score_bytes + f.lora_bytes * (c.compile_elementwise_factor if f.compiled else 1.0)) / bw
     k_layer = KERNELS_PER_LAYER[f.family] * (COMPILED_KERNEL_FACTOR if f.compiled else 1.0)
     cpu = ((f.layer_kernel_units * k_layer + f.moe_kernel_units * KERNELS_PER_MOE_LAYER) * c.launch_seconds
-           + f.zero3_module_fetches * c.zero3_host_seconds)
+           + f.zero3_module_fetches * c.zero3_host_seconds + f.zero3_extra_params * c.zero3_host_param_seconds)
     if f.expert_kernel_units:  # eager loop: each expert syncs the host, so its launches and GEMMs serialise
         loop = expert + f.expert_kernel_units * (KERNELS_PER_EXPERT * c.launch_seconds + c.expert_sync_seconds)
         gpu = gemm + attn + elem
