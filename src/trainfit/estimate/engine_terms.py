@@ -265,3 +265,9 @@ def attention_head_padding(head_dim: int, wl: Workload, hw: Any, triton_attentio
         padded = d
     return max(padded, d) / d
 
+
+def expert_forward_flops(model: ModelShape) -> float:
+    """Forward FLOPs per token of the routed experts (top-k of E)."""
+    if not model.is_moe:
+        return 0.0
+    return sum(2.0 * t.total / t.experts * model.experts_per_token for t in model.tensors() if t.kind == "expert")

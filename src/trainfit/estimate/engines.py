@@ -260,10 +260,9 @@ class EngineFeatures:
     head_dim: float = 128.0
     """The GEMM size law's dimension of eager attention's score and value matmuls."""
     stacked_expert_bytes: float = 0.0
-    fsdp_copy_bytes: float = 0.0
-    """HBM bytes per step of FSDP2's all-gather copy-out and reduce-scatter copy-in on the compute stream
-    (``fsdp.fsdp2_copy_bytes``), else 0."""
     """HBM bytes per step of the eager loop's full-size expert gradients (stacked expert weights), else 0."""
+    fsdp_copy_bytes: float = 0.0
+    """HBM bytes per step of FSDP2's all-gather copy-out and reduce-scatter copy-in (``fsdp.fsdp2_copy_bytes``)."""
     fa2_on_hopper: bool = False
     """An Ampere-generation attention kernel on a Hopper GPU (``engine_terms.fa2_on_hopper``)."""
     zero3_module_fetches: float = 0.0
@@ -316,16 +315,6 @@ def _pass_ratio(wl: Workload, flops: Any, recompute_fraction: float) -> float:
         layer_fwd = sum(l.forward for l in flops.layers if l.has_backward)
         ratio += recompute_fraction * layer_fwd / fwd
     return ratio
-
-
-def _expert_forward_flops(model: ModelShape) -> float:
-    """Forward FLOPs per token of the routed experts (top-k of E)."""
-    expert_fwd = 0.0
-    if model.is_moe:
-        for t in model.tensors():
-            if t.kind == "expert":
-                expert_fwd += 2.0 * t.total / t.experts * model.experts_per_token
-    return expert_fwd
 
 
 def _gemm_dims(model: ModelShape, wl: Workload, family: str, mb_tokens: float,
@@ -381,7 +370,7 @@ def features(model: ModelShape, wl: Workload, hw: Any, framework: str, *, flops:
     # tokens each GPU's FLOPs correspond to
     tokens_step_gpu = wl.micro_batch * wl.seq_len * wl.grad_accum * wl.dp / wl.gpus
     ratio = _pass_ratio(wl, flops, recompute_fraction)
-    expert_fwd = _expert_forward_flops(model)
+    expert_fwd = terms.expert_forward_flops(model)
     dense_fwd = flops.forward_matmul_flops - expert_fwd + flops.forward_lm_head_flops
     per = tokens_step_gpu * ratio
     mb_tokens = wl.micro_batch * wl.seq_len / wl.seq_shards  # tokens of one micro-batch on one GPU (before TP)
@@ -420,8 +409,8 @@ def features(model: ModelShape, wl: Workload, hw: Any, framework: str, *, flops:
         triton_attention=triton_attention,
         **flash_attention_flops(model, wl, hw, flops, tokens_step_gpu, recompute_fraction, triton_attention,
                                 eager=bool(eager_flops)),
-        fsdp_copy_bytes=fsdp2_copy_bytes(model, wl, framework, float(trainable_params if trainable_params is not None
-                                                                     else model.total_params)),
+        fsdp_copy_bytes=fsdp2_copy_bytes(model, wl, framework,
+                                         float(model.total_params if trainable_params is None else trainable_params)),
         stacked_expert_bytes=(terms.stacked_expert_bytes(model, wl, visited)
                               if family == "hf" and wl.experts_impl == "eager" else 0.0),
         notes=tuple(notes),
