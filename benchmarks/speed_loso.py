@@ -109,9 +109,10 @@ def publisher_table(path: Path = PUBLISHERS) -> dict[str, str]:
 
 def publisher_of(data: dict, source: str, table: dict[str, str] | None = None) -> str:
     """The publisher of ``source`` (a key of ``data["sources"]``): its ``org:`` through the table, else the
-    ``org:`` itself."""
+    ``org:`` itself; the source's own name where ``data`` lists no sources (a partial data set, as
+    first_contact.py passes one row at a time)."""
     table = publisher_table() if table is None else table
-    org = str(data["sources"][source].get("org", source))
+    org = str(((data.get("sources") or {}).get(source) or {}).get("org", source))
     return table.get(org, org)
 
 

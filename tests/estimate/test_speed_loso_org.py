@@ -126,3 +126,14 @@ def test_one_source_publishers_reuse_their_source_fold(three_publishers, monkeyp
     assert len(calls) == 4
     speed_loso.hold_out(three_publishers, lambda r: r.publisher, "source", 1, cache)
     assert calls[4:] == [4]  # only publisher A (two sources, 4 rows held out) is a new fold
+
+
+def test_a_row_loads_without_its_source_table():
+    """first_contact.py hands the predictor one row with only its model and GPU tables: the publisher falls back to
+    the source's name instead of failing (it did: every 'now' prediction came back as KeyError('sources'))."""
+    data = speed_loso.load_data() if hasattr(speed_loso, "load_data") else yaml.safe_load(
+        (Path(speed_loso.__file__).parent / "data" / "throughput.yaml").read_text(encoding="utf-8"))
+    r = next(x for x in data["rows"] if x["source"] == "llm-foundry")
+    (row,) = speed_loso.load_rows({"models": {r["model"]: data["models"][r["model"]]}, "gpus": data.get("gpus")}, [r])
+    assert row.publisher == "llm-foundry" and speed_loso.predict(row, engines.DEFAULT_CONSTANTS) > 0
+    assert speed_loso.publisher_of(data, "llm-foundry") != "llm-foundry"
