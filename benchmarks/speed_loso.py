@@ -161,7 +161,8 @@ def engine_kwargs(r: dict) -> dict:
     return {"compiled": bool(r.get("compiled")), "recompute_fraction": float(r.get("recompute_fraction", 0.0)),
             "moe_grouped_gemm": bool(r.get("moe_grouped_gemm", True)),
             "z3_leaf_moe": bool(r.get("z3_leaf_moe", True)),
-            "triton_attention": r.get("attention_kernel") == "triton"}
+            "triton_attention": r.get("attention_kernel") == "triton",
+            "kbit_prepare": bool(r.get("kbit_prepare"))}
 
 
 def load_rows(data: dict, raw_rows: list[dict]) -> list[Row]:
@@ -319,6 +320,7 @@ ROW_KNOBS = {  # per-row settings of throughput.yaml that are not plain workload
     "z3_leaf_moe": "DeepSpeed ZeRO-3 leaf-module setting for MoE blocks",
     "experts_impl": "transformers' expert implementation (ModuleList loop or stacked grouped_mm)",
     "compiled": "torch.compile on (a user setting)",
+    "kbit_prepare": "QLoRA prepared by PEFT's prepare_model_for_kbit_training (TRL SFTTrainer < 0.22 on one process)",
 }
 
 

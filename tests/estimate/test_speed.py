@@ -330,3 +330,28 @@ def test_context_parallel_ring_hides_only_behind_attention(q8):
     # more CP ranks (same link) hide a larger share of the attention time
     cp4 = estimate_speed(q8, wl.with_(gpus=32, cp=4), slow, framework="megatron")
     assert next(c for c in cp4.comm if c.name == "cp-kv").attention_share == pytest.approx(0.75)
+
+
+def test_kbit_prepare_casts_around_every_4bit_linear():
+    """TRL SFTTrainer < 0.22 on one process runs PEFT's prepare_model_for_kbit_training: the norms stay fp32, so
+    every 4-bit linear but the attention output projection casts an fp32 input to bf16 and its output back (6 B per
+    element each way, in the forward, the backward and the recompute). Qwen3-8B by hand: q, k, v, gate, up take
+    the hidden state (5 H inputs), down takes I; outputs NH*HD + 2*NKV*HD + 2*I + H."""
+    q8 = get_model("Qwen3-8B")
+    wl = Workload(method="qlora", gpus=1, micro_batch=2, seq_len=4096, grad_accum=3, grad_ckpt=True)
+    per_token = L * (5 * H + I + NH * HD + 2 * NKV * HD + 2 * I + H)
+    expect_s = 3 * 2 * 4096 * 3 * per_token * 6.0 / (H100.mem_gbytes_per_s * 1e9)
+    base = estimate_speed(q8, wl, H100)
+    prep = estimate_speed(q8, wl, H100, kbit_prepare=True)
+    assert prep.dequant_seconds - base.dequant_seconds == pytest.approx(expect_s, rel=1e-9)
+    assert prep.step_seconds > base.step_seconds
+    # without recompute one pass less
+    no_ckpt = wl.with_(grad_ckpt=False)
+    d = (estimate_speed(q8, no_ckpt, H100, kbit_prepare=True).dequant_seconds
+         - estimate_speed(q8, no_ckpt, H100).dequant_seconds)
+    assert d == pytest.approx(expect_s * 2 / 3, rel=1e-9)
+    # plain LoRA (no 4-bit linears) and sharded QLoRA (FSDP, where SFTTrainer skips the preparation) and DeepSpeed
+    # (which casts the module back to 16 bits) pay nothing
+    for other in (wl.with_(method="lora"), wl.with_(gpus=2, strategy="fsdp"), wl.with_(gpus=2, strategy="zero2")):
+        assert (estimate_speed(q8, other, H100, kbit_prepare=True).step_seconds
+                == estimate_speed(q8, other, H100).step_seconds)

@@ -79,7 +79,8 @@ class SpeedEstimate:
     cpu_seconds: float
     """CPU optimizer step (offload), not overlapped."""
     dequant_seconds: float
-    """QLoRA 4-bit dequantize memory traffic per step (inside the pipelined compute)."""
+    """QLoRA 4-bit dequantize memory traffic per step, with ``kbit_prepare`` also its fp32 activation casts
+    (inside the pipelined compute)."""
     gpus: int
     model_flops_per_token: float
     hardware_flops_per_token: float
@@ -207,7 +208,8 @@ def estimate_speed(model: ModelShape, workload: Workload, hardware: Hardware, *,
                    efficiency: float | None = None, virtual_pp: int = 1, compiled: bool = False,
                    recompute_fraction: float = 0.0, constants: Any = None,
                    use_calibration: bool = True, moe_grouped_gemm: bool = True,
-                   expert_tp: int = 1, z3_leaf_moe: bool = True, triton_attention: bool = False) -> SpeedEstimate:
+                   expert_tp: int = 1, z3_leaf_moe: bool = True, triton_attention: bool = False,
+                   kbit_prepare: bool = False) -> SpeedEstimate:
     """Tokens/s, step time and MFU of ``workload`` on ``hardware`` (see ``docs/speed-model.md``).
 
     ``framework`` picks the engine family (hf-trainer, deepspeed, fsdp2, megatron; default from the
@@ -220,7 +222,9 @@ def estimate_speed(model: ModelShape, workload: Workload, hardware: Hardware, *,
     see ``engines.features``); ``z3_leaf_moe``: DeepSpeed ZeRO-3 gathers each Hugging Face MoE block as one leaf
     module (ms-swift >= 3.10 and LLaMA-Factory set it; off for older launchers: a fetch per expert linear);
     ``triton_attention``: the 2023 Triton FlashAttention kernel ran (llm-foundry's calibration rows; no
-    --attention value selects it); ``use_calibration``: apply a measured calibration of this GPU and engine family
+    --attention value selects it); ``kbit_prepare``: a QLoRA run whose trainer called PEFT's
+    ``prepare_model_for_kbit_training`` (TRL SFTTrainer < 0.22 on one process; off for LLaMA-Factory, ms-swift and
+    TRL >= 0.22): fp32 casts around every 4-bit linear (``host_traffic.kbit_cast_seconds``); ``use_calibration``: apply a measured calibration of this GPU and engine family
     from the user's overlay (``trainfit calibrate``; ignored when ``constants`` are given).
     """
     wl, hw = workload, hardware
@@ -266,7 +270,7 @@ def estimate_speed(model: ModelShape, workload: Workload, hardware: Hardware, *,
     offload, cpu_s = offload_term(model, wl, hw, links, trainable, assumptions)
     if offload is not None:
         terms.append(offload)
-    dequant_s = dequant_seconds(model, wl, hw, warnings, assumptions)
+    dequant_s = dequant_seconds(model, wl, hw, warnings, assumptions, kbit_prepare=kbit_prepare)
 
     return _assemble(model, wl, fl, fw, tokens_per_step=tokens_per_step, peak=peak, eff=eff,
                      eff_sources=eff_sources, compute_s=compute_s, attention_s=attention_s, dequant_s=dequant_s,
