@@ -161,8 +161,7 @@ def engine_kwargs(r: dict) -> dict:
     return {"compiled": bool(r.get("compiled")), "recompute_fraction": float(r.get("recompute_fraction", 0.0)),
             "moe_grouped_gemm": bool(r.get("moe_grouped_gemm", True)),
             "z3_leaf_moe": bool(r.get("z3_leaf_moe", True)),
-            "triton_attention": r.get("attention_kernel") == "triton",
-            "kbit_prepare": bool(r.get("kbit_prepare"))}
+            "triton_attention": r.get("attention_kernel") == "triton"}
 
 
 def load_rows(data: dict, raw_rows: list[dict]) -> list[Row]:
@@ -198,7 +197,7 @@ def load_rows(data: dict, raw_rows: list[dict]) -> list[Row]:
         fw = r["engine"]
         kw = engine_kwargs(r)
         s = estimate_speed(model, wl, hw, framework=fw, constants=engines.PRIORS, virtual_pp=r.get("vp", 1),
-                           expert_tp=int(r.get("etp", 1)), **kw)
+                           expert_tp=int(r.get("etp", 1)), kbit_prepare=bool(r.get("kbit_prepare")), **kw)
         prec = wl.precision if (wl.precision != "fp8" or hw.peak_fp8_tflops) else "bf16"
         feat = engines.features(model, wl.with_(precision=prec), hw, fw, flops=flops_per_token(model, wl),
                                 trainable_params=float(count_params(model, wl).trainable), **kw)

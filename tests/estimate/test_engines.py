@@ -64,10 +64,11 @@ def test_fast_path_matches_estimate_speed():
     _, rows = speed_loso.load()
     c = engines.DEFAULT_CONSTANTS.with_(gemm_eff_native=0.5, elem_bytes_hf=20.0, gemm_eff_megatron=0.5)
     checked = 0
-    for r in rows[::5]:
+    for r in rows[::5] + [r for r in rows if r.raw.get("kbit_prepare")]:
         raw = r.raw
         s = estimate_speed(r.model, r.workload, r.hardware, framework=raw["engine"], virtual_pp=raw.get("vp", 1),
-                           expert_tp=int(raw.get("etp", 1)), constants=c, **speed_loso.engine_kwargs(raw))
+                           expert_tp=int(raw.get("etp", 1)), constants=c, kbit_prepare=bool(raw.get("kbit_prepare")),
+                           **speed_loso.engine_kwargs(raw))
         assert speed_loso.predict(r, c) == pytest.approx(s.tokens_per_s_per_gpu, rel=1e-9), raw["id"]
         checked += 1
     assert checked >= 10
