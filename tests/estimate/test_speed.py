@@ -355,3 +355,17 @@ def test_kbit_prepare_casts_around_every_4bit_linear():
     for other in (wl.with_(method="lora"), wl.with_(gpus=2, strategy="fsdp"), wl.with_(gpus=2, strategy="zero2")):
         assert (estimate_speed(q8, other, H100, kbit_prepare=True).step_seconds
                 == estimate_speed(q8, other, H100).step_seconds)
+
+
+def test_qlora_dequantizes_the_routed_experts_too():
+    """The memory model holds MoE experts in NF4, so the speed model dequantizes them as well: per micro-batch and
+    pass (forward, backward, recompute) every 4-bit weight, experts included, 0.516 + 2 bytes each."""
+    from trainfit.estimate.host_traffic import QLORA_DEQUANT_BYTES_PER_PARAM
+
+    moe = get_model("Qwen3-30B-A3B")
+    wl = Workload(method="qlora", gpus=1, micro_batch=1, seq_len=2048, grad_accum=2, grad_ckpt=True)
+    q = sum(t.total for t in moe.tensors() if t.kind in ("linear", "expert"))
+    experts = sum(t.total for t in moe.tensors() if t.kind == "expert")
+    assert experts > 0.9 * q  # nearly all of a MoE's 4-bit weights are experts
+    expect = 2 * 3 * q * QLORA_DEQUANT_BYTES_PER_PARAM / (H100.mem_gbytes_per_s * 1e9)
+    assert estimate_speed(moe, wl, H100).dequant_seconds == pytest.approx(expect, rel=1e-9)

@@ -79,7 +79,10 @@ def dequant_seconds(model: ModelShape, wl: Workload, hw: Hardware, warnings: lis
         warnings.append(_("GPU memory bandwidth unknown: QLoRA dequantize time not counted"))
         return 0.0
     mp = wl.tp * wl.pp
-    q = sum(t.total for t in model.tensors() if t.kind == "linear") / mp
+    # routed experts too: the memory model holds them in NF4 (states.py), and bitsandbytes' replacement swaps every
+    # nn.Linear but the LM head, the ModuleList experts of transformers < 5 included; each expert that gets tokens
+    # dequantizes its whole weight per pass
+    q = sum(t.total for t in model.tensors() if t.kind in ("linear", "expert")) / mp
     assumptions.append(_("QLoRA dequantizes every 4-bit linear weight once per forward, backward and recompute"))
     return wl.grad_accum * (2 + (1 if wl.grad_ckpt else 0)) * q * QLORA_DEQUANT_BYTES_PER_PARAM / (
         hw.mem_gbytes_per_s * 1e9) + kbit_cast_seconds(model, wl, hw, assumptions, kbit_prepare)
