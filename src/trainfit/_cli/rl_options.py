@@ -67,7 +67,7 @@ def print_rl_memory(out: dict) -> None:
                 + "   " + _("host RAM/node: {gib:,.0f} GiB").format(gib=rl["host_ram_gib"]))
     name = out.get("gpu") or "GPU"
     colour = {"fits": "green", "tight": "yellow", "unknown": "yellow"}.get(rl["verdict"], "red")
-    from trainfit.estimate.uncertainty import format_probability
+    from trainfit.estimate.uncertainty import format_probability, format_range
 
     prng, p_oom = rl.get("peak_interval_gib"), (rl.get("fit") or {}).get("oom_probability")
     c.print(_("[{colour}]{verdict}[/{colour}] on {name} ({mem:g} GiB), binding phase {phase}: {peak:.1f} GiB/GPU").format(
@@ -84,8 +84,8 @@ def print_rl_memory(out: dict) -> None:
         s = rl["speed"]
         siv = s.get("intervals") or {}  # p10-p90 of each figure, from the service (rl_report)
 
-        def _sr(k: str, fmt: str = ",.0f") -> str:
-            return f" ({format(siv[k]['p10'], fmt)}–{format(siv[k]['p90'], fmt)})" if siv.get(k) else ""
+        def _sr(k: str) -> str:
+            return format_range(siv.get(k))
 
         c.print(_("step {step:,.0f} s{range}: rollout {rollout:,.0f} s ({tok_s:,.0f} tok/s{tok_s_range}, {engines} "
                   "engine(s) x batch {batch}), update {update:,.0f} s, log-probs {logprob:,.0f} s").format(
@@ -101,7 +101,7 @@ def print_rl_memory(out: dict) -> None:
         tiv = rl["time"].get("intervals") or {}
 
         def _r(k: str) -> str:
-            return f" ({tiv[k]['p10']:,.1f}–{tiv[k]['p90']:,.1f})" if tiv.get(k) else ""
+            return format_range(tiv.get(k), ",.1f")
 
         c.print(_("{steps} steps: {hours:,.1f} h{hours_range}, {gpu_hours:,.1f} GPU-hours{gpu_hours_range}").format(
             steps=rl["time"]["steps"], hours=rl["time"]["hours"], hours_range=_r("hours"),

@@ -271,6 +271,12 @@ def format_probability(p: float) -> str:
     return "<1%" if p < 0.01 else (">99%" if p > 0.99 else f"{p:.0%}")
 
 
+def format_range(rng: dict | None, fmt: str = ",.0f") -> str:
+    """`` (p10–p90)`` of a figure as the tables and lines print it after the figure (``fmt`` for both ends); empty
+    without a range."""
+    return f" ({format(rng['p10'], fmt)}–{format(rng['p90'], fmt)})" if rng else ""
+
+
 def ranges_overlap(a: dict | None, b: dict | None) -> bool:
     """Whether two p10-p90 ranges overlap (a tie in a ranking)."""
     if not a or not b:
@@ -278,6 +284,7 @@ def ranges_overlap(a: dict | None, b: dict | None) -> bool:
     return a["p10"] <= b["p90"] and b["p10"] <= a["p90"]
 
 
-__all__ = ["GBS_BANDS", "Interval", "LEVELS", "OUT_OF_DOMAIN_WIDENING", "SEQ_BANDS", "format_probability", "group_key",
+__all__ = ["GBS_BANDS", "Interval", "LEVELS", "OUT_OF_DOMAIN_WIDENING", "SEQ_BANDS", "format_probability", "format_range",
+           "group_key",
            "headroom_range", "interval_from_groups", "load_data", "memory_interval", "memory_range", "oom_probability", "parallelism",
            "plan_speed_interval", "ranges_overlap", "rl_speed_interval", "speed_interval", "speed_regime"]

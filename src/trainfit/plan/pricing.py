@@ -110,13 +110,12 @@ def time_and_cost(*, inst: Any, hours: float, gpus: int, trainable_params: int, 
                            notes=tuple(notes), **base)
     inst_hours = elapsed * c.instances
     size_gb = trainable_params * CHECKPOINT_BYTES_PER_TRAINABLE_PARAM / 1e9
-    from trainfit.estimate.uncertainty import Interval
+    from trainfit.estimate.uncertainty import Interval, format_range
 
     iv = Interval.from_dict(speed_interval) if speed_interval else None
 
     def _r(v: float) -> str:  # the p10-p90 range of a figure proportional to the hours (inverse of the speed)
-        r = iv.scale(v, inverse=True) if iv else None
-        return f" ({r['p10']:.1f}–{r['p90']:.1f})" if r else ""
+        return format_range(iv.scale(v, inverse=True) if iv else None, ".1f")
 
     warnings.append(_("spot: {n:.1f}{n_range} expected interruptions, +{extra:.1f} h{extra_range}; checkpoint every "
                       "{minutes:.0f} min (Young/Daly: a {size} GB checkpoint at {rate:g} GB/s per node = {write} s, "

@@ -61,9 +61,9 @@ def _value(p: Plan, basis: Basis) -> float:
 
 def _fmt(p: Plan, basis: Basis) -> str:
     """The ranking figure of a plan with its p10-p90 range (``Plan.intervals``): ``56 GPU-h (43-99)``."""
-    fmt = ",.1f" if basis == "hours" else ",.0f"
-    rng = p.intervals().get(basis)
-    r = f" ({format(rng['p10'], fmt)}–{format(rng['p90'], fmt)})" if rng else ""
+    from trainfit.estimate.uncertainty import format_range
+
+    r = format_range(p.intervals().get(basis), ",.1f" if basis == "hours" else ",.0f")
     if basis == "cost":
         return f"{p.cost:,.0f} {p.currency or ''}".strip() + r
     if basis == "gpu_hours":
