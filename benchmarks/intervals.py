@@ -8,21 +8,22 @@ Writes src/trainfit/estimate/data/intervals.json (the packaged data that ``train
 reads), benchmarks/results/intervals.json and the "Prediction intervals" section of docs/accuracy.md.
 
 Speed: the residual of a run is ln(measured / predicted tokens/s) with the run predicted out of sample: the
-leave-one-source-out prediction of each calibration source (speed_loso.py). The frozen split never enters the
-intervals. Runs are grouped by regime (``uncertainty.speed_regime``: engine family x dense/MoE x parallelism x
-sequence band x global-batch band) and every coarser level of ``uncertainty.LEVELS``; each group stores the
-p10/p50/p90 of exp(residual) (linear interpolation between order statistics) with its run and source counts.
-A request uses the finest group with at least ``MIN_ROWS`` runs from ``MIN_SOURCES`` sources (rows of one
-source share their errors, so one source is not enough to measure a spread).
+leave-one-publisher-out prediction of each calibration source (speed_loso.py's ``lopo_rows``; its
+leave-one-source-out rows where a results file has none). The frozen split never enters the intervals. Runs are
+grouped by regime (``uncertainty.speed_regime``: engine family x dense/MoE x parallelism x sequence band x
+global-batch band) and every coarser level of ``uncertainty.LEVELS``; each group stores the p10/p50/p90 of
+exp(residual) (:func:`weighted_quantile`, each publisher weighing the same) with its run, source and publisher
+counts. A request uses the finest group with at least ``MIN_ROWS`` runs from ``MIN_SOURCES`` publishers (runs of
+one publisher share their errors, so one publisher is not enough to measure a spread).
 
 Memory: ln(measured / predicted reserved_gib) of the fit corpus's calibration reports with a stated memory
 below 95 % of the GPU and a prediction below 95 % of it (both censored by the card otherwise), readings of the
 allocator's reserve made like for like (``fit_corpus.memory_log_ratio``), one pooled group; per-regime groups
 are measured beside it (``memory_regime_trial``).
 
-Coverage: on the calibration split, each source's runs are tested against intervals built without that source
-(leave-one-source-out again, so no run is covered by an interval built from itself); on the frozen split,
-against the intervals built from all calibration runs. An 80 % interval should cover 75-90 %.
+Coverage: on the calibration split, each publisher's speed runs (each source's memory reports) are tested against
+intervals built without that publisher (source), so no run is covered by an interval built from itself; on the
+frozen split, against the intervals built from all calibration runs. An 80 % interval should cover 75-90 %.
 """
 
 from __future__ import annotations
@@ -49,15 +50,6 @@ MIN_ROWS = 8
 MIN_SOURCES = 2
 MEMORY_MIN_ROWS = 8
 COMMAND = "python benchmarks/intervals.py"
-
-
-def quantile(xs: list[float], q: float) -> float:
-    """Linear interpolation between order statistics (numpy's default, Hyndman-Fan type 7)."""
-    s = sorted(xs)
-    pos = q * (len(s) - 1)
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(s) - 1)
-    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
 
 
 def weighted_quantile(xs: list[float], ws: list[float], q: float) -> float:

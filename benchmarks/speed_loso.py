@@ -428,6 +428,7 @@ def run(check: bool = False) -> dict:
         del v["sources"]
     lopo, per_publisher, _ = hold_out(rows, lambda r: r.publisher, cache=folds)
     weights = source_weights(rows)
+    table = publisher_table()  # read once, not once per source
     prior_errs = errors(rows, engines.PRIORS)
     excluded = excluded_errors(data, allfit)
     return {
@@ -438,7 +439,7 @@ def run(check: bool = False) -> dict:
         "sources": {k: v for k, v in data["sources"].items()},
         "prior_weight": PRIOR_WEIGHT, "weighting": WEIGHTING, "weighting_rule": WEIGHTINGS[WEIGHTING],
         "source_weights": {k: round(v, 5) for k, v in sorted(weights.items())},
-        "publishers": {s: publisher_of(data, s) for s in data["sources"]},
+        "publishers": {s: publisher_of(data, s, table) for s in data["sources"]},
         "lopo_summary": summary(lopo), "lopo_per_publisher": per_publisher, "lopo_rows": lopo,
         "lopo_score_mean_publisher_median_pct": publisher_score(per_publisher),
         "fitted_all_sources": {n: round(getattr(allfit, n), 6) for n in engines.FIT_FIELDS},

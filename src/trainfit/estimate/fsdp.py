@@ -131,8 +131,7 @@ def fsdp_volumes(model: ModelShape, wl: Workload, framework: str, label: str, pb
         root_share = root / (root + dense)
         layer_share = (1.0 - root_share) / max(1, model.num_layers)
     if framework in FSDP2_FRAMEWORKS:
-        layers = max(1, model.num_layers)
-        regather = 0.0 if wl.pp > 1 else bwd_frac * (layers - 1) / layers  # share of layer bytes gathered again
+        regather = fsdp2_layer_gather_passes(model, wl, bwd_frac) - 1.0  # share of layer bytes gathered again
         bwd_gather, bwd_edge = pbytes * (1.0 - root_share) * regather, 0.0
     else:
         bwd_gather = pbytes * (1.0 - root_share) * bwd_frac

@@ -354,7 +354,7 @@ def _strategy_buffers(m: ModelShape, wl: Workload, acc: _Sums, s: _Storage,
         # current layer + the next one prefetched, and the root group (embedding, head, final norm)
         # that FSDP2 does not reshard after forward
         root = (m.embedding_params + m.hidden_size) * cb / wl.tp
-        gathered = 2 * layer_max * cb + root * (1 - 1 / (data_parallel_group(wl)))
+        gathered = 2 * layer_max * cb + root * (1 - 1 / data_parallel_group(wl))
         # unsharded grads of one layer before reduce-scatter: only trainable parameters get gradients, so
         # with PEFT / freeze it is the largest layer's trainable share (FSDP2 reduce-scatters param.grad of
         # requires_grad parameters only: torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py)
@@ -406,7 +406,7 @@ def state_bytes(m: ModelShape, wl: Workload) -> ModelStates:
     offload_host, step_temp = _offload(wl, acc, step_temp, notes)
     if wl.optimizer == "paged-adamw-8bit":
         notes.append(_("paged-adamw-8bit: states counted on the GPU; bitsandbytes can page them to host RAM"))
-    reduce = {k: reduce_transient_bytes(n, wl.ds_bucket_elems, wl.dp * wl.seq_shards, s.grad)
+    reduce = {k: reduce_transient_bytes(n, wl.ds_bucket_elems, data_parallel_group(wl), s.grad)
               for k, n in acc.full_grad_elems.items()}
     if any(reduce.values()):
         notes.append(_("ZeRO-3: a gradient larger than the reduce bucket ({elems:.0e} elements) is reduced on its own, "
