@@ -884,3 +884,25 @@ def test_paths_over_the_name_limit_are_no_traceback(capsys, monkeypatch, argv, e
         _store.reset_cache()
         _store.set_overlay_path(None)
     assert rc in (0, 1, 2) and "Traceback" not in err, err
+
+
+@pytest.mark.parametrize("argv, echoed", [
+    (["memory", "\udcff", "--json"], True),  # a model name that is not valid UTF-8 (surrogateescape), echoed back
+    (["render", "\ud800", "--gpu", "A100-80GB", "--json", "--out", "OUT"], True),
+    (["memory", "Qwen3-8B", "--gpu", "\ud800", "--json"], False),  # refused by the input gate without echo
+    (["memory", "--bogus\udcff", "--json"], True),  # argparse's own error
+])
+def test_json_errors_survive_a_strict_utf8_stdout(tmp_path, argv, echoed):
+    """Found by benchmarks/fuzz.py: a lone surrogate echoed into a --json error raised UnicodeEncodeError on a
+    UTF-8 stdout (a traceback instead of the error). The JSON says it as a \\u escape and parses back to it."""
+    import contextlib
+    import io
+
+    buf = io.BytesIO()
+    out = io.TextIOWrapper(buf, encoding="utf-8", errors="strict", write_through=True)
+    with contextlib.redirect_stdout(out):
+        rc = main([str(tmp_path / "out") if a == "OUT" else a for a in argv])
+    assert rc == 2
+    doc = json.loads(buf.getvalue().decode("utf-8"))
+    bad = next(ch for a in argv for ch in a if "\ud800" <= ch <= "\udfff")
+    assert doc["error"]["code"] and (bad in doc["error"]["message"]) == echoed

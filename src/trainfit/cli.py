@@ -8,12 +8,12 @@ fast. Heavy parts (``trace``) import their dependencies inside their ``run`` fun
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from contextlib import contextmanager
 from typing import Iterator, Sequence
 
 from trainfit import i18n
+from trainfit._cli.common import json_text
 from trainfit.errors import InputError, TrainfitError
 from trainfit.i18n import _
 
@@ -43,7 +43,7 @@ class _Parser(argparse.ArgumentParser):
         message = _drop_repeated_flag(message)
         fix = _("`{prog} --help` lists the options and their values").format(prog=self.prog)
         if _Parser.json_errors:
-            print(json.dumps({"error": {"code": "bad-input", "message": message, "fix": fix}}, ensure_ascii=False))
+            print(json_text({"error": {"code": "bad-input", "message": message, "fix": fix}}))
         else:
             print(_error_text(message, fix), file=sys.stderr)
         raise SystemExit(2)
@@ -115,7 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _print_error(err: TrainfitError, as_json: bool) -> None:
     if as_json:
-        print(json.dumps({"error": {"code": err.code, "message": err.message, "fix": err.fix}}, ensure_ascii=False))
+        print(json_text({"error": {"code": err.code, "message": err.message, "fix": err.fix}}))
         return
     print(_error_text(err.message, err.fix), file=sys.stderr)
 

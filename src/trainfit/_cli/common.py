@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
 from typing import Any
 
@@ -95,6 +96,17 @@ def _finite(obj: Any) -> Any:
     return obj
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def json_text(obj: Any, **kw: Any) -> str:
+    """``obj`` as JSON text with non-ASCII characters as they are (``ensure_ascii=False``), except lone surrogates:
+    a command-line argument that is not valid UTF-8 reaches Python as ``\\udcXX`` (surrogateescape) and can be echoed
+    back in a message, and such a character cannot be written to a UTF-8 stdout. They can only sit inside JSON
+    strings, where the ``\\uXXXX`` escape says the same thing (``json.loads`` gives the character back)."""
+    text = json.dumps(obj, ensure_ascii=False, **kw)
+    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 def print_json(obj: Any) -> None:
-    json.dump(_finite(obj), sys.stdout, indent=2, ensure_ascii=False, allow_nan=False)
-    sys.stdout.write("\n")
+    sys.stdout.write(json_text(_finite(obj), indent=2, allow_nan=False) + "\n")
