@@ -67,7 +67,10 @@ for r in payload["rows"]:
         continue
     try:
         from trainfit.estimate import uncertainty
-        iv = uncertainty.speed_interval(row.model, row.workload, r["engine"])
+        try:  # trees before 2026-12-06 take no GPU generation
+            iv = uncertainty.speed_interval(row.model, row.workload, r["engine"], row.hardware.gpu_class)
+        except TypeError:
+            iv = uncertainty.speed_interval(row.model, row.workload, r["engine"])
         rec.update(p10=p * iv.p10, p50=p * iv.p50, p90=p * iv.p90, interval_group=iv.group)
     except Exception as exc:  # no interval in this tree
         rec["interval_error"] = repr(exc)

@@ -299,7 +299,7 @@ def errors(rows: list[Row], c: engines.EngineConstants) -> list[dict]:
                     "gpus": r.gpus, "engine": r.raw["engine"], "precision": r.raw["precision"],
                     "measured": r.measured, "predicted": round(p, 1), "error_pct": round(100 * (p / r.measured - 1), 1),
                     "log_ratio": round(math.log(r.measured / p), 6),
-                    "regime": speed_regime(r.model, r.workload, r.raw["engine"])})
+                    "regime": speed_regime(r.model, r.workload, r.raw["engine"], r.hardware.gpu_class)})
     return out
 
 

@@ -368,15 +368,15 @@ def _plan_speed(model: ModelShape, workload: Workload, g: Any, inst: Any, *, fra
 
     _calibration_readable()  # a broken overlay is an error, not "speed not estimated"
     try:
-        sp = estimate_speed(model, workload, hardware_for(g, inst, gpus_per_node=workload.gpus_on_node),
-                            framework=framework)
+        hw = hardware_for(g, inst, gpus_per_node=workload.gpus_on_node)
+        sp = estimate_speed(model, workload, hw, framework=framework)
     except WorkloadError as e:
         warnings.append(_("speed not estimated: {message}").format(message=e.message))
         return {}
 
     speed: dict[str, Any] = {"tokens_per_s": sp.tokens_per_s, "step_seconds": sp.step_seconds, "mfu": sp.mfu,
                              "framework": sp.framework, "calibration": calibration_note(sp.assumptions),
-                             "speed_interval": plan_speed_interval(model, workload, sp.framework)}
+                             "speed_interval": plan_speed_interval(model, workload, sp.framework, hw.gpu_class)}
     warnings += list(sp.warnings)
     if tokens:
         tt = training_time(sp, tokens)

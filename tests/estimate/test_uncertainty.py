@@ -369,3 +369,28 @@ def test_weighted_quantile_matches_the_plain_one_on_equal_weights():
     assert iv.weighted_quantile(xs, [1.0] * 5, 0.0) == -0.1 and iv.weighted_quantile(xs, [1.0] * 5, 1.0) == 0.5
     # doubling one value's weight moves the median towards it
     assert iv.weighted_quantile(xs, [1, 1, 1, 1, 4], 0.5) > 0.2
+
+
+def test_a_gpu_generation_no_calibration_run_used_is_outside_the_domain():
+    reg, g, dom = _groups()
+    dom = {**dom, "gpu_class": ["ampere", "hopper"]}
+    seen = U.interval_from_groups(dict(reg, gpu_class="hopper"), g, dom, min_rows=8, min_sources=2, widen_out=2.0)
+    unseen = U.interval_from_groups(dict(reg, gpu_class="ada"), g, dom, min_rows=8, min_sources=2, widen_out=2.0)
+    assert not seen.out_of_domain and unseen.out_of_domain and "ada GPUs" in unseen.note
+    assert unseen.p90 / unseen.p10 > seen.p90 / seen.p10
+    # the packaged data records the generations measured, and an Ada card is outside them
+    assert "ada" not in U.load_data()["speed"]["domain"]["gpu_class"]
+    m, wl = get_model("Qwen3-8B"), _wl(strategy="zero2", method="lora", gpus=1, gpus_per_node=1)
+    assert U.speed_interval(m, wl, None, "ada").out_of_domain
+    assert U.speed_interval(m, wl, None, "hopper").group == U.speed_interval(m, wl, None).group
+
+
+def test_speed_groups_used_have_enough_publishers_to_show_a_spread():
+    import intervals as I
+
+    d = U.load_data()["speed"]
+    assert d["min_sources"] == I.MIN_SOURCES >= 3
+    res = json.loads((ROOT / "benchmarks" / "results" / "intervals.json").read_text(encoding="utf-8"))
+    assert set(res["publisher_threshold_trial"]) == {str(m) for m in I.PUBLISHER_THRESHOLDS}
+    for row in res["speed_frozen_rows"]:
+        assert d["groups"][row["group"]]["publishers"] >= I.MIN_SOURCES, row

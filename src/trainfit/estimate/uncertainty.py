@@ -66,15 +66,21 @@ def parallelism(workload: Any) -> str:
         "+cp" if w.cp > 1 else "") + ("+sp" if getattr(w, "ulysses", 1) > 1 else "")
 
 
-def speed_regime(model: Any, workload: Any, framework: str | None) -> dict[str, str]:
-    """The speed regime of a workload: engine family, dense/MoE, parallelism, sequence band, global-batch band."""
+def speed_regime(model: Any, workload: Any, framework: str | None, gpu_class: str | None = None) -> dict[str, str]:
+    """The speed regime of a workload: engine family, dense/MoE, parallelism, sequence band, global-batch band;
+    with ``gpu_class`` (``Hardware.gpu_class``: ampere, hopper, ada, ...) also the GPU generation, which does not
+    group runs (one law, the roofline ridge, carries speed across Ampere and Hopper) but decides whether the
+    request lies inside the calibration domain."""
     from trainfit.estimate.engines import FAMILY_OF
     from trainfit.estimate.speed import default_framework
 
     fw = framework or default_framework(workload)
-    return {"family": FAMILY_OF.get(fw, fw), "arch": "moe" if getattr(model, "num_experts", 0) else "dense",
-            "par": parallelism(workload), "seq": _band(workload.seq_len, SEQ_BANDS),
-            "gbs": _band(workload.global_batch, GBS_BANDS)}
+    reg = {"family": FAMILY_OF.get(fw, fw), "arch": "moe" if getattr(model, "num_experts", 0) else "dense",
+           "par": parallelism(workload), "seq": _band(workload.seq_len, SEQ_BANDS),
+           "gbs": _band(workload.global_batch, GBS_BANDS)}
+    if gpu_class:
+        reg["gpu_class"] = str(gpu_class)
+    return reg
 
 
 def group_key(regime: dict[str, str], level: tuple[str, ...]) -> str:
@@ -158,6 +164,9 @@ def interval_from_groups(regime: dict[str, str], groups: dict[str, dict], domain
                     missing.append(regime[f])
             if not groups.get(group_key(regime, LEVELS[1])):
                 missing.append(_("{arch} {par} together").format(arch=regime["arch"], par=regime["par"]))
+        seen = domain.get("gpu_class")
+        if regime.get("gpu_class") and seen and regime["gpu_class"] not in seen:
+            missing.append(_("{gpu_class} GPUs").format(gpu_class=regime["gpu_class"]))
     p10, p50, p90 = g["p10"], g["p50"], g["p90"]
     k = widen_out if missing else widen
     lo, hi = math.log(p10 / p50), math.log(p90 / p50)
@@ -173,9 +182,10 @@ def interval_from_groups(regime: dict[str, str], groups: dict[str, dict], domain
                     out_of_domain=bool(missing), note=note)
 
 
-def speed_interval(model: Any, workload: Any, framework: str | None) -> Interval:
-    """The interval of measured / predicted tokens/s for a workload under an engine (``--framework``)."""
-    return _speed_interval_of(tuple(speed_regime(model, workload, framework).items()), i18n.current())
+def speed_interval(model: Any, workload: Any, framework: str | None, gpu_class: str | None = None) -> Interval:
+    """The interval of measured / predicted tokens/s for a workload under an engine (``--framework``) on a GPU
+    generation (``gpu_class``; a generation no calibration run used is outside the domain)."""
+    return _speed_interval_of(tuple(speed_regime(model, workload, framework, gpu_class).items()), i18n.current())
 
 
 @lru_cache(maxsize=1024)
@@ -237,20 +247,20 @@ def headroom_range(usable_gib: float | None, reserved_gib: float) -> dict[str, f
     return {"p10": usable_gib - rng["p90"], "p50": usable_gib - rng["p50"], "p90": usable_gib - rng["p10"]}
 
 
-def plan_speed_interval(model: Any, workload: Any, framework: str | None) -> dict | None:
+def plan_speed_interval(model: Any, workload: Any, framework: str | None, gpu_class: str | None = None) -> dict | None:
     """:func:`speed_interval` as the plan stores it (None when the data file is missing)."""
     try:
-        return speed_interval(model, workload, framework).to_dict()
+        return speed_interval(model, workload, framework, gpu_class).to_dict()
     except (OSError, KeyError, ValueError):
         return None
 
 
-def rl_speed_interval(model: Any, workload: Any) -> dict | None:
+def rl_speed_interval(model: Any, workload: Any, gpu_class: str | None = None) -> dict | None:
     """The interval of an RL step (rollout generation, reward, weight sync and the policy update): no published
     RL run calibrates it, so it is the update's own regime interval widened :data:`OUT_OF_DOMAIN_WIDENING` x in
     log space and flagged outside the calibration domain (a stated assumption, not a measurement)."""
     try:
-        iv = speed_interval(model, workload, None)
+        iv = speed_interval(model, workload, None, gpu_class)
     except (OSError, KeyError, ValueError):
         return None
     lo, hi = math.log(iv.p10 / iv.p50), math.log(iv.p90 / iv.p50)

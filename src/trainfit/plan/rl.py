@@ -187,9 +187,10 @@ def rl_plan(model: ModelShape, wl: Workload, rl: Any, est: Any, *, gpu: Any, usa
         warnings += list(sp.warnings)
         seq_tokens = rl.seqs_per_step * rl.seq_len
         from trainfit.estimate.uncertainty import rl_speed_interval
+        from trainfit.plan.hardware import gpu_class_of
 
         timing = {"step_seconds": sp.step_seconds, "tokens_per_s": seq_tokens / sp.step_seconds,
-                  "framework": rl.rl_framework, "speed_interval": rl_speed_interval(model, wl)}
+                  "framework": rl.rl_framework, "speed_interval": rl_speed_interval(model, wl, gpu_class_of(gpu))}
         if steps:
             hours = sp.step_seconds * steps / 3600
             timing.update({"hours": hours, "gpu_hours": hours * wl.gpus, "tokens": float(steps * seq_tokens)})

@@ -446,14 +446,15 @@ def _evaluate(req: PlanRequest, inst: Any, gpu: Any, gpn: int, nodes: int, wl: W
     from trainfit.plan.pricing import time_and_cost
 
     framework = speed_framework(req.framework, req.target, wl)
-    sp = estimate_speed(req.model, wl, hardware_for(gpu, inst, gpus_per_node=gpn), framework=framework)
+    hw = hardware_for(gpu, inst, gpus_per_node=gpn)
+    sp = estimate_speed(req.model, wl, hw, framework=framework)
     slow = slow_network(inst, nodes, sp)
     if slow is not None and "slow-network" not in req.ignore_rules:
         if miss is not None:
             miss.other = slow
         return None
     tt = training_time(sp, req.tokens)
-    siv = plan_speed_interval(req.model, wl, sp.framework)
+    siv = plan_speed_interval(req.model, wl, sp.framework, hw.gpu_class)
     tc = time_and_cost(inst=inst, hours=tt.hours, gpus=wl.gpus, trainable_params=est.params.trainable, nodes=nodes,
                        spot=req.spot, region=req.region, interruption_rate=req.interruption_rate_per_node_hour,
                        checkpoint_interval_hours=req.checkpoint_interval_hours, speed_interval=siv)

@@ -37,7 +37,9 @@ def rl_report(model: ModelShape, workload: Workload, rl: RLConfig, gpu_mem_gib: 
 
         sp = rl_step_speed(model, wl, rl, est, gpu=gpu, instance=instance)
         out["speed"] = sp.to_dict()
-        out["speed"]["interval"] = siv = rl_speed_interval(model, wl)
+        from trainfit.plan.hardware import gpu_class_of
+
+        out["speed"]["interval"] = siv = rl_speed_interval(model, wl, gpu_class_of(gpu))
         if siv:  # p10/p50/p90 of every figure: tokens/s with the speed, the seconds against it (issue 26)
             iv = Interval.from_dict(siv)
             out["speed"]["intervals"] = {k: iv.scale(v, inverse=k.endswith("_seconds"))
