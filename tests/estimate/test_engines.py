@@ -440,8 +440,17 @@ def test_share_of_peak_follows_the_roofline_ridge(q8):
     wl = Workload(seq_len=4096, micro_batch=1, gpus=8, tp=4, strategy="zero1")
     s20, s100 = (estimate_speed(q8, wl, hw, framework="megatron") for hw in (h20, H100))
     assert s20.mfu > s100.mfu
-    # classes without published runs keep their fixed factor, whatever the bandwidth
-    assert engines.class_factor(c, "ada", 50.0) == engine_assumptions.GPU_CLASS_FACTOR_FIXED["ada"]
+    # older classes keep their fixed factor, whatever the bandwidth; Ada follows the law (L40S, ridge 419, below
+    # H100's share; L20, ridge 138, above it), and a GPU measured far off the law takes its measurement
+    assert engines.class_factor(c, "volta", 50.0) == engine_assumptions.GPU_CLASS_FACTOR_FIXED["volta"]
+    assert engines.class_factor(c, "ada", 362e3 / 864) < 1.0 < engines.class_factor(c, "ada", 119.5e3 / 864)
+    l4 = engine_assumptions.MEASURED_GEMM_SHARE["L4"]
+    assert engines.class_factor(c, "ada", 121e3 / 300, l4) == pytest.approx(l4 / engine_assumptions.H100_SXM_GEMM_SHARE)
+    law = Hardware(name="L4-law", gpu_class="ada", peak_tflops=121, mem_gbytes_per_s=300, intra_node_gbytes_per_s=32)
+    meas = Hardware(name="L4", gpu_class="ada", peak_tflops=121, mem_gbytes_per_s=300, intra_node_gbytes_per_s=32)
+    wl1 = Workload(seq_len=4096, micro_batch=1, gpus=1, strategy="ddp", method="lora")
+    slow, fast = (estimate_speed(q8, wl1, hw, framework="hf-trainer") for hw in (meas, law))
+    assert slow.tokens_per_s < fast.tokens_per_s  # the measured share (0.52 of peak) is below the law's (0.77)
 
 
 def test_interleaved_pipeline_shrinks_the_bubble(q8):

@@ -10,7 +10,8 @@ from typing import Any
 
 from trainfit.estimate.engine_assumptions import (
     ATTENTION_BACKWARD_FLOP_FACTOR, ATTENTION_CAUSAL_BLOCK, ATTENTION_PEAK_SHARE, ATTENTION_REFERENCE_RIDGE,
-    ATTENTION_REFERENCE_SEQ, ATTENTION_SEQ_HALF, GPU_CLASS_FACTOR_FIXED,
+    ATTENTION_REFERENCE_SEQ, ATTENTION_SEQ_HALF, GPU_CLASS_FACTOR_FIXED, H100_SXM_GEMM_SHARE, REFERENCE_RIDGE,
+    RIDGE_LAW_CLASSES,
 )
 from trainfit.estimate.engine_terms import attention_head_padding
 from trainfit.models.shapes import ModelShape
@@ -53,7 +54,7 @@ def attention_rate_share(c: Any, gpu_class: str, ridge: float, backward: bool, s
     ``s / (s + ATTENTION_CAUSAL_BLOCK)``."""
     gen = gpu_class if gpu_class in ATTENTION_PEAK_SHARE else "ampere"
     share = ATTENTION_PEAK_SHARE[gen][1 if backward else 0]
-    if gpu_class in ("hopper", "ampere"):
+    if gpu_class in RIDGE_LAW_CLASSES:  # Ada from the Ampere reference (FlashAttention-2 is its kernel)
         cls = (ATTENTION_REFERENCE_RIDGE[gen] / ridge) ** c.ridge_exponent if ridge > 0 else 1.0
     else:
         cls = GPU_CLASS_FACTOR_FIXED.get(gpu_class, 0.6)
@@ -64,6 +65,16 @@ def attention_rate_share(c: Any, gpu_class: str, ridge: float, backward: bool, s
     return share * cls * length * causal
 
 
+def measured_share_scale(c: Any, f: Any) -> float:
+    """A measured GEMM share's correction to the ridge law (``engine_assumptions.MEASURED_GEMM_SHARE``; 1 without
+    one): the attention kernels of that GPU run under the same clock and power limits as its GEMMs."""
+    if not getattr(f, "gemm_share_measured", 0.0):
+        return 1.0
+    ridge16 = f.peak16_tflops * 1e3 / f.mem_gbytes_per_s
+    law = (REFERENCE_RIDGE / ridge16) ** c.ridge_exponent if f.gpu_class in RIDGE_LAW_CLASSES else 1.0
+    return f.gemm_share_measured / H100_SXM_GEMM_SHARE / law
+
+
 def attention_seconds(f: Any, c: Any) -> float:
     """Flash-attention time of one step: forward and backward FLOPs each at their own kernel rate
     (:func:`attention_rate_share` x the engine's ``attention_relative``, x ``fa2_hopper_factor`` for an Ampere
@@ -72,7 +83,7 @@ def attention_seconds(f: Any, c: Any) -> float:
         return 0.0
     ridge16 = f.peak16_tflops * 1e3 / f.mem_gbytes_per_s
     rel = (c.attention_relative(f.family) * (c.fa2_hopper_factor if f.fa2_on_hopper else 1.0)
-           * (c.triton_attention_factor if f.triton_attention else 1.0))
+           * (c.triton_attention_factor if f.triton_attention else 1.0) * measured_share_scale(c, f))
     out = 0.0
     for flops, backward in ((f.attention_forward_flops, False), (f.attention_backward_flops, True)):
         if flops:

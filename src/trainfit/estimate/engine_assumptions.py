@@ -100,10 +100,32 @@ REFERENCE_RIDGE: float = 989e12 / 3.35e12
 """Roofline ridge point of H100 SXM (dense bf16 FLOP/s per HBM byte/s, ~295): the GPU the efficiency
 constants are expressed for (``EngineConstants.ridge_exponent`` scales other Hopper/Ampere GPUs from it)."""
 
-GPU_CLASS_FACTOR_FIXED: dict[str, float] = {"ada": 0.85, "volta": 0.8, "turing": 0.6}
+RIDGE_LAW_CLASSES: tuple[str, ...] = ("hopper", "ampere", "ada")
+"""GPU generations whose share of the 16-bit peak follows the roofline-ridge law
+(``EngineConstants.ridge_exponent``). Ada joined on 2026-12-07, replacing an assumed flat 0.85 x H100's share,
+on public ``torch.mm`` measurements of large square GEMMs (best size of 1024-10240, one table, its H100 80GB HBM3
+rows at 79-80 % and A100 SXM at 85 % of peak, as stas00's MAMF table): L40S BF16 269 TFLOP/s of 362 (74 %; the
+law says 77 %, the old factor 68 %), RTX 4090 160-173 of 165 (97-105 %; law 86 %), RTX 4090D about 100 % of its
+peak (https://github.com/zzc0721/torch-performance-test-data/blob/main/database.md); L20 114 of 119.5 (95 %; law
+88 %; https://github.com/zzc0721/torch-performance-test-data/issues/107). The law is closer than the flat
+factor for every Ada card measured except the 72 W L4 (:data:`MEASURED_GEMM_SHARE`); for the half-rate parts
+(4090, L20, and by the same per-SM rate the L40) it still under-states by 7-14 %. No Ada *training* run is in
+the calibration set: Ada requests are flagged outside the calibration domain (``uncertainty``)."""
+
+GPU_CLASS_FACTOR_FIXED: dict[str, float] = {"volta": 0.8, "turing": 0.6}
 """Assumption (no published runs with full settings in the calibration set): GEMM efficiency of these
-classes relative to Hopper. Ada (L20/L40S/4090) GEMMs sustain a similar fraction of their lower peak but
-are power-capped; V100 lacks bf16; T4 is power-capped at 70 W."""
+classes relative to Hopper. V100 lacks bf16; T4 is power-capped at 70 W."""
+
+H100_SXM_GEMM_SHARE: float = 0.803
+"""Share of its dense BF16 peak a large GEMM sustains on H100 SXM (MAMF, stas00/ml-engineering, as in
+``EngineConstants.ridge_exponent``): the reference :data:`MEASURED_GEMM_SHARE` is divided by."""
+
+MEASURED_GEMM_SHARE: dict[str, float] = {"L4": 0.52}
+"""GPUs (catalog names) whose measured large-GEMM share of the dense 16-bit peak departs from the ridge law by more
+than 20 %, used instead of it. L4 (72 W board): BF16 ``torch.mm`` 71 TFLOP/s at 2048^3 but 55-59 at 4096^3 and
+above (https://github.com/zzc0721/torch-performance-test-data/issues/120), 66 in a second table
+(https://github.com/chsasank/device-benchmarks): 0.45-0.59 of 121, midpoint 0.52, where the law says 0.77 (the
+clock falls under the power cap at large sizes)."""
 
 STACKED_EXPERT_GRAD_PASSES: float = 4.0
 """Hugging Face eager expert loop over *stacked* expert weights (one ``[E, out, in]`` parameter indexed per
@@ -140,7 +162,8 @@ TransformerEngine and PyTorch SDPA run there, 595 and 516 TFLOP/s (FlashAttentio
 forward/backward speed, head dim 128 (H100 80GB SXM5)"); Ampere (A100 SXM, 312 TFLOP/s): FlashAttention-2 "up to
 73 % of the theoretical maximum FLOPs/s" forward and "up to 63 %" backward (https://arxiv.org/abs/2307.08691,
 section 4.1). Other Hopper/Ampere GPUs scale from their generation's reference by the ridge law
-(``EngineConstants.ridge_exponent``); Ada/Volta/Turing take the Ampere shares x ``GPU_CLASS_FACTOR_FIXED``.
+(``EngineConstants.ridge_exponent``), Ada from the Ampere reference by the same law; Volta/Turing take the Ampere
+shares x ``GPU_CLASS_FACTOR_FIXED``.
 FlashAttention-2 on a Hopper GPU runs at ``EngineConstants.fa2_hopper_factor`` of the Hopper kernel."""
 
 ATTENTION_REFERENCE_RIDGE: dict[str, float] = {"hopper": REFERENCE_RIDGE, "ampere": 312e12 / 2.039e12}

@@ -44,7 +44,7 @@ from trainfit.i18n import N_, _, translate
 from trainfit.estimate.engine_assumptions import (
     KERNELS_PER_LAYER, KERNELS_PER_MOE_LAYER, KERNELS_PER_EXPERT, COMPILED_KERNEL_FACTOR,
     LINEAR_ATTENTION_RELATIVE, CE_BYTES_PER_LOGIT, HBM_EFFICIENCY,
-    GPU_CLASS_FACTOR_FIXED, REFERENCE_RIDGE,
+    GPU_CLASS_FACTOR_FIXED, REFERENCE_RIDGE, RIDGE_LAW_CLASSES, H100_SXM_GEMM_SHARE, MEASURED_GEMM_SHARE,
 )
 from trainfit.estimate.attention_time import attention_seconds, flash_attention_flops
 from trainfit.estimate import engine_terms as terms
@@ -222,6 +222,9 @@ class EngineFeatures:
 
     family: str
     gpu_class: str
+    gemm_share_measured: float = 0.0
+    """The GPU's measured large-GEMM share of its dense 16-bit peak where the ridge law misses it
+    (``engine_assumptions.MEASURED_GEMM_SHARE``); 0: the law."""
     fp8: bool
     compiled: bool
     peak16_tflops: float
@@ -389,7 +392,7 @@ def features(model: ModelShape, wl: Workload, hw: Any, framework: str, *, flops:
     forwards = 1.0 + (1.0 if wl.grad_ckpt else recompute_fraction)  # selective recompute re-runs attention too
     eager_flops, eager_bytes = terms.eager_attention(model, wl, flops, tokens_step_gpu, forwards)
     return EngineFeatures(
-        family=family, gpu_class=hw.gpu_class, fp8=wl.precision == "fp8" and bool(hw.peak_fp8_tflops),
+        family=family, gpu_class=hw.gpu_class, gemm_share_measured=MEASURED_GEMM_SHARE.get(hw.name, 0.0), fp8=wl.precision == "fp8" and bool(hw.peak_fp8_tflops),
         compiled=compiled, peak16_tflops=hw.peak_tflops, peak_fp8_tflops=hw.peak_fp8_tflops,
         mem_gbytes_per_s=bw,
         dense_gemm_flops=dense_fwd * per, expert_gemm_flops=expert_fwd * per * imb,
@@ -417,10 +420,14 @@ def features(model: ModelShape, wl: Workload, hw: Any, framework: str, *, flops:
     )
 
 
-def class_factor(c: EngineConstants, gpu_class: str, ridge: float = REFERENCE_RIDGE) -> float:
-    """Share of peak relative to H100 SXM: the ridge law for Hopper/Ampere (``ridge_exponent``), fixed
-    assumptions for the classes no published run covers."""
-    if gpu_class in ("hopper", "ampere"):
+def class_factor(c: EngineConstants, gpu_class: str, ridge: float = REFERENCE_RIDGE,
+                 measured_share: float = 0.0) -> float:
+    """Share of peak relative to H100 SXM: a GPU's measured large-GEMM share where the ridge law misses it
+    (``engine_assumptions.MEASURED_GEMM_SHARE``), else the ridge law for Hopper/Ampere/Ada (``ridge_exponent``),
+    fixed assumptions for the older classes."""
+    if measured_share:
+        return measured_share / H100_SXM_GEMM_SHARE
+    if gpu_class in RIDGE_LAW_CLASSES:
         return (REFERENCE_RIDGE / ridge) ** c.ridge_exponent if ridge > 0 else 1.0
     return GPU_CLASS_FACTOR_FIXED.get(gpu_class, 0.6)
 
@@ -428,7 +435,7 @@ def class_factor(c: EngineConstants, gpu_class: str, ridge: float = REFERENCE_RI
 def compute_time(f: EngineFeatures, c: EngineConstants) -> EngineTime:
     """Step compute time from features and constants (cheap: used inside the fit loop)."""
     ridge16 = f.peak16_tflops * 1e3 / f.mem_gbytes_per_s  # roofline ridge in FLOP per byte
-    cls = class_factor(c, f.gpu_class, ridge16)
+    cls = class_factor(c, f.gpu_class, ridge16, f.gemm_share_measured)
     e16 = min(0.95, c.gemm_eff(f.family) * cls)
     r16 = f.peak16_tflops * 1e12 * e16
     if f.fp8 and f.peak_fp8_tflops:
