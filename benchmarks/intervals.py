@@ -51,7 +51,7 @@ MIN_SOURCES = 3
 """Publishers a speed group needs before its own spread is used (else it backs off to a coarser group). Three, not
 two: a group's p10/p90 must show how far a *new* publisher's runs sit off, and that spread is not measured by two
 publishers (with two, each leave-one-publisher-out fold sees one, so the calibration coverage never tests the
-two-publisher groups the shipped intervals use). Chosen on 2026-12-07 between 2, 3 and 4
+two-publisher groups the shipped intervals use). Chosen on 2026-12-06 between 2, 3 and 4
 (``publisher_threshold_trial`` in benchmarks/results/intervals.json)."""
 MEMORY_MIN_ROWS = 8
 COMMAND = "python benchmarks/intervals.py"
@@ -465,7 +465,7 @@ def markdown(res: dict) -> str:
           for m in ("outcome_fit", "spread_only")],
         "", f"Publishers a speed group needs (`MIN_SOURCES`, now {MIN_SOURCES}), compared on both splits (each "
         "column built as above; the calibration criterion is the publisher-weighted leave-one-publisher-out coverage "
-        "and the width at that coverage). Chosen on 2026-12-07: 3 gives calibration coverage as high as 2 with "
+        "and the width at that coverage). Chosen on 2026-12-06: 3 gives calibration coverage as high as 2 with "
         "narrower intervals, and a spread between publishers cannot be measured from two. Said plainly: the trial "
         "was run after the frozen split had shown 58.5 % coverage with 2, so the frozen column below is no longer "
         "a blind test of this one choice.", "",

@@ -102,7 +102,7 @@ constants are expressed for (``EngineConstants.ridge_exponent`` scales other Hop
 
 RIDGE_LAW_CLASSES: tuple[str, ...] = ("hopper", "ampere", "ada")
 """GPU generations whose share of the 16-bit peak follows the roofline-ridge law
-(``EngineConstants.ridge_exponent``). Ada joined on 2026-12-07, replacing an assumed flat 0.85 x H100's share,
+(``EngineConstants.ridge_exponent``). Ada joined on 2026-12-06, replacing an assumed flat 0.85 x H100's share,
 on public ``torch.mm`` measurements of large square GEMMs (best size of 1024-10240, one table, its H100 80GB HBM3
 rows at 79-80 % and A100 SXM at 85 % of peak, as stas00's MAMF table): L40S BF16 269 TFLOP/s of 362 (74 %; the
 law says 77 %, the old factor 68 %), RTX 4090 160-173 of 165 (97-105 %; law 86 %), RTX 4090D about 100 % of its
