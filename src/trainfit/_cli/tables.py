@@ -132,13 +132,6 @@ def _range_line(rng: dict | None, unit: str = "") -> str:
     return f"\n({lo}–{hi}{unit})"
 
 
-def interval_lines(iv: dict | None) -> list[str]:
-    """The speed interval's provenance for a footnote, flagged when outside the calibration domain."""
-    if not iv:
-        return []
-    return [(_("outside the calibration domain: ") if iv.get("out_of_domain") else "") + str(iv.get("note") or "")]
-
-
 def _prob(p: float) -> str:
     from trainfit.estimate.uncertainty import format_probability
 
@@ -248,9 +241,8 @@ def _print_row_notes(c: Console, plans: list, top: int) -> None:
     for i, p in enumerate(plans[:top]):
         siv = p.get("speed_interval")
         if siv and siv.get("out_of_domain"):
-            note = str(siv.get("note") or "").removeprefix("outside the calibration domain").lstrip(" :")
-            c.print(_("[yellow]#{n} outside the calibration domain:[/yellow] {note}").format(n=i + 1,
-                                                                                             note=escape(note)))
+            # the note itself says "outside the calibration domain (...)", in the user's language
+            c.print(f"[yellow]#{i + 1}[/yellow] " + escape(str(siv.get("note") or "")))
         if p.get("oom_probability") is not None and p["oom_probability"] >= 0.1:
             c.print("[dim]" + _("#{n} P(OOM) {p} (calibrated on what published runs near their card's limit did: "
                                 "ran or OOM)").format(n=i + 1, p=_prob(p["oom_probability"])) + "[/dim]")

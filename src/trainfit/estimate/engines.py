@@ -223,8 +223,7 @@ class EngineFeatures:
     family: str
     gpu_class: str
     gemm_share_measured: float = 0.0
-    """The GPU's measured large-GEMM share of its dense 16-bit peak where the ridge law misses it
-    (``engine_assumptions.MEASURED_GEMM_SHARE``); 0: the law."""
+    """Measured large-GEMM share of the peak where the ridge law misses it (``MEASURED_GEMM_SHARE``); 0: the law."""
     fp8: bool
     compiled: bool
     peak16_tflops: float
@@ -422,9 +421,8 @@ def features(model: ModelShape, wl: Workload, hw: Any, framework: str, *, flops:
 
 def class_factor(c: EngineConstants, gpu_class: str, ridge: float = REFERENCE_RIDGE,
                  measured_share: float = 0.0) -> float:
-    """Share of peak relative to H100 SXM: a GPU's measured large-GEMM share where the ridge law misses it
-    (``engine_assumptions.MEASURED_GEMM_SHARE``), else the ridge law for Hopper/Ampere/Ada (``ridge_exponent``),
-    fixed assumptions for the older classes."""
+    """Share of peak relative to H100 SXM: a measured share where the ridge law misses it (``MEASURED_GEMM_SHARE``),
+    else the ridge law for Hopper/Ampere/Ada (``ridge_exponent``), fixed assumptions for the older classes."""
     if measured_share:
         return measured_share / H100_SXM_GEMM_SHARE
     if gpu_class in RIDGE_LAW_CLASSES:

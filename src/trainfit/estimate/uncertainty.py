@@ -230,6 +230,16 @@ def oom_probability(reserved_gib: float, usable_gib: float, releasable_gib: floa
     return 0.5 * math.erfc(-z / math.sqrt(2))
 
 
+def even_odds_share() -> float:
+    """The share of a card's usable memory at which :func:`oom_probability` gives even odds (``exp(mu)`` of the data
+    file's fitted location; 1.0 without one): the planner prefers settings below it."""
+    try:
+        fit = load_data()["memory"].get("oom")
+    except (OSError, KeyError, ValueError):
+        return 1.0
+    return math.exp(float(fit["mu"])) if fit else 1.0
+
+
 def memory_range(reserved_gib: float) -> dict[str, float] | None:
     """p10/p50/p90 of the GiB a job predicted at ``reserved_gib`` needs (None when the data file is missing)."""
     try:
@@ -294,7 +304,8 @@ def ranges_overlap(a: dict | None, b: dict | None) -> bool:
     return a["p10"] <= b["p90"] and b["p10"] <= a["p90"]
 
 
-__all__ = ["GBS_BANDS", "Interval", "LEVELS", "OUT_OF_DOMAIN_WIDENING", "SEQ_BANDS", "format_probability", "format_range",
+__all__ = ["GBS_BANDS", "Interval", "LEVELS", "OUT_OF_DOMAIN_WIDENING", "SEQ_BANDS", "even_odds_share",
+           "format_probability", "format_range",
            "group_key",
            "headroom_range", "interval_from_groups", "load_data", "memory_interval", "memory_range", "oom_probability", "parallelism",
            "plan_speed_interval", "ranges_overlap", "rl_speed_interval", "speed_interval", "speed_regime"]

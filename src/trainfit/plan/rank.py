@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from trainfit.estimate.uncertainty import format_probability
 from trainfit.i18n import N_, _, translate
 from trainfit.plan.types import Plan
 
@@ -40,11 +41,23 @@ def ranking_basis(objective: str, plans: list[Plan] | tuple[Plan, ...]) -> Basis
     return "cost" if common_currency(plans) is not None else "gpu_hours"
 
 
+#: A plan at or above this calibrated P(OOM) (``FitDecision.oom_probability``) ranks after every plan below it:
+#: "more likely to fail than not". Its verdict can still be ``fits`` (the 5 % safety margin is a separate rule).
+OOM_RANK_LIMIT = 0.5
+
+
+def is_unsure(p: Plan) -> bool:
+    """Whether a plan ranks after the sure ones: its verdict is not a clean ``fits``, or its P(OOM) is at least
+    :data:`OOM_RANK_LIMIT`."""
+    return p.fit.verdict != "fits" or (p.fit.oom_probability or 0.0) >= OOM_RANK_LIMIT
+
+
 def score(req: PlanRequest, p: Plan, basis: Basis | None = None) -> tuple:
     """Sort key of a plan (smaller ranks first). ``basis`` None: compare plans of one instance type (one price
     status, so cost and GPU-hours order them alike)."""
-    # a plan whose verdict is not a clean "fits" (host RAM unknown) is never ranked above one that is
-    unsure = p.fit.verdict != "fits"
+    # a plan whose verdict is not a clean "fits" (host RAM unknown), or that is more likely to run out of GPU memory
+    # than not, is never ranked above one that is a clean, likely fit
+    unsure = is_unsure(p)
     if basis is None:
         basis = "hours" if req.objective == "time" else ("cost" if p.cost is not None else "gpu_hours")
     if basis == "hours":
@@ -148,8 +161,12 @@ def rank(req: PlanRequest, plans: list[Plan]) -> tuple[list[Plan], Ranking]:
                              tied=", ".join(f"#{i + 1}" for i in tied), basis=translate(_BASIS_WORDS[basis]))
         if first.fit.verdict != "fits":
             why += _("; its fit is not a clean 'fits' (see its warnings), and no plan that surely fits was found")
-        elif any(p.fit.verdict != "fits" for p in ordered):
-            why += _("; plans whose fit is unsure (host RAM unknown) rank after the sure ones")
+        elif is_unsure(first):
+            why += _("; its P(OOM) is {p}: no plan below even odds was found").format(
+                p=format_probability(first.fit.oom_probability or 0.0))
+        elif any(is_unsure(p) for p in ordered):
+            why += _("; plans whose fit is unsure (host RAM unknown, or P(OOM) at even odds or above) rank after "
+                     "the sure ones")
     by_provider = tuple((prov, translate(PRICE_HOWTO.get(prov, PRICE_HOWTO_DEFAULT)))
                         for prov in sorted({ordered[i].provider for i in unpriced}))
     price_fix = "; ".join(f"{prov}: {how}" for prov, how in by_provider) or None

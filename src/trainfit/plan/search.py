@@ -384,7 +384,12 @@ def _best_on_instance(req: PlanRequest, inst: Any, gpu: Any, stated: str, layout
 
     miss = _Best()
     best: tuple[tuple, Plan] | None = None
+    from trainfit.estimate.uncertainty import even_odds_share
+
     limit = gpu.usable_mem_gib * (1 - req.memory_margin)
+    # settings an expert would sign first: below the even odds of P(OOM) (calibrated, docs/accuracy.md), falling back
+    # to the verdict's own limit only when nothing on the layout fits below it (rank.is_unsure ranks those last)
+    sure = min(limit, gpu.usable_mem_gib * even_odds_share())
     precision, prec_note = _precision_for(req, gpu)
     if prec_note:
         stated = "; ".join(x for x in (stated, prec_note) if x)
@@ -414,7 +419,9 @@ def _best_on_instance(req: PlanRequest, inst: Any, gpu: Any, stated: str, layout
         configs, layout_err = config_cache[key]
         if layout_err is not None and miss.layout is None:
             miss.layout = layout_err
-        for wl, est in _fit_layout(req, _for_target(req, configs, miss), limit, miss, inst):
+        cands = _for_target(req, configs, miss)
+        fitted = _fit_layout(req, cands, sure, miss, inst) if sure < limit else []
+        for wl, est in fitted or _fit_layout(req, cands, limit, miss, inst):
             fit = decide_fit(est, usable_gib=gpu.usable_mem_gib, gpus_per_node=gpn, host_ram_gib=inst.ram_gib,
                              margin=req.memory_margin)
             if fit.verdict in ("oom", "tight"):
