@@ -473,7 +473,10 @@ def _node_study(ctx: Ctx, model: str, precision: str, gpus: dict, insts: dict) -
                    "--top", "50")
     node = ctx.plan(model, "--method", "full", "--gpus", "8", "--gpus-per-node", "8", "--precision", precision,
                     "--top", "50")["plans"]
-    plain = [p for p in node if not offloads(p)]
+    # what fits without offload is asked with --offload none: left free, the planner may prefer offload on a card
+    # where the plain layout fits but above its P(OOM) limit (plan.rank.PLAN_OOM_LIMIT)
+    plain = [p for p in ctx.plan(model, "--method", "full", "--gpus", "8", "--gpus-per-node", "8", "--offload", "none",
+                                 "--precision", precision, "--top", "50")["plans"] if not offloads(p)]
     small = sorted(plain, key=lambda p: (_mem_gb(gpus, p["gpu"]) or 1e9, p["per_gpu_gib"]))
     small_any = sorted(node, key=lambda p: (_mem_gb(gpus, p["gpu"]) or 1e9, offloads(p), p["per_gpu_gib"]))
     pcie = [p for p in plain if insts.get(p["instance_type"], {}).get("intra_node_link") in ("pcie", "none")]

@@ -192,15 +192,17 @@ def test_rdma_plans_are_never_slow_network():
 
 
 def test_settings_more_likely_to_oom_than_not_are_not_chosen_when_safer_ones_fit():
-    from trainfit.estimate.uncertainty import even_odds_share
-    from trainfit.plan.rank import OOM_RANK_LIMIT, is_unsure
+    from trainfit.estimate.uncertainty import oom_probability, share_at_oom_probability
+    from trainfit.plan.rank import PLAN_OOM_LIMIT, is_unsure
 
     wl = Workload(method="lora", seq_len=2048)
     res = plan(_req(workload=wl, tokens=1e8, gpu="L20", max_gpus=1, pins={"gpus": 1}))
-    assert res.plans and all(p.fit.oom_probability < OOM_RANK_LIMIT for p in res.plans)
+    assert res.plans and all(p.fit.oom_probability < PLAN_OOM_LIMIT for p in res.plans)
     # on one L20 the fastest setting that fits by the 5 % margin (no checkpointing, micro-batch 1, ~94 % of the
-    # card) is past the even odds (~92 %): the planner checkpoints instead
-    assert even_odds_share() < 0.95 and all(p.workload.grad_ckpt for p in res.plans)
+    # card) is far past the limit: the planner checkpoints instead
+    share = share_at_oom_probability(PLAN_OOM_LIMIT)
+    assert oom_probability(share * 45.0, 45.0) == pytest.approx(PLAN_OOM_LIMIT, abs=1e-6) and share < 0.95
+    assert all(p.workload.grad_ckpt for p in res.plans)
     # pinned to the risky settings (pinning fewer, the planner reaches for ZeRO-3 offload instead), the plan is still
     # made (memory and plan agree it fits), ranked as unsure, and the ranking says why
     risky = plan(_req(workload=wl, tokens=1e8, gpu="L20", max_gpus=1,

@@ -179,7 +179,8 @@ def test_xtuner_ulysses_runs_are_predicted_out_of_sample():
     import speed_loso
 
     data, _ = speed_loso.load()
-    sp = [r for r in data["excluded_rows"] if r.get("ulysses", 1) > 1]
+    # XTuner's and ms-swift's (the TRL report's Ulysses rows are excluded for an ambiguous token count instead)
+    sp = [r for r in data["excluded_rows"] if r.get("ulysses", 1) > 1 and r["source"] != "trl-moe-bench"]
     assert len(sp) >= 8
     rows = speed_loso.load_rows(data, sp)
     err = [abs(speed_loso.predict(r, engines.DEFAULT_CONSTANTS) / r.measured - 1) for r in rows]

@@ -230,14 +230,19 @@ def oom_probability(reserved_gib: float, usable_gib: float, releasable_gib: floa
     return 0.5 * math.erfc(-z / math.sqrt(2))
 
 
-def even_odds_share() -> float:
-    """The share of a card's usable memory at which :func:`oom_probability` gives even odds (``exp(mu)`` of the data
-    file's fitted location; 1.0 without one): the planner prefers settings below it."""
+def share_at_oom_probability(p: float) -> float:
+    """The share of a card's usable memory at which :func:`oom_probability` (no releasable cache) equals ``p``:
+    ``exp(mu + sigma x Phi^-1(p))`` of the data file's fit (1.0 without one). The planner prefers settings below the
+    share of its risk limit (``plan.rank.PLAN_OOM_LIMIT``)."""
+    from statistics import NormalDist
+
     try:
         fit = load_data()["memory"].get("oom")
     except (OSError, KeyError, ValueError):
         return 1.0
-    return math.exp(float(fit["mu"])) if fit else 1.0
+    if not fit:
+        return 1.0
+    return math.exp(float(fit["mu"]) + float(fit["sigma"]) * NormalDist().inv_cdf(min(max(p, 1e-6), 1 - 1e-6)))
 
 
 def memory_range(reserved_gib: float) -> dict[str, float] | None:
@@ -304,8 +309,9 @@ def ranges_overlap(a: dict | None, b: dict | None) -> bool:
     return a["p10"] <= b["p90"] and b["p10"] <= a["p90"]
 
 
-__all__ = ["GBS_BANDS", "Interval", "LEVELS", "OUT_OF_DOMAIN_WIDENING", "SEQ_BANDS", "even_odds_share",
+__all__ = ["GBS_BANDS", "Interval", "LEVELS", "OUT_OF_DOMAIN_WIDENING", "SEQ_BANDS",
            "format_probability", "format_range",
            "group_key",
            "headroom_range", "interval_from_groups", "load_data", "memory_interval", "memory_range", "oom_probability", "parallelism",
-           "plan_speed_interval", "ranges_overlap", "rl_speed_interval", "speed_interval", "speed_regime"]
+           "plan_speed_interval", "ranges_overlap", "rl_speed_interval", "share_at_oom_probability", "speed_interval",
+           "speed_regime"]

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from trainfit.estimate.uncertainty import format_probability
+from trainfit.estimate.uncertainty import format_probability, share_at_oom_probability
 from trainfit.i18n import N_, _, translate
 from trainfit.plan.types import Plan
 
@@ -41,15 +41,25 @@ def ranking_basis(objective: str, plans: list[Plan] | tuple[Plan, ...]) -> Basis
     return "cost" if common_currency(plans) is not None else "gpu_hours"
 
 
-#: A plan at or above this calibrated P(OOM) (``FitDecision.oom_probability``) ranks after every plan below it:
-#: "more likely to fail than not". Its verdict can still be ``fits`` (the 5 % safety margin is a separate rule).
-OOM_RANK_LIMIT = 0.5
+#: The planner's risk limit: the search prefers settings whose calibrated P(OOM) (``FitDecision.oom_probability``)
+#: is below it, and a plan at or above it ranks after every plan below it. One in five: a job that may die at its
+#: first long batch one time in five is not advice to rent a node on, while the memory model's own spread (p10-p90
+#: about 1.0-1.4x) makes a much lower limit cost checkpointing or offload on runs that would fit. Its verdict can
+#: still be ``fits`` (the 5 % safety margin is a separate rule).
+PLAN_OOM_LIMIT = 0.2
+
+
+def sure_limit_gib(usable_gib: float) -> float:
+    """GiB a setting may reserve on a card with ``usable_gib`` and stay below :data:`PLAN_OOM_LIMIT`: the search tries
+    each layout's settings under it first (advice an expert would sign), and under the verdict's own limit only when
+    nothing on the layout fits below it (:func:`is_unsure` ranks those last)."""
+    return usable_gib * share_at_oom_probability(PLAN_OOM_LIMIT)
 
 
 def is_unsure(p: Plan) -> bool:
     """Whether a plan ranks after the sure ones: its verdict is not a clean ``fits``, or its P(OOM) is at least
-    :data:`OOM_RANK_LIMIT`."""
-    return p.fit.verdict != "fits" or (p.fit.oom_probability or 0.0) >= OOM_RANK_LIMIT
+    :data:`PLAN_OOM_LIMIT`."""
+    return p.fit.verdict != "fits" or (p.fit.oom_probability or 0.0) >= PLAN_OOM_LIMIT
 
 
 def score(req: PlanRequest, p: Plan, basis: Basis | None = None) -> tuple:
@@ -162,11 +172,11 @@ def rank(req: PlanRequest, plans: list[Plan]) -> tuple[list[Plan], Ranking]:
         if first.fit.verdict != "fits":
             why += _("; its fit is not a clean 'fits' (see its warnings), and no plan that surely fits was found")
         elif is_unsure(first):
-            why += _("; its P(OOM) is {p}: no plan below even odds was found").format(
-                p=format_probability(first.fit.oom_probability or 0.0))
+            why += _("; its P(OOM) is {p}: no plan below {limit} was found").format(
+                p=format_probability(first.fit.oom_probability or 0.0), limit=format_probability(PLAN_OOM_LIMIT))
         elif any(is_unsure(p) for p in ordered):
-            why += _("; plans whose fit is unsure (host RAM unknown, or P(OOM) at even odds or above) rank after "
-                     "the sure ones")
+            why += _("; plans whose fit is unsure (host RAM unknown, or P(OOM) of {limit} or more) rank after the "
+                     "sure ones").format(limit=format_probability(PLAN_OOM_LIMIT))
     by_provider = tuple((prov, translate(PRICE_HOWTO.get(prov, PRICE_HOWTO_DEFAULT)))
                         for prov in sorted({ordered[i].provider for i in unpriced}))
     price_fix = "; ".join(f"{prov}: {how}" for prov, how in by_provider) or None

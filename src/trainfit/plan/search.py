@@ -28,7 +28,7 @@ from trainfit.plan.explain import explain_rejection as _explain, unknown_region_
 from trainfit.plan.layout_fit import fit_layout as _fit_layout
 from trainfit.plan.rank import pareto as _pareto
 from trainfit.plan.rank import rank as _rank
-from trainfit.plan.rank import score as _score
+from trainfit.plan.rank import score as _score, sure_limit_gib
 from trainfit.plan.types import Plan, PlanResult, Rejection
 from trainfit.workload import LAYOUT_FIELDS, Workload, check_layout, layout_error
 
@@ -384,12 +384,8 @@ def _best_on_instance(req: PlanRequest, inst: Any, gpu: Any, stated: str, layout
 
     miss = _Best()
     best: tuple[tuple, Plan] | None = None
-    from trainfit.estimate.uncertainty import even_odds_share
-
     limit = gpu.usable_mem_gib * (1 - req.memory_margin)
-    # settings an expert would sign first: below the even odds of P(OOM) (calibrated, docs/accuracy.md), falling back
-    # to the verdict's own limit only when nothing on the layout fits below it (rank.is_unsure ranks those last)
-    sure = min(limit, gpu.usable_mem_gib * even_odds_share())
+    sure = min(limit, sure_limit_gib(gpu.usable_mem_gib))  # first below the P(OOM) limit, then the verdict's own
     precision, prec_note = _precision_for(req, gpu)
     if prec_note:
         stated = "; ".join(x for x in (stated, prec_note) if x)
