@@ -210,3 +210,20 @@ def test_settings_more_likely_to_oom_than_not_are_not_chosen_when_safer_ones_fit
                             "strategy": "ddp", "offload": "none"}))
     assert risky.plans and risky.plans[0].fit.verdict == "fits" and is_unsure(risky.plans[0])
     assert "P(OOM)" in risky.ranking.why_first
+
+
+def test_memory_suggests_what_brings_a_risky_fit_under_the_planners_limit(capsys):
+    from trainfit.estimate.fit import OOM_RISK_LIMIT, fit_answer
+    from trainfit.estimate.uncertainty import share_at_oom_probability
+
+    m, usable = get_model("Qwen3-8B"), 45.0  # one L20
+    risky = Workload(method="lora", seq_len=2048, micro_batch=1, grad_ckpt=False)
+    a = fit_answer(m, risky, usable)
+    assert a.decision.verdict == "fits" and a.decision.oom_probability >= OOM_RISK_LIMIT and a.suggestions
+    assert all(s.reserved_gib <= usable * share_at_oom_probability(OOM_RISK_LIMIT) for s in a.suggestions)
+    safe = fit_answer(m, risky.with_(grad_ckpt=True), usable)
+    assert safe.decision.oom_probability < OOM_RISK_LIMIT and not safe.suggestions
+    assert main(["memory", "Qwen3-8B", "--method", "lora", "--gpu", "L20", "--micro-batch", "1",
+                 "--no-grad-ckpt"]) == 0
+    out = capsys.readouterr().out
+    assert "a plan may carry" in out and "try --grad-ckpt" in out

@@ -7,6 +7,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from trainfit._cli.labels import METHOD, OBJECTIVE, PHASE, PRECISION_MODE, VERDICT, VERDICT_SHORT, label
+from trainfit.estimate.fit import OOM_RISK_LIMIT
 from trainfit.estimate.memory import TERM_LABELS
 from trainfit.i18n import N_, _, translate
 
@@ -82,6 +83,10 @@ def print_memory(out: dict, console: Console | None = None) -> None:
         c.print(_("largest micro-batch at seq {seq_len}: {max_micro_batch}   longest seq at micro-batch {micro_batch}: "
                   "{max_seq_len:,}").format(seq_len=wl["seq_len"], max_micro_batch=out["max_micro_batch"],
                                             micro_batch=wl["micro_batch"], max_seq_len=out["max_seq_len"]))
+        if out["verdict"] == "fits" and out.get("suggestions") and p_oom is not None:
+            c.print(_("P(OOM) {p} is at or above the {limit} a plan may carry (`trainfit plan` would not choose these "
+                      "settings when safer ones fit); these bring it under:").format(
+                p=_prob(p_oom), limit=_prob(OOM_RISK_LIMIT)))
         for s in out.get("suggestions", []):
             rng = s.get("reserved_interval_gib")
             c.print(_("  try [bold]{change}[/bold]: {gib:.1f} GiB{range} ({why})").format(

@@ -32,6 +32,12 @@ from trainfit.workload import Workload
 #: ``tight``. A documented assumption; a 138.7/140 GiB job that OOMed in a published report (1 % headroom)
 #: sits inside it.
 SAFETY_MARGIN_DEFAULT = 0.05
+#: The risk a recommendation may carry: ``plan`` prefers settings whose calibrated P(OOM)
+#: (:attr:`FitDecision.oom_probability`) is below it and ranks the others last, and ``memory`` suggests changes
+#: for a job that fits by the margin but not by it. One in five: a job that may die at its first long batch one time
+#: in five is not advice to rent a node on, while the memory model's own spread (p10-p90 about 1.0-1.4x) makes a
+#: much lower limit cost checkpointing or offload on runs that would fit. The verdict does not use it.
+OOM_RISK_LIMIT = 0.2
 #: Fraction of host RAM the job may use (the OS, data loaders and page cache need the rest).
 HOST_RAM_USABLE = 0.9
 #: Host RAM per GPU that any GPU server has (the smallest GPU instances in the catalog carry 15-30 GiB for one
@@ -327,8 +333,13 @@ def fit_answer(m: ModelShape, wl: Workload, usable_gib: float, *, estimate: Memo
     decision = decide_fit(est, usable_gib=usable_gib, gpus_per_node=wl.gpus_on_node,
                           host_ram_gib=host_ram_gib, margin=margin)
     sugg: list[Suggestion] = []
-    if decision.gpu_verdict != "fits":
+    risky = decision.gpu_verdict == "fits" and (decision.oom_probability or 0.0) >= OOM_RISK_LIMIT
+    if decision.gpu_verdict != "fits" or risky:
         lim = _limit(usable_gib, margin)
+        if risky:  # fits by the margin, not by the risk limit: what brings P(OOM) under it
+            from trainfit.estimate.uncertainty import share_at_oom_probability
+
+            lim = min(lim, usable_gib * share_at_oom_probability(OOM_RISK_LIMIT))
         for label, opts, why in _candidates(m, wl):
             try:
                 w2 = wl.with_(**opts)

@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from trainfit.estimate.fit import OOM_RISK_LIMIT
 from trainfit.estimate.uncertainty import format_probability, share_at_oom_probability
 from trainfit.i18n import N_, _, translate
 from trainfit.plan.types import Plan
@@ -41,12 +42,9 @@ def ranking_basis(objective: str, plans: list[Plan] | tuple[Plan, ...]) -> Basis
     return "cost" if common_currency(plans) is not None else "gpu_hours"
 
 
-#: The planner's risk limit: the search prefers settings whose calibrated P(OOM) (``FitDecision.oom_probability``)
-#: is below it, and a plan at or above it ranks after every plan below it. One in five: a job that may die at its
-#: first long batch one time in five is not advice to rent a node on, while the memory model's own spread (p10-p90
-#: about 1.0-1.4x) makes a much lower limit cost checkpointing or offload on runs that would fit. Its verdict can
-#: still be ``fits`` (the 5 % safety margin is a separate rule).
-PLAN_OOM_LIMIT = 0.2
+#: The planner's risk limit (``estimate.fit.OOM_RISK_LIMIT``, which ``memory``'s suggestions use too): the search
+#: prefers settings whose calibrated P(OOM) is below it, and a plan at or above it ranks after every plan below it.
+PLAN_OOM_LIMIT = OOM_RISK_LIMIT
 
 
 def sure_limit_gib(usable_gib: float) -> float:
