@@ -391,7 +391,8 @@ def features(model: ModelShape, wl: Workload, hw: Any, framework: str, *, flops:
     forwards = 1.0 + (1.0 if wl.grad_ckpt else recompute_fraction)  # selective recompute re-runs attention too
     eager_flops, eager_bytes = terms.eager_attention(model, wl, flops, tokens_step_gpu, forwards)
     return EngineFeatures(
-        family=family, gpu_class=hw.gpu_class, gemm_share_measured=MEASURED_GEMM_SHARE.get(hw.name, 0.0), fp8=wl.precision == "fp8" and bool(hw.peak_fp8_tflops),
+        family=family, gpu_class=hw.gpu_class, gemm_share_measured=MEASURED_GEMM_SHARE.get(hw.name, 0.0),
+        fp8=wl.precision == "fp8" and bool(hw.peak_fp8_tflops),
         compiled=compiled, peak16_tflops=hw.peak_tflops, peak_fp8_tflops=hw.peak_fp8_tflops,
         mem_gbytes_per_s=bw,
         dense_gemm_flops=dense_fwd * per, expert_gemm_flops=expert_fwd * per * imb,
@@ -419,8 +420,7 @@ def features(model: ModelShape, wl: Workload, hw: Any, framework: str, *, flops:
     )
 
 
-def class_factor(c: EngineConstants, gpu_class: str, ridge: float = REFERENCE_RIDGE,
-                 measured_share: float = 0.0) -> float:
+def class_factor(c: EngineConstants, gpu_class: str, ridge: float = REFERENCE_RIDGE, measured_share: float = 0.0) -> float:
     """Share of peak relative to H100 SXM: a measured share where the ridge law misses it (``MEASURED_GEMM_SHARE``),
     else the ridge law for Hopper/Ampere/Ada (``ridge_exponent``), fixed assumptions for the older classes."""
     if measured_share:

@@ -233,7 +233,7 @@ def oom_probability(reserved_gib: float, usable_gib: float, releasable_gib: floa
 def share_at_oom_probability(p: float) -> float:
     """The share of a card's usable memory at which :func:`oom_probability` (no releasable cache) equals ``p``:
     ``exp(mu + sigma x Phi^-1(p))`` of the data file's fit (1.0 without one). The planner prefers settings below the
-    share of its risk limit (``plan.rank.PLAN_OOM_LIMIT``)."""
+    share of its risk limit (``estimate.fit.OOM_RISK_LIMIT``), and ``memory`` suggests changes above it."""
     from statistics import NormalDist
 
     try:

@@ -63,8 +63,8 @@ def is_unsure(p: Plan) -> bool:
 def score(req: PlanRequest, p: Plan, basis: Basis | None = None) -> tuple:
     """Sort key of a plan (smaller ranks first). ``basis`` None: compare plans of one instance type (one price
     status, so cost and GPU-hours order them alike)."""
-    # a plan whose verdict is not a clean "fits" (host RAM unknown), or that is more likely to run out of GPU memory
-    # than not, is never ranked above one that is a clean, likely fit
+    # a plan whose verdict is not a clean "fits" (host RAM unknown), or whose P(OOM) reaches the planner's limit, is
+    # never ranked above one that is a clean fit below it
     unsure = is_unsure(p)
     if basis is None:
         basis = "hours" if req.objective == "time" else ("cost" if p.cost is not None else "gpu_hours")
