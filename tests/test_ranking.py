@@ -227,3 +227,21 @@ def test_memory_suggests_what_brings_a_risky_fit_under_the_planners_limit(capsys
                  "--no-grad-ckpt"]) == 0
     out = capsys.readouterr().out
     assert "a plan may carry" in out and "try --grad-ckpt" in out
+
+
+def test_the_planners_limit_counts_the_releasable_cache_as_p_oom_does_and_never_passes_the_margin():
+    from trainfit.estimate.memory import estimate_memory
+    from trainfit.estimate.uncertainty import oom_probability
+    from trainfit.plan.layout_fit import Limit
+    from trainfit.plan.rank import PLAN_OOM_LIMIT, sure_limit_gib
+
+    usable = 80.0
+    gib, share = sure_limit_gib(usable)
+    est = estimate_memory(get_model("Qwen3-14B"), Workload(method="full", strategy="zero3", gpus=8, micro_batch=1))
+    assert est.releasable_cache_gib > 0  # ZeRO-3's step segments
+    # at the edge of the limit, with the cache counted as oom_probability counts it, P(OOM) is the limit itself
+    edge = gib + share * est.releasable_cache_gib
+    assert oom_probability(edge, usable, est.releasable_cache_gib) == pytest.approx(PLAN_OOM_LIMIT, abs=1e-6)
+    lim = Limit(gib=est.reserved_gib - share * est.releasable_cache_gib, releasable_share=share)
+    assert lim.admits(est) and not Limit(gib=lim.gib).admits(est)
+    assert not Limit(gib=lim.gib, releasable_share=share, cap_gib=est.reserved_gib - 0.1).admits(est)

@@ -10,6 +10,7 @@ expert-parallel size keeps its first fit and the speed model decides between the
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from trainfit.estimate.fit import host_ram_verdict
@@ -39,24 +40,45 @@ def _leanness(w: Workload) -> tuple:
     return (_LEAN_ORDER.get((w.strategy, w.offload), 0), w.grad_ckpt, w.ep)
 
 
-def fit_micro_batch(model: ModelShape, wl: Workload, limit_gib: float, cap: int) -> tuple[Workload, MemoryEstimate] | None:
+@dataclass(frozen=True)
+class Limit:
+    """What a layout's settings must stay within: ``reserved_gib`` at most ``gib`` plus ``releasable_share`` x the
+    cache the allocator frees before failing (``releasable_cache_gib``, which ``oom_probability`` counts as room;
+    the planner's P(OOM) limit, ``rank.sure_limit_gib``), and never above ``cap_gib`` (the verdict's margin, which
+    does not count it)."""
+
+    gib: float
+    releasable_share: float = 0.0
+    cap_gib: float = math.inf
+
+    def admits(self, est: MemoryEstimate) -> bool:
+        return est.reserved_gib <= min(self.cap_gib, self.gib + self.releasable_share * est.releasable_cache_gib)
+
+
+def _as_limit(limit: "float | Limit") -> Limit:
+    return limit if isinstance(limit, Limit) else Limit(gib=float(limit))
+
+
+def fit_micro_batch(model: ModelShape, wl: Workload, limit_gib: "float | Limit",
+                    cap: int) -> tuple[Workload, MemoryEstimate] | None:
     """The largest micro-batch <= cap that fits (None if even 1 does not)."""
+    lim = _as_limit(limit_gib)
     est = estimate_memory(model, wl)
-    if est.reserved_gib > limit_gib:
+    if not lim.admits(est):
         return None
     best = (wl, est)
     b = 2
     while b <= cap:
         w2 = wl._with_batch(b)
         e2 = estimate_memory(model, w2)
-        if e2.reserved_gib > limit_gib:
+        if not lim.admits(e2):
             break
         best = (w2, e2)
         b *= 2
     return best
 
 
-def _fit_one(req: PlanRequest, wl: Workload, limit: float, miss: _Best,
+def _fit_one(req: PlanRequest, wl: Workload, limit: Limit, miss: _Best,
              inst: Any) -> tuple[Workload, MemoryEstimate] | None:
     """``wl`` with the largest micro-batch that fits GPU memory and host RAM (and the global batch), or None."""
     model = req.model
@@ -67,7 +89,7 @@ def _fit_one(req: PlanRequest, wl: Workload, limit: float, miss: _Best,
     if "micro_batch" in req.pins:
         wl = wl.with_(micro_batch=req.pins["micro_batch"])
         est = estimate_memory(model, wl)
-        fitted = (wl, est) if est.reserved_gib <= limit else None
+        fitted = (wl, est) if limit.admits(est) else None
     else:
         fitted = fit_micro_batch(model, wl, limit, cap)
     if fitted is None:
@@ -86,7 +108,7 @@ def _fit_one(req: PlanRequest, wl: Workload, limit: float, miss: _Best,
 
 
 def _accumulate(req: PlanRequest, wl: Workload, est: MemoryEstimate, gb: int,
-                limit: float) -> tuple[Workload, MemoryEstimate] | None:
+                limit: Limit) -> tuple[Workload, MemoryEstimate] | None:
     """``wl`` with the gradient accumulation that reaches ``gb`` samples per step. Accumulating keeps the gradients
     alive through the forward passes (``estimate/memory.py``), so where that no longer fits the micro-batch halves
     (more accumulation). Where even micro-batch 1 does not fit: None for a pinned ``--global-batch``; for the
@@ -98,7 +120,7 @@ def _accumulate(req: PlanRequest, wl: Workload, est: MemoryEstimate, gb: int,
             return wl, est
         w2 = wl._with_batch(mb, ga)
         e2 = estimate_memory(req.model, w2)
-        if e2.reserved_gib <= limit:
+        if limit.admits(e2):
             return w2, e2
         if mb == 1 or "micro_batch" in req.pins:
             return None if req.global_batch else (wl, est)  # fit_layout prefers a candidate that reaches gb
@@ -106,11 +128,12 @@ def _accumulate(req: PlanRequest, wl: Workload, est: MemoryEstimate, gb: int,
 
 
 
-def fit_layout(req: PlanRequest, configs: list[Workload], limit: float, miss: _Best,
+def fit_layout(req: PlanRequest, configs: list[Workload], limit: "float | Limit", miss: _Best,
                inst: Any) -> list[tuple[Workload, MemoryEstimate]]:
     """Per expert-parallel size, the first candidate of one layout (strategies fastest first) that fits GPU memory
-    with its largest micro-batch and host RAM; empty when none does."""
+    (``limit``: GiB, or a :class:`Limit`) with its largest micro-batch and host RAM; empty when none does."""
     model = req.model
+    limit = _as_limit(limit)
     if not configs:
         return []
     # the least memory-hungry candidate of each family first (DeepSpeed ZeRO keeps fp32 master weights and states,
@@ -118,7 +141,7 @@ def fit_layout(req: PlanRequest, configs: list[Workload], limit: float, miss: _B
     leans = [max(fam, key=_leanness) for fam in _families(configs)]
     e_lean, lean = min(((estimate_memory(model, w._with_batch(req.pins.get("micro_batch", 1))), w) for w in leans),
                        key=lambda x: x[0].reserved_gib)
-    if e_lean.reserved_gib > limit:
+    if not limit.admits(e_lean):
         if e_lean.reserved_gib < miss.need_gib:
             miss.need_gib, miss.need_wl = e_lean.reserved_gib, lean
         return []

@@ -47,11 +47,13 @@ def ranking_basis(objective: str, plans: list[Plan] | tuple[Plan, ...]) -> Basis
 PLAN_OOM_LIMIT = OOM_RISK_LIMIT
 
 
-def sure_limit_gib(usable_gib: float) -> float:
-    """GiB a setting may reserve on a card with ``usable_gib`` and stay below :data:`PLAN_OOM_LIMIT`: the search tries
-    each layout's settings under it first (advice an expert would sign), and under the verdict's own limit only when
-    nothing on the layout fits below it (:func:`is_unsure` ranks those last)."""
-    return usable_gib * share_at_oom_probability(PLAN_OOM_LIMIT)
+def sure_limit_gib(usable_gib: float) -> tuple[float, float]:
+    """(GiB, share): a setting whose reserve is at most GiB + share x its releasable cache stays below
+    :data:`PLAN_OOM_LIMIT` on a card with ``usable_gib`` (``oom_probability`` counts that cache as room). The search
+    tries each layout's settings under it first (advice an expert would sign), and under the verdict's own limit only
+    when nothing on the layout fits below it (:func:`is_unsure` ranks those last)."""
+    share = share_at_oom_probability(PLAN_OOM_LIMIT)
+    return usable_gib * share, share
 
 
 def is_unsure(p: Plan) -> bool:
