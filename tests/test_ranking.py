@@ -5,6 +5,7 @@ on GPUs without bf16 unless asked; multi-node plans starved by a TCP network are
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -193,7 +194,8 @@ def test_rdma_plans_are_never_slow_network():
 
 def test_settings_more_likely_to_oom_than_not_are_not_chosen_when_safer_ones_fit():
     from trainfit.estimate.uncertainty import oom_probability, share_at_oom_probability
-    from trainfit.plan.rank import PLAN_OOM_LIMIT, is_unsure
+    from trainfit.estimate.fit import OOM_RISK_LIMIT as PLAN_OOM_LIMIT
+    from trainfit.plan.rank import is_unsure
 
     wl = Workload(method="lora", seq_len=2048)
     res = plan(_req(workload=wl, tokens=1e8, gpu="L20", max_gpus=1, pins={"gpus": 1}))
@@ -232,11 +234,12 @@ def test_memory_suggests_what_brings_a_risky_fit_under_the_planners_limit(capsys
 def test_the_planners_limit_counts_the_releasable_cache_as_p_oom_does_and_never_passes_the_margin():
     from trainfit.estimate.memory import estimate_memory
     from trainfit.estimate.uncertainty import oom_probability
+    from trainfit.estimate.fit import OOM_RISK_LIMIT as PLAN_OOM_LIMIT
     from trainfit.plan.layout_fit import Limit
-    from trainfit.plan.rank import PLAN_OOM_LIMIT, sure_limit_gib
 
     usable = 80.0
-    gib, share = sure_limit_gib(usable)
+    sure = Limit.below_oom_risk(usable, math.inf)
+    gib, share = sure.gib, sure.releasable_share
     est = estimate_memory(get_model("Qwen3-14B"), Workload(method="full", strategy="zero3", gpus=8, micro_batch=1))
     assert est.releasable_cache_gib > 0  # ZeRO-3's step segments
     # at the edge of the limit, with the cache counted as oom_probability counts it, P(OOM) is the limit itself

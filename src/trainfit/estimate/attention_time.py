@@ -65,14 +65,23 @@ def attention_rate_share(c: Any, gpu_class: str, ridge: float, backward: bool, s
     return share * cls * length * causal
 
 
+def class_factor(c: Any, gpu_class: str, ridge: float = REFERENCE_RIDGE, measured_share: float = 0.0) -> float:
+    """Share of peak relative to H100 SXM: a measured share where the ridge law misses it (``MEASURED_GEMM_SHARE``),
+    else the ridge law for Hopper/Ampere/Ada (``ridge_exponent``), fixed assumptions for the older classes."""
+    if measured_share:
+        return measured_share / H100_SXM_GEMM_SHARE
+    if gpu_class in RIDGE_LAW_CLASSES:
+        return (REFERENCE_RIDGE / ridge) ** c.ridge_exponent if ridge > 0 else 1.0
+    return GPU_CLASS_FACTOR_FIXED.get(gpu_class, 0.6)
+
+
 def measured_share_scale(c: Any, f: Any) -> float:
     """A measured GEMM share's correction to the ridge law (``engine_assumptions.MEASURED_GEMM_SHARE``; 1 without
     one): the attention kernels of that GPU run under the same clock and power limits as its GEMMs."""
-    if not getattr(f, "gemm_share_measured", 0.0):
+    if not f.gemm_share_measured:
         return 1.0
     ridge16 = f.peak16_tflops * 1e3 / f.mem_gbytes_per_s
-    law = (REFERENCE_RIDGE / ridge16) ** c.ridge_exponent if f.gpu_class in RIDGE_LAW_CLASSES else 1.0
-    return f.gemm_share_measured / H100_SXM_GEMM_SHARE / law
+    return class_factor(c, f.gpu_class, ridge16, f.gemm_share_measured) / class_factor(c, f.gpu_class, ridge16)
 
 
 def attention_seconds(f: Any, c: Any) -> float:

@@ -44,9 +44,9 @@ from trainfit.i18n import N_, _, translate
 from trainfit.estimate.engine_assumptions import (
     KERNELS_PER_LAYER, KERNELS_PER_MOE_LAYER, KERNELS_PER_EXPERT, COMPILED_KERNEL_FACTOR,
     LINEAR_ATTENTION_RELATIVE, CE_BYTES_PER_LOGIT, HBM_EFFICIENCY,
-    GPU_CLASS_FACTOR_FIXED, REFERENCE_RIDGE, RIDGE_LAW_CLASSES, H100_SXM_GEMM_SHARE, MEASURED_GEMM_SHARE,
+    MEASURED_GEMM_SHARE, REFERENCE_RIDGE,
 )
-from trainfit.estimate.attention_time import attention_seconds, flash_attention_flops
+from trainfit.estimate.attention_time import attention_seconds, class_factor, flash_attention_flops
 from trainfit.estimate import engine_terms as terms
 from trainfit.estimate.fsdp import fsdp2_copy_bytes
 from trainfit.models.shapes import ModelShape
@@ -418,16 +418,6 @@ def features(model: ModelShape, wl: Workload, hw: Any, framework: str, *, flops:
                               if family == "hf" and wl.experts_impl == "eager" else 0.0),
         notes=tuple(notes),
     )
-
-
-def class_factor(c: EngineConstants, gpu_class: str, ridge: float = REFERENCE_RIDGE, measured_share: float = 0.0) -> float:
-    """Share of peak relative to H100 SXM: a measured share where the ridge law misses it (``MEASURED_GEMM_SHARE``),
-    else the ridge law for Hopper/Ampere/Ada (``ridge_exponent``), fixed assumptions for the older classes."""
-    if measured_share:
-        return measured_share / H100_SXM_GEMM_SHARE
-    if gpu_class in RIDGE_LAW_CLASSES:
-        return (REFERENCE_RIDGE / ridge) ** c.ridge_exponent if ridge > 0 else 1.0
-    return GPU_CLASS_FACTOR_FIXED.get(gpu_class, 0.6)
 
 
 def compute_time(f: EngineFeatures, c: EngineConstants) -> EngineTime:

@@ -218,31 +218,32 @@ def oom_probability(reserved_gib: float, usable_gib: float, releasable_gib: floa
     back to the memory interval alone (even odds where the prediction times its median ratio meets the card)."""
     if reserved_gib <= 0:
         return 0.0
-    d = load_data()["memory"]
-    iv = memory_interval()
-    sigma = max(1e-6, (math.log(iv.p90) - math.log(iv.p10)) / (2 * _Z90))
-    fit = d.get("oom")
-    if fit:
-        mu, sigma = float(fit["mu"]), float(fit["sigma"])
-    else:
-        mu = -math.log(iv.p50)
+    mu, sigma = _oom_location()
     z = (math.log(reserved_gib / (usable_gib + releasable_gib)) - mu) / sigma
     return 0.5 * math.erfc(-z / math.sqrt(2))
 
 
+def _oom_location() -> tuple[float, float]:
+    """(mu, sigma) of :func:`oom_probability`: the data file's outcome fit, else the memory interval's median and
+    spread."""
+    fit = load_data()["memory"].get("oom")
+    if fit:
+        return float(fit["mu"]), float(fit["sigma"])
+    iv = memory_interval()
+    return -math.log(iv.p50), max(1e-6, (math.log(iv.p90) - math.log(iv.p10)) / (2 * _Z90))
+
+
 def share_at_oom_probability(p: float) -> float:
     """The share of a card's usable memory at which :func:`oom_probability` (no releasable cache) equals ``p``:
-    ``exp(mu + sigma x Phi^-1(p))`` of the data file's fit (1.0 without one). The planner prefers settings below the
-    share of its risk limit (``estimate.fit.OOM_RISK_LIMIT``), and ``memory`` suggests changes above it."""
+    ``exp(mu + sigma x Phi^-1(p))`` (1.0 without the data file). The planner prefers settings below the share of its
+    risk limit (``estimate.fit.OOM_RISK_LIMIT``), and ``memory`` suggests changes above it."""
     from statistics import NormalDist
 
     try:
-        fit = load_data()["memory"].get("oom")
+        mu, sigma = _oom_location()
     except (OSError, KeyError, ValueError):
         return 1.0
-    if not fit:
-        return 1.0
-    return math.exp(float(fit["mu"]) + float(fit["sigma"]) * NormalDist().inv_cdf(min(max(p, 1e-6), 1 - 1e-6)))
+    return math.exp(mu + sigma * NormalDist().inv_cdf(min(max(p, 1e-6), 1 - 1e-6)))
 
 
 def memory_range(reserved_gib: float) -> dict[str, float] | None:

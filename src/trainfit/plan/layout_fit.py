@@ -13,8 +13,9 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from trainfit.estimate.fit import host_ram_verdict
+from trainfit.estimate.fit import OOM_RISK_LIMIT, host_ram_verdict
 from trainfit.estimate.memory import MemoryEstimate, estimate_memory
+from trainfit.estimate.uncertainty import share_at_oom_probability
 from trainfit.models.shapes import ModelShape
 from trainfit.workload import Workload
 
@@ -43,35 +44,36 @@ def _leanness(w: Workload) -> tuple:
 @dataclass(frozen=True)
 class Limit:
     """What a layout's settings must stay within: ``reserved_gib`` at most ``gib`` plus ``releasable_share`` x the
-    cache the allocator frees before failing (``releasable_cache_gib``, which ``oom_probability`` counts as room;
-    the planner's P(OOM) limit, ``rank.sure_limit_gib``), and never above ``cap_gib`` (the verdict's margin, which
-    does not count it)."""
+    cache the allocator frees before failing (``releasable_cache_gib``, which ``oom_probability`` counts as room),
+    and never above ``cap_gib``. The verdict's margin is ``Limit(gib=usable x (1 - margin))``; the planner's risk
+    limit is :meth:`below_oom_risk`."""
 
     gib: float
     releasable_share: float = 0.0
     cap_gib: float = math.inf
 
+    @classmethod
+    def below_oom_risk(cls, usable_gib: float, cap_gib: float) -> "Limit":
+        """The settings whose P(OOM) stays below ``estimate.fit.OOM_RISK_LIMIT`` on a card with ``usable_gib``,
+        never above ``cap_gib`` (the verdict's margin, so nothing admitted is ``tight``)."""
+        share = share_at_oom_probability(OOM_RISK_LIMIT)
+        return cls(gib=usable_gib * share, releasable_share=share, cap_gib=cap_gib)
+
     def admits(self, est: MemoryEstimate) -> bool:
         return est.reserved_gib <= min(self.cap_gib, self.gib + self.releasable_share * est.releasable_cache_gib)
 
 
-def _as_limit(limit: "float | Limit") -> Limit:
-    return limit if isinstance(limit, Limit) else Limit(gib=float(limit))
-
-
-def fit_micro_batch(model: ModelShape, wl: Workload, limit_gib: "float | Limit",
-                    cap: int) -> tuple[Workload, MemoryEstimate] | None:
+def fit_micro_batch(model: ModelShape, wl: Workload, limit: Limit, cap: int) -> tuple[Workload, MemoryEstimate] | None:
     """The largest micro-batch <= cap that fits (None if even 1 does not)."""
-    lim = _as_limit(limit_gib)
     est = estimate_memory(model, wl)
-    if not lim.admits(est):
+    if not limit.admits(est):
         return None
     best = (wl, est)
     b = 2
     while b <= cap:
         w2 = wl._with_batch(b)
         e2 = estimate_memory(model, w2)
-        if not lim.admits(e2):
+        if not limit.admits(e2):
             break
         best = (w2, e2)
         b *= 2
@@ -128,12 +130,11 @@ def _accumulate(req: PlanRequest, wl: Workload, est: MemoryEstimate, gb: int,
 
 
 
-def fit_layout(req: PlanRequest, configs: list[Workload], limit: "float | Limit", miss: _Best,
+def fit_layout(req: PlanRequest, configs: list[Workload], limit: Limit, miss: _Best,
                inst: Any) -> list[tuple[Workload, MemoryEstimate]]:
     """Per expert-parallel size, the first candidate of one layout (strategies fastest first) that fits GPU memory
-    (``limit``: GiB, or a :class:`Limit`) with its largest micro-batch and host RAM; empty when none does."""
+    (``limit``) with its largest micro-batch and host RAM; empty when none does."""
     model = req.model
-    limit = _as_limit(limit)
     if not configs:
         return []
     # the least memory-hungry candidate of each family first (DeepSpeed ZeRO keeps fp32 master weights and states,

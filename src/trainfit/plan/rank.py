@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from trainfit.estimate.fit import OOM_RISK_LIMIT
-from trainfit.estimate.uncertainty import format_probability, share_at_oom_probability
+from trainfit.estimate.uncertainty import format_probability, format_range
 from trainfit.i18n import N_, _, translate
 from trainfit.plan.types import Plan
 
@@ -42,24 +42,11 @@ def ranking_basis(objective: str, plans: list[Plan] | tuple[Plan, ...]) -> Basis
     return "cost" if common_currency(plans) is not None else "gpu_hours"
 
 
-#: The planner's risk limit (``estimate.fit.OOM_RISK_LIMIT``, which ``memory``'s suggestions use too): the search
-#: prefers settings whose calibrated P(OOM) is below it, and a plan at or above it ranks after every plan below it.
-PLAN_OOM_LIMIT = OOM_RISK_LIMIT
-
-
-def sure_limit_gib(usable_gib: float) -> tuple[float, float]:
-    """(GiB, share): a setting whose reserve is at most GiB + share x its releasable cache stays below
-    :data:`PLAN_OOM_LIMIT` on a card with ``usable_gib`` (``oom_probability`` counts that cache as room). The search
-    tries each layout's settings under it first (advice an expert would sign), and under the verdict's own limit only
-    when nothing on the layout fits below it (:func:`is_unsure` ranks those last)."""
-    share = share_at_oom_probability(PLAN_OOM_LIMIT)
-    return usable_gib * share, share
-
-
 def is_unsure(p: Plan) -> bool:
-    """Whether a plan ranks after the sure ones: its verdict is not a clean ``fits``, or its P(OOM) is at least
-    :data:`PLAN_OOM_LIMIT`."""
-    return p.fit.verdict != "fits" or (p.fit.oom_probability or 0.0) >= PLAN_OOM_LIMIT
+    """Whether a plan ranks after the sure ones: its verdict is not a clean ``fits``, or its P(OOM) is at least the
+    planner's risk limit (``estimate.fit.OOM_RISK_LIMIT``; the search tries settings below it first,
+    ``layout_fit.Limit.below_oom_risk``)."""
+    return p.fit.verdict != "fits" or (p.fit.oom_probability or 0.0) >= OOM_RISK_LIMIT
 
 
 def score(req: PlanRequest, p: Plan, basis: Basis | None = None) -> tuple:
@@ -84,8 +71,6 @@ def _value(p: Plan, basis: Basis) -> float:
 
 def _fmt(p: Plan, basis: Basis) -> str:
     """The ranking figure of a plan with its p10-p90 range (``Plan.intervals``): ``56 GPU-h (43-99)``."""
-    from trainfit.estimate.uncertainty import format_range
-
     r = format_range(p.intervals().get(basis), ",.1f" if basis == "hours" else ",.0f")
     if basis == "cost":
         return f"{p.cost:,.0f} {p.currency or ''}".strip() + r
@@ -173,10 +158,10 @@ def rank(req: PlanRequest, plans: list[Plan]) -> tuple[list[Plan], Ranking]:
             why += _("; its fit is not a clean 'fits' (see its warnings), and no plan that surely fits was found")
         elif is_unsure(first):
             why += _("; its P(OOM) is {p}: no plan below {limit} was found").format(
-                p=format_probability(first.fit.oom_probability or 0.0), limit=format_probability(PLAN_OOM_LIMIT))
+                p=format_probability(first.fit.oom_probability or 0.0), limit=format_probability(OOM_RISK_LIMIT))
         elif any(is_unsure(p) for p in ordered):
             why += _("; plans whose fit is unsure (host RAM unknown, or P(OOM) of {limit} or more) rank after the "
-                     "sure ones").format(limit=format_probability(PLAN_OOM_LIMIT))
+                     "sure ones").format(limit=format_probability(OOM_RISK_LIMIT))
     by_provider = tuple((prov, translate(PRICE_HOWTO.get(prov, PRICE_HOWTO_DEFAULT)))
                         for prov in sorted({ordered[i].provider for i in unpriced}))
     price_fix = "; ".join(f"{prov}: {how}" for prov, how in by_provider) or None

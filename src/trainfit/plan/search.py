@@ -28,7 +28,7 @@ from trainfit.plan.explain import explain_rejection as _explain, unknown_region_
 from trainfit.plan.layout_fit import Limit as _Limit, fit_layout as _fit_layout
 from trainfit.plan.rank import pareto as _pareto
 from trainfit.plan.rank import rank as _rank
-from trainfit.plan.rank import score as _score, sure_limit_gib
+from trainfit.plan.rank import score as _score
 from trainfit.plan.types import Plan, PlanResult, Rejection
 from trainfit.workload import LAYOUT_FIELDS, Workload, check_layout, layout_error
 
@@ -384,9 +384,8 @@ def _best_on_instance(req: PlanRequest, inst: Any, gpu: Any, stated: str, layout
 
     miss = _Best()
     best: tuple[tuple, Plan] | None = None
-    limit = gpu.usable_mem_gib * (1 - req.memory_margin)
-    sure_gib, share = sure_limit_gib(gpu.usable_mem_gib)  # first below the P(OOM) limit, then the verdict's own
-    sure = _Limit(gib=sure_gib, releasable_share=share, cap_gib=limit)
+    limit = _Limit(gib=gpu.usable_mem_gib * (1 - req.memory_margin))
+    sure = _Limit.below_oom_risk(gpu.usable_mem_gib, limit.gib)  # first below the P(OOM) limit, then the verdict's
     precision, prec_note = _precision_for(req, gpu)
     if prec_note:
         stated = "; ".join(x for x in (stated, prec_note) if x)
@@ -417,7 +416,7 @@ def _best_on_instance(req: PlanRequest, inst: Any, gpu: Any, stated: str, layout
         if layout_err is not None and miss.layout is None:
             miss.layout = layout_err
         cands = _for_target(req, configs, miss)
-        fitted = _fit_layout(req, cands, sure, miss, inst) if sure_gib < limit else []
+        fitted = _fit_layout(req, cands, sure, miss, inst) if sure.gib < limit.gib else []
         for wl, est in fitted or _fit_layout(req, cands, limit, miss, inst):
             fit = decide_fit(est, usable_gib=gpu.usable_mem_gib, gpus_per_node=gpn, host_ram_gib=inst.ram_gib,
                              margin=req.memory_margin)
