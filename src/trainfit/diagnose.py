@@ -422,10 +422,11 @@ def _checkpoint_findings(steps, timed, events, th: Thresholds, rate: float | Non
 
 
 def diagnose(events: list[dict[str, Any]], steps: list[dict[str, Any]], *,
-             plan: tuple[float | None, float | None, float | None] | None = None,
+             plan: tuple[Any, ...] | None = None,
              interruptions_per_hour: float | None = None, thresholds: Thresholds | None = None,
              plan_tokens: dict[str, Any] | None = None) -> Diagnosis:
-    """Findings for one run; ``plan`` is what :func:`_plan_prediction` returns, ``plan_tokens`` what
+    """Findings for one run; ``plan`` is what :func:`_plan_prediction` returns (``(tokens_per_s, reserved_gib,
+    gpu_mem_gib[, intervals])``: a tuple without the intervals compares without ranges), ``plan_tokens`` what
     :func:`trainfit.diagnose_tokens.plan_tokens_per_step` returns."""
     th = thresholds or Thresholds()
     if interruptions_per_hour is not None and not interruptions_per_hour > 0:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from trainfit.estimate.hardware import Hardware
 from trainfit.i18n import _
+from trainfit.estimate.params import QLORA_BYTES_PER_PARAM, gathered_param_bytes  # noqa: F401 (re-exported)
 from trainfit.models.shapes import ModelShape
 from trainfit.workload import Workload, routing_imbalance
 from trainfit.estimate.fsdp import (FSDP2_FRAMEWORKS, FSDP2_REDUCE_BYTES, FSDP_EDGE_FRAMEWORKS, FSDP_STEADY_OVERLAP,
@@ -39,9 +40,6 @@ CP_OVERLAP = 0.8
 """No longer used for context parallelism (kept for callers that import it): the KV ring now hides only behind
 the attention kernels (``cp_term``, ``hidden_seconds``)."""
 
-QLORA_BYTES_PER_PARAM = (4 + 8 / 64 + 32 / (64 * 256)) / 8
-"""NF4 with double quantization: 4 bits + 0.127 bits of quantization constants per parameter (QLoRA,
-Dettmers et al. 2023, section 3 'Double Quantization') = 0.516 bytes."""
 
 
 def ring_seconds(bytes_: float, n: int, gbytes_per_s: float, efficiency: float) -> float:
@@ -138,15 +136,6 @@ def _param_split(model: ModelShape) -> tuple[float, float]:
     return model.total_params - expert, expert
 
 
-def _base_bytes(model: ModelShape, wl: Workload) -> float:
-    """Bytes of the (whole) model's weights as data parallelism gathers them."""
-    per = 4.0 if wl.precision == "amp-bf16" else 2.0
-    if wl.method == "qlora":
-        q = sum(t.total for t in model.tensors() if t.kind == "linear")
-        return q * QLORA_BYTES_PER_PARAM + (model.total_params - q) * per
-    return model.total_params * per
-
-
 @dataclass(frozen=True, kw_only=True)
 class Links:
     """The links of one job's topology: per-direction bandwidths (GB/s) and the ring placement rule."""
@@ -189,7 +178,7 @@ def dp_terms(model: ModelShape, wl: Workload, framework: str, links: Links, trai
     m = wl.grad_accum
     mp = wl.tp * wl.pp
     dense_p, expert_p = _param_split(model)
-    base_bytes = _base_bytes(model, wl)
+    base_bytes = gathered_param_bytes(model, wl)
     train_param_bytes = 4.0 if wl.precision == "amp-bf16" else 2.0  # trained weights are never 4-bit
     # gradients travel in the weight dtype, except fp32 master weights (amp-bf16) and torchtitan-style FSDP2,
     # whose config default ``mixed_precision_reduce = "float32"`` reduce-scatters in fp32

@@ -5,6 +5,7 @@ Formulas and sources: ``docs/speed-model.md`` section 3.2."""
 
 from __future__ import annotations
 
+from trainfit.estimate.params import gathered_param_bytes
 from trainfit.models.shapes import ModelShape
 from trainfit.workload import Workload
 
@@ -65,9 +66,7 @@ def fsdp2_copy_bytes(model: ModelShape, wl: Workload, framework: str, trainable:
         return 0.0
     total = float(model.total_params)
     root, dense, expert = fsdp_param_layout(model)
-    from trainfit.estimate.comm import _base_bytes
-
-    gather_b = _base_bytes(model, wl) / total  # bytes per gathered element (fp32 for amp-bf16, 4-bit QLoRA base)
+    gather_b = gathered_param_bytes(model, wl) / total  # bytes per gathered element (fp32 for amp-bf16, 4-bit QLoRA base)
     grad_b = 4.0 if wl.precision == "amp-bf16" else 2.0  # unsharded gradients are in the parameter dtype
     bwd_frac = trainable / total if wl.method == "freeze" else 1.0
     mp = wl.tp * wl.pp

@@ -4,7 +4,8 @@ optimizer step) and QLoRA's dequantize reads and writes in GPU memory. Formulas 
 
 from __future__ import annotations
 
-from trainfit.estimate.comm import QLORA_BYTES_PER_PARAM, CommTerm, Links, _base_bytes, data_parallel_group
+from trainfit.estimate.comm import CommTerm, Links, data_parallel_group
+from trainfit.estimate.params import QLORA_BYTES_PER_PARAM, gathered_param_bytes
 from trainfit.estimate.hardware import Hardware
 from trainfit.i18n import _
 from trainfit.models.shapes import ModelShape
@@ -31,7 +32,7 @@ def offload_term(model: ModelShape, wl: Workload, hw: Hardware, links: Links, tr
     grad_trips = m if wl.strategy in ("zero2", "zero3", "fsdp") else 1
     vol = shard * 2.0 * grad_trips + shard * 2.0  # bf16 grads down, bf16 params up
     if wl.offload == "all":
-        vol += m * 2 * (_base_bytes(model, wl) / max(1, dp) / mp)  # parameter shard fetched for fwd and bwd
+        vol += m * 2 * (gathered_param_bytes(model, wl) / max(1, dp) / mp)  # parameter shard fetched for fwd and bwd
     secs = vol / (hw.pcie_gbytes_per_s * 1e9 * links.link_eff)
     term = CommTerm(name=f"offload-{wl.offload}-pcie", seconds=secs, overlap=OFFLOAD_OVERLAP, link="pcie",
                     bytes_per_gpu=vol)

@@ -11,6 +11,21 @@ from dataclasses import dataclass
 from trainfit.models.shapes import ModelShape, ParamTensor
 from trainfit.workload import ALL_LINEAR, Workload
 
+QLORA_BYTES_PER_PARAM = (4 + 8 / 64 + 32 / (64 * 256)) / 8
+"""NF4 with double quantization: 4 bits + 0.127 bits of quantization constants per parameter (QLoRA,
+Dettmers et al. 2023, section 3 'Double Quantization') = 0.516 bytes."""
+
+
+def gathered_param_bytes(model: ModelShape, wl: Workload) -> float:
+    """Bytes of the (whole) model's weights as data parallelism gathers them (fp32 under amp-bf16, 16-bit else;
+    QLoRA's 4-bit linears at :data:`QLORA_BYTES_PER_PARAM`): what ZeRO-3 / FSDP all-gather, CPU offload fetches
+    and FSDP2 copies out (``comm``, ``host_traffic``, ``fsdp``)."""
+    per = 4.0 if wl.precision == "amp-bf16" else 2.0
+    if wl.method == "qlora":
+        q = sum(t.total for t in model.tensors() if t.kind == "linear")
+        return q * QLORA_BYTES_PER_PARAM + (model.total_params - q) * per
+    return model.total_params * per
+
 
 @dataclass(frozen=True, kw_only=True)
 class ParamCounts:
