@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from trainfit.errors import InputError, PlanFileError, UnknownGPUError, WorkloadError
-from trainfit.estimate.fit import SAFETY_MARGIN_DEFAULT, FitAnswer, decide_fit, fit_answer
+from trainfit.estimate.fit import OOM_RISK_LIMIT, SAFETY_MARGIN_DEFAULT, FitAnswer, decide_fit, fit_answer
 from trainfit.estimate.memory import MemoryEstimate, estimate_memory
 from trainfit.estimate.uncertainty import headroom_range, memory_range, plan_speed_interval
 from trainfit.i18n import _
@@ -93,7 +93,8 @@ class MemoryReport:
                         "headroom_gib": round(a.decision.headroom_gib, 2),
                         "headroom_interval_gib": headroom_range(self.usable_gib, self.estimate.reserved_gib),
                         "max_micro_batch": a.max_micro_batch,
-                        "max_seq_len": a.max_seq_len, "suggestions": [s.to_dict() for s in a.suggestions]})
+                        "max_seq_len": a.max_seq_len, "suggestions": [s.to_dict() for s in a.suggestions],
+                        "oom_risk_limit": OOM_RISK_LIMIT})
         return out
 
 

@@ -580,3 +580,20 @@ def test_memory_panel_shows_the_reserved_range_and_p_oom(page, server):
     assert f"P(OOM) {shown}" in page.inner_text("#mem-p-oom")
     # the history row carries the range too
     assert f"({rng['p10']:.1f}–{rng['p90']:.1f})" in page.inner_text("#history").replace(",", "")
+
+
+def test_a_risky_fit_says_why_its_suggestions_are_there(page, server):
+    """A job that fits by the margin but at a P(OOM) at or above the planner's limit gets suggestions (estimate.fit
+    OOM_RISK_LIMIT); the page says why, as `memory` does in the terminal (the README screenshot's case)."""
+    sent = []
+    page.on("request", lambda r: sent.append(r.post_data_json) if _is_api(r.url, "/api/memory") else None)
+    page.goto(server + "/?model=Qwen3-8B&method=lora&gpu=A10&run=memory")
+    page.wait_for_selector("body[data-ready=memory]")
+    page.fill("#seq_len", "1024")
+    page.click("#run-memory")
+    page.wait_for_selector("#history .hrow:nth-child(2)")
+    expected = _api(server, "/api/memory", sent[-1])
+    assert expected["verdict"] == "fits" and expected["suggestions"]
+    assert expected["fit"]["oom_probability"] >= expected["oom_risk_limit"]
+    shown = page.inner_text("#suggestions")
+    assert "a plan may carry" in shown and expected["suggestions"][0]["change"] in shown

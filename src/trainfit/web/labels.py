@@ -125,6 +125,7 @@ LABELS: dict[str, str] = {
     "no_price": N_("no price"),
     "warning": N_("warning"),
     "p_oom": N_("P(OOM) {p} (calibrated on what published runs near their card's limit did: ran or OOM)"),
+    "risky_fit": N_("It fits, but its P(OOM) is at or above the {limit} a plan may carry; these bring it under:"),
     "plan_stale": N_("The form changed since this plan: press Plan again."),
     "region_prices": N_("The same plans priced per region"),
     "region_col": N_("Region"),

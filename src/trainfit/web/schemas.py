@@ -122,6 +122,8 @@ class MemoryResponse(BaseModel):
     max_micro_batch: Optional[int] = None
     max_seq_len: Optional[int] = None
     suggestions: list[dict[str, Any]] = []
+    oom_risk_limit: Optional[float] = Field(default=None, description="the P(OOM) a plan may carry; a job that fits "
+                                            "at or above it gets suggestions too (estimate.fit.OOM_RISK_LIMIT)")
     warnings: list[str] = Field(default=[], description="what the GPU cannot run whatever the memory (e.g. "
                                 "FlashAttention-3 off Hopper; `check` rule kernel-support)")
 

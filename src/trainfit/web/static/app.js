@@ -247,7 +247,10 @@ function showMemory(d, record = true) {
     // the calibrated P(OOM) of the verdict, as memory prints it
     ...(fit && fit.oom_probability != null
       ? [el("li", { class: "note", id: "mem-p-oom", text: t("p_oom", { p: prob(fit.oom_probability) }) })] : []));
-  $("#suggestions").replaceChildren(...(d.suggestions || []).map((s) => {
+  // a job that fits by the margin but carries a P(OOM) at or above the planner's limit: say why the hints are there
+  const risky = v === "fits" && (d.suggestions || []).length && d.oom_risk_limit != null;
+  $("#suggestions").replaceChildren(...(risky ? [el("li", { class: "note", id: "risky-fit",
+    text: t("risky_fit", { limit: prob(d.oom_risk_limit) }) })] : []), ...(d.suggestions || []).map((s) => {
     const b = el("button", { type: "button", class: "apply" }, t("apply"));
     b.addEventListener("click", () => applyOptions(s.options || {}));
     return el("li", {}, el("code", { text: s.change }), ` → ${withRange(s.reserved_gib, s.reserved_interval_gib, 1)} GiB` +
