@@ -41,8 +41,9 @@ sys.path.insert(0, str(HERE))
 from _split import RULE as FROZEN_RULE, is_frozen, report_source  # noqa: E402
 from trainfit.catalog import get_gpu  # noqa: E402
 from trainfit.estimate.memory import DEFAULT_OVERHEAD, OverheadModel, estimate_memory  # noqa: E402
-from trainfit.estimate.fit import SAFETY_MARGIN_DEFAULT, decide_fit  # noqa: E402
+from trainfit.estimate.fit import OOM_RISK_LIMIT, SAFETY_MARGIN_DEFAULT, decide_fit  # noqa: E402
 from trainfit.estimate.runtime import TORCH_NCCL_STASHING_RELEASE  # noqa: E402
+from trainfit.estimate.uncertainty import share_at_oom_probability  # noqa: E402
 from trainfit.models import from_hf_config, get_model  # noqa: E402
 from trainfit.workload import Workload  # noqa: E402
 
@@ -212,6 +213,7 @@ def run() -> dict:
                       "ran_reports_flagged": sum(v != "fits" for v, o in vs if o == "fits")})
     n = len(rows)
     strict = sum(r["agree"] for r in rows)
+    prob_band = probability_band_trial(rows)
     hedged = sum(r["agree"] or r["hedged"] for r in rows)
     mem = [abs(r["error_pct"]) for r in rows if r["error_pct"] is not None]
     oom_rows = [r for r in rows if r["outcome"] == "oom"]
@@ -245,8 +247,32 @@ def run() -> dict:
         "like_for_like_median_signed_error_pct": round(statistics.median(
             [r["like_for_like_error_pct"] for r in rows if r["like_for_like_error_pct"] is not None]), 1) if mem else 0.0,
         "margins": bands,
+        "probability_band_trial": prob_band,
         "rows": rows,
     }
+
+
+def probability_band_trial(rows: list[dict]) -> dict:
+    """The verdict a calibrated P(OOM) alone would give (issue 26: "the tight band derived from it"): ``oom`` at
+    even odds or worse, ``tight`` from the planner's risk limit (``estimate.fit.OOM_RISK_LIMIT``) up to even odds,
+    ``fits`` below it, scored as ``decide_fit``'s verdict is (tight counted wrong, and as a hedge), per split.
+    Both edges are fixed by meaning (even odds; the limit the planner already uses), not chosen on this corpus."""
+    def band(p: float) -> str:
+        return "oom" if p >= 0.5 else ("tight" if p >= OOM_RISK_LIMIT else "fits")
+
+    out: dict[str, dict] = {"edges": {"tight_from": OOM_RISK_LIMIT, "oom_from": 0.5,
+                                      "even_odds_share_of_card": round(share_at_oom_probability(0.5), 4)}}
+    for name, rs in (("calibration", [r for r in rows if not r["frozen"]]), ("frozen", [r for r in rows if r["frozen"]])):
+        rs = [r for r in rs if r["oom_probability"] is not None]
+        vs = [(band(r["oom_probability"]), r["outcome"], r["verdict"]) for r in rs]
+        out[name] = {"reports": len(vs),
+                     "agreement_pct": round(100 * sum(v == o for v, o, _ in vs) / len(vs), 1) if vs else None,
+                     "agreement_with_tight_pct": round(100 * sum(v in (o, "tight") for v, o, _ in vs) / len(vs), 1)
+                     if vs else None,
+                     "tight": sum(v == "tight" for v, _, _ in vs),
+                     "margin_rule_agreement_pct": round(100 * sum(w == o for _, o, w in vs) / len(vs), 1) if vs else None,
+                     "verdict_changed": sum(v != w for v, _, w in vs)}
+    return out
 
 
 def markdown(res: dict) -> str:
@@ -296,6 +322,7 @@ def markdown(res: dict) -> str:
         "is a fair reading on both sides; the model still under-predicts more often than it over-predicts (median "
         f"signed error of the memory rows {res['memory_median_signed_error_pct']:+.1f} %), so a narrower band "
         "would call more runs at the limit 'fits'.", "",
+        *_probability_band_lines(res),
         "`seq` is the script's max_length (packed length); `tokens` the largest micro-batch trainfit sized: for "
         "unpacked data sets with published token statistics (`datasets` in the YAML) the longest sample of a "
         "padded batch, or the expected largest padding-free micro-batch (n x mean + 3 sd x sqrt(n)).", "",
@@ -315,6 +342,22 @@ def markdown(res: dict) -> str:
                   "(`explain` in the YAML):", ""]
         lines += [f"* **{r['id']}** ({r['verdict']}, {r['predicted_gib']} GiB): {r['explain']}" for r in notes]
     return "\n".join(lines) + "\n"
+
+
+def _probability_band_lines(res: dict) -> list[str]:
+    t = res.get("probability_band_trial")
+    if not t:
+        return []
+    c, f = t["calibration"], t["frozen"]
+    return [
+        f"A verdict from the calibrated P(OOM) alone (the `P(OOM)` column; tight from {t['edges']['tight_from']:.0%}, "
+        f"the planner's risk limit, oom from even odds) was tried against the margin rule: calibration "
+        f"{c['agreement_pct']} % agreement ({c['tight']} tight; the margin rule {c['margin_rule_agreement_pct']} %), "
+        f"frozen {f['agreement_pct']} % ({f['tight']} tight; the margin rule {f['margin_rule_agreement_pct']} %); "
+        f"{c['verdict_changed'] + f['verdict_changed']} verdicts would change. It is not adopted: on the calibration "
+        "reports it agrees less, because the probability's even-odds point "
+        f"({t['edges']['even_odds_share_of_card']:.0%} of the card) rests on a few reports near the limit. The verdict keeps the margin rule, and every verdict carries its P(OOM) beside it "
+        "(CLI, JSON, page), which the planner's risk limit uses.", ""]
 
 
 def _pct(p: float | None) -> str:

@@ -394,3 +394,24 @@ def test_speed_groups_used_have_enough_publishers_to_show_a_spread():
     assert set(res["publisher_threshold_trial"]) == {str(m) for m in I.PUBLISHER_THRESHOLDS}
     for row in res["speed_frozen_rows"]:
         assert d["groups"][row["group"]]["publishers"] >= I.MIN_SOURCES, row
+
+
+def test_probability_band_trial_scores_the_bands_it_states():
+    """The P(OOM)-only verdict trial of benchmarks/fit_corpus.py: edges as stated, each split scored on its own rows."""
+    import fit_corpus
+    from trainfit.estimate.fit import OOM_RISK_LIMIT
+
+    rows = [{"frozen": False, "oom_probability": 0.1, "outcome": "fits", "verdict": "fits"},
+            {"frozen": False, "oom_probability": 0.3, "outcome": "oom", "verdict": "fits"},
+            {"frozen": False, "oom_probability": 0.7, "outcome": "oom", "verdict": "oom"},
+            {"frozen": False, "oom_probability": 0.6, "outcome": "fits", "verdict": "tight"},
+            {"frozen": True, "oom_probability": 0.5, "outcome": "oom", "verdict": "oom"},
+            {"frozen": True, "oom_probability": None, "outcome": "oom", "verdict": "oom"}]
+    t = fit_corpus.probability_band_trial(rows)
+    assert t["edges"]["tight_from"] == OOM_RISK_LIMIT and t["edges"]["oom_from"] == 0.5
+    assert 0.5 < t["edges"]["even_odds_share_of_card"] < 1.5
+    c, f = t["calibration"], t["frozen"]
+    assert (c["reports"], c["tight"], c["verdict_changed"]) == (4, 1, 2)
+    assert c["agreement_pct"] == 50.0 and c["agreement_with_tight_pct"] == 75.0
+    assert c["margin_rule_agreement_pct"] == 50.0
+    assert (f["reports"], f["agreement_pct"]) == (1, 100.0)
