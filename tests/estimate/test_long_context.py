@@ -179,8 +179,10 @@ def test_xtuner_ulysses_runs_are_predicted_out_of_sample():
     import speed_loso
 
     data, _ = speed_loso.load()
-    # XTuner's and ms-swift's (the TRL report's Ulysses rows are excluded for an ambiguous token count instead)
-    sp = [r for r in data["excluded_rows"] if r.get("ulysses", 1) > 1 and r["source"] != "trl-moe-bench"]
+    # XTuner's and ms-swift's (the TRL report's Ulysses rows are excluded for an ambiguous token count, the HF blog's
+    # for CPU optimizer offload, which the loader does not pass: neither is a test of the Ulysses term)
+    sp = [r for r in data["excluded_rows"] if r.get("ulysses", 1) > 1
+          and r["source"] in ("xtuner-v01-a100", "ms-swift-sp-examples")]
     assert len(sp) >= 8
     rows = speed_loso.load_rows(data, sp)
     err = [abs(speed_loso.predict(r, engines.DEFAULT_CONSTANTS) / r.measured - 1) for r in rows]
