@@ -213,3 +213,23 @@ def test_ulysses_with_rl_is_refused_with_its_cause():
 
     with pytest.raises(WorkloadError, match="--ulysses is not modelled for --rl"):
         rl_workload_from_values({"ulysses": 4, "gpus": 8}, _RL())
+
+
+def test_torch_native_context_parallelism_says_its_speed_is_an_upper_bound():
+    """CP outside Megatron runs PyTorch's ring, which published runs show slower than the TE-ring timing (frozen
+    runs, docs/accuracy.md): the estimate says so; Megatron's CP does not get the warning."""
+    from trainfit.catalog import get_gpu
+    from trainfit.estimate.speed import TORCH_RING_FRAMEWORKS, estimate_speed
+    from trainfit.plan.hardware import hardware_for
+    from trainfit.workload import Workload
+
+    hw = hardware_for(get_gpu("H100-SXM"), None)
+    model = get_model("Qwen3-4B")
+    wl = Workload(seq_len=32768, micro_batch=1, grad_accum=1, gpus=8, gpus_per_node=8, strategy="fsdp", cp=4,
+                  method="full")
+    for fw in ("fsdp2", "hf-trainer"):
+        assert fw in TORCH_RING_FRAMEWORKS
+        assert any("upper bound" in w for w in estimate_speed(model, wl, hw, framework=fw).warnings), fw
+    mg = wl.with_(strategy="zero1")
+    assert not any("upper bound" in w for w in estimate_speed(model, mg, hw, framework="megatron").warnings)
+    assert not any("upper bound" in w for w in estimate_speed(model, wl.with_(cp=1), hw, framework="fsdp2").warnings)

@@ -102,6 +102,12 @@ class TrainingTime:
     gpu_hours: float
 
 
+#: Engines whose context parallelism is PyTorch's ``context_parallel`` ring (torchtitan's FSDP2, accelerate/TRL under
+#: the HF Trainer), not TransformerEngine's: :func:`estimate_speed` warns that its speed is an upper bound (the frozen
+#: runs of docs/accuracy.md; no constant is fitted to them).
+TORCH_RING_FRAMEWORKS: tuple[str, ...] = ("hf-trainer", "deepspeed", "fsdp2")
+
+
 def default_framework(workload: Workload) -> str:
     """Framework profile implied by the workload: Megatron for tp/pp/ep/cp > 1, DeepSpeed for ZeRO,
     else the HF Trainer (DDP, or FSDP through accelerate)."""
@@ -247,6 +253,11 @@ def estimate_speed(model: ModelShape, workload: Workload, hardware: Hardware, *,
     # ---- compute: peak, then the engine model or a fixed efficiency
     precision, peak = _peak(wl, hw, warnings)
     warnings.extend(kernel_gaps(wl.attention, hw.gpu_class, hw.name))
+    if wl.cp > 1 and fw in TORCH_RING_FRAMEWORKS:
+        warnings.append(_("context parallelism under {framework} runs PyTorch's own ring attention (an all-gather of "
+                          "K/V, fp32 merging), which trainfit times like TransformerEngine's: published runs of it at "
+                          "CP 2 to 8 (torchtitan, TRL with accelerate) ran 1.05-2.1x slower than this estimate "
+                          "(docs/accuracy.md), so read the speed as an upper bound").format(framework=fw))
     eff_sources: tuple[str, ...] = ()
     flops_per_gpu_step = fl.hardware_flops * tokens_per_step / wl.gpus
     if efficiency is None:
