@@ -23,12 +23,18 @@ class Option:
     """``parse(field, raw) -> value`` through :mod:`trainfit.inputs` (raises InputError)."""
     default: Any = None
     help: str = ""
-    choices: tuple[str, ...] | None = None
+    choices: tuple[str, ...] | Callable[[], tuple[str, ...]] | None = None
+    """The values it takes, or a function giving them when they come from a registry (``--target``)."""
     flag: str | None = None
     group: str = N_("training request")
     metavar: str | None = None
     negatable: bool = False
     """A yes/no option: ``--name`` sets True, ``--no-name`` False (default None = not given)."""
+
+    @property
+    def choice_values(self) -> tuple[str, ...] | None:
+        """The values it takes now (a registry's choices are read at each call)."""
+        return self.choices() if callable(self.choices) else self.choices
 
     @property
     def cli_flag(self) -> str:
@@ -38,7 +44,7 @@ class Option:
         """``help`` in the current language (an id marked with N_); ``{default}`` and ``{choices}`` filled in."""
         text = translate(self.help)
         if "{" in self.help:
-            text = text.format(default=self.default, choices=", ".join(self.choices or ()))
+            text = text.format(default=self.default, choices=", ".join(self.choice_values or ()))
         return text
 
 
@@ -50,5 +56,7 @@ def _float(lo: float | None = None, hi: float | None = None, lo_open: bool = Fal
     return lambda f, v: inputs.as_float(f, v, lo=lo, hi=hi, lo_open=lo_open)
 
 
-def _choice(choices: tuple[str, ...]) -> Callable[[str, Any], str]:
+def _choice(choices: tuple[str, ...] | Callable[[], tuple[str, ...]]) -> Callable[[str, Any], str]:
+    if callable(choices):
+        return lambda f, v: inputs.as_choice(f, v, choices())
     return lambda f, v: inputs.as_choice(f, v, choices)

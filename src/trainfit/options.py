@@ -17,7 +17,7 @@ from trainfit.errors import InputError, did_you_mean
 from trainfit._option_types import Option, _choice, _float, _int
 from trainfit.i18n import N_, _, translate
 from trainfit.catalog._schema import RESOURCE_CLASSES
-from trainfit.launch.targets import PLAN_TARGETS
+from trainfit.launch.targets import plan_targets
 from trainfit.workload import (ATTENTIONS, EXPERTS_IMPLS, LOSSES, MAX_DS_BUCKET_ELEMS, MAX_MOE_IMBALANCE, METHODS,
                                MOE_ROUTINGS, NATURAL_ROUTING_IMBALANCE, OFFLOADS, OPTIMIZERS, PRECISIONS, STRATEGIES,
                                Workload)
@@ -154,7 +154,7 @@ def add_options(p: argparse.ArgumentParser, options: tuple[Option, ...] = WORKLO
             continue
         kw: dict[str, Any] = {"dest": o.name, "default": default, "help": help_text, "type": _argparse_type(o)}
         if o.choices:
-            kw["metavar"] = "{" + ",".join(o.choices) + "}"
+            kw["metavar"] = "{" + ",".join(o.choice_values or ()) + "}"
         if o.metavar:
             kw["metavar"] = o.metavar
         g.add_argument(o.cli_flag, **kw)
@@ -247,7 +247,7 @@ PLAN_OPTIONS: tuple[Option, ...] = (
                 "TransformerEngine + DeepEP), megatron (Megatron-Core: TE, grouped GEMM, FP8) "
                 "(default: the engine --target runs for the layout, else ms-swift's: megatron for tp/pp/ep/cp > 1, "
                 "deepspeed for ZeRO, else hf-trainer)")),
-    Option(name="target", parse=_choice(PLAN_TARGETS), group=N_("search"), choices=PLAN_TARGETS, metavar="LAUNCHER",
+    Option(name="target", parse=_choice(plan_targets), group=N_("search"), choices=plan_targets, metavar="LAUNCHER",
            help=N_("the launcher you will render ({choices}): the speed model times its engine "
                    "(ms-swift targets: megatron/deepspeed/hf-trainer by layout; llamafactory: hf-trainer/deepspeed), "
                    "only layouts it writes are searched, and `render` writes it by default (default: none, ms-swift's "
@@ -382,14 +382,15 @@ def _rl_searched(values: Mapping[str, Any]) -> frozenset[str]:
 def _rl_framework_of_target(target: str, values: Mapping[str, Any]) -> Mapping[str, Any]:
     """``--target verl|swift_grpo`` sets ``--rl-framework`` when it is not given; a different one is an error."""
     from trainfit.errors import PlanError
-    from trainfit.launch.targets import RL_TARGET_FRAMEWORK
+    from trainfit.launch.targets import rl_target_frameworks
 
-    want = RL_TARGET_FRAMEWORK.get(target)
+    rl_targets = rl_target_frameworks()
+    want = rl_targets.get(target)
     if want is None or not values.get("rl"):
         return values
     got = values.get("rl_framework")
     if got is not None and got != want:
-        other = [t for t, f in RL_TARGET_FRAMEWORK.items() if f == got]
+        other = [t for t, f in rl_targets.items() if f == got]
         raise PlanError(_("--target {target} runs {want}, but --rl-framework is {got}").format(target=target, want=want,
                                                                                               got=got),
                         fix=_("drop --rl-framework, or use --target {other}").format(other=other[0]) if other else

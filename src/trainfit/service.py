@@ -290,7 +290,7 @@ def plan_for(model: ModelShape, workload: Workload, *, gpu: str | None = None, i
     the GPU's compute is known; time and cost when ``tokens`` is given. With ``rl`` (an
     :class:`~trainfit.rl.RLConfig`) the RL plan: per-phase memory, the verdict over all phases, the RL step
     time and, with ``steps``, hours and cost (:func:`trainfit.plan.rl.rl_plan`). ``target`` (one launcher of
-    :data:`~trainfit.launch.targets.PLAN_TARGETS`) is recorded, and its engine is the speed model's framework
+    :func:`~trainfit.launch.targets.plan_targets`) is recorded, and its engine is the speed model's framework
     unless ``framework`` is given."""
     from trainfit.catalog.gpus import GPU, get_gpu
     from trainfit.plan.types import Plan
@@ -414,10 +414,10 @@ def render_plan(plan: Any, options: Any = None, targets: str | list[str] | tuple
 
 def single_target(targets: str | None) -> str | None:
     """The one launcher named by a render ``--target`` value (None for ``all``, a list, or a non-launcher)."""
-    from trainfit.launch.targets import PLAN_TARGETS
+    from trainfit.launch.targets import plan_targets
 
     t = (targets or "").strip()
-    return t if t in PLAN_TARGETS else None
+    return t if t in plan_targets() else None
 
 
 def write_rendered(result: Any, out_dir: str | Path, *, force: bool = False) -> list[Path]:

@@ -318,7 +318,7 @@ def option_specs() -> dict[str, list[dict[str, Any]]]:
 
     def spec(o: Any) -> dict[str, Any]:
         return {"name": o.name, "flag": o.cli_flag, "group": o.group, "default": json_ready(o.default),
-                "choices": None if o.choices is None else list(o.choices),
+                "choices": None if o.choices is None else list(o.choice_values or ()),
                 "help": i18n.translate(o.help) if o.help else o.help}
 
     return {"workload": [spec(o) for o in WORKLOAD_OPTIONS], "plan": [spec(o) for o in PLAN_OPTIONS],

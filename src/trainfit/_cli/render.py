@@ -9,7 +9,7 @@ from pathlib import Path
 
 from trainfit._cli.common import (add_json_option, add_model_argument, add_workload_options, count_arg, float_arg,
                                   ident_arg, int_arg, model_from_args, print_json, workload_from_args)
-from trainfit.launch import TARGETS
+from trainfit.launch.targets import render_targets
 from trainfit._cli.labels import VERDICT, label
 from trainfit.i18n import _
 
@@ -26,7 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--target", default=None,
                    help=_("comma-separated: {targets} or all (default: the plan's --target, else all); a target whose "
                           "engine differs from the one the plan's speed assumed is written with a warning").format(
-                       targets=", ".join(TARGETS)))
+                       targets=", ".join(render_targets())))
     g.add_argument("--out", required=True, metavar="DIR", help=_("folder to write the files into (created)"))
     g.add_argument("--force", action="store_true",
                    help=_("overwrite files in --out that trainfit did not write or that were edited since (default: "

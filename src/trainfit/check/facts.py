@@ -16,6 +16,7 @@ from typing import Any
 from trainfit.check.shell import Script, parse_script, training_args
 from trainfit.errors import CheckInputError, TrainfitError
 from trainfit.i18n import _
+from trainfit.launch.targets import target_specs
 
 MAX_BYTES = 2 * 2**20
 _REGION_IN_IMAGE = re.compile(r"\.((?:cn|ap|us|eu|me)-[a-z0-9-]+?)\.(?:cr\.)?aliyuncs\.com")
@@ -272,8 +273,38 @@ def read_facts(path: str | Path) -> JobFacts:
             fix=_("compare the file with the format's documentation; `trainfit render` writes valid examples")) from None
 
 
+def _json_facts(text: str, sp: str, f: JobFacts) -> None:
+    """A JSON job file: a PAI-DLC CreateJob body or a DeepSpeed config (a dashboard or a plan is a clear error)."""
+    from trainfit.providers.alibaba.dlc_reader import _dlc
+
+    data = _load_json(text, sp)
+    if isinstance(data, dict) and ("JobSpecs" in data or "UserCommand" in data or "JobType" in data):
+        f.kind = "dlc-json"
+        _dlc(data, f)
+    elif isinstance(data, dict) and any(k in data for k in ("zero_optimization", "train_micro_batch_size_per_gpu",
+                                                            "train_batch_size", "bf16", "fp16")):
+        f.kind = "deepspeed"
+        _deepspeed(data, f)
+    elif isinstance(data, dict) and "panels" in data:
+        raise _monitoring(sp)
+    elif isinstance(data, dict) and str(data.get("schema", "")).startswith("trainfit.plan"):
+        raise CheckInputError(_("{path} is a trainfit plan (`trainfit plan --json`), not a job file").format(path=sp),
+                              fix=_("render it first: `trainfit render --plan {path} --out job/`, then "
+                                    "`trainfit check job/<file>`").format(path=sp))
+    else:
+        raise CheckInputError(_("{path}: JSON of unknown kind (neither a PAI-DLC CreateJob body nor a DeepSpeed "
+                                "config)").format(path=sp),
+                              fix=_("pass a DLC job JSON (JobSpecs, UserCommand) or a ds_config.json"))
+
+
+def _registered_reader(path: str, text: str) -> Any:
+    """The :class:`~trainfit.launch.targets.JobReader` of the first registered target that claims the file (the
+    built-in targets have none: their formats are read below)."""
+    return next((s.reader for s in target_specs() if s.reader is not None and s.reader.matches(path, text)), None)
+
+
 def _read_facts(path: str | Path) -> JobFacts:
-    from trainfit.providers.alibaba.dlc_reader import _dlc, _pai_cli
+    from trainfit.providers.alibaba.dlc_reader import _pai_cli
     from trainfit.providers.generic.readers import _pytorchjob, _skypilot
 
     p = Path(path)
@@ -284,25 +315,12 @@ def _read_facts(path: str | Path) -> JobFacts:
     f.header = _header(text)
     _placeholders(f, text)
     stripped = text.lstrip()
-    if suffix == ".json" or (suffix not in (".yaml", ".yml", ".sh", ".bash") and stripped.startswith("{")):
-        data = _load_json(text, sp)
-        if isinstance(data, dict) and ("JobSpecs" in data or "UserCommand" in data or "JobType" in data):
-            f.kind = "dlc-json"
-            _dlc(data, f)
-        elif isinstance(data, dict) and any(k in data for k in ("zero_optimization", "train_micro_batch_size_per_gpu",
-                                                                "train_batch_size", "bf16", "fp16")):
-            f.kind = "deepspeed"
-            _deepspeed(data, f)
-        elif isinstance(data, dict) and "panels" in data:
-            raise _monitoring(sp)
-        elif isinstance(data, dict) and str(data.get("schema", "")).startswith("trainfit.plan"):
-            raise CheckInputError(_("{path} is a trainfit plan (`trainfit plan --json`), not a job file").format(path=sp),
-                                  fix=_("render it first: `trainfit render --plan {path} --out job/`, then "
-                                        "`trainfit check job/<file>`").format(path=sp))
-        else:
-            raise CheckInputError(_("{path}: JSON of unknown kind (neither a PAI-DLC CreateJob body nor a DeepSpeed "
-                                    "config)").format(path=sp),
-                                  fix=_("pass a DLC job JSON (JobSpecs, UserCommand) or a ds_config.json"))
+    reader = _registered_reader(sp, text)
+    if reader is not None:  # a target registered from outside (launch.targets.register_target) reads its own files
+        f.kind = reader.kind
+        reader.read(sp, text, f)
+    elif suffix == ".json" or (suffix not in (".yaml", ".yml", ".sh", ".bash") and stripped.startswith("{")):
+        _json_facts(text, sp, f)
     elif suffix in (".yaml", ".yml"):
         docs = _load_yaml(text, sp)
         doc = next((d for d in docs if isinstance(d, dict)), None)

@@ -10,7 +10,6 @@ the plan into a folder.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from importlib import import_module
 from pathlib import Path
 from typing import Any
 
@@ -19,26 +18,19 @@ from trainfit.i18n import _
 from trainfit.launch._context import (CKPT_MOUNT, DEFAULT_DATASET, PAI_IMAGE, PLACEHOLDER, RenderContext,
                                       RenderOptions, is_lingjun_type, model_repo_id, slug)
 
-#: Render targets -> the module that writes them. Engine targets live here in ``launch/``; platform targets
-#: (job specs of one provider) live in that provider's folder.
-TARGET_MODULES: dict[str, str] = {
-    "deepspeed": "trainfit.launch.deepspeed",
-    "swift": "trainfit.launch.swift",
-    "llamafactory": "trainfit.launch.llamafactory",
-    "torchrun": "trainfit.launch.torchrun",
-    "dlc": "trainfit.providers.alibaba.dlc_writer",
-    "pytorchjob": "trainfit.providers.generic.pytorchjob",
-    "skypilot": "trainfit.providers.generic.skypilot",
-    "verl": "trainfit.launch.verl",
-    "swift_grpo": "trainfit.launch.swift_grpo",
-    "monitoring": "trainfit.launch.monitoring",
-}
-TARGETS: tuple[str, ...] = tuple(TARGET_MODULES)
-#: Targets that write RL fine-tuning launches (``plan --rl``); the others write supervised fine-tuning jobs.
-#: ``all`` means the targets of the plan's kind.
-RL_TARGETS: tuple[str, ...] = ("verl", "swift_grpo")
-#: Targets rendered only when named (not part of ``all``).
-ON_REQUEST: tuple[str, ...] = ("monitoring",)
+
+
+def __getattr__(name: str) -> Any:
+    """``TARGETS`` / ``RL_TARGETS``: the registered render targets (all, in render order / the RL ones), read from
+    the registry (:mod:`trainfit.launch.targets`) each time, so a target registered later is among them."""
+    from trainfit.launch.targets import render_targets, target_specs
+
+    if name == "TARGETS":
+        return render_targets()
+    if name == "RL_TARGETS":
+        return tuple(s.name for s in target_specs("rl"))
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["RL_TARGETS", "TARGETS", "RenderContext", "RenderError", "RenderOptions", "RenderResult", "build_context",
            "render", "write"]
@@ -205,28 +197,31 @@ def build_context(plan: Any, options: RenderOptions | None = None) -> RenderCont
 
 
 def _module(target: str):
-    return import_module(TARGET_MODULES[target])
+    from trainfit.launch.targets import target_spec
+
+    return target_spec(target).module()
 
 
 def render(ctx: RenderContext, targets: list[str] | tuple[str, ...] | str | None = None) -> RenderResult:
     """Render ``targets`` (names from :data:`TARGETS`, or ``all``; None = the plan's target, else ``all``)."""
-    from trainfit.launch.targets import engine_mismatch, experts_mismatch, loss_mismatch
+    from trainfit.launch.targets import engine_mismatch, experts_mismatch, loss_mismatch, render_targets, target_specs
 
+    all_targets = render_targets()
     if targets is None:
         targets = getattr(ctx.plan, "target", None) or "all"
     if isinstance(targets, str):
         targets = [t.strip() for t in targets.split(",") if t.strip()]
     want_all = "all" in targets
     rl_plan = getattr(ctx.plan, "rl", None) is not None
-    kind = [t for t in TARGETS if (t in RL_TARGETS) == rl_plan and t not in ON_REQUEST]
+    kind = [s.name for s in target_specs("rl" if rl_plan else "sft")]  # the tools are rendered only when named
     named = [t for t in dict.fromkeys(targets) if t != "all"]
     chosen = (kind + [t for t in named if t not in kind]) if want_all else named  # all,monitoring: both
-    unknown = [t for t in chosen if t not in TARGETS]
+    unknown = [t for t in chosen if t not in all_targets]
     if unknown:
         from trainfit.errors import did_you_mean
 
-        sugg = did_you_mean(unknown[0], list(TARGETS) + ["all"], n=1)
-        targets_list = ", ".join(TARGETS) + ", all"
+        sugg = did_you_mean(unknown[0], list(all_targets) + ["all"], n=1)
+        targets_list = ", ".join(all_targets) + ", all"
         raise RenderError(_("unknown render target '{target}'").format(target=unknown[0]),
                           fix=(_("did you mean {s}? targets: {targets}") if sugg else _("targets: {targets}")).format(
                               s=sugg[0] if sugg else "", targets=targets_list))

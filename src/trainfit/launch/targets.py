@@ -1,5 +1,7 @@
-"""Which engine each render target runs: the one table that ties ``--target`` (a launcher) to ``--framework``
-(the engine profile whose kernels the speed model times).
+"""The render targets: one :class:`TargetSpec` per target in a registry (:func:`register_target`) that every command
+reads: what it writes, which engine it runs for a layout (``--target`` -> ``--framework``, the engine profile whose
+kernels the speed model times), the layouts it can write and how ``check`` reads its files. A new target is one
+``register_target`` call, from inside ``src/`` or outside it (``tests/test_extension.py`` registers a fake one).
 
 Every decision about a target's engine is made here, once: the planner (``plan --target X``) takes the speed
 model's framework from :func:`target_framework` when ``--framework`` is not given and searches only layouts the
@@ -27,52 +29,225 @@ without ``--target``.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+import re
+from dataclasses import dataclass
+from importlib import import_module
+from typing import Any, Callable, Mapping
 
 from trainfit.errors import PlanError
 from trainfit.i18n import N_, _, ngettext, translate
 from trainfit.workload import Workload
 
-#: Targets that run ms-swift's trainer (the launch line differs, the engine does not).
-SWIFT_TARGETS: tuple[str, ...] = ("swift", "torchrun", "dlc", "pytorchjob", "skypilot")
-#: RL targets -> the ``--rl-framework`` they run.
-RL_TARGET_FRAMEWORK: dict[str, str] = {"verl": "verl", "swift_grpo": "ms-swift"}
-#: Targets ``plan --target`` accepts (every render target that launches training; ``monitoring`` does not).
-PLAN_TARGETS: tuple[str, ...] = SWIFT_TARGETS + ("llamafactory", "deepspeed") + tuple(RL_TARGET_FRAMEWORK)
+#: What a target writes: a supervised fine-tuning job, an RL launch, or a tool's config (``monitoring``: rendered
+#: only when named, never planned for).
+TARGET_KINDS: tuple[str, ...] = ("sft", "rl", "tool")
+_NAME = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
 
-#: target -> the ``--framework`` values it can run at all (some only with the right layout).
-TARGET_FRAMEWORKS: dict[str, tuple[str, ...]] = {
-    **{t: ("hf-trainer", "deepspeed", "megatron") for t in SWIFT_TARGETS},
-    "llamafactory": ("hf-trainer", "deepspeed"),
-    "deepspeed": ("deepspeed",),
-}
-#: target -> what it launches, in words (help text, messages, docs).
-TARGET_RUNS: dict[str, str] = {
-    **{t: N_("ms-swift (`swift sft`: HF Trainer + DeepSpeed/FSDP; `megatron sft`: Megatron-Core for tp/pp/ep/cp > 1)")
-       for t in SWIFT_TARGETS},
-    "llamafactory": N_("LLaMA-Factory (HF Trainer, + DeepSpeed for ZeRO)"),
-    "deepspeed": N_("a DeepSpeed config for the HF Trainer"),
-    "verl": N_("verl (FSDP workers, colocated vLLM/SGLang)"),
-    "swift_grpo": N_("ms-swift `swift rlhf` (DDP / DeepSpeed)"),
-}
+
+@dataclass(frozen=True, kw_only=True)
+class JobReader:
+    """How ``trainfit check`` reads the files of a registered target (:func:`trainfit.check.facts.read_facts` asks
+    every registered reader before its built-in formats)."""
+
+    kind: str
+    """The ``kind`` check reports for such a file."""
+    matches: Callable[[str, str], bool]
+    """``matches(path, text)``: whether the file is one of this target's."""
+    read: Callable[[str, str, Any], None]
+    """``read(path, text, facts)``: fill the :class:`~trainfit.check.facts.JobFacts` (nodes, GPUs, settings...)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class TargetSpec:
+    """One render target (``render --target NAME``; ``plan --target NAME`` unless a tool): the module that writes its
+    files, the engine it runs for a layout, the layouts it can write and how ``check`` reads its files back. Register
+    one with :func:`register_target`; every command finds it there (``plan``, ``render``, ``check``, the web page)."""
+
+    name: str
+    """The ``--target`` value: lower case, digits and ``_``."""
+    writer: Any
+    """The module (or its import path) with ``FILES``, ``applies(ctx) -> why-not or None`` and
+    ``render(ctx) -> {file name: text}`` (:class:`~trainfit.launch.RenderContext`)."""
+    kind: str = "sft"
+    """``sft``, ``rl`` or ``tool`` (:data:`TARGET_KINDS`)."""
+    runs: str = ""
+    """What it launches, in words (a message id marked with ``N_``): help text and messages."""
+    frameworks: tuple[str, ...] = ()
+    """SFT: the ``--framework`` values it can run at all (some only with the right layout)."""
+    engine: Callable[[Workload], str | None] | None = None
+    """SFT: the ``--framework`` it runs for a layout (the speed model times that engine)."""
+    layout_reason: Callable[[Workload], str | None] | None = None
+    """Why it cannot write a layout (None: it can); the planner searches only what it renders."""
+    rl_framework: str | None = None
+    """RL: the ``--rl-framework`` it runs."""
+    megatron_layouts_only: bool = False
+    """Runs Megatron-Core only for tp/pp/ep/cp > 1 (ms-swift's ``megatron sft``): ``--framework megatron`` needs such a
+    layout."""
+    plan_rank: int = 100
+    """Position among the ``plan --target`` choices (lower first; ties in registration order)."""
+    reader: JobReader | None = None
+    """How ``check`` reads its files; None for the built-in formats, which check reads itself."""
+
+    def __post_init__(self) -> None:
+        if not _NAME.match(self.name):
+            raise ValueError(f"target name {self.name!r}: lower case letters, digits and _, at most 32")
+        if self.kind not in TARGET_KINDS:
+            raise ValueError(f"target {self.name}: kind must be one of {TARGET_KINDS}, got {self.kind!r}")
+        if (self.kind == "rl") != (self.rl_framework is not None):
+            raise ValueError(f"target {self.name}: an rl target names its rl_framework, and only an rl target does")
+        if self.kind != "sft" and (self.frameworks or self.engine):
+            raise ValueError(f"target {self.name}: frameworks and engine are for sft targets")
+
+    def module(self) -> Any:
+        """The writer module (imported on first use when given as a path)."""
+        return import_module(self.writer) if isinstance(self.writer, str) else self.writer
+
+    def engine_for(self, wl: Workload) -> str | None:
+        """The engine it runs for ``wl``: the ``--rl-framework`` of an RL target, the layout's ``--framework`` of an
+        SFT target, None for a tool."""
+        if self.kind == "rl":
+            return self.rl_framework
+        return self.engine(wl) if self.engine is not None else None
+
+    def why_not(self, wl: Workload) -> str | None:
+        return self.layout_reason(wl) if self.layout_reason is not None else None
+
+
+_REGISTRY: dict[str, TargetSpec] = {}
+
+
+def register_target(spec: TargetSpec) -> TargetSpec:
+    """Add a render target (a :class:`TargetSpec`); its name must be new."""
+    if spec.name in _REGISTRY or spec.name == "all":
+        raise ValueError(f"render target {spec.name!r} is already registered")
+    _REGISTRY[spec.name] = spec
+    return spec
+
+
+def unregister_target(name: str) -> None:
+    """Remove a registered target (tests and plug-ins that registered it)."""
+    _REGISTRY.pop(name, None)
+
+
+def target_spec(name: str) -> TargetSpec | None:
+    return _REGISTRY.get(name)
+
+
+def target_specs(kind: str | None = None) -> tuple[TargetSpec, ...]:
+    """The registered targets in render order (registration order), optionally of one kind."""
+    return tuple(s for s in _REGISTRY.values() if kind is None or s.kind == kind)
+
+
+def render_targets() -> tuple[str, ...]:
+    """Every ``render --target`` name, in render order."""
+    return tuple(_REGISTRY)
+
+
+def plan_targets() -> tuple[str, ...]:
+    """The ``plan --target`` choices: every target that launches training (not the tools), by ``plan_rank``."""
+    ranked = sorted((s for s in _REGISTRY.values() if s.kind != "tool"), key=lambda s: s.plan_rank)
+    return tuple(s.name for s in ranked)
+
+
+def rl_target_frameworks() -> dict[str, str]:
+    """RL target -> the ``--rl-framework`` it runs."""
+    return {s.name: s.rl_framework for s in _REGISTRY.values() if s.kind == "rl" and s.rl_framework}
+
+
+def is_rl_target(name: str) -> bool:
+    spec = _REGISTRY.get(name)
+    return spec is not None and spec.kind == "rl"
+
+
+def target_frameworks(name: str) -> tuple[str, ...]:
+    spec = _REGISTRY.get(name)
+    return spec.frameworks if spec is not None else ()
+
+
+def target_runs(name: str) -> str:
+    """What ``name`` launches, as a message id (translate it to show it)."""
+    spec = _REGISTRY.get(name)
+    return spec.runs if spec is not None else ""
 
 
 def _hf_engine(wl: Workload) -> str:
     return "deepspeed" if wl.strategy.startswith("zero") else "hf-trainer"
 
 
+def _swift_engine(wl: Workload) -> str:
+    from trainfit.estimate.speed import default_framework  # ms-swift's engine for the layout is the speed model's default
+
+    return default_framework(wl)
+
+
+def _swift_layout(wl: Workload) -> str | None:
+    from trainfit.launch._common import swift_layout_reason
+
+    return swift_layout_reason(wl)
+
+
+def _llamafactory_layout(wl: Workload) -> str | None:
+    from trainfit.launch.llamafactory import layout_reason as lf
+
+    return lf(wl)
+
+
+def _deepspeed_layout(wl: Workload) -> str | None:
+    from trainfit.launch.deepspeed import layout_reason as ds
+
+    return ds(wl)
+
+
+_SWIFT_RUNS = N_("ms-swift (`swift sft`: HF Trainer + DeepSpeed/FSDP; `megatron sft`: Megatron-Core for tp/pp/ep/cp > 1)")
+
+
+def _swift(name: str, writer: str, rank: int) -> TargetSpec:
+    return TargetSpec(name=name, writer=writer, runs=_SWIFT_RUNS, frameworks=("hf-trainer", "deepspeed", "megatron"),
+                      engine=_swift_engine, layout_reason=_swift_layout, megatron_layouts_only=True, plan_rank=rank)
+
+
+# The built-in targets, in render order. Engine targets live in ``launch/``; platform targets (job specs of one
+# provider) in that provider's folder.
+for _spec in (
+        TargetSpec(name="deepspeed", writer="trainfit.launch.deepspeed", runs=N_("a DeepSpeed config for the HF Trainer"),
+                   frameworks=("deepspeed",), engine=_hf_engine, layout_reason=_deepspeed_layout, plan_rank=6),
+        _swift("swift", "trainfit.launch.swift", 0),
+        TargetSpec(name="llamafactory", writer="trainfit.launch.llamafactory",
+                   runs=N_("LLaMA-Factory (HF Trainer, + DeepSpeed for ZeRO)"), frameworks=("hf-trainer", "deepspeed"),
+                   engine=_hf_engine, layout_reason=_llamafactory_layout, plan_rank=5),
+        _swift("torchrun", "trainfit.launch.torchrun", 1),
+        _swift("dlc", "trainfit.providers.alibaba.dlc_writer", 2),
+        _swift("pytorchjob", "trainfit.providers.generic.pytorchjob", 3),
+        _swift("skypilot", "trainfit.providers.generic.skypilot", 4),
+        TargetSpec(name="verl", writer="trainfit.launch.verl", kind="rl", rl_framework="verl",
+                   runs=N_("verl (FSDP workers, colocated vLLM/SGLang)"), plan_rank=7),
+        TargetSpec(name="swift_grpo", writer="trainfit.launch.swift_grpo", kind="rl", rl_framework="ms-swift",
+                   runs=N_("ms-swift `swift rlhf` (DDP / DeepSpeed)"), plan_rank=8),
+        TargetSpec(name="monitoring", writer="trainfit.launch.monitoring", kind="tool")):
+    register_target(_spec)
+del _spec
+
+#: Snapshots of the registry for code that reads them as constants (module ``__getattr__`` keeps them current).
+_DERIVED: dict[str, Callable[[], Any]] = {
+    "PLAN_TARGETS": plan_targets,
+    "RL_TARGET_FRAMEWORK": rl_target_frameworks,
+    "SWIFT_TARGETS": lambda: tuple(s.name for s in target_specs("sft") if s.megatron_layouts_only),
+    "TARGET_FRAMEWORKS": lambda: {s.name: s.frameworks for s in target_specs("sft")},
+    "TARGET_RUNS": lambda: {s.name: s.runs for s in _REGISTRY.values() if s.runs},
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _DERIVED:
+        return _DERIVED[name]()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def target_framework(target: str, wl: Workload) -> str | None:
     """The engine ``target`` runs for ``wl``'s layout (a ``--framework`` value; ``--rl-framework`` for the RL
-    targets); None for a target that launches no training (``monitoring``)."""
-    if target in RL_TARGET_FRAMEWORK:
-        return RL_TARGET_FRAMEWORK[target]
-    if target in SWIFT_TARGETS:  # ms-swift's engine for the layout is the speed model's default
-        from trainfit.estimate.speed import default_framework
-
-        return default_framework(wl)
-    if target in ("llamafactory", "deepspeed"):
-        return _hf_engine(wl)
-    return None
+    targets); None for a target that launches no training (``monitoring``) or an unknown one."""
+    spec = _REGISTRY.get(target)
+    return spec.engine_for(wl) if spec is not None else None
 
 
 def speed_framework(framework: str | None, target: str | None, wl: Workload) -> str | None:
@@ -86,19 +261,8 @@ def speed_framework(framework: str | None, target: str | None, wl: Workload) -> 
 def layout_reason(target: str, wl: Workload) -> str | None:
     """Why ``target`` cannot write ``wl``'s layout (None when it can): the writers' own checks on the workload
     (their ``applies`` calls the same functions), so the planner searches only what the target renders."""
-    if target in SWIFT_TARGETS:
-        from trainfit.launch._common import swift_layout_reason
-
-        return swift_layout_reason(wl)
-    if target == "llamafactory":
-        from trainfit.launch.llamafactory import layout_reason as lf
-
-        return lf(wl)
-    if target == "deepspeed":
-        from trainfit.launch.deepspeed import layout_reason as ds
-
-        return ds(wl)
-    return None
+    spec = _REGISTRY.get(target)
+    return spec.why_not(wl) if spec is not None else None
 
 
 def same_engine(a: str | None, b: str | None) -> bool:
@@ -117,30 +281,32 @@ def check_target(target: str, framework: str | None, *, rl: bool, model: Any = N
     """A target that cannot run ``framework`` (or a plan kind it does not write) is a :class:`PlanError` with the
     fix. With the planner's ``model`` and ``pins``: ``megatron`` on an ms-swift target needs a layout the search
     can reach (tp/pp/ep/cp > 1 pinned, or an MoE model it lays out with expert parallelism)."""
-    if target not in PLAN_TARGETS:
+    choices = plan_targets()
+    if target not in choices:
         raise PlanError(_("unknown target {target!r}").format(target=target),
-                        fix=_("use one of {choices}").format(choices=", ".join(PLAN_TARGETS)))
-    if rl != (target in RL_TARGET_FRAMEWORK):
+                        fix=_("use one of {choices}").format(choices=", ".join(choices)))
+    spec = _REGISTRY[target]
+    if rl != (spec.kind == "rl"):
         if rl:
             raise PlanError(_("--target {target} writes a supervised fine-tuning job, not an --rl launch").format(
                 target=target), fix=_("use --target verl or swift_grpo with --rl"))
         raise PlanError(_("--target {target} writes an RL launch; pass --rl grpo|ppo|dpo").format(target=target),
                         fix=_("or use an SFT target: {targets}").format(
-                            targets=", ".join(t for t in PLAN_TARGETS if t not in RL_TARGET_FRAMEWORK)))
+                            targets=", ".join(t for t in choices if not is_rl_target(t))))
     if rl or framework is None:
         return
-    can = TARGET_FRAMEWORKS[target]
+    can = spec.frameworks
     if framework not in can:
-        others = [t for t, fws in TARGET_FRAMEWORKS.items() if framework in fws]
+        others = [s.name for s in target_specs("sft") if framework in s.frameworks]
         fix = (_("drop --framework (the target's engine, {engines}, is used) or use --target {targets}").format(
                    engines="/".join(can), targets=" / ".join(others)) if others else
                _("no render target writes a {framework} job: drop --target to plan {framework} without rendering, or "
                  "drop --framework ({target} runs {engines})").format(framework=framework, target=target,
                                                                       engines="/".join(can)))
         raise PlanError(_("--target {target} runs {runs}; it cannot run --framework {framework}").format(
-                            target=target, runs=translate(TARGET_RUNS[target]), framework=framework),
+                            target=target, runs=translate(spec.runs), framework=framework),
                         fix=fix)
-    if (framework == "megatron" and target in SWIFT_TARGETS and model is not None and not model.is_moe
+    if (framework == "megatron" and spec.megatron_layouts_only and model is not None and not model.is_moe
             and not any((pins or {}).get(k, 1) > 1 for k in ("tp", "pp", "ep", "cp"))):
         raise PlanError(_("--target {target} writes `megatron sft` (Megatron-Core) only for tp/pp/ep/cp > 1, and a "
                           "dense model is searched with tp = pp = cp = 1").format(target=target),
@@ -156,7 +322,7 @@ def search_reason(target: str | None, framework: str | None, wl: Workload) -> st
     if why:
         return why
     runs = target_framework(target, wl)
-    if framework is not None and target not in RL_TARGET_FRAMEWORK and not same_engine(runs, framework):
+    if framework is not None and not is_rl_target(target) and not same_engine(runs, framework):
         return _("{target} runs {runs} for this layout (tp {tp} pp {pp} ep {ep} cp {cp}, {strategy}), not "
                  "--framework {framework}").format(target=target, runs=runs, tp=wl.tp, pp=wl.pp, ep=wl.ep, cp=wl.cp,
                                                    strategy=wl.strategy, framework=framework)
@@ -174,7 +340,7 @@ def engine_mismatch(plan_framework: str | None, plan_target: str | None, targets
             by_engine.setdefault(runs, []).append(t)
     out = []
     for runs, ts in by_engine.items():
-        how = (_("re-plan with --target {target}") if ts[0] in RL_TARGET_FRAMEWORK else
+        how = (_("re-plan with --target {target}") if is_rl_target(ts[0]) else
                _("re-plan with --target {target} and without --framework")).format(target=ts[0])
         msg = (ngettext("{targets} runs {runs} but the plan's speed, hours and cost assume {framework} for target "
                         "{plan_target}: the figures in the file headers are for another engine ({how})",
@@ -221,6 +387,7 @@ def loss_mismatch(targets: Any, wl: Workload) -> tuple[str, ...]:
               "runs such a model, re-plan with --loss standard").format(targets=", ".join(hf)),)
 
 
-__all__ = ["PLAN_TARGETS", "RL_TARGET_FRAMEWORK", "SWIFT_TARGETS", "TARGET_FRAMEWORKS", "TARGET_RUNS",
+__all__ = ["JobReader", "TargetSpec", "is_rl_target", "plan_targets", "register_target", "render_targets",
+           "rl_target_frameworks", "target_frameworks", "target_runs", "target_spec", "target_specs", "unregister_target",
            "check_target", "engine_mismatch", "experts_mismatch", "layout_reason", "loss_mismatch", "same_engine", "search_reason", "speed_framework",
            "target_framework"]

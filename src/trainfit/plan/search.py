@@ -81,7 +81,7 @@ class PlanRequest:
     framework: str | None = None
     """Engine profile of the speed model (``--framework``); None = the engine ``target`` runs for each layout."""
     target: str | None = None
-    """The launcher the plan is for (``--target``, :data:`trainfit.launch.targets.PLAN_TARGETS`): its engine is
+    """The launcher the plan is for (``--target``, :func:`trainfit.launch.targets.plan_targets`): its engine is
     the speed model's framework unless ``framework`` is given, and only layouts it writes are searched."""
     memory_margin: float = MEMORY_MARGIN_DEFAULT
     ignore_rules: frozenset[str] = frozenset()

@@ -106,12 +106,12 @@ class Plan:
                 nodes=self.nodes, gpn=self.gpus_per_node, gpus=self.workload.gpus),
                 fix=_("regenerate the plan with `trainfit plan`"))
         if self.target is not None:
-            from trainfit.launch.targets import PLAN_TARGETS
+            from trainfit.launch.targets import plan_targets
 
-            if self.target not in PLAN_TARGETS:
+            if self.target not in plan_targets():
                 raise PlanFileError(_("the plan's target {target!r} is not a launcher trainfit writes").format(
                     target=str(self.target)[:40]),
-                    fix=_("one of {choices}; or regenerate the plan").format(choices=", ".join(PLAN_TARGETS)))
+                    fix=_("one of {choices}; or regenerate the plan").format(choices=", ".join(plan_targets())))
         if self.rl is not None:
             if not isinstance(self.rl, dict) or "algo" not in self.rl:
                 raise PlanFileError(_("the plan's 'rl' part is not an RL configuration"),

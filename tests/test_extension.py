@@ -1,0 +1,114 @@
+"""Extending trainfit from outside ``src/`` (issue 30): a render target registered here, with no file of the package
+touched, is planned for, rendered and checked by the same service functions the CLI and the web page call."""
+
+from __future__ import annotations
+
+import json
+import types
+
+import pytest
+
+from trainfit.check import check_file
+from trainfit.launch import RenderOptions
+from trainfit.launch.targets import (JobReader, TargetSpec, plan_targets, register_target, render_targets,
+                                     target_framework, unregister_target)
+from trainfit.models import get_model
+from trainfit.options import workload_from_values
+from trainfit.service import plan_for, render_plan, write_rendered
+
+FILE = "fake_job.json"
+
+
+def _applies(ctx) -> str | None:
+    return "fake runs one node only" if ctx.nodes > 1 else None
+
+
+def _render(ctx) -> dict[str, str]:
+    doc = {"header": ctx.header_lines(), "model": ctx.model_id, "nodes": ctx.nodes,
+           "gpus_per_node": ctx.gpus_per_node, "gpu": ctx.plan.gpu, "micro_batch": ctx.workload.micro_batch,
+           "checkpoints": ctx.checkpoint_uri}
+    return {FILE: json.dumps({"fake_job": doc}, indent=1) + "\n"}
+
+
+WRITER = types.SimpleNamespace(FILES=(FILE,), applies=_applies, render=_render)
+
+
+def _read(path: str, text: str, facts) -> None:
+    doc = json.loads(text)["fake_job"]
+    facts.nodes, facts.gpus_per_node, facts.gpu = doc["nodes"], doc["gpus_per_node"], doc["gpu"]
+    facts.settings["micro_batch"] = doc["micro_batch"]
+    facts.mounts.append(doc["checkpoints"])
+
+
+SPEC = TargetSpec(name="fakeq", writer=WRITER, runs="a fake launcher (the HF Trainer)", frameworks=("hf-trainer",),
+                  engine=lambda wl: "hf-trainer",
+                  layout_reason=lambda wl: "fakeq writes data parallel only" if wl.tp * wl.pp * wl.ep > 1 else None,
+                  reader=JobReader(kind="fake-json", matches=lambda path, text: '"fake_job"' in text[:200], read=_read))
+
+
+@pytest.fixture
+def fake_target():
+    register_target(SPEC)
+    yield SPEC
+    unregister_target(SPEC.name)
+
+
+def test_a_registered_target_is_planned_rendered_and_checked(fake_target, tmp_path):
+    assert "fakeq" in plan_targets() and "fakeq" in render_targets()
+    wl = workload_from_values({"method": "lora", "seq_len": 2048, "gpus": 8})
+    assert target_framework("fakeq", wl) == "hf-trainer"
+    plan = plan_for(get_model("Qwen3-8B"), wl, instance_type="generic-8xH100", tokens=1e8, target="fakeq")
+    assert plan.target == "fakeq" and plan.framework == "hf-trainer"
+    res = render_plan(plan, RenderOptions(checkpoint_uri="oss://bkt/ckpt/"), "fakeq")
+    assert list(res.files) == [FILE]
+    write_rendered(res, tmp_path)
+    r = check_file(tmp_path / FILE)
+    assert r.kind == "fake-json" and r.ok, [v.message for v in r.violations]
+    # the file's plan header is read back like a built-in target's
+    doc = json.loads((tmp_path / FILE).read_text())["fake_job"]
+    assert any(line.startswith("trainfit-plan {") for line in doc["header"])
+
+
+def test_all_renders_a_registered_target_and_skips_it_with_its_reason(fake_target):
+    wl = workload_from_values({"method": "lora", "seq_len": 2048, "gpus": 16})
+    plan = plan_for(get_model("Qwen3-8B"), wl, instance_type="generic-8xH100", tokens=1e8)
+    res = render_plan(plan, RenderOptions(checkpoint_uri="oss://bkt/ckpt/"), "all")
+    assert res.skipped.get("fakeq") == "fake runs one node only"
+
+
+def test_the_planner_searches_only_the_layouts_a_registered_target_writes(fake_target):
+    from trainfit.launch.targets import layout_reason, search_reason
+
+    wl = workload_from_values({"gpus": 8, "tp": 2})
+    assert layout_reason("fakeq", wl) == "fakeq writes data parallel only"
+    assert search_reason("fakeq", None, wl) == "fakeq writes data parallel only"
+
+
+def test_unregistered_targets_are_gone_and_names_are_checked():
+    assert "fakeq" not in plan_targets()
+    with pytest.raises(ValueError):
+        register_target(TargetSpec(name="swift", writer=WRITER))  # taken
+    with pytest.raises(ValueError):
+        TargetSpec(name="Bad Name", writer=WRITER)
+    with pytest.raises(ValueError):
+        TargetSpec(name="rlish", writer=WRITER, kind="rl")  # an RL target names its --rl-framework
+
+
+def test_the_cli_plans_renders_and_checks_through_a_registered_target(fake_target, tmp_path, capsys):
+    from trainfit.cli import main
+
+    assert main(["plan", "Qwen3-8B", "--method", "lora", "--tokens", "1e8", "--target", "fakeq",
+                 "--instance-type", "generic-8xH100", "--json"]) == 0
+    out = capsys.readouterr().out
+    assert json.loads(out)["plans"][0]["target"] == "fakeq"
+    (tmp_path / "plan.json").write_text(out)
+    assert main(["render", "--plan", str(tmp_path / "plan.json"), "--pick", "1", "--out", str(tmp_path / "job")]) == 0
+    capsys.readouterr()
+    assert (tmp_path / "job" / FILE).is_file()
+    assert main(["check", str(tmp_path / "job" / FILE), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["kind"] == "fake-json"
+    # the web page's option table offers it
+    from trainfit.service_web import option_specs
+
+    target = next(o for o in option_specs()["plan"] if o["name"] == "target")
+    assert "fakeq" in target["choices"]
