@@ -112,3 +112,78 @@ def test_the_cli_plans_renders_and_checks_through_a_registered_target(fake_targe
 
     target = next(o for o in option_specs()["plan"] if o["name"] == "target")
     assert "fakeq" in target["choices"]
+
+
+# ------------------------------------------------------------------------------------------ a provider from outside
+from trainfit.providers.registry import ProviderSpec, provider_names, register_provider, unregister_provider  # noqa: E402
+
+FAKE_RULES = {"format": 1, "rules": [{
+    "id": "fakecloud-gpu-cap", "title": "fakecloud jobs are capped at 8 GPUs", "applies_to": ["fake-gpu"],
+    "check": {"kind": "max_gpus_per_job", "max": 8}, "severity": "error", "plan_blocks": True,
+    "why": "the fake cloud's scheduler admits at most 8 GPUs per job", "fix": "use at most one 8-GPU node",
+    "source": "a fake provider for the extension test https://example.com/fakecloud", "verified": False,
+    "as_of": "2026-12-07"}]}
+
+OVERLAY = """
+instances:
+  - provider: fakecloud
+    resource_class: fake-gpu
+    instance_type: fake-8xh100
+    gpu: H100-SXM
+    gpu_count: 8
+    vcpu: 128
+    ram_gib: 2048
+    intra_node_link: nvlink
+    inter_node: rdma
+    inter_node_gbit_per_s: 3200
+    verified: no
+    source: the extension test https://example.com/fakecloud
+    as_of: 2026-12-07
+prices:
+  - provider: fakecloud
+    resource_class: fake-gpu
+    instance_type: fake-8xh100
+    billing: payg
+    price_per_hour: 100.0
+    currency: CNY
+    verified: no
+    source: the extension test https://example.com/fakecloud
+    as_of: 2026-12-07
+"""
+
+
+@pytest.fixture
+def fake_provider(tmp_path, monkeypatch):
+    from trainfit.catalog import _store
+
+    register_provider(ProviderSpec(name="fakecloud", resource_classes=("fake-gpu",), rules=lambda: FAKE_RULES))
+    overlay = tmp_path / "catalog.yaml"
+    overlay.write_text(OVERLAY)
+    _store.set_overlay_path(overlay)
+    _store.reset_cache()
+    yield
+    _store.set_overlay_path(None)
+    _store.reset_cache()
+    unregister_provider("fakecloud")
+
+
+def test_a_registered_provider_is_planned_priced_rendered_and_checked(fake_provider, fake_target, tmp_path, capsys):
+    from trainfit.cli import main
+
+    assert "fakecloud" in provider_names()
+    assert main(["plan", "Qwen3-8B", "--method", "lora", "--tokens", "1e9", "--provider", "fakecloud",
+                 "--target", "fakeq", "--json"]) == 0
+    out = capsys.readouterr().out
+    best = json.loads(out)["plans"][0]
+    assert best["instance_type"] == "fake-8xh100" and best["provider"] == "fakecloud"
+    assert best["currency"] == "CNY" and best["price_per_hour"] == 100.0 and best["cost"] > 0
+    (tmp_path / "plan.json").write_text(out)
+    assert main(["render", "--plan", str(tmp_path / "plan.json"), "--pick", "1", "--out", str(tmp_path / "job")]) == 0
+    capsys.readouterr()
+    assert main(["check", str(tmp_path / "job" / FILE), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["kind"] == "fake-json"
+    # its platform rule is one of the rules, and blocks a plan over its cap
+    from trainfit.rules import evaluate_instance, load_rules
+
+    assert "fakecloud-gpu-cap" in {r.id for r in load_rules()}
+    assert {v.rule for v in evaluate_instance("fake-8xh100", nodes=2, resource_class="fake-gpu")} >= {"fakecloud-gpu-cap"}

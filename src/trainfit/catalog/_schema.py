@@ -18,17 +18,25 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from trainfit.i18n import _
+from trainfit.providers.registry import provider_names, resource_classes
 
 #: Currencies a price may be stated in (ISO 4217).
 CURRENCIES = ("CNY", "USD", "EUR", "SGD", "HKD", "JPY", "GBP")
 
 MEM_TYPES = ("GDDR5", "GDDR6", "GDDR6X", "GDDR7", "HBM2", "HBM2e", "HBM3", "HBM3e")
 FORM_FACTORS = ("pcie", "sxm2", "sxm4", "sxm5", "oam", "other")
-PROVIDERS = ("alibaba", "tencent", "generic", "private")
-RESOURCE_CLASSES = ("pai-public", "pai-quota", "pai-lingjun", "pai-eas", "ecs", "tencent-tione", "generic",
-                    "private")
 INTRA_NODE_LINKS = ("nvlink", "pcie", "none")
 INTER_NODE = ("rdma", "tcp", "none")
+
+
+def __getattr__(name: str) -> Any:
+    """``PROVIDERS`` / ``RESOURCE_CLASSES``: the registered providers and their resource classes, read from
+    :mod:`trainfit.providers.registry` each time."""
+    if name == "PROVIDERS":
+        return provider_names()
+    if name == "RESOURCE_CLASSES":
+        return resource_classes()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -38,7 +46,9 @@ class Column:
     name: str
     kind: str  # str | float | int | bool | date | list | enum
     required: bool = False
-    choices: tuple[str, ...] = ()
+    choices: tuple[str, ...] | Callable[[], tuple[str, ...]] = ()
+    """The values of an ``enum``, or a function giving them when a registry holds them (``provider``,
+    ``resource_class``: :mod:`trainfit.providers.registry`)."""
     min: float | None = None
     max: float | None = None
     unit: str = ""
@@ -79,8 +89,8 @@ GPU_COLUMNS: tuple[Column, ...] = (
 )
 
 INSTANCE_COLUMNS: tuple[Column, ...] = (
-    _c("provider", "enum", required=True, choices=PROVIDERS),
-    _c("resource_class", "enum", required=True, choices=RESOURCE_CLASSES),
+    _c("provider", "enum", required=True, choices=provider_names),
+    _c("resource_class", "enum", required=True, choices=resource_classes),
     _c("instance_type", "str", required=True, ident="instance_type", help="the provider's exact spec name"),
     _c("gpu", "str", ident="gpu", help="a name or alias in the GPU catalog; empty = model not documented"),
     _c("gpu_count", "int", min=0, max=1024),
@@ -195,9 +205,10 @@ def parse_row(columns: tuple[Column, ...], raw: Mapping[str, Any], where: str) -
         try:
             if col.kind == "enum":
                 text = _as_text(v)
-                match = {c.lower(): c for c in col.choices}.get(text.lower())
+                choices = col.choices() if callable(col.choices) else col.choices
+                match = {c.lower(): c for c in choices}.get(text.lower())
                 if match is None:
-                    raise ValueError(_("must be one of {names}").format(names=", ".join(col.choices)))
+                    raise ValueError(_("must be one of {names}").format(names=", ".join(choices)))
                 val: Any = match
             else:
                 val = _PARSERS[col.kind](v)

@@ -28,7 +28,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable
 
-from trainfit.catalog._schema import CURRENCIES, PROVIDERS, RESOURCE_CLASSES, Column, parse_row
+from trainfit.catalog._schema import CURRENCIES, Column, parse_row
+from trainfit.providers.registry import provider_names, resource_classes
 from trainfit.errors import CatalogError
 from trainfit.i18n import _
 
@@ -42,8 +43,8 @@ HOURS_PER_MONTH = 730.0
 ECS_STAND_IN_CLASSES = ("pai-public",)
 
 PRICE_COLUMNS: tuple[Column, ...] = (
-    Column(name="provider", kind="enum", required=True, choices=PROVIDERS),
-    Column(name="resource_class", kind="enum", required=True, choices=RESOURCE_CLASSES),
+    Column(name="provider", kind="enum", required=True, choices=provider_names),
+    Column(name="resource_class", kind="enum", required=True, choices=resource_classes),
     Column(name="instance_type", kind="str", required=True, help="the provider's exact spec name"),
     Column(name="region", kind="str", help="region id (cn-hangzhou, ap-guangzhou); empty = not stated by the source"),
     Column(name="billing", kind="enum", required=True, choices=BILLINGS,

@@ -26,7 +26,8 @@ from typing import Any
 from trainfit.errors import CatalogError
 from trainfit.i18n import _
 
-from trainfit.rules.types import (PROVIDERS, SEVERITIES, VERDICTS, _SEV_ORDER, JobContext, Rule,  # noqa: F401
+from trainfit.providers.registry import provider_specs, registry_version
+from trainfit.rules.types import (SEVERITIES, VERDICTS, _SEV_ORDER, JobContext, Rule,  # noqa: F401
                                   Violation)
 from trainfit.rules.kinds import _CHECKS  # noqa: E402
 
@@ -146,9 +147,21 @@ def parse_rules(data: Any, where: str = "rules.yaml") -> tuple[list[Rule], list[
     return rules, problems
 
 
-@lru_cache(maxsize=1)
+def __getattr__(name: str) -> Any:
+    """``PROVIDERS``: the registered providers whose platform rules live in a package folder (``rules.yaml``)."""
+    if name == "PROVIDERS":
+        return tuple(s.name for s in provider_specs() if s.rules_package)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def load_rules() -> tuple[Rule, ...]:
-    """The bundled rules (cached). A rules file that does not validate raises :class:`CatalogError`.
+    """The platform rules of every registered provider (cached until a provider is registered or removed)."""
+    return _load_rules(registry_version())
+
+
+@lru_cache(maxsize=2)
+def _load_rules(_version: int) -> tuple[Rule, ...]:
+    """The registered providers' rules. A rules file that does not validate raises :class:`CatalogError`.
 
     The rules keep their English ``title``/``why``/``fix`` (message ids): the cache holds no language. Findings
     translate them when they are built (``rules/kinds.py``), and :meth:`Rule.shown` gives a rule in the current
@@ -157,11 +170,17 @@ def load_rules() -> tuple[Rule, ...]:
 
     rules: list[Rule] = []
     problems: list[str] = []
-    for provider in PROVIDERS:
-        res = resources.files(f"trainfit.providers.{provider}").joinpath("rules.yaml")
-        if not res.is_file():
+    for spec in provider_specs():
+        if spec.rules is not None:
+            raw, where = spec.rules(), f"the rules of provider {spec.name}"
+        elif spec.rules_package:
+            res = resources.files(spec.rules_package).joinpath("rules.yaml")
+            if not res.is_file():
+                continue
+            raw, where = yaml.safe_load(res.read_text(encoding="utf-8")), f"providers/{spec.name}/rules.yaml"
+        else:
             continue
-        r, p = parse_rules(yaml.safe_load(res.read_text(encoding="utf-8")), where=f"providers/{provider}/rules.yaml")
+        r, p = parse_rules(raw, where=where)
         rules += r
         problems += p
     dup = sorted({r.id for r in rules if sum(1 for q in rules if q.id == r.id) > 1})
@@ -170,6 +189,9 @@ def load_rules() -> tuple[Rule, ...]:
         raise CatalogError(_("bundled platform rules do not validate:") + "\n  " + "\n  ".join(problems),
                            fix=_("this is a bug in trainfit; please report it"))
     return tuple(rules)
+
+
+load_rules.cache_clear = _load_rules.cache_clear  # type: ignore[attr-defined]
 
 
 def get_rule(rule_id: str) -> Rule:

@@ -10,8 +10,6 @@ from typing import Any
 SEVERITIES = ("error", "warning", "info")
 ERROR, WARNING, INFO = SEVERITIES
 _SEV_ORDER = {s: i for i, s in enumerate(SEVERITIES)}
-#: Provider folders whose ``rules.yaml`` is loaded (adding a provider = a folder + catalog rows + rules).
-PROVIDERS = ("alibaba", "tencent", "generic")
 VERDICTS = ("true", "false", "partly", "unverified")
 
 

@@ -1,0 +1,97 @@
+"""The providers trainfit knows: one :class:`ProviderSpec` each, in a registry every layer reads (the catalog's
+``provider`` and ``resource_class`` columns, the platform rules, the ``--provider`` / ``--resource-class`` options).
+
+A provider is a name, the resource classes its instance rows use and, optionally, its platform rules; its instance
+types and prices are catalog rows (the bundled CSVs, a refresh cache or the user's overlay), its job files a render
+target (:func:`trainfit.launch.targets.register_target`). A new provider is one :func:`register_provider` call,
+from inside ``src/`` or outside it (``tests/test_extension.py`` registers a fake one). Pure: no I/O at import.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Callable
+
+_NAME = re.compile(r"^[a-z][a-z0-9-]{0,31}$")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProviderSpec:
+    """One provider."""
+
+    name: str
+    """The catalog's ``provider`` value and the ``--provider`` choice: lower case, digits and ``-``."""
+    resource_classes: tuple[str, ...]
+    """The ``resource_class`` values its instance rows use (``pai-lingjun``, ``ecs``...): platform rules apply to
+    them (``applies_to``)."""
+    rules_package: str | None = None
+    """A package holding its ``rules.yaml`` (the built-in providers' folders)."""
+    rules: Callable[[], Any] | None = None
+    """Or a function returning its rules as parsed YAML (a list of rule mappings, ``rules/__init__.py`` validates
+    them like the bundled ones)."""
+
+    def __post_init__(self) -> None:
+        if not _NAME.match(self.name):
+            raise ValueError(f"provider name {self.name!r}: lower case letters, digits and -, at most 32")
+        if not self.resource_classes or not all(_NAME.match(c) for c in self.resource_classes):
+            raise ValueError(f"provider {self.name}: name its resource classes (lower case letters, digits and -)")
+
+
+_REGISTRY: dict[str, ProviderSpec] = {}
+_VERSION = [0]
+
+
+def register_provider(spec: ProviderSpec) -> ProviderSpec:
+    """Add a provider; its name and resource classes must be new."""
+    if spec.name in _REGISTRY:
+        raise ValueError(f"provider {spec.name!r} is already registered")
+    taken = set(resource_classes()) & set(spec.resource_classes)
+    if taken:
+        raise ValueError(f"provider {spec.name}: resource classes {sorted(taken)} belong to another provider")
+    _REGISTRY[spec.name] = spec
+    _VERSION[0] += 1
+    return spec
+
+
+def unregister_provider(name: str) -> None:
+    """Remove a registered provider (tests and plug-ins that registered it)."""
+    if _REGISTRY.pop(name, None) is not None:
+        _VERSION[0] += 1
+
+
+def registry_version() -> int:
+    """Changes whenever a provider is registered or removed: caches of what providers contribute (the platform
+    rules) key on it."""
+    return _VERSION[0]
+
+
+def provider_spec(name: str) -> ProviderSpec | None:
+    return _REGISTRY.get(name)
+
+
+def provider_specs() -> tuple[ProviderSpec, ...]:
+    return tuple(_REGISTRY.values())
+
+
+def provider_names() -> tuple[str, ...]:
+    """Every provider, in registration order (the catalog's ``provider`` values, ``--provider`` choices)."""
+    return tuple(_REGISTRY)
+
+
+def resource_classes() -> tuple[str, ...]:
+    """Every resource class of every provider, in registration order."""
+    return tuple(c for s in _REGISTRY.values() for c in s.resource_classes)
+
+
+for _spec in (
+        ProviderSpec(name="alibaba", resource_classes=("pai-public", "pai-quota", "pai-lingjun", "pai-eas", "ecs"),
+                     rules_package="trainfit.providers.alibaba"),
+        ProviderSpec(name="tencent", resource_classes=("tencent-tione",), rules_package="trainfit.providers.tencent"),
+        ProviderSpec(name="generic", resource_classes=("generic",), rules_package="trainfit.providers.generic"),
+        ProviderSpec(name="private", resource_classes=("private",))):
+    register_provider(_spec)
+del _spec
+
+__all__ = ["ProviderSpec", "provider_names", "provider_spec", "provider_specs", "register_provider",
+           "registry_version", "resource_classes", "unregister_provider"]
