@@ -20,7 +20,7 @@ from trainfit.launch.targets import target_specs
 
 MAX_BYTES = 2 * 2**20
 _REGION_IN_IMAGE = re.compile(r"\.((?:cn|ap|us|eu|me)-[a-z0-9-]+?)\.(?:cr\.)?aliyuncs\.com")
-_REGION_IN_OSS = re.compile(r"oss-((?:cn|ap|us|eu|me)-[a-z0-9-]+?)(?:-internal)?\.aliyuncs\.com")
+REGION_IN_OSS = re.compile(r"oss-((?:cn|ap|us|eu|me)-[a-z0-9-]+?)(?:-internal)?\.aliyuncs\.com")
 
 
 @dataclass
@@ -74,7 +74,7 @@ def read_text(path: str | Path) -> str:
                           fix=_("pass a job file (JSON, YAML or a shell script)"))
 
 
-def _load_json(text: str, path: str) -> Any:
+def load_json(text: str, path: str) -> Any:
     from trainfit.inputs import loads_json
 
     return loads_json(text, what=str(path), error=CheckInputError)
@@ -86,7 +86,7 @@ def _load_yaml(text: str, path: str) -> list[Any]:
     return loads_yaml_all(text, what=str(path), error=CheckInputError)
 
 
-def _is_file(p: Path) -> bool:
+def is_file(p: Path) -> bool:
     """``Path.is_file`` that says False for names the OS refuses (too long, NUL bytes) instead of raising."""
     try:
         return Path(p).is_file()
@@ -94,20 +94,20 @@ def _is_file(p: Path) -> bool:
         return False
 
 
-def _type_error(path: str, what: str, expected: str, got: Any) -> CheckInputError:
+def type_error(path: str, what: str, expected: str, got: Any) -> CheckInputError:
     """``expected``: already in the current language (``_("an integer")``...)."""
     return CheckInputError(_("{path}: {what} must be {expected}, not {type} ({value})").format(
         path=path, what=what, expected=expected, type=type(got).__name__, value=repr(got)[:60]),
         fix=_("write {what} as {expected}").format(what=what, expected=expected))
 
 
-def _int(path: str, what: str, v: Any, *, default: int | None = None) -> int | None:
+def int_field(path: str, what: str, v: Any, *, default: int | None = None) -> int | None:
     if v is None:
         return default
     from trainfit.inputs import InputError, as_int
 
     if isinstance(v, bool) or not isinstance(v, (int, float, str)):
-        raise _type_error(path, what, _("an integer"), v)
+        raise type_error(path, what, _("an integer"), v)
     try:
         return as_int(what, v, lo=0, hi=1_000_000)
     except InputError as e:
@@ -115,7 +115,7 @@ def _int(path: str, what: str, v: Any, *, default: int | None = None) -> int | N
             path=path, what=what, error=e.message), fix=_("write {what} as a whole number").format(what=what)) from None
 
 
-def _plan_facts(line: str) -> dict | None:
+def plan_facts(line: str) -> dict | None:
     """The machine-readable ``trainfit-plan {...}`` header line (what render wrote), or None."""
     if not line.startswith("trainfit-plan {") or len(line) > 8192:
         return None
@@ -135,7 +135,7 @@ def _header(text: str | list) -> dict[str, Any]:
         if not isinstance(line, str):
             continue
         s = line.lstrip("#").strip()
-        pf = _plan_facts(s)
+        pf = plan_facts(s)
         if pf is not None:
             out["plan"] = pf
             continue
@@ -150,9 +150,9 @@ def _header(text: str | list) -> dict[str, Any]:
     return out
 
 
-def _add_script(f: JobFacts, where: str, text: str) -> None:
+def add_script(f: JobFacts, where: str, text: str) -> None:
     if not isinstance(text, str):
-        raise _type_error(f.path, where, _("a string"), text)
+        raise type_error(f.path, where, _("a string"), text)
     f.scripts.append((where, parse_script(text)))
 
 
@@ -171,7 +171,7 @@ def _placeholders(f: JobFacts, text: str) -> None:
         i = text.find("REPLACE_ME", b)
 
 
-def _region_of_image(f: JobFacts, image: str) -> None:
+def region_of_image(f: JobFacts, image: str) -> None:
     m = _REGION_IN_IMAGE.search(image)
     if m:
         f.regions[_("image {image}").format(image=image)] = m.group(1)
@@ -191,11 +191,11 @@ def _training_from_scripts(f: JobFacts, base: Path) -> None:
             f.train.update({k: v for k, v in flags.items()})
             if engine == "llamafactory":
                 cfg = next((w for w in cmd.words[2:] if w.endswith((".yaml", ".yml", ".json"))), None)
-                if cfg and _is_file(base / cfg):
+                if cfg and is_file(base / cfg):
                     _llamafactory_file(f, base / cfg)
         for body in script.heredocs:
             try:
-                cfg = _load_json(body, f"{f.path} (heredoc)")
+                cfg = load_json(body, f"{f.path} (heredoc)")
             except CheckInputError:
                 continue
             if isinstance(cfg, dict) and ("zero_optimization" in cfg or "train_micro_batch_size_per_gpu" in cfg):
@@ -203,9 +203,9 @@ def _training_from_scripts(f: JobFacts, base: Path) -> None:
     ds = f.train.get("deepspeed")
     if ds and f.ds_config is None and ds.endswith(".json"):
         p = Path(ds) if Path(ds).is_absolute() else base / ds
-        if _is_file(p):
+        if is_file(p):
             try:
-                cfg = _load_json(read_text(p), str(p))
+                cfg = load_json(read_text(p), str(p))
                 if isinstance(cfg, dict):
                     f.ds_config = cfg
             except CheckInputError:
@@ -231,9 +231,9 @@ def _llamafactory(doc: dict, f: JobFacts, base: Path) -> None:
     ds = doc.get("deepspeed")
     if isinstance(ds, str) and ds.endswith(".json"):
         p = Path(ds) if Path(ds).is_absolute() else base / ds
-        if _is_file(p):
+        if is_file(p):
             try:
-                cfg = _load_json(read_text(p), str(p))
+                cfg = load_json(read_text(p), str(p))
                 f.ds_config = cfg if isinstance(cfg, dict) else None
             except CheckInputError:
                 f.notes.append(_("could not read the DeepSpeed config {path}").format(path=ds))
@@ -243,10 +243,10 @@ def _deepspeed(cfg: dict, f: JobFacts) -> None:
     for key in ("train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps"):
         v = cfg.get(key)
         if v is not None and v != "auto" and (isinstance(v, bool) or not isinstance(v, int)):
-            raise _type_error(f.path, key, _('an integer or "auto"'), v)
+            raise type_error(f.path, key, _('an integer or "auto"'), v)
     zero = cfg.get("zero_optimization")
     if zero is not None and not isinstance(zero, dict):
-        raise _type_error(f.path, "zero_optimization", _("an object"), zero)
+        raise type_error(f.path, "zero_optimization", _("an object"), zero)
     f.ds_config = cfg
     meta = cfg.get("_trainfit")
     if isinstance(meta, dict) and isinstance(meta.get("header"), list):
@@ -275,12 +275,12 @@ def read_facts(path: str | Path) -> JobFacts:
 
 def _json_facts(text: str, sp: str, f: JobFacts) -> None:
     """A JSON job file: a PAI-DLC CreateJob body or a DeepSpeed config (a dashboard or a plan is a clear error)."""
-    from trainfit.providers.alibaba.dlc_reader import _dlc
+    from trainfit.providers.alibaba.dlc_reader import read_dlc_json
 
-    data = _load_json(text, sp)
+    data = load_json(text, sp)
     if isinstance(data, dict) and ("JobSpecs" in data or "UserCommand" in data or "JobType" in data):
         f.kind = "dlc-json"
-        _dlc(data, f)
+        read_dlc_json(data, f)
     elif isinstance(data, dict) and any(k in data for k in ("zero_optimization", "train_micro_batch_size_per_gpu",
                                                             "train_batch_size", "bf16", "fp16")):
         f.kind = "deepspeed"
@@ -304,8 +304,8 @@ def _registered_reader(path: str, text: str) -> Any:
 
 
 def _read_facts(path: str | Path) -> JobFacts:
-    from trainfit.providers.alibaba.dlc_reader import _pai_cli
-    from trainfit.providers.generic.readers import _pytorchjob, _skypilot
+    from trainfit.providers.alibaba.dlc_reader import read_pai_cli
+    from trainfit.providers.generic.readers import read_pytorchjob, read_skypilot
 
     p = Path(path)
     text = read_text(p)
@@ -329,13 +329,13 @@ def _read_facts(path: str | Path) -> JobFacts:
                                   fix=_("pass a PyTorchJob, SkyPilot or LLaMA-Factory YAML"))
         if doc.get("kind") == "PyTorchJob":
             f.kind = "pytorchjob"
-            _pytorchjob(doc, f)
+            read_pytorchjob(doc, f)
         elif any(k in doc for k in ("model_name_or_path", "finetuning_type", "stage")):
             f.kind = "llamafactory"
             _llamafactory(doc, f, p.parent)
         elif any(k in doc for k in ("run", "resources", "num_nodes", "setup", "file_mounts")):
             f.kind = "skypilot"
-            _skypilot(doc, f)
+            read_skypilot(doc, f)
         elif "scrape_configs" in doc:
             raise _monitoring(sp)
         else:
@@ -347,7 +347,7 @@ def _read_facts(path: str | Path) -> JobFacts:
             raise CheckInputError(_("{path}: no commands found").format(path=sp),
                                   fix=_("pass a launch script, a `pai dlc job submit` command, or a JSON/YAML job "
                                         "spec"))
-        if not _pai_cli(script, f):
+        if not read_pai_cli(script, f):
             f.kind = "shell"
             f.scripts.append((_("script"), script))
             if any(v in text for v in ("$WORLD_SIZE", "${WORLD_SIZE", "$MASTER_ADDR", "${MASTER_ADDR")):

@@ -9,17 +9,17 @@ import re
 from pathlib import Path
 from typing import Any
 
-from trainfit.check.facts import (_REGION_IN_OSS, JobFacts, _add_script, _int, _is_file, _load_json, _region_of_image,
-                                  _type_error, read_text)
+from trainfit.check.facts import (REGION_IN_OSS, JobFacts, add_script, int_field, is_file, load_json, region_of_image,
+                                  type_error, read_text)
 from trainfit.check.shell import Script
 from trainfit.errors import CheckInputError
 from trainfit.i18n import _
 
 
-def _dlc(body: Any, f: JobFacts) -> None:
+def read_dlc_json(body: Any, f: JobFacts) -> None:
     path = f.path
     if not isinstance(body, dict):
-        raise _type_error(path, _("the CreateJob body"), _("an object"), body)
+        raise type_error(path, _("the CreateJob body"), _("an object"), body)
     f.platform = "pai-dlc"
     specs = body.get("JobSpecs")
     if not isinstance(specs, list) or not specs:
@@ -28,16 +28,16 @@ def _dlc(body: Any, f: JobFacts) -> None:
     nodes = 0
     for i, spec in enumerate(specs):
         if not isinstance(spec, dict):
-            raise _type_error(path, f"JobSpecs[{i}]", _("an object"), spec)
-        nodes += _int(path, f"JobSpecs[{i}].PodCount", spec.get("PodCount"), default=1) or 0
+            raise type_error(path, f"JobSpecs[{i}]", _("an object"), spec)
+        nodes += int_field(path, f"JobSpecs[{i}].PodCount", spec.get("PodCount"), default=1) or 0
         ecs = spec.get("EcsSpec")
         if ecs is not None:
             if not isinstance(ecs, str):
-                raise _type_error(path, f"JobSpecs[{i}].EcsSpec", _("a string"), ecs)
+                raise type_error(path, f"JobSpecs[{i}].EcsSpec", _("a string"), ecs)
             f.instance_types.append(ecs)
         rc = spec.get("ResourceConfig")
         if isinstance(rc, dict) and rc.get("GPU") is not None:
-            f.gpus_per_node = _int(path, f"JobSpecs[{i}].ResourceConfig.GPU", rc.get("GPU"))
+            f.gpus_per_node = int_field(path, f"JobSpecs[{i}].ResourceConfig.GPU", rc.get("GPU"))
             if rc.get("GPUType"):
                 f.gpu = str(rc["GPUType"])
         if spec.get("UseSpotInstance") or spec.get("SpotSpec") or spec.get("ElasticSpotSpecs"):
@@ -45,26 +45,26 @@ def _dlc(body: Any, f: JobFacts) -> None:
         if spec.get("Image"):
             f.images.append(str(spec["Image"]))
         if spec.get("UserCommand"):
-            _add_script(f, f"JobSpecs[{i}].UserCommand", spec["UserCommand"])
+            add_script(f, f"JobSpecs[{i}].UserCommand", spec["UserCommand"])
     f.nodes = nodes
     uc = body.get("UserCommand")
     if uc is None and not any(w.startswith("JobSpecs") for w, _s in f.scripts):
         raise CheckInputError(_("{path}: UserCommand is missing").format(path=path),
                               fix=_("add the command every node runs (launch.sh)"))
     if uc is not None:
-        _add_script(f, "UserCommand", uc)
+        add_script(f, "UserCommand", uc)
     f.resource_id = body.get("ResourceId") or None
     vpc = body.get("UserVpc")
     if vpc is not None and not isinstance(vpc, dict):
-        raise _type_error(path, "UserVpc", _("an object"), vpc)
+        raise type_error(path, "UserVpc", _("an object"), vpc)
     f.vpc = vpc
     ds = body.get("DataSources") or []
     if not isinstance(ds, list):
-        raise _type_error(path, "DataSources", _("a list"), ds)
+        raise type_error(path, "DataSources", _("a list"), ds)
     for d in ds:
         if isinstance(d, dict) and d.get("MountPath") and str(d.get("MountAccess", "RW")).upper() != "RO":
             f.mounts.append(str(d["MountPath"]))
-            m = _REGION_IN_OSS.search(str(d.get("Uri", "")))
+            m = REGION_IN_OSS.search(str(d.get("Uri", "")))
             if m:
                 f.regions[_("data source {uri}").format(uri=d.get("Uri"))] = m.group(1)
     envs = body.get("Envs") or {}
@@ -76,11 +76,11 @@ def _dlc(body: Any, f: JobFacts) -> None:
     if isinstance(body.get("Settings"), dict):
         f.settings = body["Settings"]
     for img in f.images:
-        _region_of_image(f, img)
+        region_of_image(f, img)
     f.body_bytes = len(json.dumps(body, ensure_ascii=False).encode("utf-8"))
 
 
-def _pai_cli(script: Script, f: JobFacts) -> bool:
+def read_pai_cli(script: Script, f: JobFacts) -> bool:
     """Fill facts from a ``pai dlc job submit`` or legacy ``dlc submit`` command; False when none."""
     for cmd in script.commands:
         w = cmd.words
@@ -91,20 +91,20 @@ def _pai_cli(script: Script, f: JobFacts) -> bool:
             if fl.get("worker-spec"):
                 f.instance_types.append(fl["worker-spec"])
             if fl.get("worker-count"):
-                f.nodes = _int(f.path, "--worker-count", fl["worker-count"])
+                f.nodes = int_field(f.path, "--worker-count", fl["worker-count"])
             for r in roles:
                 _role, _sep, kv = r.partition(":")
                 opts = dict(p.split("=", 1) for p in kv.split(",") if "=" in p)
                 if opts.get("spec"):
                     f.instance_types.append(opts["spec"])
                 if opts.get("count"):
-                    f.nodes = (f.nodes or 0) + _int(f.path, _("--role count"), opts["count"])
+                    f.nodes = (f.nodes or 0) + int_field(f.path, _("--role count"), opts["count"])
                 if opts.get("spot", "").lower() in ("true", "1", "yes"):
                     f.spot = True
                 if opts.get("image"):
                     f.images.append(opts["image"])
             if fl.get("gpu"):
-                f.gpus_per_node = _int(f.path, "--gpu", fl["gpu"])
+                f.gpus_per_node = int_field(f.path, "--gpu", fl["gpu"])
             if fl.get("gpu-type"):
                 f.gpu = fl["gpu-type"]
             if fl.get("image"):
@@ -117,23 +117,23 @@ def _pai_cli(script: Script, f: JobFacts) -> bool:
                 _pai_cli_body(f, body_src, bool(fl.get("body-json")))
             command = fl.get("command", "")
             if command:
-                _add_script(f, "--command", _expand_cat(f, command))
+                add_script(f, "--command", _expand_cat(f, command))
             for img in f.images:
-                _region_of_image(f, img)
+                region_of_image(f, img)
             return True
         if len(w) >= 3 and w[0].endswith("dlc") and w[1] == "submit":
             f.kind, f.platform = "pai-cli", "pai-dlc"
             fl = cmd.flags()
             if fl.get("workers"):
-                f.nodes = _int(f.path, "--workers", fl["workers"])
+                f.nodes = int_field(f.path, "--workers", fl["workers"])
             if fl.get("worker_gpu"):
-                f.gpus_per_node = _int(f.path, "--worker_gpu", fl["worker_gpu"])
+                f.gpus_per_node = int_field(f.path, "--worker_gpu", fl["worker_gpu"])
             if fl.get("worker_spec"):
                 f.instance_types.append(fl["worker_spec"])
             if fl.get("worker_image"):
                 f.images.append(fl["worker_image"])
             if fl.get("command"):
-                _add_script(f, "--command", fl["command"])
+                add_script(f, "--command", fl["command"])
             f.resource_id = fl.get("resource_id") or None
             return True
     return False
@@ -145,7 +145,7 @@ def _expand_cat(f: JobFacts, value: str) -> str:
     if not m:
         return value
     p = Path(f.path).parent / m.group(1)
-    if _is_file(p):
+    if is_file(p):
         return read_text(p)
     f.notes.append(_("{path} (read by the command) is not beside the file, so it was not checked").format(
         path=m.group(1)))
@@ -156,10 +156,10 @@ def _pai_cli_body(f: JobFacts, src: str, is_json: bool) -> None:
     text = _expand_cat(f, src) if "$(" in src else src
     if not is_json:
         p = Path(f.path).parent / src
-        text = read_text(p) if _is_file(p) else ""
+        text = read_text(p) if is_file(p) else ""
     if not text.strip():
         return
-    body = _load_json(text, _("{path} (request body)").format(path=f.path))
+    body = load_json(text, _("{path} (request body)").format(path=f.path))
     kind, path = f.kind, f.path
-    _dlc(body, f)
+    read_dlc_json(body, f)
     f.kind, f.path = kind, path

@@ -52,7 +52,7 @@ def job_target(body: dict[str, Any]) -> JobTarget:
     import re
 
     from trainfit import inputs
-    from trainfit.check.facts import _plan_facts
+    from trainfit.check.facts import plan_facts
     from trainfit.errors import InputError
 
     def ident(v: Any, kind: str) -> str | None:
@@ -64,7 +64,7 @@ def job_target(body: dict[str, Any]) -> JobTarget:
     plan: dict = {}
     cmd = body.get("UserCommand")
     for line in (cmd.splitlines()[:40] if isinstance(cmd, str) else ()):
-        pf = _plan_facts(line.lstrip("#").strip())
+        pf = plan_facts(line.lstrip("#").strip())
         if pf is not None:
             plan = pf
             break

@@ -3,16 +3,16 @@
 
 from __future__ import annotations
 
-from trainfit.check.facts import JobFacts, _add_script, _int, _type_error
+from trainfit.check.facts import JobFacts, add_script, int_field, type_error
 from trainfit.errors import CheckInputError
 from trainfit.i18n import _
 
 
-def _pytorchjob(doc: dict, f: JobFacts) -> None:
+def read_pytorchjob(doc: dict, f: JobFacts) -> None:
     f.platform = "kubernetes"
     spec = doc.get("spec")
     if not isinstance(spec, dict):
-        raise _type_error(f.path, "spec", _("a mapping"), spec)
+        raise type_error(f.path, "spec", _("a mapping"), spec)
     reps = spec.get("pytorchReplicaSpecs")
     if not isinstance(reps, dict) or not reps:
         raise CheckInputError(_("{path}: spec.pytorchReplicaSpecs is missing").format(path=f.path),
@@ -20,8 +20,8 @@ def _pytorchjob(doc: dict, f: JobFacts) -> None:
     nodes = 0
     for role, r in reps.items():
         if not isinstance(r, dict):
-            raise _type_error(f.path, f"pytorchReplicaSpecs.{role}", _("a mapping"), r)
-        n = _int(f.path, f"pytorchReplicaSpecs.{role}.replicas", r.get("replicas"), default=1) or 0
+            raise type_error(f.path, f"pytorchReplicaSpecs.{role}", _("a mapping"), r)
+        n = int_field(f.path, f"pytorchReplicaSpecs.{role}.replicas", r.get("replicas"), default=1) or 0
         nodes += n
         pod = ((r.get("template") or {}).get("spec") or {}) if isinstance(r.get("template"), dict) else {}
         vols = {v.get("name"): v for v in pod.get("volumes") or [] if isinstance(v, dict)}
@@ -33,13 +33,13 @@ def _pytorchjob(doc: dict, f: JobFacts) -> None:
             lim = ((c.get("resources") or {}).get("limits") or {})
             g = lim.get("nvidia.com/gpu")
             if g is not None:
-                f.gpus_per_node = _int(f.path, _("{role} nvidia.com/gpu limit").format(role=role), g)
+                f.gpus_per_node = int_field(f.path, _("{role} nvidia.com/gpu limit").format(role=role), g)
             cmd = list(c.get("command") or []) + list(c.get("args") or [])
             if cmd:
                 if len(cmd) >= 3 and cmd[0] in ("bash", "sh", "/bin/bash", "/bin/sh") and cmd[1] == "-c":
-                    _add_script(f, _("{role} command").format(role=role), str(cmd[2]))
+                    add_script(f, _("{role} command").format(role=role), str(cmd[2]))
                 else:
-                    _add_script(f, _("{role} command").format(role=role), " ".join(str(x) for x in cmd))
+                    add_script(f, _("{role} command").format(role=role), " ".join(str(x) for x in cmd))
             for vm in c.get("volumeMounts") or []:
                 v = vols.get(vm.get("name")) if isinstance(vm, dict) else None
                 if isinstance(v, dict) and any(k in v for k in ("persistentVolumeClaim", "nfs", "csi", "hostPath")):
@@ -51,12 +51,12 @@ def _pytorchjob(doc: dict, f: JobFacts) -> None:
     f.nodes = nodes
 
 
-def _skypilot(doc: dict, f: JobFacts) -> None:
+def read_skypilot(doc: dict, f: JobFacts) -> None:
     f.platform = "skypilot"
-    f.nodes = _int(f.path, "num_nodes", doc.get("num_nodes"), default=1)
+    f.nodes = int_field(f.path, "num_nodes", doc.get("num_nodes"), default=1)
     res = doc.get("resources") or {}
     if not isinstance(res, dict):
-        raise _type_error(f.path, "resources", _("a mapping"), res)
+        raise type_error(f.path, "resources", _("a mapping"), res)
     acc = res.get("accelerators")
     if isinstance(acc, str):
         name, _sep, n = acc.partition(":")
@@ -74,7 +74,7 @@ def _skypilot(doc: dict, f: JobFacts) -> None:
         f.settings["job_recovery"] = res["job_recovery"]
     fm = doc.get("file_mounts") or {}
     if not isinstance(fm, dict):
-        raise _type_error(f.path, "file_mounts", _("a mapping"), fm)
+        raise type_error(f.path, "file_mounts", _("a mapping"), fm)
     for target, src in fm.items():
         if isinstance(src, dict) and (src.get("mode", "MOUNT") in ("MOUNT", "MOUNT_CACHED") or src.get("store")):
             f.mounts.append(str(target))
@@ -85,4 +85,4 @@ def _skypilot(doc: dict, f: JobFacts) -> None:
         f.envs.update({str(k): str(v) for k, v in envs.items()})
     for key in ("setup", "run"):
         if doc.get(key):
-            _add_script(f, key, doc[key])
+            add_script(f, key, doc[key])
