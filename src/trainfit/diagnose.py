@@ -137,6 +137,8 @@ class Diagnosis:
 # --------------------------------------------------------------------------- input
 # load_metrics reads the file through the input gate, in bounded memory (trainfit/metrics_file.py)
 from trainfit.metrics_file import MAX_METRICS_BYTES, load_metrics  # noqa: E402,F401
+from trainfit.service import load_plan
+from trainfit.plan.cost import young_daly_interval_hours
 
 
 def _plan_prediction(path: str | Path, pick: int = 1) -> tuple[float | None, float | None, float | None, dict]:
@@ -145,8 +147,6 @@ def _plan_prediction(path: str | Path, pick: int = 1) -> tuple[float | None, flo
     ``per_gpu_gib``, ``gpu_mem_gib``, and ``Plan.intervals()``: the p10/p50/p90 of each, issue 26). The one place
     diagnose reads a plan; errors are PlanFileError.
     """
-    from trainfit.service import load_plan
-
     plan = load_plan(path, pick)
 
     def pos(v: float | None) -> float | None:
@@ -349,8 +349,6 @@ def _plan_findings(timed, steps, plan, th: Thresholds, input_bound: bool):
 def young_daly_interval_s(save_seconds: float, interruptions_per_hour: float) -> float:
     """Optimal seconds between checkpoints, ``sqrt(2 * C / lambda)`` (Young 1974; Daly 2006): the planner's
     :func:`trainfit.plan.cost.young_daly_interval_hours`, in seconds, for the observed save time."""
-    from trainfit.plan.cost import young_daly_interval_hours
-
     if save_seconds <= 0 or interruptions_per_hour <= 0:
         raise MetricsError(_("save time and interruption rate must be > 0"))
     hours = young_daly_interval_hours(write_hours=save_seconds / 3600.0, interruptions_per_job_hour=interruptions_per_hour)

@@ -10,6 +10,7 @@ from typing import Any
 
 from trainfit.diagnose import Finding, Thresholds, _median, _vals
 from trainfit.i18n import _
+from trainfit.service import load_plan
 
 
 def plan_tokens_per_step(path: str | Path, pick: int = 1) -> dict[str, Any] | None:
@@ -22,8 +23,6 @@ def plan_tokens_per_step(path: str | Path, pick: int = 1) -> dict[str, Any] | No
     plan knows its rows: packed, global batch x seq_len of which the packing fill is data; not packed, global batch
     samples of the data's mean length after the cut, padded to each micro-batch's longest (the stats' padding share
     at the plan's micro-batch)."""
-    from trainfit.service import load_plan
-
     plan = load_plan(path, pick)
     if plan.rl is not None:
         return None

@@ -31,6 +31,7 @@ from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 from typing import Iterator, Mapping
+from trainfit.errors import InputError, did_you_mean
 
 DOMAIN = "trainfit"
 LANGUAGES = ("en", "zh")
@@ -59,8 +60,6 @@ def normalize(code: str | None) -> str | None:
 
 def parse_lang(text: str) -> str:
     """The value of ``--lang`` / the API's ``lang``: en, zh (also zh-CN, zh_CN, en-US...)."""
-    from trainfit.errors import InputError, did_you_mean
-
     value = (text or "").strip()
     head = value.split(".")[0].replace("-", "_").lower()
     if head in ("en", "zh") or head.startswith(("en_", "zh_")):

@@ -26,6 +26,8 @@ from typing import Any
 
 from trainfit.errors import TrainfitError, WriteError
 from trainfit.i18n import _
+from trainfit.errors import InputError
+from trainfit.inputs import loads_json
 
 #: The file whose last line is the manifest of a rendered folder: what trainfit wrote there last, with hashes.
 MANIFEST = "README.md"
@@ -208,9 +210,6 @@ def read_manifest(folder: Path) -> dict[str, str]:
     not trainfit's: then nothing there counts as trainfit's own). The manifest is the last line of the folder's
     README.md (an HTML comment, invisible when the README is shown); README.md's own hash is of its text without
     that line."""
-    from trainfit.errors import InputError
-    from trainfit.inputs import loads_json
-
     p = folder / MANIFEST
     if existing_kind(p) != "file":
         return {}

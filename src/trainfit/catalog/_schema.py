@@ -19,6 +19,8 @@ from typing import Any, Callable, Mapping
 
 from trainfit.i18n import _
 from trainfit.providers.registry import provider_names, resource_classes
+from trainfit.inputs import InputError, as_float
+from trainfit.inputs import InputError, as_int
 
 #: Currencies a price may be stated in (ISO 4217).
 CURRENCIES = ("CNY", "USD", "EUR", "SGD", "HKD", "JPY", "GBP")
@@ -126,8 +128,6 @@ def _is_empty(v: Any) -> bool:
 
 def _parse_float(v: Any) -> float:
     """A finite number through the input gate (ASCII digits only; no inf/nan, no 5,000-digit integers)."""
-    from trainfit.inputs import InputError, as_float
-
     try:
         x = as_float("value", v)
     except InputError as e:
@@ -138,8 +138,6 @@ def _parse_float(v: Any) -> float:
 
 
 def _parse_int(v: Any) -> int:
-    from trainfit.inputs import InputError, as_int
-
     try:
         return as_int("value", v, lo=None)
     except InputError as e:

@@ -29,6 +29,9 @@ from trainfit.catalog._schema import GPU_COLUMNS, INSTANCE_COLUMNS, parse_row
 from trainfit.errors import CatalogError
 from trainfit import i18n
 from trainfit.i18n import _
+from trainfit.catalog.gpus import normalize_gpu_name
+from trainfit.catalog.gpus import gpu_from_row, normalize_gpu_name
+from trainfit.catalog.instances import instance_from_row
 
 ENV_OVERLAY = "TRAINFIT_CATALOG_OVERLAY"
 ENV_CACHE_DIR = "TRAINFIT_CACHE_DIR"
@@ -142,8 +145,6 @@ def bundled_rows() -> tuple[tuple[dict, ...], tuple[dict, ...]]:
 # ------------------------------------------------------------------------------------------ merge
 
 def gpu_key(row: dict[str, Any]) -> str:
-    from trainfit.catalog.gpus import normalize_gpu_name
-
     return normalize_gpu_name(str(row.get("name") or ""))
 
 
@@ -184,8 +185,6 @@ def merge_rows(base: list[dict[str, Any]], extra: list[tuple[dict[str, Any], set
 
 def cross_check(gpus: list[dict[str, Any]], instances: list[dict[str, Any]], where: str = "catalog") -> list[str]:
     """Problems that involve several rows: duplicate names/aliases, GPU references, price/currency pairs."""
-    from trainfit.catalog.gpus import normalize_gpu_name
-
     problems: list[str] = []
     index: dict[str, str] = {}
     for g in gpus:
@@ -229,8 +228,6 @@ def cross_check(gpus: list[dict[str, Any]], instances: list[dict[str, Any]], whe
 
 
 def _canonical_gpu_refs(instances: list[dict[str, Any]], index: dict[str, Any]) -> None:
-    from trainfit.catalog.gpus import normalize_gpu_name
-
     for r in instances:
         if r.get("gpu"):
             g = index.get(normalize_gpu_name(r["gpu"]))
@@ -265,9 +262,6 @@ def reset_cache() -> None:
 @lru_cache(maxsize=8)
 def _build(ov_key, cache_keys, lang: str = "en") -> Catalog:
     """The merged catalog; ``lang`` is part of the cache key because :attr:`Catalog.warnings` is in that language."""
-    from trainfit.catalog.gpus import gpu_from_row, normalize_gpu_name
-    from trainfit.catalog.instances import instance_from_row
-
     g_base, i_base = bundled_rows()
     g_extra: list[tuple[dict, set[str], str]] = []
     i_extra: list[tuple[dict, set[str], str]] = []

@@ -14,6 +14,9 @@ from typing import Any
 from trainfit.catalog._schema import GPU_COLUMNS, INSTANCE_COLUMNS, parse_row
 from trainfit.errors import CatalogError
 from trainfit.i18n import _
+from trainfit.catalog._store import cache_dir
+from trainfit.writes import ensure_dir, write_file
+from trainfit.inputs import loads_json, read_text_file
 
 CACHE_FORMAT = "trainfit-refresh/1"
 #: Largest refresh cache read (a region's specs are a few hundred KB at most).
@@ -26,8 +29,6 @@ def _short(e: BaseException, n: int = 300) -> str:
 
 
 def cache_file(provider: str, region: str) -> Path:
-    from trainfit.catalog._store import cache_dir
-
     safe = "".join(ch for ch in region if ch.isalnum() or ch in "-_")
     return cache_dir() / "catalog" / f"{provider}-{safe}.json"
 
@@ -45,8 +46,6 @@ def _gpu_update_columns(row: dict[str, Any]):
 def write_cache_atomic(path: Path, payload: dict[str, Any]) -> None:
     """Write JSON to ``path`` through the safe writer (temporary file in the same folder, fsync, rename; a link or
     a special file there is refused)."""
-    from trainfit.writes import ensure_dir, write_file
-
     ensure_dir(path.parent, error=CatalogError, what="cache folder")
     write_file(path, json.dumps(payload, indent=1, ensure_ascii=False), error=CatalogError)
 
@@ -54,8 +53,6 @@ def write_cache_atomic(path: Path, payload: dict[str, Any]) -> None:
 
 def read_cache_file(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Typed (gpu rows, instance rows) of a refresh cache; raises :class:`CatalogError` when corrupt."""
-    from trainfit.inputs import loads_json, read_text_file
-
     text = read_text_file(path, max_bytes=MAX_CACHE_BYTES, what=_("refresh cache"), error=CatalogError,
                           fix=_("delete it and run `trainfit catalog refresh` again"))
     data = loads_json(text, what=_("refresh cache {path}").format(path=path), error=CatalogError)

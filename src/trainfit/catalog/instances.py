@@ -12,6 +12,7 @@ from typing import Any
 
 from trainfit.errors import CatalogError, did_you_mean
 from trainfit.i18n import _
+from trainfit.errors import InputError, TrainfitError
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -134,7 +135,6 @@ def gpu_on_instance(inst: Instance, gpu: str | None) -> str | None:
     if not gpu or not inst.gpu:
         return gpu or inst.gpu
     from trainfit.catalog.gpus import get_gpu, is_model
-    from trainfit.errors import InputError, TrainfitError
 
     try:
         own = get_gpu(inst.gpu)

@@ -46,6 +46,11 @@ from typing import Any
 from trainfit.catalog._schema import GPU_COLUMNS, INSTANCE_COLUMNS, Column, parse_row
 from trainfit.errors import CatalogError
 from trainfit.i18n import _
+from trainfit.inputs import loads_yaml_all
+from trainfit.inputs import loads_yaml_all, read_text_file
+from trainfit.catalog._store import bundled_rows, gpu_key, instance_key
+from trainfit.catalog._store import bundled_rows, cross_check, gpu_key, instance_key, merge_rows
+from trainfit.catalog.prices import overlay_price_rows
 
 _TOP_KEYS = ("gpus", "instances", "prices")  # prices: parsed by trainfit.catalog.prices
 
@@ -81,8 +86,6 @@ def _loader():
 
 def safe_load_yaml(text: str) -> Any:
     """``yaml.safe_load`` semantics through the input gate (no aliases, depth limit), dates kept as strings."""
-    from trainfit.inputs import loads_yaml_all
-
     docs = loads_yaml_all(text, what=_("catalog overlay"), error=CatalogError, loader=_loader())
     if len(docs) > 1:
         raise CatalogError(_("catalog overlay holds more than one YAML document"), fix=_("keep one document"))
@@ -90,8 +93,6 @@ def safe_load_yaml(text: str) -> Any:
 
 
 def _read_yaml(path: Path) -> tuple[Any, list[str]]:
-    from trainfit.inputs import loads_yaml_all, read_text_file
-
     try:
         text = read_text_file(path, max_bytes=MAX_OVERLAY_BYTES, what=_("catalog overlay"), error=CatalogError,
                               fix=_("fix or remove the overlay file"))
@@ -106,8 +107,6 @@ def _read_yaml(path: Path) -> tuple[Any, list[str]]:
 def parse_overlay(path: str | Path, *, known_gpu_keys: set[str] | None = None,
                   known_instance_keys: set[tuple[str, str, str]] | None = None) -> tuple[Overlay, list[str]]:
     """Parse and validate one overlay file; returns the overlay and every problem found (no raise)."""
-    from trainfit.catalog._store import bundled_rows, gpu_key, instance_key
-
     path = Path(path).expanduser()
     if known_gpu_keys is None or known_instance_keys is None:
         g_base, i_base = bundled_rows()
@@ -155,10 +154,7 @@ def parse_overlay(path: str | Path, *, known_gpu_keys: set[str] | None = None,
 
 def validate_overlay(path: str | Path) -> list[str]:
     """Every problem of ``path`` on its own and merged with the bundled catalog (empty list = valid)."""
-    from trainfit.catalog._store import bundled_rows, cross_check, gpu_key, instance_key, merge_rows
-
     ov, problems = parse_overlay(path)
-    from trainfit.catalog.prices import overlay_price_rows
 
     try:
         overlay_price_rows(Path(path).expanduser())

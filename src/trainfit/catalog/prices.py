@@ -32,6 +32,12 @@ from trainfit.catalog._schema import CURRENCIES, Column, parse_row
 from trainfit.providers.registry import provider_names, resource_classes
 from trainfit.errors import CatalogError
 from trainfit.i18n import _
+from trainfit.catalog._store import _read_bundled, read_csv_rows
+from trainfit.catalog.cache import CACHE_FORMAT, MAX_CACHE_BYTES
+from trainfit.inputs import loads_json, read_text_file
+from trainfit.catalog._store import _stat_key
+from trainfit.catalog._store import overlay_path, refresh_cache_files
+from trainfit.catalog._store import CatalogWarning
 
 BILLINGS = ("payg", "subscription", "spot")
 #: PAI-DLC billing: public resources are pay-as-you-go at a per-region price per instance type shown in the PAI
@@ -149,8 +155,6 @@ def parse_price_rows(raws: Iterable[Any], where: str) -> tuple[list[dict[str, An
 # ------------------------------------------------------------------------------------------ layers
 
 def _bundled_raws() -> list[dict[str, str]]:
-    from trainfit.catalog._store import _read_bundled, read_csv_rows
-
     return read_csv_rows(_read_bundled("prices.csv"))
 
 
@@ -172,9 +176,6 @@ def bundled_price_rows() -> tuple[dict[str, Any], ...]:
 
 def read_cache_prices(path: Path) -> list[dict[str, Any]]:
     """Typed ``prices`` rows of one refresh cache (none if the cache has no ``prices`` list)."""
-    from trainfit.catalog.cache import CACHE_FORMAT, MAX_CACHE_BYTES
-    from trainfit.inputs import loads_json, read_text_file
-
     # the input gate, as for the cache's GPU and instance rows: a regular file within the size limit, depth limit
     text = read_text_file(path, max_bytes=MAX_CACHE_BYTES, what=_("refresh cache"), error=CatalogError,
                           fix=_("delete it and run `trainfit catalog refresh` again"))
@@ -218,15 +219,11 @@ def overlay_price_rows(path: Path) -> list[dict[str, Any]]:
 
 
 def _stat(p: Path | None):
-    from trainfit.catalog._store import _stat_key
-
     return _stat_key(p)
 
 
 def current_prices() -> tuple[PriceRow, ...]:
     """Every price row in effect: bundled, then refresh caches, then the overlay (cached on mtimes)."""
-    from trainfit.catalog._store import overlay_path, refresh_cache_files
-
     return _build(_stat(overlay_path()), tuple(_stat(p) for p in refresh_cache_files()))
 
 
@@ -238,8 +235,6 @@ def reset_price_cache() -> None:
 @lru_cache(maxsize=8)
 def _build(ov_key, cache_keys) -> tuple[PriceRow, ...]:
     import warnings
-
-    from trainfit.catalog._store import CatalogWarning
 
     out = [PriceRow(**r, origin="bundled") for r in bundled_price_rows()]
     for ck in cache_keys:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from trainfit.check.facts import JobFacts
 from trainfit.i18n import _
 from trainfit.rules.types import INFO, WARNING, Violation
+from trainfit.errors import DatasetError
 
 if TYPE_CHECKING:
     from trainfit.check.rules import CheckOptions
@@ -63,7 +64,6 @@ def rule_data(f: JobFacts, o: CheckOptions) -> list[Violation]:
     if st is None:
         return []
     from trainfit.check.readback import read_epochs, read_max_steps, read_settings
-    from trainfit.errors import DatasetError
 
     wl = read_settings(f, o)
     if wl is None:

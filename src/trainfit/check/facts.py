@@ -17,6 +17,10 @@ from trainfit.check.shell import Script, parse_script, training_args
 from trainfit.errors import CheckInputError, TrainfitError
 from trainfit.i18n import _
 from trainfit.launch.targets import target_specs
+from trainfit.inputs import read_text_file
+from trainfit.inputs import loads_json
+from trainfit.inputs import loads_yaml_all
+from trainfit.inputs import InputError, as_int
 
 MAX_BYTES = 2 * 2**20
 _REGION_IN_IMAGE = re.compile(r"\.((?:cn|ap|us|eu|me)-[a-z0-9-]+?)\.(?:cr\.)?aliyuncs\.com")
@@ -68,21 +72,15 @@ class JobFacts:
 
 def read_text(path: str | Path) -> str:
     """UTF-8 text of a job file through the input gate (regular file, bounded read, no binary)."""
-    from trainfit.inputs import read_text_file
-
     return read_text_file(path, max_bytes=MAX_BYTES, what=_("job file"), error=CheckInputError,
                           fix=_("pass a job file (JSON, YAML or a shell script)"))
 
 
 def load_json(text: str, path: str) -> Any:
-    from trainfit.inputs import loads_json
-
     return loads_json(text, what=str(path), error=CheckInputError)
 
 
 def _load_yaml(text: str, path: str) -> list[Any]:
-    from trainfit.inputs import loads_yaml_all
-
     return loads_yaml_all(text, what=str(path), error=CheckInputError)
 
 
@@ -104,7 +102,6 @@ def type_error(path: str, what: str, expected: str, got: Any) -> CheckInputError
 def int_field(path: str, what: str, v: Any, *, default: int | None = None) -> int | None:
     if v is None:
         return default
-    from trainfit.inputs import InputError, as_int
 
     if isinstance(v, bool) or not isinstance(v, (int, float, str)):
         raise type_error(path, what, _("an integer"), v)

@@ -26,6 +26,8 @@ import re
 from typing import Any, Iterable
 
 from trainfit.i18n import N_, _, translate
+from trainfit.check.shell import training_args
+from trainfit.check.rules import Violation
 
 RULE = "shell-injection"
 #: Characters a shell (or a YAML/JSON consumer that hands the value to a shell) treats specially.
@@ -134,8 +136,6 @@ def _broken_headers(facts: Any) -> list[dict[str, str]]:
 
 
 def _substitutions(facts: Any) -> list[dict[str, str]]:
-    from trainfit.check.shell import training_args
-
     out: list[dict[str, str]] = []
     seen: set[str] = set()
     for where, script in facts.scripts or ():
@@ -205,6 +205,4 @@ def command_substitutions(text: str, limit: int = 20) -> list[str]:
 
 def rule_shell_injection(facts: Any, options: Any = None) -> list[Any]:
     """:func:`find_injection` as check rule objects (``Violation``), for the rule list of :mod:`trainfit.check.rules`."""
-    from trainfit.check.rules import Violation
-
     return [Violation(**f) for f in find_injection(facts)]

@@ -17,6 +17,20 @@ from typing import Any
 from trainfit.check.facts import JobFacts
 from trainfit.errors import LayoutError, TrainfitError
 from trainfit.i18n import _
+from trainfit.check.rules import rl_launch_text
+from trainfit.models import get_model
+from trainfit.check.rules import _gpus_per_node
+from trainfit.launch._common import swift_workload
+from trainfit.launch.deepspeed import strategy_from_config
+from trainfit.launch.llamafactory import llamafactory_workload
+from trainfit.catalog.gpus import get_gpu
+from trainfit.check.rules import INFO, Violation, _first_instance
+from trainfit.check.rules import Violation
+from trainfit.workload import Workload
+from trainfit.check.rules import WARNING, Violation
+from trainfit.estimate.fit import decide_fit
+from trainfit.estimate.memory import estimate_memory
+from trainfit.plan.hardware import gpu_class_of
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,9 +78,6 @@ def _model_name(f: JobFacts) -> str | None:
 def _resolve_model(f: JobFacts, plan: dict) -> Any | None:
     """The registry model the file trains, or None (an RL launch, no model, a model outside the registry, or a
     file with neither an engine, a DeepSpeed config nor a trainfit header)."""
-    from trainfit.check.rules import rl_launch_text
-    from trainfit.models import get_model
-
     if plan.get("rl") or rl_launch_text(f) is not None:
         return None  # an RL launch: sized per phase by rule_rl
     name = _model_name(f)
@@ -124,11 +135,6 @@ def _keep_planned_loss(kw: dict[str, Any], got: dict[str, Any]) -> None:
 def _workload_kwargs(f: JobFacts, o: Any, plan: dict, model: Any) -> tuple[dict[str, Any], list[str], int]:
     """Workload keyword arguments: the header's workload, overridden by what the file states (launcher, engine
     arguments, DeepSpeed config); with the assumptions made and the GPUs per node."""
-    from trainfit.check.rules import _gpus_per_node
-    from trainfit.launch._common import swift_workload
-    from trainfit.launch.deepspeed import strategy_from_config
-    from trainfit.launch.llamafactory import llamafactory_workload
-
     kw: dict[str, Any] = {}
     assumed: list[str] = []
     base = plan.get("workload") if isinstance(plan.get("workload"), dict) else None
@@ -161,9 +167,6 @@ def _workload_kwargs(f: JobFacts, o: Any, plan: dict, model: Any) -> tuple[dict[
 def _resolve_gpu(f: JobFacts, o: Any, plan: dict) -> tuple[Any, Any]:
     """(GPU record, catalog instance or None): the GPU from the options, the file, its instance type or the
     header. The record is None when nothing names a GPU, or a Violation when its memory is unknown."""
-    from trainfit.catalog.gpus import get_gpu
-    from trainfit.check.rules import INFO, Violation, _first_instance
-
     gpu = o.gpu or f.gpu
     inst = _first_instance([o.instance_type, *f.instance_types, plan.get("instance_type")])
     if not gpu and inst is not None:
@@ -197,9 +200,6 @@ def _resolve_gpu(f: JobFacts, o: Any, plan: dict) -> tuple[Any, Any]:
 def read_settings(f: JobFacts, o: Any) -> Any | None:
     """The training settings the file states as a Workload (the same read-back as :func:`read_workload`, without
     the GPU it needs for a verdict); None when they cannot be read or modelled."""
-    from trainfit.check.rules import Violation
-    from trainfit.workload import Workload
-
     model = _resolve_model(f, f.plan)
     if model is None or isinstance(model, Violation):
         return None
@@ -227,11 +227,6 @@ def read_max_steps(f: JobFacts) -> int | None:
 def read_workload(f: JobFacts, o: Any) -> Readback | Any | None:
     """A :class:`Readback`, a Violation when the settings cannot be modelled, or None when the file says nothing
     about training (no model, or a model outside the registry)."""
-    from trainfit.check.rules import WARNING, Violation
-    from trainfit.estimate.fit import decide_fit
-    from trainfit.estimate.memory import estimate_memory
-    from trainfit.workload import Workload
-
     plan = f.plan
     model = _resolve_model(f, plan)
     if model is None or isinstance(model, Violation):
@@ -268,7 +263,6 @@ def read_workload(f: JobFacts, o: Any) -> Readback | Any | None:
     decision = decide_fit(est, usable_gib=g.usable_mem_gib, gpus_per_node=gpn,
                           host_ram_gib=getattr(inst, "ram_gib", None))
     planned = plan.get("reserved_gib") if isinstance(plan.get("reserved_gib"), (int, float)) else None
-    from trainfit.plan.hardware import gpu_class_of
 
     return Readback(model=model, workload=wl, estimate=est, decision=decision, gpu=g.name,
                     gpu_class=gpu_class_of(g), planned_gib=planned,

@@ -25,6 +25,16 @@ from trainfit.check.shell import is_torchrun
 from trainfit.estimate.fit import VERDICT_WORDS
 from trainfit.i18n import _, translate
 from trainfit.rules.types import ERROR, INFO, WARNING, Violation
+from trainfit.catalog.instances import list_instances
+from trainfit.providers.alibaba.lingjun import is_lingjun
+from trainfit.rules import JobContext
+from trainfit.providers.alibaba.images import is_pai_image
+from trainfit.rules import evaluate
+from trainfit.estimate.uncertainty import format_probability, memory_range
+from trainfit.estimate.hardware import kernel_gaps
+from trainfit.errors import TrainfitError as _TE
+from trainfit.rl.lint import lint_rl, phase_label, size_rl_launch
+from trainfit.providers.alibaba.images import image_host, imitates_pai
 
 #: The fit verdicts (stable codes of the one fit decision) as ``check`` shows them in its notes.
 
@@ -44,8 +54,6 @@ class CheckOptions:
 def _catalog_instance(name: str):
     """(catalog row or None, all names). A catalog or overlay that cannot be read raises: check never skips its
     catalog rules silently."""
-    from trainfit.catalog.instances import list_instances
-
     rows = list_instances()
     hit = next((r for r in rows if r.instance_type.lower() == name.strip().lower()), None)
     return hit, [r.instance_type for r in rows]
@@ -62,8 +70,6 @@ def _first_instance(names: list[Any]) -> Any:
 
 
 def _is_lingjun(name: str) -> bool:
-    from trainfit.providers.alibaba.lingjun import is_lingjun
-
     hit, _names = _catalog_instance(name)
     return is_lingjun(name, hit)
 
@@ -216,8 +222,6 @@ def _checkpointing(f: JobFacts) -> tuple[bool | None, str | None]:
 
 def job_context(f: JobFacts, o: CheckOptions):
     """The :class:`trainfit.rules.JobContext` of a checked file: what the platform rules read."""
-    from trainfit.rules import JobContext
-
     inst = _first_instance([*f.instance_types, o.instance_type, f.plan.get("instance_type")])
     lingjun = any(_is_lingjun(t) for t in f.instance_types)
     # the instance's class, else the trainfit header's (a render for a GPU without an instance type is "generic")
@@ -237,7 +241,6 @@ def job_context(f: JobFacts, o: CheckOptions):
         if regs and region_sources and not any(r in regs for r in region_sources.values()):
             region_sources[_("instance {name} (seen only in {regions})").format(name=it, regions=", ".join(regs))] = \
                 regs[0]
-    from trainfit.providers.alibaba.images import is_pai_image
 
     # PAI's own images by their exact registry host; other images on Lingjun need RDMA libraries installed by hand
     custom = [i for i in f.images if not is_pai_image(i) and "REPLACE_ME" not in i]
@@ -263,8 +266,6 @@ def job_context(f: JobFacts, o: CheckOptions):
 
 def rule_platform(f: JobFacts, o: CheckOptions) -> list[Violation]:
     """The platform rules of ``providers/*/rules.yaml`` (one evaluator, the planner's too) on what the file states."""
-    from trainfit.rules import evaluate
-
     if f.kind == "deepspeed":
         return []  # a DeepSpeed config alone says nothing about the platform
     return evaluate(job_context(f, o))
@@ -316,8 +317,6 @@ def _memory_finding(f: JobFacts, *, gpu: str, reserved_gib: float, usable_gib: f
     """The memory check's note (the figure with its p10-p90 range from the fit corpus, as ``memory`` prints it) and
     its figures for ``check --json`` (``memory``: reserved GiB with p10/p50/p90, usable GiB, verdict, P(OOM));
     the range is :func:`trainfit.estimate.uncertainty.memory_range`, the one every command uses."""
-    from trainfit.estimate.uncertainty import format_probability, memory_range
-
     rng = memory_range(reserved_gib)
     word = translate(VERDICT_WORDS.get(verdict, verdict))
     what = _("; binding: {phase}").format(phase=phase_text or phase) if phase else ""
@@ -370,7 +369,6 @@ def rule_memory(f: JobFacts, o: CheckOptions) -> list[Violation]:
         out.append(Violation(rule="memory-fit", severity=INFO,
                              message=_("{where}: {reasons}").format(where=where, reasons=reasons),
                              fix=_("check the node's host RAM before renting")))
-    from trainfit.estimate.hardware import kernel_gaps
 
     for gap in kernel_gaps(rb.workload.attention, rb.gpu_class, rb.gpu):
         out.append(Violation(rule="kernel-support", severity=ERROR, message=gap,
@@ -402,8 +400,6 @@ def rule_rl(f: JobFacts, o: CheckOptions) -> list[Violation]:
     text = rl_launch_text(f)
     if text is None:
         return []
-    from trainfit.errors import TrainfitError as _TE
-    from trainfit.rl.lint import lint_rl, phase_label, size_rl_launch
 
     plan = f.plan
     usable = (plan.get("rl") or {}).get("gpu_mem_gib") if isinstance(plan.get("rl"), dict) and not o.gpu else None
@@ -438,8 +434,6 @@ def rule_rl(f: JobFacts, o: CheckOptions) -> list[Violation]:
 def rule_image_registry(f: JobFacts, o: CheckOptions) -> list[Violation]:
     """An image on a host named like PAI's registry that is not PAI's (``dsw-registry-vpc.<region>.attacker.example``):
     the job would pull its code from somewhere else than it seems to."""
-    from trainfit.providers.alibaba.images import image_host, imitates_pai
-
     return [Violation(rule="image-registry", severity=ERROR,
                       message=_("image {image!r} is on {host!r}, a host named like PAI's registry that is not PAI's "
                                 "(PAI's are dsw-registry[-vpc].<region>.cr.aliyuncs.com and "

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass, field
+from trainfit.inputs import MAX_LINE_CHARS
 
 _VAR_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)[^}]{0,200}\}|\$([A-Za-z_][A-Za-z0-9_]*)")
 #: Longest launcher value after the script's variables are written out.
@@ -107,8 +108,6 @@ def _default_assignments(line: str) -> list[tuple[str, str]]:
 
 def _refuse_long_lines(raw: list[str]) -> None:
     """Raise :class:`~trainfit.errors.CheckInputError` when a line is over :data:`trainfit.inputs.MAX_LINE_CHARS`."""
-    from trainfit.inputs import MAX_LINE_CHARS
-
     longest = max((len(ln) for ln in raw), default=0)
     if longest > MAX_LINE_CHARS:
         from trainfit.errors import CheckInputError

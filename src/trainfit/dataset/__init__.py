@@ -5,6 +5,8 @@ stats file it writes, or counts a dataset in place (:func:`stats_or_scan`)."""
 from __future__ import annotations
 
 from trainfit.dataset.stats import SCHEMA, DatasetStats
+from trainfit import inputs
+from trainfit.errors import DatasetError
 
 __all__ = ["DatasetStats", "SCHEMA", "is_stats_file", "load_stats", "stats_or_scan"]
 
@@ -14,9 +16,6 @@ MAX_STATS_BYTES = 8 * 2**20
 
 def load_stats(path: str) -> DatasetStats:
     """A stats file written by ``trainfit data --json`` (through the input gate)."""
-    from trainfit import inputs
-    from trainfit.errors import DatasetError
-
     from trainfit.i18n import _
 
     text = inputs.read_text_file(path, max_bytes=MAX_STATS_BYTES, what=_("dataset stats file"), error=DatasetError,
@@ -51,7 +50,6 @@ def stats_or_scan(path: str, *, tokenizer: str | None, seq_len: int | None = Non
     """The stats of ``--dataset PATH``: a stats file read back, or a dataset counted in place with the same scan as
     ``trainfit data PATH --tokenizer DIR`` (at ``seq_len``, default 4096; its cut-off table covers the others).
     Returns (stats, counted_here)."""
-    from trainfit.errors import DatasetError
     from trainfit.i18n import _
 
     if is_stats_file(path):

@@ -19,6 +19,8 @@ from typing import Any, Mapping
 from trainfit.dataset.stats import DatasetStats
 from trainfit.errors import DatasetError
 from trainfit.i18n import _
+from trainfit.dataset import stats_or_scan
+from trainfit import inputs
 
 PERCENTILE_CHOICES = ("p50", "p90", "p95", "p99", "max")
 DATA_FORMATS = ("messages", "sharegpt", "alpaca", "alpaca-query")
@@ -107,8 +109,6 @@ class DataBudget:
     @classmethod
     def from_dict(cls, d: Any) -> "DataBudget":
         """A plan file's ``data`` record, checked (plan files are user input)."""
-        from trainfit import inputs
-
         if not isinstance(d, dict):
             raise ValueError(_("data must be an object"))
         files = d.get("files")
@@ -191,7 +191,6 @@ def budget_from_values(values: Mapping[str, Any]) -> DataBudget | None:
                 raise WorkloadError(_("{flag} needs --dataset").format(flag="--" + name.replace("_", "-")),
                                     fix=_("pass --dataset stats.json (or --dataset train.jsonl --tokenizer DIR)"))
         return None
-    from trainfit.dataset import stats_or_scan
     from trainfit.errors import WorkloadError
 
     for name in ("tokens", "dataset_tokens"):

@@ -21,6 +21,7 @@ import random
 from array import array
 from dataclasses import dataclass, field
 from typing import Any
+from trainfit.errors import DatasetError
 
 SCHEMA = "trainfit.datastats/1"
 PERCENTILES = (50, 90, 95, 99)
@@ -139,7 +140,6 @@ class DatasetStats:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "DatasetStats":
-        from trainfit.errors import DatasetError
         from trainfit.i18n import _
 
         if not isinstance(d, dict) or d.get("schema") != SCHEMA:
@@ -184,7 +184,6 @@ class DatasetStats:
         for c in self.cutoffs:
             if c.get("seq_len") == seq_len:
                 return c
-        from trainfit.errors import DatasetError
         from trainfit.i18n import _
 
         have = sorted({self.seq_len, *(c["seq_len"] for c in self.cutoffs)})

@@ -15,6 +15,7 @@ from trainfit.models.shapes import ModelShape
 from trainfit.workload import Workload, routing_imbalance
 from trainfit.estimate.fsdp import (FSDP2_FRAMEWORKS, FSDP2_REDUCE_BYTES, FSDP_EDGE_FRAMEWORKS, FSDP_STEADY_OVERLAP,
                                   fsdp_forward_share, fsdp_volumes)
+from trainfit.estimate.params import lora_targeted
 
 TCP_FALLBACK_GBYTES_PER_S = 25 / 8
 """Assumption used when a multi-node job has no inter-node bandwidth: one 25 Gbit/s VPC NIC per node."""
@@ -292,8 +293,6 @@ SWIFT_MEGATRON_LORA_PY = ("https://github.com/modelscope/ms-swift/blob/b6af05674
 def megatron_lora_linears(model: ModelShape, wl: Workload) -> tuple[float, float]:
     """(column-parallel, row-parallel) Megatron-Core linears with a LoRA adapter, summed over the layers (routed
     experts excluded: expert TP 1 gives their adapters no TP collective)."""
-    from trainfit.estimate.params import lora_targeted
-
     if wl.method not in ("lora", "qlora"):
         return 0.0, 0.0
     groups: dict[tuple[str, str], tuple[float, bool]] = {}

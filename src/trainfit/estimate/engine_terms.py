@@ -18,6 +18,8 @@ from trainfit.estimate.engine_assumptions import (
 )
 from trainfit.models.shapes import ModelShape
 from trainfit.workload import Workload
+from trainfit.estimate.params import lora_adapter_shapes, lora_targeted
+from trainfit.estimate.params import lora_targeted
 
 
 def elementwise_units(model: ModelShape, wl: Workload, tokens_step_gpu: float, ratio: float) -> tuple[float, float]:
@@ -47,7 +49,6 @@ def lora_elementwise_bytes(model: ModelShape, wl: Workload, family: str, tokens_
 modules (their kernel launches are, ``kernel_units``)."""
     if wl.method not in ("lora", "qlora") or family == "megatron":
         return 0.0
-    from trainfit.estimate.params import lora_adapter_shapes, lora_targeted
 
     per_token = 0.0
     for t in model.tensors():
@@ -113,7 +114,6 @@ def zero_hook_calls(model: ModelShape, wl: Workload, family: str) -> float:
     adapter matrices per adapted linear."""
     if family != "hf" or wl.strategy not in ("zero1", "zero2", "zero3"):
         return 0.0
-    from trainfit.estimate.params import lora_targeted
 
     lora = wl.method in ("lora", "qlora")
     n = 0.0
@@ -135,7 +135,6 @@ def zero3_module_fetches(model: ModelShape, wl: Workload, family: str) -> float:
     included; routed experts are counted by :func:`kernel_units` (their fetches are exposed)."""
     if family != "hf" or wl.strategy != "zero3":
         return 0.0
-    from trainfit.estimate.params import lora_targeted
 
     threshold = ZERO3_PERSISTENCE_PER_HIDDEN * model.hidden_size
     lora = wl.method in ("lora", "qlora")

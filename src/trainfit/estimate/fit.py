@@ -27,6 +27,8 @@ from trainfit.i18n import N_, _
 from trainfit.estimate.memory import MemoryEstimate, OverheadModel, DEFAULT_OVERHEAD, estimate_memory
 from trainfit.models.shapes import ModelShape
 from trainfit.workload import Workload
+from trainfit.estimate.uncertainty import oom_probability
+from trainfit.estimate.uncertainty import memory_range
 
 #: Fraction of usable GPU memory kept free (allocator spikes, NCCL growth, version drift): inside it a job is
 #: ``tight``. A documented assumption; a 138.7/140 GiB job that OOMed in a published report (1 % headroom)
@@ -153,8 +155,6 @@ def decide_fit(est: MemoryEstimate, *, usable_gib: float, gpus_per_node: int = 1
 
 def _oom_probability(est: MemoryEstimate, usable_gib: float) -> float | None:
     """The calibrated P(OOM) of :func:`decide_fit` (None when the interval data file is missing)."""
-    from trainfit.estimate.uncertainty import oom_probability
-
     try:
         return oom_probability(est.reserved_gib, usable_gib, est.releasable_cache_gib)
     except (OSError, KeyError, ValueError):
@@ -180,8 +180,6 @@ class Suggestion:
     """What it costs (speed, quality) — the reason it is ranked where it is."""
 
     def to_dict(self) -> dict:
-        from trainfit.estimate.uncertainty import memory_range
-
         return {"change": self.change, "options": self.options, "reserved_gib": round(self.reserved_gib, 2),
                 "reserved_interval_gib": memory_range(self.reserved_gib), "fits": self.fits, "why": self.why}
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from trainfit.estimate.params import gathered_param_bytes
 from trainfit.models.shapes import ModelShape
 from trainfit.workload import Workload
+from trainfit.estimate.flops import flops_per_token
 
 PYTORCH_FSDP2_COLLECTIVES_PY = ("https://github.com/pytorch/pytorch/blob/8fc2039decebd92b15b38296df8bf9aa13275be0/"
                                 "torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py")
@@ -96,8 +97,6 @@ def fsdp_forward_share(model: ModelShape, wl: Workload) -> float:
     FSDP's forward all-gathers can hide behind; the backward's all-gathers and reduce-scatters get the rest. A layer's
     forward all-gather can only overlap forward compute, so a collective heavier than its phase's compute is
     exposed even when the step as a whole would have room for it."""
-    from trainfit.estimate.flops import flops_per_token
-
     fl = flops_per_token(model, wl)
     return fl.forward_flops / fl.hardware_flops if fl.hardware_flops else 1.0 / 3.0
 

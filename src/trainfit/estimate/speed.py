@@ -39,6 +39,7 @@ from trainfit.estimate.hardware import (CPU_ADAM_PARAMS_PER_S_DEFAULT, LINK_EFFI
 from trainfit.estimate.params import count_params
 from trainfit.models.shapes import ModelShape
 from trainfit.workload import Workload
+from trainfit.estimate import engine_describe, engines
 
 __all__ = [
     "CP_OVERLAP", "CPU_ADAM_PARAMS_PER_S_DEFAULT", "EP_OVERLAP", "GDN_CHUNK_SIZE", "LINK_EFFICIENCY_DEFAULT",
@@ -159,8 +160,6 @@ def _engine_compute(model: ModelShape, wl: Workload, hw: Hardware, fw: str, fl: 
                     ) -> tuple[float, float, tuple[str, ...], float]:
     """(compute seconds, executed-FLOPs efficiency, its sources, attention-kernel seconds) from the engine model
     of ``fw``'s kernels (``estimate/engines.py``), divided by a measured calibration when there is one."""
-    from trainfit.estimate import engine_describe, engines
-
     ec = constants or engines.DEFAULT_CONSTANTS
     feat = engines.features(model, wl.with_(precision=precision), hw, fw, flops=fl, compiled=compiled,
                             trainable_params=float(count_params(model, wl).trainable),

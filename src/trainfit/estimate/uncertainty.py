@@ -30,6 +30,8 @@ from typing import Any
 
 from trainfit import i18n
 from trainfit.i18n import N_, _
+from trainfit.estimate.engines import FAMILY_OF
+from trainfit.estimate.speed import default_framework
 
 DATA = Path(__file__).resolve().parent / "data" / "intervals.json"
 
@@ -71,9 +73,6 @@ def speed_regime(model: Any, workload: Any, framework: str | None, gpu_class: st
     with ``gpu_class`` (``Hardware.gpu_class``: ampere, hopper, ada, ...) also the GPU generation, which does not
     group runs (one law, the roofline ridge, carries speed across Ampere and Hopper) but decides whether the
     request lies inside the calibration domain."""
-    from trainfit.estimate.engines import FAMILY_OF
-    from trainfit.estimate.speed import default_framework
-
     fw = framework or default_framework(workload)
     reg = {"family": FAMILY_OF.get(fw, fw), "arch": "moe" if getattr(model, "num_experts", 0) else "dense",
            "par": parallelism(workload), "seq": _band(workload.seq_len, SEQ_BANDS),

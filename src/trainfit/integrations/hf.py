@@ -46,6 +46,7 @@ from trainfit.i18n import _
 from trainfit.watch.checkpoint import mark_complete, mark_saving
 from trainfit.watch.metrics import GIB, METRICS
 from trainfit.watch.protocol import RESTART_EXIT_CODE, STOP_FILE_ENV, ack_path, write_json_atomic
+from trainfit.watch.protocol import RESUME_ENV
 
 
 def _dist():
@@ -132,7 +133,6 @@ def repair_converted_resume(args, state, model) -> bool:
         return False
     if hasattr(model, "peft_config"):
         return False
-    from trainfit.watch.protocol import RESUME_ENV
 
     env = os.environ.get(RESUME_ENV)
     cp = Path(env) if env else Path(args.output_dir) / f"checkpoint-{state.global_step}"

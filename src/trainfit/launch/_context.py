@@ -15,6 +15,11 @@ from trainfit.estimate.uncertainty import format_probability
 from trainfit.i18n import N_, _, translate
 from trainfit.models.shapes import ModelShape
 from trainfit.workload import Workload
+from trainfit.providers.alibaba.lingjun import is_lingjun_name
+from trainfit.errors import TrainfitError
+from trainfit.models import get_model
+from trainfit import inputs
+from trainfit import i18n
 
 #: Where the checkpoint store (OSS, a PVC, a SkyPilot bucket) is mounted in every rendered job.
 CKPT_MOUNT = "/mnt/checkpoints"
@@ -27,8 +32,6 @@ DEFAULT_DATASET = "AI-ModelScope/alpaca-gpt4-data-en"
 
 def is_lingjun_type(instance_type: str | None) -> bool:
     """True for Lingjun spec names by their pattern (used when the plan carries no catalog record)."""
-    from trainfit.providers.alibaba.lingjun import is_lingjun_name
-
     return is_lingjun_name(instance_type)
 
 
@@ -39,9 +42,6 @@ def model_repo_id(model: ModelShape) -> str:
     ``Qwen/<folder name>`` would name a repo that does not exist."""
     from pathlib import Path
 
-    from trainfit.errors import TrainfitError
-    from trainfit.models import get_model
-
     name = model.name
     if "/" in name:
         return name
@@ -50,7 +50,6 @@ def model_repo_id(model: ModelShape) -> str:
         return f"Qwen/{name}"
     except TrainfitError:
         pass
-    from trainfit import inputs
 
     src = Path(str(model.source or ""))
     folder = src.parent if src.name == "config.json" else src
@@ -93,8 +92,6 @@ class RenderOptions:
     spot_discount_limit: float | None = None
 
     def __post_init__(self) -> None:
-        from trainfit import inputs
-
         for name, kind in (("region", "region"), ("workspace_id", "workspace_id"), ("resource_id", "resource_id"),
                            ("image", "image"), ("dataset", "dataset"), ("job_name", "job_name"),
                            ("checkpoint_uri", "uri")):
@@ -366,8 +363,6 @@ class RenderContext:
     def file_header_lines(self) -> list[str]:
         """:meth:`header_lines` as the job files carry them: in English whatever the language of the run (a file's
         contents are what the tools read, and the same plan renders the same bytes)."""
-        from trainfit import i18n
-
         with i18n.language("en"):
             return self.header_lines()
 

@@ -16,6 +16,7 @@ from trainfit.i18n import _
 from trainfit.launch._common import OPTIMIZERS, dump_yaml, hash_header, lora_dropout_note, optimizer_read, sft_only
 from trainfit.launch._context import PLACEHOLDER, RenderContext
 from trainfit.workload import Workload
+from trainfit.launch._common import model_kernels
 
 FILES = ("llamafactory.yaml", "dataset_info.json")
 #: The name render gives the plan's data file in ``dataset_info.json``.
@@ -132,7 +133,6 @@ def render(ctx: RenderContext) -> dict[str, str]:
     body = dump_yaml(config(ctx))
     note = ("# resume_from_checkpoint: unset on purpose -- LLaMA-Factory resumes from the newest checkpoint-N\n"
             "# in output_dir (on the checkpoint mount) because overwrite_output_dir is false.\n")
-    from trainfit.launch._common import model_kernels
 
     kernels = model_kernels(ctx.model)
     if kernels:

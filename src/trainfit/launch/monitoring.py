@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from trainfit.i18n import _
 from trainfit.launch._context import RenderContext
+from trainfit.launch._common import sft_only
+from trainfit.watch.monitoring import monitoring_files
 
 FILES = ("prometheus-scrape.yaml", "grafana-dashboard.json")
 IN_ALL = False
 
 
 def applies(ctx: RenderContext) -> str | None:
-    from trainfit.launch._common import sft_only
-
     why = sft_only(ctx)
     if why:
         return why
@@ -23,7 +23,5 @@ def applies(ctx: RenderContext) -> str | None:
 
 
 def render(ctx: RenderContext) -> dict[str, str]:
-    from trainfit.watch.monitoring import monitoring_files
-
     k8s = "default" if ctx.plan.provider in ("generic", "private") else None
     return monitoring_files(job=ctx.job_name, port=9400, gpus_per_node=ctx.gpus_per_node, kubernetes_namespace=k8s)

@@ -17,6 +17,7 @@ import math
 from trainfit.i18n import _
 from trainfit.launch._common import hash_header, q, rl_only
 from trainfit.launch._context import RenderContext
+from trainfit.rl.launch import WRITERS
 
 FILES = ("swift_rlhf.sh",)
 #: Defaults when the user names no dataset: ms-swift's GRPO example dataset; DPO: its preference example.
@@ -52,8 +53,6 @@ def optimizer_steps(ctx: RenderContext) -> int | None:
 
 
 def command(ctx: RenderContext) -> str:
-    from trainfit.rl.launch import WRITERS
-
     rl = ctx.plan.rl
     base = WRITERS["ms-swift"](ctx.model.name, ctx.plan.rl_config(), ctx.workload).rstrip("\n")
     dataset = ctx.dataset

@@ -14,6 +14,7 @@ from __future__ import annotations
 from trainfit.i18n import _
 from trainfit.launch._common import hash_header, q, rl_only
 from trainfit.launch._context import RenderContext
+from trainfit.rl.launch import WRITERS
 
 FILES = ("verl_rl.sh",)
 
@@ -41,8 +42,6 @@ def applies(ctx: RenderContext) -> str | None:
 
 def command(ctx: RenderContext) -> str:
     """The verl command (the writer's, plus data, checkpoint, learning rate and steps)."""
-    from trainfit.rl.launch import WRITERS
-
     base = WRITERS["verl"](ctx.model.name, ctx.plan.rl_config(), ctx.workload).rstrip("\n")
     extra = [("actor_rollout_ref.actor.optim.lr", f"{ctx.learning_rate if ctx.learning_rate is not None else 1e-6:g}"),
              ("trainer.project_name", "trainfit"), ("trainer.experiment_name", ctx.job_name),

@@ -10,6 +10,15 @@ from trainfit.estimate.fit import HOST_RAM_USABLE
 from trainfit.i18n import _
 from trainfit.plan.types import Rejection
 from trainfit.workload import Workload
+from trainfit.errors import TrainfitError
+from trainfit.estimate.fit import host_ram_verdict
+from trainfit.estimate.memory import estimate_memory
+from trainfit.rl.memory import estimate_rl_memory
+from trainfit.errors import PlanError
+from trainfit.catalog import list_instances
+from trainfit.catalog.prices import current_prices
+from trainfit.rules import load_rules
+from trainfit.errors import did_you_mean
 
 if TYPE_CHECKING:
     from trainfit.plan.search import PlanRequest, _Best
@@ -84,10 +93,6 @@ def explain_rejection(inst: Any, gpu: Any, limit: float, miss: _Best, req: PlanR
 def host_fix_options(req: PlanRequest, w: Workload, limit: float, inst: Any) -> tuple[dict[str, Any], ...]:
     """Host-RAM fixes checked with the memory model (GPU memory and the node's RAM): less offload where the offload
     was pinned, more GPUs (offloaded states shard over more nodes)."""
-    from trainfit.errors import TrainfitError
-    from trainfit.estimate.fit import host_ram_verdict
-    from trainfit.estimate.memory import estimate_memory
-
     def fits(**changes: Any) -> bool:
         try:
             w2 = w.with_(**changes)
@@ -127,9 +132,7 @@ def _largest_searched(req: PlanRequest, w: Workload) -> int:
 
 def _rl_memory_fix_options(req: PlanRequest, w: Workload, gpu: Any, inst: Any) -> tuple[dict[str, Any], ...]:
     """RL memory fixes checked with :func:`trainfit.rl.memory.estimate_rl_memory` (every phase, the KV pool)."""
-    from trainfit.errors import TrainfitError
     from trainfit.plan.rl import fit_rollout_tp
-    from trainfit.rl.memory import estimate_rl_memory
 
     if gpu is None or not gpu.usable_mem_gib:
         return ()
@@ -193,9 +196,6 @@ def memory_fix_options(req: PlanRequest, w: Workload, limit: float, *, gpu: Any 
                        inst: Any = None) -> tuple[dict[str, Any], ...]:
     """The memory fixes that work, as option changes: each alternative is checked with the memory model (RL: the RL
     memory model over all phases) on the closest miss ``w`` before it is offered."""
-    from trainfit.errors import TrainfitError
-    from trainfit.estimate.memory import estimate_memory
-
     if req.rl is not None:
         return _rl_memory_fix_options(req, w, gpu, inst)
 
@@ -225,7 +225,6 @@ def no_instance_has(req: Any, gpu_filter: Any, instances: Any) -> None:
     """--gpu filtered out every instance type (``--provider alibaba --gpu A100``): one error naming the GPUs the
     other filters leave, instead of an empty result."""
     have = sorted({str(i.gpu) for i in instances if i.gpu})
-    from trainfit.errors import PlanError
 
     scope = " / ".join(x for x in (f"--provider {req.provider}" if req.provider else "",
                                  f"--resource-class {req.resource_class}" if req.resource_class else "") if x)
@@ -244,10 +243,6 @@ __all__ = ["as_flags", "explain_rejection", "host_fix_options", "memory_fix_opti
 
 def known_regions() -> set[str]:
     """Region ids trainfit's data names anywhere: instance rows, price rows, platform rules."""
-    from trainfit.catalog import list_instances
-    from trainfit.catalog.prices import current_prices
-    from trainfit.rules import load_rules
-
     out = {r for i in list_instances() for r in i.regions}
     out |= {p.region for p in current_prices() if p.region}
     out |= {r for rule in load_rules() if rule.kind == "region_in" for r in rule.params.get("regions", ())}
@@ -260,7 +255,6 @@ def unknown_region_note(region: str) -> str | None:
     known = known_regions()
     if region in known:
         return None
-    from trainfit.errors import did_you_mean
 
     close = did_you_mean(region, sorted(known))
     if close:

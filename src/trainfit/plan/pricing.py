@@ -14,6 +14,12 @@ from trainfit.plan.cost import (CHECKPOINT_BYTES_PER_TRAINABLE_PARAM, CHECKPOINT
                                 SpotPolicy, estimate_cost, spot_elapsed_hours)
 from trainfit.plan.cost import checkpoint_interval_hours as young_daly
 from trainfit.i18n import _
+from trainfit.catalog.prices import price_for_instance
+from trainfit.catalog.prices import HOURS_PER_MONTH, price_for_instance
+from trainfit.estimate.uncertainty import Interval, format_range
+from trainfit.catalog.prices import price_for_instance, regional_prices
+from trainfit.catalog.prices import regional_prices
+from trainfit.estimate.uncertainty import Interval
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -37,8 +43,6 @@ class TimeAndCost:
 
 
 def _price_rows(inst: Any, region: str | None, spot: bool):
-    from trainfit.catalog.prices import price_for_instance
-
     payg = price_for_instance(inst, region, billing="payg")
     spot_row = price_for_instance(inst, region, billing="spot") if spot else None
     return payg, spot_row
@@ -47,8 +51,6 @@ def _price_rows(inst: Any, region: str | None, spot: bool):
 def _subscription_only(inst: Any, region: str | None) -> str | None:
     """A note when only a subscription price is published (e.g. PAI's Lingjun billing example): shown, never used
     as a pay-as-you-go price."""
-    from trainfit.catalog.prices import HOURS_PER_MONTH, price_for_instance
-
     sub = price_for_instance(inst, region, billing="subscription")
     if sub is None:
         return None
@@ -110,7 +112,6 @@ def time_and_cost(*, inst: Any, hours: float, gpus: int, trainable_params: int, 
                            notes=tuple(notes), **base)
     inst_hours = elapsed * c.instances
     size_gb = trainable_params * CHECKPOINT_BYTES_PER_TRAINABLE_PARAM / 1e9
-    from trainfit.estimate.uncertainty import Interval, format_range
 
     iv = Interval.from_dict(speed_interval) if speed_interval else None
 
@@ -150,8 +151,6 @@ def region_notes(region: str | None, instances: list[Any]) -> list[str]:
     With ``region``: which instance types' prices the region does not change (the same list price in every
     region, or no regional price at all) and which have no price in that region. Without: that each price is
     the cheapest region's, naming it for the first instance type that has regional prices."""
-    from trainfit.catalog.prices import price_for_instance, regional_prices
-
     seen: dict[str, Any] = {}
     for inst in instances:
         if inst is not None:
@@ -206,9 +205,6 @@ def region_prices(plans: tuple[Any, ...] | list[Any]) -> list[dict[str, Any]]:
     --compare-regions``): per plan, one entry per region, cheapest first. The plan's hours do not depend on the
     region; the cost is its instance-hours x the region's price (x the plan's spot fraction on spot, assumed the
     same in every region), with its p10/p50/p90 (``cost_interval``) from the plan's speed interval."""
-    from trainfit.catalog.prices import regional_prices
-    from trainfit.estimate.uncertainty import Interval
-
     out: list[dict[str, Any]] = []
     for i, p in enumerate(plans):
         inst = p.instance

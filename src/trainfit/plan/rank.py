@@ -17,6 +17,7 @@ from trainfit.estimate.fit import OOM_RISK_LIMIT
 from trainfit.estimate.uncertainty import format_probability, format_range
 from trainfit.i18n import N_, _, translate
 from trainfit.plan.types import Plan
+from trainfit.estimate.uncertainty import ranges_overlap
 
 if TYPE_CHECKING:
     from trainfit.plan.search import PlanRequest
@@ -195,8 +196,6 @@ def ties(objective: str, plans: list[Plan] | tuple[Plan, ...]) -> tuple[int, ...
     overlaps #1's: a tie within the model's
     error. Two plans with the same workload and speed estimate on the same GPU are not compared (they differ in
     price only, and one speed error moves both, so their order holds)."""
-    from trainfit.estimate.uncertainty import ranges_overlap
-
     if not plans:
         return ()
     basis = objective if objective in ("cost", "gpu_hours", "hours") else ranking_basis(objective, plans)

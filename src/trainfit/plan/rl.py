@@ -31,6 +31,10 @@ from trainfit.i18n import _
 from trainfit.models.shapes import ModelShape
 from trainfit.plan.types import Plan
 from trainfit.workload import Workload
+from trainfit.errors import TrainfitError
+from trainfit.plan.rank import score
+from trainfit.rl.memory import estimate_rl_memory
+from trainfit.rl.memory import estimate_with
 
 #: (strategy, offload) per framework, fastest first, for one GPU and for several. Each pair is one the
 #: framework's writer (``trainfit.rl.launch``) writes and its reader reads back to the same pair.
@@ -162,8 +166,6 @@ def rl_plan(model: ModelShape, wl: Workload, rl: Any, est: Any, *, gpu: Any, usa
     ``strict_speed`` (the planner): a speed-model error (no compute peak or memory bandwidth in the catalog) is
     raised, so the instance type is rejected with it, and None is returned when spot interruptions outpace the
     checkpoints; otherwise (``render`` without a plan file) they become warnings."""
-    from trainfit.errors import TrainfitError
-
     mem = memory_view(est)
     fit = decide_fit(mem, usable_gib=usable, gpus_per_node=gpus_per_node,
                      host_ram_gib=getattr(inst, "ram_gib", None), margin=margin)
@@ -250,8 +252,6 @@ def evaluate_rl_layout(req: Any, *, inst: Any, gpu: Any, gpn: int, nodes: int, u
     TP all-reduce, so it cannot rank TP sizes itself); at that TP, trainer offload on or off, whichever ranks
     first (:func:`trainfit.plan.rank.score`). ``precision``: what the SFT planner would train in on this GPU
     (fp16 where it has no bf16), which the RL writers cannot express: such GPUs are rejected."""
-    from trainfit.plan.rank import score
-
     if precision is not None and precision != req.workload.precision:
         # the SFT planner would train in fp16 here (no bf16 on this GPU); verl and ms-swift RL launches run bf16
         miss.other = ("precision", _("{gpu} has no bf16; the RL launch files train and generate in bf16").format(
@@ -282,9 +282,6 @@ def _evaluate_rl_setting(req: Any, rl: Any, *, inst: Any, gpu: Any, gpn: int, no
                          rule_warnings: tuple[str, ...]) -> Plan | None:
     """The plan of one RL setting on one node layout: every trainer candidate that fits, each with the largest
     micro-batch that fits, timed; the one that ranks first (:func:`trainfit.plan.rank.score`) is kept."""
-    from trainfit.plan.rank import score
-    from trainfit.rl.memory import estimate_rl_memory
-
     best_plan: tuple[tuple, Plan] | None = None
 
     model = req.model
@@ -345,8 +342,6 @@ def _evaluate_rl_setting(req: Any, rl: Any, *, inst: Any, gpu: Any, gpn: int, no
 
 def _kv_fix_options(req: Any, w: Workload, rl: Any, gpn: int, usable: float, inst: Any) -> tuple[dict[str, Any], ...]:
     """The KV-pool fixes checked with the RL memory model: a larger engine share or tensor-parallel size."""
-    from trainfit.rl.memory import estimate_with
-
     def works(**changes: Any) -> bool:
         e = estimate_with(req.model, w, rl, usable, changes, host_ram_gib=inst.ram_gib, margin=req.memory_margin)
         return e is not None and e.verdict not in ("oom", "tight") and (e.max_concurrent_seqs is None

@@ -141,8 +141,6 @@ class PlanRequest:
 
 # ------------------------------------------------------------------------------------------ search
 def _instances(req: PlanRequest) -> list[Any]:
-    from trainfit.catalog.instances import list_instances
-
     out = []
     for inst in list_instances():
         if req.provider and inst.provider.lower() != req.provider.lower():
@@ -236,7 +234,6 @@ def _for_target(req: PlanRequest, configs: list[Workload], miss: _Best) -> list[
         if req.framework == "megatron":
             return [w for w in configs if (w.strategy, w.offload) in _MEGATRON]
         return configs
-    from trainfit.launch.targets import search_reason
 
     reasons = [search_reason(req.target, req.framework, w) for w in configs]
     kept = [w for w, why in zip(configs, reasons) if why is None]
@@ -310,8 +307,6 @@ def _instance_gpu(req: PlanRequest, inst: Any, gpu_filter: Any) -> tuple[Any, st
     A code (``--gpu GU108``) selects rows of that code only and never relabels another. ``--gpu-mem`` sizes rows
     whose GPU memory is unknown; their speed figures are then assumed from a named class. Every such substitution
     is stated."""
-    from trainfit.catalog.gpus import assumed_note, is_model, sized_gpu
-
     it = inst.instance_type
     gpu = _gpu_of(inst)
     stated = ""
@@ -356,7 +351,6 @@ def _instance_gpu(req: PlanRequest, inst: Any, gpu_filter: Any) -> tuple[Any, st
                                "--resource-class pass --gpu NAME").format(gpu=gpu.name))
     note = assumed_note(gpu)
     stated = "; ".join(x for x in (stated, note) if x)
-    from trainfit.estimate.hardware import kernel_gaps
     from trainfit.plan.hardware import gpu_class_of
 
     gaps = kernel_gaps(req.workload.attention, gpu_class_of(gpu), gpu.name)
@@ -380,8 +374,6 @@ def _instance_gpu(req: PlanRequest, inst: Any, gpu_filter: Any) -> tuple[Any, st
 def _best_on_instance(req: PlanRequest, inst: Any, gpu: Any, stated: str, layouts: list[tuple[int, int]],
                       config_cache: dict) -> tuple[Plan | None, _Best]:
     """The best plan on one instance type over its layouts, and the closest miss when none fits."""
-    from trainfit.rules import evaluate_instance, get_rule
-
     miss = _Best()
     best: tuple[tuple, Plan] | None = None
     limit = _Limit(gib=gpu.usable_mem_gib * (1 - req.memory_margin))
@@ -441,10 +433,6 @@ def _evaluate(req: PlanRequest, inst: Any, gpu: Any, gpn: int, nodes: int, wl: W
               fit: Any, warnings: tuple[str, ...], miss: _Best | None = None) -> Plan | None:
     """Speed, time and cost of one fitting configuration, as a typed Plan; None when its spot run cannot finish or
     its network is too slow (:data:`SLOW_NETWORK_COMM_SHARE`, recorded in ``miss``)."""
-    from trainfit.estimate.calibration import calibration_note
-    from trainfit.estimate.speed import estimate_speed, training_time
-    from trainfit.estimate.uncertainty import plan_speed_interval
-    from trainfit.launch.targets import speed_framework
     from trainfit.plan.hardware import hardware_for
     from trainfit.plan.pricing import time_and_cost
 
@@ -496,3 +484,12 @@ def _batch_warning(req: PlanRequest, wl: Workload) -> tuple[str, ...]:
 # the search's limits (time, deadline, budget, network) and per-instance layouts: plan/limits.py, importable from here
 from trainfit.plan.limits import (SLOW_NETWORK_COMM_SHARE, _layouts, _precision_for, _within_limits,  # noqa: E402
                                   slow_network)
+from trainfit.catalog.instances import list_instances
+from trainfit.launch.targets import search_reason
+from trainfit.catalog.gpus import assumed_note, is_model, sized_gpu
+from trainfit.estimate.hardware import kernel_gaps
+from trainfit.rules import evaluate_instance, get_rule
+from trainfit.estimate.calibration import calibration_note
+from trainfit.estimate.speed import estimate_speed, training_time
+from trainfit.estimate.uncertainty import plan_speed_interval
+from trainfit.launch.targets import speed_framework

@@ -16,6 +16,14 @@ from typing import Any
 
 from trainfit.errors import CatalogError, NetworkError, TrainfitError
 from trainfit.i18n import _, translate
+from trainfit.catalog._store import reset_cache
+from trainfit.catalog.prices import reset_price_cache
+from trainfit.catalog.cache import CACHE_FORMAT, write_cache_atomic
+from trainfit.catalog.gpus import normalize_gpu_name
+from trainfit.catalog._schema import GPU_COLUMNS, INSTANCE_COLUMNS, parse_row
+from trainfit.catalog._schema import to_csv_value
+from trainfit.catalog.prices import parse_price_rows
+from trainfit.providers._net import call_with_deadline
 
 
 def short(e: BaseException | str, n: int = 300) -> str:
@@ -56,8 +64,6 @@ class Deadline:
     def run(self, fn: Any) -> Any:
         """``fn()`` bounded by the time left of the whole refresh: a watchdog cuts off a server that trickles bytes
         (each read succeeds, so per-call socket timeouts alone never fire)."""
-        from trainfit.providers._net import call_with_deadline
-
         return call_with_deadline(fn, timeout_s=max(0.05, self.remaining_s()), what=self.what,
                                   fix=_("check the network/proxy and --endpoint, or retry with a larger "
                                         "--total-timeout; the cache was left as it was"))
@@ -126,10 +132,6 @@ def write_cache(path: Path, *, provider: str, region: str, sdk: str, gpus: list[
     Callers validate every row before calling this (nothing is written on any problem). ``extra``: more top-level
     keys (metadata such as a price list's version; readers ignore keys they do not know).
     """
-    from trainfit.catalog._store import reset_cache
-    from trainfit.catalog.prices import reset_price_cache
-    from trainfit.catalog.cache import CACHE_FORMAT, write_cache_atomic
-
     fetched = now_iso()
     payload: dict[str, Any] = {"format": CACHE_FORMAT, "provider": provider, "region": region,
                                "fetched_at": fetched, "sdk": sdk, "gpus": gpus or [], "instances": instances or []}
@@ -159,8 +161,6 @@ def resolve_gpu(spec: str | None, mem_gib: float | None, index: dict) -> tuple[A
     wrong when the API reports 40 GB; so the reported memory must agree with the catalog row (within
     2 GiB), else ``<name>-<memory>GB`` is tried, else no GPU is assigned (the note says why).
     """
-    from trainfit.catalog.gpus import normalize_gpu_name
-
     if not spec or not spec.strip():
         return None, ""
     known = index.get(normalize_gpu_name(spec))
@@ -182,8 +182,6 @@ def check_schema(what: str, instances: list[dict[str, Any]], gpus: list[dict[str
 
     ``gpu_columns(row)`` gives the columns a GPU row is checked against (default: all GPU columns).
     """
-    from trainfit.catalog._schema import GPU_COLUMNS, INSTANCE_COLUMNS, parse_row
-
     problems: list[str] = []
     for r in instances:
         problems += parse_row(INSTANCE_COLUMNS, r, f"instance {r['instance_type']}")[1]
@@ -202,9 +200,6 @@ def reported_gpu(spec: str | None, mem_gib: float | None, index: dict, new_gpus:
     name, memory ``mem_gib``, ``notes`` as given); a known family name whose memory does not match leaves the
     GPU unset.
     """
-    from trainfit.catalog._schema import to_csv_value
-    from trainfit.catalog.gpus import normalize_gpu_name
-
     known, gnote = resolve_gpu(spec, mem_gib, index)
     if not spec or not spec.strip():
         return "", gnote
@@ -233,9 +228,6 @@ def write_price_cache(path: Path, price_rows: list[dict[str, Any]], *, label: st
     """Validate ``price_rows`` against the price schema (CatalogError ``<schema_what> returned values outside
     the price schema`` listing every problem; ``empty`` when no row is left) and write them; returns (rows,
     fetched_at)."""
-    from trainfit.catalog._schema import to_csv_value
-    from trainfit.catalog.prices import parse_price_rows
-
     rows, problems = parse_price_rows(price_rows, label)
     if problems:
         raise CatalogError(_("{what} returned values outside the price schema:").format(what=schema_what) + "\n  "

@@ -27,6 +27,9 @@ from trainfit.models.shapes import ModelShape
 from trainfit.rl.config import RLConfig
 from trainfit.rl.memory import RLMemoryEstimate, estimate_rl_memory
 from trainfit.workload import Workload
+from trainfit.errors import WorkloadError
+from trainfit.models import get_model
+from trainfit.rl.launch import parse_rl_launch
 
 #: Response length from which unfused logits are flagged (fp32 logits of one 8k-token sequence of a
 #: 152k vocabulary are 4.6 GiB, and the standard loss keeps ~3 such buffers).
@@ -148,10 +151,6 @@ def size_rl_launch(text: str, gpu_mem_gib: float, *, model: str | ModelShape | N
     ``(ParsedRL, RLMemoryEstimate)``; the estimate's ``verdict`` is the one fit decision over all phases.
     ``model``: a registry name or ModelShape that overrides the command's model path (e.g. the ``model`` of a
     rendered file's ``trainfit-plan`` line when the command points at a local folder)."""
-    from trainfit.errors import WorkloadError
-    from trainfit.models import get_model
-    from trainfit.rl.launch import parse_rl_launch
-
     parsed = parse_rl_launch(text)
     if model is None:
         if not parsed.model:

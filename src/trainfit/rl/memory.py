@@ -26,6 +26,8 @@ from trainfit.i18n import _
 from trainfit.models.shapes import ModelShape
 from trainfit.rl.config import KV_BLOCK_TOKENS, RLConfig
 from trainfit.workload import Workload
+from trainfit.estimate.memory import estimate_memory, model_state_gib
+from trainfit.estimate.fit import decide_fit
 
 GIB = 2**30
 RL_PHASES = ("rollout", "train", "sync")
@@ -231,8 +233,6 @@ class _Residual:
 
 def _train_phase(model: ModelShape, workload: Workload, rl: RLConfig, assumptions: list[str]) -> _Trainer:
     """The policy update at prompt + response length, the reference model and the critic."""
-    from trainfit.estimate.memory import estimate_memory, model_state_gib
-
     wl = workload.with_(seq_len=rl.seq_len) if workload.seq_len != rl.seq_len else workload
     if rl.algo == "dpo":  # chosen and rejected are concatenated into one batch
         wl = wl._with_batch(workload.micro_batch * 2)
@@ -407,8 +407,6 @@ def _fit_decision(rl: RLConfig, train: object, eng: _Engine, peak: float, host: 
     """The one fit decision (estimate/fit.py) on the binding phase's peak and the RL host RAM, as a dict and
     its verdict (``oom`` also when the KV pool holds no sequence)."""
     from dataclasses import replace as _replace
-
-    from trainfit.estimate.fit import decide_fit
 
     dec = decide_fit(_replace(train, reserved_gib=peak, host_ram_gib=host), usable_gib=float(gpu_mem_gib),
                      gpus_per_node=procs, host_ram_gib=host_ram_gib,

@@ -8,6 +8,7 @@ from trainfit.i18n import _
 from trainfit.models.shapes import ModelShape
 from trainfit.rl.config import RLConfig
 from trainfit.workload import Workload
+from trainfit.estimate.uncertainty import Interval, memory_range, rl_speed_interval
 
 
 def rl_report(model: ModelShape, workload: Workload, rl: RLConfig, gpu_mem_gib: float, *, gpu: Any = None,
@@ -24,7 +25,6 @@ def rl_report(model: ModelShape, workload: Workload, rl: RLConfig, gpu_mem_gib: 
 
     wl = workload.with_(seq_len=rl.seq_len) if workload.seq_len != rl.seq_len else workload
     est = estimate_rl_memory(model, wl, rl, gpu_mem_gib, strict=strict, host_ram_gib=host_ram_gib, margin=margin)
-    from trainfit.estimate.uncertainty import Interval, memory_range, rl_speed_interval
 
     out: dict[str, Any] = {"config": rl.to_dict(), **est.to_dict()}
     # p10-p90 of the binding phase's peak: the fit corpus's memory interval (fine-tuning runs; no published RL

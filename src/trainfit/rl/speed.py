@@ -33,6 +33,9 @@ from trainfit.models.shapes import ModelShape
 from trainfit.rl.config import RLConfig
 from trainfit.rl.memory import ENGINE_WEIGHT_BYTES, GIB, RLMemoryEstimate, engine_weight_bytes
 from trainfit.workload import Workload
+from trainfit.catalog.instances import list_instances
+from trainfit.errors import CatalogError
+from trainfit.plan.hardware import hardware_for
 
 #: Fraction of peak HBM bandwidth a decode step achieves (assumption; not measured by this project).
 MEM_BW_EFFICIENCY = 0.7
@@ -186,9 +189,6 @@ def template_node(gpu: Any, gpus_per_node: int) -> Any:
     """The catalog's generic node template (``provider`` generic, e.g. ``generic-8xH100``) of ``gpu`` with
     ``gpus_per_node`` GPUs: the node ``plan --gpu NAME`` lays the same job on. None when the catalog has no such
     template or several."""
-    from trainfit.catalog.instances import list_instances
-    from trainfit.errors import CatalogError
-
     try:
         rows = [r for r in list_instances(provider="generic", gpu=gpu.name) if r.gpu_count == gpus_per_node]
     except CatalogError:  # a GPU the catalog does not list (--gpu-mem)
@@ -208,9 +208,6 @@ def rl_step_speed(model: ModelShape, workload: Workload, rl: RLConfig, mem: RLMe
     without one the network between nodes is unknown (:func:`trainfit.estimate.comm.links_for` assumes TCP and
     warns). A GPU without a compute peak is a :class:`~trainfit.errors.CatalogError`."""
     from dataclasses import replace as _replace
-
-    from trainfit.errors import CatalogError
-    from trainfit.plan.hardware import hardware_for
 
     if not (gpu.bf16_dense_tflops or gpu.fp16_dense_tflops):
         raise CatalogError(_("{gpu}: the catalog has no compute peak; the RL step time needs it").format(gpu=gpu.name),

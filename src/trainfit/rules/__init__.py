@@ -30,6 +30,7 @@ from trainfit.providers.registry import provider_specs, registry_version
 from trainfit.rules.types import (SEVERITIES, VERDICTS, _SEV_ORDER, JobContext, Rule,  # noqa: F401
                                   Violation)
 from trainfit.rules.kinds import _CHECKS  # noqa: E402
+from trainfit.errors import did_you_mean
 
 
 # ------------------------------------------------------------------------------------------ loading
@@ -198,7 +199,6 @@ def get_rule(rule_id: str) -> Rule:
     for r in load_rules():
         if r.id == rule_id:
             return r
-    from trainfit.errors import did_you_mean
 
     sugg = did_you_mean(rule_id, [r.id for r in load_rules()])
     raise CatalogError(_("unknown platform rule '{rule}'").format(rule=rule_id),

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from functools import lru_cache
 from typing import Any
+from trainfit.i18n import translate
 
 SEVERITIES = ("error", "warning", "info")
 ERROR, WARNING, INFO = SEVERITIES
@@ -39,8 +40,6 @@ class Rule:
     def shown(self) -> "Rule":
         """This rule with its title, why and fix in the current language (the id stays English: a stable code)."""
         from dataclasses import replace
-
-        from trainfit.i18n import translate
 
         return replace(self, title=translate(self.title), why=translate(self.why), fix=translate(self.fix))
 

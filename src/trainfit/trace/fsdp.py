@@ -21,6 +21,8 @@ import contextlib
 from typing import Any, Iterator
 
 from trainfit.i18n import N_, _
+from trainfit.errors import NotTraceableError
+from trainfit.trace.runner import _decoder_layers
 
 NOTE = N_("fsdp: FSDP2 fully_shard per decoder layer + root, reshard_after_forward=True, fake process group, "
           "rank 0; weights include the all-gathered (unsharded) parameters live at the peak")
@@ -34,8 +36,6 @@ def fake_process_group(world_size: int) -> Iterator[Any]:
     import torch.distributed as dist
     from torch.distributed.device_mesh import init_device_mesh
     from torch.testing._internal.distributed.fake_pg import FakeStore
-
-    from trainfit.errors import NotTraceableError
 
     if dist.is_initialized():
         raise NotTraceableError(_("a torch.distributed process group is already initialized in this process"),
@@ -54,8 +54,6 @@ def shard(model: Any, w: Any) -> None:
     """fully_shard each decoder layer, then the root."""
     import torch
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
-
-    from trainfit.trace.runner import _decoder_layers
 
     mesh = _state["mesh"]
     kw: dict[str, Any] = {"mesh": mesh, "reshard_after_forward": True}

@@ -13,6 +13,9 @@ from trainfit.i18n import _
 from trainfit.models.shapes import ModelShape
 from trainfit.trace.result import GIB, TraceResult
 from trainfit.workload import ALL_LINEAR, Workload
+from trainfit.trace import patches
+from trainfit.trace.hf_build import build_model
+from trainfit.trace import hf_build, patches, tracker as _tracker_module
 
 _FIX = "pip install 'trainfit[trace]'"
 
@@ -149,8 +152,6 @@ def _trace_notes(shape: ModelShape, w: Workload) -> tuple[str, list[str]]:
 
 def _quiet(stack: contextlib.ExitStack) -> None:
     """Silence library warnings and transformers logging, and apply the trace patches, until ``stack`` closes."""
-    from trainfit.trace import patches
-
     stack.enter_context(warnings.catch_warnings())
     warnings.simplefilter("ignore", FutureWarning)
     warnings.simplefilter("ignore", DeprecationWarning)
@@ -168,8 +169,6 @@ def _quiet(stack: contextlib.ExitStack) -> None:
 def _build_and_wrap(shape: ModelShape, w: Workload, peft: Any, notes: list[str], *, dtype: Any, attn: str,
                     fake: bool, init_weights: bool) -> Any:
     """The model in train mode with the method (LoRA / freeze) and activation checkpointing applied."""
-    from trainfit.trace.hf_build import build_model
-
     model = build_model(shape, dtype=dtype, attn_implementation=attn, init_weights=init_weights)
     if shape.is_moe:
         impl = getattr(model.config, "_experts_implementation", None)
@@ -319,7 +318,6 @@ def run_trace(
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     # imported here, before FakeTensorMode is entered (as the helpers below import them again)
-    from trainfit.trace import hf_build, patches, tracker as _tracker_module  # noqa: F401
 
     prog = _Progress(progress, steps)
     attn, notes = _trace_notes(shape, w)

@@ -28,6 +28,8 @@ import time
 from pathlib import Path
 
 from trainfit.watch.protocol import RESUME_ENV, write_json_atomic
+from trainfit.errors import InputError
+from trainfit.inputs import loads_json, read_text_file
 
 COMPLETE_MARKER = "trainfit-complete.json"
 SAVING_MARKER = "trainfit-saving.json"
@@ -59,9 +61,6 @@ MAX_LISTED_FILES = 200_000
 
 def _read_marker(path: Path) -> dict | None:
     """The marker's JSON object through the input gate (a regular file, bounded, no FIFO hang), else None."""
-    from trainfit.errors import InputError
-    from trainfit.inputs import loads_json, read_text_file
-
     try:
         if path.is_symlink():
             return None

@@ -14,6 +14,9 @@ import json
 import os
 import time
 from pathlib import Path
+from trainfit.writes import write_file
+from trainfit.errors import InputError
+from trainfit.inputs import loads_json, read_text_file
 
 STOP_FILE_ENV = "TRAINFIT_STOP_FILE"
 """Environment variable that carries the stop-request path to the trainer."""
@@ -37,8 +40,6 @@ def write_json_atomic(path: str | os.PathLike, obj: dict) -> None:
     """Write ``obj`` as JSON to ``path`` so that a reader sees either nothing or the whole file (the safe writer,
     :func:`trainfit.writes.write_file`: temporary file in the folder, fsync, rename, fsync of the folder; a link
     or a special file at ``path`` is refused)."""
-    from trainfit.writes import write_file
-
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     write_file(p, json.dumps(obj, sort_keys=True))
@@ -47,9 +48,6 @@ def write_json_atomic(path: str | os.PathLike, obj: dict) -> None:
 def read_json(path: str | os.PathLike) -> dict | None:
     """The JSON object in ``path``; None when the file is missing, not a regular file (a FIFO is never opened
     blocking), over 1 MiB or not a JSON object."""
-    from trainfit.errors import InputError
-    from trainfit.inputs import loads_json, read_text_file
-
     try:
         obj = loads_json(read_text_file(path, max_bytes=2**20, what="watch file"), what="watch file")
     except InputError:

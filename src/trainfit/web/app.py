@@ -30,6 +30,7 @@ from trainfit.errors import InputError, TrainfitError
 from trainfit.i18n import N_, _
 from trainfit.web.schemas import (CatalogResponse, CheckResponse, ErrorResponse, MemoryRequest, MemoryResponse,
                                   PlanRequest, PlanResponse, RenderRequest)
+from trainfit.web.labels import labels as page_labels
 
 STATIC = Path(__file__).parent / "static"
 
@@ -312,8 +313,6 @@ def _add_reference_routes(app: FastAPI) -> None:
 
     @app.get("/api/labels", tags=["api"], summary="the page's labels in the request's language (?lang=en|zh)")
     def labels() -> Response:
-        from trainfit.web.labels import labels as page_labels
-
         return _json(page_labels(i18n.current()))
 
 

@@ -23,6 +23,9 @@ from typing import Any, Callable
 from trainfit.errors import CatalogError, MissingExtraError, SubmitError, TrainfitError
 from trainfit.i18n import N_, _, translate
 from trainfit.providers._refresh_common import short
+from trainfit.errors import NetworkError
+from trainfit.providers._net import network_failure
+from trainfit.providers._net import network_failure, server_status
 
 PAI_PIP = "pip install 'trainfit[pai]'"
 # message ids (English), shown with i18n.translate where an error is raised
@@ -107,9 +110,6 @@ def scrub(text: str) -> str:
 def classify_list_specs(e: BaseException, region: str, timeout_s: float) -> TrainfitError:
     """The error for an exception of PAI-DLC ``ListEcsSpecs``: NetworkError when the service was not reached or
     did not answer in time, else CatalogError."""
-    from trainfit.errors import NetworkError
-    from trainfit.providers._net import network_failure
-
     api = _("PAI-DLC ListEcsSpecs in {region}").format(region=region)
     code = str(getattr(e, "code", "") or "")
     status = getattr(e, "status_code", None)
@@ -145,9 +145,6 @@ _QUOTA_WORDS = ("quota", "insufficient", "stock", "exceeded the limit", "limitex
 def classify_create_job(e: Exception, region: str, timeout_s: float = 30.0) -> TrainfitError:
     """What went wrong with PAI-DLC ``CreateJob``, in words: credentials, the network (a NetworkError, never
     reported as quota), quota/stock, or another refusal of the service (SubmitError)."""
-    from trainfit.errors import NetworkError
-    from trainfit.providers._net import network_failure, server_status
-
     code = str(getattr(e, "code", "") or "")
     status = server_status(e)
     msg = scrub(str(getattr(e, "message", "") or e))[:400]

@@ -41,6 +41,9 @@ from trainfit.providers._refresh_common import (Deadline, RefreshCounts, check_s
 
 from trainfit.providers.alibaba.client import (ECS_READ_CRED_FIX, PAI_PIP, Sdk, default_credential,  # noqa: F401
                                                import_sdk, make_config, runtime_options)
+from trainfit.catalog.cache import cache_file
+from trainfit.catalog._store import current_catalog
+from trainfit.catalog import list_instances
 
 SDK_DIST = "alibabacloud_ecs20140526"
 CRED_FIX = ECS_READ_CRED_FIX
@@ -55,8 +58,6 @@ EcsRefreshResult = RefreshCounts
 
 
 def cache_path(region: str, *, prices: bool) -> Path:
-    from trainfit.catalog.cache import cache_file
-
     return cache_file("ecs-prices" if prices else "ecs", region)
 
 
@@ -150,8 +151,6 @@ def _num(d: dict, key: str, where: str, *, integer: bool = False, required: bool
 def types_to_rows(items: list[Any], *, as_of: str | None = None
                   ) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     """(gpu rows, instance rows) from raw ``InstanceType`` maps; raises listing every problem."""
-    from trainfit.catalog._store import current_catalog
-
     as_of = as_of or today()
     source = f"Alibaba ECS DescribeInstanceTypes ({SDK_DIST})"
     cat = current_catalog()
@@ -270,8 +269,6 @@ def _price_rows_for(api: _Api, itype: str, resource_class: str, as_of: str) -> l
 
 
 def _gpu_types_in_catalog() -> list[tuple[str, str]]:
-    from trainfit.catalog import list_instances
-
     return [(i.instance_type, i.resource_class) for i in list_instances(provider="alibaba")
             if i.instance_type.startswith("ecs.") and i.gpu_count]
 

@@ -38,6 +38,14 @@ from typing import Any
 from trainfit.catalog.prices import DLC_BILLING_URL, HOURS_PER_MONTH  # noqa: F401 - re-exported for docs and tests
 from trainfit.errors import CatalogError, NetworkError
 from trainfit.i18n import _
+from trainfit.catalog.cache import cache_file
+from trainfit.providers._refresh_common import Deadline
+from trainfit.catalog._schema import CURRENCIES
+from trainfit.inputs import PATTERNS
+from trainfit.providers._refresh_common import today
+from trainfit.catalog import list_instances
+from trainfit.inputs import PATTERNS, loads_json
+from trainfit.providers._refresh_common import write_price_cache
 
 #: Newest version of each site's file cited in public code (SpareCores sc-crawler cites intl 2.0.375; the
 #: China-site 2.0.211 directory is cited by public code for ``bandWidthPrice.json`` next to it). The file's own
@@ -85,8 +93,6 @@ class PublicPriceResult:
 
 
 def cache_path(site: str) -> Path:
-    from trainfit.catalog.cache import cache_file
-
     return cache_file("alibaba-public-prices", site)
 
 
@@ -115,8 +121,6 @@ def read_source(src: str, *, timeout_s: float, total_timeout_s: float | None = N
     import http.client
     import urllib.error
     import urllib.request
-
-    from trainfit.providers._refresh_common import Deadline
 
     what = _("Alibaba public price list {url}").format(url=src)
     deadline = Deadline(total_s=total_timeout_s if total_timeout_s is not None else max(300.0, 10 * timeout_s),
@@ -224,8 +228,6 @@ def parse_price_list(data: Any, *, site: str, wanted: dict[str, str], source_url
         raise CatalogError(_("not an Alibaba ECS price list: no 'pricingInfo' object at the top level"),
                            fix=_("pass instancePrice.json from Alibaba's ECS pricing page; the cache was left as it "
                                  "was"))
-    from trainfit.catalog._schema import CURRENCIES
-    from trainfit.inputs import PATTERNS
 
     cur = data.get("currency")
     stated = cur.strip().upper() if isinstance(cur, str) else ""
@@ -235,7 +237,6 @@ def parse_price_list(data: Any, *, site: str, wanted: dict[str, str], source_url
     meta = {"url": source_url, "site": site, "version": version, "publication_date": published,
             "publication_date_raw": str(data.get("publicationDate"))[:60] if data.get("publicationDate") else None,
             "currency": currency, "currency_stated": isinstance(cur, str) and bool(cur.strip())}
-    from trainfit.providers._refresh_common import today
 
     as_of = published or today()
     raw_date = meta["publication_date_raw"]
@@ -298,8 +299,6 @@ def parse_price_list(data: Any, *, site: str, wanted: dict[str, str], source_url
 # ------------------------------------------------------------------------------------------ entry
 
 def _catalog_types() -> list[str]:
-    from trainfit.catalog import list_instances
-
     return sorted({i.instance_type for i in list_instances(provider="alibaba") if i.instance_type.startswith("ecs.")})
 
 
@@ -311,7 +310,6 @@ def refresh_public_prices(*, site: str = "cn", url: str | None = None, instance_
     if site not in SITES:
         raise CatalogError(_("unknown --site {site!r}").format(site=site),
                            fix=_("use one of {names}").format(names=", ".join(SITES)))
-    from trainfit.inputs import PATTERNS, loads_json
 
     found = None
     if not url:
@@ -340,7 +338,6 @@ def refresh_public_prices(*, site: str = "cn", url: str | None = None, instance_
     source_url = src if _is_url(src) else f"file {Path(src).expanduser().resolve()}"
     data = loads_json(text, what=_("price list {url}").format(url=src[:120]), error=CatalogError, limit=MAX_DEPTH)
     rows, meta, missing = parse_price_list(data, site=site, wanted=wanted, source_url=source_url)
-    from trainfit.providers._refresh_common import write_price_cache
 
     path = cache_path(site)
     n, fetched = write_price_cache(

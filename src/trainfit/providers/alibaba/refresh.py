@@ -30,6 +30,11 @@ from trainfit.i18n import _
 from trainfit.providers._refresh_common import check_schema, short
 from trainfit.providers.alibaba.client import (PAI_PIP, PAI_READ_CRED_FIX, Sdk, classify_list_specs,  # noqa: F401
                                                default_credential, import_sdk, make_config, runtime_options)
+from trainfit.catalog.gpus import normalize_gpu_name
+from trainfit.catalog._store import current_catalog
+from trainfit import inputs
+from trainfit.providers._net import call_with_deadline
+from trainfit.catalog._store import reset_cache
 
 _RESOURCE_CLASS = {"ECS": "pai-public", "Lingjun": "pai-lingjun"}
 _PAGE_SIZE = 100
@@ -183,8 +188,6 @@ def _check_spec(spec: Any, where: str) -> _Spec:
 def _spec_gpu(s: _Spec, index: dict, gpu_rows: dict[str, dict[str, str]], source: str, today: str) -> str:
     """The catalog GPU name of ``s`` ("" if none); records a GPU row for an unknown type, or the memory of a
     known GPU whose catalog memory is empty."""
-    from trainfit.catalog.gpus import normalize_gpu_name
-
     gtype, gpu_mem = s.gpu_type, s.gpu_memory
     if not gtype or not gtype.strip():
         return ""
@@ -229,8 +232,6 @@ def specs_to_rows(specs: list[Any], region: str, *, today: str | None = None
 
     Raises :class:`CatalogError` listing every problem when any spec is malformed.
     """
-    from trainfit.catalog._store import current_catalog
-
     today = today or _dt.date.today().isoformat()
     source = f"Alibaba PAI-DLC ListEcsSpecs, region {region} (alibabacloud_pai_dlc20201203)"
     index = current_catalog().gpu_index
@@ -262,11 +263,9 @@ def refresh(provider: str, region: str, *, endpoint: str | None = None, protocol
                            fix=_("use --provider pai; for other clouds add rows to your overlay"))
     if not region or not region.strip():
         raise CatalogError(_("refresh needs a region"), fix=_("pass --region, e.g. cn-hangzhou or cn-wulanchabu"))
-    from trainfit import inputs
 
     # the region becomes part of the API host name: a strict pattern keeps "evil.example/x" out of it
     region = inputs.as_ident("--region", region, "region")
-    from trainfit.providers._net import call_with_deadline
 
     specs = call_with_deadline(
         lambda: fetch_pai_specs(region, endpoint=endpoint, protocol=protocol, timeout_s=timeout_s,
@@ -287,7 +286,6 @@ def refresh(provider: str, region: str, *, endpoint: str | None = None, protocol
         sdk = "alibabacloud_pai_dlc20201203"
     write_cache_atomic(path, {"format": CACHE_FORMAT, "provider": "pai", "region": region, "fetched_at": fetched,
                               "sdk": sdk, "gpus": gpus, "instances": insts})
-    from trainfit.catalog._store import reset_cache
 
     reset_cache()
     return RefreshResult(provider="pai", region=region, path=path, instances=len(insts),

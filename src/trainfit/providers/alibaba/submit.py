@@ -18,6 +18,12 @@ from trainfit.errors import SubmitError, TrainfitError
 from trainfit.i18n import N_, _
 from trainfit.providers.alibaba.client import (CREATE_JOB_CRED_FIX, Sdk, classify_create_job, default_credential,
                                                import_sdk, make_config, scrub)
+from trainfit import inputs
+from trainfit.check.facts import plan_facts
+from trainfit.errors import InputError
+from trainfit._io import read_json_limited
+from trainfit.writes import stale_in
+from trainfit.providers._net import call_with_deadline
 
 PAI_PIP = "pip install 'trainfit[pai]' (alibabacloud-pai-dlc20201203, alibabacloud-credentials)"
 MAX_BODY_BYTES = 65_536
@@ -50,10 +56,6 @@ class JobTarget:
 def job_target(body: dict[str, Any]) -> JobTarget:
     """:class:`JobTarget` of a CreateJob body (see there); every value through the input gate."""
     import re
-
-    from trainfit import inputs
-    from trainfit.check.facts import plan_facts
-    from trainfit.errors import InputError
 
     def ident(v: Any, kind: str) -> str | None:
         try:
@@ -130,8 +132,6 @@ def load_job(path: str | Path) -> tuple[Path, dict[str, Any]]:
             fix=_("pass dlc_job.json or the folder `trainfit render --target dlc` wrote")) from None
     if is_dir:
         p = p / "dlc_job.json"
-    from trainfit._io import read_json_limited
-    from trainfit.writes import stale_in
 
     if stale_in(p.parent, p.name):
         raise SubmitError(_("{path} is not one of the files trainfit rendered last into {folder} (its manifest does "
@@ -164,8 +164,6 @@ def submit(path: str | Path, *, region: str | None = None, yes: bool = False, en
            protocol: str = "https", credential: Any = None, timeout_s: float = 30.0) -> SubmitResult:
     """Dry run (default) or send the job at ``path``; see the module docstring. ``region`` None: the job file's
     (:func:`job_target`), else :data:`DEFAULT_REGION`."""
-    from trainfit import inputs
-
     _path, body = load_job(path)
     target = job_target(body)
     region, source = resolve_region(region, target)
@@ -177,7 +175,6 @@ def submit(path: str | Path, *, region: str | None = None, yes: bool = False, en
     Client, models = sdk.Client, sdk.models
     cred = credential if credential is not None else _credential()
     config = make_config(sdk, credential=cred, region=region, endpoint=ep, protocol=protocol, timeout_s=timeout_s)
-    from trainfit.providers._net import call_with_deadline
 
     def send() -> Any:
         client = Client(config)

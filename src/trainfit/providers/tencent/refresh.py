@@ -32,6 +32,9 @@ from trainfit.i18n import N_, _, translate
 from trainfit.providers._refresh_common import (Deadline, RefreshCounts, check_schema, classify, reported_gpu,
                                                 sdk_version, short,
                                                 today, wanted_types, write_cache, write_price_cache)
+from trainfit.catalog.cache import cache_file
+from trainfit.catalog._store import current_catalog
+from trainfit.catalog import list_instances
 
 TENCENT_PIP = "pip install 'trainfit[tencent]'"
 SDK_DIST = "tencentcloud-sdk-python-cvm"
@@ -46,8 +49,6 @@ TencentRefreshResult = RefreshCounts
 
 
 def cache_path(region: str, *, prices: bool) -> Path:
-    from trainfit.catalog.cache import cache_file
-
     return cache_file("tencent-prices" if prices else "tencent", region)
 
 
@@ -185,8 +186,6 @@ def _group_configs(items: list[Any]) -> dict[str, dict[str, Any]]:
 def configs_to_rows(items: list[Any], region: str, *, as_of: str | None = None
                     ) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     """(gpu rows, instance rows) from raw ``InstanceTypeConfig`` maps; raises listing every problem."""
-    from trainfit.catalog._store import current_catalog
-
     as_of = as_of or today()
     source = f"Tencent Cloud CVM DescribeInstanceTypeConfigs, region {region} ({SDK_DIST})"
     cat = current_catalog()
@@ -280,8 +279,6 @@ def _price_rows_for(api: _Api, itype: str, rc: str, zone: str, image_id: str, cu
 
 
 def _gpu_types_in_catalog() -> list[tuple[str, str]]:
-    from trainfit.catalog import list_instances
-
     return [(i.instance_type, i.resource_class) for i in list_instances(provider="tencent")
             if i.resource_class == "ecs" and i.gpu_count]
 
