@@ -187,3 +187,39 @@ def test_a_registered_provider_is_planned_priced_rendered_and_checked(fake_provi
 
     assert "fakecloud-gpu-cap" in {r.id for r in load_rules()}
     assert {v.rule for v in evaluate_instance("fake-8xh100", nodes=2, resource_class="fake-gpu")} >= {"fakecloud-gpu-cap"}
+
+
+def test_what_a_provider_says_about_itself_is_used_where_it_matters():
+    from trainfit.plan.rank import PRICE_HOWTO_DEFAULT
+    from trainfit.providers.registry import provider_spec, rents_whole_nodes
+
+    # clouds rent a node whole, a cluster of your own shares it (plan limits, render's node check, monitoring)
+    assert rents_whole_nodes("alibaba") and rents_whole_nodes("tencent") and rents_whole_nodes("no-such-cloud")
+    assert not rents_whole_nodes("generic") and not rents_whole_nodes("private")
+    # spot notices come from the clouds' metadata services
+    assert provider_spec("alibaba").spot_notice == "alibaba" and provider_spec("generic").spot_notice is None
+    # how to price an instance type: the provider's own way, else the overlay
+    assert "public-prices" in provider_spec("alibaba").price_howto
+    assert provider_spec("private").price_howto == PRICE_HOWTO_DEFAULT
+
+
+def test_a_platform_target_plans_only_its_providers_instance_types(fake_provider):
+    from trainfit.cli import main
+    from trainfit.launch.targets import target_spec
+
+    assert target_spec("dlc").provider == "alibaba"
+    spec = TargetSpec(name="fakeplat", writer=WRITER, runs="a fake platform job", frameworks=("hf-trainer",),
+                      engine=lambda wl: "hf-trainer", provider="fakecloud")
+    register_target(spec)
+    try:
+        import contextlib
+        import io
+
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            assert main(["plan", "Qwen3-8B", "--method", "lora", "--tokens", "1e9", "--target", "fakeplat",
+                         "--top", "20", "--json"]) == 0
+        plans = json.loads(out.getvalue())["plans"]
+        assert plans and {p["provider"] for p in plans} == {"fakecloud"}
+    finally:
+        unregister_target("fakeplat")

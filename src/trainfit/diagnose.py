@@ -35,6 +35,8 @@ from typing import Any
 
 from trainfit.errors import MetricsError
 from trainfit.i18n import _
+from trainfit.service import load_plan
+from trainfit.plan.cost import young_daly_interval_hours
 
 SEVERITIES = ("info", "warning", "critical")
 
@@ -137,8 +139,6 @@ class Diagnosis:
 # --------------------------------------------------------------------------- input
 # load_metrics reads the file through the input gate, in bounded memory (trainfit/metrics_file.py)
 from trainfit.metrics_file import MAX_METRICS_BYTES, load_metrics  # noqa: E402,F401
-from trainfit.service import load_plan
-from trainfit.plan.cost import young_daly_interval_hours
 
 
 def _plan_prediction(path: str | Path, pick: int = 1) -> tuple[float | None, float | None, float | None, dict]:

@@ -32,6 +32,7 @@ from trainfit.estimate.uncertainty import headroom_range, memory_range, plan_spe
 from trainfit.i18n import _
 from trainfit.models.shapes import ModelShape
 from trainfit.workload import Workload
+from trainfit.providers.registry import rents_whole_nodes
 
 #: Largest plan file read (a plan of every catalog row is far below).
 MAX_PLAN_BYTES = 8 * 2**20
@@ -302,7 +303,7 @@ def plan_for(model: ModelShape, workload: Workload, *, gpu: str | None = None, i
         inst = get_instance(instance_type)
         gpu = gpu_on_instance(inst, gpu)
         gpn_used = workload.gpus_on_node
-        whole = inst.provider not in ("generic", "private")  # a cloud spec is rented whole; a cluster node is shared
+        whole = rents_whole_nodes(inst.provider)  # a cloud spec is rented whole; a cluster node is shared
         if inst.gpu_count and (gpn_used > inst.gpu_count or (whole and gpn_used != inst.gpu_count)):
             from trainfit.errors import RenderError
 

@@ -20,8 +20,14 @@ a = ap.parse_args()
 stop = os.environ.get("TRAINFIT_STOP_FILE")
 info = {"stop_file": stop, "resume_from": os.environ.get("TRAINFIT_RESUME_FROM"), "pgid": os.getpgrp(),
         "pid": os.getpid(), "stopped_at": None}
-with open(a.out, "w") as f:
-    json.dump(info, f)
+def _write_info() -> None:
+    # atomically: the test polls for the file and reads it at once (an in-place write can be seen empty)
+    with open(a.out + ".tmp", "w") as f:
+        json.dump(info, f)
+    os.replace(a.out + ".tmp", a.out)
+
+
+_write_info()
 for step in range(1, a.steps + 1):
     time.sleep(a.step_s)
     if stop and os.path.exists(stop) and not a.ignore_stop:
@@ -29,7 +35,6 @@ for step in range(1, a.steps + 1):
             json.dump({"step": step, "checkpoint": f"checkpoint-{step}"}, f)
         info["stopped_at"] = step
         info["request"] = json.load(open(stop))
-        with open(a.out, "w") as f:
-            json.dump(info, f)
+        _write_info()
         sys.exit(143)
 sys.exit(a.exit)

@@ -11,6 +11,7 @@ from typing import Any
 from trainfit.i18n import _
 from trainfit.launch._context import RenderContext
 from trainfit.workload import Workload
+from trainfit.providers.registry import provider_spec
 
 OPTIMIZERS = {"adamw-fused": "adamw_torch_fused", "adamw-foreach": "adamw_torch", "adamw-8bit": "adamw_bnb_8bit",
               "paged-adamw-8bit": "paged_adamw_8bit", "sgd": "sgd", "adafactor": "adafactor"}
@@ -394,7 +395,7 @@ def watch_snippet(ctx: RenderContext) -> str:
     reclaim notice (the provider's metadata, SIGTERM) becomes a checkpoint at the next step boundary and exit 143
     (the platform restarts the job), and every step's metrics go to JSONL and Prometheus (port 9400 + local rank).
     Empty otherwise, so the launch line runs as it is."""
-    provider = {"alibaba": "alibaba", "tencent": "tencent"}.get(ctx.plan.provider) if ctx.spot else None
+    provider = getattr(provider_spec(ctx.plan.provider), "spot_notice", None) if ctx.spot else None
     # $CKPT_DIR is a validated path without spaces (RenderOptions), so the unquoted expansion splits only here
     opts = ('--checkpoint-dir $CKPT_DIR --hf-callback --metrics-path $CKPT_DIR/metrics.jsonl --prometheus-port 9400'
             + (f" --provider {provider}" if provider else ""))

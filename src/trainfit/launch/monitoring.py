@@ -8,6 +8,7 @@ from trainfit.i18n import _
 from trainfit.launch._context import RenderContext
 from trainfit.launch._common import sft_only
 from trainfit.watch.monitoring import monitoring_files
+from trainfit.providers.registry import rents_whole_nodes
 
 FILES = ("prometheus-scrape.yaml", "grafana-dashboard.json")
 IN_ALL = False
@@ -23,5 +24,5 @@ def applies(ctx: RenderContext) -> str | None:
 
 
 def render(ctx: RenderContext) -> dict[str, str]:
-    k8s = "default" if ctx.plan.provider in ("generic", "private") else None
+    k8s = None if rents_whole_nodes(ctx.plan.provider) else "default"  # a shared cluster: Kubernetes
     return monitoring_files(job=ctx.job_name, port=9400, gpus_per_node=ctx.gpus_per_node, kubernetes_namespace=k8s)

@@ -83,6 +83,9 @@ class TargetSpec:
     megatron_layouts_only: bool = False
     """Runs Megatron-Core only for tp/pp/ep/cp > 1 (ms-swift's ``megatron sft``): ``--framework megatron`` needs such a
     layout."""
+    provider: str | None = None
+    """A platform target writes jobs for one provider's instance types only (``dlc``: Alibaba PAI); the planner
+    searches only that provider's for it."""
     plan_rank: int = 100
     """Position among the ``plan --target`` choices (lower first; ties in registration order)."""
     reader: JobReader | None = None
@@ -201,9 +204,10 @@ def _deepspeed_layout(wl: Workload) -> str | None:
 _SWIFT_RUNS = N_("ms-swift (`swift sft`: HF Trainer + DeepSpeed/FSDP; `megatron sft`: Megatron-Core for tp/pp/ep/cp > 1)")
 
 
-def _swift(name: str, writer: str, rank: int) -> TargetSpec:
+def _swift(name: str, writer: str, rank: int, provider: str | None = None) -> TargetSpec:
     return TargetSpec(name=name, writer=writer, runs=_SWIFT_RUNS, frameworks=("hf-trainer", "deepspeed", "megatron"),
-                      engine=_swift_engine, layout_reason=_swift_layout, megatron_layouts_only=True, plan_rank=rank)
+                      engine=_swift_engine, layout_reason=_swift_layout, megatron_layouts_only=True, plan_rank=rank,
+                      provider=provider)
 
 
 # The built-in targets, in render order. Engine targets live in ``launch/``; platform targets (job specs of one
@@ -216,7 +220,7 @@ for _spec in (
                    runs=N_("LLaMA-Factory (HF Trainer, + DeepSpeed for ZeRO)"), frameworks=("hf-trainer", "deepspeed"),
                    engine=_hf_engine, layout_reason=_llamafactory_layout, plan_rank=5),
         _swift("torchrun", "trainfit.launch.torchrun", 1),
-        _swift("dlc", "trainfit.providers.alibaba.dlc_writer", 2),
+        _swift("dlc", "trainfit.providers.alibaba.dlc_writer", 2, provider="alibaba"),
         _swift("pytorchjob", "trainfit.providers.generic.pytorchjob", 3),
         _swift("skypilot", "trainfit.providers.generic.skypilot", 4),
         TargetSpec(name="verl", writer="trainfit.launch.verl", kind="rl", rl_framework="verl",

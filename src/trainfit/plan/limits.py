@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from trainfit.i18n import _
 from trainfit.plan.types import Plan, Rejection
+from trainfit.providers.registry import rents_whole_nodes
 
 if TYPE_CHECKING:  # pragma: no cover
     from trainfit.plan.search import PlanRequest, _Best
@@ -29,7 +30,7 @@ def _layouts(req: PlanRequest, inst: Any) -> list[tuple[int, int]] | Rejection:
     if "gpus" in req.pins:
         g = req.pins["gpus"]
         gpn = req.pins.get("gpus_per_node", min(g, inst.gpu_count))
-        if gpn < inst.gpu_count and inst.provider not in ("generic", "private"):  # a cloud spec is rented whole
+        if gpn < inst.gpu_count and rents_whole_nodes(inst.provider):  # a cloud spec is rented whole
             return Rejection(instance_type=it, provider=inst.provider, code="partial-node",
                              reason=_("{gpn} of the {count} GPUs per {it} node: launchers start one process per GPU "
                                       "of the node and the whole node is billed").format(gpn=gpn, count=inst.gpu_count,

@@ -18,6 +18,7 @@ from trainfit.estimate.uncertainty import format_probability, format_range
 from trainfit.i18n import N_, _, translate
 from trainfit.plan.types import Plan
 from trainfit.estimate.uncertainty import ranges_overlap
+from trainfit.providers.registry import ProviderSpec, provider_spec
 
 if TYPE_CHECKING:
     from trainfit.plan.search import PlanRequest
@@ -80,15 +81,8 @@ def _fmt(p: Plan, basis: Basis) -> str:
     return f"{p.hours:,.1f} h{r}"
 
 
-#: How to get a price, per provider (docs/catalog.md).
-PRICE_HOWTO = {
-    "alibaba": N_("`trainfit catalog refresh --provider alibaba --public-prices` (Alibaba's public ECS list prices, "
-                  "no credentials), `trainfit catalog refresh --provider ecs --region REGION --prices` (your "
-                  "account's, with your credentials), or a price_per_hour row in ~/.config/trainfit/catalog.yaml"),
-    "tencent": N_("`trainfit catalog refresh --provider tencent --region REGION --prices --image-id ID` (your "
-                  "credentials), or a price_per_hour row in ~/.config/trainfit/catalog.yaml"),
-}
-PRICE_HOWTO_DEFAULT = N_("add price_per_hour and currency for it in ~/.config/trainfit/catalog.yaml (docs/catalog.md)")
+#: How to get a price for an unknown provider's instance types (a registered one says it: ``ProviderSpec.price_howto``).
+PRICE_HOWTO_DEFAULT = ProviderSpec.price_howto
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -163,7 +157,7 @@ def rank(req: PlanRequest, plans: list[Plan]) -> tuple[list[Plan], Ranking]:
         elif any(is_unsure(p) for p in ordered):
             why += _("; plans whose fit is unsure (host RAM unknown, or P(OOM) of {limit} or more) rank after the "
                      "sure ones").format(limit=format_probability(OOM_RISK_LIMIT))
-    by_provider = tuple((prov, translate(PRICE_HOWTO.get(prov, PRICE_HOWTO_DEFAULT)))
+    by_provider = tuple((prov, translate(getattr(provider_spec(prov), "price_howto", PRICE_HOWTO_DEFAULT)))
                         for prov in sorted({ordered[i].provider for i in unpriced}))
     price_fix = "; ".join(f"{prov}: {how}" for prov, how in by_provider) or None
     return ordered, Ranking(basis=basis, currency=currency, summary=summary, why_first=why, ties=tied,
@@ -210,5 +204,5 @@ def ties(objective: str, plans: list[Plan] | tuple[Plan, ...]) -> tuple[int, ...
     return tuple(out)
 
 
-__all__ = ["PRICE_HOWTO", "Ranking", "basis_range", "common_currency", "pareto", "rank", "ranking_basis",
+__all__ = ["PRICE_HOWTO_DEFAULT", "Ranking", "basis_range", "common_currency", "pareto", "rank", "ranking_basis",
            "score", "ties"]

@@ -31,6 +31,15 @@ from trainfit.plan.rank import rank as _rank
 from trainfit.plan.rank import score as _score
 from trainfit.plan.types import Plan, PlanResult, Rejection
 from trainfit.workload import LAYOUT_FIELDS, Workload, check_layout, layout_error
+from trainfit.catalog.instances import list_instances
+from trainfit.launch.targets import search_reason, target_spec
+from trainfit.catalog.gpus import assumed_note, is_model, sized_gpu
+from trainfit.estimate.hardware import kernel_gaps
+from trainfit.rules import evaluate_instance, get_rule
+from trainfit.estimate.calibration import calibration_note
+from trainfit.estimate.speed import estimate_speed, training_time
+from trainfit.estimate.uncertainty import plan_speed_interval
+from trainfit.launch.targets import speed_framework
 
 Objective = Literal["cost", "time"]
 
@@ -142,6 +151,8 @@ class PlanRequest:
 # ------------------------------------------------------------------------------------------ search
 def _instances(req: PlanRequest) -> list[Any]:
     out = []
+    spec = target_spec(req.target) if req.target else None
+    only = spec.provider if spec is not None else None
     for inst in list_instances():
         if req.provider and inst.provider.lower() != req.provider.lower():
             continue
@@ -149,8 +160,8 @@ def _instances(req: PlanRequest) -> list[Any]:
             continue
         if req.instance_type and inst.instance_type.lower() != req.instance_type.lower():
             continue
-        if req.target == "dlc" and inst.provider != "alibaba":
-            continue  # a PAI-DLC job runs on Alibaba PAI instance types only
+        if only is not None and inst.provider != only:
+            continue  # a platform target's job runs on its provider's instance types only (PAI-DLC: Alibaba PAI)
         out.append(inst)
     if req.instance_type and not out:
         from trainfit.catalog.instances import get_instance
@@ -484,12 +495,3 @@ def _batch_warning(req: PlanRequest, wl: Workload) -> tuple[str, ...]:
 # the search's limits (time, deadline, budget, network) and per-instance layouts: plan/limits.py, importable from here
 from trainfit.plan.limits import (SLOW_NETWORK_COMM_SHARE, _layouts, _precision_for, _within_limits,  # noqa: E402
                                   slow_network)
-from trainfit.catalog.instances import list_instances
-from trainfit.launch.targets import search_reason
-from trainfit.catalog.gpus import assumed_note, is_model, sized_gpu
-from trainfit.estimate.hardware import kernel_gaps
-from trainfit.rules import evaluate_instance, get_rule
-from trainfit.estimate.calibration import calibration_note
-from trainfit.estimate.speed import estimate_speed, training_time
-from trainfit.estimate.uncertainty import plan_speed_interval
-from trainfit.launch.targets import speed_framework

@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from trainfit.i18n import N_
+
 _NAME = re.compile(r"^[a-z][a-z0-9-]{0,31}$")
 
 
@@ -30,6 +32,13 @@ class ProviderSpec:
     rules: Callable[[], Any] | None = None
     """Or a function returning its rules as parsed YAML (a list of rule mappings, ``rules/__init__.py`` validates
     them like the bundled ones)."""
+    rents_whole_nodes: bool = True
+    """A cloud rents an instance whole (a job uses every GPU of its nodes, and pays for them); a cluster of your own
+    (``generic``, ``private``) shares its nodes, so a job may take part of one."""
+    spot_notice: str | None = None
+    """The ``trainfit watch --provider`` notice source of its spot instances (:mod:`trainfit.watch.notice`)."""
+    price_howto: str = N_("add price_per_hour and currency for it in ~/.config/trainfit/catalog.yaml (docs/catalog.md)")
+    """How to get a price for its instance types (a message id), shown by a plan without one."""
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.name):
@@ -79,6 +88,12 @@ def provider_names() -> tuple[str, ...]:
     return tuple(_REGISTRY)
 
 
+def rents_whole_nodes(provider: str | None) -> bool:
+    """Whether ``provider`` rents its instances whole (an unknown one is taken to)."""
+    spec = _REGISTRY.get(provider or "")
+    return True if spec is None else spec.rents_whole_nodes
+
+
 def resource_classes() -> tuple[str, ...]:
     """Every resource class of every provider, in registration order."""
     return tuple(c for s in _REGISTRY.values() for c in s.resource_classes)
@@ -86,12 +101,20 @@ def resource_classes() -> tuple[str, ...]:
 
 for _spec in (
         ProviderSpec(name="alibaba", resource_classes=("pai-public", "pai-quota", "pai-lingjun", "pai-eas", "ecs"),
-                     rules_package="trainfit.providers.alibaba"),
-        ProviderSpec(name="tencent", resource_classes=("tencent-tione",), rules_package="trainfit.providers.tencent"),
-        ProviderSpec(name="generic", resource_classes=("generic",), rules_package="trainfit.providers.generic"),
-        ProviderSpec(name="private", resource_classes=("private",))):
+                     rules_package="trainfit.providers.alibaba", spot_notice="alibaba",
+                     price_howto=N_("`trainfit catalog refresh --provider alibaba --public-prices` (Alibaba's public ECS "
+                                    "list prices, no credentials), `trainfit catalog refresh --provider ecs --region "
+                                    "REGION --prices` (your account's, with your credentials), or a price_per_hour row "
+                                    "in ~/.config/trainfit/catalog.yaml")),
+        ProviderSpec(name="tencent", resource_classes=("tencent-tione",), rules_package="trainfit.providers.tencent",
+                     spot_notice="tencent",
+                     price_howto=N_("`trainfit catalog refresh --provider tencent --region REGION --prices --image-id "
+                                    "ID` (your credentials), or a price_per_hour row in ~/.config/trainfit/catalog.yaml")),
+        ProviderSpec(name="generic", resource_classes=("generic",), rules_package="trainfit.providers.generic",
+                     rents_whole_nodes=False),
+        ProviderSpec(name="private", resource_classes=("private",), rents_whole_nodes=False)):
     register_provider(_spec)
 del _spec
 
-__all__ = ["ProviderSpec", "provider_names", "provider_spec", "provider_specs", "register_provider",
+__all__ = ["ProviderSpec", "provider_names", "rents_whole_nodes", "provider_spec", "provider_specs", "register_provider",
            "registry_version", "resource_classes", "unregister_provider"]
