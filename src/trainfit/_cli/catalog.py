@@ -82,7 +82,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _apply_overlay(args: argparse.Namespace) -> None:
-    from trainfit.catalog._store import set_overlay_path
+    from trainfit.catalog import set_overlay_path
 
     if getattr(args, "catalog_overlay", None):
         set_overlay_path(args.catalog_overlay)
@@ -133,7 +133,7 @@ def _regions_cell(regions: Any) -> str:
 def _show(args: argparse.Namespace) -> int:
     _apply_overlay(args)
     from trainfit.catalog import list_gpus, list_instances
-    from trainfit.catalog._store import current_catalog
+    from trainfit.catalog import current_catalog
 
     cat = current_catalog()
     for w in cat.warnings:
@@ -235,7 +235,7 @@ def _short_source(src: str, n: int = 48) -> str:
 def _validate(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from trainfit.catalog._store import bundled_rows, overlay_path
+    from trainfit.catalog import bundled_rows, overlay_path
     from trainfit.catalog.overlay import validate_overlay
     from trainfit.errors import CatalogError
     from trainfit.rules import load_rules

@@ -62,7 +62,7 @@ def check_file(path: str | Path, *, region: str | None = None, gpu: str | None =
                gpus_per_node: int | None = None, dataset: Any = None) -> CheckResult:
     """Check one job file; see the module docstring. ``dataset``: a
     :class:`~trainfit.dataset.stats.DatasetStats` to compare the job's settings with."""
-    from trainfit.catalog._store import current_catalog
+    from trainfit.catalog import current_catalog
 
     current_catalog()  # the catalog rules need it: an unreadable overlay or cache is an error here, not a skip
     facts = read_facts(path)

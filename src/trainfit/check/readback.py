@@ -20,7 +20,7 @@ from trainfit.i18n import _
 from trainfit.check.rules import rl_launch_text
 from trainfit.models import get_model
 from trainfit.check.rules import _gpus_per_node
-from trainfit.launch._common import swift_workload
+from trainfit.launch.kit import swift_workload
 from trainfit.launch.deepspeed import strategy_from_config
 from trainfit.launch.llamafactory import llamafactory_workload
 from trainfit.catalog.gpus import get_gpu

@@ -310,7 +310,7 @@ def _checked_record(part: str, rec: Any, where: str) -> Any:
     names and regions, ranges, enums, dates) with strict JSON types (``"verified": "yes"`` is refused: plan files
     are written by trainfit with JSON booleans). A record from elsewhere may carry anything: its regions build the
     PAI image host and its counts the job's layout."""
-    from trainfit.catalog._schema import GPU_COLUMNS, INSTANCE_COLUMNS, parse_row
+    from trainfit.catalog import GPU_COLUMNS, INSTANCE_COLUMNS, parse_row
     from trainfit.catalog.gpus import gpu_from_row
     from trainfit.catalog.instances import instance_from_row
 

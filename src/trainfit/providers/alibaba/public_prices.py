@@ -40,7 +40,7 @@ from trainfit.errors import CatalogError, NetworkError
 from trainfit.i18n import _
 from trainfit.catalog.cache import cache_file
 from trainfit.providers._refresh_common import Deadline
-from trainfit.catalog._schema import CURRENCIES
+from trainfit.catalog import CURRENCIES
 from trainfit.inputs import PATTERNS
 from trainfit.providers._refresh_common import today
 from trainfit.catalog import list_instances

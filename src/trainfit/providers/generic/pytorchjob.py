@@ -14,9 +14,9 @@ from typing import Any
 
 
 
-from trainfit.launch._common import (ds_config_snippet, dump_yaml, format_args, hash_header, install_snippet,
-                                             resume_snippet, sft_only, swift_args, swift_entry, swift_unsupported)
-from trainfit.launch._context import CKPT_MOUNT, RenderContext
+from trainfit.launch.kit import (ds_config_snippet, dump_yaml, format_args, hash_header, install_snippet,
+                                 resume_snippet, sft_only, swift_args, swift_entry, swift_unsupported)
+from trainfit.launch.kit import CKPT_MOUNT, RenderContext
 
 FILES = ("pytorchjob.yaml",)
 
