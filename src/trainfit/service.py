@@ -32,6 +32,7 @@ from trainfit.estimate.uncertainty import headroom_range, memory_range, plan_spe
 from trainfit.i18n import _
 from trainfit.models.shapes import ModelShape
 from trainfit.workload import Workload
+from trainfit.catalog.instances import placement_fields
 from trainfit.providers.registry import rents_whole_nodes
 
 #: Largest plan file read (a plan of every catalog row is far below).
@@ -352,9 +353,8 @@ def plan_for(model: ModelShape, workload: Workload, *, gpu: str | None = None, i
     if note := assumed_note(g):
         warnings.append(note)
     speed = _plan_speed(model, workload, g, inst, framework=framework, tokens=tokens, warnings=warnings)
-    return Plan(model=model, workload=workload, gpu=g.name, gpu_spec=g, instance=inst,
-                provider=getattr(inst, "provider", "generic"), resource_class=getattr(inst, "resource_class", "generic"),
-                instance_type=getattr(inst, "instance_type", None), gpus_per_node=gpn, nodes=workload.nodes,
+    return Plan(model=model, workload=workload, gpu=g.name, gpu_spec=g, instance=inst, **placement_fields(inst),
+                gpus_per_node=gpn, nodes=workload.nodes,
                 memory=est, fit=fit, gpu_mem_gib=usable, tokens=tokens, spot=spot, region=region,
                 warnings=tuple(warnings), source=source, target=target, **speed)
 

@@ -30,7 +30,7 @@ from trainfit.errors import CatalogError
 from trainfit import i18n
 from trainfit.i18n import _
 from trainfit.catalog.gpus import normalize_gpu_name
-from trainfit.catalog.gpus import gpu_from_row, normalize_gpu_name
+from trainfit.catalog.gpus import gpu_from_row
 from trainfit.catalog.instances import instance_from_row
 
 ENV_OVERLAY = "TRAINFIT_CATALOG_OVERLAY"

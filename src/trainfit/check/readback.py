@@ -25,9 +25,8 @@ from trainfit.launch.deepspeed import strategy_from_config
 from trainfit.launch.llamafactory import llamafactory_workload
 from trainfit.catalog.gpus import get_gpu
 from trainfit.check.rules import INFO, Violation, _first_instance
-from trainfit.check.rules import Violation
 from trainfit.workload import Workload
-from trainfit.check.rules import WARNING, Violation
+from trainfit.check.rules import WARNING
 from trainfit.estimate.fit import decide_fit
 from trainfit.estimate.memory import estimate_memory
 from trainfit.plan.hardware import gpu_class_of

@@ -19,7 +19,6 @@ from trainfit.estimate.engine_assumptions import (
 from trainfit.models.shapes import ModelShape
 from trainfit.workload import Workload
 from trainfit.estimate.params import lora_adapter_shapes, lora_targeted
-from trainfit.estimate.params import lora_targeted
 
 
 def elementwise_units(model: ModelShape, wl: Workload, tokens_step_gpu: float, ratio: float) -> tuple[float, float]:

@@ -15,11 +15,9 @@ from trainfit.plan.cost import (CHECKPOINT_BYTES_PER_TRAINABLE_PARAM, CHECKPOINT
 from trainfit.plan.cost import checkpoint_interval_hours as young_daly
 from trainfit.i18n import _
 from trainfit.catalog.prices import price_for_instance
-from trainfit.catalog.prices import HOURS_PER_MONTH, price_for_instance
+from trainfit.catalog.prices import HOURS_PER_MONTH
 from trainfit.estimate.uncertainty import Interval, format_range
-from trainfit.catalog.prices import price_for_instance, regional_prices
 from trainfit.catalog.prices import regional_prices
-from trainfit.estimate.uncertainty import Interval
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -40,6 +38,15 @@ class TimeAndCost:
     warnings: tuple[str, ...] = ()
     feasible: bool = True
     """False when spot interruptions come faster than checkpoints save work."""
+
+    #: The fields of a :class:`~trainfit.plan.types.Plan` this fills (one list, for every place that builds a Plan).
+    PLAN_FIELDS = ("hours", "gpu_hours", "cost", "on_demand_cost", "currency", "spot_price_fraction",
+                   "expected_interruptions", "checkpoint_interval_hours", "price_per_hour", "price_source",
+                   "price_as_of")
+
+    def plan_fields(self) -> dict[str, Any]:
+        """Time, cost and price as the Plan's fields."""
+        return {name: getattr(self, name) for name in self.PLAN_FIELDS}
 
 
 def _price_rows(inst: Any, region: str | None, spot: bool):

@@ -29,6 +29,7 @@ from trainfit.estimate.fit import SAFETY_MARGIN_DEFAULT, decide_fit
 from trainfit.estimate.memory import MemoryEstimate
 from trainfit.i18n import _
 from trainfit.models.shapes import ModelShape
+from trainfit.catalog.instances import placement_fields
 from trainfit.plan.types import Plan
 from trainfit.workload import Workload
 from trainfit.errors import TrainfitError
@@ -205,18 +206,11 @@ def rl_plan(model: ModelShape, wl: Workload, rl: Any, est: Any, *, gpu: Any, usa
                                    speed_interval=timing["speed_interval"])
                 if not tc.feasible and strict_speed:
                     return None
-                timing.update({"hours": tc.hours, "gpu_hours": tc.gpu_hours, "cost": tc.cost,
-                               "on_demand_cost": tc.on_demand_cost, "currency": tc.currency,
-                               "spot_price_fraction": tc.spot_price_fraction,
-                               "expected_interruptions": tc.expected_interruptions,
-                               "checkpoint_interval_hours": tc.checkpoint_interval_hours,
-                               "price_per_hour": tc.price_per_hour, "price_source": tc.price_source,
-                               "price_as_of": tc.price_as_of})
+                timing.update(tc.plan_fields())
                 notes += list(tc.notes)
                 warnings += list(tc.warnings)
-    return Plan(model=model, workload=wl, gpu=gpu.name, gpu_spec=gpu, instance=inst,
-                provider=getattr(inst, "provider", "generic"), resource_class=getattr(inst, "resource_class", "generic"),
-                instance_type=getattr(inst, "instance_type", None), gpus_per_node=gpus_per_node, nodes=wl.nodes,
+    return Plan(model=model, workload=wl, gpu=gpu.name, gpu_spec=gpu, instance=inst, **placement_fields(inst),
+                gpus_per_node=gpus_per_node, nodes=wl.nodes,
                 memory=mem, fit=fit, gpu_mem_gib=usable, spot=spot, region=region, notes=tuple(notes),
                 warnings=tuple(dict.fromkeys(warnings)), source=source,
                 rl=rl_summary(rl, est, steps=steps, speed=sp), **timing)

@@ -29,6 +29,7 @@ from trainfit.plan.layout_fit import Limit as _Limit, fit_layout as _fit_layout
 from trainfit.plan.rank import pareto as _pareto
 from trainfit.plan.rank import rank as _rank
 from trainfit.plan.rank import score as _score
+from trainfit.catalog.instances import placement_fields
 from trainfit.plan.types import Plan, PlanResult, Rejection
 from trainfit.workload import LAYOUT_FIELDS, Workload, check_layout, layout_error
 from trainfit.catalog.instances import list_instances
@@ -467,17 +468,11 @@ def _evaluate(req: PlanRequest, inst: Any, gpu: Any, gpn: int, nodes: int, wl: W
                           _("drop --spot, use fewer nodes, or a lower --checkpoint-interval"),
                           ({"spot": False},))
         return None
-    return Plan(model=req.model, provider=inst.provider, resource_class=inst.resource_class,
-                instance_type=inst.instance_type, instance=inst, gpu=gpu.name, gpu_spec=gpu, gpus_per_node=gpn,
-                nodes=nodes, workload=wl, memory=est, fit=fit, gpu_mem_gib=gpu.usable_mem_gib, tokens=req.tokens,
-                tokens_per_s=sp.tokens_per_s, step_seconds=sp.step_seconds, mfu=sp.mfu, framework=sp.framework,
-                calibration=calibration_note(sp.assumptions),
-                speed_interval=siv,
-                hours=tc.hours, gpu_hours=tc.gpu_hours, cost=tc.cost, currency=tc.currency, spot=req.spot,
-                on_demand_cost=tc.on_demand_cost, spot_price_fraction=tc.spot_price_fraction,
-                expected_interruptions=tc.expected_interruptions, checkpoint_interval_hours=tc.checkpoint_interval_hours,
-                price_per_hour=tc.price_per_hour, price_source=tc.price_source, price_as_of=tc.price_as_of,
-                region=req.region, notes=tc.notes,
+    return Plan(model=req.model, **placement_fields(inst), instance=inst, gpu=gpu.name, gpu_spec=gpu,
+                gpus_per_node=gpn, nodes=nodes, workload=wl, memory=est, fit=fit, gpu_mem_gib=gpu.usable_mem_gib,
+                tokens=req.tokens, tokens_per_s=sp.tokens_per_s, step_seconds=sp.step_seconds, mfu=sp.mfu,
+                framework=sp.framework, calibration=calibration_note(sp.assumptions), speed_interval=siv,
+                **tc.plan_fields(), spot=req.spot, region=req.region, notes=tc.notes,
                 warnings=warnings[:1] + tuple(fit.reasons) + _batch_warning(req, wl) + tuple(sp.warnings) + tc.warnings
                 + warnings[1:])
 

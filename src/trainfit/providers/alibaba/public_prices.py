@@ -44,7 +44,7 @@ from trainfit.catalog import CURRENCIES
 from trainfit.inputs import PATTERNS
 from trainfit.providers._refresh_common import today
 from trainfit.catalog import list_instances
-from trainfit.inputs import PATTERNS, loads_json
+from trainfit.inputs import loads_json
 from trainfit.providers._refresh_common import write_price_cache
 
 #: Newest version of each site's file cited in public code (SpareCores sc-crawler cites intl 2.0.375; the
