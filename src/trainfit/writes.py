@@ -24,9 +24,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from trainfit.errors import TrainfitError, WriteError
+from trainfit.errors import TrainfitError, WriteError, InputError
 from trainfit.i18n import _
-from trainfit.errors import InputError
 from trainfit.inputs import loads_json
 
 #: The file whose last line is the manifest of a rendered folder: what trainfit wrote there last, with hashes.

@@ -8,6 +8,6 @@ from trainfit.catalog.instances import Instance, get_instance, list_instances
 from trainfit.catalog._schema import CURRENCIES, GPU_COLUMNS, INSTANCE_COLUMNS, parse_row, to_csv_value
 from trainfit.catalog._store import bundled_rows, current_catalog, overlay_path, reset_cache, set_overlay_path
 
-__all__ = ["CURRENCIES", "GPU_COLUMNS", "INSTANCE_COLUMNS", "bundled_rows", "current_catalog", "overlay_path",
-           "parse_row", "reset_cache", "set_overlay_path", "to_csv_value", "GPU", "Instance", "get_gpu", "get_instance", "gpu_names", "list_gpus", "list_instances",
-           "normalize_gpu_name"]
+__all__ = ["CURRENCIES", "GPU", "GPU_COLUMNS", "INSTANCE_COLUMNS", "Instance", "bundled_rows", "current_catalog",
+           "get_gpu", "get_instance", "gpu_names", "list_gpus", "list_instances", "normalize_gpu_name", "overlay_path",
+           "parse_row", "reset_cache", "set_overlay_path", "to_csv_value"]

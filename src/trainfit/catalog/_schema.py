@@ -19,8 +19,7 @@ from typing import Any, Callable, Mapping
 
 from trainfit.i18n import _
 from trainfit.providers.registry import provider_names, resource_classes
-from trainfit.inputs import InputError, as_float
-from trainfit.inputs import as_int
+from trainfit.inputs import InputError, as_float, as_int
 
 #: Currencies a price may be stated in (ISO 4217).
 CURRENCIES = ("CNY", "USD", "EUR", "SGD", "HKD", "JPY", "GBP")

@@ -10,9 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any
 
-from trainfit.errors import CatalogError, did_you_mean
+from trainfit.errors import CatalogError, did_you_mean, InputError, TrainfitError
 from trainfit.i18n import _
-from trainfit.errors import InputError, TrainfitError
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -46,10 +46,8 @@ from typing import Any
 from trainfit.catalog._schema import GPU_COLUMNS, INSTANCE_COLUMNS, Column, parse_row
 from trainfit.errors import CatalogError
 from trainfit.i18n import _
-from trainfit.inputs import loads_yaml_all
-from trainfit.inputs import read_text_file
-from trainfit.catalog._store import bundled_rows, gpu_key, instance_key
-from trainfit.catalog._store import cross_check, merge_rows
+from trainfit.inputs import loads_yaml_all, read_text_file
+from trainfit.catalog._store import bundled_rows, gpu_key, instance_key, cross_check, merge_rows
 from trainfit.catalog.prices import overlay_price_rows
 
 _TOP_KEYS = ("gpus", "instances", "prices")  # prices: parsed by trainfit.catalog.prices

@@ -32,12 +32,10 @@ from trainfit.catalog._schema import CURRENCIES, Column, parse_row
 from trainfit.providers.registry import provider_names, resource_classes
 from trainfit.errors import CatalogError
 from trainfit.i18n import _
-from trainfit.catalog._store import _read_bundled, read_csv_rows
+from trainfit.catalog._store import (_read_bundled, read_csv_rows, _stat_key, overlay_path, refresh_cache_files,
+                                     CatalogWarning)
 from trainfit.catalog.cache import CACHE_FORMAT, MAX_CACHE_BYTES
 from trainfit.inputs import loads_json, read_text_file
-from trainfit.catalog._store import _stat_key
-from trainfit.catalog._store import overlay_path, refresh_cache_files
-from trainfit.catalog._store import CatalogWarning
 
 BILLINGS = ("payg", "subscription", "spot")
 #: PAI-DLC billing: public resources are pay-as-you-go at a per-region price per instance type shown in the PAI

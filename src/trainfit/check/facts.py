@@ -17,10 +17,7 @@ from trainfit.check.shell import Script, parse_script, training_args
 from trainfit.errors import CheckInputError, TrainfitError
 from trainfit.i18n import _
 from trainfit.launch.targets import target_specs
-from trainfit.inputs import read_text_file
-from trainfit.inputs import loads_json
-from trainfit.inputs import loads_yaml_all
-from trainfit.inputs import InputError, as_int
+from trainfit.inputs import read_text_file, loads_json, loads_yaml_all, InputError, as_int
 
 MAX_BYTES = 2 * 2**20
 _REGION_IN_IMAGE = re.compile(r"\.((?:cn|ap|us|eu|me)-[a-z0-9-]+?)\.(?:cr\.)?aliyuncs\.com")

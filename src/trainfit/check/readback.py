@@ -17,16 +17,13 @@ from typing import Any
 from trainfit.check.facts import JobFacts
 from trainfit.errors import LayoutError, TrainfitError
 from trainfit.i18n import _
-from trainfit.check.rules import rl_launch_text
+from trainfit.check.rules import rl_launch_text, _gpus_per_node, INFO, Violation, _first_instance, WARNING
 from trainfit.models import get_model
-from trainfit.check.rules import _gpus_per_node
 from trainfit.launch.kit import swift_workload
 from trainfit.launch.deepspeed import strategy_from_config
 from trainfit.launch.llamafactory import llamafactory_workload
 from trainfit.catalog.gpus import get_gpu
-from trainfit.check.rules import INFO, Violation, _first_instance
 from trainfit.workload import Workload
-from trainfit.check.rules import WARNING
 from trainfit.estimate.fit import decide_fit
 from trainfit.estimate.memory import estimate_memory
 from trainfit.plan.hardware import gpu_class_of

@@ -27,14 +27,12 @@ from trainfit.i18n import _, translate
 from trainfit.rules.types import ERROR, INFO, WARNING, Violation
 from trainfit.catalog.instances import list_instances
 from trainfit.providers.alibaba.lingjun import is_lingjun
-from trainfit.rules import JobContext
-from trainfit.providers.alibaba.images import is_pai_image
-from trainfit.rules import evaluate
+from trainfit.rules import JobContext, evaluate
+from trainfit.providers.alibaba.images import is_pai_image, image_host, imitates_pai
 from trainfit.estimate.uncertainty import format_probability, memory_range
 from trainfit.estimate.hardware import kernel_gaps
 from trainfit.errors import TrainfitError as _TE
 from trainfit.rl.lint import lint_rl, phase_label, size_rl_launch
-from trainfit.providers.alibaba.images import image_host, imitates_pai
 
 #: The fit verdicts (stable codes of the one fit decision) as ``check`` shows them in its notes.
 

@@ -47,11 +47,10 @@ from trainfit.estimate.engine_assumptions import (
     MEASURED_GEMM_SHARE, REFERENCE_RIDGE,
 )
 from trainfit.estimate.attention_time import attention_seconds, class_factor, flash_attention_flops
-from trainfit.estimate import engine_terms as terms
+from trainfit.estimate import engine_terms as terms, engine_fit_data as data
 from trainfit.estimate.fsdp import fsdp2_copy_bytes
 from trainfit.models.shapes import ModelShape
 from trainfit.workload import Workload, routing_imbalance
-from trainfit.estimate import engine_fit_data as data
 
 FAMILY_OF: dict[str, str] = {"hf-trainer": "hf", "deepspeed": "hf", "fsdp2": "native", "megatron": "megatron",
                              "automodel": "megatron"}

@@ -27,8 +27,7 @@ from trainfit.i18n import N_, _
 from trainfit.estimate.memory import MemoryEstimate, OverheadModel, DEFAULT_OVERHEAD, estimate_memory
 from trainfit.models.shapes import ModelShape
 from trainfit.workload import Workload
-from trainfit.estimate.uncertainty import oom_probability
-from trainfit.estimate.uncertainty import memory_range
+from trainfit.estimate.uncertainty import oom_probability, memory_range
 
 #: Fraction of usable GPU memory kept free (allocator spikes, NCCL growth, version drift): inside it a job is
 #: ``tight``. A documented assumption; a 138.7/140 GiB job that OOMed in a published report (1 % headroom)

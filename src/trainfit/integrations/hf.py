@@ -45,8 +45,7 @@ from transformers import TrainerCallback
 from trainfit.i18n import _
 from trainfit.watch.checkpoint import mark_complete, mark_saving
 from trainfit.watch.metrics import GIB, METRICS
-from trainfit.watch.protocol import RESTART_EXIT_CODE, STOP_FILE_ENV, ack_path, write_json_atomic
-from trainfit.watch.protocol import RESUME_ENV
+from trainfit.watch.protocol import RESTART_EXIT_CODE, STOP_FILE_ENV, ack_path, write_json_atomic, RESUME_ENV
 
 
 def _dist():

@@ -18,8 +18,7 @@ from trainfit.workload import Workload
 from trainfit.providers.alibaba.lingjun import is_lingjun_name
 from trainfit.errors import TrainfitError
 from trainfit.models import get_model
-from trainfit import inputs
-from trainfit import i18n
+from trainfit import inputs, i18n
 
 #: Where the checkpoint store (OSS, a PVC, a SkyPilot bucket) is mounted in every rendered job.
 CKPT_MOUNT = "/mnt/checkpoints"

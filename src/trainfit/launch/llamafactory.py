@@ -13,10 +13,10 @@ from typing import Any
 
 
 from trainfit.i18n import _
-from trainfit.launch._common import OPTIMIZERS, dump_yaml, hash_header, lora_dropout_note, optimizer_read, sft_only
+from trainfit.launch._common import (OPTIMIZERS, dump_yaml, hash_header, lora_dropout_note, optimizer_read, sft_only,
+                                     model_kernels)
 from trainfit.launch._context import PLACEHOLDER, RenderContext
 from trainfit.workload import Workload
-from trainfit.launch._common import model_kernels
 
 FILES = ("llamafactory.yaml", "dataset_info.json")
 #: The name render gives the plan's data file in ``dataset_info.json``.

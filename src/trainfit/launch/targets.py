@@ -162,17 +162,6 @@ def is_rl_target(name: str) -> bool:
     return spec is not None and spec.kind == "rl"
 
 
-def target_frameworks(name: str) -> tuple[str, ...]:
-    spec = _REGISTRY.get(name)
-    return spec.frameworks if spec is not None else ()
-
-
-def target_runs(name: str) -> str:
-    """What ``name`` launches, as a message id (translate it to show it)."""
-    spec = _REGISTRY.get(name)
-    return spec.runs if spec is not None else ""
-
-
 def _hf_engine(wl: Workload) -> str:
     return "deepspeed" if wl.strategy.startswith("zero") else "hf-trainer"
 
@@ -392,6 +381,6 @@ def loss_mismatch(targets: Any, wl: Workload) -> tuple[str, ...]:
 
 
 __all__ = ["JobReader", "TargetSpec", "is_rl_target", "plan_targets", "register_target", "render_targets",
-           "rl_target_frameworks", "target_frameworks", "target_runs", "target_spec", "target_specs", "unregister_target",
+           "rl_target_frameworks", "target_spec", "target_specs", "unregister_target",
            "check_target", "engine_mismatch", "experts_mismatch", "layout_reason", "loss_mismatch", "same_engine", "search_reason", "speed_framework",
            "target_framework"]

@@ -6,19 +6,16 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from trainfit.estimate.fit import HOST_RAM_USABLE
+from trainfit.estimate.fit import HOST_RAM_USABLE, host_ram_verdict
 from trainfit.i18n import _
 from trainfit.plan.types import Rejection
 from trainfit.workload import Workload
-from trainfit.errors import TrainfitError
-from trainfit.estimate.fit import host_ram_verdict
+from trainfit.errors import TrainfitError, PlanError, did_you_mean
 from trainfit.estimate.memory import estimate_memory
 from trainfit.rl.memory import estimate_rl_memory
-from trainfit.errors import PlanError
 from trainfit.catalog import list_instances
 from trainfit.catalog.prices import current_prices
 from trainfit.rules import load_rules
-from trainfit.errors import did_you_mean
 
 if TYPE_CHECKING:
     from trainfit.plan.search import PlanRequest, _Best

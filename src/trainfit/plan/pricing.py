@@ -11,13 +11,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainfit.plan.cost import (CHECKPOINT_BYTES_PER_TRAINABLE_PARAM, CHECKPOINT_WRITE_GBYTES_PER_S_DEFAULT, Price,
-                                SpotPolicy, estimate_cost, spot_elapsed_hours)
-from trainfit.plan.cost import checkpoint_interval_hours as young_daly
+                                SpotPolicy, estimate_cost, spot_elapsed_hours, checkpoint_interval_hours as young_daly)
 from trainfit.i18n import _
-from trainfit.catalog.prices import price_for_instance
-from trainfit.catalog.prices import HOURS_PER_MONTH
+from trainfit.catalog.prices import price_for_instance, HOURS_PER_MONTH, regional_prices
 from trainfit.estimate.uncertainty import Interval, format_range
-from trainfit.catalog.prices import regional_prices
 
 
 @dataclass(frozen=True, kw_only=True)

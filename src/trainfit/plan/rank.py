@@ -14,10 +14,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from trainfit.estimate.fit import OOM_RISK_LIMIT
-from trainfit.estimate.uncertainty import format_probability, format_range
+from trainfit.estimate.uncertainty import format_probability, format_range, ranges_overlap
 from trainfit.i18n import N_, _, translate
 from trainfit.plan.types import Plan
-from trainfit.estimate.uncertainty import ranges_overlap
 from trainfit.providers.registry import ProviderSpec, provider_spec
 
 if TYPE_CHECKING:

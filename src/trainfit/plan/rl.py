@@ -24,7 +24,7 @@ import math
 from dataclasses import fields, replace
 from typing import Any
 
-from trainfit.errors import PlanError, WorkloadError
+from trainfit.errors import PlanError, WorkloadError, TrainfitError
 from trainfit.estimate.fit import SAFETY_MARGIN_DEFAULT, decide_fit
 from trainfit.estimate.memory import MemoryEstimate
 from trainfit.i18n import _
@@ -32,10 +32,8 @@ from trainfit.models.shapes import ModelShape
 from trainfit.catalog.instances import placement_fields
 from trainfit.plan.types import Plan
 from trainfit.workload import Workload
-from trainfit.errors import TrainfitError
 from trainfit.plan.rank import score
-from trainfit.rl.memory import estimate_rl_memory
-from trainfit.rl.memory import estimate_with
+from trainfit.rl.memory import estimate_rl_memory, estimate_with
 
 #: (strategy, offload) per framework, fastest first, for one GPU and for several. Each pair is one the
 #: framework's writer (``trainfit.rl.launch``) writes and its reader reads back to the same pair.

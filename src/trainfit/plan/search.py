@@ -26,21 +26,17 @@ from trainfit.i18n import _
 from trainfit.models.shapes import ModelShape
 from trainfit.plan.explain import explain_rejection as _explain, unknown_region_note as _region_note
 from trainfit.plan.layout_fit import Limit as _Limit, fit_layout as _fit_layout
-from trainfit.plan.rank import pareto as _pareto
-from trainfit.plan.rank import rank as _rank
-from trainfit.plan.rank import score as _score
-from trainfit.catalog.instances import placement_fields
+from trainfit.plan.rank import pareto as _pareto, rank as _rank, score as _score
+from trainfit.catalog.instances import placement_fields, list_instances
 from trainfit.plan.types import Plan, PlanResult, Rejection
 from trainfit.workload import LAYOUT_FIELDS, Workload, check_layout, layout_error
-from trainfit.catalog.instances import list_instances
-from trainfit.launch.targets import search_reason, target_spec
+from trainfit.launch.targets import search_reason, target_spec, speed_framework
 from trainfit.catalog.gpus import assumed_note, is_model, sized_gpu
 from trainfit.estimate.hardware import kernel_gaps
 from trainfit.rules import evaluate_instance, get_rule
 from trainfit.estimate.calibration import calibration_note
 from trainfit.estimate.speed import estimate_speed, training_time
 from trainfit.estimate.uncertainty import plan_speed_interval
-from trainfit.launch.targets import speed_framework
 
 Objective = Literal["cost", "time"]
 

@@ -16,13 +16,10 @@ from typing import Any
 
 from trainfit.errors import CatalogError, NetworkError, TrainfitError
 from trainfit.i18n import _, translate
-from trainfit.catalog import reset_cache
-from trainfit.catalog.prices import reset_price_cache
+from trainfit.catalog import reset_cache, GPU_COLUMNS, INSTANCE_COLUMNS, parse_row, to_csv_value
+from trainfit.catalog.prices import reset_price_cache, parse_price_rows
 from trainfit.catalog.cache import CACHE_FORMAT, write_cache_atomic
 from trainfit.catalog.gpus import normalize_gpu_name
-from trainfit.catalog import GPU_COLUMNS, INSTANCE_COLUMNS, parse_row
-from trainfit.catalog import to_csv_value
-from trainfit.catalog.prices import parse_price_rows
 from trainfit.providers._net import call_with_deadline
 
 

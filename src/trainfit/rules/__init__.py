@@ -23,14 +23,13 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-from trainfit.errors import CatalogError
+from trainfit.errors import CatalogError, did_you_mean
 from trainfit.i18n import _
 
 from trainfit.providers.registry import provider_specs, registry_version
 from trainfit.rules.types import (SEVERITIES, VERDICTS, _SEV_ORDER, JobContext, Rule,  # noqa: F401
                                   Violation)
 from trainfit.rules.kinds import _CHECKS  # noqa: E402
-from trainfit.errors import did_you_mean
 
 
 # ------------------------------------------------------------------------------------------ loading

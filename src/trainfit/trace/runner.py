@@ -13,9 +13,8 @@ from trainfit.i18n import _
 from trainfit.models.shapes import ModelShape
 from trainfit.trace.result import GIB, TraceResult
 from trainfit.workload import ALL_LINEAR, Workload
-from trainfit.trace import patches
+from trainfit.trace import patches, hf_build, tracker as _tracker_module
 from trainfit.trace.hf_build import build_model
-from trainfit.trace import hf_build, tracker as _tracker_module
 
 _FIX = "pip install 'trainfit[trace]'"
 

@@ -20,12 +20,10 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from trainfit.errors import CatalogError, MissingExtraError, SubmitError, TrainfitError
+from trainfit.errors import CatalogError, MissingExtraError, SubmitError, TrainfitError, NetworkError
 from trainfit.i18n import N_, _, translate
 from trainfit.providers._refresh_common import short
-from trainfit.errors import NetworkError
-from trainfit.providers._net import network_failure
-from trainfit.providers._net import server_status
+from trainfit.providers._net import network_failure, server_status
 
 PAI_PIP = "pip install 'trainfit[pai]'"
 # message ids (English), shown with i18n.translate where an error is raised

@@ -13,8 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from trainfit.launch.kit import comment_text, hash_header, q, sft_only, swift_unsupported
-from trainfit.launch.kit import CKPT_MOUNT, RenderContext
+from trainfit.launch.kit import comment_text, hash_header, q, sft_only, swift_unsupported, CKPT_MOUNT, RenderContext
 from trainfit.launch.torchrun import launch_script
 
 FILES = ("dlc_job.json", "dlc_submit.sh")

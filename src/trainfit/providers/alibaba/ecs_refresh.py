@@ -32,7 +32,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from trainfit.catalog import to_csv_value
+from trainfit.catalog import to_csv_value, current_catalog, list_instances
 from trainfit.errors import CatalogError, TrainfitError
 from trainfit.i18n import _
 from trainfit.providers._refresh_common import (Deadline, RefreshCounts, check_schema, classify, reported_gpu,
@@ -42,8 +42,6 @@ from trainfit.providers._refresh_common import (Deadline, RefreshCounts, check_s
 from trainfit.providers.alibaba.client import (ECS_READ_CRED_FIX, PAI_PIP, Sdk, default_credential,  # noqa: F401
                                                import_sdk, make_config, runtime_options)
 from trainfit.catalog.cache import cache_file
-from trainfit.catalog import current_catalog
-from trainfit.catalog import list_instances
 
 SDK_DIST = "alibabacloud_ecs20140526"
 CRED_FIX = ECS_READ_CRED_FIX

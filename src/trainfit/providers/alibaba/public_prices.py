@@ -39,13 +39,9 @@ from trainfit.catalog.prices import DLC_BILLING_URL, HOURS_PER_MONTH  # noqa: F4
 from trainfit.errors import CatalogError, NetworkError
 from trainfit.i18n import _
 from trainfit.catalog.cache import cache_file
-from trainfit.providers._refresh_common import Deadline
-from trainfit.catalog import CURRENCIES
-from trainfit.inputs import PATTERNS
-from trainfit.providers._refresh_common import today
-from trainfit.catalog import list_instances
-from trainfit.inputs import loads_json
-from trainfit.providers._refresh_common import write_price_cache
+from trainfit.providers._refresh_common import Deadline, today, write_price_cache
+from trainfit.catalog import CURRENCIES, list_instances
+from trainfit.inputs import PATTERNS, loads_json
 
 #: Newest version of each site's file cited in public code (SpareCores sc-crawler cites intl 2.0.375; the
 #: China-site 2.0.211 directory is cited by public code for ``bandWidthPrice.json`` next to it). The file's own

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trainfit.catalog import to_csv_value
+from trainfit.catalog import to_csv_value, current_catalog, reset_cache
 from trainfit.catalog.cache import CACHE_FORMAT, _gpu_update_columns, cache_file, write_cache_atomic
 from trainfit.errors import CatalogError
 from trainfit.i18n import _
@@ -31,10 +31,8 @@ from trainfit.providers._refresh_common import check_schema, short
 from trainfit.providers.alibaba.client import (PAI_PIP, PAI_READ_CRED_FIX, Sdk, classify_list_specs,  # noqa: F401
                                                default_credential, import_sdk, make_config, runtime_options)
 from trainfit.catalog.gpus import normalize_gpu_name
-from trainfit.catalog import current_catalog
 from trainfit import inputs
 from trainfit.providers._net import call_with_deadline
-from trainfit.catalog import reset_cache
 
 _RESOURCE_CLASS = {"ECS": "pai-public", "Lingjun": "pai-lingjun"}
 _PAGE_SIZE = 100

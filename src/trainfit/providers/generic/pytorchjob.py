@@ -15,8 +15,8 @@ from typing import Any
 
 
 from trainfit.launch.kit import (ds_config_snippet, dump_yaml, format_args, hash_header, install_snippet,
-                                 resume_snippet, sft_only, swift_args, swift_entry, swift_unsupported)
-from trainfit.launch.kit import CKPT_MOUNT, RenderContext
+                                 resume_snippet, sft_only, swift_args, swift_entry, swift_unsupported, CKPT_MOUNT,
+                                 RenderContext)
 
 FILES = ("pytorchjob.yaml",)
 

@@ -26,15 +26,13 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from trainfit.catalog import to_csv_value
+from trainfit.catalog import to_csv_value, current_catalog, list_instances
 from trainfit.errors import CatalogError, MissingExtraError, TrainfitError
 from trainfit.i18n import N_, _, translate
 from trainfit.providers._refresh_common import (Deadline, RefreshCounts, check_schema, classify, reported_gpu,
                                                 sdk_version, short,
                                                 today, wanted_types, write_cache, write_price_cache)
 from trainfit.catalog.cache import cache_file
-from trainfit.catalog import current_catalog
-from trainfit.catalog import list_instances
 
 TENCENT_PIP = "pip install 'trainfit[tencent]'"
 SDK_DIST = "tencentcloud-sdk-python-cvm"
