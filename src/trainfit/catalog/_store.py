@@ -29,9 +29,9 @@ from trainfit.catalog._schema import GPU_COLUMNS, INSTANCE_COLUMNS, parse_row
 from trainfit.errors import CatalogError
 from trainfit import i18n
 from trainfit.i18n import _
-from trainfit.catalog.gpus import normalize_gpu_name
-from trainfit.catalog.gpus import gpu_from_row
+from trainfit.catalog.gpus import normalize_gpu_name, gpu_from_row
 from trainfit.catalog.instances import instance_from_row
+from trainfit.providers.registry import registry_version
 
 ENV_OVERLAY = "TRAINFIT_CATALOG_OVERLAY"
 ENV_CACHE_DIR = "TRAINFIT_CACHE_DIR"
@@ -248,10 +248,11 @@ def _stat_key(p: Path | None) -> tuple[str, float, int] | None:
 
 
 def current_catalog() -> Catalog:
-    """The effective catalog for the current environment (cached on file paths and mtimes)."""
+    """The effective catalog for the current environment (cached on file paths and mtimes, and on the providers
+    registered: their names and resource classes decide which rows validate)."""
     ov = overlay_path()
     caches = tuple(_stat_key(p) for p in refresh_cache_files())
-    return _build(_stat_key(ov), caches, i18n.current())
+    return _build(_stat_key(ov), caches, i18n.current(), registry_version())
 
 
 def reset_cache() -> None:
@@ -260,8 +261,9 @@ def reset_cache() -> None:
 
 
 @lru_cache(maxsize=8)
-def _build(ov_key, cache_keys, lang: str = "en") -> Catalog:
-    """The merged catalog; ``lang`` is part of the cache key because :attr:`Catalog.warnings` is in that language."""
+def _build(ov_key, cache_keys, lang: str = "en", _providers: int = 0) -> Catalog:
+    """The merged catalog; ``lang`` is part of the cache key because :attr:`Catalog.warnings` is in that language,
+    ``_providers`` (the provider registry's version) because the registered providers decide which rows validate."""
     g_base, i_base = bundled_rows()
     g_extra: list[tuple[dict, set[str], str]] = []
     i_extra: list[tuple[dict, set[str], str]] = []
