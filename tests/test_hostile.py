@@ -465,7 +465,7 @@ def test_quoted_semicolon_does_not_hide_the_commands(tmp_path, capsys):
 
 
 def test_split_commands_respects_quotes_and_substitutions():
-    from trainfit.check.shell import parse_script, split_commands
+    from trainfit.jobspec.shell import parse_script, split_commands
 
     assert split_commands('echo "a;b" && torchrun x.py') == ['echo "a;b" ', ' torchrun x.py']
     assert split_commands("X=$(cd a; pwd) torchrun x.py 2>&1 # a;b") == ["X=$(cd a; pwd) torchrun x.py 2>&1 "]
@@ -805,7 +805,7 @@ _SHELL_ATOMS = st.sampled_from(["torchrun", "exec", "env", "X=1", "nohup", "time
 def test_generated_shell_text_parses_in_bounded_time(atoms):
     import time as _t
 
-    from trainfit.check.shell import parse_script
+    from trainfit.jobspec.shell import parse_script
 
     text = " ".join(atoms)
     t = _t.monotonic()

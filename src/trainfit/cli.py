@@ -12,9 +12,9 @@ import sys
 from contextlib import contextmanager
 from typing import Iterator, Sequence
 
-from trainfit import i18n
+from trainfit import i18n, __version__
 from trainfit._cli.common import json_text
-from trainfit.errors import InputError, TrainfitError
+from trainfit.errors import InputError, TrainfitError, did_you_mean
 from trainfit.i18n import _
 
 COMMANDS = ("models", "memory", "trace", "plan", "catalog", "render", "check", "submit", "serve", "watch",
@@ -32,8 +32,6 @@ class _Parser(argparse.ArgumentParser):
         try:
             super()._check_value(action, value)
         except argparse.ArgumentError as e:
-            from trainfit.errors import did_you_mean
-
             sugg = did_you_mean(str(value), [str(c) for c in action.choices or ()], n=1)
             if not sugg:
                 raise
@@ -188,8 +186,6 @@ def _run_parsed(raw: list[str]) -> int:
     except SystemExit as e:  # _Parser printed its one error (or --help ran); keep its exit code (2 = usage)
         return e.code if isinstance(e.code, int) else 2
     if args.version:
-        from trainfit import __version__
-
         print(__version__)
         return 0
     if not getattr(args, "func", None):

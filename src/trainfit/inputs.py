@@ -24,7 +24,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from trainfit.errors import InputError
+from trainfit.errors import InputError, did_you_mean
 from trainfit.i18n import N_, _, translate
 
 #: Longest integer literal accepted anywhere (Python refuses > 4,300 digits; no real count needs 20).
@@ -180,8 +180,6 @@ def as_bool(field: str, raw: Any) -> bool:
 
 def as_choice(field: str, raw: Any, choices: tuple[str, ...]) -> str:
     if not isinstance(raw, str) or raw not in choices:
-        from trainfit.errors import did_you_mean
-
         sugg = did_you_mean(str(raw), list(choices), n=1) if isinstance(raw, str) else []
         raise _bad(field, raw, _("must be one of {choices}").format(choices=", ".join(choices)),
                    _("did you mean {s}?").format(s=sugg[0]) if sugg else None)

@@ -25,14 +25,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from trainfit.errors import InputError, PlanFileError, UnknownGPUError, WorkloadError
+from trainfit.errors import InputError, PlanFileError, UnknownGPUError, WorkloadError, RenderError, SubmitError
 from trainfit.estimate.fit import OOM_RISK_LIMIT, SAFETY_MARGIN_DEFAULT, FitAnswer, decide_fit, fit_answer
 from trainfit.estimate.memory import MemoryEstimate, estimate_memory
 from trainfit.estimate.uncertainty import headroom_range, memory_range, plan_speed_interval
 from trainfit.i18n import _
 from trainfit.models.shapes import ModelShape
 from trainfit.workload import Workload
-from trainfit.catalog.instances import placement_fields
+from trainfit.catalog.instances import placement_fields, get_instance, gpu_on_instance
 from trainfit.providers.registry import rents_whole_nodes
 
 #: Largest plan file read (a plan of every catalog row is far below).
@@ -44,12 +44,8 @@ MAX_PLAN_BYTES = 8 * 2**20
 def resolve_model(name: str | None = None, *, config: str | Path | Mapping[str, Any] | None = None) -> ModelShape:
     """A registry model by name, or any supported config (a path to config.json / a model folder, or the parsed
     dict, e.g. pasted into the web page)."""
-    from trainfit.models import from_hf_config, get_model, load_config_path
-
     if config is not None:
         if isinstance(config, Mapping):
-            from trainfit.inputs import check_depth
-
             check_depth(config, what="config.json")
             return from_hf_config(config, name=str(config.get("_name_or_path") or "custom"), source="pasted config")
         return load_config_path(config)
@@ -102,8 +98,6 @@ class MemoryReport:
 
 def gpu_usable_gib(gpu: str) -> tuple[str, float]:
     """(canonical name, usable GiB) of a catalog GPU; UnknownGPUError when unknown or its memory is unknown."""
-    from trainfit.catalog.gpus import get_gpu
-
     g = get_gpu(gpu)
     if g.usable_mem_gib is None:
         raise UnknownGPUError(_("the catalog does not know the memory of {gpu}").format(gpu=g.name),
@@ -125,24 +119,14 @@ def memory_report(model: ModelShape, workload: Workload, *, gpu: str | None = No
     est = estimate_memory(model, workload)
     name, usable = None, None
     if instance_type:
-        from trainfit.catalog.instances import get_instance, gpu_on_instance
-
         inst = get_instance(instance_type)
         gpu = gpu_on_instance(inst, gpu)
         if host_ram_gib is None:
             host_ram_gib = inst.ram_gib
     warnings: list[str] = []
     if gpu:
-        from trainfit.catalog.gpus import get_gpu
-        from trainfit.estimate.hardware import kernel_gaps
-        from trainfit.plan.hardware import gpu_class_of
-
-        from trainfit.catalog.gpus import assumed_note, sized_gpu
-
         g = sized_gpu(get_gpu(gpu), gpu_mem_gib)  # a code without memory (GU108) takes --gpu-mem, as in plan
         name, usable = gpu_usable_gib(g)
-        from trainfit.plan.hardware import precision_on
-
         prec, note = precision_on(g, workload.precision)  # no bf16 (V100, T4): fp16, as plan does, and say so
         if prec is not None:
             import dataclasses
@@ -203,21 +187,15 @@ def rl_memory_report(model: ModelShape, workload: Workload, rl: Any, *, gpu: str
     type): memory per phase and the one verdict over all phases; with a catalog GPU also the step time and, with
     ``steps``, the hours. A KV pool below one sequence is the verdict ``oom`` with the reason and its fix, as
     every other non-fit."""
-    from trainfit.rl.report import rl_report
-
     gpu_rec = None
     inst = None
     if instance_type:
-        from trainfit.catalog.instances import get_instance, gpu_on_instance
-
         inst = get_instance(instance_type)
         gpu = gpu_on_instance(inst, gpu)
         if host_ram_gib is None:
             host_ram_gib = inst.ram_gib
     name, usable = None, None
     if gpu:
-        from trainfit.catalog.gpus import get_gpu
-
         gpu_rec = get_gpu(gpu)
         name, usable = gpu_usable_gib(gpu)
         usable = round(usable, 3)
@@ -242,10 +220,6 @@ MEMORY_EXTRA = ("model", "config", "gpu", "gpu_mem", "host_ram", "instance_type"
 def memory_from_options(values: Mapping[str, Any]) -> MemoryReport | RLMemoryReport:
     """``memory`` from a mapping of option values (the web API body; the CLI parses flags the same way). With
     ``rl`` set (and the RL options of :data:`trainfit.options.RL_OPTIONS`) the :class:`RLMemoryReport`."""
-    from trainfit import inputs
-    from trainfit.options import (RL_OPTION_NAMES, RL_OPTIONS, parse_options, rl_config_from_values,
-                                  rl_workload_from_values, workload_from_values)
-
     wl_vals = parse_options(values, allowed_extra=MEMORY_EXTRA + RL_OPTION_NAMES, defaults=False)
     rl_vals = parse_options({k: v for k, v in values.items() if k in RL_OPTION_NAMES}, RL_OPTIONS)
     model = resolve_model(values.get("model"), config=values.get("config"))
@@ -269,8 +243,6 @@ def memory_from_options(values: Mapping[str, Any]) -> MemoryReport | RLMemoryRep
 
 def make_plan(request: Any) -> Any:
     """Search, evaluate and rank (:func:`trainfit.plan.search.plan`)."""
-    from trainfit.plan.search import plan
-
     _calibration_readable()
     return plan(request)
 
@@ -278,8 +250,6 @@ def make_plan(request: Any) -> Any:
 def _calibration_readable() -> None:
     """Read the speed calibration overlay once before a search: a file that cannot be used is one clear error
     here, not a rejection of every instance type (the search turns per-candidate errors into rejections)."""
-    from trainfit.estimate.calibration import load_calibrations
-
     load_calibrations()
 
 
@@ -294,20 +264,13 @@ def plan_for(model: ModelShape, workload: Workload, *, gpu: str | None = None, i
     time and, with ``steps``, hours and cost (:func:`trainfit.plan.rl.rl_plan`). ``target`` (one launcher of
     :func:`~trainfit.launch.targets.plan_targets`) is recorded, and its engine is the speed model's framework
     unless ``framework`` is given."""
-    from trainfit.catalog.gpus import GPU, get_gpu
-    from trainfit.plan.types import Plan
-
     inst = None
     if instance_type:
-        from trainfit.catalog.instances import get_instance, gpu_on_instance
-
         inst = get_instance(instance_type)
         gpu = gpu_on_instance(inst, gpu)
         gpn_used = workload.gpus_on_node
         whole = rents_whole_nodes(inst.provider)  # a cloud spec is rented whole; a cluster node is shared
         if inst.gpu_count and (gpn_used > inst.gpu_count or (whole and gpn_used != inst.gpu_count)):
-            from trainfit.errors import RenderError
-
             raise RenderError(
                 _("{it} has {count} GPU(s) per node but the workload puts {used} on each node (launchers start one "
                   "process per GPU of the node, and the whole node is billed)").format(
@@ -315,8 +278,6 @@ def plan_for(model: ModelShape, workload: Workload, *, gpu: str | None = None, i
                 fix=_("use --gpus-per-node {count} and a multiple of it for --gpus, or an instance type with {used} "
                       "GPU(s)").format(count=inst.gpu_count, used=gpn_used))
     if gpu:
-        from trainfit.catalog.gpus import sized_gpu
-
         g = sized_gpu(get_gpu(gpu), gpu_mem_gib)  # as plan sizes and times it (--gpu-mem for a code, speed_from)
     elif gpu_mem_gib is not None:
         g = GPU(name="custom", mem_gib=gpu_mem_gib, source="--gpu-mem", as_of="")
@@ -329,9 +290,6 @@ def plan_for(model: ModelShape, workload: Workload, *, gpu: str | None = None, i
                               fix=_("pass --gpu-mem GIB"))
     gpn = workload.gpus_on_node
     if rl is not None:
-        from trainfit.plan.rl import fit_rollout_tp, rl_plan
-        from trainfit.rl.memory import estimate_rl_memory
-
         rl, tp_warning = fit_rollout_tp(rl, gpn)
         wl = workload.with_(seq_len=rl.seq_len) if workload.seq_len != rl.seq_len else workload
         rest = estimate_rl_memory(model, wl, rl, usable, strict=False, host_ram_gib=getattr(inst, "ram_gib", None),
@@ -340,16 +298,12 @@ def plan_for(model: ModelShape, workload: Workload, *, gpu: str | None = None, i
                        spot=spot, region=region, margin=margin, source=source, strict_speed=False,
                        rule_warnings=(tp_warning,) if tp_warning else ())
     if target is not None:
-        from trainfit.launch.targets import check_target, speed_framework
-
         check_target(target, framework, rl=False)
         framework = speed_framework(framework, target, workload)
     est = estimate_memory(model, workload)
     fit = decide_fit(est, usable_gib=usable, gpus_per_node=gpn,
                      host_ram_gib=getattr(inst, "ram_gib", None), margin=margin)
     warnings: list[str] = list(fit.reasons)
-    from trainfit.catalog.gpus import assumed_note
-
     if note := assumed_note(g):
         warnings.append(note)
     speed = _plan_speed(model, workload, g, inst, framework=framework, tokens=tokens, warnings=warnings)
@@ -364,10 +318,6 @@ def _plan_speed(model: ModelShape, workload: Workload, g: Any, inst: Any, *, fra
     """The speed fields of :func:`plan_for`'s Plan (empty when the GPU's compute is unknown); appends warnings."""
     if not (g.bf16_dense_tflops or g.fp16_dense_tflops):
         return {}
-    from trainfit.estimate.calibration import calibration_note
-    from trainfit.estimate.speed import estimate_speed, training_time
-    from trainfit.plan.hardware import hardware_for
-
     _calibration_readable()  # a broken overlay is an error, not "speed not estimated"
     try:
         hw = hardware_for(g, inst, gpus_per_node=workload.gpus_on_node)
@@ -388,9 +338,6 @@ def _plan_speed(model: ModelShape, workload: Workload, g: Any, inst: Any, *, fra
 
 def load_plan(path: str | Path, pick: int = 1) -> Any:
     """Plan ``pick`` (1 = first) of a ``trainfit plan --json`` file."""
-    from trainfit.inputs import loads_json, read_text_file
-    from trainfit.plan.types import plans_from_document
-
     text = read_text_file(path, max_bytes=MAX_PLAN_BYTES, what=_("plan file"), error=PlanFileError,
                           fix=_("write it with `trainfit plan ... --json > plan.json`"))
     where = _("plan file {path}").format(path=path)
@@ -408,22 +355,16 @@ def render_plan(plan: Any, options: Any = None, targets: str | list[str] | tuple
     """Job files for ``plan`` (a :class:`~trainfit.launch.RenderResult`); nothing is recomputed. ``targets`` None:
     the plan's target (``plan --target``), else all that apply. A target whose engine differs from the one the
     plan's speed assumed is rendered with a warning in ``RenderResult.warnings``."""
-    from trainfit.launch import build_context, render
-
     return render(build_context(plan, options), targets)
 
 
 def single_target(targets: str | None) -> str | None:
     """The one launcher named by a render ``--target`` value (None for ``all``, a list, or a non-launcher)."""
-    from trainfit.launch.targets import plan_targets
-
     t = (targets or "").strip()
     return t if t in plan_targets() else None
 
 
 def write_rendered(result: Any, out_dir: str | Path, *, force: bool = False) -> list[Path]:
-    from trainfit.launch import write
-
     if not str(out_dir).strip():
         raise InputError(_("--out is empty"), fix=_("name a folder, e.g. --out job/"))
     return write(result, out_dir, force=force)
@@ -436,28 +377,17 @@ def check_file(path: str | Path, *, region: str | None = None, gpu: str | None =
                dataset: str | None = None, tokenizer: str | None = None) -> Any:
     """Every finding of a job file (:class:`~trainfit.check.CheckResult`); with ``dataset`` (a stats file, or a
     dataset counted with ``tokenizer``) also the job's cut-off, packing and steps against the data."""
-    from trainfit import inputs
-    from trainfit.check import check_file as _check
-
     if region is not None:
         region = inputs.as_ident("--region", region, "region")
     if gpu is not None:
-        from trainfit.catalog.gpus import get_gpu
-
         gpu = get_gpu(gpu).name  # an unknown GPU is an error with "did you mean", never silently ignored
     if instance_type is not None:
-        from trainfit.catalog.instances import get_instance
-
         instance_type = inputs.as_ident("--instance-type", instance_type, "instance_type")
         get_instance(instance_type)  # an unknown type is an error with "did you mean", never silently ignored
     stats = None
     if dataset is not None:
-        from trainfit.dataset import stats_or_scan
-
         stats, _scanned = stats_or_scan(dataset, tokenizer=tokenizer)
     elif tokenizer is not None:
-        from trainfit.errors import InputError
-
         raise InputError(_("--tokenizer counts a dataset: it needs --dataset FILE"), fix=_("pass --dataset train.jsonl"))
     return _check(path, region=region, gpu=gpu, instance_type=instance_type, nodes=nodes, gpus_per_node=gpus_per_node,
                   dataset=stats)
@@ -473,10 +403,6 @@ def submit_job(path: str | Path, *, region: str | None = None, yes: bool = False
     there. With ``gate`` (default) an error-level finding, or a value still to fill in (``placeholder``: a job sent
     with ``REPLACE_ME`` in its bucket or VPC fails on the platform after it is queued), stops a real submission.
     Returns (SubmitResult, CheckResult)."""
-    from trainfit import inputs
-    from trainfit.errors import SubmitError
-    from trainfit.providers.alibaba.submit import job_target, load_job, resolve_region, submit
-
     p, body = load_job(path)
     given = None if region is None else inputs.as_ident("--region", region, "region")
     region = inputs.as_ident("--region", resolve_region(given, job_target(body))[0], "region")
@@ -498,3 +424,23 @@ from trainfit.service_web import (Catalogs, ERROR_FIELDS, LANG_FIELD, MAX_CHECK_
                                   RENDER_OPTION_FIELDS, _config_value, _opt_str, check_upload, error_field, error_fix,
                                   json_ready, memory_from_request, model_rows, option_specs, plan_from_options,
                                   render_from_options, rendered_files, catalogs)
+from trainfit import inputs
+from trainfit.catalog.gpus import get_gpu, assumed_note, sized_gpu, GPU
+from trainfit.check import check_file as _check
+from trainfit.dataset import stats_or_scan
+from trainfit.estimate.calibration import load_calibrations, calibration_note
+from trainfit.estimate.hardware import kernel_gaps
+from trainfit.estimate.speed import estimate_speed, training_time
+from trainfit.inputs import check_depth, loads_json, read_text_file
+from trainfit.launch import build_context, render, write
+from trainfit.launch.targets import check_target, speed_framework, plan_targets
+from trainfit.models import from_hf_config, get_model, load_config_path
+from trainfit.options import (RL_OPTION_NAMES, RL_OPTIONS, parse_options, rl_config_from_values,
+                              rl_workload_from_values, workload_from_values)
+from trainfit.plan.hardware import gpu_class_of, precision_on, hardware_for
+from trainfit.plan.rl import fit_rollout_tp, rl_plan
+from trainfit.plan.search import plan
+from trainfit.plan.types import Plan, plans_from_document
+from trainfit.providers.alibaba.submit import job_target, load_job, resolve_region, submit
+from trainfit.rl.memory import estimate_rl_memory
+from trainfit.rl.report import rl_report

@@ -15,9 +15,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, TypeVar
 
-from trainfit import i18n
-from trainfit.errors import InputError, PlanFileError, TrainfitError
+from trainfit import i18n, inputs
+from trainfit.errors import InputError, PlanFileError, TrainfitError, CheckInputError
 from trainfit.i18n import _
+from trainfit.catalog import list_gpus, list_instances
+from trainfit.launch import RenderOptions, readme
+from trainfit.models import get_model, model_names
+from trainfit.models.hf_config import MAX_CONFIG_BYTES
+from trainfit.options import (PLAN_OPTIONS, RL_OPTIONS, WORKLOAD_OPTIONS, parse_options, plan_request_from_values,
+                              workload_from_values)
+from trainfit.plan.batch import with_target_batch
+from trainfit.plan.types import plans_from_document
+from trainfit.writes import with_manifest
 
 if TYPE_CHECKING:
     from trainfit.service import MemoryReport
@@ -122,7 +131,6 @@ def plan_from_options(values: Mapping[str, Any]) -> Any:
     """``plan`` from a mapping of option values (``POST /api/plan``), with the CLI's semantics: workload layout
     options that are given are pinned, the others searched; plan options take their defaults; the RL options
     (``rl``, ``steps``, ``rollout_engine``...) plan an RL run as ``plan --rl`` does."""
-    from trainfit.options import PLAN_OPTIONS, RL_OPTIONS, WORKLOAD_OPTIONS, parse_options, plan_request_from_values
     from trainfit.service import make_plan, resolve_model
 
     # the RL options too (``plan --rl grpo --steps N ...``), as the CLI's plan takes them
@@ -150,9 +158,6 @@ def _opt_str(values: Mapping[str, Any], key: str) -> str | None:
 def _config_value(values: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """A pasted config.json: a JSON object, or its text (parsed through the input gate). A path is not accepted
     from the web: the server's files are not the user's."""
-    from trainfit import inputs
-    from trainfit.models.hf_config import MAX_CONFIG_BYTES
-
     cfg = values.get("config")
     if cfg is None or cfg == "":
         return None
@@ -193,10 +198,6 @@ def render_from_options(values: Mapping[str, Any]) -> Any:
     """``render`` from a mapping (``POST /api/render``): a ``plan`` (one plan of ``plan --json``, or the whole
     document with ``pick``), or the model and workload options with ``gpu`` / ``instance_type`` (and ``tokens``,
     ``spot``) as ``trainfit render MODEL ...``; job options as RenderOptions fields; ``target`` (default all)."""
-    from trainfit import inputs
-    from trainfit.launch import RenderOptions
-    from trainfit.options import parse_options, workload_from_values
-    from trainfit.plan.types import plans_from_document
     from trainfit.service import plan_for, render_plan, resolve_model, single_target
 
     target = values.get("target") or None  # None: the plan's target (plan --target), else all
@@ -224,8 +225,6 @@ def render_from_options(values: Mapping[str, Any]) -> Any:
         gpu, it, tokens = values.get("gpu"), values.get("instance_type"), values.get("tokens")
         wl = workload_from_values(wl_vals)
         if wl_vals.get("grad_accum") is None:  # the global batch the planner would aim at
-            from trainfit.plan.batch import with_target_batch
-
             wl = with_target_batch(wl, None if tokens in (None, "") else float(inputs.as_count("tokens", tokens)))
         plan = plan_for(model, wl,
                         gpu=None if gpu in (None, "") else inputs.as_ident("gpu", gpu, "gpu"),
@@ -238,9 +237,6 @@ def render_from_options(values: Mapping[str, Any]) -> Any:
 
 def rendered_files(result: Any) -> dict[str, str]:
     """File name -> text of what ``render --out DIR`` writes (the job files and README.md with its manifest line)."""
-    from trainfit.launch import readme
-    from trainfit.writes import with_manifest
-
     return with_manifest({**result.files, "README.md": readme(result)})
 
 
@@ -260,8 +256,6 @@ def check_upload(filename: str, data: bytes, *, region: str | None = None, gpu: 
     import os
     import tempfile
 
-    from trainfit import inputs
-    from trainfit.errors import CheckInputError
     from trainfit.service import check_file
 
     base = os.path.basename(str(filename or "").replace("\\", "/")) or "job"
@@ -295,8 +289,6 @@ def check_upload(filename: str, data: bytes, *, region: str | None = None, gpu: 
 
 def model_rows() -> list[dict[str, Any]]:
     """The bundled registry as ``trainfit models --json`` prints it."""
-    from trainfit.models import get_model, model_names
-
     out = []
     for name in model_names():
         m = get_model(name)
@@ -314,8 +306,6 @@ def model_rows() -> list[dict[str, Any]]:
 
 def option_specs() -> dict[str, list[dict[str, Any]]]:
     """The option table (name, CLI flag, group, default, choices, help) for forms and docs."""
-    from trainfit.options import PLAN_OPTIONS, RL_OPTIONS, WORKLOAD_OPTIONS
-
     def spec(o: Any) -> dict[str, Any]:
         return {"name": o.name, "flag": o.cli_flag, "group": o.group, "default": json_ready(o.default),
                 "choices": None if o.choices is None else list(o.choice_values or ()),
@@ -343,8 +333,6 @@ def error_fix(err: Exception) -> str | None:
         return fix
     field = error_field(err)
     if field:
-        from trainfit.options import PLAN_OPTIONS, WORKLOAD_OPTIONS
-
         for o in WORKLOAD_OPTIONS + PLAN_OPTIONS:
             if o.name == field and o.help:
                 return f"{o.name}: {i18n.translate(o.help)}"
@@ -366,6 +354,4 @@ class Catalogs:
 
 
 def catalogs() -> Catalogs:
-    from trainfit.catalog import list_gpus, list_instances
-
     return Catalogs(gpus=tuple(list_gpus()), instances=tuple(list_instances()))

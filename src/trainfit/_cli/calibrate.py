@@ -7,6 +7,9 @@ from pathlib import Path
 
 from trainfit._cli.common import add_json_option, print_json
 from trainfit.i18n import _
+from trainfit.errors import WorkloadError
+from trainfit.estimate.calibration import calibration_path, fold, save, MAX_RESULTS_BYTES
+from trainfit.inputs import loads_json, read_text_file, as_ident
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -25,19 +28,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from trainfit.errors import WorkloadError
-    from trainfit.estimate.calibration import calibration_path, fold, save
-
-    from trainfit.estimate.calibration import MAX_RESULTS_BYTES
-    from trainfit.inputs import loads_json, read_text_file
-
     path = Path(args.results)
     fix = _("pass the JSON that benchmarks/gpu_probe.py wrote")
     text = read_text_file(path, max_bytes=MAX_RESULTS_BYTES, what=_("probe results"), error=WorkloadError, fix=fix)
     results = loads_json(text, what=_("probe results {path}").format(path=str(path)[:200]), error=WorkloadError)
     if args.gpu is not None:
-        from trainfit.inputs import as_ident
-
         args.gpu = as_ident("--gpu", args.gpu, "gpu")
     cals = fold(results, source=str(path)[:1000], gpu=args.gpu)
     written = None if args.dry_run else save(cals)

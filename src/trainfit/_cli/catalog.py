@@ -9,6 +9,16 @@ import sys
 from typing import Any
 from trainfit._cli.labels import SEVERITY, label, yes_no
 from trainfit.i18n import N_, _, translate
+from trainfit._cli.common import float_arg
+from trainfit.catalog import set_overlay_path, list_gpus, list_instances, current_catalog, bundled_rows, overlay_path
+from trainfit.catalog.overlay import validate_overlay
+from trainfit.catalog.prices import price_for_instance, current_prices, prices_for, bundled_price_rows
+from trainfit.errors import CatalogError
+from trainfit.providers.alibaba.ecs_refresh import refresh_ecs
+from trainfit.providers.alibaba.public_prices import refresh_public_prices
+from trainfit.providers.alibaba.refresh import refresh
+from trainfit.providers.tencent.refresh import refresh_tencent
+from trainfit.rules import load_rules, rules_for_claim
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -62,8 +72,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     r.add_argument("--currency", default="CNY", help=_("tencent --prices: currency your account is billed in "
                                                     "(the API states amounts in CNY; international-site accounts: USD)"))
     r.add_argument("--endpoint", help=_("API endpoint host (default: the SDK's regional endpoint)"))
-    from trainfit._cli.common import float_arg
-
     r.add_argument("--timeout", type=float_arg("--timeout", 0, 600, lo_open=True), default=15.0,
                    help=_("seconds per request (default 15)"))
     r.add_argument("--total-timeout", dest="total_timeout", type=float_arg("--total-timeout", 0, 3600, lo_open=True),
@@ -82,8 +90,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _apply_overlay(args: argparse.Namespace) -> None:
-    from trainfit.catalog import set_overlay_path
-
     if getattr(args, "catalog_overlay", None):
         set_overlay_path(args.catalog_overlay)
 
@@ -132,9 +138,6 @@ def _regions_cell(regions: Any) -> str:
 
 def _show(args: argparse.Namespace) -> int:
     _apply_overlay(args)
-    from trainfit.catalog import list_gpus, list_instances
-    from trainfit.catalog import current_catalog
-
     cat = current_catalog()
     for w in cat.warnings:
         print(_("warning: {text}").format(text=w), file=sys.stderr)
@@ -192,15 +195,11 @@ def _show(args: argparse.Namespace) -> int:
 def _price_cell(inst: Any) -> str | None:
     """Pay-as-you-go price of an instance from the price table or the row itself (``catalog show prices``
     says where it comes from)."""
-    from trainfit.catalog.prices import price_for_instance
-
     p = price_for_instance(inst)
     return None if p is None else f"{p.price_per_hour:g} {p.currency}"
 
 
 def _show_prices(args: argparse.Namespace) -> int:
-    from trainfit.catalog.prices import current_prices, prices_for
-
     if args.instance_type:
         rows = prices_for(args.provider or "", args.resource_class, args.instance_type, region=args.region,
                           billing=args.billing) if args.provider else [
@@ -235,15 +234,8 @@ def _short_source(src: str, n: int = 48) -> str:
 def _validate(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from trainfit.catalog import bundled_rows, overlay_path
-    from trainfit.catalog.overlay import validate_overlay
-    from trainfit.errors import CatalogError
-    from trainfit.rules import load_rules
-
     problems: list[str] = []
     checked: list[str] = []
-    from trainfit.catalog.prices import bundled_price_rows
-
     for what, fn in ((N_("bundled catalog"), bundled_rows), (N_("bundled prices"), bundled_price_rows),
                      (N_("platform rules"), load_rules)):
         try:
@@ -279,8 +271,6 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _refresh(args: argparse.Namespace) -> int:
-    from trainfit.errors import CatalogError
-
     if args.provider == "alibaba" or args.public_prices:
         return _refresh_public(args)
     if args.url:
@@ -295,8 +285,6 @@ def _refresh(args: argparse.Namespace) -> int:
     if args.prices:
         raise CatalogError(_("--prices is not available for --provider pai (ListEcsSpecs already reports the "
                              "spot discount)"), fix=_("use --provider ecs --prices for ECS list and spot prices"))
-    from trainfit.providers.alibaba.refresh import refresh
-
     res = refresh(args.provider, args.region, endpoint=args.endpoint, protocol=args.protocol,
                   timeout_s=args.timeout)
     if args.json:
@@ -314,8 +302,6 @@ def _refresh(args: argparse.Namespace) -> int:
 
 def _refresh_public(args: argparse.Namespace) -> int:
     """``--provider alibaba --public-prices``: Alibaba's public ECS price list into the user cache."""
-    from trainfit.errors import CatalogError
-
     if args.provider != "alibaba" or not args.public_prices:
         raise CatalogError(_("--public-prices reads Alibaba's public ECS price list: use it with --provider alibaba"),
                            fix="trainfit catalog refresh --provider alibaba --public-prices [--site cn|intl]")
@@ -323,8 +309,6 @@ def _refresh_public(args: argparse.Namespace) -> int:
         raise CatalogError(_("--public-prices reads every region from one file: --region, --prices and --endpoint "
                              "do not apply"), fix=_("drop them (plan --region picks the region's price afterwards); "
                                                     "--url reads another copy of the list"))
-    from trainfit.providers.alibaba.public_prices import refresh_public_prices
-
     res = refresh_public_prices(site=args.site, url=args.url, instance_types=args.instance_types,
                                 timeout_s=args.timeout, total_timeout_s=args.total_timeout)
     out = {"provider": "alibaba", "site": res.site, "path": str(res.path), "url": res.url, "version": res.version,
@@ -363,13 +347,9 @@ def _refresh_cloud(args: argparse.Namespace) -> int:
     kw = dict(prices=args.prices, instance_types=args.instance_types, endpoint=args.endpoint,
               protocol=args.protocol, timeout_s=args.timeout, total_timeout_s=args.total_timeout)
     if args.provider == "ecs":
-        from trainfit.providers.alibaba.ecs_refresh import refresh_ecs
-
         res = refresh_ecs(args.region, **kw)
         api = "ECS DescribePrice/DescribeSpotPriceHistory" if args.prices else "ECS DescribeInstanceTypes"
     else:
-        from trainfit.providers.tencent.refresh import refresh_tencent
-
         res = refresh_tencent(args.region, zone=args.zone, image_id=args.image_id, currency=args.currency, **kw)
         api = "CVM InquiryPriceRunInstances" if args.prices else "CVM DescribeInstanceTypeConfigs"
     out = {"provider": args.provider, "region": res.region, "path": str(res.path), "instances": res.instances,
@@ -391,8 +371,6 @@ def _refresh_cloud(args: argparse.Namespace) -> int:
 
 
 def _rules(args: argparse.Namespace) -> int:
-    from trainfit.rules import load_rules, rules_for_claim
-
     rules = rules_for_claim(args.claim) if args.claim else list(load_rules())
     if args.json:
         json.dump([{"id": r.id, "title": r.title, "applies_to": list(r.applies_to), "kind": r.kind,

@@ -7,6 +7,8 @@ import argparse
 from trainfit._cli.common import add_json_option, int_arg, print_json
 from trainfit._cli.labels import SEVERITY, label
 from trainfit.i18n import _
+from trainfit.options import CHECK_DATA_OPTIONS, add_options
+from trainfit.service import check_file
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -23,16 +25,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--nodes", type=int_arg("--nodes", 1, 65_536), help=_("nodes the job runs on, when the spec does not say"))
     p.add_argument("--gpus-per-node", type=int_arg("--gpus-per-node", 1, 64),
                    help=_("GPUs per node, when the spec does not say"))
-    from trainfit.options import CHECK_DATA_OPTIONS, add_options
-
     add_options(p, CHECK_DATA_OPTIONS)
     add_json_option(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from trainfit.service import check_file
-
     res = check_file(args.file, region=args.region, gpu=args.gpu, instance_type=args.instance_type, nodes=args.nodes,
                      gpus_per_node=args.gpus_per_node, dataset=args.dataset, tokenizer=args.tokenizer)
     if args.json:

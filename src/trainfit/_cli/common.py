@@ -15,9 +15,10 @@ from typing import Any
 
 from trainfit import inputs
 from trainfit.models import ModelShape
-from trainfit.options import WORKLOAD_OPTION_NAMES, WORKLOAD_OPTIONS, add_options
+from trainfit.options import WORKLOAD_OPTION_NAMES, WORKLOAD_OPTIONS, add_options, workload_from_values
 from trainfit.workload import Workload
 from trainfit.i18n import _
+from trainfit.service import resolve_model
 
 
 def _arg(parse):
@@ -67,8 +68,6 @@ def add_json_option(p: argparse.ArgumentParser) -> None:
 
 
 def model_from_args(args: argparse.Namespace) -> ModelShape:
-    from trainfit.service import resolve_model
-
     return resolve_model(getattr(args, "model", None), config=getattr(args, "config", None))
 
 
@@ -78,8 +77,6 @@ def workload_kwargs(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def workload_from_args(args: argparse.Namespace, **overrides: Any) -> Workload:
-    from trainfit.options import workload_from_values
-
     kw = workload_kwargs(args)
     kw.update(overrides)
     return workload_from_values(kw)

@@ -7,8 +7,13 @@ import argparse
 import sys
 
 from trainfit._cli.common import add_json_option, int_arg, print_json
-from trainfit.dataset.formats import FORMATS
+from trainfit.dataset.formats import FORMATS, parse_columns
 from trainfit.i18n import _
+from trainfit._cli.tables import make_console
+from trainfit.dataset import reader
+from trainfit.dataset.scan import ScanRequest, scan
+from trainfit.dataset.template import load_counter
+from trainfit.errors import DatasetError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -39,11 +44,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from trainfit.dataset.formats import parse_columns
-    from trainfit.dataset.scan import ScanRequest, scan
-    from trainfit.dataset.template import load_counter
-    from trainfit.errors import DatasetError
-
     try:
         columns = parse_columns(args.columns)
     except ValueError as e:
@@ -68,8 +68,6 @@ def _with_progress(req, scan):
     from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
 
-    from trainfit.dataset import reader
-
     total = sum(reader.file_size(f) for f in req.files)
     with Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(), TransferSpeedColumn(),
                   TimeRemainingColumn(), console=Console(stderr=True), transient=True) as bar:
@@ -79,8 +77,6 @@ def _with_progress(req, scan):
 
 def _print(s) -> None:
     from rich.table import Table
-
-    from trainfit._cli.tables import make_console
 
     c = make_console()
     est = _(" (estimated from a sample)") if s.sampled else ""

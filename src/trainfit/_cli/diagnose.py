@@ -7,6 +7,8 @@ import argparse
 from trainfit._cli.common import add_json_option, float_arg, int_arg, print_json
 from trainfit._cli.labels import SEVERITY, label
 from trainfit.i18n import _
+from trainfit.diagnose import Thresholds, _plan_prediction, diagnose, load_metrics
+from trainfit.diagnose_tokens import plan_tokens_per_step
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -30,9 +32,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from trainfit.diagnose import Thresholds, _plan_prediction, diagnose, load_metrics
-    from trainfit.diagnose_tokens import plan_tokens_per_step
-
     events, steps = load_metrics(args.metrics)
     plan = _plan_prediction(args.plan, args.pick) if args.plan else None
     tokens = plan_tokens_per_step(args.plan, args.pick) if args.plan else None

@@ -7,6 +7,12 @@ import argparse
 from trainfit._cli.common import (add_json_option, add_model_argument, add_workload_options, float_arg, ident_arg,
                                   model_from_args, print_json, workload_from_args)
 from trainfit.i18n import _
+from trainfit._cli.rl_options import add_rl_options, print_rl_memory
+from trainfit._cli.tables import print_memory
+from trainfit.dataset.budget import budget_from_values
+from trainfit.errors import WorkloadError
+from trainfit.options import DATA_OPTIONS, add_options, rl_config_from_values, rl_workload_from_values
+from trainfit.service import memory_report, rl_memory_report
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -26,32 +32,21 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=_("instance type from the catalog: its GPU and host RAM"))
     g.add_argument("--host-ram", type=float_arg("--host-ram", 0, 1e6, lo_open=True), metavar="GIB",
                    help=_("host RAM per node (for the verdict on offload)"))
-    from trainfit._cli.rl_options import add_rl_options
-
     add_rl_options(p)
-    from trainfit.options import DATA_OPTIONS, add_options
-
     add_options(p, DATA_OPTIONS)  # --dataset: size memory at the data's longest row
     add_json_option(p)
     p.set_defaults(func=run)
 
 
 def compute(args: argparse.Namespace):
-    from trainfit.options import rl_config_from_values, rl_workload_from_values
-    from trainfit.service import memory_report, rl_memory_report
-
     rl = rl_config_from_values(vars(args))
     if rl is not None and args.dataset:
-        from trainfit.errors import WorkloadError
-
         raise WorkloadError(_("--dataset sizes supervised fine-tuning rows; RL sequences are --prompt-len + "
                               "--response-len"), fix=_("drop --dataset, or drop --rl"))
     if rl is not None:  # RL sizing (issue 13): memory per phase
         return rl_memory_report(model_from_args(args), rl_workload_from_values(vars(args), rl), rl,
                                 gpu=args.gpu, gpu_mem_gib=args.gpu_mem, host_ram_gib=args.host_ram,
                                 instance_type=args.instance_type, steps=args.steps)
-    from trainfit.dataset.budget import budget_from_values
-
     data = budget_from_values(vars(args))
     return memory_report(model_from_args(args), workload_from_args(args), gpu=args.gpu, gpu_mem_gib=args.gpu_mem,
                          host_ram_gib=args.host_ram, instance_type=args.instance_type, data=data)
@@ -67,12 +62,8 @@ def run(args: argparse.Namespace) -> int:
         print_json(out)
         return rc
     if "rl" in out:
-        from trainfit._cli.rl_options import print_rl_memory
-
         print_rl_memory(out)
         return rc
-    from trainfit._cli.tables import print_memory
-
     if out.get("data"):
         print(f"{out['data']['summary']}\n{out['data']['sized_at']}")
     print_memory(out)

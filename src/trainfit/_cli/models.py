@@ -6,6 +6,8 @@ import argparse
 
 from trainfit._cli.common import add_json_option, print_json
 from trainfit.i18n import _
+from trainfit._cli.tables import make_console
+from trainfit.service import model_rows
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -16,8 +18,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def rows() -> list[dict]:
-    from trainfit.service import model_rows
-
     return model_rows()
 
 
@@ -26,7 +26,6 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(data)
         return 0
-    from trainfit._cli.tables import make_console
     from rich.table import Table
 
     t = Table(title=_("trainfit models (exact counts from the configs)"))

@@ -12,6 +12,14 @@ from trainfit._cli.common import (add_json_option, add_model_argument, add_workl
 from trainfit.launch.targets import render_targets
 from trainfit._cli.labels import VERDICT, label
 from trainfit.i18n import _
+from trainfit import service
+from trainfit._cli.rl_options import add_rl_options
+from trainfit.dataset import is_stats_file
+from trainfit.dataset.budget import budget_from_values
+from trainfit.errors import InputError
+from trainfit.launch import RenderOptions
+from trainfit.options import rl_config_from_values, rl_workload_from_values, RL_OPTIONS, WORKLOAD_OPTIONS
+from trainfit.plan.batch import with_target_batch
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -72,17 +80,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=_("epochs over the dataset instead of the plan's token budget"))
     g.add_argument("--save-steps", type=int_arg("--save-steps", 1, 10**9),
                    help=_("checkpoint every N steps (default: from the plan, else 200)"))
-    from trainfit._cli.rl_options import add_rl_options
-
     add_rl_options(p)
     add_json_option(p)
     p.set_defaults(func=run)
 
 
 def options_from_args(args: argparse.Namespace):
-    from trainfit.dataset import is_stats_file
-    from trainfit.launch import RenderOptions
-
     counted = not args.plan and args.dataset and (args.tokenizer or is_stats_file(args.dataset))
 
     vpc = None
@@ -97,21 +100,15 @@ def options_from_args(args: argparse.Namespace):
 
 
 def plan_from_args(args: argparse.Namespace):
-    from trainfit import service
-
     if args.plan:
         _refuse_options_the_plan_fixes(args)
         return service.load_plan(args.plan, args.pick)
-    from trainfit.options import rl_config_from_values, rl_workload_from_values
-
     rl = rl_config_from_values(vars(args))
     data = _data_budget(args) if rl is None else None
     tokens = args.tokens if data is None else data.tokens
     wl = (workload_from_args(args) if data is None else workload_from_args(args, seq_len=data.seq_len)) \
         if rl is None else rl_workload_from_values(vars(args), rl)
     if rl is None and args.grad_accum is None:  # the global batch the planner would aim at
-        from trainfit.plan.batch import with_target_batch
-
         wl = with_target_batch(wl, tokens)
     plan = service.plan_for(model_from_args(args), wl, gpu=args.gpu,
                             instance_type=args.instance_type, tokens=tokens, spot=args.spot, region=args.region,
@@ -128,13 +125,8 @@ def _data_budget(args: argparse.Namespace):
     """``render MODEL --dataset STATS|FILE [--tokenizer DIR]``: the data budget ``plan --dataset`` computes (the same
     function), when --dataset is a stats file or a dataset counted with --tokenizer; None when it is a dataset id
     (or a path) that the job only names."""
-    from trainfit.dataset import is_stats_file
-    from trainfit.dataset.budget import budget_from_values
-
     if not args.dataset or not (args.tokenizer or is_stats_file(args.dataset)):
         if args.tokenizer or args.seq_len_percentile:
-            from trainfit.errors import InputError
-
             raise InputError(_("--tokenizer and --seq-len-percentile count a dataset: they need --dataset FILE"),
                              fix=_("pass --dataset train.jsonl --tokenizer DIR (or --dataset stats.json)"))
         return None
@@ -146,9 +138,6 @@ def _data_budget(args: argparse.Namespace):
 def _refuse_options_the_plan_fixes(args: argparse.Namespace) -> None:
     """With --plan the model, the training settings and the GPU come from the plan: any of them given as well would
     be ignored in silence (``render --plan plan.json Qwen3-14B --method full`` renders the plan's own model)."""
-    from trainfit.errors import InputError
-    from trainfit.options import RL_OPTIONS, WORKLOAD_OPTIONS
-
     given = ["MODEL"] if args.model else []
     given += [o.cli_flag for o in (*WORKLOAD_OPTIONS, *RL_OPTIONS) if getattr(args, o.name, None) is not None]
     given += [f for f, v in (("--config", args.config), ("--gpu", args.gpu), ("--instance-type", args.instance_type),
@@ -162,14 +151,10 @@ def _refuse_options_the_plan_fixes(args: argparse.Namespace) -> None:
 
 
 def compute(args: argparse.Namespace):
-    from trainfit import service
-
     return service.render_plan(plan_from_args(args), options_from_args(args), args.target)
 
 
 def run(args: argparse.Namespace) -> int:
-    from trainfit import service
-
     result = compute(args)
     paths = service.write_rendered(result, args.out, force=args.force)
     if args.json:

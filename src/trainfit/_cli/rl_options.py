@@ -16,6 +16,8 @@ from trainfit._cli.labels import METHOD, PHASE, VERDICT_SHORT, label
 from trainfit.i18n import N_, _, translate
 from trainfit.options import RL_OPTIONS, add_options, rl_config_from_values
 from trainfit.rl.config import RLConfig
+from trainfit._cli.tables import _headroom_range, make_console
+from trainfit.estimate.uncertainty import format_probability, format_range
 
 
 def add_rl_options(p: argparse.ArgumentParser) -> None:
@@ -33,7 +35,6 @@ PHASE_LABELS = {"rollout": N_("rollout (engine + trainer residual)"), "train": N
 
 
 def print_rl_memory(out: dict) -> None:
-    from trainfit._cli.tables import _headroom_range, make_console
     from rich.table import Table
 
     c = make_console()
@@ -67,8 +68,6 @@ def print_rl_memory(out: dict) -> None:
                 + "   " + _("host RAM/node: {gib:,.0f} GiB").format(gib=rl["host_ram_gib"]))
     name = out.get("gpu") or "GPU"
     colour = {"fits": "green", "tight": "yellow", "unknown": "yellow"}.get(rl["verdict"], "red")
-    from trainfit.estimate.uncertainty import format_probability, format_range
-
     prng, p_oom = rl.get("peak_interval_gib"), (rl.get("fit") or {}).get("oom_probability")
     c.print(_("[{colour}]{verdict}[/{colour}] on {name} ({mem:g} GiB), binding phase {phase}: {peak:.1f} GiB/GPU").format(
         colour=colour, verdict=label(VERDICT_SHORT, rl["verdict"]), name=name, mem=out["gpu_mem_gib"],

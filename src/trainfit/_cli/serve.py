@@ -6,6 +6,7 @@ import argparse
 
 from trainfit._cli.common import ident_arg, int_arg
 from trainfit.i18n import _
+from trainfit.errors import MissingExtraError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -24,8 +25,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from trainfit.errors import MissingExtraError
-
     try:
         import uvicorn
 

@@ -7,6 +7,7 @@ import argparse
 from trainfit._cli.common import add_json_option, float_arg, print_json
 from trainfit._cli.labels import SEVERITY, label
 from trainfit.i18n import _
+from trainfit.service import submit_job
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -31,8 +32,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
-
-    from trainfit.service import submit_job
 
     res, res_check = submit_job(args.path, region=args.region, yes=args.yes, gate=not args.no_check,
                                 endpoint=args.endpoint, protocol=args.protocol, timeout_s=args.timeout)

@@ -10,6 +10,7 @@ from trainfit._cli.labels import METHOD, OBJECTIVE, PHASE, PRECISION_MODE, VERDI
 from trainfit.estimate.fit import OOM_RISK_LIMIT
 from trainfit.estimate.memory import TERM_LABELS
 from trainfit.i18n import N_, _, translate
+from trainfit.estimate.uncertainty import format_probability
 
 #: The verdict line's wording of each verdict (codes stay English in JSON); kept for callers of the old name.
 VERDICT_LABEL = VERDICT
@@ -138,8 +139,6 @@ def _range_line(rng: dict | None, unit: str = "") -> str:
 
 
 def _prob(p: float) -> str:
-    from trainfit.estimate.uncertainty import format_probability
-
     return format_probability(p)
 
 

@@ -12,6 +12,8 @@ from trainfit._cli.common import (add_json_option, add_model_argument, add_workl
 from trainfit.estimate.memory import TERM_LABELS
 from trainfit._cli.labels import METHOD, PHASE, label
 from trainfit.i18n import _, translate
+from trainfit.errors import WorkloadError
+from trainfit.trace import check_traceable, trace_memory
 
 
 
@@ -33,9 +35,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from trainfit.errors import WorkloadError
-    from trainfit.trace import check_traceable, trace_memory
-
     shape = model_from_args(args)
     w = workload_from_args(args)
     if args.steps < 1:

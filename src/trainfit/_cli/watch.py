@@ -6,6 +6,7 @@ import argparse
 
 from trainfit._cli.common import float_arg
 from trainfit.i18n import _
+from trainfit.watch.runner import WatchConfig, run_watch
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -49,8 +50,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from trainfit.watch.runner import WatchConfig, run_watch
-
     cmd = list(args.command)
     if cmd and cmd[0] == "--":
         cmd = cmd[1:]

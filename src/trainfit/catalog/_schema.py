@@ -19,7 +19,7 @@ from typing import Any, Callable, Mapping
 
 from trainfit.i18n import _
 from trainfit.providers.registry import provider_names, resource_classes
-from trainfit.inputs import InputError, as_float, as_int
+from trainfit.inputs import InputError, as_float, as_int, PATTERNS
 
 #: Currencies a price may be stated in (ISO 4217).
 CURRENCIES = ("CNY", "USD", "EUR", "SGD", "HKD", "JPY", "GBP")
@@ -214,8 +214,6 @@ def parse_row(columns: tuple[Column, ...], raw: Mapping[str, Any], where: str) -
             out[col.name] = () if col.kind == "list" else None
             continue
         if col.ident:
-            from trainfit.inputs import PATTERNS
-
             bad = [x for x in (val if isinstance(val, tuple) else (val,)) if not PATTERNS[col.ident].fullmatch(x)]
             if bad:
                 problems.append(_("{where}: {column}={value!r}: use letters, digits, '.', '_' and '-' only (no spaces, "

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from trainfit.catalog._schema import GPU_COLUMNS, INSTANCE_COLUMNS, parse_row
-from trainfit.errors import CatalogError
+from trainfit.errors import CatalogError, did_you_mean
 from trainfit import i18n
 from trainfit.i18n import _
 from trainfit.catalog.gpus import normalize_gpu_name, gpu_from_row
@@ -214,8 +214,6 @@ def cross_check(gpus: list[dict[str, Any]], instances: list[dict[str, Any]], whe
         seen.add(k)
         gname = r.get("gpu")
         if gname and normalize_gpu_name(gname) not in index:
-            from trainfit.errors import did_you_mean
-
             sugg = did_you_mean(gname, [g.get("name") or "" for g in gpus])
             if sugg:
                 problems.append(_("{label}: gpu {gpu!r} is not in the GPU catalog (did you mean {names}?)").format(

@@ -15,6 +15,7 @@ from typing import Any
 from trainfit.check.facts import CheckInputError, JobFacts, read_facts
 from trainfit.check.rules import ERROR, INFO, CheckOptions, Violation, rl_launch_text, run_rules
 from trainfit.i18n import _
+from trainfit.catalog import current_catalog
 
 __all__ = ["CheckInputError", "CheckOptions", "CheckResult", "Violation", "check_file"]
 
@@ -62,8 +63,6 @@ def check_file(path: str | Path, *, region: str | None = None, gpu: str | None =
                gpus_per_node: int | None = None, dataset: Any = None) -> CheckResult:
     """Check one job file; see the module docstring. ``dataset``: a
     :class:`~trainfit.dataset.stats.DatasetStats` to compare the job's settings with."""
-    from trainfit.catalog import current_catalog
-
     current_catalog()  # the catalog rules need it: an unreadable overlay or cache is an error here, not a skip
     facts = read_facts(path)
     return check_facts(facts, CheckOptions(region=region, gpu=gpu, instance_type=instance_type, nodes=nodes,

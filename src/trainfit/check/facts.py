@@ -13,11 +13,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trainfit.check.shell import Script, parse_script, training_args
+from trainfit.jobspec.shell import Script, parse_script, training_args
 from trainfit.errors import CheckInputError, TrainfitError
 from trainfit.i18n import _
 from trainfit.launch.targets import target_specs
 from trainfit.inputs import read_text_file, loads_json, loads_yaml_all, InputError, as_int
+from trainfit.catalog.gpus import get_gpu
 
 MAX_BYTES = 2 * 2**20
 _REGION_IN_IMAGE = re.compile(r"\.((?:cn|ap|us|eu|me)-[a-z0-9-]+?)\.(?:cr\.)?aliyuncs\.com")
@@ -249,8 +250,6 @@ def _deepspeed(cfg: dict, f: JobFacts) -> None:
 
 def _unknown_mem(gpu: str) -> bool:
     try:
-        from trainfit.catalog.gpus import get_gpu
-
         return get_gpu(gpu).mem_gib is None
     except (ImportError, TrainfitError):
         return True

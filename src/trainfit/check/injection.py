@@ -26,7 +26,7 @@ import re
 from typing import Any, Iterable
 
 from trainfit.i18n import N_, _, translate
-from trainfit.check.shell import training_args
+from trainfit.jobspec.shell import training_args
 from trainfit.check.rules import Violation
 
 RULE = "shell-injection"

@@ -21,7 +21,7 @@ from trainfit.check.budget_rules import budget_findings
 from trainfit.check.data_rules import rule_data
 from trainfit.check.ds_rules import rule_deepspeed_config
 from trainfit.check.facts import JobFacts
-from trainfit.check.shell import is_torchrun
+from trainfit.jobspec.shell import is_torchrun
 from trainfit.estimate.fit import VERDICT_WORDS
 from trainfit.i18n import _, translate
 from trainfit.rules.types import ERROR, INFO, WARNING, Violation
@@ -31,8 +31,9 @@ from trainfit.rules import JobContext, evaluate
 from trainfit.providers.alibaba.images import is_pai_image, image_host, imitates_pai
 from trainfit.estimate.uncertainty import format_probability, memory_range
 from trainfit.estimate.hardware import kernel_gaps
-from trainfit.errors import TrainfitError as _TE
+from trainfit.errors import TrainfitError as _TE, did_you_mean
 from trainfit.rl.lint import lint_rl, phase_label, size_rl_launch
+from trainfit.catalog.gpus import get_gpu
 
 #: The fit verdicts (stable codes of the one fit decision) as ``check`` shows them in its notes.
 
@@ -104,8 +105,6 @@ def rule_unknown_instance(f: JobFacts, o: CheckOptions) -> list[Violation]:
         hit, names = _catalog_instance(it)
         if names is None or hit is not None:
             continue
-        from trainfit.errors import did_you_mean
-
         sugg = did_you_mean(it, names)
         if sugg:
             message = _("instance type '{name}' is not in the catalog (did you mean {names}?)").format(
@@ -406,8 +405,6 @@ def rule_rl(f: JobFacts, o: CheckOptions) -> list[Violation]:
     if gpu is None and inst is not None:
         gpu = inst.gpu
     if usable is None and gpu:
-        from trainfit.catalog.gpus import get_gpu
-
         try:
             usable = get_gpu(gpu).usable_mem_gib
         except _TE:

@@ -7,6 +7,9 @@ from __future__ import annotations
 from trainfit.dataset.stats import SCHEMA, DatasetStats
 from trainfit import inputs
 from trainfit.errors import DatasetError
+from trainfit.dataset import reader
+from trainfit.dataset.template import load_counter
+from trainfit.i18n import _
 
 __all__ = ["DatasetStats", "SCHEMA", "is_stats_file", "load_stats", "stats_or_scan"]
 
@@ -16,8 +19,6 @@ MAX_STATS_BYTES = 8 * 2**20
 
 def load_stats(path: str) -> DatasetStats:
     """A stats file written by ``trainfit data --json`` (through the input gate)."""
-    from trainfit.i18n import _
-
     text = inputs.read_text_file(path, max_bytes=MAX_STATS_BYTES, what=_("dataset stats file"), error=DatasetError,
                                  fix=_("write one with `trainfit data FILE --tokenizer DIR --json > stats.json`"))
     return DatasetStats.from_dict(inputs.loads_json(text, what=_("dataset stats file"), error=DatasetError))
@@ -50,16 +51,12 @@ def stats_or_scan(path: str, *, tokenizer: str | None, seq_len: int | None = Non
     """The stats of ``--dataset PATH``: a stats file read back, or a dataset counted in place with the same scan as
     ``trainfit data PATH --tokenizer DIR`` (at ``seq_len``, default 4096; its cut-off table covers the others).
     Returns (stats, counted_here)."""
-    from trainfit.i18n import _
-
     if is_stats_file(path):
         if tokenizer:
             raise DatasetError(_("{path} is a stats file: it was counted already, --tokenizer is not used").format(
                 path=path), fix=_("drop --tokenizer, or pass the dataset itself to count it again"))
         return load_stats(path), False
     if not tokenizer:
-        from trainfit.dataset import reader
-
         reader.file_size(path)  # a missing path, a folder: its own error first
         raise DatasetError(_("{path} is not a trainfit stats file: to plan from a dataset, trainfit counts its "
                              "tokens with the model's tokenizer").format(path=path),
@@ -76,8 +73,6 @@ def scan_file(path: str, *, tokenizer: str, seq_len: int | None = None, chat_tem
     from pathlib import Path
 
     from trainfit.dataset.scan import ScanRequest, scan
-    from trainfit.dataset.template import load_counter
-
     counter = load_counter(tokenizer, use_template=not no_template, chat_template=chat_template)
     full = str(Path(path).resolve()) if Path(path).exists() else path
     return scan(ScanRequest(files=(full,), counter=counter, seq_len=seq_len or DEFAULT_SEQ_LEN))

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from trainfit.dataset.stats import DatasetStats
-from trainfit.errors import DatasetError
+from trainfit.errors import DatasetError, WorkloadError
 from trainfit.i18n import _
 from trainfit.dataset import stats_or_scan
 from trainfit import inputs
@@ -186,13 +186,9 @@ def budget_from_values(values: Mapping[str, Any]) -> DataBudget | None:
     if not path:
         for name in ("seq_len_percentile", "tokenizer"):
             if values.get(name):
-                from trainfit.errors import WorkloadError
-
                 raise WorkloadError(_("{flag} needs --dataset").format(flag="--" + name.replace("_", "-")),
                                     fix=_("pass --dataset stats.json (or --dataset train.jsonl --tokenizer DIR)"))
         return None
-    from trainfit.errors import WorkloadError
-
     for name in ("tokens", "dataset_tokens"):
         if values.get(name) is not None:
             flag = "--" + name.replace("_", "-")

@@ -22,6 +22,7 @@ from array import array
 from dataclasses import dataclass, field
 from typing import Any
 from trainfit.errors import DatasetError
+from trainfit.i18n import _
 
 SCHEMA = "trainfit.datastats/1"
 PERCENTILES = (50, 90, 95, 99)
@@ -140,8 +141,6 @@ class DatasetStats:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "DatasetStats":
-        from trainfit.i18n import _
-
         if not isinstance(d, dict) or d.get("schema") != SCHEMA:
             raise DatasetError(_("not a trainfit dataset stats file (schema trainfit.datastats/1)"),
                                fix=_("write one with `trainfit data FILE --tokenizer DIR --json > stats.json`"))
@@ -184,8 +183,6 @@ class DatasetStats:
         for c in self.cutoffs:
             if c.get("seq_len") == seq_len:
                 return c
-        from trainfit.i18n import _
-
         have = sorted({self.seq_len, *(c["seq_len"] for c in self.cutoffs)})
         raise DatasetError(_("the dataset stats have no figures for a cut-off of {seq_len:,} tokens (they have "
                              "{have})").format(seq_len=seq_len, have=", ".join(f"{x:,}" for x in have)),

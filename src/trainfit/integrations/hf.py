@@ -46,6 +46,7 @@ from trainfit.i18n import _
 from trainfit.watch.checkpoint import mark_complete, mark_saving
 from trainfit.watch.metrics import GIB, METRICS
 from trainfit.watch.protocol import RESTART_EXIT_CODE, STOP_FILE_ENV, ack_path, write_json_atomic, RESUME_ENV
+from trainfit.errors import MissingExtraError
 
 
 def _dist():
@@ -249,8 +250,6 @@ class TrainfitCallback(TrainerCallback):
         try:
             from prometheus_client import CollectorRegistry, Gauge, start_http_server
         except ImportError:
-            from trainfit.errors import MissingExtraError
-
             raise MissingExtraError(_("the Prometheus endpoint needs prometheus_client"),
                                     fix="pip install 'trainfit[watch]'") from None
         registry = CollectorRegistry()

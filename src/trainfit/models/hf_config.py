@@ -16,9 +16,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
-from trainfit.errors import ModelConfigError
+from trainfit.errors import ModelConfigError, InputError
 from trainfit.i18n import _
-from trainfit.models.shapes import ModelShape
+from trainfit.models.shapes import ModelShape, SHAPE_LIMITS
+from trainfit.inputs import as_int, loads_json, read_text_file
 
 SUPPORTED_MODEL_TYPES = ("qwen3", "qwen3_moe", "qwen3_next", "qwen2", "qwen2_moe", "llama", "mistral")
 
@@ -46,16 +47,12 @@ def _num(cfg: Mapping[str, Any], key: str, name: str, *, required: bool = False,
          lo: int | None = None, hi: int | None = None) -> int:
     """An integer field through the input gate, inside its documented range (a wrong type, ``1e9`` layers or zero
     heads is one :class:`ModelConfigError`, never a ZeroDivisionError or a hang)."""
-    from trainfit import inputs
-    from trainfit.errors import InputError
-    from trainfit.models.shapes import SHAPE_LIMITS
-
     raw = _req(cfg, key, name) if required else cfg.get(key)
     if raw is None or (not required and raw == 0 and not isinstance(raw, bool)):
         return default
     flo, fhi = SHAPE_LIMITS.get(_FIELD_OF.get(key, ""), (1, 1_000_000))
     try:
-        return inputs.as_int(key, raw, lo=flo if lo is None else lo, hi=fhi if hi is None else hi)
+        return as_int(key, raw, lo=flo if lo is None else lo, hi=fhi if hi is None else hi)
     except InputError as e:
         raise ModelConfigError(_("{name}: config field {detail}").format(name=name, detail=e.message),
                                fix=_("pass a real Hugging Face config.json")) from None
@@ -164,8 +161,6 @@ def _display_name(raw: Any) -> str:
 def load_config_path(path: str | Path) -> ModelShape:
     """Read ``config.json`` (or a model folder that holds one) into a :class:`ModelShape`: a regular file of at most
     :data:`MAX_CONFIG_BYTES`, JSON with a depth limit and no NaN/Infinity, every number inside its documented range."""
-    from trainfit.inputs import loads_json, read_text_file
-
     p = Path(path)
     try:
         if p.is_dir():

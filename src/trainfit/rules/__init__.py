@@ -30,6 +30,7 @@ from trainfit.providers.registry import provider_specs, registry_version
 from trainfit.rules.types import (SEVERITIES, VERDICTS, _SEV_ORDER, JobContext, Rule,  # noqa: F401
                                   Violation)
 from trainfit.rules.kinds import _CHECKS  # noqa: E402
+from trainfit.catalog.instances import get_instance
 
 
 # ------------------------------------------------------------------------------------------ loading
@@ -230,8 +231,6 @@ def evaluate_instance(instance: Any, *, nodes: int = 1, gpus: int | None = None,
     checkpointing, tp, command, resource_class).
     """
     if isinstance(instance, str):
-        from trainfit.catalog.instances import get_instance
-
         instance = get_instance(instance, resource_class=kw.get("resource_class"))
     if platform is None:
         rc = kw.get("resource_class") or getattr(instance, "resource_class", "") or ""

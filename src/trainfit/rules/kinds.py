@@ -7,6 +7,7 @@ from typing import Callable
 
 from trainfit.i18n import _, translate
 from trainfit.rules.types import JobContext, Rule, Violation
+from trainfit.jobspec.shell import is_torchrun, training_args
 
 # --------------------------------------------------------------------------------------- evaluating
 
@@ -167,8 +168,6 @@ def _refs(value: str, var: str) -> bool:
 def _launch_values(ctx: JobContext):
     """(where, line, key, value) of every launcher setting in the job's scripts: torchrun flags and the
     NNODES/NODE_RANK/NPROC_PER_NODE variables ms-swift and LLaMA-Factory read."""
-    from trainfit.check.shell import is_torchrun, training_args
-
     for where, s in ctx.scripts:
         expand = getattr(s, "expand", lambda v: v)  # the script's own variables written out ($N where N=$WORLD_SIZE)
         for cmd in s.commands:

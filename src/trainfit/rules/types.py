@@ -96,7 +96,7 @@ class JobContext:
     tp: int = 1
     command: str | None = None
     scripts: tuple = ()
-    """(where, :class:`~trainfit.check.shell.Script`) pairs of a checked file (launch commands)."""
+    """(where, :class:`~trainfit.jobspec.shell.Script`) pairs of a checked file (launch commands)."""
     resume: bool | None = None
     """The job resumes from its newest checkpoint (None = unknown)."""
     checkpoint_detail: str | None = None

@@ -28,6 +28,7 @@ from trainfit.watch.notice import FilePoller, MetadataPoller, Notice, custom_sou
 from trainfit.watch.reaper import Guard, descendants, reap, set_child_subreaper, signal_all
 from trainfit.watch.protocol import (RESTART_EXIT_CODE, RESUME_ENV, STOP_FILE_ENV, ack_path, read_json,
                                      request_stop)
+from trainfit.integrations.hf_autoload import AUTOLOAD_DIR, METRICS_ENV, PORT_ENV
 
 
 #: Longest duration any watch setting accepts (a day).
@@ -137,8 +138,6 @@ def _child_env(cfg: WatchConfig) -> tuple[str, dict[str, str]]:
     env = dict(os.environ)
     env[STOP_FILE_ENV] = stop_file
     if cfg.hf_callback:
-        from trainfit.integrations.hf_autoload import AUTOLOAD_DIR, METRICS_ENV, PORT_ENV
-
         env["PYTHONPATH"] = os.pathsep.join(p for p in (AUTOLOAD_DIR, env.get("PYTHONPATH")) if p)
         if cfg.metrics_path:
             env[METRICS_ENV] = cfg.metrics_path

@@ -11,7 +11,7 @@ from typing import Any
 
 from trainfit.check.facts import (REGION_IN_OSS, JobFacts, add_script, int_field, is_file, load_json, region_of_image,
                                   type_error, read_text)
-from trainfit.check.shell import Script
+from trainfit.jobspec.shell import Script
 from trainfit.errors import CheckInputError
 from trainfit.i18n import _
 

@@ -36,12 +36,12 @@ from pathlib import Path
 from typing import Any
 
 from trainfit.catalog.prices import DLC_BILLING_URL, HOURS_PER_MONTH  # noqa: F401 - re-exported for docs and tests
-from trainfit.errors import CatalogError, NetworkError
+from trainfit.errors import CatalogError, NetworkError, TrainfitError
 from trainfit.i18n import _
 from trainfit.catalog.cache import cache_file
-from trainfit.providers._refresh_common import Deadline, today, write_price_cache
+from trainfit.providers._refresh_common import Deadline, today, write_price_cache, short
 from trainfit.catalog import CURRENCIES, list_instances
-from trainfit.inputs import PATTERNS, loads_json
+from trainfit.inputs import PATTERNS, loads_json, read_text_file
 
 #: Newest version of each site's file cited in public code (SpareCores sc-crawler cites intl 2.0.375; the
 #: China-site 2.0.211 directory is cited by public code for ``bandWidthPrice.json`` next to it). The file's own
@@ -107,8 +107,6 @@ def read_source(src: str, *, timeout_s: float, total_timeout_s: float | None = N
         if "://" in src:
             raise CatalogError(_("--url {url!r}: only http://, https:// or a local file are read").format(url=src[:80]),
                                fix=_("pass the https:// link of instancePrice.json, or the path of a saved copy"))
-        from trainfit.inputs import read_text_file
-
         return read_text_file(src, max_bytes=max_bytes, what=_("price list"), error=CatalogError,
                               fix=_("pass the path of a saved instancePrice.json")).encode("utf-8")
     if not _URL_RE.match(src):
@@ -145,8 +143,6 @@ def read_source(src: str, *, timeout_s: float, total_timeout_s: float | None = N
                            fix=_("check --url (open the ECS pricing page and copy its instancePrice.json link); the "
                                  "cache was left as it was")) from None
     except (urllib.error.URLError, OSError, http.client.HTTPException, ValueError) as e:
-        from trainfit.providers._refresh_common import short
-
         reason = getattr(e, "reason", None) or e
         if "timed out" in str(reason).lower():
             raise NetworkError(_("{what} timed out (limit {timeout_s:g} s per call): {error}").format(
@@ -309,8 +305,6 @@ def refresh_public_prices(*, site: str = "cn", url: str | None = None, instance_
 
     found = None
     if not url:
-        from trainfit.errors import TrainfitError
-
         try:
             found = discover_url(site, timeout_s=timeout_s, total_timeout_s=total_timeout_s)
         except TrainfitError:

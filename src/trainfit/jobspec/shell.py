@@ -12,6 +12,8 @@ import re
 import shlex
 from dataclasses import dataclass, field
 from trainfit.inputs import MAX_LINE_CHARS
+from trainfit.errors import CheckInputError
+from trainfit.i18n import _
 
 _VAR_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)[^}]{0,200}\}|\$([A-Za-z_][A-Za-z0-9_]*)")
 #: Longest launcher value after the script's variables are written out.
@@ -110,11 +112,7 @@ def _refuse_long_lines(raw: list[str]) -> None:
     """Raise :class:`~trainfit.errors.CheckInputError` when a line is over :data:`trainfit.inputs.MAX_LINE_CHARS`."""
     longest = max((len(ln) for ln in raw), default=0)
     if longest > MAX_LINE_CHARS:
-        from trainfit.errors import CheckInputError
-
         n = next(i for i, ln in enumerate(raw, 1) if len(ln) == longest)
-        from trainfit.i18n import _
-
         raise CheckInputError(_("line {n} of the script is {longest:,} characters long, over the {limit:,}-character "
                                 "limit for a line of a job script").format(n=n, longest=longest, limit=MAX_LINE_CHARS),
                               fix=_("pass the job script itself (long data belongs in files the job reads)"))
