@@ -1,39 +1,42 @@
-"""Imports that show the layers (issue 30), enforced as a ratchet while the redesign goes on:
+"""Imports that show the layers (issue 30), strictly:
 
-* no package imports a private name (``_x``) or a private module of *another* package, except the pairs listed in
-  :data:`PRIVATE_ALLOWED` (each one a seam still to be made public; the list may only shrink);
-* no module adds function-local imports of the project's own modules beyond its count in
-  ``tests/data/local_imports_baseline.json`` (deferring a heavy optional dependency is what they are for; the counts
-  may only fall: rerun with ``TRAINFIT_WRITE_IMPORT_BASELINE=1`` after removing some).
+(a) no function-local import of a trainfit module, unless that module imports at its top, directly or through the
+    trainfit modules it imports at its top, a heavy optional third-party package (:func:`heavy_packages`: the
+    top-level names of the distributions in pyproject's optional extras); deferring one is the only reason for a
+    local import;
+(b) no private name (``_x``; the ``_`` of gettext is not one) or private module imported across packages;
+(c) no circle of files: Tarjan's strongly connected components over every import statement, top and local.
 
-The ``_`` of gettext is not a private name.
+Each scanner works on a :data:`Source` (module name -> parsed file, is-a-package) so that
+:func:`test_the_checks_see_what_they_claim` can feed it a tiny synthetic package and see it fire.
 """
 
 from __future__ import annotations
 
 import ast
-import json
-import os
-from collections import Counter
+import importlib.metadata as metadata
+import re
+import sys
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "trainfit"
-BASELINE = ROOT / "tests" / "data" / "local_imports_baseline.json"
 
-#: (importing module, imported module, name) pairs still allowed across packages.
-PRIVATE_ALLOWED: frozenset[tuple[str, str, str]] = frozenset({
-    ('trainfit._cli.diagnose', 'trainfit.diagnose', '_plan_prediction'),
-    ('trainfit.diagnose_tokens', 'trainfit.diagnose', '_median'),
-    ('trainfit.diagnose_tokens', 'trainfit.diagnose', '_vals'),
-    ('trainfit.metrics_file', 'trainfit.inputs', '_json_depth_ok'),
-    ('trainfit.options', 'trainfit._option_types', '_choice'),
-    ('trainfit.options', 'trainfit._option_types', '_float'),
-    ('trainfit.options', 'trainfit._option_types', '_int'),
-    ('trainfit.providers.alibaba.refresh', 'trainfit.catalog.cache', '_gpu_update_columns'),
-    ('trainfit.service', 'trainfit.service_web', '_config_value'),
-    ('trainfit.service', 'trainfit.service_web', '_opt_str'),
-})
+#: Modules another helper ("knot") is still rewriting: exempt from (a) as importers, and circles that include one
+#: are not reported by (c). The owner deletes this constant (and its two uses) when "knot" lands.
+PENDING_KNOT = ("trainfit.estimate", "trainfit.launch", "trainfit.plan", "trainfit.rl", "trainfit.options",
+                "trainfit._option_types", "trainfit.workload")
+
+#: Circles of files this step did not break yet (helper "imports" ran out of time; see its report): the catalog's six
+#: files, check <-> the providers' job readers, service <-> service_web. Exempt like PENDING_KNOT, and for the same
+#: modules the function-local imports inside those circles and service's two private names from service_web. The
+#: owner deletes this constant when they are broken.
+UNFINISHED = ("trainfit.catalog", "trainfit.check", "trainfit.providers.alibaba.dlc_reader",
+              "trainfit.providers.generic.readers", "trainfit.service", "trainfit.service_web")
+
+#: module name -> (parsed file, is a package ``__init__``)
+Source = dict[str, tuple[ast.Module, bool]]
 
 
 def _module(p: Path) -> str:
@@ -46,6 +49,14 @@ def _package(mod: str) -> str:
     return parts[1] if len(parts) > 1 else ""
 
 
+def _under(mod: str, names: tuple[str, ...]) -> bool:
+    return any(mod == p or mod.startswith(p + ".") for p in names)
+
+
+def _pending(mod: str) -> bool:
+    return _under(mod, PENDING_KNOT + UNFINISHED)
+
+
 def _target(node: ast.ImportFrom, mod: str, is_pkg: bool) -> str:
     if not node.level:
         return node.module or ""
@@ -54,67 +65,207 @@ def _target(node: ast.ImportFrom, mod: str, is_pkg: bool) -> str:
     return ".".join(base + ([node.module] if node.module else []))
 
 
-def _modules():
-    for p in sorted(SRC.rglob("*.py")):
-        yield p, _module(p), ast.parse(p.read_text(encoding="utf-8"))
+def source_tree() -> Source:
+    return {_module(p): (ast.parse(p.read_text(encoding="utf-8")), p.name == "__init__.py")
+            for p in sorted(SRC.rglob("*.py"))}
 
 
-def private_imports() -> set[tuple[str, str, str]]:
-    out = set()
-    for p, mod, tree in _modules():
-        for node in ast.walk(tree):
-            if not isinstance(node, ast.ImportFrom):
-                continue
-            target = _target(node, mod, p.name == "__init__.py")
-            if not target.startswith("trainfit") or _package(target) == _package(mod):
-                continue
-            if any(x.startswith("_") and not x.startswith("__") for x in target.split(".")[2:]):
-                out.add((mod, target, "<module>"))
-            out |= {(mod, target, a.name) for a in node.names
-                    if a.name.startswith("_") and a.name != "_" and not a.name.startswith("__")}
+def _imports(tree: ast.Module):
+    """Every import statement with (is function-local, is under ``if TYPE_CHECKING:``)."""
+    def walk(node: ast.AST, local: bool, typing_only: bool):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.Import, ast.ImportFrom)):
+                yield child, local, typing_only
+            elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                yield from walk(child, True, typing_only)
+            elif isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                yield from walk(child, local, True)
+            else:
+                yield from walk(child, local, typing_only)
+    yield from walk(tree, False, False)
+
+
+def _targets(node: ast.Import | ast.ImportFrom, mod: str, is_pkg: bool, src: Source) -> list[str]:
+    """The project's modules an import statement loads, most specific last."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names if a.name in src]
+    base = _target(node, mod, is_pkg)
+    found = [base] if base in src else []
+    return found + [f"{base}.{a.name}" for a in node.names if f"{base}.{a.name}" in src]
+
+
+def _loaded(targets: list[str], mod: str, src: Source) -> set[str]:
+    """``targets`` and the packages above them that importing them initialises: those that are not packages above
+    ``mod`` (importing ``trainfit.check.facts`` from ``trainfit.rules`` runs ``trainfit/check/__init__.py``)."""
+    own = {".".join(mod.split(".")[:i]) for i in range(1, mod.count(".") + 1)}
+    above = {".".join(t.split(".")[:i]) for t in targets for i in range(1, t.count(".") + 1)}
+    return (above - own) & src.keys() | set(targets)
+
+
+def _external(node: ast.Import | ast.ImportFrom) -> list[str]:
+    if isinstance(node, ast.Import):
+        return [a.name.split(".")[0] for a in node.names]
+    return [] if node.level or not node.module else [node.module.split(".")[0]]
+
+
+def _dist_key(name: str) -> str:
+    return re.sub(r"[-_.]+", "_", name).lower()
+
+
+def heavy_packages() -> frozenset[str]:
+    """Top-level import names of the distributions in pyproject's optional extras (the test tools' extra aside)."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    req_name = re.compile(r"[A-Za-z0-9._-]+")
+    optional = {_dist_key(req_name.match(r).group()) for extra, reqs in project["optional-dependencies"].items()
+                if extra != "test" for r in reqs}
+    tops = {top for top, dists in metadata.packages_distributions().items()
+            if any(_dist_key(d) in optional for d in dists)}
+    return frozenset(tops | optional)
+
+
+def heavy_modules(src: Source, heavy: frozenset[str]) -> set[str]:
+    """The project's modules whose import loads a heavy package (through their top imports and parent packages)."""
+    deps: dict[str, set[str]] = {}
+    out: set[str] = set()
+    for mod, (tree, is_pkg) in src.items():
+        top = [n for n, local, typing_only in _imports(tree) if not local and not typing_only]
+        deps[mod] = {t for n in top for t in _targets(n, mod, is_pkg, src)}
+        deps[mod] |= {".".join(mod.split(".")[:i]) for i in range(1, mod.count(".") + 1)} & src.keys()
+        if any(x in heavy for n in top for x in _external(n)):
+            out.add(mod)
+    grew = True
+    while grew:
+        grew = False
+        for mod, ds in deps.items():
+            if mod not in out and ds & out:
+                out.add(mod)
+                grew = True
     return out
 
 
-def local_imports() -> Counter:
-    """Function-local imports of the project's own modules, per module."""
-    counts: Counter = Counter()
-    for p, mod, tree in _modules():
-        for fn in ast.walk(tree):
-            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+def needless_local_imports(src: Source, heavy: frozenset[str]) -> list[tuple[str, int, str]]:
+    """(module, line, imported module) for each function-local import of a module that defers nothing heavy."""
+    heavy_mods = heavy_modules(src, heavy)
+    out = []
+    for mod, (tree, is_pkg) in src.items():
+        if _under(mod, PENDING_KNOT):
+            continue
+        for node, local, _typing_only in _imports(tree):
+            targets = _targets(node, mod, is_pkg, src)
+            if _under(mod, UNFINISHED) and targets and _under(targets[-1], UNFINISHED):
                 continue
-            for node in ast.walk(fn):
-                if isinstance(node, ast.ImportFrom):
-                    if _target(node, mod, p.name == "__init__.py").startswith("trainfit"):
-                        counts[mod] += 1
-                elif isinstance(node, ast.Import) and any(a.name.startswith("trainfit") for a in node.names):
-                    counts[mod] += 1
-    return counts
+            if local and targets and targets[-1] not in heavy_mods:
+                out.append((mod, node.lineno, targets[-1]))
+    return sorted(out)
 
 
-def test_no_new_private_import_across_packages():
-    found = private_imports()
-    new = sorted(found - PRIVATE_ALLOWED)
-    assert not new, f"private names imported across packages (make them public): {new}"
-    gone = sorted(PRIVATE_ALLOWED - found)
-    assert not gone, f"these seams are public now: remove them from PRIVATE_ALLOWED: {gone}"
+def private_imports(src: Source) -> set[tuple[str, str, str]]:
+    """(importing module, imported module, name) for private names and modules imported across packages."""
+    out = set()
+    for mod, (tree, is_pkg) in src.items():
+        for node, _local, _typing_only in _imports(tree):
+            if isinstance(node, ast.Import):
+                pairs = [(a.name, None) for a in node.names]
+            else:
+                pairs = [(_target(node, mod, is_pkg), a.name) for a in node.names]
+            for target, name in pairs:
+                if not target.startswith("trainfit") or _package(target) == _package(mod):
+                    continue
+                if any(x.startswith("_") and not x.startswith("__") for x in target.split(".")[2:]):
+                    out.add((mod, target, "<module>"))
+                if name and name.startswith("_") and name != "_" and not name.startswith("__"):
+                    out.add((mod, target, name))
+    return out
 
 
-def test_function_local_imports_only_fall():
-    now = local_imports()
-    if os.environ.get("TRAINFIT_WRITE_IMPORT_BASELINE"):
-        BASELINE.parent.mkdir(parents=True, exist_ok=True)
-        BASELINE.write_text(json.dumps(dict(sorted(now.items())), indent=1) + "\n", encoding="utf-8")
-    base = json.loads(BASELINE.read_text(encoding="utf-8"))
-    grew = {m: (base.get(m, 0), n) for m, n in now.items() if n > base.get(m, 0)}
-    assert not grew, (f"function-local imports of trainfit modules grew (baseline, now): {grew}; import at the top, "
-                      "or defer only a heavy optional dependency")
+def import_cycles(src: Source) -> list[list[str]]:
+    """Tarjan's strongly connected components (more than one file) of the graph of every import statement."""
+    edges = {mod: {t for n, _l, _t in _imports(tree) for t in _loaded(_targets(n, mod, is_pkg, src), mod, src)
+                   if t != mod} for mod, (tree, is_pkg) in src.items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(edges[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 10 * len(edges) + 100))
+    try:
+        for v in sorted(edges):
+            if v not in index:
+                visit(v)
+    finally:
+        sys.setrecursionlimit(limit)
+    return sorted(found)
 
 
-def test_the_checks_see_what_they_claim(tmp_path):
-    """The scanners find a private cross-package import and a function-local one when there is one."""
-    tree = ast.parse("def f():\n    from trainfit.catalog._store import x\n")
-    fn = tree.body[0]
-    node = fn.body[0]
-    assert _target(node, "trainfit.plan.search", False) == "trainfit.catalog._store"
-    assert private_imports() >= {("trainfit.options", "trainfit._option_types", "_choice")}
-    assert local_imports()["trainfit.service"] > 0
+def test_no_private_import_across_packages():
+    found = sorted(x for x in private_imports(source_tree()) if not (_pending(x[0]) and _pending(x[1])))
+    assert not found, f"private names or modules imported across packages (make them public, or move them): {found}"
+
+
+def test_function_local_imports_defer_a_heavy_dependency():
+    found = needless_local_imports(source_tree(), heavy_packages())
+    assert not found, ("function-local imports of trainfit modules that defer no heavy optional dependency "
+                       f"(import them at the top): {found}")
+
+
+def test_no_circle_of_files():
+    cycles = [c for c in import_cycles(source_tree()) if not any(_pending(m) for m in c)]
+    assert not cycles, f"files that import each other (counting function-local imports): {cycles}"
+
+
+def test_the_heavy_set_comes_from_the_extras():
+    heavy = heavy_packages()
+    assert {"torch", "transformers", "fastapi", "uvicorn", "pyarrow", "tencentcloud"} <= heavy
+    assert not heavy & {"yaml", "rich", "json", "trainfit"}
+
+
+def _fake(files: dict[str, str]) -> Source:
+    return {mod: (ast.parse(text), pkg) for (mod, pkg), text in
+            (((m.removesuffix("/"), m.endswith("/")), t) for m, t in files.items())}
+
+
+def test_the_checks_see_what_they_claim():
+    """Each scanner fires on a tiny synthetic package, and stays quiet on its fixed version."""
+    src = _fake({
+        "trainfit/": "",
+        "trainfit.a/": "",
+        "trainfit.a._inner": "import torch\nx = 1\n",
+        "trainfit.a.light": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import torch\n_hidden = 0\n",
+        "trainfit.a.uses_heavy": "def f():\n    from trainfit.b.deep import z\n",
+        "trainfit.b/": "from trainfit.a._inner import x\n",
+        "trainfit.b.deep": "z = 3\n",
+        "trainfit.c": "def g():\n    from trainfit.d import w\n",
+        "trainfit.d": "from trainfit.c import g\nw = 4\n",
+        "trainfit.e": "from trainfit.a.light import _hidden\n",
+    })
+    heavy = frozenset({"torch"})
+    assert heavy_modules(src, heavy) == {"trainfit.a._inner", "trainfit.b", "trainfit.b.deep"}
+    assert needless_local_imports(src, heavy) == [("trainfit.c", 2, "trainfit.d")]
+    assert private_imports(src) == {("trainfit.b", "trainfit.a._inner", "<module>"),
+                                    ("trainfit.e", "trainfit.a.light", "_hidden")}
+    assert import_cycles(src) == [["trainfit.c", "trainfit.d"]]
+    fixed = _fake({"trainfit/": "", "trainfit.c": "from trainfit.d import w\n", "trainfit.d": "w = 4\n"})
+    assert not needless_local_imports(fixed, heavy) and not import_cycles(fixed) and not private_imports(fixed)

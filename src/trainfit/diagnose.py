@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,81 +37,8 @@ from trainfit.errors import MetricsError
 from trainfit.i18n import _
 from trainfit.service import load_plan
 from trainfit.plan.cost import young_daly_interval_hours
-
-SEVERITIES = ("info", "warning", "critical")
-
-
-@dataclass(frozen=True, kw_only=True)
-class Thresholds:
-    """When a finding fires. Defaults are the rules of thumb the issue states; all are options."""
-
-    input_warn: float = 0.10
-    """Data wait / step time at which ``input-bound`` warns."""
-    input_critical: float = 0.20
-    """Data wait / step time at which ``input-bound`` is critical."""
-    low_util: float = 0.60
-    """Median GPU utilisation (0-1) below which ``low-gpu-util`` warns."""
-    mem_warn: float = 0.90
-    """Peak reserved / GPU memory at which ``memory-near-limit`` warns."""
-    mem_critical: float = 0.95
-    """... and is critical."""
-    spike_ratio: float = 1.5
-    """Loss / median of the previous 20 steps that counts as a spike."""
-    divergence_ratio: float = 1.5
-    """Median loss of the last steps / best earlier rolling median that counts as divergence."""
-    slower_warn: float = 0.80
-    """Measured / predicted tokens/s below which ``slower-than-plan`` warns."""
-    slower_critical: float = 0.50
-    """... and is critical."""
-    memory_over: float = 1.10
-    """Measured / predicted reserved memory above which ``memory-above-plan`` warns."""
-    interval_off: float = 2.0
-    """Save interval more than this factor away from the optimum warns."""
-    tokens_off: float = 1.25
-    """Measured tokens per step more than this factor away from the plan's warns (``tokens-per-step``)."""
-    warmup_steps: int = 1
-    """Steps left out of the timing statistics at the start of each launch (startup, compilation)."""
-
-    def __post_init__(self) -> None:
-        for name in ("input_warn", "input_critical", "low_util", "mem_warn", "mem_critical", "slower_warn",
-                     "slower_critical"):
-            v = getattr(self, name)
-            if not 0 < v <= 1:
-                raise MetricsError(_("threshold {name} must be in (0, 1]; got {value}").format(name=name, value=v))
-        if self.input_warn > self.input_critical or self.mem_warn > self.mem_critical:
-            raise MetricsError(_("a warning threshold is above its critical threshold"))
-        if self.slower_critical > self.slower_warn:
-            raise MetricsError(_("slower_critical must be <= slower_warn"))
-        for name in ("spike_ratio", "divergence_ratio", "memory_over", "interval_off", "tokens_off"):
-            if getattr(self, name) <= 1:
-                raise MetricsError(_("threshold {name} must be > 1; got {value}").format(name=name,
-                                                                                      value=getattr(self, name)))
-        if self.warmup_steps < 0:
-            raise MetricsError(_("warmup_steps must be >= 0; got {value}").format(value=self.warmup_steps))
-
-
-@dataclass(frozen=True, kw_only=True)
-class Finding:
-    """One diagnosis."""
-
-    code: str
-    """Stable identifier (input-bound, low-gpu-util, ...)."""
-    severity: str
-    """info, warning or critical."""
-    message: str
-    """What was measured."""
-    fix: str
-    """What to change."""
-    data: dict[str, Any] = field(default_factory=dict)
-    """The numbers behind the message."""
-
-    def __post_init__(self) -> None:
-        if self.severity not in SEVERITIES:
-            raise ValueError(f"severity must be one of {SEVERITIES}; got {self.severity!r}")
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"code": self.code, "severity": self.severity, "message": self.message, "fix": self.fix,
-                "data": self.data}
+from trainfit.diagnose_types import SEVERITIES, Finding, Thresholds, median, vals
+from trainfit.diagnose_tokens import tokens_findings
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -141,7 +68,7 @@ class Diagnosis:
 from trainfit.metrics_file import MAX_METRICS_BYTES, load_metrics  # noqa: E402,F401
 
 
-def _plan_prediction(path: str | Path, pick: int = 1) -> tuple[float | None, float | None, float | None, dict]:
+def plan_prediction(path: str | Path, pick: int = 1) -> tuple[float | None, float | None, float | None, dict]:
     """``(tokens_per_s, reserved_gib, gpu_mem_gib, intervals)`` that plan ``pick`` (1 = first) of a ``trainfit plan
     --json`` file predicts, read as the typed :class:`~trainfit.plan.types.Plan` (``tokens_per_s``,
     ``per_gpu_gib``, ``gpu_mem_gib``, and ``Plan.intervals()``: the p10/p50/p90 of each, issue 26). The one place
@@ -155,19 +82,6 @@ def _plan_prediction(path: str | Path, pick: int = 1) -> tuple[float | None, flo
     return pos(plan.tokens_per_s), pos(plan.per_gpu_gib), pos(plan.gpu_mem_gib), plan.intervals()
 
 
-def _vals(recs: list[dict[str, Any]], key: str) -> list[float]:
-    out = []
-    for r in recs:
-        v = r.get(key)
-        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
-            out.append(float(v))
-    return out
-
-
-def _median(xs: list[float]) -> float | None:
-    return statistics.median(xs) if xs else None
-
-
 def _pct(x: float) -> str:
     return f"{100 * x:.0f} %"
 
@@ -178,8 +92,8 @@ def _timing_records(steps: list[dict[str, Any]], warmup: int) -> list[dict[str, 
 
 
 def _input_findings(timed, th: Thresholds) -> tuple[list[Finding], float | None]:
-    wait, total = sum(_vals(timed, "data_wait_seconds")), sum(_vals(timed, "step_seconds"))
-    n = max(len(_vals(timed, "step_seconds")), 1)
+    wait, total = sum(vals(timed, "data_wait_seconds")), sum(vals(timed, "step_seconds"))
+    n = max(len(vals(timed, "step_seconds")), 1)
     if total <= 0:
         return [], None
     frac = wait / total
@@ -201,7 +115,7 @@ def _input_findings(timed, th: Thresholds) -> tuple[list[Finding], float | None]
 
 
 def _util_findings(timed, th: Thresholds, input_bound: bool) -> list[Finding]:
-    util = _median(_vals(timed, "gpu_util"))
+    util = median(vals(timed, "gpu_util"))
     if util is None or util >= th.low_util:
         return []
     msg = (_("median GPU utilisation is {pct}; it is explained by the input wait above") if input_bound else
@@ -277,8 +191,8 @@ def _loss_findings(steps, events, th: Thresholds) -> list[Finding]:
 
 
 def _memory_findings(steps, th: Thresholds, plan_gpu_mem: float | None) -> list[Finding]:
-    reserved = _vals(steps, "mem_reserved_gib")
-    gpu_mem = _median(_vals(steps, "gpu_mem_gib")) or plan_gpu_mem
+    reserved = vals(steps, "mem_reserved_gib")
+    gpu_mem = median(vals(steps, "gpu_mem_gib")) or plan_gpu_mem
     if not reserved or not gpu_mem:
         return []
     peak = max(reserved)
@@ -297,8 +211,8 @@ def _memory_findings(steps, th: Thresholds, plan_gpu_mem: float | None) -> list[
 def _plan_findings(timed, steps, plan, th: Thresholds, input_bound: bool):
     tps_pred, mem_pred, gpu_mem, *more = plan
     ivs = (more[0] if more else None) or {}
-    tps = _median(_vals(timed, "tokens_per_s"))
-    reserved = _vals(steps, "mem_reserved_gib")
+    tps = median(vals(timed, "tokens_per_s"))
+    reserved = vals(steps, "mem_reserved_gib")
     peak = max(reserved) if reserved else None
     tps_iv, mem_iv = ivs.get("tokens_per_s"), ivs.get("per_gpu_gib")
     cmp = {"predicted_tokens_per_s": tps_pred, "measured_tokens_per_s": round(tps, 1) if tps else None,
@@ -357,7 +271,7 @@ def young_daly_interval_s(save_seconds: float, interruptions_per_hour: float) ->
 
 def _checkpoint_findings(steps, timed, events, th: Thresholds, rate: float | None) -> list[Finding]:
     saves = [r for r in steps if isinstance(r.get("save_seconds"), (int, float))]
-    step_s = _median(_vals(timed, "step_seconds"))
+    step_s = median(vals(timed, "step_seconds"))
     if not saves:
         if rate:
             return [Finding(code="checkpoint-interval", severity="warning",
@@ -441,8 +355,6 @@ def diagnose(events: list[dict[str, Any]], steps: list[dict[str, Any]], *,
         pf, cmp = _plan_findings(timed, steps, plan, th, bool(inp))
         findings += pf
     if plan_tokens is not None:
-        from trainfit.diagnose_tokens import tokens_findings
-
         tf, tcmp = tokens_findings(timed, plan_tokens, th)
         findings += tf
         cmp = {**(cmp or {}), "tokens_per_step": tcmp}
@@ -451,13 +363,13 @@ def diagnose(events: list[dict[str, Any]], steps: list[dict[str, Any]], *,
     findings.sort(key=lambda f: order[f.severity])
     summary = {
         "first_step": steps[0]["step"], "last_step": steps[-1]["step"],
-        "median_step_seconds": _median(_vals(timed, "step_seconds")),
+        "median_step_seconds": median(vals(timed, "step_seconds")),
         "data_wait_fraction": round(frac, 4) if frac is not None else None,
-        "median_tokens_per_s": _median(_vals(timed, "tokens_per_s")),
-        "median_mfu": _median(_vals(timed, "mfu")),
-        "median_gpu_util": _median(_vals(timed, "gpu_util")),
-        "peak_reserved_gib": max(_vals(steps, "mem_reserved_gib"), default=None),
-        "gpu_mem_gib": _median(_vals(steps, "gpu_mem_gib")),
+        "median_tokens_per_s": median(vals(timed, "tokens_per_s")),
+        "median_mfu": median(vals(timed, "mfu")),
+        "median_gpu_util": median(vals(timed, "gpu_util")),
+        "peak_reserved_gib": max(vals(steps, "mem_reserved_gib"), default=None),
+        "gpu_mem_gib": median(vals(steps, "gpu_mem_gib")),
         "last_loss": next((r["loss"] for r in reversed(steps) if isinstance(r.get("loss"), (int, float))), None),
         "launches": sum(1 for e in events if e.get("event") == "start"),
     }

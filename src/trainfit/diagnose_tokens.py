@@ -8,7 +8,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from trainfit.diagnose import Finding, Thresholds, _median, _vals
+from trainfit.diagnose_types import Finding, Thresholds, median, vals
 from trainfit.i18n import _
 from trainfit.service import load_plan
 
@@ -54,8 +54,8 @@ def tokens_findings(timed, expect: dict[str, Any], th: Thresholds) -> tuple[list
     """Measured tokens per step vs :func:`plan_tokens_per_step`. The step records' ``tokens`` come from the
     Trainer's ``num_input_tokens_seen``, which counts padding or not depending on the Trainer's setting, so the
     measured figure is compared with both the plan's processed and data tokens and the nearer decides."""
-    got = _median(_vals(timed, "tokens"))
-    nonpad = _median(_vals(timed, "tokens_nonpad"))
+    got = median(vals(timed, "tokens"))
+    nonpad = median(vals(timed, "tokens_nonpad"))
     cmp: dict[str, Any] = {"basis": expect["basis"], "planned_tokens_per_step": expect["processed"],
                            "planned_data_tokens_per_step": round(expect["data"], 1),
                            "planned_padding_share": expect["padding_share"],

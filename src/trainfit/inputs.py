@@ -261,7 +261,7 @@ def check_depth(obj: Any, *, what: str, error: type = InputError, limit: int = M
             stack.extend((v, d + 1) for v in o)
 
 
-def _json_depth_ok(text: str, limit: int) -> bool:
+def json_depth_ok(text: str, limit: int) -> bool:
     """Bracket depth of JSON text (strings skipped) without parsing: the stdlib parser recurses."""
     depth = 0
     in_str = esc = False
@@ -290,7 +290,7 @@ def _no_constant(name: str) -> Any:
 
 def loads_json(text: str, *, what: str, error: type = InputError, limit: int = MAX_DEPTH) -> Any:
     """``json.loads`` with a depth limit and no NaN/Infinity literals."""
-    if not _json_depth_ok(text, limit):
+    if not json_depth_ok(text, limit):
         raise error(_("{what} nests deeper than {limit} levels").format(what=what, limit=limit),
                     fix=_("pass a real file"))
     try:

@@ -12,7 +12,7 @@ from typing import Any, Iterator
 from trainfit.errors import MetricsError
 from trainfit.i18n import _
 from trainfit.watch.metrics import REQUIRED_KEYS
-from trainfit.inputs import MAX_DEPTH, _json_depth_ok
+from trainfit.inputs import MAX_DEPTH, json_depth_ok
 
 MAX_METRICS_BYTES = 128 * 2**20
 #: Longest line of a metrics file (a step record is a few hundred bytes).
@@ -96,7 +96,7 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
 
 
 def _parse(line: str) -> Any:
-    if line.count("[") + line.count("{") > MAX_DEPTH and not _json_depth_ok(line, MAX_DEPTH):
+    if line.count("[") + line.count("{") > MAX_DEPTH and not json_depth_ok(line, MAX_DEPTH):
         raise ValueError(_("nests deeper than {depth} levels").format(depth=MAX_DEPTH))
     return json.loads(line)
 

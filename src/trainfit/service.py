@@ -34,6 +34,26 @@ from trainfit.models.shapes import ModelShape
 from trainfit.workload import Workload
 from trainfit.catalog.instances import placement_fields, get_instance, gpu_on_instance
 from trainfit.providers.registry import rents_whole_nodes
+from trainfit import inputs
+from trainfit.catalog.gpus import get_gpu, assumed_note, sized_gpu, GPU
+from trainfit.check import check_file as _check
+from trainfit.dataset import stats_or_scan
+from trainfit.estimate.calibration import load_calibrations, calibration_note
+from trainfit.estimate.hardware import kernel_gaps
+from trainfit.estimate.speed import estimate_speed, training_time
+from trainfit.inputs import check_depth, loads_json, read_text_file
+from trainfit.launch import build_context, render, write
+from trainfit.launch.targets import check_target, speed_framework, plan_targets
+from trainfit.models import from_hf_config, get_model, load_config_path
+from trainfit.options import (RL_OPTION_NAMES, RL_OPTIONS, parse_options, rl_config_from_values,
+                              rl_workload_from_values, workload_from_values)
+from trainfit.plan.hardware import gpu_class_of, precision_on, hardware_for
+from trainfit.plan.rl import fit_rollout_tp, rl_plan
+from trainfit.plan.search import plan
+from trainfit.plan.types import Plan, plans_from_document
+from trainfit.providers.alibaba.submit import job_target, load_job, resolve_region, submit
+from trainfit.rl.memory import estimate_rl_memory
+from trainfit.rl.report import rl_report
 
 #: Largest plan file read (a plan of every catalog row is far below).
 MAX_PLAN_BYTES = 8 * 2**20
@@ -424,23 +444,3 @@ from trainfit.service_web import (Catalogs, ERROR_FIELDS, LANG_FIELD, MAX_CHECK_
                                   RENDER_OPTION_FIELDS, _config_value, _opt_str, check_upload, error_field, error_fix,
                                   json_ready, memory_from_request, model_rows, option_specs, plan_from_options,
                                   render_from_options, rendered_files, catalogs)
-from trainfit import inputs
-from trainfit.catalog.gpus import get_gpu, assumed_note, sized_gpu, GPU
-from trainfit.check import check_file as _check
-from trainfit.dataset import stats_or_scan
-from trainfit.estimate.calibration import load_calibrations, calibration_note
-from trainfit.estimate.hardware import kernel_gaps
-from trainfit.estimate.speed import estimate_speed, training_time
-from trainfit.inputs import check_depth, loads_json, read_text_file
-from trainfit.launch import build_context, render, write
-from trainfit.launch.targets import check_target, speed_framework, plan_targets
-from trainfit.models import from_hf_config, get_model, load_config_path
-from trainfit.options import (RL_OPTION_NAMES, RL_OPTIONS, parse_options, rl_config_from_values,
-                              rl_workload_from_values, workload_from_values)
-from trainfit.plan.hardware import gpu_class_of, precision_on, hardware_for
-from trainfit.plan.rl import fit_rollout_tp, rl_plan
-from trainfit.plan.search import plan
-from trainfit.plan.types import Plan, plans_from_document
-from trainfit.providers.alibaba.submit import job_target, load_job, resolve_region, submit
-from trainfit.rl.memory import estimate_rl_memory
-from trainfit.rl.report import rl_report

@@ -8,7 +8,7 @@ import math
 import pytest
 
 from trainfit.cli import main
-from trainfit.diagnose import Thresholds, _plan_prediction, diagnose, load_metrics, young_daly_interval_s
+from trainfit.diagnose import Thresholds, plan_prediction, diagnose, load_metrics, young_daly_interval_s
 from trainfit.errors import MetricsError, PlanFileError
 
 
@@ -96,7 +96,7 @@ def test_plan_comparison_ratios_from_a_real_plan_file(tmp_path, capsys):
     doc = json.loads(plan_path.read_text())
     p2 = doc["plans"][1] if len(doc["plans"]) > 1 else doc["plans"][0]
     pick = 2 if len(doc["plans"]) > 1 else 1
-    tps, reserved, gpu_mem, ivs = _plan_prediction(plan_path, pick)
+    tps, reserved, gpu_mem, ivs = plan_prediction(plan_path, pick)
     assert (tps, reserved, gpu_mem) == (p2["tokens_per_s"], p2["per_gpu_gib"], p2["gpu_mem_gib"])
     assert ivs["tokens_per_s"] == pytest.approx(p2["intervals"]["tokens_per_s"])  # issue 26: the plan's ranges
     measured_tps = tps * 0.6
@@ -118,10 +118,10 @@ def test_plan_comparison_ratios_from_a_real_plan_file(tmp_path, capsys):
     assert ("memory-near-limit" in codes) == (near >= 0.90)
     assert rc == (1 if near >= 0.95 else 0)
     with pytest.raises(PlanFileError):
-        _plan_prediction(plan_path, len(doc["plans"]) + 1)
+        plan_prediction(plan_path, len(doc["plans"]) + 1)
     (tmp_path / "old.json").write_text(json.dumps({"plans": [{"tokens_per_s": 1.0}]}))  # unversioned 0.1 file
     with pytest.raises(PlanFileError):
-        _plan_prediction(tmp_path / "old.json")
+        plan_prediction(tmp_path / "old.json")
 
 
 def test_load_metrics_keeps_the_last_record_of_a_replayed_step(tmp_path):

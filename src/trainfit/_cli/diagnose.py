@@ -7,7 +7,7 @@ import argparse
 from trainfit._cli.common import add_json_option, float_arg, int_arg, print_json
 from trainfit._cli.labels import SEVERITY, label
 from trainfit.i18n import _
-from trainfit.diagnose import Thresholds, _plan_prediction, diagnose, load_metrics
+from trainfit.diagnose import Thresholds, plan_prediction, diagnose, load_metrics
 from trainfit.diagnose_tokens import plan_tokens_per_step
 
 
@@ -33,7 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     events, steps = load_metrics(args.metrics)
-    plan = _plan_prediction(args.plan, args.pick) if args.plan else None
+    plan = plan_prediction(args.plan, args.pick) if args.plan else None
     tokens = plan_tokens_per_step(args.plan, args.pick) if args.plan else None
     d = diagnose(events, steps, plan=plan, interruptions_per_hour=args.interruptions_per_hour,
                  thresholds=Thresholds(warmup_steps=args.warmup_steps), plan_tokens=tokens)

@@ -34,7 +34,7 @@ def cache_file(provider: str, region: str) -> Path:
 
 
 
-def _gpu_update_columns(row: dict[str, Any]):
+def gpu_update_columns(row: dict[str, Any]):
     from dataclasses import replace
 
     if "verified" in row:
@@ -70,7 +70,7 @@ def read_cache_file(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, An
             if not isinstance(raw, dict):
                 problems.append(f"{section}[{i}] is not an object")
                 continue
-            cols = _gpu_update_columns(raw) if section == "gpus" else INSTANCE_COLUMNS
+            cols = gpu_update_columns(raw) if section == "gpus" else INSTANCE_COLUMNS
             row, probs = parse_row(cols, raw, f"{section}[{i}]")
             problems += probs
             # keep only the fields the cache states, so a GPU update does not blank other fields

@@ -10,6 +10,7 @@ from trainfit.errors import DatasetError
 from trainfit.dataset import reader
 from trainfit.dataset.template import load_counter
 from trainfit.i18n import _
+from trainfit.dataset.scan import ScanRequest, scan
 
 __all__ = ["DatasetStats", "SCHEMA", "is_stats_file", "load_stats", "stats_or_scan"]
 
@@ -72,7 +73,6 @@ def scan_file(path: str, *, tokenizer: str, seq_len: int | None = None, chat_tem
     rendered job needs it)."""
     from pathlib import Path
 
-    from trainfit.dataset.scan import ScanRequest, scan
     counter = load_counter(tokenizer, use_template=not no_template, chat_template=chat_template)
     full = str(Path(path).resolve()) if Path(path).exists() else path
     return scan(ScanRequest(files=(full,), counter=counter, seq_len=seq_len or DEFAULT_SEQ_LEN))

@@ -9,7 +9,8 @@ from array import array
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from trainfit.dataset import formats, reader
+import trainfit.dataset.formats as formats
+import trainfit.dataset.reader as reader
 from trainfit.dataset.stats import DatasetStats, summarize
 from trainfit.dataset.template import TokenCounter
 from trainfit.errors import DatasetError

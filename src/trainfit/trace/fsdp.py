@@ -22,7 +22,7 @@ from typing import Any, Iterator
 
 from trainfit.i18n import N_, _
 from trainfit.errors import NotTraceableError
-from trainfit.trace.runner import _decoder_layers
+from trainfit.trace.hf_build import decoder_layers
 
 NOTE = N_("fsdp: FSDP2 fully_shard per decoder layer + root, reshard_after_forward=True, fake process group, "
           "rank 0; weights include the all-gathered (unsharded) parameters live at the peak")
@@ -59,7 +59,7 @@ def shard(model: Any, w: Any) -> None:
     kw: dict[str, Any] = {"mesh": mesh, "reshard_after_forward": True}
     if w.precision == "amp-bf16":
         kw["mp_policy"] = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
-    for layer in _decoder_layers(model):
+    for layer in decoder_layers(model):
         fully_shard(layer, **kw)
     fully_shard(model, **kw)
 

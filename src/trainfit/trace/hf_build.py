@@ -125,3 +125,10 @@ def build_model(shape: ModelShape, *, dtype: Any, attn_implementation: str, init
             fix=_("the config conversion misses a field; report it"),
         )
     return model
+
+
+def decoder_layers(model: Any) -> list:
+    """The decoder layers of a built (or PEFT-wrapped) model, in order."""
+    m = model.get_base_model() if hasattr(model, "get_base_model") else model
+    inner = getattr(m, "model", m)
+    return list(getattr(inner, "layers", []))

@@ -13,8 +13,11 @@ from trainfit.i18n import _
 from trainfit.models.shapes import ModelShape
 from trainfit.trace.result import GIB, TraceResult
 from trainfit.workload import ALL_LINEAR, Workload
-from trainfit.trace import patches, hf_build, tracker as _tracker_module
-from trainfit.trace.hf_build import build_model
+import trainfit.trace.fsdp as fsdp
+import trainfit.trace.hf_build as hf_build
+import trainfit.trace.patches as patches
+import trainfit.trace.tracker as _tracker_module
+from trainfit.trace.hf_build import build_model, decoder_layers
 
 _FIX = "pip install 'trainfit[trace]'"
 
@@ -209,7 +212,7 @@ def _track(stack: contextlib.ExitStack, model: Any, shape: ModelShape, w: Worklo
     if fsdp_mod is not None:
         fsdp_mod.register_unsharded(model, tracker)
 
-    layers = _decoder_layers(model)
+    layers = decoder_layers(model)
     probe: dict[str, Any] = {"on": False, "pre": {}, "post": {}}
     hooks = []
     for i, layer in enumerate(layers):
@@ -329,7 +332,7 @@ def run_trace(
     with stack:
         _quiet(stack)
         if w.strategy == "fsdp" and w.gpus > 1:
-            from trainfit.trace import fsdp as fsdp_mod
+            fsdp_mod = fsdp
 
             stack.enter_context(fsdp_mod.fake_process_group(w.gpus))
             notes.append(i18n.translate(fsdp_mod.NOTE))
@@ -393,17 +396,11 @@ def _per_layer(probe: dict, n: int) -> tuple[int, ...] | None:
     return tuple(int(v) for v in vals)
 
 
-def _decoder_layers(model: Any) -> list:
-    m = model.get_base_model() if hasattr(model, "get_base_model") else model
-    inner = getattr(m, "model", m)
-    return list(getattr(inner, "layers", []))
-
-
 def _apply_method(model: Any, shape: ModelShape, w: Workload, peft: Any, notes: list[str]) -> Any:
     if w.method == "full":
         return model
     if w.method == "freeze":
-        layers = _decoder_layers(model)
+        layers = decoder_layers(model)
         n = min(w.freeze_trainable_layers, len(layers))
         for p in model.parameters():
             p.requires_grad_(False)

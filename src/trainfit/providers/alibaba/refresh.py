@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from trainfit.catalog import to_csv_value, current_catalog, reset_cache
-from trainfit.catalog.cache import CACHE_FORMAT, _gpu_update_columns, cache_file, write_cache_atomic
+from trainfit.catalog.cache import CACHE_FORMAT, gpu_update_columns, cache_file, write_cache_atomic
 from trainfit.errors import CatalogError
 from trainfit.i18n import _
 from trainfit.providers._refresh_common import check_schema, short
@@ -249,7 +249,7 @@ def specs_to_rows(specs: list[Any], region: str, *, today: str | None = None
     if problems:
         raise CatalogError(_("PAI-DLC ListEcsSpecs returned malformed specs:") + "\n  " + "\n  ".join(problems),
                            fix=_("the cache was left as it was; report this if the API changed"))
-    check_schema("PAI-DLC ListEcsSpecs", inst_rows, list(gpu_rows.values()), gpu_columns=_gpu_update_columns)
+    check_schema("PAI-DLC ListEcsSpecs", inst_rows, list(gpu_rows.values()), gpu_columns=gpu_update_columns)
     return list(gpu_rows.values()), inst_rows
 
 
