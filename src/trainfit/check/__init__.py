@@ -27,7 +27,7 @@ class CheckResult:
     violations: tuple[Violation, ...]
     notes: tuple[str, ...] = ()
     memory: dict[str, Any] | None = None
-    """The memory check's figures (:attr:`~trainfit.check.facts.JobFacts.memory`), None when not checked."""
+    """The memory check's figures (:attr:`~trainfit.jobspec.facts.JobFacts.memory`), None when not checked."""
 
     @property
     def errors(self) -> int:

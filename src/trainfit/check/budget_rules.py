@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from trainfit.check.facts import JobFacts
+from trainfit.jobspec.facts import JobFacts
 from trainfit.i18n import _
 from trainfit.rules.types import INFO, Violation
 

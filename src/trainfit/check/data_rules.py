@@ -6,13 +6,14 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from trainfit.check.facts import JobFacts
+from trainfit.jobspec.facts import JobFacts
 from trainfit.i18n import _
 from trainfit.rules.types import INFO, WARNING, Violation
 from trainfit.errors import DatasetError
+from trainfit.check.readback import read_epochs, read_max_steps, read_settings
 
 if TYPE_CHECKING:
-    from trainfit.check.rules import CheckOptions
+    from trainfit.check.context import CheckOptions
 
 #: ``check --dataset``: a cut-off that truncates more than this share of the samples is a warning (the planner's
 #: default cut-off, the p99 length, truncates at most 1 %).
@@ -63,8 +64,6 @@ def rule_data(f: JobFacts, o: CheckOptions) -> list[Violation]:
     st = o.dataset
     if st is None:
         return []
-    from trainfit.check.readback import read_epochs, read_max_steps, read_settings
-
     wl = read_settings(f, o)
     if wl is None:
         return [Violation(rule="data", severity=INFO,

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from trainfit.check.facts import JobFacts
+from trainfit.jobspec.facts import JobFacts
 from trainfit.i18n import N_, _, translate
 from trainfit.rules.types import ERROR, INFO, WARNING, Violation
 
 if TYPE_CHECKING:
-    from trainfit.check.rules import CheckOptions
+    from trainfit.check.context import CheckOptions
 
 #: DeepSpeed's own schema for the settings check reads (deepspeed/runtime/zero/config.py: ``stage`` is a
 #: ZeroStageEnum 0-3, offload ``device`` none|cpu|nvme in offload_config.py; deepspeed/runtime/config.py asserts

@@ -7,118 +7,18 @@ with ``yaml.safe_load`` only; every malformed input becomes one :class:`CheckInp
 
 from __future__ import annotations
 
-import json
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trainfit.jobspec.shell import Script, parse_script, training_args
+from trainfit.jobspec.facts import JobFacts, is_file, load_json, load_yaml, plan_facts, read_text, type_error
+from trainfit.jobspec.shell import parse_script, training_args
 from trainfit.errors import CheckInputError, TrainfitError
 from trainfit.i18n import _
 from trainfit.launch.targets import target_specs
-from trainfit.inputs import read_text_file, loads_json, loads_yaml_all, InputError, as_int
 from trainfit.catalog.gpus import get_gpu
-
-MAX_BYTES = 2 * 2**20
-_REGION_IN_IMAGE = re.compile(r"\.((?:cn|ap|us|eu|me)-[a-z0-9-]+?)\.(?:cr\.)?aliyuncs\.com")
-REGION_IN_OSS = re.compile(r"oss-((?:cn|ap|us|eu|me)-[a-z0-9-]+?)(?:-internal)?\.aliyuncs\.com")
-
-
-@dataclass
-class JobFacts:
-    kind: str
-    """dlc-json | pai-cli | shell | pytorchjob | skypilot | deepspeed | llamafactory."""
-    path: str = ""
-    platform: str = "generic"
-    """pai-dlc | kubernetes | skypilot | generic (decides how WORLD_SIZE/RANK are read)."""
-    instance_types: list[str] = field(default_factory=list)
-    nodes: int | None = None
-    gpus_per_node: int | None = None
-    gpu: str | None = None
-    spot: bool = False
-    resource_id: str | None = None
-    vpc: dict[str, Any] | None = None
-    mounts: list[str] = field(default_factory=list)
-    """Persistent mount paths (OSS/NAS/CPFS data sources, PVCs, SkyPilot buckets)."""
-    images: list[str] = field(default_factory=list)
-    regions: dict[str, str] = field(default_factory=dict)
-    """where -> region id, from image registries, OSS endpoints, the catalog."""
-    envs: dict[str, str] = field(default_factory=dict)
-    settings: dict[str, Any] = field(default_factory=dict)
-    scripts: list[tuple[str, Script]] = field(default_factory=list)
-    """(where, parsed script) of every shell text in the file (UserCommand, container command, run...)."""
-    engine: str | None = None
-    train: dict[str, str] = field(default_factory=dict)
-    """Training arguments found (ms-swift/LLaMA-Factory names as written)."""
-    ds_config: dict[str, Any] | None = None
-    header: dict[str, Any] = field(default_factory=dict)
-    """``key value`` facts of a trainfit header, if the file has one."""
-    placeholders: list[str] = field(default_factory=list)
-    body_bytes: int = 0
-    notes: list[str] = field(default_factory=list)
-    memory: dict[str, Any] | None = None
-    """What the memory check found (``check --json``'s ``memory``): the GPU, the predicted reserved GiB per GPU with
-    its p10/p50/p90 (:func:`trainfit.estimate.uncertainty.memory_range`), the usable GiB, the verdict and P(OOM);
-    None when the file's memory was not checked."""
-
-    @property
-    def plan(self) -> dict[str, Any]:
-        """The ``trainfit-plan {...}`` facts of a rendered file's header (``{}`` when it has none)."""
-        return self.header.get("plan") or {}
-
-
-def read_text(path: str | Path) -> str:
-    """UTF-8 text of a job file through the input gate (regular file, bounded read, no binary)."""
-    return read_text_file(path, max_bytes=MAX_BYTES, what=_("job file"), error=CheckInputError,
-                          fix=_("pass a job file (JSON, YAML or a shell script)"))
-
-
-def load_json(text: str, path: str) -> Any:
-    return loads_json(text, what=str(path), error=CheckInputError)
-
-
-def _load_yaml(text: str, path: str) -> list[Any]:
-    return loads_yaml_all(text, what=str(path), error=CheckInputError)
-
-
-def is_file(p: Path) -> bool:
-    """``Path.is_file`` that says False for names the OS refuses (too long, NUL bytes) instead of raising."""
-    try:
-        return Path(p).is_file()
-    except (OSError, ValueError):
-        return False
-
-
-def type_error(path: str, what: str, expected: str, got: Any) -> CheckInputError:
-    """``expected``: already in the current language (``_("an integer")``...)."""
-    return CheckInputError(_("{path}: {what} must be {expected}, not {type} ({value})").format(
-        path=path, what=what, expected=expected, type=type(got).__name__, value=repr(got)[:60]),
-        fix=_("write {what} as {expected}").format(what=what, expected=expected))
-
-
-def int_field(path: str, what: str, v: Any, *, default: int | None = None) -> int | None:
-    if v is None:
-        return default
-
-    if isinstance(v, bool) or not isinstance(v, (int, float, str)):
-        raise type_error(path, what, _("an integer"), v)
-    try:
-        return as_int(what, v, lo=0, hi=1_000_000)
-    except InputError as e:
-        raise CheckInputError(_("{path}: {what} must be an integer in [0, 1000000] ({error})").format(
-            path=path, what=what, error=e.message), fix=_("write {what} as a whole number").format(what=what)) from None
-
-
-def plan_facts(line: str) -> dict | None:
-    """The machine-readable ``trainfit-plan {...}`` header line (what render wrote), or None."""
-    if not line.startswith("trainfit-plan {") or len(line) > 8192:
-        return None
-    try:
-        d = json.loads(line[len("trainfit-plan "):])
-    except (ValueError, RecursionError):
-        return None
-    return d if isinstance(d, dict) else None
+from trainfit.providers.alibaba.dlc_reader import read_dlc_json, read_pai_cli
+from trainfit.providers.generic.readers import read_pytorchjob, read_skypilot
 
 
 def _header(text: str | list) -> dict[str, Any]:
@@ -145,12 +45,6 @@ def _header(text: str | list) -> dict[str, Any]:
     return out
 
 
-def add_script(f: JobFacts, where: str, text: str) -> None:
-    if not isinstance(text, str):
-        raise type_error(f.path, where, _("a string"), text)
-    f.scripts.append((where, parse_script(text)))
-
-
 def _placeholders(f: JobFacts, text: str) -> None:
     # str.find + a bounded walk instead of a regex with a leading ``[...]*`` (quadratic on long runs)
     ok = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./:-")
@@ -164,12 +58,6 @@ def _placeholders(f: JobFacts, text: str) -> None:
         if text[a:b] not in f.placeholders:
             f.placeholders.append(text[a:b])
         i = text.find("REPLACE_ME", b)
-
-
-def region_of_image(f: JobFacts, image: str) -> None:
-    m = _REGION_IN_IMAGE.search(image)
-    if m:
-        f.regions[_("image {image}").format(image=image)] = m.group(1)
 
 
 # ------------------------------------------------------------------------------------------------ kinds
@@ -214,7 +102,7 @@ def _monitoring(sp: str) -> CheckInputError:
 
 
 def _llamafactory_file(f: JobFacts, p: Path) -> None:
-    docs = _load_yaml(read_text(p), str(p))
+    docs = load_yaml(read_text(p), str(p))
     if docs and isinstance(docs[0], dict):
         _llamafactory(docs[0], f, p.parent)
 
@@ -268,8 +156,6 @@ def read_facts(path: str | Path) -> JobFacts:
 
 def _json_facts(text: str, sp: str, f: JobFacts) -> None:
     """A JSON job file: a PAI-DLC CreateJob body or a DeepSpeed config (a dashboard or a plan is a clear error)."""
-    from trainfit.providers.alibaba.dlc_reader import read_dlc_json
-
     data = load_json(text, sp)
     if isinstance(data, dict) and ("JobSpecs" in data or "UserCommand" in data or "JobType" in data):
         f.kind = "dlc-json"
@@ -297,9 +183,6 @@ def _registered_reader(path: str, text: str) -> Any:
 
 
 def _read_facts(path: str | Path) -> JobFacts:
-    from trainfit.providers.alibaba.dlc_reader import read_pai_cli
-    from trainfit.providers.generic.readers import read_pytorchjob, read_skypilot
-
     p = Path(path)
     text = read_text(p)
     sp = str(path)
@@ -315,7 +198,7 @@ def _read_facts(path: str | Path) -> JobFacts:
     elif suffix == ".json" or (suffix not in (".yaml", ".yml", ".sh", ".bash") and stripped.startswith("{")):
         _json_facts(text, sp, f)
     elif suffix in (".yaml", ".yml"):
-        docs = _load_yaml(text, sp)
+        docs = load_yaml(text, sp)
         doc = next((d for d in docs if isinstance(d, dict)), None)
         if doc is None:
             raise CheckInputError(_("{path}: the YAML holds no mapping").format(path=sp),

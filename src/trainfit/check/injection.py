@@ -1,6 +1,6 @@
 """The ``shell-injection`` check: values that a shell, a job spec or a scheduler will treat as code.
 
-:func:`find_injection` looks at the facts read from a job file (:class:`~trainfit.check.facts.JobFacts`) and
+:func:`find_injection` looks at the facts read from a job file (:class:`~trainfit.jobspec.facts.JobFacts`) and
 reports
 
 * **error**: a shell metacharacter (``;``, ``|``, ``&``, ``$``, a backquote, ``<``, ``>``, parentheses, braces,
@@ -17,7 +17,7 @@ reports
   common and harmless). Arithmetic ``$((...))`` and variables (``$RANK``) are not substitutions.
 
 Each finding is a dict ``{"rule": "shell-injection", "severity", "message", "fix"}`` (the fields of
-:class:`~trainfit.check.rules.Violation`).
+:class:`~trainfit.rules.types.Violation`).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from typing import Any, Iterable
 
 from trainfit.i18n import N_, _, translate
 from trainfit.jobspec.shell import training_args
-from trainfit.check.rules import Violation
+from trainfit.rules.types import Violation
 
 RULE = "shell-injection"
 #: Characters a shell (or a YAML/JSON consumer that hands the value to a shell) treats specially.

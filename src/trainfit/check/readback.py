@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trainfit.check.facts import JobFacts
+from trainfit.jobspec.facts import JobFacts
 from trainfit.errors import LayoutError, TrainfitError
 from trainfit.i18n import _
-from trainfit.check.rules import rl_launch_text, _gpus_per_node, INFO, Violation, _first_instance, WARNING
+from trainfit.check.context import first_instance, gpus_per_node, rl_launch_text
+from trainfit.rules.types import ERROR, INFO, WARNING, Violation
 from trainfit.models import get_model
 from trainfit.launch.kit import swift_workload
 from trainfit.launch.deepspeed import strategy_from_config
@@ -84,8 +85,6 @@ def _resolve_model(f: JobFacts, plan: dict) -> Any | None:
     except TrainfitError:
         if not f.engine and not f.ds_config and not plan:
             return None
-        from trainfit.check.rules import INFO, Violation
-
         # a local folder or another family: say so, "no problems found" would read as "it fits"
         return Violation(rule="memory-fit", severity=INFO,
                          message=_("model {name} is not in trainfit's registry, so the fit was not checked").format(
@@ -137,7 +136,7 @@ def _workload_kwargs(f: JobFacts, o: Any, plan: dict, model: Any) -> tuple[dict[
     if base:
         kw.update({k: (tuple(v) if isinstance(v, list) else v) for k, v in base.items()})
     nodes = f.nodes or o.nodes or plan.get("nodes") or 1
-    gpn = _gpus_per_node(f) or o.gpus_per_node or plan.get("gpus_per_node") or 1
+    gpn = gpus_per_node(f) or o.gpus_per_node or plan.get("gpus_per_node") or 1
     gpus = nodes * gpn
     if f.engine in ("swift", "megatron"):
         got, assumed = swift_workload(f.train, num_layers=model.num_layers, gpus=gpus)
@@ -164,7 +163,7 @@ def _resolve_gpu(f: JobFacts, o: Any, plan: dict) -> tuple[Any, Any]:
     """(GPU record, catalog instance or None): the GPU from the options, the file, its instance type or the
     header. The record is None when nothing names a GPU, or a Violation when its memory is unknown."""
     gpu = o.gpu or f.gpu
-    inst = _first_instance([o.instance_type, *f.instance_types, plan.get("instance_type")])
+    inst = first_instance([o.instance_type, *f.instance_types, plan.get("instance_type")])
     if not gpu and inst is not None:
         gpu = inst.gpu
     gpu = gpu or plan.get("gpu")
@@ -232,8 +231,6 @@ def read_workload(f: JobFacts, o: Any) -> Readback | Any | None:
         wl = Workload(**kw)
         est = estimate_memory(model, wl)
     except LayoutError as e:  # groups the engine cannot form: the job stops at start, whatever its memory
-        from trainfit.check.rules import ERROR
-
         return Violation(rule="parallel-layout", severity=ERROR,
                          message=_("the file's parallel layout cannot start: {error}").format(error=e.message),
                          fix=e.fix or _("check the parallel sizes against the GPU count"))
@@ -244,8 +241,6 @@ def read_workload(f: JobFacts, o: Any) -> Readback | Any | None:
                          fix=getattr(e, "fix", None) or _("check the parallel sizes against the GPU count"))
     g, inst = _resolve_gpu(f, o, plan)
     if g is None:  # say so: "no problems found" would read as "it fits"
-        from trainfit.check.rules import INFO
-
         return Violation(rule="memory-fit", severity=INFO,
                          message=_("{model} {method} needs {gib:.1f} GiB per GPU; the file names no GPU or instance "
                                    "type, so the fit was not checked").format(model=model.name, method=wl.method,

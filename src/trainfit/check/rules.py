@@ -14,18 +14,19 @@ spot-needs-checkpoints, region-must-match, dlc-world-size-is-nodes, dlc-node-ran
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any, Callable
 
 from trainfit.check.budget_rules import budget_findings
+from trainfit.check.context import CheckOptions, catalog_instance, first_instance, gpus_per_node, rl_launch_text
+from trainfit.check.injection import find_injection
+from trainfit.check.readback import read_workload
 from trainfit.check.data_rules import rule_data
 from trainfit.check.ds_rules import rule_deepspeed_config
-from trainfit.check.facts import JobFacts
+from trainfit.jobspec.facts import JobFacts
 from trainfit.jobspec.shell import is_torchrun
 from trainfit.estimate.fit import VERDICT_WORDS
 from trainfit.i18n import _, translate
 from trainfit.rules.types import ERROR, INFO, WARNING, Violation
-from trainfit.catalog.instances import list_instances
 from trainfit.providers.alibaba.lingjun import is_lingjun
 from trainfit.rules import JobContext, evaluate
 from trainfit.providers.alibaba.images import is_pai_image, image_host, imitates_pai
@@ -38,62 +39,9 @@ from trainfit.catalog.gpus import get_gpu
 #: The fit verdicts (stable codes of the one fit decision) as ``check`` shows them in its notes.
 
 
-@dataclass(frozen=True, kw_only=True)
-class CheckOptions:
-    region: str | None = None
-    gpu: str | None = None
-    instance_type: str | None = None
-    nodes: int | None = None
-    """Nodes the job runs on, when the file does not say."""
-    gpus_per_node: int | None = None
-    dataset: Any = None
-    """``check --dataset``: the :class:`~trainfit.dataset.stats.DatasetStats` the job's settings are compared with."""
-
-
-def _catalog_instance(name: str):
-    """(catalog row or None, all names). A catalog or overlay that cannot be read raises: check never skips its
-    catalog rules silently."""
-    rows = list_instances()
-    hit = next((r for r in rows if r.instance_type.lower() == name.strip().lower()), None)
-    return hit, [r.instance_type for r in rows]
-
-
-def _first_instance(names: list[Any]) -> Any:
-    """The catalog record of the first of ``names`` (in the caller's order of preference) the catalog knows."""
-    for it in names:
-        if isinstance(it, str) and it:
-            inst, _names = _catalog_instance(it)
-            if inst is not None:
-                return inst
-    return None
-
-
 def _is_lingjun(name: str) -> bool:
-    hit, _names = _catalog_instance(name)
+    hit, _names = catalog_instance(name)
     return is_lingjun(name, hit)
-
-
-def _gpus_per_node(f: JobFacts) -> int | None:
-    if f.gpus_per_node:
-        return f.gpus_per_node
-    for it in f.instance_types:
-        hit, _names = _catalog_instance(it)
-        if hit is not None and hit.gpu_count:
-            return hit.gpu_count
-    v = f.header.get("gpus_per_node")
-    if v:
-        return int(v)
-    for _where, s in f.scripts:
-        for cmd in s.commands:
-            if is_torchrun(cmd):
-                v = cmd.flags().get("nproc_per_node") or cmd.flags().get("nproc-per-node")
-                if v and v.isdecimal():
-                    return int(v)
-        v = s.assignments.get("NPROC_PER_NODE")
-        if v and v.isdecimal():
-            return int(v)
-    v = f.header.get("gpus_per_node")
-    return int(v) if v else None
 
 
 # ------------------------------------------------------------------------------------------------ rules
@@ -102,7 +50,7 @@ def rule_unknown_instance(f: JobFacts, o: CheckOptions) -> list[Violation]:
     for it in dict.fromkeys(f.instance_types):
         if "REPLACE_ME" in it:
             continue
-        hit, names = _catalog_instance(it)
+        hit, names = catalog_instance(it)
         if names is None or hit is not None:
             continue
         sugg = did_you_mean(it, names)
@@ -142,7 +90,7 @@ def rule_batch(f: JobFacts, o: CheckOptions) -> list[Violation]:
                                  fix=_("make them equal (or write \"auto\" in the DeepSpeed config)")))
     mb = mb if mb is not None else ds_mb
     ga = ga if ga is not None else (ds_ga if ds_ga is not None else (1 if f.engine in ("swift", "llamafactory") else None))
-    gpn = _gpus_per_node(f)
+    gpn = gpus_per_node(f)
     nodes = f.nodes
     mp = 1
     for k in ("tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size"):
@@ -219,7 +167,7 @@ def _checkpointing(f: JobFacts) -> tuple[bool | None, str | None]:
 
 def job_context(f: JobFacts, o: CheckOptions):
     """The :class:`trainfit.rules.JobContext` of a checked file: what the platform rules read."""
-    inst = _first_instance([*f.instance_types, o.instance_type, f.plan.get("instance_type")])
+    inst = first_instance([*f.instance_types, o.instance_type, f.plan.get("instance_type")])
     lingjun = any(_is_lingjun(t) for t in f.instance_types)
     # the instance's class, else the trainfit header's (a render for a GPU without an instance type is "generic")
     rclass = getattr(inst, "resource_class", None) or (f.plan.get("resource_class") or None)
@@ -233,7 +181,7 @@ def job_context(f: JobFacts, o: CheckOptions):
     if o.region:
         region_sources["--region"] = o.region
     for it in f.instance_types:
-        hit, _names = _catalog_instance(it)
+        hit, _names = catalog_instance(it)
         regs = tuple(getattr(hit, "regions", ()) or ()) if hit is not None else ()
         if regs and region_sources and not any(r in regs for r in region_sources.values()):
             region_sources[_("instance {name} (seen only in {regions})").format(name=it, regions=", ".join(regs))] = \
@@ -253,7 +201,7 @@ def job_context(f: JobFacts, o: CheckOptions):
                                                           "generic")
     tp = _int_s(f.train.get("tensor_model_parallel_size")) or 1
     return JobContext(platform=platform, resource_class=rclass, instance=inst, nodes=f.nodes or o.nodes or 1,
-                      gpus_per_node=_gpus_per_node(f) or o.gpus_per_node, spot=f.spot,
+                      gpus_per_node=gpus_per_node(f) or o.gpus_per_node, spot=f.spot,
                       region=o.region or next(iter(f.regions.values()), None), vpc=vpc, tp=tp,
                       custom_image=bool(custom) if f.images else None, checkpointing=ckpt, checkpoint_detail=why,
                       resume=_resume(f) if f.spot else None, scripts=tuple(f.scripts), images=tuple(custom),
@@ -272,7 +220,7 @@ def rule_launcher(f: JobFacts, o: CheckOptions) -> list[Violation]:
     """torchrun's node count, GPUs per node and master address against the job (any platform)."""
     out: list[Violation] = []
     nodes = f.nodes or o.nodes
-    gpn = _gpus_per_node(f) or o.gpus_per_node
+    gpn = gpus_per_node(f) or o.gpus_per_node
     for where, s in f.scripts:
         for cmd in s.commands:
             if not is_torchrun(cmd):
@@ -333,8 +281,6 @@ def _memory_finding(f: JobFacts, *, gpu: str, reserved_gib: float, usable_gib: f
 
 def rule_memory(f: JobFacts, o: CheckOptions) -> list[Violation]:
     """The memory model and the one fit decision on the training settings the file states."""
-    from trainfit.check.readback import read_workload
-
     got = read_workload(f, o)
     if got is None:
         return []
@@ -382,14 +328,6 @@ def rule_memory(f: JobFacts, o: CheckOptions) -> list[Violation]:
     return out
 
 
-def rl_launch_text(f: JobFacts) -> str | None:
-    """The text of the job's RL launch script (verl ``main_ppo`` or ``swift rlhf``), or None."""
-    for _where, s in f.scripts:
-        if "verl.trainer.main_ppo" in s.text or re.search(r"\bswift\s+rlhf\b", s.text):
-            return s.text
-    return None
-
-
 def rule_rl(f: JobFacts, o: CheckOptions) -> list[Violation]:
     """RL launches (verl main_ppo, ``swift rlhf``): read back and sized per phase with the same model and fit
     decision as ``memory --rl`` / ``plan --rl``, plus the RL lints (utilization vs the trainer's residual,
@@ -401,7 +339,7 @@ def rule_rl(f: JobFacts, o: CheckOptions) -> list[Violation]:
     plan = f.plan
     usable = (plan.get("rl") or {}).get("gpu_mem_gib") if isinstance(plan.get("rl"), dict) and not o.gpu else None
     gpu = o.gpu or f.gpu or plan.get("gpu")
-    inst = _first_instance([o.instance_type, *f.instance_types, plan.get("instance_type")])
+    inst = first_instance([o.instance_type, *f.instance_types, plan.get("instance_type")])
     if gpu is None and inst is not None:
         gpu = inst.gpu
     if usable is None and gpu:
@@ -439,10 +377,6 @@ def rule_image_registry(f: JobFacts, o: CheckOptions) -> list[Violation]:
 
 
 def rule_injection(f: JobFacts, o: CheckOptions) -> list[Violation]:
-    try:
-        from trainfit.check.injection import find_injection
-    except ImportError:
-        return []
     return [v if isinstance(v, Violation) else Violation(**v) for v in find_injection(f)]
 
 

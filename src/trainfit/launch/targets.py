@@ -54,7 +54,7 @@ class JobReader:
     matches: Callable[[str, str], bool]
     """``matches(path, text)``: whether the file is one of this target's."""
     read: Callable[[str, str, Any], None]
-    """``read(path, text, facts)``: fill the :class:`~trainfit.check.facts.JobFacts` (nodes, GPUs, settings...)."""
+    """``read(path, text, facts)``: fill the :class:`~trainfit.jobspec.facts.JobFacts` (nodes, GPUs, settings...)."""
 
 
 @dataclass(frozen=True, kw_only=True)

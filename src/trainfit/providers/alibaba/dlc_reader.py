@@ -1,5 +1,5 @@
 """Readers of Alibaba PAI-DLC job specs for ``trainfit check``: a CreateJob request body (``dlc_job.json``) and the
-``pai dlc job submit`` / legacy ``dlc submit`` command lines, into :class:`~trainfit.check.facts.JobFacts`. The
+``pai dlc job submit`` / legacy ``dlc submit`` command lines, into :class:`~trainfit.jobspec.facts.JobFacts`. The
 writer of the same body is ``dlc_writer.py`` beside this file."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from trainfit.check.facts import (REGION_IN_OSS, JobFacts, add_script, int_field, is_file, load_json, region_of_image,
+from trainfit.jobspec.facts import (REGION_IN_OSS, JobFacts, add_script, int_field, is_file, load_json, region_of_image,
                                   type_error, read_text)
 from trainfit.jobspec.shell import Script
 from trainfit.errors import CheckInputError

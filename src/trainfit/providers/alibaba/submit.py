@@ -19,7 +19,7 @@ from trainfit.i18n import N_, _
 from trainfit.providers.alibaba.client import (CREATE_JOB_CRED_FIX, Sdk, classify_create_job, default_credential,
                                                import_sdk, make_config, scrub)
 from trainfit import inputs
-from trainfit.check.facts import plan_facts
+from trainfit.jobspec.facts import plan_facts
 from trainfit._io import read_json_limited
 from trainfit.writes import stale_in
 from trainfit.providers._net import call_with_deadline

@@ -1,9 +1,9 @@
 """Readers of Kubeflow PyTorchJob and SkyPilot task specs for ``trainfit check``, into
-:class:`~trainfit.check.facts.JobFacts`. Their writers are ``pytorchjob.py`` and ``skypilot.py`` beside this file."""
+:class:`~trainfit.jobspec.facts.JobFacts`. Their writers are ``pytorchjob.py`` and ``skypilot.py`` beside this file."""
 
 from __future__ import annotations
 
-from trainfit.check.facts import JobFacts, add_script, int_field, type_error
+from trainfit.jobspec.facts import JobFacts, add_script, int_field, type_error
 from trainfit.errors import CheckInputError
 from trainfit.i18n import _
 
