@@ -25,6 +25,6 @@ def test_either_module_can_be_imported_first():
 
 def test_web_adapters_call_the_core_functions_of_trainfit_service(monkeypatch):
     seen = []
-    monkeypatch.setattr(service, "memory_from_options", lambda vals: seen.append(vals) or "report")
+    monkeypatch.setattr(service_web, "memory_from_options", lambda vals: seen.append(vals) or "report")
     assert importlib.import_module("trainfit.service").memory_from_request({"model": "Qwen3-8B"}) == "report"
     assert seen and seen[0]["model"] == "Qwen3-8B" and seen[0]["config"] is None

@@ -3,8 +3,8 @@ core service functions of :mod:`trainfit.service`, the uploaded job file, the JS
 option tables the page shows, and the field and fix an error points at. The web layer only parses HTTP and
 presents: every decision is here or in :mod:`trainfit.service`.
 
-Every name here is also importable from :mod:`trainfit.service` (re-exported there). The core functions are
-imported inside each function: :mod:`trainfit.service` imports this module at its end.
+Every name here is also importable from :mod:`trainfit.service`, which gathers these and the core functions of
+:mod:`trainfit.service_core` (imported here at the top: the core does not import this module).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import functools
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, TypeVar
+from typing import Any, Callable, Iterator, Mapping, TypeVar
 
 from trainfit import i18n, inputs
 from trainfit.errors import InputError, PlanFileError, TrainfitError, CheckInputError
@@ -26,10 +26,9 @@ from trainfit.options import (PLAN_OPTIONS, RL_OPTIONS, WORKLOAD_OPTIONS, parse_
                               workload_from_values)
 from trainfit.plan.batch import with_target_batch
 from trainfit.plan.types import plans_from_document
+from trainfit.service_core import (MemoryReport, check_file, make_plan, memory_from_options, plan_for, render_plan,
+                                   resolve_model, single_target)
 from trainfit.writes import with_manifest
-
-if TYPE_CHECKING:
-    from trainfit.service import MemoryReport
 
 
 def json_ready(obj: Any) -> Any:
@@ -131,8 +130,6 @@ def plan_from_options(values: Mapping[str, Any]) -> Any:
     """``plan`` from a mapping of option values (``POST /api/plan``), with the CLI's semantics: workload layout
     options that are given are pinned, the others searched; plan options take their defaults; the RL options
     (``rl``, ``steps``, ``rollout_engine``...) plan an RL run as ``plan --rl`` does."""
-    from trainfit.service import make_plan, resolve_model
-
     # the RL options too (``plan --rl grpo --steps N ...``), as the CLI's plan takes them
     parsed = parse_options(values, WORKLOAD_OPTIONS + PLAN_OPTIONS + RL_OPTIONS, allowed_extra=PLAN_EXTRA,
                            defaults=False)
@@ -179,8 +176,6 @@ def _config_value(values: Mapping[str, Any]) -> Mapping[str, Any] | None:
 def memory_from_request(values: Mapping[str, Any]) -> MemoryReport:
     """:func:`~trainfit.service.memory_from_options` where ``config`` is pasted text or an object, never a
     server path."""
-    from trainfit.service import memory_from_options
-
     vals = dict(values)
     vals["model"] = _opt_str(values, "model")
     vals["config"] = _config_value(values)
@@ -198,8 +193,6 @@ def render_from_options(values: Mapping[str, Any]) -> Any:
     """``render`` from a mapping (``POST /api/render``): a ``plan`` (one plan of ``plan --json``, or the whole
     document with ``pick``), or the model and workload options with ``gpu`` / ``instance_type`` (and ``tokens``,
     ``spot``) as ``trainfit render MODEL ...``; job options as RenderOptions fields; ``target`` (default all)."""
-    from trainfit.service import plan_for, render_plan, resolve_model, single_target
-
     target = values.get("target") or None  # None: the plan's target (plan --target), else all
     if isinstance(target, (list, tuple)):
         target = ",".join(str(t) for t in target)
@@ -255,8 +248,6 @@ def check_upload(filename: str, data: bytes, *, region: str | None = None, gpu: 
     import dataclasses
     import os
     import tempfile
-
-    from trainfit.service import check_file
 
     base = os.path.basename(str(filename or "").replace("\\", "/")) or "job"
     base = inputs.as_ident("file", base, "job_name")
