@@ -48,13 +48,14 @@ socket.socket.connect = _guarded_connect
 @pytest.fixture(autouse=True)
 def isolated_catalog(tmp_path, monkeypatch):
     from trainfit.catalog import _store
+    from trainfit.catalog import set_overlay_path
 
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.delenv("TRAINFIT_CATALOG_OVERLAY", raising=False)
     monkeypatch.delenv("TRAINFIT_CACHE_DIR", raising=False)
-    _store.set_overlay_path(None)
+    set_overlay_path(None)
     _store.reset_cache()
     yield tmp_path
-    _store.set_overlay_path(None)
+    set_overlay_path(None)
     _store.reset_cache()

@@ -155,14 +155,15 @@ prices:
 @pytest.fixture
 def fake_provider(tmp_path, monkeypatch):
     from trainfit.catalog import _store
+    from trainfit.catalog import set_overlay_path
 
     register_provider(ProviderSpec(name="fakecloud", resource_classes=("fake-gpu",), rules=lambda: FAKE_RULES))
     overlay = tmp_path / "catalog.yaml"
     overlay.write_text(OVERLAY)
-    _store.set_overlay_path(overlay)
+    set_overlay_path(overlay)
     _store.reset_cache()
     yield
-    _store.set_overlay_path(None)
+    set_overlay_path(None)
     _store.reset_cache()
     unregister_provider("fakecloud")
 

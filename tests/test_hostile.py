@@ -758,6 +758,7 @@ def test_web_errors_show_no_server_paths(monkeypatch, tmp_path):
     from fastapi.testclient import TestClient
 
     from trainfit.catalog import _store
+    from trainfit.catalog import set_overlay_path
     from trainfit.web.app import create_app
 
     overlay = tmp_path / "secret-home" / "overlay.yaml"
@@ -874,6 +875,7 @@ def test_paths_over_the_name_limit_are_no_traceback(capsys, monkeypatch, argv, e
     """Found with the fuzz rerun's over-long --tokenizer: every Path.is_dir / is_file / unlink on a name longer than
     the file system allows (ENAMETOOLONG) raised OSError out of main."""
     from trainfit.catalog import _store
+    from trainfit.catalog import set_overlay_path
 
     for k, v in env.items():
         monkeypatch.setenv(k, v)
@@ -882,7 +884,7 @@ def test_paths_over_the_name_limit_are_no_traceback(capsys, monkeypatch, argv, e
         rc, _, err = run(capsys, *argv)
     finally:
         _store.reset_cache()
-        _store.set_overlay_path(None)
+        set_overlay_path(None)
     assert rc in (0, 1, 2) and "Traceback" not in err, err
 
 

@@ -23,15 +23,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "trainfit"
 
-#: Modules another helper ("knot") is still rewriting: exempt from (a) as importers, and circles that include one
-#: are not reported by (c). The owner deletes this constant (and its two uses) when "knot" lands.
+#: Modules another helper ("knot") is still rewriting: exempt from (a) as importers, from (b) when both sides are
+#: among them (options' use of _option_types' parsers), and circles that include one are not reported by (c).
+#: The owner deletes this constant (and its three uses) when "knot" lands.
 PENDING_KNOT = ("trainfit.estimate", "trainfit.launch", "trainfit.plan", "trainfit.rl", "trainfit.options",
                 "trainfit._option_types", "trainfit.workload")
-
-#: Circles of files this step did not break yet (helper "imports" ran out of time; see its report): the catalog's six
-#: files. Exempt like PENDING_KNOT, and the function-local imports inside that circle. The owner deletes this
-#: constant when it is broken.
-UNFINISHED = ("trainfit.catalog",)
 
 #: module name -> (parsed file, is a package ``__init__``)
 Source = dict[str, tuple[ast.Module, bool]]
@@ -47,12 +43,8 @@ def _package(mod: str) -> str:
     return parts[1] if len(parts) > 1 else ""
 
 
-def _under(mod: str, names: tuple[str, ...]) -> bool:
-    return any(mod == p or mod.startswith(p + ".") for p in names)
-
-
 def _pending(mod: str) -> bool:
-    return _under(mod, PENDING_KNOT + UNFINISHED)
+    return any(mod == p or mod.startswith(p + ".") for p in PENDING_KNOT)
 
 
 def _target(node: ast.ImportFrom, mod: str, is_pkg: bool) -> str:
@@ -146,12 +138,10 @@ def needless_local_imports(src: Source, heavy: frozenset[str]) -> list[tuple[str
     heavy_mods = heavy_modules(src, heavy)
     out = []
     for mod, (tree, is_pkg) in src.items():
-        if _under(mod, PENDING_KNOT):
+        if _pending(mod):
             continue
         for node, local, _typing_only in _imports(tree):
             targets = _targets(node, mod, is_pkg, src)
-            if _under(mod, UNFINISHED) and targets and _under(targets[-1], UNFINISHED):
-                continue
             if local and targets and targets[-1] not in heavy_mods:
                 out.append((mod, node.lineno, targets[-1]))
     return sorted(out)

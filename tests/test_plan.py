@@ -5,6 +5,7 @@ import json
 import pytest
 
 from trainfit.catalog import _store
+from trainfit.catalog import set_overlay_path
 from trainfit.catalog.gpus import get_gpu
 from trainfit.cli import main
 from trainfit.estimate.memory import estimate_memory
@@ -98,7 +99,7 @@ def test_overlay_price_gives_cost(tmp_path):
         "  - provider: generic\n    resource_class: generic\n    instance_type: generic-8xH100\n"
         "    price_per_hour: 200\n    currency: CNY\n    spot_discount: 0.3\n"
         "    source: test\n    as_of: 2026-12-01\n")
-    _store.set_overlay_path(ov)
+    set_overlay_path(ov)
     _store.reset_cache()
     res = plan(_req("Qwen3-8B", instance_type="generic-8xH100"))
     (p,) = res.plans

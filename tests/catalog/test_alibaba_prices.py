@@ -37,7 +37,7 @@ def test_a_plan_on_a_subscription_only_type_shows_the_subscription_price_but_no_
 def _overlay(tmp_path, rows):
     import yaml
 
-    from trainfit.catalog._store import set_overlay_path
+    from trainfit.catalog import set_overlay_path
 
     p = tmp_path / "ov.yaml"
     p.write_text(yaml.safe_dump({"prices": rows}), encoding="utf-8")

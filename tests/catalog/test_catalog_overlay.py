@@ -8,6 +8,7 @@ import textwrap
 import pytest
 
 from trainfit.catalog import _store, get_gpu, get_instance, list_instances
+from trainfit.catalog import set_overlay_path
 from trainfit.catalog.overlay import validate_overlay
 from trainfit.cli import main
 from trainfit.errors import CatalogError
@@ -86,7 +87,7 @@ def test_overlay_default_location_and_explicit_path(tmp_path, isolated_catalog):
     (cfg / "catalog.yaml").write_text(GOOD, encoding="utf-8")
     assert get_instance("ecs.gn7i-c8g1.2xlarge").price_per_hour == 12.5  # picked up without a reset
     other = _write(tmp_path, GOOD.replace("12.5", "9.75"), "other.yaml")
-    _store.set_overlay_path(other)
+    set_overlay_path(other)
     assert get_instance("ecs.gn7i-c8g1.2xlarge").price_per_hour == 9.75
 
 

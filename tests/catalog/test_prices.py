@@ -12,6 +12,7 @@ from importlib import resources
 import pytest
 
 from trainfit.catalog import _store
+from trainfit.catalog import set_overlay_path
 from trainfit.catalog import prices as P
 from trainfit.catalog._schema import CURRENCIES
 from trainfit.cli import main
@@ -143,7 +144,7 @@ OVERLAY = textwrap.dedent("""
 def _overlay(tmp_path, text):
     p = tmp_path / "catalog.yaml"
     p.write_text(text, encoding="utf-8")
-    _store.set_overlay_path(str(p))
+    set_overlay_path(str(p))
     return p
 
 

@@ -93,6 +93,7 @@ def _on_alarm(signum, frame):  # pragma: no cover - only on a hang
 def run_cli(argv: list[str], *, seconds: float = CASE_SECONDS, env: dict[str, str] | None = None) -> Outcome:
     """``trainfit.cli.main(argv)`` in-process, bounded in time; never raises (but re-raises KeyboardInterrupt)."""
     from trainfit.catalog import _store
+    from trainfit.catalog import set_overlay_path
     from trainfit.cli import main
 
     o = Outcome(argv=list(argv))
@@ -127,7 +128,7 @@ def run_cli(argv: list[str], *, seconds: float = CASE_SECONDS, env: dict[str, st
             else:
                 os.environ[k] = v
         _store.reset_cache()
-        _store.set_overlay_path(None)
+        set_overlay_path(None)
     o.out = out_b.getvalue().decode("utf-8", "replace")
     o.err = err_b.getvalue().decode("utf-8", "replace")
     return o

@@ -12,6 +12,7 @@ import shlex
 import pytest
 
 from trainfit.catalog import _store
+from trainfit.catalog import set_overlay_path
 from trainfit.cli import main
 from trainfit.errors import InputError, RenderError
 from trainfit.estimate.fit import decide_fit
@@ -154,7 +155,7 @@ def test_plan_rl_cost_is_price_times_instance_hours(tmp_path, capsys):
     ov = tmp_path / "catalog.yaml"
     ov.write_text("instances:\n  - provider: generic\n    resource_class: generic\n    instance_type: generic-8xH100\n"
                   "    price_per_hour: 200\n    currency: CNY\n    source: test\n    as_of: 2026-12-01\n")
-    _store.set_overlay_path(ov)
+    set_overlay_path(ov)
     _store.reset_cache()
     model, args, _, _ = CASES["30b-full-8gpu-verl"]
     _, doc = _plan_json(tmp_path, capsys, model, args + ["--instance-type", "generic-8xH100"])

@@ -510,6 +510,7 @@ def test_price_with_source_and_age_and_the_per_region_view(page, server, tmp_pat
     """A priced plan shows its price per hour, its date and age and a link to its source, as the CLI's '#N price:'
     line; 'Prices in every region' shows the same plans priced per region (plan --compare-regions)."""
     from trainfit.catalog import _store
+    from trainfit.catalog import set_overlay_path
 
     overlay = tmp_path / "catalog.yaml"
     rows = "".join(
@@ -517,7 +518,7 @@ def test_price_with_source_and_age_and_the_per_region_view(page, server, tmp_pat
         f"billing: payg, verified: yes, price_per_hour: {p}, currency: USD, source: 'https://example.com/prices', "
         f"as_of: '2026-11-20'}}\n" for r, p in (("us-east-1", 20.0), ("eu-west-1", 24.0)))
     overlay.write_text("prices:\n" + rows, encoding="utf-8")
-    _store.set_overlay_path(str(overlay))  # the server runs in this process
+    set_overlay_path(str(overlay))  # the server runs in this process
     _store.reset_cache()
     body = {"model": "Qwen3-8B", "method": "lora", "tokens": "2B", "gpu": "H100-SXM", "compare_regions": True}
     expected = _api(server, "/api/plan", body)

@@ -14,7 +14,7 @@ from typing import Any
 from trainfit.catalog._schema import GPU_COLUMNS, INSTANCE_COLUMNS, parse_row
 from trainfit.errors import CatalogError
 from trainfit.i18n import _
-from trainfit.catalog._store import cache_dir
+from trainfit.catalog._files import cache_dir
 from trainfit.writes import ensure_dir, write_file
 from trainfit.inputs import loads_json, read_text_file
 

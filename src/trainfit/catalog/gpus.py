@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass, fields
 from typing import Any
 
+from trainfit.catalog._current import current_catalog
 from trainfit.errors import UnknownGPUError, did_you_mean
 from trainfit.i18n import _
 
@@ -183,15 +184,9 @@ def gpu_from_row(row: dict[str, Any], origin: str = "bundled") -> GPU:
     return GPU(**kw, origin=origin)
 
 
-def _catalog():
-    from trainfit.catalog._store import current_catalog
-
-    return current_catalog()
-
-
 def list_gpus() -> list[GPU]:
     """Every GPU in the effective catalog (bundled, refreshed, overlay), in file order."""
-    return list(_catalog().gpus)
+    return list(current_catalog().gpus)
 
 
 def gpu_names() -> list[str]:
@@ -206,7 +201,7 @@ def get_gpu(name: str) -> GPU:
     """
     if isinstance(name, GPU):  # already resolved
         return name
-    cat = _catalog()
+    cat = current_catalog()
     hit = cat.gpu_index.get(normalize_gpu_name(str(name)))
     if hit is not None:
         return hit

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any
 
+from trainfit.catalog._current import current_catalog
+from trainfit.catalog.gpus import get_gpu, is_model
 from trainfit.errors import CatalogError, did_you_mean, InputError, TrainfitError
 from trainfit.i18n import _
 
@@ -60,8 +62,6 @@ class Instance:
         """The :class:`~trainfit.catalog.gpus.GPU` record of :attr:`gpu`, or None when unknown."""
         if not self.gpu:
             return None
-        from trainfit.catalog.gpus import get_gpu
-
         return get_gpu(self.gpu)
 
     @property
@@ -80,23 +80,15 @@ def instance_from_row(row: dict[str, Any], origin: str = "bundled") -> Instance:
     return Instance(**kw, origin=origin)
 
 
-def _catalog():
-    from trainfit.catalog._store import current_catalog
-
-    return current_catalog()
-
-
 def list_instances(*, provider: str | None = None, resource_class: str | None = None,
                    gpu: str | None = None) -> list[Instance]:
     """Instances of the effective catalog, filtered by provider, resource class and/or GPU name."""
-    rows = list(_catalog().instances)
+    rows = list(current_catalog().instances)
     if provider:
         rows = [r for r in rows if r.provider == provider.lower()]
     if resource_class:
         rows = [r for r in rows if r.resource_class == resource_class.lower()]
     if gpu:
-        from trainfit.catalog.gpus import get_gpu
-
         want = get_gpu(gpu).name
         rows = [r for r in rows if r.gpu == want]
     return rows
@@ -133,8 +125,6 @@ def gpu_on_instance(inst: Instance, gpu: str | None) -> str | None:
     would size the job for a GPU the instance does not have."""
     if not gpu or not inst.gpu:
         return gpu or inst.gpu
-    from trainfit.catalog.gpus import get_gpu, is_model
-
     try:
         own = get_gpu(inst.gpu)
     except TrainfitError:

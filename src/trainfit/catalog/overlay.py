@@ -46,8 +46,7 @@ from typing import Any
 from trainfit.catalog._schema import GPU_COLUMNS, INSTANCE_COLUMNS, Column, parse_row
 from trainfit.errors import CatalogError
 from trainfit.i18n import _
-from trainfit.inputs import loads_yaml_all, read_text_file
-from trainfit.catalog._store import bundled_rows, gpu_key, instance_key, cross_check, merge_rows
+from trainfit.catalog._files import bundled_rows, cross_check, gpu_key, instance_key, merge_rows, read_yaml
 from trainfit.catalog.prices import overlay_price_rows
 
 _TOP_KEYS = ("gpus", "instances", "prices")  # prices: parsed by trainfit.catalog.prices
@@ -67,41 +66,6 @@ def _relaxed(columns: tuple[Column, ...], keep_required: set[str]) -> tuple[Colu
     return tuple(c if c.name in keep_required else replace(c, required=False) for c in columns)
 
 
-#: Largest overlay read (a hand-written overlay is a few KB; a 30 MB one would slow every command).
-MAX_OVERLAY_BYTES = 1 * 2**20
-
-
-def _loader():
-    """``yaml.SafeLoader`` with dates kept as strings (so the schema reports bad ones itself)."""
-    import yaml
-
-    class _Loader(getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader):  # type: ignore[misc]
-        pass
-
-    _Loader.add_constructor("tag:yaml.org,2002:timestamp", yaml.SafeLoader.construct_yaml_str)
-    return _Loader
-
-
-def safe_load_yaml(text: str) -> Any:
-    """``yaml.safe_load`` semantics through the input gate (no aliases, depth limit), dates kept as strings."""
-    docs = loads_yaml_all(text, what=_("catalog overlay"), error=CatalogError, loader=_loader())
-    if len(docs) > 1:
-        raise CatalogError(_("catalog overlay holds more than one YAML document"), fix=_("keep one document"))
-    return docs[0] if docs else None
-
-
-def _read_yaml(path: Path) -> tuple[Any, list[str]]:
-    try:
-        text = read_text_file(path, max_bytes=MAX_OVERLAY_BYTES, what=_("catalog overlay"), error=CatalogError,
-                              fix=_("fix or remove the overlay file"))
-        docs = loads_yaml_all(text, what=f"{path}", error=CatalogError, loader=_loader())
-    except CatalogError as e:
-        return None, [e.message.replace(": malformed YAML", ": not valid YAML", 1)]
-    if len(docs) > 1:
-        return None, [_("{path}: holds {n} YAML documents; an overlay is one mapping").format(path=path, n=len(docs))]
-    return (docs[0] if docs else None), []
-
-
 def parse_overlay(path: str | Path, *, known_gpu_keys: set[str] | None = None,
                   known_instance_keys: set[tuple[str, str, str]] | None = None) -> tuple[Overlay, list[str]]:
     """Parse and validate one overlay file; returns the overlay and every problem found (no raise)."""
@@ -111,7 +75,7 @@ def parse_overlay(path: str | Path, *, known_gpu_keys: set[str] | None = None,
         known_gpu_keys = {gpu_key(r) for r in g_base} if known_gpu_keys is None else known_gpu_keys
         known_instance_keys = ({instance_key(r) for r in i_base} if known_instance_keys is None
                                else known_instance_keys)
-    data, problems = _read_yaml(path)
+    data, problems = read_yaml(path)
     ov = Overlay(path=str(path))
     if problems:
         return ov, problems

@@ -32,8 +32,8 @@ from trainfit.catalog._schema import CURRENCIES, Column, parse_row
 from trainfit.providers.registry import provider_names, resource_classes
 from trainfit.errors import CatalogError
 from trainfit.i18n import _
-from trainfit.catalog._store import (_read_bundled, read_csv_rows, _stat_key, overlay_path, refresh_cache_files,
-                                     CatalogWarning)
+from trainfit.catalog._files import (CatalogWarning, overlay_path, read_bundled, read_csv_rows, read_yaml,
+                                     refresh_cache_files, stat_key)
 from trainfit.catalog.cache import CACHE_FORMAT, MAX_CACHE_BYTES
 from trainfit.inputs import loads_json, read_text_file
 
@@ -153,7 +153,7 @@ def parse_price_rows(raws: Iterable[Any], where: str) -> tuple[list[dict[str, An
 # ------------------------------------------------------------------------------------------ layers
 
 def _bundled_raws() -> list[dict[str, str]]:
-    return read_csv_rows(_read_bundled("prices.csv"))
+    return read_csv_rows(read_bundled("prices.csv"))
 
 
 @lru_cache(maxsize=1)
@@ -199,9 +199,7 @@ def read_cache_prices(path: Path) -> list[dict[str, Any]]:
 
 def overlay_price_rows(path: Path) -> list[dict[str, Any]]:
     """Typed rows of the overlay's ``prices:`` list; raises :class:`CatalogError` listing every problem."""
-    from trainfit.catalog.overlay import _read_yaml
-
-    data, problems = _read_yaml(Path(path))
+    data, problems = read_yaml(Path(path))
     items = data.get("prices") if isinstance(data, dict) else None
     rows: list[dict[str, Any]] = []
     if not problems and items is not None:
@@ -217,7 +215,7 @@ def overlay_price_rows(path: Path) -> list[dict[str, Any]]:
 
 
 def _stat(p: Path | None):
-    return _stat_key(p)
+    return stat_key(p)
 
 
 def current_prices() -> tuple[PriceRow, ...]:
