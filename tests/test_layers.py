@@ -248,12 +248,17 @@ def test_the_checks_see_what_they_claim():
         "trainfit.c": "def g():\n    from trainfit.d import w\n",
         "trainfit.d": "from trainfit.c import g\nw = 4\n",
         "trainfit.e": "from trainfit.a.light import _hidden\n",
+        "trainfit.p/": "from trainfit.p.q import u\n",
+        "trainfit.p.q": "from trainfit.r.s import v\nu = 5\n",
+        "trainfit.r/": "from trainfit.p import u\n",
+        "trainfit.r.s": "v = 6\n",
     })
     heavy = frozenset({"torch"})
     assert heavy_modules(src, heavy) == {"trainfit.a._inner", "trainfit.b", "trainfit.b.deep"}
     assert needless_local_imports(src, heavy) == [("trainfit.c", 2, "trainfit.d")]
     assert private_imports(src) == {("trainfit.b", "trainfit.a._inner", "<module>"),
                                     ("trainfit.e", "trainfit.a.light", "_hidden")}
-    assert import_cycles(src) == [["trainfit.c", "trainfit.d"]]
+    # importing trainfit.r.s from trainfit.p.q runs trainfit/r/__init__.py, which imports trainfit.p
+    assert import_cycles(src) == [["trainfit.c", "trainfit.d"], ["trainfit.p", "trainfit.p.q", "trainfit.r"]]
     fixed = _fake({"trainfit/": "", "trainfit.c": "from trainfit.d import w\n", "trainfit.d": "w = 4\n"})
     assert not needless_local_imports(fixed, heavy) and not import_cycles(fixed) and not private_imports(fixed)
