@@ -17,7 +17,8 @@ from trainfit.errors import InputError, RenderError
 from trainfit.estimate.fit import decide_fit
 from trainfit.launch import RL_TARGETS, TARGETS, build_context, render
 from trainfit.models import get_model
-from trainfit.options import RL_OPTIONS, add_options, parse_options, rl_config_from_values
+from trainfit._cli.arguments import add_options
+from trainfit.options import RL_OPTIONS, parse_options, rl_config_from_values
 from trainfit.plan.types import Plan, plans_from_document
 from trainfit.rl import RLConfig
 from trainfit.rl.launch import parse_rl_launch

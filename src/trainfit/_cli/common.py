@@ -1,7 +1,8 @@
-"""Options shared by ``memory``, ``trace``, ``plan`` and ``render``: the model and the training request.
+"""What ``memory``, ``trace``, ``plan`` and ``render`` share: reading the model and the training request back from
+the parsed command line, and the JSON output.
 
-The options themselves are defined once in :mod:`trainfit.options` (the web API validates with the same table);
-this module only attaches them to argparse and reads them back.
+The options themselves are defined once in the option table (:mod:`trainfit.options`, which the web API validates
+with too, and :mod:`trainfit.command_options`); :mod:`trainfit._cli.arguments` makes the argparse arguments.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 
 from trainfit import inputs
 from trainfit.models import ModelShape
-from trainfit.options import WORKLOAD_OPTION_NAMES, WORKLOAD_OPTIONS, add_options
+from trainfit.options import WORKLOAD_OPTION_NAMES
 from trainfit.workload import Workload
 from trainfit.i18n import _
 
@@ -30,40 +31,8 @@ def _arg(parse):
     return conv
 
 
-def count_arg(name: str, lo: float = 1, hi: float = 1e15):
-    """argparse type for counts such as 2B, 500M, 8k (the input gate's rules)."""
-    return _arg(lambda t: inputs.as_count(name, t, lo=lo, hi=hi))
-
-
 def float_arg(name: str, lo: float | None = None, hi: float | None = None, lo_open: bool = False):
     return _arg(lambda t: inputs.as_float(name, t, lo=lo, hi=hi, lo_open=lo_open))
-
-
-def int_arg(name: str, lo: int = 1, hi: int | None = None):
-    return _arg(lambda t: inputs.as_int(name, t, lo=lo, hi=hi))
-
-
-def ident_arg(name: str, kind: str):
-    return _arg(lambda t: inputs.as_ident(name, t, kind))
-
-
-def parse_count(text: str) -> int:
-    """'2B' -> 2_000_000_000, '500M', '8k', '1e9', '4096' (decimal SI suffixes)."""
-    return count_arg("count")(text)
-
-
-def add_model_argument(p: argparse.ArgumentParser, *, required: bool = True) -> None:
-    p.add_argument("model", nargs="?", metavar="MODEL",
-                   help=_("registry name (Qwen3-8B, qwen/qwen3-30b-a3b...); see `trainfit models`"))
-    p.add_argument("--config", metavar="PATH", help=_("a config.json or model folder instead of a registry name"))
-
-
-def add_workload_options(p: argparse.ArgumentParser, *, unset_defaults: bool = False) -> None:
-    add_options(p, WORKLOAD_OPTIONS, unset_defaults=unset_defaults)
-
-
-def add_json_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--json", action="store_true", help=_("print JSON instead of tables"))
 
 
 def model_from_args(args: argparse.Namespace) -> ModelShape:
