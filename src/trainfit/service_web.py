@@ -15,12 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, TypeVar
 
-from trainfit import i18n
+from trainfit import i18n, inputs
 from trainfit.errors import InputError, PlanFileError, TrainfitError
 from trainfit.i18n import _
 
 if TYPE_CHECKING:
+    from trainfit.models import ModelShape
     from trainfit.service import MemoryReport
+    from trainfit.service_commands import Where
 
 
 def json_ready(obj: Any) -> Any:
@@ -122,8 +124,8 @@ def plan_from_options(values: Mapping[str, Any]) -> Any:
     """``plan`` from a mapping of option values (``POST /api/plan``), with the CLI's semantics: workload layout
     options that are given are pinned, the others searched; plan options take their defaults; the RL options
     (``rl``, ``steps``, ``rollout_engine``...) plan an RL run as ``plan --rl`` does."""
-    from trainfit.options import PLAN_OPTIONS, RL_OPTIONS, WORKLOAD_OPTIONS, parse_options, plan_request_from_values
-    from trainfit.service import make_plan, resolve_model
+    from trainfit.options import PLAN_OPTIONS, RL_OPTIONS, WORKLOAD_OPTIONS, parse_options
+    from trainfit.service_commands import plan_command
 
     # the RL options too (``plan --rl grpo --steps N ...``), as the CLI's plan takes them
     parsed = parse_options(values, WORKLOAD_OPTIONS + PLAN_OPTIONS + RL_OPTIONS, allowed_extra=PLAN_EXTRA,
@@ -131,8 +133,7 @@ def plan_from_options(values: Mapping[str, Any]) -> Any:
     for o in PLAN_OPTIONS:
         if parsed.get(o.name) is None:
             parsed[o.name] = o.default
-    model = resolve_model(_opt_str(values, "model"), config=_config_value(values))
-    return make_plan(plan_request_from_values(model, parsed))
+    return plan_command(_model(values), parsed)
 
 
 def _opt_str(values: Mapping[str, Any], key: str) -> str | None:
@@ -150,7 +151,6 @@ def _opt_str(values: Mapping[str, Any], key: str) -> str | None:
 def _config_value(values: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """A pasted config.json: a JSON object, or its text (parsed through the input gate). A path is not accepted
     from the web: the server's files are not the user's."""
-    from trainfit import inputs
     from trainfit.models.hf_config import MAX_CONFIG_BYTES
 
     cfg = values.get("config")
@@ -170,11 +170,29 @@ def _config_value(values: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return cfg
 
 
+def _model(values: Mapping[str, object]) -> ModelShape:
+    """The model of a request: ``model`` (a registry name) or ``config`` (pasted, never a server path)."""
+    from trainfit.service import resolve_model
+
+    return resolve_model(_opt_str(values, "model"), config=_config_value(values))
+
+
+def _where(values: Mapping[str, object]) -> Where:
+    """``gpu``, ``instance_type``, ``tokens`` and ``spot`` of a render request ("" = not given)."""
+    from trainfit.service_commands import Where
+
+    gpu, it, tokens = values.get("gpu"), values.get("instance_type"), values.get("tokens")
+    return Where(tokens=None if tokens in (None, "") else float(inputs.as_count("tokens", tokens)),
+                 gpu=None if gpu in (None, "") else inputs.as_ident("gpu", gpu, "gpu"),
+                 instance_type=None if it in (None, "") else inputs.as_ident("instance_type", it, "instance_type"),
+                 spot=inputs.as_bool("spot", values.get("spot", False)))
+
+
 @_in_request_language
 def memory_from_request(values: Mapping[str, Any]) -> MemoryReport:
-    """:func:`~trainfit.service.memory_from_options` where ``config`` is pasted text or an object, never a
+    """:func:`~trainfit.service_commands.memory_from_options` where ``config`` is pasted text or an object, never a
     server path."""
-    from trainfit.service import memory_from_options
+    from trainfit.service_commands import memory_from_options
 
     vals = dict(values)
     vals["model"] = _opt_str(values, "model")
@@ -193,11 +211,11 @@ def render_from_options(values: Mapping[str, Any]) -> Any:
     """``render`` from a mapping (``POST /api/render``): a ``plan`` (one plan of ``plan --json``, or the whole
     document with ``pick``), or the model and workload options with ``gpu`` / ``instance_type`` (and ``tokens``,
     ``spot``) as ``trainfit render MODEL ...``; job options as RenderOptions fields; ``target`` (default all)."""
-    from trainfit import inputs
     from trainfit.launch import RenderOptions
-    from trainfit.options import parse_options, workload_from_values
+    from trainfit.options import parse_options
     from trainfit.plan.types import plans_from_document
-    from trainfit.service import plan_for, render_plan, resolve_model, single_target
+    from trainfit.service import render_plan
+    from trainfit.service_commands import plan_to_render
 
     target = values.get("target") or None  # None: the plan's target (plan --target), else all
     if isinstance(target, (list, tuple)):
@@ -220,19 +238,8 @@ def render_from_options(values: Mapping[str, Any]) -> Any:
         plan = plans[pick - 1]
     else:
         wl_vals = parse_options(values, allowed_extra=RENDER_EXTRA + RENDER_OPTION_FIELDS)
-        model = resolve_model(_opt_str(values, "model"), config=_config_value(values))
-        gpu, it, tokens = values.get("gpu"), values.get("instance_type"), values.get("tokens")
-        wl = workload_from_values(wl_vals)
-        if wl_vals.get("grad_accum") is None:  # the global batch the planner would aim at
-            from trainfit.plan.batch import with_target_batch
-
-            wl = with_target_batch(wl, None if tokens in (None, "") else float(inputs.as_count("tokens", tokens)))
-        plan = plan_for(model, wl,
-                        gpu=None if gpu in (None, "") else inputs.as_ident("gpu", gpu, "gpu"),
-                        instance_type=None if it in (None, "") else inputs.as_ident("instance_type", it, "instance_type"),
-                        tokens=None if tokens in (None, "") else float(inputs.as_count("tokens", tokens)),
-                        spot=inputs.as_bool("spot", values.get("spot", False)), region=options.region,
-                        target=single_target(target))
+        model = _model(values)
+        plan = plan_to_render(lambda: model, wl_vals, lambda: _where(values), region=options.region, target=target)
     return render_plan(plan, options, target)
 
 
@@ -260,7 +267,6 @@ def check_upload(filename: str, data: bytes, *, region: str | None = None, gpu: 
     import os
     import tempfile
 
-    from trainfit import inputs
     from trainfit.errors import CheckInputError
     from trainfit.service import check_file
 

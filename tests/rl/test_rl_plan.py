@@ -82,7 +82,8 @@ def test_rl_config_from_values_fills_framework_defaults_under_user_values():
 
 
 def test_memory_cli_web_and_service_are_one_path(capsys):
-    from trainfit.service import memory_from_options, rl_memory_report
+    from trainfit.service import rl_memory_report
+    from trainfit.service_commands import memory_from_options
 
     argv = ["Qwen3-8B", "--rl", "grpo", "--gpu", "H100", "--rollout-util", "0.5", "--prompt-len", "1024",
             "--response-len", "7168", "--method", "lora", "--steps", "10"]

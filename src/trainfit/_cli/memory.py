@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 
 from trainfit._cli.arguments import add_options
-from trainfit._cli.common import model_from_args, print_json, workload_from_args
+from trainfit._cli.common import model_from_args, print_json
 from trainfit.i18n import _
 from trainfit.command_options import COMMAND_OPTIONS
+from trainfit.service import MemoryReport, RLMemoryReport
+from trainfit.service_commands import memory_command
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -20,25 +22,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def compute(args: argparse.Namespace):
-    from trainfit.options import rl_config_from_values, rl_workload_from_values
-    from trainfit.service import memory_report, rl_memory_report
-
-    rl = rl_config_from_values(vars(args))
-    if rl is not None and args.dataset:
-        from trainfit.errors import WorkloadError
-
-        raise WorkloadError(_("--dataset sizes supervised fine-tuning rows; RL sequences are --prompt-len + "
-                              "--response-len"), fix=_("drop --dataset, or drop --rl"))
-    if rl is not None:  # RL sizing (issue 13): memory per phase
-        return rl_memory_report(model_from_args(args), rl_workload_from_values(vars(args), rl), rl,
-                                gpu=args.gpu, gpu_mem_gib=args.gpu_mem, host_ram_gib=args.host_ram,
-                                instance_type=args.instance_type, steps=args.steps)
-    from trainfit.dataset.budget import budget_from_values
-
-    data = budget_from_values(vars(args))
-    return memory_report(model_from_args(args), workload_from_args(args), gpu=args.gpu, gpu_mem_gib=args.gpu_mem,
-                         host_ram_gib=args.host_ram, instance_type=args.instance_type, data=data)
+def compute(args: argparse.Namespace) -> MemoryReport | RLMemoryReport:
+    return memory_command(lambda: model_from_args(args), vars(args), gpu=args.gpu, gpu_mem_gib=args.gpu_mem,
+                          host_ram_gib=args.host_ram, instance_type=args.instance_type)
 
 
 def run(args: argparse.Namespace) -> int:

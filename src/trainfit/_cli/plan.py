@@ -8,6 +8,8 @@ from trainfit._cli.arguments import add_options
 from trainfit._cli.common import model_from_args, print_json
 from trainfit.i18n import _
 from trainfit.command_options import COMMAND_OPTIONS
+from trainfit.options import DATA_OPTIONS, PLAN_OPTIONS, RL_OPTION_NAMES, WORKLOAD_OPTION_NAMES, OptionValue
+from trainfit.service_commands import plan_command
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -22,19 +24,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def build_request(args: argparse.Namespace):
-    from trainfit.options import (DATA_OPTIONS, PLAN_OPTIONS, RL_OPTION_NAMES, WORKLOAD_OPTION_NAMES,
-                                  plan_request_from_values)
-
+def option_values(args: argparse.Namespace) -> dict[str, OptionValue]:
+    """The values of the options ``plan`` shares with the web API (workload, plan, data and RL options)."""
     names = WORKLOAD_OPTION_NAMES + tuple(o.name for o in PLAN_OPTIONS + DATA_OPTIONS) + RL_OPTION_NAMES
-    values = {k: getattr(args, k) for k in names}
-    return plan_request_from_values(model_from_args(args), values)
+    return {k: getattr(args, k) for k in names}
 
 
 def run(args: argparse.Namespace) -> int:
-    from trainfit.service import make_plan
-
-    result = make_plan(build_request(args))
+    result = plan_command(model_from_args(args), option_values(args))
     out = result.to_dict()
     if args.json:
         print_json(out)

@@ -7,11 +7,20 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
+from trainfit import service
 from trainfit._cli.arguments import add_options
-from trainfit._cli.common import model_from_args, print_json, workload_from_args
+from trainfit._cli.common import model_from_args, print_json
 from trainfit._cli.labels import VERDICT, label
+from trainfit.dataset import is_stats_file
 from trainfit.i18n import _
 from trainfit.command_options import COMMAND_OPTIONS
+from trainfit.plan.types import Plan
+from trainfit.service_commands import Where, plan_to_render
+
+if TYPE_CHECKING:
+    from trainfit.launch import RenderOptions, RenderResult
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -24,8 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def options_from_args(args: argparse.Namespace):
-    from trainfit.dataset import is_stats_file
+def options_from_args(args: argparse.Namespace) -> RenderOptions:
     from trainfit.launch import RenderOptions
 
     counted = not args.plan and args.dataset and (args.tokenizer or is_stats_file(args.dataset))
@@ -41,51 +49,13 @@ def options_from_args(args: argparse.Namespace):
                          save_steps=args.save_steps, spot_discount_limit=args.spot_discount_limit)
 
 
-def plan_from_args(args: argparse.Namespace):
-    from trainfit import service
-
+def plan_from_args(args: argparse.Namespace) -> Plan:
     if args.plan:
         _refuse_options_the_plan_fixes(args)
         return service.load_plan(args.plan, args.pick)
-    from trainfit.options import rl_config_from_values, rl_workload_from_values
-
-    rl = rl_config_from_values(vars(args))
-    data = _data_budget(args) if rl is None else None
-    tokens = args.tokens if data is None else data.tokens
-    wl = (workload_from_args(args) if data is None else workload_from_args(args, seq_len=data.seq_len)) \
-        if rl is None else rl_workload_from_values(vars(args), rl)
-    if rl is None and args.grad_accum is None:  # the global batch the planner would aim at
-        from trainfit.plan.batch import with_target_batch
-
-        wl = with_target_batch(wl, tokens)
-    plan = service.plan_for(model_from_args(args), wl, gpu=args.gpu,
-                            instance_type=args.instance_type, tokens=tokens, spot=args.spot, region=args.region,
-                            rl=rl, steps=args.steps if rl is not None else None,
-                            target=None if rl is not None else service.single_target(args.target))
-    if data is None:
-        return plan
-    from dataclasses import replace
-
-    return replace(plan, data=data)
-
-
-def _data_budget(args: argparse.Namespace):
-    """``render MODEL --dataset STATS|FILE [--tokenizer DIR]``: the data budget ``plan --dataset`` computes (the same
-    function), when --dataset is a stats file or a dataset counted with --tokenizer; None when it is a dataset id
-    (or a path) that the job only names."""
-    from trainfit.dataset import is_stats_file
-    from trainfit.dataset.budget import budget_from_values
-
-    if not args.dataset or not (args.tokenizer or is_stats_file(args.dataset)):
-        if args.tokenizer or args.seq_len_percentile:
-            from trainfit.errors import InputError
-
-            raise InputError(_("--tokenizer and --seq-len-percentile count a dataset: they need --dataset FILE"),
-                             fix=_("pass --dataset train.jsonl --tokenizer DIR (or --dataset stats.json)"))
-        return None
-    return budget_from_values({"dataset": args.dataset, "tokenizer": args.tokenizer, "seq_len": args.seq_len,
-                                    "seq_len_percentile": args.seq_len_percentile, "packing": args.packing,
-                                    "epochs": args.epochs, "tokens": args.tokens})
+    where = Where(gpu=args.gpu, instance_type=args.instance_type, tokens=args.tokens, spot=args.spot)
+    return plan_to_render(lambda: model_from_args(args), vars(args), lambda: where, region=args.region,
+                          target=args.target)
 
 
 def _refuse_options_the_plan_fixes(args: argparse.Namespace) -> None:
@@ -106,15 +76,11 @@ def _refuse_options_the_plan_fixes(args: argparse.Namespace) -> None:
                                "without --plan (MODEL options --gpu/--instance-type)"))
 
 
-def compute(args: argparse.Namespace):
-    from trainfit import service
-
+def compute(args: argparse.Namespace) -> RenderResult:
     return service.render_plan(plan_from_args(args), options_from_args(args), args.target)
 
 
 def run(args: argparse.Namespace) -> int:
-    from trainfit import service
-
     result = compute(args)
     paths = service.write_rendered(result, args.out, force=args.force)
     if args.json:
@@ -142,6 +108,6 @@ def run(args: argparse.Namespace) -> int:
     return _exit_status(result)
 
 
-def _exit_status(result: object) -> int:
+def _exit_status(result: RenderResult) -> int:
     """The exit-code table (README): the files are written, but a plan that does not fit exits 1, as memory does."""
-    return 1 if result.context.plan.fit.verdict == "oom" else 0  # type: ignore[attr-defined]
+    return 1 if result.context.plan.fit.verdict == "oom" else 0
