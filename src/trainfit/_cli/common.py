@@ -12,11 +12,11 @@ import json
 import math
 import re
 import sys
-from typing import Any
 
 from trainfit import inputs
 from trainfit.models import ModelShape
-from trainfit.options import WORKLOAD_OPTION_NAMES
+from trainfit.json_types import JSONLike
+from trainfit.options import WORKLOAD_OPTION_NAMES, OptionValue
 from trainfit.workload import Workload
 from trainfit.i18n import _
 
@@ -41,12 +41,12 @@ def model_from_args(args: argparse.Namespace) -> ModelShape:
     return resolve_model(getattr(args, "model", None), config=getattr(args, "config", None))
 
 
-def workload_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+def workload_kwargs(args: argparse.Namespace) -> dict[str, OptionValue]:
     """The Workload fields the user gave (``None`` where an option has no value, e.g. plan's unpinned ones)."""
     return {k: getattr(args, k) for k in WORKLOAD_OPTION_NAMES}
 
 
-def workload_from_args(args: argparse.Namespace, **overrides: Any) -> Workload:
+def workload_from_args(args: argparse.Namespace, **overrides: OptionValue) -> Workload:
     from trainfit.options import workload_from_values
 
     kw = workload_kwargs(args)
@@ -54,7 +54,7 @@ def workload_from_args(args: argparse.Namespace, **overrides: Any) -> Workload:
     return workload_from_values(kw)
 
 
-def _finite(obj: Any) -> Any:
+def _finite(obj: JSONLike) -> JSONLike:
     """JSON output never carries NaN or infinity: they become null."""
     if isinstance(obj, float) and not math.isfinite(obj):
         return None
@@ -68,14 +68,14 @@ def _finite(obj: Any) -> Any:
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def json_text(obj: Any, **kw: Any) -> str:
+def json_text(obj: JSONLike, *, indent: int | None = None, allow_nan: bool = True) -> str:
     """``obj`` as JSON text with non-ASCII characters as they are (``ensure_ascii=False``), except lone surrogates:
     a command-line argument that is not valid UTF-8 reaches Python as ``\\udcXX`` (surrogateescape) and can be echoed
     back in a message, and such a character cannot be written to a UTF-8 stdout. They can only sit inside JSON
     strings, where the ``\\uXXXX`` escape says the same thing (``json.loads`` gives the character back)."""
-    text = json.dumps(obj, ensure_ascii=False, **kw)
+    text = json.dumps(obj, ensure_ascii=False, indent=indent, allow_nan=allow_nan)
     return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
-def print_json(obj: Any) -> None:
+def print_json(obj: JSONLike) -> None:
     sys.stdout.write(json_text(_finite(obj), indent=2, allow_nan=False) + "\n")
