@@ -116,8 +116,81 @@ WATCH_OPTIONS: tuple[Option, ...] = cli_only(
            help=N_("training command, after --")),
 )
 
+
+
+CATALOG_OPTIONS: tuple[Option, ...] = cli_only(
+    Option(name="catalog_overlay", flag="--catalog", group="", metavar="PATH",
+           help=N_("overlay YAML to use instead of $TRAINFIT_CATALOG_OVERLAY / ~/.config/trainfit/catalog.yaml")),
+)
+_TABLE_JSON = Option(name="json", parse=inputs.as_bool, default=False, group="", help=N_("print JSON instead of a table"),
+                     web=False)
+_PLAIN_JSON = Option(name="json", parse=inputs.as_bool, default=False, group="", web=False)
+
+CATALOG_SHOW_OPTIONS: tuple[Option, ...] = cli_only(
+    Option(name="what", positional=True, nargs="?", choices=("gpus", "instances", "prices"), default="gpus", group=""),
+    Option(name="provider", group="", help=N_("instances: alibaba | tencent | generic | private")),
+    Option(name="resource_class", group="",
+           help=N_("instances: pai-public | pai-lingjun | pai-eas | tencent-tione | generic ...")),
+    Option(name="gpu", group="", help=N_("instances with this GPU (name or alias)")),
+    Option(name="instance_type", group="", help=N_("prices: only this instance type")),
+    Option(name="region", group="", help=N_("prices: this region (plus prices whose region is not stated)")),
+    Option(name="billing", choices=("payg", "subscription", "spot"), group="", help=N_("prices: only this billing")),
+    _TABLE_JSON,
+)
+
+CATALOG_VALIDATE_OPTIONS: tuple[Option, ...] = cli_only(
+    Option(name="path", positional=True, nargs="?", group="",
+           help=N_("overlay YAML (default: the overlay in effect, if any)")),
+    _PLAIN_JSON,
+)
+
+CATALOG_REFRESH_OPTIONS: tuple[Option, ...] = cli_only(
+    Option(name="provider", required=True, choices=("pai", "ecs", "tencent", "alibaba"), group="",
+           help=N_("pai: PAI-DLC ListEcsSpecs; ecs: Alibaba ECS DescribeInstanceTypes (--prices: DescribePrice "
+                   "+ DescribeSpotPriceHistory); tencent: CVM DescribeInstanceTypeConfigs (--prices: "
+                   "InquiryPriceRunInstances); alibaba --public-prices: Alibaba's public ECS price list "
+                   "(instancePrice.json, every region, no credentials)")),
+    Option(name="region", group="", help=N_("region id, e.g. cn-hangzhou, cn-wulanchabu, ap-guangzhou (required except "
+                                            "with --public-prices, which reads every region)")),
+    Option(name="prices", parse=inputs.as_bool, default=False, group="",
+           help=N_("ecs/tencent: fetch prices instead of specs")),
+    Option(name="public_prices", parse=inputs.as_bool, default=False, group="",
+           help=N_("alibaba: read Alibaba's public ECS price list (no credentials): pay-as-you-go and one-month "
+                   "subscription list prices of every region, with the list's version and publication date")),
+    Option(name="site", choices=("cn", "intl"), default="cn", group="",
+           help=N_("--public-prices: cn = China site (CNY, default), intl = international site (USD)")),
+    Option(name="url", group="", metavar="URL|FILE",
+           help=N_("--public-prices: read this instancePrice.json (a newer version's link, a mirror or a saved "
+                   "copy) instead of the site's default")),
+    Option(name="instance_types", flag="--instance-type", action="append", group="", metavar="TYPE",
+           help=N_("with --prices: price only this type (repeatable; default: the provider's GPU types "
+                   "in the catalog)")),
+    Option(name="zone", group="", help=N_("tencent --prices: availability zone to quote (default: the first listed)")),
+    Option(name="image_id", group="", help=N_("tencent --prices: image id to quote with (required by "
+                                              "InquiryPriceRunInstances)")),
+    Option(name="currency", default="CNY", group="",
+           help=N_("tencent --prices: currency your account is billed in "
+                   "(the API states amounts in CNY; international-site accounts: USD)")),
+    Option(name="endpoint", group="", help=N_("API endpoint host (default: the SDK's regional endpoint)")),
+    Option(name="timeout", parse=parse_float(0, 600, lo_open=True), default=15.0, group="",
+           help=N_("seconds per request (default 15)")),
+    Option(name="total_timeout", parse=parse_float(0, 3600, lo_open=True), group="",
+           help=N_("seconds for the whole refresh (default: max(60, 4 x --timeout))")),
+    Option(name="protocol", choices=("https", "http"), default="https", group="",
+           help=N_("https (default); http only for a local proxy or test server")),
+    _PLAIN_JSON,
+)
+
+CATALOG_RULES_OPTIONS: tuple[Option, ...] = cli_only(
+    Option(name="claim", group="", help=N_("only rules that answer this claim id (e.g. C22)")),
+    _PLAIN_JSON,
+)
+
+
 #: The tool commands' options in the order ``--help`` lists them.
 TOOL_COMMAND_OPTIONS: dict[str, tuple[Option, ...]] = {
     "calibrate": CALIBRATE_OPTIONS, "data": DATA_COMMAND_OPTIONS, "diagnose": DIAGNOSE_OPTIONS,
-    "serve": SERVE_OPTIONS, "submit": SUBMIT_OPTIONS, "watch": WATCH_OPTIONS,
+    "serve": SERVE_OPTIONS, "submit": SUBMIT_OPTIONS, "watch": WATCH_OPTIONS, "catalog": CATALOG_OPTIONS,
+    "catalog show": CATALOG_SHOW_OPTIONS, "catalog validate": CATALOG_VALIDATE_OPTIONS,
+    "catalog refresh": CATALOG_REFRESH_OPTIONS, "catalog rules": CATALOG_RULES_OPTIONS,
 }

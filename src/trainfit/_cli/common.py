@@ -13,26 +13,10 @@ import math
 import re
 import sys
 
-from trainfit import inputs
 from trainfit.models import ModelShape
 from trainfit.json_types import JSONLike
 from trainfit.options import WORKLOAD_OPTION_NAMES, OptionValue
 from trainfit.workload import Workload
-from trainfit.i18n import _
-
-
-def _arg(parse):
-    def conv(text: str):
-        try:
-            return parse(text)
-        except inputs.InputError as e:
-            raise argparse.ArgumentTypeError(_("{message} ({fix})").format(message=e.message, fix=e.fix) if e.fix
-                                             else e.message) from None
-    return conv
-
-
-def float_arg(name: str, lo: float | None = None, hi: float | None = None, lo_open: bool = False):
-    return _arg(lambda t: inputs.as_float(name, t, lo=lo, hi=hi, lo_open=lo_open))
 
 
 def model_from_args(args: argparse.Namespace) -> ModelShape:
