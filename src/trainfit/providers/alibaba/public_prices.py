@@ -35,14 +35,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trainfit.catalog.prices import DLC_BILLING_URL, HOURS_PER_MONTH  # noqa: F401 - re-exported for docs and tests
+from trainfit.catalog.prices import HOURS_PER_MONTH
 from trainfit.errors import CatalogError, NetworkError
 from trainfit.i18n import _
 from trainfit.catalog.cache import cache_file
 from trainfit.providers._refresh_common import Deadline, today, write_price_cache
 from trainfit.catalog import CURRENCIES, list_instances
 from trainfit.inputs import PATTERNS, loads_json
-from trainfit.providers.registry import RefreshRequest
+from trainfit.providers.registry import DLC_BILLING_URL, RefreshRequest  # noqa: F401 - re-exported for docs and tests
 
 #: Newest version of each site's file cited in public code (SpareCores sc-crawler cites intl 2.0.375; the
 #: China-site 2.0.211 directory is cited by public code for ``bandWidthPrice.json`` next to it). The file's own
