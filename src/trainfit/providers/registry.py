@@ -155,6 +155,9 @@ class ProviderSpec:
     """The platform (``applies_to`` of its rules) of a resource class, where it is not the class itself."""
     refresh: tuple[RefreshSource, ...] = ()
     """Its ``catalog refresh --provider`` choices."""
+    default_regions: Mapping[str, str] = field(default_factory=dict)
+    """The region a render uses for a resource class when neither the plan nor the instance row names one
+    (else :data:`DEFAULT_REGION`)."""
     listed: bool = True
     """Named in ``plan --provider``'s help (``private``, your own cluster's overlay rows, is not)."""
 
@@ -222,6 +225,16 @@ def listed_provider_names() -> tuple[str, ...]:
     return tuple(s.name for s in _REGISTRY.values() if s.listed)
 
 
+#: The region a render uses when neither the plan, the instance row nor its provider names one.
+DEFAULT_REGION = "cn-hangzhou"
+
+
+def default_region(resource_class: str | None) -> str:
+    """The region to render a job on ``resource_class`` in when nothing else names one."""
+    spec = spec_of_class(resource_class)
+    return (spec.default_regions.get(resource_class or "") if spec is not None else None) or DEFAULT_REGION
+
+
 def spec_of_class(resource_class: str | None) -> ProviderSpec | None:
     """The provider whose instance rows use ``resource_class``."""
     return next((s for s in _REGISTRY.values() if resource_class in s.resource_classes), None)
@@ -270,6 +283,7 @@ _ALIBABA = ProviderSpec(
         source_note=f"ECS list price used for PAI-DLC public resources, which bill their own per-region price shown "
                     f"in the PAI console ({DLC_BILLING_URL})",
         note="ECS list price (class ecs) standing in for pai-public"),),
+    default_regions={"pai-lingjun": "cn-wulanchabu"},
     platforms={"pai-public": "pai-dlc", "pai-quota": "pai-dlc", "pai-lingjun": "pai-dlc", "pai-eas": "pai-dlc"},
     refresh=(
         RefreshSource(name="pai", kind="specs", run="trainfit.providers.alibaba.refresh:refresh_request",
@@ -298,7 +312,7 @@ for _spec in (
     register_provider(_spec)
 del _spec
 
-__all__ = ["CloudRefreshed", "DLC_BILLING_URL", "PriceListRefreshed", "PriceStandIn", "ProviderSpec", "RefreshKind",
+__all__ = ["CloudRefreshed", "DEFAULT_REGION", "DLC_BILLING_URL", "default_region", "PriceListRefreshed", "PriceStandIn", "ProviderSpec", "RefreshKind",
            "RefreshRequest", "RefreshSource", "Refreshed", "SpecsRefreshed", "listed_provider_names", "platform_of",
            "price_stand_in", "provider_names", "provider_spec", "provider_specs", "refresh_source", "refresh_sources",
            "register_provider", "registry_version", "rents_whole_nodes", "resource_classes", "spec_of_class",
