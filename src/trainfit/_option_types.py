@@ -9,7 +9,7 @@ the web API; its help text is a message id (marked with ``N_``) shown in the cur
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Callable, Literal, Mapping, Union
+from typing import Callable, Literal, Union
 
 from trainfit import inputs
 from trainfit.i18n import N_, translate
@@ -51,8 +51,8 @@ class Option:
     """Accepted but left out of ``--help``."""
     cli_type: Callable[[str], int] | None = None
     """argparse's own conversion when there is no ``parse`` (``int``: argparse's "invalid int value")."""
-    help_fill: Callable[[], Mapping[str, str]] | None = None
-    """Values filled into ``help`` besides ``{default}`` and ``{choices}`` (a registry's names)."""
+    help_fill: Callable[[], dict[str, str]] | None = None
+    """Placeholders of ``help`` filled from a registry each time it is shown (``--provider``'s providers)."""
     unset_default: bool = False
     """The CLI leaves it None when not given (``plan`` searches it; the help still states ``default``)."""
     web: bool = True
@@ -67,14 +67,27 @@ class Option:
     def cli_flag(self) -> str:
         return self.flag or "--" + self.name.replace("_", "-")
 
+    def filled(self, text: str) -> str:
+        """``text`` (``help``, translated or not) with the :attr:`help_fill` placeholders filled in, the others
+        kept."""
+        if self.help_fill is None:
+            return text
+        return text.format_map(_Keep(self.help_fill()))
+
     def help_text(self) -> str:
-        """``help`` in the current language (an id marked with N_); ``{default}``, ``{choices}`` and ``help_fill``
+        """``help`` in the current language (an id marked with N_); ``help_fill``, ``{default}`` and ``{choices}``
         filled in."""
-        text = translate(self.help)
+        text = self.filled(translate(self.help))
         if "{" in self.help:
-            fill = dict(self.help_fill()) if self.help_fill else {}
-            text = text.format(default=self.default, choices=", ".join(self.choice_values or ()), **fill)
+            text = text.format(default=self.default, choices=", ".join(self.choice_values or ()))
         return text
+
+
+class _Keep(dict[str, str]):
+    """A ``format_map`` mapping that keeps the placeholders it does not know."""
+
+    def __missing__(self, key: str) -> str:
+        return "{" + key + "}"
 
 
 def cli_only(*options: Option) -> tuple[Option, ...]:

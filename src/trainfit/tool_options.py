@@ -9,6 +9,7 @@ from trainfit import inputs
 from trainfit._option_types import Option, parse_float, parse_ident, parse_int, cli_only
 from trainfit.dataset.formats import FORMATS
 from trainfit.i18n import N_
+from trainfit.providers.registry import refresh_sources
 
 #: ``--json`` of the commands that print tables.
 JSON_OPTION = Option(name="json", parse=inputs.as_bool, default=False, group="", help=N_("print JSON instead of tables"),
@@ -145,7 +146,7 @@ CATALOG_VALIDATE_OPTIONS: tuple[Option, ...] = cli_only(
 )
 
 CATALOG_REFRESH_OPTIONS: tuple[Option, ...] = cli_only(
-    Option(name="provider", required=True, choices=("pai", "ecs", "tencent", "alibaba"), group="",
+    Option(name="provider", required=True, choices=lambda: tuple(s.name for s in refresh_sources()), group="",
            help=N_("pai: PAI-DLC ListEcsSpecs; ecs: Alibaba ECS DescribeInstanceTypes (--prices: DescribePrice "
                    "+ DescribeSpotPriceHistory); tencent: CVM DescribeInstanceTypeConfigs (--prices: "
                    "InquiryPriceRunInstances); alibaba --public-prices: Alibaba's public ECS price list "
