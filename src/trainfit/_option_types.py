@@ -7,10 +7,17 @@ shown in the current language by :meth:`Option.help_text`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Callable, Union
 
 from trainfit import inputs
 from trainfit.i18n import N_, translate
+
+#: An option's value as it arrives: a command-line string, or a JSON value of a web request body.
+RawValue = Union[str, int, float, bool, None, list["RawValue"], dict[str, "RawValue"]]
+#: An option's parsed value (a list option such as ``--lora-targets`` parses to a tuple of names).
+OptionValue = Union[str, int, float, bool, tuple[str, ...], None]
+#: ``parse(field, raw) -> value`` through :mod:`trainfit.inputs` (raises InputError).
+Parser = Callable[[str, RawValue], OptionValue]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -19,9 +26,9 @@ class Option:
 
     name: str
     """Field name (``seq_len``); CLI flag ``--seq-len`` unless ``flag`` says otherwise."""
-    parse: Callable[[str, Any], Any]
+    parse: Parser
     """``parse(field, raw) -> value`` through :mod:`trainfit.inputs` (raises InputError)."""
-    default: Any = None
+    default: OptionValue = None
     help: str = ""
     choices: tuple[str, ...] | Callable[[], tuple[str, ...]] | None = None
     """The values it takes, or a function giving them when they come from a registry (``--target``)."""
@@ -48,15 +55,15 @@ class Option:
         return text
 
 
-def _int(lo: int = 1, hi: int | None = None) -> Callable[[str, Any], int]:
+def int_parser(lo: int = 1, hi: int | None = None) -> Callable[[str, RawValue], int]:
     return lambda f, v: inputs.as_int(f, v, lo=lo, hi=hi)
 
 
-def _float(lo: float | None = None, hi: float | None = None, lo_open: bool = False) -> Callable[[str, Any], float]:
+def float_parser(lo: float | None = None, hi: float | None = None, lo_open: bool = False) -> Callable[[str, RawValue], float]:
     return lambda f, v: inputs.as_float(f, v, lo=lo, hi=hi, lo_open=lo_open)
 
 
-def _choice(choices: tuple[str, ...] | Callable[[], tuple[str, ...]]) -> Callable[[str, Any], str]:
+def choice_parser(choices: tuple[str, ...] | Callable[[], tuple[str, ...]]) -> Callable[[str, RawValue], str]:
     if callable(choices):
         return lambda f, v: inputs.as_choice(f, v, choices())
     return lambda f, v: inputs.as_choice(f, v, choices)
