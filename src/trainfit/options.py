@@ -19,7 +19,7 @@ from trainfit.i18n import N_, _, translate
 from trainfit.launch.targets import check_target, plan_targets, rl_target_frameworks
 from trainfit.models.shapes import ModelShape
 from trainfit.plan.request import PIN_FIELDS, RL_SEARCHED, PlanRequest
-from trainfit.providers.registry import provider_names, resource_classes
+from trainfit.providers.registry import listed_provider_names, provider_names, resource_classes
 from trainfit.rl.config import ALGOS, ENGINES, FRAMEWORKS, RLConfig, trainer_defaults
 from trainfit.workload import Workload
 from trainfit.workload_options import (MAX_GPUS, MAX_LORA_RANK, MAX_MICRO_BATCH, MAX_PARALLEL, MAX_TOKENS,
@@ -65,7 +65,8 @@ PLAN_OPTIONS: tuple[Option, ...] = (
     Option(name="max_days", parse=float_parser(0, 3650, lo_open=True), default=14.0, group=N_("search"), metavar="DAYS",
            help=N_("reject plans that run longer than this (default 14 days)")),
     Option(name="provider", parse=choice_parser(provider_names), group=N_("search"),
-           choices=provider_names, help=N_("alibaba | tencent | generic (default: all)")),
+           choices=provider_names, help=N_("{providers} (default: all)"),
+           help_fill=lambda: {"providers": " | ".join(listed_provider_names())}),
     Option(name="resource_class", parse=choice_parser(resource_classes), group=N_("search"), choices=resource_classes,
            metavar="CLASS", help=" | ".join(resource_classes())),
     Option(name="region", parse=_ident("region"), group=N_("search"),

@@ -27,6 +27,7 @@ from trainfit.launch.targets import (Writer, engine_mismatch, experts_mismatch, 
                                      target_spec, target_specs)
 from trainfit.plan.hardware import gpu_class_of
 from trainfit.providers.alibaba.images import is_pai_image, pai_image_region
+from trainfit.providers.registry import default_region
 from trainfit.writes import write_set
 
 if TYPE_CHECKING:  # the planner imports the target registry, which loads this package: the Plan type only
@@ -133,7 +134,8 @@ def build_context(plan: Plan, options: RenderOptions | None = None) -> RenderCon
     inst = plan.instance
     regions = tuple(getattr(inst, "regions", ()) or ()) if inst is not None else ()
     lingjun = plan.resource_class == "pai-lingjun" or (inst is None and is_lingjun_type(plan.instance_type))
-    region = o.region or plan.region or (regions[0] if regions else ("cn-wulanchabu" if lingjun else "cn-hangzhou"))
+    region = o.region or plan.region or (regions[0] if regions else
+                                         default_region("pai-lingjun" if lingjun else plan.resource_class))
     _check_region(region, _("the instance record's first region") if not (o.region or plan.region) else "region")
     if regions and region not in regions:
         raise RenderError(_("{it} is documented only in {regions}, not {region}").format(
