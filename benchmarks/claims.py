@@ -127,7 +127,7 @@ class Runner:
 @contextlib.contextmanager
 def isolated_catalog():
     """In-process runs: the bundled catalog only, as the subprocess runs get (no user overlay, no refresh cache)."""
-    from trainfit.catalog import _store
+    from trainfit.catalog import _store, set_overlay_path
 
     keys = ("XDG_CONFIG_HOME", "XDG_CACHE_HOME", "TRAINFIT_CATALOG_OVERLAY", "TRAINFIT_CACHE_DIR")
     saved = {k: os.environ.get(k) for k in keys}
@@ -136,7 +136,7 @@ def isolated_catalog():
         os.environ.pop("TRAINFIT_CACHE_DIR", None)
         os.environ["XDG_CONFIG_HOME"] = str(Path(tmp) / "config")
         os.environ["XDG_CACHE_HOME"] = str(Path(tmp) / "cache")
-        _store.set_overlay_path(None)
+        set_overlay_path(None)
         _store.reset_cache()
         try:
             yield

@@ -337,7 +337,7 @@ def diagnose(events: list[dict[str, Any]], steps: list[dict[str, Any]], *,
              plan: tuple[Any, ...] | None = None,
              interruptions_per_hour: float | None = None, thresholds: Thresholds | None = None,
              plan_tokens: dict[str, Any] | None = None) -> Diagnosis:
-    """Findings for one run; ``plan`` is what :func:`_plan_prediction` returns (``(tokens_per_s, reserved_gib,
+    """Findings for one run; ``plan`` is what :func:`plan_prediction` returns (``(tokens_per_s, reserved_gib,
     gpu_mem_gib[, intervals])``: a tuple without the intervals compares without ranges), ``plan_tokens`` what
     :func:`trainfit.diagnose_tokens.plan_tokens_per_step` returns."""
     th = thresholds or Thresholds()

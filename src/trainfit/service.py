@@ -12,19 +12,19 @@
 * :func:`check_file` - every finding of a job file (the same rules and the same fit decision);
 * :func:`submit_job` - dry run or send a rendered PAI-DLC job.
 
-Each ``*_from_options`` helper turns a mapping of option values (CLI flags as field names, or a web request
-body) into the typed request through :mod:`trainfit.options`, the one input gate. The web API's adapters
+The decision "RL or supervised" of ``memory``, ``plan`` and ``render`` and their call into these functions are made
+once, for the CLI and the web API alike, by the dispatchers of :mod:`trainfit.service_commands`. The web API's adapters
 (``plan_from_options``, ``memory_from_request``, ``render_from_options``, ``check_upload``, ``json_ready``,
-``model_rows``, ``option_specs``, ``error_field``, ``error_fix``...) live in :mod:`trainfit.service_web`, above the
-core functions of :mod:`trainfit.service_core`; this module gathers both, the one place callers import them from.
+``model_rows``, ``option_specs``, ``error_field``, ``error_fix``...) live in :mod:`trainfit.service_web`. The functions
+above are defined in :mod:`trainfit.service_core`, below both; this module gathers the core functions and the web
+adapters, the one place callers import them from.
 """
 
 from __future__ import annotations
 
 from trainfit.service_core import (check_file, gpu_usable_gib, load_plan, make_plan, MAX_PLAN_BYTES, MEMORY_EXTRA,
-                                   memory_from_options, memory_report, MemoryReport, plan_for, render_plan,
-                                   resolve_model, rl_memory_report, RLMemoryReport, single_target, submit_job,
-                                   write_rendered)
+                                   memory_report, MemoryReport, plan_for, render_plan, resolve_model, rl_memory_report,
+                                   RLMemoryReport, single_target, submit_job, write_rendered)
 from trainfit.service_web import (Catalogs, catalogs, check_upload, error_field, ERROR_FIELDS, error_fix, json_ready,
                                   LANG_FIELD, MAX_CHECK_UPLOAD_BYTES, memory_from_request, model_rows, option_specs,
                                   PLAN_EXTRA, plan_from_options, preferred_language, RENDER_EXTRA, render_from_options,
@@ -32,8 +32,8 @@ from trainfit.service_web import (Catalogs, catalogs, check_upload, error_field,
 
 __all__ = ["Catalogs", "catalogs", "check_file", "check_upload", "error_field", "ERROR_FIELDS", "error_fix",
            "gpu_usable_gib", "json_ready", "LANG_FIELD", "load_plan", "make_plan", "MAX_CHECK_UPLOAD_BYTES",
-           "MAX_PLAN_BYTES", "MEMORY_EXTRA", "memory_from_options", "memory_from_request", "memory_report",
-           "MemoryReport", "model_rows", "option_specs", "PLAN_EXTRA", "plan_for", "plan_from_options",
-           "preferred_language", "RENDER_EXTRA", "render_from_options", "RENDER_OPTION_FIELDS", "render_plan",
-           "rendered_files", "request_context", "request_language", "resolve_model", "rl_memory_report",
-           "RLMemoryReport", "single_target", "submit_job", "write_rendered"]
+           "MAX_PLAN_BYTES", "MEMORY_EXTRA", "memory_from_request", "memory_report", "MemoryReport", "model_rows",
+           "option_specs", "PLAN_EXTRA", "plan_for", "plan_from_options", "preferred_language", "RENDER_EXTRA",
+           "render_from_options", "RENDER_OPTION_FIELDS", "render_plan", "rendered_files", "request_context",
+           "request_language", "resolve_model", "rl_memory_report", "RLMemoryReport", "single_target", "submit_job",
+           "write_rendered"]

@@ -1,6 +1,6 @@
 """The core of :mod:`trainfit.service`: every command's logic as functions over typed values (the list is in that
-module's docstring). Below :mod:`trainfit.service_web`, whose web adapters call these; import them from
-:mod:`trainfit.service`, which gathers both."""
+module's docstring). Below :mod:`trainfit.service_commands` and :mod:`trainfit.service_web`, which call these; import
+them from :mod:`trainfit.service`, which gathers them with the web adapters."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+from trainfit.calibration_file import load_calibrations
 from trainfit.errors import InputError, PlanFileError, UnknownGPUError, WorkloadError, RenderError, SubmitError
+from trainfit.estimate.calibration import Calibrations, calibration_note
 from trainfit.estimate.fit import OOM_RISK_LIMIT, SAFETY_MARGIN_DEFAULT, FitAnswer, decide_fit, fit_answer
 from trainfit.estimate.memory import MemoryEstimate, estimate_memory
 from trainfit.estimate.uncertainty import headroom_range, memory_range, plan_speed_interval
@@ -21,15 +23,12 @@ from trainfit import inputs
 from trainfit.catalog.gpus import get_gpu, assumed_note, sized_gpu, GPU
 from trainfit.check import check_file as _check
 from trainfit.dataset import stats_or_scan
-from trainfit.estimate.calibration import load_calibrations, calibration_note
 from trainfit.estimate.hardware import kernel_gaps
 from trainfit.estimate.speed import estimate_speed, training_time
 from trainfit.inputs import check_depth, loads_json, read_text_file
 from trainfit.launch import build_context, render, write
 from trainfit.launch.targets import check_target, speed_framework, plan_targets
 from trainfit.models import from_hf_config, get_model, load_config_path
-from trainfit.options import (RL_OPTION_NAMES, RL_OPTIONS, parse_options, rl_config_from_values,
-                              rl_workload_from_values, workload_from_values)
 from trainfit.plan.hardware import gpu_class_of, precision_on, hardware_for
 from trainfit.plan.rl import fit_rollout_tp, rl_plan
 from trainfit.plan.search import plan
@@ -220,28 +219,6 @@ def rl_memory_report(model: ModelShape, workload: Workload, rl: Any, *, gpu: str
 MEMORY_EXTRA = ("model", "config", "gpu", "gpu_mem", "host_ram", "instance_type")
 
 
-def memory_from_options(values: Mapping[str, Any]) -> MemoryReport | RLMemoryReport:
-    """``memory`` from a mapping of option values (the web API body; the CLI parses flags the same way). With
-    ``rl`` set (and the RL options of :data:`trainfit.options.RL_OPTIONS`) the :class:`RLMemoryReport`."""
-    wl_vals = parse_options(values, allowed_extra=MEMORY_EXTRA + RL_OPTION_NAMES, defaults=False)
-    rl_vals = parse_options({k: v for k, v in values.items() if k in RL_OPTION_NAMES}, RL_OPTIONS)
-    model = resolve_model(values.get("model"), config=values.get("config"))
-    gpu = values.get("gpu")
-    if gpu is not None:
-        gpu = inputs.as_ident("gpu", gpu, "gpu")
-    gm = values.get("gpu_mem")
-    hr = values.get("host_ram")
-    it = values.get("instance_type")
-    kw = dict(gpu=gpu,
-              gpu_mem_gib=None if gm is None else inputs.as_float("gpu_mem", gm, lo=0, hi=4096, lo_open=True),
-              host_ram_gib=None if hr is None else inputs.as_float("host_ram", hr, lo=0, hi=1e6, lo_open=True),
-              instance_type=None if it is None else inputs.as_ident("instance_type", it, "instance_type"))
-    rl = rl_config_from_values(rl_vals)
-    if rl is not None:
-        return rl_memory_report(model, rl_workload_from_values(wl_vals, rl), rl, steps=rl_vals.get("steps"), **kw)
-    return memory_report(model, workload_from_values(wl_vals), **kw)
-
-
 # ----------------------------------------------------------------------------------------------- plan
 
 def make_plan(request: Any) -> Any:
@@ -250,10 +227,10 @@ def make_plan(request: Any) -> Any:
     return plan(request)
 
 
-def _calibration_readable() -> None:
+def _calibration_readable() -> Calibrations:
     """Read the speed calibration overlay once before a search: a file that cannot be used is one clear error
     here, not a rejection of every instance type (the search turns per-candidate errors into rejections)."""
-    load_calibrations()
+    return load_calibrations()
 
 
 def plan_for(model: ModelShape, workload: Workload, *, gpu: str | None = None, instance_type: str | None = None,
@@ -321,10 +298,10 @@ def _plan_speed(model: ModelShape, workload: Workload, g: Any, inst: Any, *, fra
     """The speed fields of :func:`plan_for`'s Plan (empty when the GPU's compute is unknown); appends warnings."""
     if not (g.bf16_dense_tflops or g.fp16_dense_tflops):
         return {}
-    _calibration_readable()  # a broken overlay is an error, not "speed not estimated"
+    cals = _calibration_readable()  # a broken overlay is an error, not "speed not estimated"
     try:
         hw = hardware_for(g, inst, gpus_per_node=workload.gpus_on_node)
-        sp = estimate_speed(model, workload, hw, framework=framework)
+        sp = estimate_speed(model, workload, hw, framework=framework, calibrations=cals)
     except WorkloadError as e:
         warnings.append(_("speed not estimated: {message}").format(message=e.message))
         return {}

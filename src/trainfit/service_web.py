@@ -4,7 +4,8 @@ option tables the page shows, and the field and fix an error points at. The web 
 presents: every decision is here or in :mod:`trainfit.service`.
 
 Every name here is also importable from :mod:`trainfit.service`, which gathers these and the core functions of
-:mod:`trainfit.service_core` (imported here at the top: the core does not import this module).
+:mod:`trainfit.service_core` (imported here at the top: neither the core nor :mod:`trainfit.service_commands`
+imports this module).
 """
 
 from __future__ import annotations
@@ -13,25 +14,33 @@ import functools
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, TypeVar
+from typing import TYPE_CHECKING, Callable, Iterator, Mapping, TypeVar
 
 from trainfit import i18n, inputs
 from trainfit.errors import InputError, PlanFileError, TrainfitError, CheckInputError
 from trainfit.i18n import _
+from trainfit.json_types import JSON, JSONLike
 from trainfit.catalog import list_gpus, list_instances
 from trainfit.launch import RenderOptions, readme
 from trainfit.models import get_model, model_names
 from trainfit.models.hf_config import MAX_CONFIG_BYTES
-from trainfit.options import (PLAN_OPTIONS, RL_OPTIONS, WORKLOAD_OPTIONS, parse_options, plan_request_from_values,
-                              workload_from_values)
-from trainfit.plan.batch import with_target_batch
+from trainfit.options import PLAN_OPTIONS, RL_OPTIONS, WORKLOAD_OPTIONS, parse_options
 from trainfit.plan.types import plans_from_document
-from trainfit.service_core import (MemoryReport, check_file, make_plan, memory_from_options, plan_for, render_plan,
-                                   resolve_model, single_target)
+from trainfit.service_commands import Where, memory_from_options, plan_command, plan_to_render
+from trainfit.service_core import MemoryReport, RLMemoryReport, check_file, render_plan, resolve_model
 from trainfit.writes import with_manifest
 
+if TYPE_CHECKING:
+    from trainfit.catalog.gpus import GPU
+    from trainfit.catalog.instances import Instance
+    from trainfit.check import CheckResult
+    from trainfit.launch import RenderResult
+    from trainfit.models import ModelShape
+    from trainfit.options import Option
+    from trainfit.plan.types import PlanResult
 
-def json_ready(obj: Any) -> Any:
+
+def json_ready(obj: JSONLike) -> JSON:
     """The JSON the CLI prints: NaN and infinity become null (as ``--json`` does), tuples become lists."""
     import math
 
@@ -75,7 +84,7 @@ def preferred_language(header: str | None) -> str | None:
     return best[2] if best else None
 
 
-def request_language(lang: Any = None, accept_language: str | None = None) -> str:
+def request_language(lang: JSON = None, accept_language: str | None = None) -> str:
     """The language of one web request's messages: its ``lang`` (field or query parameter: en or zh, as ``--lang``;
     anything else is an InputError on the field ``lang``), else its ``Accept-Language`` header, else the server's
     (:func:`trainfit.i18n.current`: ``TRAINFIT_LANG``, ``LANG``...)."""
@@ -94,7 +103,7 @@ def request_language(lang: Any = None, accept_language: str | None = None) -> st
 
 
 @contextmanager
-def request_context(lang: Any = None, accept_language: str | None = None) -> Iterator[str]:
+def request_context(lang: JSON = None, accept_language: str | None = None) -> Iterator[str]:
     """``with request_context(lang, accept_language): ...`` runs one web request in its language
     (:func:`request_language`): every message made inside (reasons, fixes, warnings, rejections, errors) is in it;
     ``code`` fields stay English. An error raised inside keeps the fix :func:`error_fix` gives in that language."""
@@ -106,27 +115,27 @@ def request_context(lang: Any = None, accept_language: str | None = None) -> Ite
             raise
 
 
-_F = TypeVar("_F", bound=Callable[..., Any])
+_R = TypeVar("_R")
 
 
-def _in_request_language(fn: _F) -> _F:
+def _in_request_language(fn: Callable[[Mapping[str, JSON]], _R]) -> Callable[[Mapping[str, JSON]], _R]:
     """Run a request function (its first argument the request's field mapping) in the language its ``lang`` field
     names (the field is taken out before the options are parsed); without one, in the current language (which the
     web layer sets from the query parameter or ``Accept-Language`` with :func:`request_context`)."""
 
     @functools.wraps(fn)
-    def run(values: Mapping[str, Any], *args: Any, **kwargs: Any) -> Any:
+    def run(values: Mapping[str, JSON]) -> _R:
         if not isinstance(values, Mapping) or LANG_FIELD not in values:
-            return fn(values, *args, **kwargs)
+            return fn(values)
         rest = {k: v for k, v in values.items() if k != LANG_FIELD}
         with request_context(values.get(LANG_FIELD)):
-            return fn(rest, *args, **kwargs)
+            return fn(rest)
 
-    return run  # type: ignore[return-value]
+    return run
 
 
 @_in_request_language
-def plan_from_options(values: Mapping[str, Any]) -> Any:
+def plan_from_options(values: Mapping[str, JSON]) -> PlanResult:
     """``plan`` from a mapping of option values (``POST /api/plan``), with the CLI's semantics: workload layout
     options that are given are pinned, the others searched; plan options take their defaults; the RL options
     (``rl``, ``steps``, ``rollout_engine``...) plan an RL run as ``plan --rl`` does."""
@@ -136,11 +145,10 @@ def plan_from_options(values: Mapping[str, Any]) -> Any:
     for o in PLAN_OPTIONS:
         if parsed.get(o.name) is None:
             parsed[o.name] = o.default
-    model = resolve_model(_opt_str(values, "model"), config=_config_value(values))
-    return make_plan(plan_request_from_values(model, parsed))
+    return plan_command(_model(values), parsed)
 
 
-def _opt_str(values: Mapping[str, Any], key: str) -> str | None:
+def _opt_str(values: Mapping[str, JSON], key: str) -> str | None:
     v = values.get(key)
     if v is None or v == "":
         return None
@@ -152,7 +160,7 @@ def _opt_str(values: Mapping[str, Any], key: str) -> str | None:
     return v
 
 
-def _config_value(values: Mapping[str, Any]) -> Mapping[str, Any] | None:
+def _config_value(values: Mapping[str, JSON]) -> Mapping[str, JSON] | None:
     """A pasted config.json: a JSON object, or its text (parsed through the input gate). A path is not accepted
     from the web: the server's files are not the user's."""
     cfg = values.get("config")
@@ -172,9 +180,23 @@ def _config_value(values: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return cfg
 
 
+def _model(values: Mapping[str, JSON]) -> ModelShape:
+    """The model of a request: ``model`` (a registry name) or ``config`` (pasted, never a server path)."""
+    return resolve_model(_opt_str(values, "model"), config=_config_value(values))
+
+
+def _where(values: Mapping[str, JSON]) -> Where:
+    """``gpu``, ``instance_type``, ``tokens`` and ``spot`` of a render request ("" = not given)."""
+    gpu, it, tokens = values.get("gpu"), values.get("instance_type"), values.get("tokens")
+    return Where(tokens=None if tokens in (None, "") else float(inputs.as_count("tokens", tokens)),
+                 gpu=None if gpu in (None, "") else inputs.as_ident("gpu", gpu, "gpu"),
+                 instance_type=None if it in (None, "") else inputs.as_ident("instance_type", it, "instance_type"),
+                 spot=inputs.as_bool("spot", values.get("spot", False)))
+
+
 @_in_request_language
-def memory_from_request(values: Mapping[str, Any]) -> MemoryReport:
-    """:func:`~trainfit.service.memory_from_options` where ``config`` is pasted text or an object, never a
+def memory_from_request(values: Mapping[str, JSON]) -> MemoryReport | RLMemoryReport:
+    """:func:`~trainfit.service_commands.memory_from_options` where ``config`` is pasted text or an object, never a
     server path."""
     vals = dict(values)
     vals["model"] = _opt_str(values, "model")
@@ -189,7 +211,7 @@ RENDER_EXTRA = ("model", "config", "gpu", "instance_type", "tokens", "spot", "pl
 
 
 @_in_request_language
-def render_from_options(values: Mapping[str, Any]) -> Any:
+def render_from_options(values: Mapping[str, JSON]) -> RenderResult:
     """``render`` from a mapping (``POST /api/render``): a ``plan`` (one plan of ``plan --json``, or the whole
     document with ``pick``), or the model and workload options with ``gpu`` / ``instance_type`` (and ``tokens``,
     ``spot``) as ``trainfit render MODEL ...``; job options as RenderOptions fields; ``target`` (default all)."""
@@ -214,21 +236,12 @@ def render_from_options(values: Mapping[str, Any]) -> Any:
         plan = plans[pick - 1]
     else:
         wl_vals = parse_options(values, allowed_extra=RENDER_EXTRA + RENDER_OPTION_FIELDS)
-        model = resolve_model(_opt_str(values, "model"), config=_config_value(values))
-        gpu, it, tokens = values.get("gpu"), values.get("instance_type"), values.get("tokens")
-        wl = workload_from_values(wl_vals)
-        if wl_vals.get("grad_accum") is None:  # the global batch the planner would aim at
-            wl = with_target_batch(wl, None if tokens in (None, "") else float(inputs.as_count("tokens", tokens)))
-        plan = plan_for(model, wl,
-                        gpu=None if gpu in (None, "") else inputs.as_ident("gpu", gpu, "gpu"),
-                        instance_type=None if it in (None, "") else inputs.as_ident("instance_type", it, "instance_type"),
-                        tokens=None if tokens in (None, "") else float(inputs.as_count("tokens", tokens)),
-                        spot=inputs.as_bool("spot", values.get("spot", False)), region=options.region,
-                        target=single_target(target))
+        model = _model(values)
+        plan = plan_to_render(lambda: model, wl_vals, lambda: _where(values), region=options.region, target=target)
     return render_plan(plan, options, target)
 
 
-def rendered_files(result: Any) -> dict[str, str]:
+def rendered_files(result: RenderResult) -> dict[str, str]:
     """File name -> text of what ``render --out DIR`` writes (the job files and README.md with its manifest line)."""
     return with_manifest({**result.files, "README.md": readme(result)})
 
@@ -238,7 +251,7 @@ MAX_CHECK_UPLOAD_BYTES = 2 * 2**20
 
 
 def check_upload(filename: str, data: bytes, *, region: str | None = None, gpu: str | None = None,
-                 instance_type: str | None = None, lang: str | None = None) -> Any:
+                 instance_type: str | None = None, lang: str | None = None) -> CheckResult:
     """:func:`~trainfit.service.check_file` on uploaded bytes: written to a private temporary folder under their base name (the
     file kind is told by name and content), checked, and reported under ``filename``. ``lang``: the language of its
     messages (None: the current one, see :func:`request_context`)."""
@@ -278,7 +291,7 @@ def check_upload(filename: str, data: bytes, *, region: str | None = None, gpu: 
         violations=tuple(dataclasses.replace(v, message=clean(v.message), fix=clean(v.fix)) for v in res.violations))
 
 
-def model_rows() -> list[dict[str, Any]]:
+def model_rows() -> list[dict[str, JSON]]:
     """The bundled registry as ``trainfit models --json`` prints it."""
     out = []
     for name in model_names():
@@ -295,12 +308,12 @@ def model_rows() -> list[dict[str, Any]]:
     return out
 
 
-def option_specs() -> dict[str, list[dict[str, Any]]]:
+def option_specs() -> dict[str, list[dict[str, JSON]]]:
     """The option table (name, CLI flag, group, default, choices, help) for forms and docs."""
-    def spec(o: Any) -> dict[str, Any]:
+    def spec(o: Option) -> dict[str, JSON]:
         return {"name": o.name, "flag": o.cli_flag, "group": o.group, "default": json_ready(o.default),
                 "choices": None if o.choices is None else list(o.choice_values or ()),
-                "help": i18n.translate(o.help) if o.help else o.help}
+                "help": o.filled(i18n.translate(o.help)) if o.help else o.help}
 
     return {"workload": [spec(o) for o in WORKLOAD_OPTIONS], "plan": [spec(o) for o in PLAN_OPTIONS],
             "rl": [spec(o) for o in RL_OPTIONS]}
@@ -326,7 +339,7 @@ def error_fix(err: Exception) -> str | None:
     if field:
         for o in WORKLOAD_OPTIONS + PLAN_OPTIONS:
             if o.name == field and o.help:
-                return f"{o.name}: {i18n.translate(o.help)}"
+                return f"{o.name}: {o.filled(i18n.translate(o.help))}"
         return _("correct {field} (the API docs at /docs list each field)").format(field=field)
     return None
 
@@ -336,10 +349,10 @@ __all__ = ["json_ready", "PLAN_EXTRA", "LANG_FIELD", "request_language", "prefer
 
 @dataclass(frozen=True, kw_only=True)
 class Catalogs:
-    gpus: tuple = field(default=())
-    instances: tuple = field(default=())
+    gpus: tuple[GPU, ...] = field(default=())
+    instances: tuple[Instance, ...] = field(default=())
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, JSON]:
         """What ``trainfit catalog show gpus --json`` and ``... instances --json`` print, together."""
         return {"gpus": [g.to_dict() for g in self.gpus], "instances": [i.to_dict() for i in self.instances]}
 

@@ -6,84 +6,49 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, NoReturn, Sequence, Union, cast
+
+from trainfit._cli.arguments import add_options
 from trainfit._cli.labels import SEVERITY, label, yes_no
+from trainfit.command_options import COMMAND_OPTIONS
+from trainfit.errors import CatalogError
 from trainfit.i18n import N_, _, translate
-from trainfit._cli.common import float_arg
+from trainfit.providers.registry import (CloudRefreshed, PriceListRefreshed, RefreshRequest, RefreshSource,
+                                         SpecsRefreshed, refresh_source, refresh_sources)
 from trainfit.catalog import set_overlay_path, list_gpus, list_instances, current_catalog, bundled_rows, overlay_path
 from trainfit.catalog.overlay import validate_overlay
 from trainfit.catalog.prices import price_for_instance, current_prices, prices_for, bundled_price_rows
-from trainfit.errors import CatalogError
-from trainfit.providers.alibaba.ecs_refresh import refresh_ecs
-from trainfit.providers.alibaba.public_prices import refresh_public_prices
-from trainfit.providers.alibaba.refresh import refresh
-from trainfit.providers.tencent.refresh import refresh_tencent
 from trainfit.rules import load_rules, rules_for_claim
+
+if TYPE_CHECKING:
+    from trainfit.catalog.gpus import GPU
+    from trainfit.catalog.instances import Instance
+
+#: One cell of a catalog table (a list is joined with ``;``).
+Cell = Union[str, int, float, bool, None, Sequence[str]]
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("catalog", help=_("GPU and instance catalogs: show, validate, refresh, rules"),
                               description=_("GPU and instance catalogs (bundled data + refresh cache + your overlay)."))
-    p.add_argument("--catalog", metavar="PATH", dest="catalog_overlay",
-                   help=_("overlay YAML to use instead of $TRAINFIT_CATALOG_OVERLAY / ~/.config/trainfit/catalog.yaml"))
+    add_options(p, COMMAND_OPTIONS["catalog"])
     sub = p.add_subparsers(dest="catalog_command", metavar="ACTION")
 
     s = sub.add_parser("show", help=_("print the catalog"))
-    s.add_argument("what", nargs="?", choices=("gpus", "instances", "prices"), default="gpus")
-    s.add_argument("--provider", help=_("instances: alibaba | tencent | generic | private"))
-    s.add_argument("--resource-class", dest="resource_class",
-                   help=_("instances: pai-public | pai-lingjun | pai-eas | tencent-tione | generic ..."))
-    s.add_argument("--gpu", help=_("instances with this GPU (name or alias)"))
-    s.add_argument("--instance-type", dest="instance_type", help=_("prices: only this instance type"))
-    s.add_argument("--region", help=_("prices: this region (plus prices whose region is not stated)"))
-    s.add_argument("--billing", choices=("payg", "subscription", "spot"), help=_("prices: only this billing"))
-    s.add_argument("--json", action="store_true", help=_("print JSON instead of a table"))
+    add_options(s, COMMAND_OPTIONS["catalog show"])
     s.set_defaults(func=_show)
 
     v = sub.add_parser("validate", help=_("check an overlay file (and the bundled data); exit 1 listing all problems"))
-    v.add_argument("path", nargs="?", help=_("overlay YAML (default: the overlay in effect, if any)"))
-    v.add_argument("--json", action="store_true")
+    add_options(v, COMMAND_OPTIONS["catalog validate"])
     v.set_defaults(func=_validate)
 
     r = sub.add_parser("refresh", help=_("fetch live specs or prices (PAI-DLC, ECS, Tencent CVM, Alibaba's public "
                                        "price list) into the user cache"))
-    r.add_argument("--provider", required=True, choices=("pai", "ecs", "tencent", "alibaba"),
-                   help=_("pai: PAI-DLC ListEcsSpecs; ecs: Alibaba ECS DescribeInstanceTypes (--prices: DescribePrice "
-                        "+ DescribeSpotPriceHistory); tencent: CVM DescribeInstanceTypeConfigs (--prices: "
-                        "InquiryPriceRunInstances); alibaba --public-prices: Alibaba's public ECS price list "
-                        "(instancePrice.json, every region, no credentials)"))
-    r.add_argument("--region", help=_("region id, e.g. cn-hangzhou, cn-wulanchabu, ap-guangzhou (required except "
-                                    "with --public-prices, which reads every region)"))
-    r.add_argument("--prices", action="store_true", help=_("ecs/tencent: fetch prices instead of specs"))
-    r.add_argument("--public-prices", dest="public_prices", action="store_true",
-                   help=_("alibaba: read Alibaba's public ECS price list (no credentials): pay-as-you-go and one-month "
-                        "subscription list prices of every region, with the list's version and publication date"))
-    r.add_argument("--site", choices=("cn", "intl"), default="cn",
-                   help=_("--public-prices: cn = China site (CNY, default), intl = international site (USD)"))
-    r.add_argument("--url", metavar="URL|FILE",
-                   help=_("--public-prices: read this instancePrice.json (a newer version's link, a mirror or a saved "
-                        "copy) instead of the site's default"))
-    r.add_argument("--instance-type", dest="instance_types", action="append", metavar="TYPE",
-                   help=_("with --prices: price only this type (repeatable; default: the provider's GPU types "
-                        "in the catalog)"))
-    r.add_argument("--zone", help=_("tencent --prices: availability zone to quote (default: the first listed)"))
-    r.add_argument("--image-id", dest="image_id", help=_("tencent --prices: image id to quote with (required by "
-                                                       "InquiryPriceRunInstances)"))
-    r.add_argument("--currency", default="CNY", help=_("tencent --prices: currency your account is billed in "
-                                                    "(the API states amounts in CNY; international-site accounts: USD)"))
-    r.add_argument("--endpoint", help=_("API endpoint host (default: the SDK's regional endpoint)"))
-    r.add_argument("--timeout", type=float_arg("--timeout", 0, 600, lo_open=True), default=15.0,
-                   help=_("seconds per request (default 15)"))
-    r.add_argument("--total-timeout", dest="total_timeout", type=float_arg("--total-timeout", 0, 3600, lo_open=True),
-                   help=_("seconds for the whole refresh (default: max(60, 4 x --timeout))"))
-    r.add_argument("--protocol", choices=("https", "http"), default="https",
-                   help=_("https (default); http only for a local proxy or test server"))
-    r.add_argument("--json", action="store_true")
+    add_options(r, COMMAND_OPTIONS["catalog refresh"])
     r.set_defaults(func=_refresh)
 
     ru = sub.add_parser("rules", help=_("list the platform rules (PAI-DLC, Lingjun...) with sources"))
-    ru.add_argument("--claim", help=_("only rules that answer this claim id (e.g. C22)"))
-    ru.add_argument("--json", action="store_true")
+    add_options(ru, COMMAND_OPTIONS["catalog rules"])
     ru.set_defaults(func=_rules)
 
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
@@ -94,7 +59,7 @@ def _apply_overlay(args: argparse.Namespace) -> None:
         set_overlay_path(args.catalog_overlay)
 
 
-def _fmt(v: Any) -> str:
+def _fmt(v: Cell) -> str:
     if v is None:
         return "-"
     if isinstance(v, bool):
@@ -106,7 +71,7 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
-def _table(title: str, columns: list[str], rows: list[list[Any]], *, whole: tuple[str, ...] = (),
+def _table(title: str, columns: list[str], rows: list[list[Cell]], *, whole: tuple[str, ...] = (),
            compact: bool = False) -> None:
     """A rich table; the ``whole`` columns are never broken inside a word (names a user copies); ``compact``:
     no vertical rules (narrow terminals). Column names are message ids (marked with N_), shown translated."""
@@ -128,7 +93,7 @@ INSTANCE_COLUMNS_BY_WIDTH = ((150, ("intra", "inter", "Gbit/s", "verified")), (1
 INSTANCES_FULL_WIDTH = 150
 
 
-def _regions_cell(regions: Any) -> str:
+def _regions_cell(regions: Sequence[str] | None) -> str:
     """The first region and how many more: a list of twenty regions made every row twenty lines tall."""
     regions = list(regions or ())
     if not regions:
@@ -147,7 +112,7 @@ def _show(args: argparse.Namespace) -> int:
             json.dump([g.to_dict() for g in gpus], sys.stdout, indent=2, ensure_ascii=False)
             print()
             return 0
-        def cell(g: Any, f: str) -> Any:  # a figure assumed from speed_from is marked, never shown as the GPU's own
+        def cell(g: GPU, f: str) -> Cell:  # a figure assumed from speed_from is marked, never shown as the GPU's own
             v = getattr(g, f)
             return f"{_fmt(v)}*" if f in g.assumed and v is not None else v
 
@@ -192,7 +157,7 @@ def _show(args: argparse.Namespace) -> int:
     return 0
 
 
-def _price_cell(inst: Any) -> str | None:
+def _price_cell(inst: Instance) -> str | None:
     """Pay-as-you-go price of an instance from the price table or the row itself (``catalog show prices``
     says where it comes from)."""
     p = price_for_instance(inst)
@@ -270,9 +235,26 @@ def _validate(args: argparse.Namespace) -> int:
     return 1 if problems else 0
 
 
+def _request(args: argparse.Namespace) -> RefreshRequest:
+    return RefreshRequest(region=args.region or "", prices=args.prices, instance_types=args.instance_types,
+                          site=args.site, url=args.url, zone=args.zone, image_id=args.image_id, currency=args.currency,
+                          endpoint=args.endpoint, protocol=args.protocol, timeout_s=args.timeout,
+                          total_timeout_s=args.total_timeout)
+
+
+def _misuse(source: RefreshSource) -> NoReturn:
+    message, fix = source.misuse or ("", "")
+    raise CatalogError(translate(message), fix=translate(fix))
+
+
 def _refresh(args: argparse.Namespace) -> int:
-    if args.provider == "alibaba" or args.public_prices:
-        return _refresh_public(args)
+    """``catalog refresh --provider NAME``: the registry's refresh source of that name (``RefreshSource``)."""
+    source = refresh_source(args.provider)
+    if source is None:  # argparse's choices were read when the parser was built
+        raise CatalogError(_("refresh is not available for provider {provider!r}").format(provider=args.provider),
+                           fix=_("use --provider pai; for other clouds add rows to your overlay"))
+    if source.kind == "public" or args.public_prices:
+        return _refresh_public(args, source)
     if args.url:
         raise CatalogError(_("--url only applies to --public-prices"),
                            fix=_("use --endpoint for an API endpoint, or add --provider alibaba --public-prices"))
@@ -280,13 +262,11 @@ def _refresh(args: argparse.Namespace) -> int:
         raise CatalogError(_("--provider {provider} refresh needs --region").format(provider=args.provider),
                            fix=_("pass --region, e.g. cn-hangzhou (or --provider alibaba --public-prices for every "
                                  "region's list price)"))
-    if args.provider in ("ecs", "tencent"):
-        return _refresh_cloud(args)
+    if source.kind == "cloud":
+        return _refresh_cloud(args, source)
     if args.prices:
-        raise CatalogError(_("--prices is not available for --provider pai (ListEcsSpecs already reports the "
-                             "spot discount)"), fix=_("use --provider ecs --prices for ECS list and spot prices"))
-    res = refresh(args.provider, args.region, endpoint=args.endpoint, protocol=args.protocol,
-                  timeout_s=args.timeout)
+        return _misuse(source)
+    res = cast(SpecsRefreshed, source.load()(_request(args)))
     if args.json:
         print(json.dumps({"provider": res.provider, "region": res.region, "path": str(res.path),
                           "instances": res.instances, "new_gpus": list(res.new_gpus),
@@ -300,18 +280,17 @@ def _refresh(args: argparse.Namespace) -> int:
     return 0
 
 
-def _refresh_public(args: argparse.Namespace) -> int:
-    """``--provider alibaba --public-prices``: Alibaba's public ECS price list into the user cache."""
-    if args.provider != "alibaba" or not args.public_prices:
-        raise CatalogError(_("--public-prices reads Alibaba's public ECS price list: use it with --provider alibaba"),
-                           fix="trainfit catalog refresh --provider alibaba --public-prices [--site cn|intl]")
+def _refresh_public(args: argparse.Namespace, source: RefreshSource) -> int:
+    """``--provider NAME --public-prices`` (``alibaba``: Alibaba's public ECS price list) into the user cache."""
+    if source.kind != "public" or not args.public_prices:
+        return _misuse(source if source.kind == "public" else
+                       next(r for r in refresh_sources() if r.kind == "public"))
     if args.region or args.prices or args.endpoint:
         raise CatalogError(_("--public-prices reads every region from one file: --region, --prices and --endpoint "
                              "do not apply"), fix=_("drop them (plan --region picks the region's price afterwards); "
                                                     "--url reads another copy of the list"))
-    res = refresh_public_prices(site=args.site, url=args.url, instance_types=args.instance_types,
-                                timeout_s=args.timeout, total_timeout_s=args.total_timeout)
-    out = {"provider": "alibaba", "site": res.site, "path": str(res.path), "url": res.url, "version": res.version,
+    res = cast(PriceListRefreshed, source.load()(_request(args)))
+    out = {"provider": source.name, "site": res.site, "path": str(res.path), "url": res.url, "version": res.version,
            "publication_date": res.publication_date, "currency": res.currency, "prices": res.prices,
            "regions": list(res.regions), "instance_types": res.instance_types, "missing": list(res.missing),
            "fetched_at": res.fetched_at, "found_via": res.how}
@@ -343,15 +322,9 @@ def _published(date: str | None) -> str:
     return _("published {date} ({days} days ago)").format(date=date, days=days)
 
 
-def _refresh_cloud(args: argparse.Namespace) -> int:
-    kw = dict(prices=args.prices, instance_types=args.instance_types, endpoint=args.endpoint,
-              protocol=args.protocol, timeout_s=args.timeout, total_timeout_s=args.total_timeout)
-    if args.provider == "ecs":
-        res = refresh_ecs(args.region, **kw)
-        api = "ECS DescribePrice/DescribeSpotPriceHistory" if args.prices else "ECS DescribeInstanceTypes"
-    else:
-        res = refresh_tencent(args.region, zone=args.zone, image_id=args.image_id, currency=args.currency, **kw)
-        api = "CVM InquiryPriceRunInstances" if args.prices else "CVM DescribeInstanceTypeConfigs"
+def _refresh_cloud(args: argparse.Namespace, source: RefreshSource) -> int:
+    res = cast(CloudRefreshed, source.load()(_request(args)))
+    api = source.price_api if args.prices else source.api
     out = {"provider": args.provider, "region": res.region, "path": str(res.path), "instances": res.instances,
            "new_gpus": list(res.new_gpus), "prices": res.prices, "skipped": list(res.skipped),
            "fetched_at": res.fetched_at}

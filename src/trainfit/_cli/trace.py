@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import argparse
 
-from trainfit._cli.common import (add_json_option, add_model_argument, add_workload_options, model_from_args,
-                                  print_json, workload_from_args)
-from trainfit.estimate.memory import TERM_LABELS
+from trainfit._cli.arguments import add_options
+from trainfit._cli.common import model_from_args, print_json, workload_from_args
 from trainfit._cli.labels import METHOD, PHASE, label
-from trainfit.i18n import _, translate
+from trainfit.command_options import COMMAND_OPTIONS
+from trainfit.estimate.terms import term_label
+from trainfit.i18n import _
+from trainfit.trace.result import TraceResult
 from trainfit.errors import WorkloadError
 from trainfit.trace import check_traceable, trace_memory
 
@@ -27,10 +29,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "tensor memory of the last step with its breakdown. Needs: pip install 'trainfit[trace]'.")
         ),
     )
-    add_model_argument(p)
-    add_workload_options(p)
-    add_json_option(p)
-    p.add_argument("--steps", type=int, default=2, help=_("training steps to trace; the last is reported (default 2)"))
+    add_options(p, COMMAND_OPTIONS["trace"])
     p.set_defaults(func=run)
 
 
@@ -61,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _render(r) -> None:  # type: ignore[no-untyped-def]
+def _render(r: TraceResult) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -79,7 +78,7 @@ def _render(r) -> None:  # type: ignore[no-untyped-def]
     t.add_column(_("share"), justify="right")
     peak = r.tensor_peak_gib or 1.0
     for k, v in r.breakdown_gib.items():
-        t.add_row(translate(TERM_LABELS.get(k, k)), f"{v:.2f}", f"{100 * v / peak:.0f}%")
+        t.add_row(term_label(k), f"{v:.2f}", f"{100 * v / peak:.0f}%")
     t.add_row("[bold]" + _("peak allocated tensors") + "[/bold]", f"[bold]{r.tensor_peak_gib:.2f}[/bold]", "",
               end_section=True)
     con.print(t)
