@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 from trainfit.i18n import N_
+
+if TYPE_CHECKING:
+    from trainfit.jsontypes import YAMLValue
 
 _NAME = re.compile(r"^[a-z][a-z0-9-]{0,31}$")
 
@@ -29,7 +32,7 @@ class ProviderSpec:
     them (``applies_to``)."""
     rules_package: str | None = None
     """A package holding its ``rules.yaml`` (the built-in providers' folders)."""
-    rules: Callable[[], Any] | None = None
+    rules: Callable[[], YAMLValue] | None = None
     """Or a function returning its rules as parsed YAML (a list of rule mappings, ``rules/__init__.py`` validates
     them like the bundled ones)."""
     rents_whole_nodes: bool = True
