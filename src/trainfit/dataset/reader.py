@@ -78,7 +78,7 @@ def _parse(raw: bytes) -> JSONValue:
 
 
 def iter_jsonl(path: str, progress: Callable[[int], None] | None = None,
-               wanted: Callable[[int], bool] | None = None) -> Iterator[tuple[int, JSONValue]]:
+               wanted: Callable[[int], bool] | None = None) -> Iterator[tuple[int, JSONValue | BadRow]]:
     """(line number, row or BadRow) for every non-empty line; ``wanted(line)`` False skips parsing."""
     _regular(path)
     with open(path, "rb") as f:
@@ -115,7 +115,7 @@ def iter_jsonl(path: str, progress: Callable[[int], None] | None = None,
             yield from _one_line(lineno, buf, wanted)
 
 
-def _one_line(lineno: int, raw: bytes, wanted: Callable[[int], bool] | None) -> Iterator[tuple[int, JSONValue]]:
+def _one_line(lineno: int, raw: bytes, wanted: Callable[[int], bool] | None) -> Iterator[tuple[int, JSONValue | BadRow]]:
     if not raw.strip():
         return
     if wanted is not None and not wanted(lineno):
@@ -135,7 +135,7 @@ def count_lines(path: str) -> int:
     return n
 
 
-def iter_json(path: str, progress: Callable[[int], None] | None = None) -> Iterator[tuple[int, JSONValue]]:
+def iter_json(path: str, progress: Callable[[int], None] | None = None) -> Iterator[tuple[int, JSONValue | BadRow]]:
     text = inputs.read_text_file(path, max_bytes=MAX_JSON_BYTES, what=_("dataset"), error=DatasetError,
                                  fix=_("convert a large JSON list to JSON Lines (one row per line)"))
     if progress:
@@ -150,7 +150,7 @@ def iter_json(path: str, progress: Callable[[int], None] | None = None) -> Itera
         yield i, row
 
 
-def iter_parquet(path: str, progress: Callable[[int], None] | None = None) -> Iterator[tuple[int, JSONValue]]:
+def iter_parquet(path: str, progress: Callable[[int], None] | None = None) -> Iterator[tuple[int, JSONValue | BadRow]]:
     try:
         import pyarrow.parquet as pq
     except ImportError:
@@ -171,7 +171,7 @@ def iter_parquet(path: str, progress: Callable[[int], None] | None = None) -> It
 
 
 def iter_rows(path: str, progress: Callable[[int], None] | None = None,
-              wanted: Callable[[int], bool] | None = None) -> Iterator[tuple[int, JSONValue]]:
+              wanted: Callable[[int], bool] | None = None) -> Iterator[tuple[int, JSONValue | BadRow]]:
     _regular(path)
     kind = kind_of(path)
     if kind == "jsonl":

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from trainfit.dataset import formats, reader
-from trainfit.dataset.stats import BadRow, DatasetStats, summarize
+from trainfit.dataset.stats import RowProblem, DatasetStats, summarize
 from trainfit.dataset.template import TokenCounter
 from trainfit.errors import DatasetError
 from trainfit.i18n import _
@@ -36,7 +36,7 @@ def scan(req: ScanRequest, progress: Callable[[int], None] | None = None) -> Dat
     columns = req.columns or {}
     lengths = array("I")
     loss = array("I")
-    errors: list[BadRow] = []
+    errors: list[RowProblem] = []
     kinds: dict[str, int] = {}
     keys: set[str] = set()
     bad = 0

@@ -87,7 +87,7 @@ class Cutoff(TypedDict):
     packing_efficiency: float
 
 
-class BadRow(TypedDict):
+class RowProblem(TypedDict):
     """One malformed row: its file, line and what is wrong."""
 
     file: str
@@ -137,7 +137,7 @@ class DatasetStats:
     "packing_efficiency"}, so ``plan --dataset --seq-len N`` can choose without reading the data again."""
     tokens_ci95: tuple[float, float] | None = None
     """95 % interval of ``tokens_total`` when it is estimated from a sample."""
-    errors: list[BadRow] = field(default_factory=list)
+    errors: list[RowProblem] = field(default_factory=list)
     """The first malformed rows: {"file", "line", "why"}."""
     formats: dict[str, int] = field(default_factory=dict)
     """Counted rows per format (messages, sharegpt, alpaca: instruction/input/output, alpaca-query: query/response),
@@ -227,7 +227,7 @@ class DatasetStats:
 
 def summarize(lengths: array, loss_lengths: array, *, seq_len: int, rows: int, skipped: int, population: int,
               files: tuple[str, ...], tokenizer: str, template: str | None,
-              errors: list[BadRow], formats: dict[str, int] | None = None,
+              errors: list[RowProblem], formats: dict[str, int] | None = None,
               columns: dict[str, str] | None = None, keys: list[str] | None = None) -> DatasetStats:
     """Stats of counted samples; when they are a sample of ``population`` rows, totals are scaled with a 95 %
     interval (finite-population correction)."""

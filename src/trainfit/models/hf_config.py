@@ -83,7 +83,7 @@ def _flag(cfg: Mapping[str, JSONValue], key: str, name: str) -> bool:
     return v
 
 
-def from_hf_config(cfg: Mapping[str, JSONValue], *, name: str | None = None, source: str = "") -> ModelShape:
+def from_hf_config(cfg: Mapping[str, JSONValue] | JSONValue, *, name: str | None = None, source: str = "") -> ModelShape:
     """Turn a config dict into a :class:`ModelShape` (raises :class:`ModelConfigError`)."""
     if not isinstance(cfg, Mapping):
         raise ModelConfigError(_("config.json must hold a JSON object"))

@@ -83,7 +83,7 @@ def peft_fake_moves() -> Iterator[None]:
         orig_move = base._move_adapter_to_device_of_base_layer
 
         def _move_adapter_to_device_of_base_layer(self: BaseTunerLayer, adapter_name: str,
-                                                  device: torch.device | str | None = None) -> None:
+                                                  device: torch.device | None = None) -> None:
             try:
                 return orig_move(self, adapter_name, device)
             except RuntimeError:

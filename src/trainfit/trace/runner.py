@@ -182,7 +182,7 @@ def _quiet(stack: contextlib.ExitStack) -> None:
 def _build_and_wrap(shape: ModelShape, w: Workload, peft: ModuleType | None, notes: list[str], *, dtype: torch.dtype,
                     attn: str, fake: bool, init_weights: bool) -> torch.nn.Module:
     """The model in train mode with the method (LoRA / freeze) and activation checkpointing applied."""
-    model = build_model(shape, dtype=dtype, attn_implementation=attn, init_weights=init_weights)
+    model: torch.nn.Module = build_model(shape, dtype=dtype, attn_implementation=attn, init_weights=init_weights)
     if shape.is_moe:
         impl = getattr(model.config, "_experts_implementation", None)
         if impl == "eager" and fake:
