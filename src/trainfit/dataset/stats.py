@@ -265,7 +265,7 @@ def summarize(lengths: array, loss_lengths: array, *, seq_len: int, rows: int, s
         padded = padded_tokens(lengths, mb, seq_len)
         waste[str(mb)] = round(1.0 - cut_total / padded, 6) if padded else 0.0
     scaled = lambda x: math.ceil(x * scale)  # noqa: E731
-    cutoffs = []
+    cutoffs: list[Cutoff] = []
     cap = 256
     while True:
         if cap != seq_len:

@@ -18,7 +18,7 @@
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Iterator, TypedDict
 
 from trainfit.i18n import N_, _
 from trainfit.errors import NotTraceableError
@@ -36,6 +36,14 @@ NOTE = N_("fsdp: FSDP2 fully_shard per decoder layer + root, reshard_after_forwa
 """The trace note of an FSDP run (a message id: shown through ``i18n.translate``)."""
 
 _state: dict[str, DeviceMesh] = {}
+
+
+class _ShardOptions(TypedDict, total=False):
+    """The keywords :func:`shard` passes to ``fully_shard``."""
+
+    mesh: DeviceMesh
+    reshard_after_forward: bool
+    mp_policy: MixedPrecisionPolicy
 
 
 @contextlib.contextmanager
@@ -63,7 +71,7 @@ def shard(model: torch.nn.Module, w: Workload) -> None:
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
     mesh = _state["mesh"]
-    kw: dict[str, DeviceMesh | bool | MixedPrecisionPolicy] = {"mesh": mesh, "reshard_after_forward": True}
+    kw: _ShardOptions = {"mesh": mesh, "reshard_after_forward": True}
     if w.precision == "amp-bf16":
         kw["mp_policy"] = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
     for layer in _decoder_layers(model):

@@ -340,7 +340,7 @@ def run_trace(
     prog.tick(_("building model"))
 
     stack = contextlib.ExitStack()
-    fsdp_mod = None
+    fsdp_mod: ModuleType | None = None
     with stack:
         _quiet(stack)
         if w.strategy == "fsdp" and w.gpus > 1:
