@@ -15,11 +15,14 @@ from __future__ import annotations
 import datetime as _dt
 import math
 from dataclasses import dataclass
-from typing import Callable, Mapping, TypeAlias, TypedDict, Unpack
+from typing import TYPE_CHECKING, Callable, Mapping, TypeAlias, TypedDict
 
 from trainfit.i18n import _
 from trainfit.providers.registry import provider_names, resource_classes
 from trainfit.inputs import InputError, as_float, as_int
+
+if TYPE_CHECKING:
+    from typing import Unpack  # Python 3.11+: only for the checker (annotations are not evaluated)
 
 #: Currencies a price may be stated in (ISO 4217).
 CURRENCIES = ("CNY", "USD", "EUR", "SGD", "HKD", "JPY", "GBP")

@@ -21,13 +21,15 @@ import datetime as _dt
 import re
 from functools import lru_cache
 from importlib import resources
-from typing import TYPE_CHECKING, TypedDict, Unpack
+from typing import TYPE_CHECKING, TypedDict
 
 from trainfit.errors import CatalogError, did_you_mean
 from trainfit.i18n import _
 from trainfit.jsontypes import YAMLValue
 
 if TYPE_CHECKING:
+    from typing import Unpack  # Python 3.11+: only for the checker (annotations are not evaluated)
+
     from trainfit.catalog.instances import Instance
 
 from trainfit.providers.registry import provider_specs, registry_version
