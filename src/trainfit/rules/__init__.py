@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
     from trainfit.catalog.instances import Instance
 
-from trainfit.providers.registry import provider_specs, registry_version
+from trainfit.providers.registry import platform_of, provider_specs, registry_version
 from trainfit.rules.types import (SEVERITIES, VERDICTS, _SEV_ORDER, JobContext, Rule,  # noqa: F401
                                   Violation)
 from trainfit.rules.kinds import _CHECKS  # noqa: E402
@@ -257,7 +257,7 @@ def evaluate_instance(instance: Instance | str, *, nodes: int = 1, gpus: int | N
         instance = get_instance(instance, resource_class=kw.get("resource_class"))
     if platform is None:
         rc = kw.get("resource_class") or getattr(instance, "resource_class", "") or ""
-        platform = "pai-dlc" if rc.startswith("pai-") else (rc or "generic")
+        platform = platform_of(rc)
     ctx = JobContext(platform=platform, instance=instance, nodes=nodes, gpus_per_node=gpus, spot=spot,
                      region=region, **kw)
     return evaluate(ctx)
