@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Mapping, TypeAlias
 
 from trainfit.errors import MetricsError
 from trainfit.i18n import _
-from trainfit.jsontypes import JSONData
+from trainfit.json_types import JSONLike
 from trainfit.service import load_plan
 from trainfit.plan.cost import young_daly_interval_hours
 
@@ -111,14 +111,14 @@ class Finding:
     """What was measured."""
     fix: str
     """What to change."""
-    data: Mapping[str, JSONData] = field(default_factory=dict)
+    data: Mapping[str, JSONLike] = field(default_factory=dict)
     """The numbers behind the message."""
 
     def __post_init__(self) -> None:
         if self.severity not in SEVERITIES:
             raise ValueError(f"severity must be one of {SEVERITIES}; got {self.severity!r}")
 
-    def to_dict(self) -> dict[str, JSONData]:
+    def to_dict(self) -> dict[str, JSONLike]:
         return {"code": self.code, "severity": self.severity, "message": self.message, "fix": self.fix,
                 "data": self.data}
 
@@ -131,7 +131,7 @@ class Diagnosis:
     """Step records read (after keeping the last record of a step that ran twice)."""
     summary: dict[str, str | int | float | bool | None]
     """Medians and peaks of the run."""
-    plan: dict[str, JSONData] | None
+    plan: dict[str, JSONLike] | None
     """Predicted vs measured, when a plan was given."""
     findings: tuple[Finding, ...]
     """Worst first."""
@@ -140,7 +140,7 @@ class Diagnosis:
     def worst(self) -> str | None:
         return self.findings[0].severity if self.findings else None
 
-    def to_dict(self) -> dict[str, JSONData]:
+    def to_dict(self) -> dict[str, JSONLike]:
         return {"steps": self.steps, "summary": self.summary, "plan": self.plan,
                 "findings": [f.to_dict() for f in self.findings]}
 

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 from trainfit.errors import InputError
 from trainfit.i18n import N_, _, translate
-from trainfit.jsontypes import JSONValue, YAMLValue
+from trainfit.json_types import JSON, YAMLValue
 
 if TYPE_CHECKING:
     import yaml
@@ -294,7 +294,7 @@ def _no_constant(name: str) -> NoReturn:
     raise ValueError(_("{name} is not allowed").format(name=name))
 
 
-def loads_json(text: str, *, what: str, error: type = InputError, limit: int = MAX_DEPTH) -> JSONValue:
+def loads_json(text: str, *, what: str, error: type = InputError, limit: int = MAX_DEPTH) -> JSON:
     """``json.loads`` with a depth limit and no NaN/Infinity literals."""
     if not _json_depth_ok(text, limit):
         raise error(_("{what} nests deeper than {limit} levels").format(what=what, limit=limit),

@@ -13,7 +13,7 @@ from trainfit.errors import MetricsError
 from trainfit.i18n import _
 from trainfit.watch.metrics import REQUIRED_KEYS
 from trainfit.inputs import MAX_DEPTH, _json_depth_ok
-from trainfit.jsontypes import JSONValue
+from trainfit.json_types import JSON
 
 #: One record of a metrics file as :func:`load_metrics` keeps it: the keys diagnose uses, with numbers and the
 #: event name (plus ``_first_after_start``).
@@ -40,7 +40,7 @@ def _finite(v: object) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and abs(v) < 1e300
 
 
-def _compact(rec: dict[str, JSONValue]) -> MetricRecord:
+def _compact(rec: dict[str, JSON]) -> MetricRecord:
     """The keys diagnose uses, with numbers kept only when they are numbers (a string, a list or a huge integer
     where a number belongs is dropped: the record then lacks it). A non-finite loss is kept (it is a finding:
     divergence); other non-finite numbers are dropped."""
@@ -100,7 +100,7 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
                 yield n, line
 
 
-def _parse(line: str) -> JSONValue:
+def _parse(line: str) -> JSON:
     if line.count("[") + line.count("{") > MAX_DEPTH and not _json_depth_ok(line, MAX_DEPTH):
         raise ValueError(_("nests deeper than {depth} levels").format(depth=MAX_DEPTH))
     return json.loads(line)

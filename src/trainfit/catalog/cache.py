@@ -17,7 +17,7 @@ from trainfit.i18n import _
 from trainfit.catalog._store import cache_dir
 from trainfit.writes import ensure_dir, write_file
 from trainfit.inputs import loads_json, read_text_file
-from trainfit.jsontypes import JSONData
+from trainfit.json_types import JSONLike
 
 CACHE_FORMAT = "trainfit-refresh/1"
 #: Largest refresh cache read (a region's specs are a few hundred KB at most).
@@ -44,7 +44,7 @@ def _gpu_update_columns(row: Mapping[str, object]) -> tuple[Column, ...]:
 
 
 
-def write_cache_atomic(path: Path, payload: Mapping[str, JSONData]) -> None:
+def write_cache_atomic(path: Path, payload: Mapping[str, JSONLike]) -> None:
     """Write JSON to ``path`` through the safe writer (temporary file in the same folder, fsync, rename; a link or
     a special file there is refused)."""
     ensure_dir(path.parent, error=CatalogError, what="cache folder")

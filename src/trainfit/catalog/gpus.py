@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Mapping
 
 from trainfit.errors import UnknownGPUError, did_you_mean
 from trainfit.i18n import _
-from trainfit.jsontypes import JSONData
+from trainfit.json_types import JSONLike
 
 if TYPE_CHECKING:
     from trainfit.catalog._schema import Cell
@@ -102,7 +102,7 @@ class GPU:
             raise ValueError(f"precision must be one of {', '.join(_PRECISIONS)}, not {precision!r}")
         return getattr(self, f"{p}_dense_tflops")
 
-    def to_dict(self) -> dict[str, JSONData]:
+    def to_dict(self) -> dict[str, JSONLike]:
         """Plain JSON-able dict of all fields."""
         return {f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v) for f in fields(self)}
 

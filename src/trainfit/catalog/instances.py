@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Mapping, TypedDict
 
 from trainfit.errors import CatalogError, did_you_mean, InputError, TrainfitError
 from trainfit.i18n import _
-from trainfit.jsontypes import JSONData
+from trainfit.json_types import JSONLike
 
 if TYPE_CHECKING:
     from trainfit.catalog._schema import Cell
@@ -75,7 +75,7 @@ class Instance:
             return None
         return self.price_per_hour * self.spot_discount
 
-    def to_dict(self) -> dict[str, JSONData]:
+    def to_dict(self) -> dict[str, JSONLike]:
         return {f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v) for f in fields(self)}
 
 

@@ -46,7 +46,7 @@ from trainfit.catalog._schema import GPU_COLUMNS, INSTANCE_COLUMNS, CatalogRow, 
 from trainfit.errors import CatalogError
 from trainfit.i18n import _
 from trainfit.inputs import loads_yaml_all, read_text_file
-from trainfit.jsontypes import YAMLValue
+from trainfit.json_types import YAMLValue
 from trainfit.catalog._store import bundled_rows, gpu_key, instance_key, cross_check, merge_rows
 from trainfit.catalog.prices import overlay_price_rows
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from trainfit.check.facts import CheckInputError, JobFacts, read_facts
 from trainfit.check.rules import ERROR, INFO, CheckOptions, Violation, rl_launch_text, run_rules
 from trainfit.i18n import _
-from trainfit.jsontypes import JSONData
+from trainfit.json_types import JSONLike
 
 if TYPE_CHECKING:
     from trainfit.dataset.stats import DatasetStats
@@ -29,7 +29,7 @@ class CheckResult:
     kind: str
     violations: tuple[Violation, ...]
     notes: tuple[str, ...] = ()
-    memory: dict[str, JSONData] | None = None
+    memory: dict[str, JSONLike] | None = None
     """The memory check's figures (:attr:`~trainfit.check.facts.JobFacts.memory`), None when not checked."""
 
     @property

@@ -18,7 +18,7 @@ from trainfit.errors import CheckInputError, TrainfitError
 from trainfit.i18n import _
 from trainfit.launch.targets import target_specs
 from trainfit.inputs import read_text_file, loads_json, loads_yaml_all, InputError, as_int
-from trainfit.jsontypes import JSONData, JSONObject, JSONValue, YAMLValue
+from trainfit.json_types import JSON, JSONLike, JSONObject, YAMLValue
 
 if TYPE_CHECKING:
     from trainfit.launch.targets import JobReader
@@ -41,26 +41,26 @@ class JobFacts:
     gpu: str | None = None
     spot: bool = False
     resource_id: str | None = None
-    vpc: dict[str, JSONValue] | None = None
+    vpc: dict[str, JSON] | None = None
     mounts: list[str] = field(default_factory=list)
     """Persistent mount paths (OSS/NAS/CPFS data sources, PVCs, SkyPilot buckets)."""
     images: list[str] = field(default_factory=list)
     regions: dict[str, str] = field(default_factory=dict)
     """where -> region id, from image registries, OSS endpoints, the catalog."""
     envs: dict[str, str] = field(default_factory=dict)
-    settings: dict[str, JSONValue] = field(default_factory=dict)
+    settings: dict[str, JSON] = field(default_factory=dict)
     scripts: list[tuple[str, Script]] = field(default_factory=list)
     """(where, parsed script) of every shell text in the file (UserCommand, container command, run...)."""
     engine: str | None = None
     train: dict[str, str] = field(default_factory=dict)
     """Training arguments found (ms-swift/LLaMA-Factory names as written)."""
     ds_config: JSONObject | None = None
-    header: dict[str, JSONValue] = field(default_factory=dict)
+    header: dict[str, JSON] = field(default_factory=dict)
     """``key value`` facts of a trainfit header, if the file has one."""
     placeholders: list[str] = field(default_factory=list)
     body_bytes: int = 0
     notes: list[str] = field(default_factory=list)
-    memory: dict[str, JSONData] | None = None
+    memory: dict[str, JSONLike] | None = None
     """What the memory check found (``check --json``'s ``memory``): the GPU, the predicted reserved GiB per GPU with
     its p10/p50/p90 (:func:`trainfit.estimate.uncertainty.memory_range`), the usable GiB, the verdict and P(OOM);
     None when the file's memory was not checked."""
@@ -77,7 +77,7 @@ def read_text(path: str | Path) -> str:
                           fix=_("pass a job file (JSON, YAML or a shell script)"))
 
 
-def load_json(text: str, path: str) -> JSONValue:
+def load_json(text: str, path: str) -> JSON:
     return loads_json(text, what=str(path), error=CheckInputError)
 
 
@@ -124,10 +124,10 @@ def plan_facts(line: str) -> dict | None:
     return d if isinstance(d, dict) else None
 
 
-def _header(text: str | list) -> dict[str, JSONValue]:
+def _header(text: str | list) -> dict[str, JSON]:
     """Facts from a trainfit header (``# instance X; gpu Y; spot; region R``, ``gpus N (A node(s) x B)`` and the
     ``trainfit-plan {...}`` line, kept under ``plan``)."""
-    out: dict[str, JSONValue] = {}
+    out: dict[str, JSON] = {}
     lines = text if isinstance(text, list) else text.splitlines()[:24]
     for line in lines:
         if not isinstance(line, str):

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Iterable
 from trainfit.i18n import N_, _, translate
 from trainfit.check.shell import training_args
 from trainfit.check.rules import Violation
-from trainfit.jsontypes import JSONValue
+from trainfit.json_types import JSON
 
 if TYPE_CHECKING:
     from trainfit.check.facts import JobFacts
@@ -72,7 +72,7 @@ def _finding(severity: str, message: str, fix: str) -> dict[str, str]:
     return {"rule": RULE, "severity": severity, "message": message, "fix": fix}
 
 
-def _ident_fields(facts: JobFacts) -> Iterable[tuple[str, JSONValue, str | None]]:
+def _ident_fields(facts: JobFacts) -> Iterable[tuple[str, JSON, str | None]]:
     """(where, value, pattern kind or None) of every identifier field the facts carry."""
     for v in facts.instance_types or ():
         yield _("instance type"), v, "instance_type"

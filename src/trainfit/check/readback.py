@@ -26,7 +26,7 @@ from trainfit.catalog.gpus import get_gpu
 from trainfit.workload import Workload
 from trainfit.estimate.fit import decide_fit
 from trainfit.estimate.memory import estimate_memory
-from trainfit.jsontypes import JSONObject, JSONValue
+from trainfit.json_types import JSON, JSONObject
 
 if TYPE_CHECKING:
     from trainfit.catalog.gpus import GPU
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from trainfit.models.shapes import ModelShape
 
 #: :class:`~trainfit.workload.Workload` keyword arguments read back from a file (lists of the header made tuples).
-WorkloadKwargs: TypeAlias = dict[str, JSONValue | tuple[JSONValue, ...]]
+WorkloadKwargs: TypeAlias = dict[str, JSON | tuple[JSON, ...]]
 from trainfit.plan.hardware import gpu_class_of
 
 

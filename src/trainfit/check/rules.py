@@ -33,7 +33,7 @@ from trainfit.estimate.uncertainty import format_probability, memory_range
 from trainfit.estimate.hardware import kernel_gaps
 from trainfit.errors import TrainfitError as _TE
 from trainfit.rl.lint import lint_rl, phase_label, size_rl_launch
-from trainfit.jsontypes import JSONValue
+from trainfit.json_types import JSON
 
 if TYPE_CHECKING:
     from trainfit.catalog.instances import Instance
@@ -62,7 +62,7 @@ def _catalog_instance(name: str):
     return hit, [r.instance_type for r in rows]
 
 
-def _first_instance(names: list[JSONValue]) -> Instance | None:
+def _first_instance(names: list[JSON]) -> Instance | None:
     """The catalog record of the first of ``names`` (in the caller's order of preference) the catalog knows."""
     for it in names:
         if isinstance(it, str) and it:
@@ -125,7 +125,7 @@ def rule_unknown_instance(f: JobFacts, o: CheckOptions) -> list[Violation]:
     return out
 
 
-def _int(v: JSONValue) -> int | None:
+def _int(v: JSON) -> int | None:
     try:
         return int(str(v))
     except (TypeError, ValueError):
@@ -189,7 +189,7 @@ def rule_placeholders(f: JobFacts, o: CheckOptions) -> list[Violation]:
                       fix=_("replace every REPLACE_ME (VPC ids, OSS bucket, ...) or pass them to `trainfit render`"))]
 
 
-def _int_s(v: JSONValue) -> int | None:
+def _int_s(v: JSON) -> int | None:
     return int(v) if isinstance(v, str) and v.strip().isdecimal() else (v if isinstance(v, int) else None)
 
 

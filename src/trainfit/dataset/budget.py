@@ -21,7 +21,7 @@ from trainfit.errors import DatasetError
 from trainfit.i18n import _
 from trainfit.dataset import stats_or_scan
 from trainfit import inputs
-from trainfit.jsontypes import JSONData, JSONValue
+from trainfit.json_types import JSON, JSONLike
 
 PERCENTILE_CHOICES = ("p50", "p90", "p95", "p99", "max")
 DATA_FORMATS = ("messages", "sharegpt", "alpaca", "alpaca-query")
@@ -98,8 +98,8 @@ class DataBudget:
                  "the cut-off {seq_len:,}; a micro-batch pads to its longest sample)").format(
             longest=self.longest_gib_len, seq_len=self.seq_len)
 
-    def to_dict(self) -> dict[str, JSONData]:
-        d: dict[str, JSONData] = dict(self.__dict__)
+    def to_dict(self) -> dict[str, JSONLike]:
+        d: dict[str, JSONLike] = dict(self.__dict__)
         d["files"] = list(self.files)
         d["columns"] = dict(self.columns)
         d["keys"] = list(self.keys)
@@ -108,7 +108,7 @@ class DataBudget:
         return d
 
     @classmethod
-    def from_dict(cls, d: JSONValue) -> "DataBudget":
+    def from_dict(cls, d: JSON) -> "DataBudget":
         """A plan file's ``data`` record, checked (plan files are user input)."""
         if not isinstance(d, dict):
             raise ValueError(_("data must be an object"))

@@ -14,7 +14,7 @@ from trainfit.dataset.stats import RowProblem, DatasetStats, summarize
 from trainfit.dataset.template import TokenCounter
 from trainfit.errors import DatasetError
 from trainfit.i18n import _
-from trainfit.jsontypes import JSONValue
+from trainfit.json_types import JSON
 
 MAX_ERRORS_KEPT = 20
 
@@ -98,7 +98,7 @@ def scan(req: ScanRequest, progress: Callable[[int], None] | None = None) -> Dat
                      errors=errors, formats=kinds, columns=columns, keys=sorted(keys))
 
 
-def row_format(row: JSONValue, fmt: str, columns: dict[str, str]) -> str:
+def row_format(row: JSON, fmt: str, columns: dict[str, str]) -> str:
     """The format of a row as a launcher's dataset description needs it: messages, sharegpt, alpaca
     (instruction/input/output) or alpaca-query (ms-swift's query/response)."""
     kind = formats.detect(row, columns) if fmt == "auto" else fmt

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import TypedDict
 
 from trainfit.errors import DatasetError
-from trainfit.jsontypes import JSONData, JSONValue
+from trainfit.json_types import JSON, JSONLike
 
 SCHEMA = "trainfit.datastats/1"
 PERCENTILES = (50, 90, 95, 99)
@@ -151,15 +151,15 @@ class DatasetStats:
         """The one format every counted row has (None when they differ or it was not recorded)."""
         return next(iter(self.formats)) if len(self.formats) == 1 else None
 
-    def to_dict(self) -> dict[str, JSONData]:
-        d: dict[str, JSONData] = {"schema": SCHEMA}
+    def to_dict(self) -> dict[str, JSONLike]:
+        d: dict[str, JSONLike] = {"schema": SCHEMA}
         for k, v in self.__dict__.items():
             d[k] = list(v) if isinstance(v, tuple) else v
         d["histogram"] = [list(h) for h in self.histogram]
         return d
 
     @classmethod
-    def from_dict(cls, d: JSONValue) -> "DatasetStats":
+    def from_dict(cls, d: JSON) -> "DatasetStats":
         from trainfit.i18n import _
 
         if not isinstance(d, dict) or d.get("schema") != SCHEMA:

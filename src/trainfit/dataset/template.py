@@ -18,7 +18,7 @@ from typing import Callable
 from trainfit import inputs
 from trainfit.errors import DatasetError, MissingExtraError
 from trainfit.i18n import N_, _, translate
-from trainfit.jsontypes import JSONData
+from trainfit.json_types import JSONLike
 
 _MAX_TOKENIZER_BYTES = 64 * 2**20
 _MAX_CONFIG_BYTES = 4 * 2**20
@@ -61,7 +61,7 @@ class TokenCounter:
         return total, loss
 
 
-def _tojson(x: JSONData, ensure_ascii: bool = False, indent: int | None = None,
+def _tojson(x: JSONLike, ensure_ascii: bool = False, indent: int | None = None,
             separators: tuple[str, str] | None = None,
             sort_keys: bool = False) -> str:
     return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)

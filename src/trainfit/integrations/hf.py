@@ -43,7 +43,7 @@ import torch
 from transformers import TrainerCallback
 
 from trainfit.i18n import _
-from trainfit.jsontypes import JSONScalar
+from trainfit.json_types import JSONScalar
 from trainfit.watch.checkpoint import mark_complete, mark_saving
 from trainfit.watch.metrics import GIB, METRICS
 from trainfit.watch.protocol import RESTART_EXIT_CODE, STOP_FILE_ENV, ack_path, write_json_atomic, RESUME_ENV

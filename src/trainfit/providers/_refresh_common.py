@@ -21,7 +21,7 @@ from trainfit.catalog.prices import reset_price_cache, parse_price_rows
 from trainfit.catalog.cache import CACHE_FORMAT, write_cache_atomic
 from trainfit.catalog.gpus import normalize_gpu_name
 from trainfit.providers._net import call_with_deadline
-from trainfit.jsontypes import JSONData, JSONObject
+from trainfit.json_types import JSONLike, JSONObject
 
 if TYPE_CHECKING:
     from trainfit.catalog import GPU, Column
@@ -129,14 +129,14 @@ def now_iso() -> str:
 
 def write_cache(path: Path, *, provider: str, region: str, sdk: str, gpus: list[dict[str, str]] | None = None,
                 instances: list[dict[str, str]] | None = None, prices: list[dict[str, str]] | None = None,
-                extra: Mapping[str, JSONData] | None = None) -> str:
+                extra: Mapping[str, JSONLike] | None = None) -> str:
     """Validate nothing more and write a ``trainfit-refresh/1`` cache atomically; returns fetched_at.
 
     Callers validate every row before calling this (nothing is written on any problem). ``extra``: more top-level
     keys (metadata such as a price list's version; readers ignore keys they do not know).
     """
     fetched = now_iso()
-    payload: dict[str, JSONData] = {"format": CACHE_FORMAT, "provider": provider, "region": region,
+    payload: dict[str, JSONLike] = {"format": CACHE_FORMAT, "provider": provider, "region": region,
                                "fetched_at": fetched, "sdk": sdk, "gpus": gpus or [], "instances": instances or []}
     if prices is not None:
         payload["prices"] = prices
@@ -227,7 +227,7 @@ def wanted_types(in_catalog: list[tuple[str, str]], asked: list[str] | None) -> 
 
 def write_price_cache(path: Path, price_rows: list[JSONObject], *, label: str, provider: str, region: str,
                       sdk: str, schema_what: str, schema_fix: str, empty: str, empty_fix: str,
-                      extra: Mapping[str, JSONData] | None = None) -> tuple[int, str]:
+                      extra: Mapping[str, JSONLike] | None = None) -> tuple[int, str]:
     """Validate ``price_rows`` against the price schema (CatalogError ``<schema_what> returned values outside
     the price schema`` listing every problem; ``empty`` when no row is left) and write them; returns (rows,
     fetched_at)."""

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Callable, Literal, Protocol, Union
 from trainfit.i18n import N_
 
 if TYPE_CHECKING:
-    from trainfit.jsontypes import YAMLValue
+    from trainfit.json_types import YAMLValue
 
 _NAME = re.compile(r"^[a-z][a-z0-9-]{0,31}$")
 

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, TypedDict
 
 from trainfit.errors import CatalogError, did_you_mean
 from trainfit.i18n import _
-from trainfit.jsontypes import YAMLValue
+from trainfit.json_types import YAMLValue
 
 if TYPE_CHECKING:
     from typing import Unpack  # Python 3.11+: only for the checker (annotations are not evaluated)

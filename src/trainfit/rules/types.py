@@ -8,7 +8,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from trainfit.i18n import translate
-from trainfit.jsontypes import YAMLValue
+from trainfit.json_types import YAMLValue
 
 if TYPE_CHECKING:
     from trainfit.catalog.instances import Instance

@@ -12,16 +12,16 @@ from typing import TYPE_CHECKING, Iterator
 from trainfit.errors import NotTraceableError
 from trainfit.i18n import _
 from trainfit.models.shapes import ModelShape
-from trainfit.jsontypes import JSONValue
+from trainfit.json_types import JSON
 
 if TYPE_CHECKING:
     import torch
     from transformers import PretrainedConfig, PreTrainedModel
 
 
-def hf_config_kwargs(shape: ModelShape) -> dict[str, JSONValue]:
+def hf_config_kwargs(shape: ModelShape) -> dict[str, JSON]:
     """Keyword arguments of the transformers config class for ``shape``."""
-    kw: dict[str, JSONValue] = dict(
+    kw: dict[str, JSON] = dict(
         vocab_size=shape.vocab_size,
         hidden_size=shape.hidden_size,
         num_hidden_layers=shape.num_layers,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from trainfit.jsontypes import JSONData
+from trainfit.json_types import JSONLike
 
 from trainfit.estimate.terms import TENSOR_TERMS
 
@@ -23,7 +23,7 @@ class TraceResult:
     """
 
     model: str
-    workload: dict[str, JSONData]
+    workload: dict[str, JSONLike]
     tensor_peak_gib: float
     """Peak of live tensor bytes during the last traced step."""
     peak_bytes: int
@@ -61,7 +61,7 @@ class TraceResult:
         tokens = int(self.workload.get("seq_len", 1)) * int(self.workload.get("micro_batch", 1))
         return med / max(1, tokens)
 
-    def to_dict(self) -> dict[str, JSONData]:
+    def to_dict(self) -> dict[str, JSONLike]:
         """JSON with the keys of ``trainfit memory --json`` (model, params, tensor_peak_gib, peak_phase,
         breakdown_gib) plus the trace's own."""
         return {

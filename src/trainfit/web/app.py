@@ -30,7 +30,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from trainfit import __version__, i18n, service
 from trainfit.errors import InputError, TrainfitError
 from trainfit.i18n import N_, _
-from trainfit.jsontypes import JSONData, JSONValue
+from trainfit.json_types import JSON, JSONLike
 from trainfit.web.schemas import (CatalogResponse, CheckResponse, ErrorResponse, MemoryRequest, MemoryResponse,
                                   PlanRequest, PlanResponse, RenderRequest)
 from trainfit.web.labels import labels as page_labels, terms as page_terms
@@ -47,7 +47,7 @@ CSP_DOCS = CSP.replace("script-src 'self'", "script-src 'self' 'unsafe-inline'")
 ERRORS: dict[int | str, dict[str, type[BaseModel] | str]] = {422: {"model": ErrorResponse, "description": "refused, with the fix"}}
 
 
-def _json(obj: JSONData, status: int = 200) -> Response:
+def _json(obj: JSONLike, status: int = 200) -> Response:
     body = json.dumps(service.json_ready(obj), ensure_ascii=False, allow_nan=False)
     return Response(body, status_code=status, media_type="application/json")
 
@@ -56,11 +56,11 @@ def _error(code: str, message: str, fix: str | None, field: str | None) -> Respo
     return _json({"error": {"code": code, "message": message, "fix": fix, "field": field}}, 422)
 
 
-def _json_type(v: JSONValue) -> str:
+def _json_type(v: JSON) -> str:
     return {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}.get(type(v), "number")
 
 
-def _no_surrogates(value: JSONData, field: str | None) -> None:
+def _no_surrogates(value: JSONLike, field: str | None) -> None:
     """Refuse text that is not Unicode (a lone surrogate such as ``"\\ud800"`` in a JSON string): a 422 naming
     the field, not a 500 where the text is first encoded."""
     stack = [(value, field)]
@@ -81,7 +81,7 @@ def _no_surrogates(value: JSONData, field: str | None) -> None:
             stack.extend((x, f) for x in v)
 
 
-def _body(req: BaseModel) -> dict[str, JSONValue]:
+def _body(req: BaseModel) -> dict[str, JSON]:
     """The fields the client sent (unset ones are left out, so the service applies the CLI's defaults)."""
     body = req.model_dump(exclude_unset=True)
     for k, v in body.items():

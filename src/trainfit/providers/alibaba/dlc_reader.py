@@ -13,10 +13,10 @@ from trainfit.check.facts import (REGION_IN_OSS, JobFacts, add_script, int_field
 from trainfit.check.shell import Script
 from trainfit.errors import CheckInputError
 from trainfit.i18n import _
-from trainfit.jsontypes import JSONValue
+from trainfit.json_types import JSON
 
 
-def read_dlc_json(body: JSONValue, f: JobFacts) -> None:
+def read_dlc_json(body: JSON, f: JobFacts) -> None:
     path = f.path
     if not isinstance(body, dict):
         raise type_error(path, _("the CreateJob body"), _("an object"), body)

@@ -43,7 +43,7 @@ from trainfit.providers.alibaba.client import (ECS_READ_CRED_FIX, PAI_PIP, Sdk, 
                                                import_sdk, make_config, runtime_options)
 from trainfit.catalog.cache import cache_file
 from trainfit.providers.registry import RefreshRequest
-from trainfit.jsontypes import JSONObject, JSONValue
+from trainfit.json_types import JSON, JSONObject
 
 if TYPE_CHECKING:
     from alibabacloud_credentials.client import Client as CredentialClient
@@ -114,10 +114,10 @@ class _Api:
 
 # ------------------------------------------------------------------------------------------ specs
 
-def fetch_instance_types(api: _Api) -> list[JSONValue]:
+def fetch_instance_types(api: _Api) -> list[JSON]:
     """Raw ``InstanceType`` maps of every GPU instance type (all pages)."""
     what = f"ECS DescribeInstanceTypes ({api.region})"
-    out: list[JSONValue] = []
+    out: list[JSON] = []
     token = None
     for _page in range(_MAX_PAGES):
         req = api.models.DescribeInstanceTypesRequest(minimum_gpuamount=1, max_results=_PAGE_SIZE, next_token=token)
@@ -152,7 +152,7 @@ def _num(d: dict, key: str, where: str, *, integer: bool = False, required: bool
     return float(v)
 
 
-def types_to_rows(items: list[JSONValue], *, as_of: str | None = None
+def types_to_rows(items: list[JSON], *, as_of: str | None = None
                   ) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     """(gpu rows, instance rows) from raw ``InstanceType`` maps; raises listing every problem."""
     as_of = as_of or today()

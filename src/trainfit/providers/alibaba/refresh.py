@@ -34,7 +34,7 @@ from trainfit.catalog.gpus import normalize_gpu_name
 from trainfit import inputs
 from trainfit.providers._net import call_with_deadline
 from trainfit.providers.registry import RefreshRequest
-from trainfit.jsontypes import JSONValue
+from trainfit.json_types import JSON
 
 if TYPE_CHECKING:
     from alibabacloud_credentials.client import Client as CredentialClient
@@ -161,7 +161,7 @@ class _Spec:
     """``GpuType``."""
 
 
-def _check_spec(spec: JSONValue, where: str) -> _Spec:
+def _check_spec(spec: JSON, where: str) -> _Spec:
     """The fields of one raw spec; ValueError naming ``where`` when it is malformed."""
     if not isinstance(spec, dict):
         raise ValueError(f"{where}: not an object")
@@ -230,7 +230,7 @@ def _instance_row(s: _Spec, raw: dict, gpu_name: str, region: str, source: str, 
     }
 
 
-def specs_to_rows(specs: list[JSONValue], region: str, *, today: str | None = None
+def specs_to_rows(specs: list[JSON], region: str, *, today: str | None = None
                   ) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     """Validate raw specs and turn them into catalog rows (CSV-style string values).
 

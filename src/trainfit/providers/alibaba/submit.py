@@ -23,7 +23,7 @@ from trainfit.check.facts import plan_facts
 from trainfit._io import read_json_limited
 from trainfit.writes import stale_in
 from trainfit.providers._net import call_with_deadline
-from trainfit.jsontypes import JSONData, JSONObject, JSONValue
+from trainfit.json_types import JSON, JSONLike, JSONObject
 
 if TYPE_CHECKING:
     from alibabacloud_credentials.client import Client as CredentialClient
@@ -61,7 +61,7 @@ def job_target(body: JSONObject) -> JobTarget:
     """:class:`JobTarget` of a CreateJob body (see there); every value through the input gate."""
     import re
 
-    def ident(v: JSONValue, kind: str) -> str | None:
+    def ident(v: JSON, kind: str) -> str | None:
         try:
             return inputs.as_ident(kind, v, kind) if isinstance(v, str) and v.strip() else None
         except InputError:
@@ -118,7 +118,7 @@ class SubmitResult:
     """Where the region came from: ``--region``, the job's trainfit header, its image registry, or the default."""
     target: JobTarget | None = None
 
-    def to_dict(self) -> dict[str, JSONData]:
+    def to_dict(self) -> dict[str, JSONLike]:
         return {"sent": self.sent, "region": self.region, "region_source": self.region_source,
                 "endpoint": self.endpoint, "job_id": self.job_id, "request_id": self.request_id,
                 "job": None if self.target is None else self.target.to_dict(),

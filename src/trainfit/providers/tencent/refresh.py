@@ -34,7 +34,7 @@ from trainfit.providers._refresh_common import (Deadline, RefreshCounts, check_s
                                                 today, wanted_types, write_cache, write_price_cache)
 from trainfit.catalog.cache import cache_file
 from trainfit.providers.registry import RefreshRequest
-from trainfit.jsontypes import JSONObject, JSONValue
+from trainfit.json_types import JSON, JSONObject
 
 if TYPE_CHECKING:
     from tencentcloud.common.abstract_client import AbstractClient
@@ -142,7 +142,7 @@ def _num(d: dict, key: str, where: str, *, required: bool = False) -> int | floa
     return v
 
 
-def _check_config(c: JSONValue, where: str) -> tuple[str, int | float | None]:
+def _check_config(c: JSON, where: str) -> tuple[str, int | float | None]:
     """(instance type, GPU count) of one raw ``InstanceTypeConfig``; ValueError naming ``where`` if malformed."""
     if not isinstance(c, dict):
         raise ValueError(f"{where}: not an object")
@@ -173,7 +173,7 @@ class _TypeConfigs(TypedDict):
     zones: list[str]
 
 
-def _group_configs(items: list[JSONValue]) -> dict[str, _TypeConfigs]:
+def _group_configs(items: list[JSON]) -> dict[str, _TypeConfigs]:
     """Whole-GPU configs by instance type (``{"cfg": first config, "zones": [...]}``); raises listing every
     malformed config."""
     problems: list[str] = []
@@ -195,7 +195,7 @@ def _group_configs(items: list[JSONValue]) -> dict[str, _TypeConfigs]:
     return by_type
 
 
-def configs_to_rows(items: list[JSONValue], region: str, *, as_of: str | None = None
+def configs_to_rows(items: list[JSON], region: str, *, as_of: str | None = None
                     ) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     """(gpu rows, instance rows) from raw ``InstanceTypeConfig`` maps; raises listing every problem."""
     as_of = as_of or today()
