@@ -11,14 +11,15 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from trainfit import i18n, inputs
+from trainfit.errors import TrainfitError
 from trainfit.estimate.uncertainty import format_probability
 from trainfit.i18n import N_, _, translate
-from trainfit.models.shapes import ModelShape
-from trainfit.workload import Workload
-from trainfit.providers.alibaba.lingjun import is_lingjun_name
-from trainfit.errors import TrainfitError
+from trainfit.launch._plan_notes import packing_line, save_steps
 from trainfit.models import get_model
-from trainfit import inputs, i18n
+from trainfit.models.shapes import ModelShape
+from trainfit.providers.alibaba.lingjun import is_lingjun_name
+from trainfit.workload import Workload
 
 #: Where the checkpoint store (OSS, a PVC, a SkyPilot bucket) is mounted in every rendered job.
 CKPT_MOUNT = "/mnt/checkpoints"
@@ -354,8 +355,6 @@ class RenderContext:
                     rollout=_num(ph.get("rollout")), train=_num(ph.get("train")), sync=_num(ph.get("sync")),
                     binding=rl["binding_phase"], kv=_num(rl.get("kv_pool_gib")), seqs=rl.get("max_concurrent_seqs")))
         else:
-            from trainfit.launch._common import packing_line
-
             lines.append(packing_line(wl, megatron=self.megatron))
         return lines
 
@@ -369,9 +368,7 @@ class RenderContext:
         """Why ``save_steps``, in the current language (``save_reason`` was made in the language of the render)."""
         if not self.save_reason or self.save_reason == "--save-steps":
             return self.save_reason
-        from trainfit.launch import _save_steps
-
-        return _save_steps(self.plan, self.plan.step_seconds, self.max_steps)[1]
+        return save_steps(self.plan, self.plan.step_seconds, self.max_steps)[1]
 
 #: Where a plan came from (``Plan.source``, stored in English in plan files), shown in the language of the run.
 PLAN_SOURCES = (N_("trainfit plan"), N_("trainfit render (no plan file)"))
@@ -382,7 +379,7 @@ def _rng(r: dict | None, nd: int = 2) -> str:
     return f" (p10-p90 {_num(r['p10'], nd)}-{_num(r['p90'], nd)})" if r else ""
 
 
-def _num(v: Any, nd: int = 2) -> str:
+def _num(v: float | str | None, nd: int = 2) -> str:
     if v is None:
         return "?"
     if isinstance(v, (int, float)):

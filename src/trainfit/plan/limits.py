@@ -6,14 +6,13 @@ deadline and budget limits; each broken limit is recorded as the instance's near
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from trainfit.i18n import _
+from trainfit.plan.hardware import precision_on
+from trainfit.plan.request import NODE_COUNTS, NearestMiss, PlanRequest
 from trainfit.plan.types import Plan, Rejection
 from trainfit.providers.registry import rents_whole_nodes
-
-if TYPE_CHECKING:  # pragma: no cover
-    from trainfit.plan.search import PlanRequest, _Best
 
 
 SLOW_NETWORK_COMM_SHARE = 0.5
@@ -24,7 +23,7 @@ than they compute, so over half of every GPU-hour bought is idle, and the speed 
 such a plan against (docs/cost-model.md, "Ranking"). ``--ignore-rule slow-network`` keeps such plans."""
 
 
-def _layouts(req: PlanRequest, inst: Any) -> list[tuple[int, int]] | Rejection:
+def layouts_for(req: PlanRequest, inst: Any) -> list[tuple[int, int]] | Rejection:
     """(GPUs per node, nodes) layouts to try on ``inst``."""
     it = inst.instance_type
     if "gpus" in req.pins:
@@ -48,8 +47,6 @@ def _layouts(req: PlanRequest, inst: Any) -> list[tuple[int, int]] | Rejection:
                                            "gpus_per_node": inst.gpu_count},))
         return [(gpn, g // gpn)]
     gpn = req.pins.get("gpus_per_node", inst.gpu_count)
-    from trainfit.plan.search import NODE_COUNTS
-
     layouts = [(gpn, n) for n in NODE_COUNTS if gpn * n <= req.max_gpus]
     if not layouts:
         return Rejection(instance_type=it, provider=inst.provider, code="max-gpus",
@@ -59,12 +56,10 @@ def _layouts(req: PlanRequest, inst: Any) -> list[tuple[int, int]] | Rejection:
     return layouts
 
 
-def _precision_for(req: PlanRequest, gpu: Any) -> tuple[str | None, str]:
+def precision_for(req: PlanRequest, gpu: Any) -> tuple[str | None, str]:
     """bf16 on a GPU without bf16 tensor cores (V100, T4) is planned as fp16 mixed precision (fp32 master weights),
     with its memory and speed, and the row says so. (None, "") when the requested precision runs as it is. The one
     rule ``memory`` applies too (:func:`trainfit.plan.hardware.precision_on`)."""
-    from trainfit.plan.hardware import precision_on
-
     return precision_on(gpu, req.workload.precision, "planned")
 
 
@@ -92,7 +87,7 @@ def slow_network(inst: Any, nodes: int, sp: Any) -> tuple[str, str, str, tuple[d
             ({"ignore_rule": ["slow-network"]},))
 
 
-def _within_limits(req: PlanRequest, p: Plan, miss: _Best) -> bool:
+def within_limits(req: PlanRequest, p: Plan, miss: NearestMiss) -> bool:
     """Deadline, wall-clock limit and budget; records the closest miss."""
     limit_h = req.max_days * 24
     if p.hours > limit_h:

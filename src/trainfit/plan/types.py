@@ -9,15 +9,26 @@ exactly) and carry :data:`PLAN_SCHEMA`; a file with another schema is a clear :c
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from trainfit.errors import PlanFileError, TrainfitError
+from trainfit import inputs
+from trainfit.catalog import GPU_COLUMNS, INSTANCE_COLUMNS, parse_row
+from trainfit.catalog.gpus import SPEED_FIELDS, gpu_from_row
+from trainfit.catalog.instances import instance_from_row
+from trainfit.dataset.budget import DataBudget
+from trainfit.errors import InputError, PlanFileError, TrainfitError
 from trainfit.estimate.fit import FitDecision
 from trainfit.estimate.memory import MemoryEstimate
+from trainfit.estimate.states import precision_mode
+from trainfit.estimate.uncertainty import Interval, memory_range
 from trainfit.i18n import _
+from trainfit.launch.targets import plan_targets
 from trainfit.models.shapes import ModelShape, model_from_dict
+from trainfit.plan.request import PIN_FIELDS, PlanRequest
+from trainfit.rl.config import RL_FIELD_NAMES, RLConfig
 from trainfit.workload import Workload
+from trainfit.workload_options import MAX_GPUS, WORKLOAD_OPTION_NAMES, parse_options
 
 #: Schema of plan JSON (``trainfit plan --json`` and every plan inside it). Version 1 was the unversioned
 #: output of trainfit 0.1 (rounded numbers, no model, no fit verdict); it cannot be read back losslessly.
@@ -106,8 +117,6 @@ class Plan:
                 nodes=self.nodes, gpn=self.gpus_per_node, gpus=self.workload.gpus),
                 fix=_("regenerate the plan with `trainfit plan`"))
         if self.target is not None:
-            from trainfit.launch.targets import plan_targets
-
             if self.target not in plan_targets():
                 raise PlanFileError(_("the plan's target {target!r} is not a launcher trainfit writes").format(
                     target=str(self.target)[:40]),
@@ -118,12 +127,10 @@ class Plan:
                                     fix=_("regenerate the plan with `trainfit plan --rl ...`"))
             self.rl_config()  # validates the RL fields
 
-    def rl_config(self) -> Any:
+    def rl_config(self) -> RLConfig | None:
         """The :class:`~trainfit.rl.RLConfig` of an RL plan (None for SFT)."""
         if self.rl is None:
             return None
-        from trainfit.rl.config import RL_FIELD_NAMES, RLConfig
-
         return RLConfig(**{k: v for k, v in self.rl.items() if k in RL_FIELD_NAMES})
 
     # ------------------------------------------------------------------------------------------ views
@@ -142,8 +149,6 @@ class Plan:
     def intervals(self) -> dict[str, dict[str, float]]:
         """p10/p50/p90 of every speed-derived figure (tokens/s and MFU with the speed; step time, hours,
         GPU-hours and cost against it) and of the memory per GPU (``per_gpu_gib``, from the fit corpus)."""
-        from trainfit.estimate.uncertainty import Interval, memory_range
-
         out: dict[str, dict[str, float]] = {}
         mem = memory_range(self.memory.reserved_gib)
         if mem:
@@ -175,7 +180,7 @@ class Plan:
                 "pp": w.pp, "ep": w.ep, "cp": w.cp, "ulysses": w.ulysses, "precision": w.precision,
                 "optimizer": w.optimizer,
                 "attention": w.attention, "loss": w.loss, "method": w.method, "seq_len": w.seq_len,
-                "packing": w.packing, "global_batch": w.global_batch, "precision_mode": _precision_mode(w),
+                "packing": w.packing, "global_batch": w.global_batch, "precision_mode": precision_mode(w),
                 "tokens_per_step": w.global_batch * w.seq_len}
 
     # ------------------------------------------------------------------------------------------ JSON
@@ -262,10 +267,6 @@ _STRING_FIELDS = ("gpu", "provider", "resource_class", "instance_type", "currenc
 def _checked_fields(d: dict, where: str) -> dict:
     """Every scalar of a plan file through the input gate (finite non-negative numbers, counts in range, strings
     that are strings) and the workload through the option table's ranges; returns the workload dict."""
-    from trainfit import inputs
-    from trainfit.errors import InputError
-    from trainfit.options import MAX_GPUS, WORKLOAD_OPTION_NAMES, parse_options
-
     try:
         for k in _NUMBER_FIELDS:
             if d.get(k) is not None:
@@ -310,10 +311,6 @@ def _checked_record(part: str, rec: Any, where: str) -> Any:
     names and regions, ranges, enums, dates) with strict JSON types (``"verified": "yes"`` is refused: plan files
     are written by trainfit with JSON booleans). A record from elsewhere may carry anything: its regions build the
     PAI image host and its counts the job's layout."""
-    from trainfit.catalog import GPU_COLUMNS, INSTANCE_COLUMNS, parse_row
-    from trainfit.catalog.gpus import gpu_from_row
-    from trainfit.catalog.instances import instance_from_row
-
     columns = GPU_COLUMNS if part == "gpu_spec" else INSTANCE_COLUMNS
     fix = _("regenerate the plan with `trainfit plan --json`")
     if not isinstance(rec, dict):
@@ -335,8 +332,6 @@ def _checked_record(part: str, rec: Any, where: str) -> Any:
                 where=where, field=f"{part}.{col.name}", what=what, type=type(v).__name__), fix=fix)
     derived: dict[str, Any] = {}
     if part == "gpu_spec":  # what the planner derived for the plan (speed assumed from a class, --gpu-mem), not columns
-        from trainfit.catalog.gpus import SPEED_FIELDS
-
         assumed = raw.pop("assumed", [])
         if not isinstance(assumed, list) or not all(a in SPEED_FIELDS for a in assumed):
             raise PlanFileError(_("{where}: gpu_spec.assumed must list speed fields ({fields})").format(
@@ -349,8 +344,6 @@ def _checked_record(part: str, rec: Any, where: str) -> Any:
     if problems:
         raise PlanFileError(f"{where}: {problems[0][:300]}", fix=fix)
     if part == "gpu_spec":
-        from dataclasses import replace
-
         return replace(gpu_from_row(row, origin=origin), **derived)
     return instance_from_row(row, origin=origin)
 
@@ -359,8 +352,6 @@ def _check_model_name(name: Any) -> None:
     """A plan's model name: a registry name, a Hugging Face repo id (``org/name``) or a config folder's name;
     never a path that climbs (``../``), an absolute path, or a control character: it names the job and the
     model the job files load."""
-    from trainfit.errors import InputError
-
     if not isinstance(name, str) or not name or len(name) > 200:
         raise InputError(_("model.name must be a non-empty string of at most 200 characters"))
     if name.startswith(("/", "~")) or "\\" in name or any(p in ("..", ".") for p in name.split("/")) \
@@ -369,18 +360,10 @@ def _check_model_name(name: Any) -> None:
                            "control character)").format(name=name[:60]))
 
 
-def _precision_mode(w: Workload) -> str:
-    from trainfit.estimate.states import precision_mode
-
-    return precision_mode(w)
-
-
-def _data_budget(d: Any) -> Any:
+def _data_budget(d: Any) -> DataBudget | None:
     """A plan file's ``data`` record checked (:meth:`~trainfit.dataset.budget.DataBudget.from_dict`), or None."""
     if d is None:
         return None
-    from trainfit.dataset.budget import DataBudget
-
     return DataBudget.from_dict(d)
 
 
@@ -388,9 +371,6 @@ def _speed_interval(d: Any) -> dict | None:
     """A plan file's ``speed_interval`` checked (finite positive quantiles in order), or None."""
     if d is None:
         return None
-    from trainfit.estimate.uncertainty import Interval
-    from trainfit import inputs
-
     if not isinstance(d, dict):
         raise TypeError("speed_interval must be an object")
     iv = Interval.from_dict(d)
@@ -436,8 +416,8 @@ class Rejection:
 
 @dataclass(frozen=True, kw_only=True)
 class PlanResult:
-    request: Any
-    """The :class:`~trainfit.plan.search.PlanRequest`."""
+    request: PlanRequest
+    """What was planned."""
     plans: tuple[Plan, ...]
     rejected: tuple[Rejection, ...]
     pareto: tuple[int, ...]
@@ -454,8 +434,6 @@ class PlanResult:
         return self.plans[0] if self.plans else None
 
     def to_dict(self) -> dict[str, Any]:
-        from trainfit.plan.search import PIN_FIELDS
-
         req = self.request
         wl = req.workload
         w = {k: v for k, v in wl.to_dict().items() if k not in PIN_FIELDS or k in req.pins}

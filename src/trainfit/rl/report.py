@@ -4,15 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from trainfit.catalog import GPU, Instance
+from trainfit.estimate.uncertainty import Interval, memory_range, rl_speed_interval
 from trainfit.i18n import _
 from trainfit.models.shapes import ModelShape
+from trainfit.plan.hardware import gpu_class_of
 from trainfit.rl.config import RLConfig
+from trainfit.rl.memory import RLMemoryEstimate, estimate_rl_memory, estimate_with
+from trainfit.rl.speed import rl_hours, rl_step_speed
 from trainfit.workload import Workload
-from trainfit.estimate.uncertainty import Interval, memory_range, rl_speed_interval
 
 
-def rl_report(model: ModelShape, workload: Workload, rl: RLConfig, gpu_mem_gib: float, *, gpu: Any = None,
-              instance: Any = None, steps: int | None = None, strict: bool = False,
+def rl_report(model: ModelShape, workload: Workload, rl: RLConfig, gpu_mem_gib: float, *, gpu: GPU | None = None,
+              instance: Instance | None = None, steps: int | None = None, strict: bool = False,
               host_ram_gib: float | None = None, margin: float | None = None) -> dict[str, Any]:
     """``{"config", phases_gib, kv_pool_gib, max_concurrent_seqs, binding_phase, fits, ...}`` of
     :func:`~trainfit.rl.memory.estimate_rl_memory`; with a catalog ``gpu`` record also ``speed`` (step-time
@@ -21,8 +25,6 @@ def rl_report(model: ModelShape, workload: Workload, rl: RLConfig, gpu_mem_gib: 
     prompt + response. The policy update's MemoryEstimate is under the ``"_train"`` key, the
     :class:`~trainfit.rl.memory.RLMemoryEstimate` under ``"_estimate"`` and the RLSpeedEstimate (with a GPU)
     under ``"_speed"`` (not JSON)."""
-    from trainfit.rl.memory import estimate_rl_memory
-
     wl = workload.with_(seq_len=rl.seq_len) if workload.seq_len != rl.seq_len else workload
     est = estimate_rl_memory(model, wl, rl, gpu_mem_gib, strict=strict, host_ram_gib=host_ram_gib, margin=margin)
 
@@ -33,12 +35,8 @@ def rl_report(model: ModelShape, workload: Workload, rl: RLConfig, gpu_mem_gib: 
     out["suggestions"] = rl_suggestions(model, wl, rl, gpu_mem_gib, est, strict=strict, host_ram_gib=host_ram_gib,
                                         margin=margin) if est.verdict in ("oom", "tight") else []
     if gpu is not None and est.kv_shortfall is None:  # an engine that holds no sequence has no step time
-        from trainfit.rl.speed import rl_hours, rl_step_speed
-
         sp = rl_step_speed(model, wl, rl, est, gpu=gpu, instance=instance)
         out["speed"] = sp.to_dict()
-        from trainfit.plan.hardware import gpu_class_of
-
         out["speed"]["interval"] = siv = rl_speed_interval(model, wl, gpu_class_of(gpu))
         if siv:  # p10/p50/p90 of every figure: tokens/s with the speed, the seconds against it (issue 26)
             iv = Interval.from_dict(siv)
@@ -78,13 +76,11 @@ def _rl_changes(rl: RLConfig) -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
-def rl_suggestions(model: ModelShape, wl: Workload, rl: RLConfig, gpu_mem_gib: float, est: Any, *, limit: int = 3,
+def rl_suggestions(model: ModelShape, wl: Workload, rl: RLConfig, gpu_mem_gib: float, est: RLMemoryEstimate, *, limit: int = 3,
                    **kw: Any) -> list[dict[str, Any]]:
     """Up to ``limit`` changes of the RL settings under which the same job fits, each checked with the RL memory
     model (the verdict's own function): ``{"change", "peak_gib", "binding_phase", "why"}``. The smallest change of
     each kind comes first (the first engine budget that fits, not every lower one)."""
-    from trainfit.rl.memory import estimate_with
-
     out: list[dict[str, Any]] = []
     kinds: set[str] = set()
     for flag, change in _rl_changes(rl):
