@@ -6,10 +6,14 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Mapping
 
 from trainfit.errors import MetricsError
 from trainfit.i18n import _
+from trainfit.json_types import JSONLike
+
+if TYPE_CHECKING:
+    from trainfit.metrics_file import MetricRecord
 
 SEVERITIES = ("info", "warning", "critical")
 
@@ -75,19 +79,19 @@ class Finding:
     """What was measured."""
     fix: str
     """What to change."""
-    data: dict[str, Any] = field(default_factory=dict)
+    data: Mapping[str, JSONLike] = field(default_factory=dict)
     """The numbers behind the message."""
 
     def __post_init__(self) -> None:
         if self.severity not in SEVERITIES:
             raise ValueError(f"severity must be one of {SEVERITIES}; got {self.severity!r}")
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, JSONLike]:
         return {"code": self.code, "severity": self.severity, "message": self.message, "fix": self.fix,
                 "data": self.data}
 
 
-def vals(recs: list[dict[str, Any]], key: str) -> list[float]:
+def vals(recs: list[MetricRecord], key: str) -> list[float]:
     out = []
     for r in recs:
         v = r.get(key)

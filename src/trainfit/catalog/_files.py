@@ -11,13 +11,14 @@ import os
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Callable, Hashable, Iterable, Mapping
 
-from trainfit.catalog._schema import GPU_COLUMNS, INSTANCE_COLUMNS, parse_row
+from trainfit.catalog._schema import GPU_COLUMNS, INSTANCE_COLUMNS, parse_row, CatalogRow, Column
 from trainfit.catalog.gpus import normalize_gpu_name
 from trainfit.errors import CatalogError, did_you_mean
 from trainfit.i18n import _
 from trainfit.inputs import loads_yaml_all, read_text_file
+from trainfit.json_types import YAMLValue
 
 ENV_OVERLAY = "TRAINFIT_CATALOG_OVERLAY"
 ENV_CACHE_DIR = "TRAINFIT_CACHE_DIR"
@@ -96,7 +97,8 @@ def read_csv_rows(text: str) -> list[dict[str, str]]:
     return list(csv.DictReader(io.StringIO(text)))
 
 
-def parse_rows(columns, raws: Iterable[dict[str, Any]], where: str) -> tuple[list[dict[str, Any]], list[str]]:
+def parse_rows(columns: tuple[Column, ...], raws: Iterable[Mapping[str, object]], where: str
+               ) -> tuple[list[CatalogRow], list[str]]:
     rows, problems = [], []
     for i, raw in enumerate(raws):
         row, probs = parse_row(columns, raw, f"{where} row {i + 2 if where.endswith('.csv') else i}")
@@ -119,11 +121,11 @@ def bundled_rows() -> tuple[tuple[dict, ...], tuple[dict, ...]]:
 
 # ------------------------------------------------------------------------------------------ merge
 
-def gpu_key(row: dict[str, Any]) -> str:
+def gpu_key(row: CatalogRow) -> str:
     return normalize_gpu_name(str(row.get("name") or ""))
 
 
-def instance_key(row: dict[str, Any]) -> tuple[str, str, str]:
+def instance_key(row: CatalogRow) -> tuple[str, str, str]:
     return (str(row.get("provider") or "").lower(), str(row.get("resource_class") or "").lower(),
             str(row.get("instance_type") or "").strip().lower())
 
@@ -131,13 +133,13 @@ def instance_key(row: dict[str, Any]) -> tuple[str, str, str]:
 _KEY_AND_META = {"name", "provider", "resource_class", "instance_type", "source", "as_of", "notes", "verified"}
 
 
-def merge_rows(base: list[dict[str, Any]], extra: list[tuple[dict[str, Any], set[str], str]], key_fn
-               ) -> list[tuple[dict[str, Any], str]]:
+def merge_rows(base: list[CatalogRow], extra: list[tuple[CatalogRow, set[str], str]],
+               key_fn: Callable[[CatalogRow], Hashable]) -> list[tuple[CatalogRow, str]]:
     """``base`` rows (origin bundled) updated by ``extra`` (row, fields present, origin).
 
     A row whose key exists replaces only the fields it states; a new key is appended.
     """
-    out: dict[Any, tuple[dict[str, Any], str]] = {}
+    out: dict[Hashable, tuple[CatalogRow, str]] = {}
     for row in base:
         out[key_fn(row)] = (dict(row), "bundled")
     for row, present, origin in extra:
@@ -158,7 +160,7 @@ def merge_rows(base: list[dict[str, Any]], extra: list[tuple[dict[str, Any], set
     return list(out.values())
 
 
-def cross_check(gpus: list[dict[str, Any]], instances: list[dict[str, Any]], where: str = "catalog") -> list[str]:
+def cross_check(gpus: list[CatalogRow], instances: list[CatalogRow], where: str = "catalog") -> list[str]:
     """Problems that involve several rows: duplicate names/aliases, GPU references, price/currency pairs."""
     problems: list[str] = []
     index: dict[str, str] = {}
@@ -225,7 +227,7 @@ def _loader():
     return _Loader
 
 
-def safe_load_yaml(text: str) -> Any:
+def safe_load_yaml(text: str) -> YAMLValue:
     """``yaml.safe_load`` semantics through the input gate (no aliases, depth limit), dates kept as strings."""
     docs = loads_yaml_all(text, what=_("catalog overlay"), error=CatalogError, loader=_loader())
     if len(docs) > 1:
@@ -233,7 +235,7 @@ def safe_load_yaml(text: str) -> Any:
     return docs[0] if docs else None
 
 
-def read_yaml(path: Path) -> tuple[Any, list[str]]:
+def read_yaml(path: Path) -> tuple[YAMLValue, list[str]]:
     try:
         text = read_text_file(path, max_bytes=MAX_OVERLAY_BYTES, what=_("catalog overlay"), error=CatalogError,
                               fix=_("fix or remove the overlay file"))

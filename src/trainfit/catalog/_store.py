@@ -18,22 +18,22 @@ from __future__ import annotations
 import warnings
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 from trainfit.catalog._current import Catalog, install
 from trainfit.catalog._files import (CatalogWarning, bundled_rows, cross_check, gpu_key, instance_key, merge_rows,
                                      overlay_path, refresh_cache_files, stat_key)
 from trainfit.catalog.cache import read_cache_file
-from trainfit.catalog.gpus import assume_speed, gpu_from_row, normalize_gpu_name
+from trainfit.catalog.gpus import assume_speed, gpu_from_row, normalize_gpu_name, GPU
 from trainfit.catalog.instances import instance_from_row
 from trainfit.catalog.overlay import load_overlay
 from trainfit.errors import CatalogError
 from trainfit import i18n
 from trainfit.i18n import _
 from trainfit.providers.registry import registry_version
+from trainfit.catalog._schema import CatalogRow
 
 
-def _canonical_gpu_refs(instances: list[dict[str, Any]], index: dict[str, Any]) -> None:
+def _canonical_gpu_refs(instances: list[CatalogRow], index: dict[str, GPU]) -> None:
     for r in instances:
         if r.get("gpu"):
             g = index.get(normalize_gpu_name(r["gpu"]))
@@ -100,7 +100,7 @@ def _build(ov_key, cache_keys, lang: str = "en", _providers: int = 0) -> Catalog
                            + "\n  ".join(problems),
                            fix=_("fix the overlay (see `trainfit catalog validate`) or delete the refresh cache"))
     gpus = tuple(gpu_from_row(r, origin=o) for r, o in g_rows)
-    index: dict[str, Any] = {}
+    index: dict[str, GPU] = {}
     for g in gpus:
         for n in (g.name, *g.aliases):
             index.setdefault(normalize_gpu_name(n), g)

@@ -41,9 +41,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from trainfit.catalog._schema import GPU_COLUMNS, INSTANCE_COLUMNS, Column, parse_row
+from trainfit.catalog._schema import GPU_COLUMNS, INSTANCE_COLUMNS, Column, parse_row, CatalogRow
 from trainfit.errors import CatalogError
 from trainfit.i18n import _
 from trainfit.catalog._files import bundled_rows, cross_check, gpu_key, instance_key, merge_rows, read_yaml
@@ -55,9 +54,9 @@ _TOP_KEYS = ("gpus", "instances", "prices")  # prices: parsed by trainfit.catalo
 @dataclass(frozen=True, kw_only=True)
 class Overlay:
     path: str
-    gpus: list[tuple[dict[str, Any], set[str]]] = field(default_factory=list)
+    gpus: list[tuple[CatalogRow, set[str]]] = field(default_factory=list)
     """(typed row, names of the fields the file states)."""
-    instances: list[tuple[dict[str, Any], set[str]]] = field(default_factory=list)
+    instances: list[tuple[CatalogRow, set[str]]] = field(default_factory=list)
 
 
 def _relaxed(columns: tuple[Column, ...], keep_required: set[str]) -> tuple[Column, ...]:

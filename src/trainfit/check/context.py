@@ -6,11 +6,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
 
 from trainfit.catalog.instances import list_instances
 from trainfit.jobspec.facts import JobFacts
 from trainfit.jobspec.shell import is_torchrun
+from typing import TYPE_CHECKING
+from trainfit.json_types import JSON
+
+if TYPE_CHECKING:
+    from trainfit.dataset.stats import DatasetStats
+    from trainfit.catalog.instances import Instance
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -21,7 +26,7 @@ class CheckOptions:
     nodes: int | None = None
     """Nodes the job runs on, when the file does not say."""
     gpus_per_node: int | None = None
-    dataset: Any = None
+    dataset: DatasetStats | None = None
     """``check --dataset``: the :class:`~trainfit.dataset.stats.DatasetStats` the job's settings are compared with."""
 
 
@@ -33,7 +38,7 @@ def catalog_instance(name: str):
     return hit, [r.instance_type for r in rows]
 
 
-def first_instance(names: list[Any]) -> Any:
+def first_instance(names: list[JSON]) -> Instance | None:
     """The catalog record of the first of ``names`` (in the caller's order of preference) the catalog knows."""
     for it in names:
         if isinstance(it, str) and it:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
 
 from trainfit.jobspec.facts import JobFacts, is_file, load_json, load_yaml, plan_facts, read_text, type_error
 from trainfit.jobspec.shell import parse_script, training_args
@@ -19,12 +18,17 @@ from trainfit.launch.targets import target_specs
 from trainfit.catalog.gpus import get_gpu
 from trainfit.providers.alibaba.dlc_reader import read_dlc_json, read_pai_cli
 from trainfit.providers.generic.readers import read_pytorchjob, read_skypilot
+from typing import TYPE_CHECKING
+from trainfit.json_types import JSON
+
+if TYPE_CHECKING:
+    from trainfit.launch.targets import JobReader
 
 
-def _header(text: str | list) -> dict[str, Any]:
+def _header(text: str | list) -> dict[str, JSON]:
     """Facts from a trainfit header (``# instance X; gpu Y; spot; region R``, ``gpus N (A node(s) x B)`` and the
     ``trainfit-plan {...}`` line, kept under ``plan``)."""
-    out: dict[str, Any] = {}
+    out: dict[str, JSON] = {}
     lines = text if isinstance(text, list) else text.splitlines()[:24]
     for line in lines:
         if not isinstance(line, str):
@@ -176,7 +180,7 @@ def _json_facts(text: str, sp: str, f: JobFacts) -> None:
                               fix=_("pass a DLC job JSON (JobSpecs, UserCommand) or a ds_config.json"))
 
 
-def _registered_reader(path: str, text: str) -> Any:
+def _registered_reader(path: str, text: str) -> JobReader | None:
     """The :class:`~trainfit.launch.targets.JobReader` of the first registered target that claims the file (the
     built-in targets have none: their formats are read below)."""
     return next((s.reader for s in target_specs() if s.reader is not None and s.reader.matches(path, text)), None)

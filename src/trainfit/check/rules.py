@@ -14,7 +14,7 @@ spot-needs-checkpoints, region-must-match, dlc-world-size-is-nodes, dlc-node-ran
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+from typing import Callable
 
 from trainfit.check.budget_rules import budget_findings
 from trainfit.check.context import CheckOptions, catalog_instance, first_instance, gpus_per_node, rl_launch_text
@@ -35,6 +35,7 @@ from trainfit.estimate.hardware import kernel_gaps
 from trainfit.errors import TrainfitError as _TE, did_you_mean
 from trainfit.rl.lint import lint_rl, phase_label, size_rl_launch
 from trainfit.catalog.gpus import get_gpu
+from trainfit.json_types import JSON
 
 #: The fit verdicts (stable codes of the one fit decision) as ``check`` shows them in its notes.
 
@@ -67,7 +68,7 @@ def rule_unknown_instance(f: JobFacts, o: CheckOptions) -> list[Violation]:
     return out
 
 
-def _int(v: Any) -> int | None:
+def _int(v: JSON) -> int | None:
     try:
         return int(str(v))
     except (TypeError, ValueError):
@@ -131,7 +132,7 @@ def rule_placeholders(f: JobFacts, o: CheckOptions) -> list[Violation]:
                       fix=_("replace every REPLACE_ME (VPC ids, OSS bucket, ...) or pass them to `trainfit render`"))]
 
 
-def _int_s(v: Any) -> int | None:
+def _int_s(v: JSON) -> int | None:
     return int(v) if isinstance(v, str) and v.strip().isdecimal() else (v if isinstance(v, int) else None)
 
 
