@@ -31,6 +31,8 @@ from trainfit.estimate.memory import MemoryEstimate, estimate_memory
 from trainfit.estimate.uncertainty import headroom_range, memory_range, plan_speed_interval
 from trainfit.i18n import _
 from trainfit.models.shapes import ModelShape
+from trainfit.rl.config import RLConfig
+from trainfit.rl.report import RLMemoryReport, rl_report
 from trainfit.workload import Workload
 from trainfit.catalog.instances import placement_fields
 from trainfit.providers.registry import rents_whole_nodes
@@ -162,40 +164,7 @@ def memory_report(model: ModelShape, workload: Workload, *, gpu: str | None = No
                         host_ram_gib=host_ram_gib, answer=answer, warnings=tuple(warnings), data=data)
 
 
-@dataclass(frozen=True, kw_only=True)
-class RLMemoryReport:
-    """What ``trainfit memory --rl ...`` reports: the policy update's memory and the RL section."""
-
-    model: ModelShape
-    workload: Workload
-    """The policy update (its ``seq_len`` is prompt + response)."""
-    rl: Any
-    """The :class:`~trainfit.rl.RLConfig`."""
-    estimate: Any
-    """The :class:`~trainfit.rl.memory.RLMemoryEstimate` (per phase, KV pool, the verdict over all phases)."""
-    report: dict
-    """:func:`trainfit.rl.rl_report`'s JSON-ready part (config, phases, speed, time)."""
-    gpu: str | None = None
-    usable_gib: float
-    host_ram_gib: float | None = None
-    speed: Any = None
-    """The :class:`~trainfit.rl.speed.RLSpeedEstimate` (None without a catalog GPU)."""
-
-    def to_dict(self) -> dict[str, Any]:
-        rep = self.report
-        out = self.estimate.train.to_dict()
-        out["workload"] = self.workload.to_dict()
-        # the policy update's reserved GiB with its p10-p90 range, as memory's (the binding phase's is rl.peak_*)
-        out["reserved_interval_gib"] = memory_range(self.estimate.train.reserved_gib)
-        out.update({"gpu": self.gpu, "gpu_mem_gib": self.usable_gib, "host_ram_node_gib": self.host_ram_gib,
-                    "verdict": rep["verdict"], "fits": rep["fits"], "fit": rep["fit"],
-                    "headroom_gib": round(rep["headroom_gib"], 2),
-                    "headroom_interval_gib": headroom_range(self.usable_gib, self.estimate.peak_gib)})
-        out["rl"] = dict(rep)
-        return out
-
-
-def rl_memory_report(model: ModelShape, workload: Workload, rl: Any, *, gpu: str | None = None,
+def rl_memory_report(model: ModelShape, workload: Workload, rl: RLConfig, *, gpu: str | None = None,
                      gpu_mem_gib: float | None = None, host_ram_gib: float | None = None,
                      instance_type: str | None = None, steps: int | None = None,
                      margin: float | None = None) -> RLMemoryReport:
@@ -203,8 +172,6 @@ def rl_memory_report(model: ModelShape, workload: Workload, rl: Any, *, gpu: str
     type): memory per phase and the one verdict over all phases; with a catalog GPU also the step time and, with
     ``steps``, the hours. A KV pool below one sequence is the verdict ``oom`` with the reason and its fix, as
     every other non-fit."""
-    from trainfit.rl.report import rl_report
-
     gpu_rec = None
     inst = None
     if instance_type:
@@ -228,12 +195,7 @@ def rl_memory_report(model: ModelShape, workload: Workload, rl: Any, *, gpu: str
                             fix=_("pass --gpu NAME (e.g. H100), --gpu-mem GIB or --instance-type TYPE"))
     rep = rl_report(model, workload, rl, float(usable), gpu=gpu_rec, instance=inst, steps=steps,
                     host_ram_gib=host_ram_gib, margin=margin)
-    rep.pop("_train")
-    wl = rep.pop("_workload")
-    est = rep.pop("_estimate")
-    sp = rep.pop("_speed", None)
-    return RLMemoryReport(model=model, workload=wl, rl=rl, estimate=est, report=rep, gpu=name, usable_gib=usable,
-                          host_ram_gib=host_ram_gib, speed=sp)
+    return RLMemoryReport(model=model, report=rep, gpu=name, usable_gib=usable, host_ram_gib=host_ram_gib)
 
 
 MEMORY_EXTRA = ("model", "config", "gpu", "gpu_mem", "host_ram", "instance_type")

@@ -180,8 +180,8 @@ def build_context(plan: Any, options: RenderOptions | None = None) -> RenderCont
     vpc = o.vpc
     if vpc is None and lingjun:
         vpc = {"VpcId": f"vpc-{PLACEHOLDER}", "SwitchId": f"vsw-{PLACEHOLDER}", "SecurityGroupId": f"sg-{PLACEHOLDER}"}
-    if getattr(plan, "rl", None) is not None:  # RL: the planned RL steps (rollout + update rounds)
-        max_steps = plan.rl.get("steps")
+    if plan.rl is not None:  # RL: the planned RL steps (rollout + update rounds)
+        max_steps = plan.rl.steps
     else:
         max_steps = None if o.epochs is not None else plan.optimizer_steps()
     save, save_why = (o.save_steps, "--save-steps") if o.save_steps else _save_steps(plan, plan.step_seconds,

@@ -466,14 +466,14 @@ def dump_yaml(data: object) -> str:
 
 # ------------------------------------------------------------------------------------------------- RL
 def is_rl(ctx: RenderContext) -> bool:
-    return getattr(ctx.plan, "rl", None) is not None
+    return ctx.plan.rl is not None
 
 
 def sft_only(ctx: RenderContext) -> str | None:
     """The reason an SFT target does not apply to an RL plan (None for SFT plans)."""
     if is_rl(ctx):
         return _("the plan is RL fine-tuning (--rl {algo}); this target writes a supervised fine-tuning launch "
-                 "(render --target verl or swift_grpo)").format(algo=ctx.plan.rl["algo"])
+                 "(render --target verl or swift_grpo)").format(algo=ctx.plan.rl.config.algo)
     return None
 
 

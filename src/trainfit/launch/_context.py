@@ -227,18 +227,18 @@ class RenderContext:
                  "verdict": p.fit.verdict, "workload": p.workload.to_dict()}
         if getattr(p.gpu_spec, "mem_from_user", False):  # plan --gpu-mem: check sizes the GPU as the plan did
             facts["gpu_mem_gib_user"] = p.gpu_spec.mem_gib
-        if self.max_steps and getattr(p, "rl", None) is None:  # the step budget check reads back
+        if self.max_steps and p.rl is None:  # the step budget check reads back
             facts["budget"] = {"tokens": p.tokens, "max_steps": self.max_steps}
             data = getattr(p, "data", None)
             if data is not None:  # steps count the data's rows (packed rows or samples), not tokens / seq_len
                 facts["budget"].update({"rows_per_epoch": data.rows_per_epoch, "epochs": data.epochs,
                                         "packing": data.packing})
-        rl = getattr(p, "rl", None)
+        rl = p.rl
         if rl is not None:  # RL plan: reserved_gib is the binding phase's peak
-            facts["rl"] = {"algo": rl["algo"], "rl_framework": rl.get("rl_framework"), "gpu_mem_gib": p.gpu_mem_gib,
-                           "phases_gib": rl["phases_gib"], "binding_phase": rl["binding_phase"],
-                           "kv_pool_gib": rl.get("kv_pool_gib"), "max_concurrent_seqs": rl.get("max_concurrent_seqs"),
-                           "steps": rl.get("steps")}
+            facts["rl"] = {"algo": rl.config.algo, "rl_framework": rl.config.rl_framework, "gpu_mem_gib": p.gpu_mem_gib,
+                           "phases_gib": dict(rl.phases_gib), "binding_phase": rl.binding_phase,
+                           "kv_pool_gib": rl.kv_pool_gib, "max_concurrent_seqs": rl.max_concurrent_seqs,
+                           "steps": rl.steps}
         return "trainfit-plan " + json.dumps(facts, separators=(",", ":"), ensure_ascii=True)
 
     def header_lines(self) -> list[str]:
@@ -335,24 +335,24 @@ class RenderContext:
         """The RL line of :meth:`header_lines` (RL plans), else the packing line."""
         lines: list[str] = []
         if rl is not None:
-            ph = rl["phases_gib"]
-            fw = rl.get("rl_framework") or _("trainfit defaults")
-            if rl["algo"] == "dpo":  # offline pairs: no rollout engine
+            ph, c = rl.phases_gib, rl.config
+            fw = c.rl_framework or _("trainfit defaults")
+            if c.algo == "dpo":  # offline pairs: no rollout engine
                 lines.append(_("rl: dpo ({framework}), prompt {prompt} + response {response}, {pairs} preference pairs "
                                "per step, {steps} steps; GiB per GPU: train {train}").format(
-                    framework=fw, prompt=rl["prompt_len"], response=rl["response_len"], pairs=rl["rollout_batch"],
-                    steps=rl.get("steps") or "?", train=_num(ph.get("train"))))
+                    framework=fw, prompt=c.prompt_len, response=c.response_len, pairs=c.rollout_batch,
+                    steps=rl.steps or "?", train=_num(ph.get("train"))))
             else:
                 lines.append(_(
                     "rl: {algo} ({framework}), {engine} tp {tp} util {util:g}, prompt {prompt} + response {response}, "
                     "{generations} generations x {prompts} prompts per step, {steps} steps; GiB per GPU: rollout "
                     "{rollout}, train {train}, sync {sync} (binding: {binding}); KV pool {kv} GiB = {seqs} "
                     "sequences").format(
-                    algo=rl["algo"], framework=fw, engine=rl["rollout_engine"], tp=rl["rollout_tp"],
-                    util=rl["rollout_util"], prompt=rl["prompt_len"], response=rl["response_len"],
-                    generations=rl["num_generations"], prompts=rl["rollout_batch"], steps=rl.get("steps") or "?",
+                    algo=c.algo, framework=fw, engine=c.rollout_engine, tp=c.rollout_tp,
+                    util=c.rollout_util, prompt=c.prompt_len, response=c.response_len,
+                    generations=c.num_generations, prompts=c.rollout_batch, steps=rl.steps or "?",
                     rollout=_num(ph.get("rollout")), train=_num(ph.get("train")), sync=_num(ph.get("sync")),
-                    binding=rl["binding_phase"], kv=_num(rl.get("kv_pool_gib")), seqs=rl.get("max_concurrent_seqs")))
+                    binding=rl.binding_phase, kv=_num(rl.kv_pool_gib), seqs=rl.max_concurrent_seqs))
         else:
             from trainfit.launch._common import packing_line
 

@@ -21,7 +21,7 @@ non-colocated job run on GPUs the plan would not count).
 from __future__ import annotations
 
 import math
-from dataclasses import fields, replace
+from dataclasses import replace
 from typing import Any
 
 from trainfit.errors import PlanError, WorkloadError, TrainfitError
@@ -34,6 +34,7 @@ from trainfit.plan.types import Plan
 from trainfit.workload import Workload
 from trainfit.plan.rank import score
 from trainfit.rl.memory import estimate_rl_memory, estimate_with
+from trainfit.rl.summary import RLSummary
 
 #: (strategy, offload) per framework, fastest first, for one GPU and for several. Each pair is one the
 #: framework's writer (``trainfit.rl.launch``) writes and its reader reads back to the same pair.
@@ -142,18 +143,6 @@ def memory_view(est: Any) -> MemoryEstimate:
                    assumptions=tuple(train.assumptions) + tuple(est.assumptions))
 
 
-def rl_summary(rl: Any, est: Any, *, steps: int | None, speed: Any = None) -> dict[str, Any]:
-    """The Plan's ``rl`` part: every RLConfig field (as set, ``critic`` None = the algorithm's default) and the
-    planned numbers."""
-    d: dict[str, Any] = {f.name: getattr(rl, f.name) for f in fields(rl)}
-    d.update({"phases_gib": dict(est.phases_gib), "peak_gib": est.peak_gib, "binding_phase": est.binding_phase,
-              "kv_pool_gib": est.kv_pool_gib, "kv_gib_per_seq": est.kv_gib_per_seq,
-              "max_concurrent_seqs": est.max_concurrent_seqs, "host_ram_gib": est.host_ram_gib,
-              "steps": steps, "seqs_per_step": rl.seqs_per_step,
-              "speed": None if speed is None else speed.to_dict(), "rl_warnings": list(est.warnings)})
-    return d
-
-
 def rl_plan(model: ModelShape, wl: Workload, rl: Any, est: Any, *, gpu: Any, usable: float, gpus_per_node: int,
             inst: Any = None, steps: int | None = None, spot: bool = False, region: str | None = None,
             margin: float = SAFETY_MARGIN_DEFAULT, interruption_rate: float | None = None,
@@ -211,7 +200,7 @@ def rl_plan(model: ModelShape, wl: Workload, rl: Any, est: Any, *, gpu: Any, usa
                 gpus_per_node=gpus_per_node, nodes=wl.nodes,
                 memory=mem, fit=fit, gpu_mem_gib=usable, spot=spot, region=region, notes=tuple(notes),
                 warnings=tuple(dict.fromkeys(warnings)), source=source,
-                rl=rl_summary(rl, est, steps=steps, speed=sp), **timing)
+                rl=RLSummary.of(rl, est, steps=steps, speed=sp), **timing)
 
 
 def rl_candidates(req: Any, gpn: int) -> list[list[Any]]:
@@ -263,7 +252,7 @@ def evaluate_rl_layout(req: Any, *, inst: Any, gpu: Any, gpn: int, nodes: int, u
                 best = (score(req, p), p)
         if best is None:
             continue
-        seqs = best[1].rl.get("max_concurrent_seqs")
+        seqs = None if best[1].rl is None else best[1].rl.max_concurrent_seqs
         if seqs is None or seqs >= req.rl.num_generations:
             return best[1]
         fallback = fallback or best[1]
@@ -354,4 +343,4 @@ def _kv_fix_options(req: Any, w: Workload, rl: Any, gpn: int, usable: float, ins
 
 
 __all__ = ["MAX_RL_MICRO_BATCH", "RL_SEARCHED", "check_rl_request", "evaluate_rl_layout", "fit_rollout_tp",
-           "memory_view", "rl_candidates", "rl_configs", "rl_plan", "rl_strategies", "rl_summary"]
+           "memory_view", "rl_candidates", "rl_configs", "rl_plan", "rl_strategies"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trainfit.errors import PlanFileError, TrainfitError
 from trainfit.estimate.fit import FitDecision
@@ -18,6 +18,10 @@ from trainfit.estimate.memory import MemoryEstimate
 from trainfit.i18n import _
 from trainfit.models.shapes import ModelShape, model_from_dict
 from trainfit.workload import Workload
+
+if TYPE_CHECKING:
+    from trainfit.rl.config import RLConfig
+    from trainfit.rl.summary import RLSummary
 
 #: Schema of plan JSON (``trainfit plan --json`` and every plan inside it). Version 1 was the unversioned
 #: output of trainfit 0.1 (rounded numbers, no model, no fit verdict); it cannot be read back losslessly.
@@ -89,16 +93,12 @@ class Plan:
     warnings: tuple[str, ...] = ()
     source: str = "trainfit plan"
     """What produced it (``trainfit plan``, ``trainfit memory``...)."""
-    rl: dict | None = None
+    rl: RLSummary | None = None
+    """RL fine-tuning (``--rl grpo|ppo|dpo``), None for SFT: the :class:`~trainfit.rl.summary.RLSummary` (the
+    RLConfig and the planned per-phase memory, KV pool, steps and step-time split)."""
     data: Any = None
     """``plan --dataset``: the :class:`~trainfit.dataset.budget.DataBudget` (rows per epoch, epochs, cut-off,
     packing) the token budget and :meth:`optimizer_steps` come from; None = a ``--tokens`` budget."""
-    """RL fine-tuning (``--rl grpo|ppo|dpo``), None for SFT: every :class:`~trainfit.rl.RLConfig` field (``algo``,
-    ``rollout_util``...) and the planned numbers ``phases_gib`` (rollout/train/sync), ``peak_gib``,
-    ``binding_phase``, ``kv_pool_gib``, ``max_concurrent_seqs``, ``steps`` and ``speed`` (the step-time split).
-    For an RL plan ``memory`` is the policy update's estimate with ``reserved_gib`` = the binding phase's peak
-    and the RL host RAM (what the fit decision judged), ``step_seconds`` is one RL step and ``tokens`` the
-    sequence tokens of all steps."""
 
     def __post_init__(self) -> None:
         if self.nodes * self.gpus_per_node < self.workload.gpus or self.nodes < 1:
@@ -112,19 +112,10 @@ class Plan:
                 raise PlanFileError(_("the plan's target {target!r} is not a launcher trainfit writes").format(
                     target=str(self.target)[:40]),
                     fix=_("one of {choices}; or regenerate the plan").format(choices=", ".join(plan_targets())))
-        if self.rl is not None:
-            if not isinstance(self.rl, dict) or "algo" not in self.rl:
-                raise PlanFileError(_("the plan's 'rl' part is not an RL configuration"),
-                                    fix=_("regenerate the plan with `trainfit plan --rl ...`"))
-            self.rl_config()  # validates the RL fields
 
-    def rl_config(self) -> Any:
+    def rl_config(self) -> RLConfig | None:
         """The :class:`~trainfit.rl.RLConfig` of an RL plan (None for SFT)."""
-        if self.rl is None:
-            return None
-        from trainfit.rl.config import RL_FIELD_NAMES, RLConfig
-
-        return RLConfig(**{k: v for k, v in self.rl.items() if k in RL_FIELD_NAMES})
+        return None if self.rl is None else self.rl.config
 
     # ------------------------------------------------------------------------------------------ views
     @property
@@ -199,7 +190,7 @@ class Plan:
             "model": self.model.to_dict(), "workload": self.workload.to_dict(),
             "memory": self.memory.to_exact_dict(), "fit": self.fit.to_dict(),
             "gpu_spec": self.gpu_spec.to_dict(), "instance": None if self.instance is None else self.instance.to_dict(),
-            "rl": None if self.rl is None else _json_copy(self.rl),
+            "rl": None if self.rl is None else self.rl.to_dict(),
             "optimizer_steps": self.optimizer_steps(),
             "data": None if self.data is None else self.data.to_dict(),
         }
@@ -237,7 +228,7 @@ class Plan:
                 price_source=d.get("price_source"), price_as_of=d.get("price_as_of"),
                 region=d.get("region"), notes=tuple(d.get("notes") or ()), warnings=tuple(d.get("warnings") or ()),
                 source=str(d.get("source") or "trainfit plan"),
-                rl=None if d.get("rl") is None else _json_copy(d["rl"]), data=_data_budget(d.get("data")))
+                rl=_rl_part(d.get("rl")), data=_data_budget(d.get("data")))
         except PlanFileError:
             raise
         except TrainfitError as e:
@@ -405,13 +396,16 @@ def _speed_interval(d: Any) -> dict | None:
     return iv.to_dict()
 
 
-def _json_copy(v: Any) -> Any:
-    """A deep copy of JSON-shaped data (dicts, lists, scalars); tuples become lists, as JSON writes them."""
-    if isinstance(v, dict):
-        return {str(k): _json_copy(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_json_copy(x) for x in v]
-    return v
+def _rl_part(d: object) -> RLSummary | None:
+    """A plan file's ``rl`` part (:meth:`~trainfit.rl.summary.RLSummary.from_dict`), or None for SFT."""
+    if d is None:
+        return None
+    if not isinstance(d, dict) or "algo" not in d:
+        raise PlanFileError(_("the plan's 'rl' part is not an RL configuration"),
+                            fix=_("regenerate the plan with `trainfit plan --rl ...`"))
+    from trainfit.rl.summary import RLSummary  # rl.speed imports the plan package (plan.hardware)
+
+    return RLSummary.from_dict(d)
 
 
 @dataclass(frozen=True, kw_only=True)
