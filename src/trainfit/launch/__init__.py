@@ -15,6 +15,8 @@ from typing import Any
 
 from trainfit.errors import RenderError
 from trainfit.i18n import _
+from trainfit.jsontypes import JSONDict
+from trainfit.plan.types import Plan
 from trainfit.launch._context import (CKPT_MOUNT, DEFAULT_DATASET, PAI_IMAGE, PLACEHOLDER, RenderContext,
                                       RenderOptions, is_lingjun_type, model_repo_id, slug)
 
@@ -47,8 +49,8 @@ class RenderResult:
     """A rendered target whose engine differs from the one the plan's speed figures assume
     (:func:`trainfit.launch.targets.engine_mismatch`), and kernels the plan's GPU cannot run."""
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"files": sorted(self.files), "skipped": dict(self.skipped), "summary": self.context.summary,
+    def to_dict(self) -> JSONDict:
+        return {"files": sorted(self.files), "skipped": dict(self.skipped), "summary": self.context.summary_dict(),
                 "warnings": list(self.warnings)}
 
 
@@ -56,7 +58,7 @@ class RenderResult:
 SAVE_STEPS_FALLBACK = 200
 
 
-def _save_steps(plan: Any, step_seconds: float | None, max_steps: int | None) -> tuple[int, str]:
+def _save_steps(plan: Plan, step_seconds: float | None, max_steps: int | None) -> tuple[int, str]:
     """(checkpoint interval in steps, why): the plan's interval (spot: Young/Daly at the spot reclaim rate, or
     ``--checkpoint-interval``), else Young/Daly for an on-demand job (:func:`trainfit.plan.cost.checkpoint_interval_hours`
     at :data:`~trainfit.plan.cost.ON_DEMAND_INTERRUPTION_RATE_PER_NODE_HOUR`): its checkpoint size, written by every
@@ -66,7 +68,7 @@ def _save_steps(plan: Any, step_seconds: float | None, max_steps: int | None) ->
                                     ON_DEMAND_INTERRUPTION_RATE_PER_NODE_HOUR, checkpoint_interval_hours)
 
     hours, why = plan.checkpoint_interval_hours, _("the plan's spot checkpoint interval")
-    trainable = getattr(getattr(plan.memory, "params", None), "trainable", None)
+    trainable = plan.memory.params.trainable
     if not hours and trainable:
         hours, write_h = checkpoint_interval_hours(trainable_params=trainable, nodes=plan.nodes,
                                                    interruptions_per_node_hour=ON_DEMAND_INTERRUPTION_RATE_PER_NODE_HOUR)
@@ -85,7 +87,7 @@ def _save_steps(plan: Any, step_seconds: float | None, max_steps: int | None) ->
     return n, why
 
 
-def _check_plan_strings(plan: Any) -> None:
+def _check_plan_strings(plan: Plan) -> None:
     """Every string of the plan that a target writes into a script or a job file passes the input gate's strict
     patterns (a plan file from elsewhere may carry anything)."""
     from trainfit import inputs
@@ -107,7 +109,7 @@ def _check_plan_strings(plan: Any) -> None:
                                     "value into a job file")) from None
 
 
-def _check_region(region: Any, what: str) -> None:
+def _check_region(region: str, what: str) -> None:
     """The region a job file is written for (and the PAI image host is built from) passes the region pattern,
     whichever of ``--region``, the plan's region or the instance record's first region it came from."""
     from trainfit import inputs
@@ -121,7 +123,7 @@ def _check_region(region: Any, what: str) -> None:
                           fix=_("regenerate the plan with `trainfit plan --json`, or pass --region")) from None
 
 
-def job_dataset(plan: Any, o: RenderOptions) -> tuple[str, bool, str | None]:
+def job_dataset(plan: Plan, o: RenderOptions) -> tuple[str, bool, str | None]:
     """(the dataset the job trains on, whether it is the plan's data file, a note): ``--dataset``, else the file the
     plan's data was counted from (``plan --dataset``) when it passes the input gate's ``dataset`` pattern (the same
     gate every value passes before it reaches a job file), else a ``REPLACE_ME`` placeholder with the reason;
@@ -129,7 +131,7 @@ def job_dataset(plan: Any, o: RenderOptions) -> tuple[str, bool, str | None]:
     from trainfit import inputs
     from trainfit.errors import InputError
 
-    data = getattr(plan, "data", None) if getattr(plan, "rl", None) is None else None
+    data = plan.data if plan.rl is None else None
     if o.dataset:
         note = None
         if data is not None and o.dataset not in data.files:
@@ -156,7 +158,7 @@ def job_dataset(plan: Any, o: RenderOptions) -> tuple[str, bool, str | None]:
                                                       placeholder=PLACEHOLDER, why=why)
 
 
-def build_context(plan: Any, options: RenderOptions | None = None) -> RenderContext:
+def build_context(plan: Plan, options: RenderOptions | None = None) -> RenderContext:
     """A consistent :class:`RenderContext` from a typed plan and render options (no catalog look-ups)."""
     o = options or RenderOptions()
     _check_plan_strings(plan)
@@ -208,11 +210,11 @@ def render(ctx: RenderContext, targets: list[str] | tuple[str, ...] | str | None
 
     all_targets = render_targets()
     if targets is None:
-        targets = getattr(ctx.plan, "target", None) or "all"
+        targets = ctx.plan.target or "all"
     if isinstance(targets, str):
         targets = [t.strip() for t in targets.split(",") if t.strip()]
     want_all = "all" in targets
-    rl_plan = getattr(ctx.plan, "rl", None) is not None
+    rl_plan = ctx.plan.rl is not None
     kind = [s.name for s in target_specs("rl" if rl_plan else "sft")]  # the tools are rendered only when named
     named = [t for t in dict.fromkeys(targets) if t != "all"]
     chosen = (kind + [t for t in named if t not in kind]) if want_all else named  # all,monitoring: both
@@ -240,7 +242,7 @@ def render(ctx: RenderContext, targets: list[str] | tuple[str, ...] | str | None
             continue
         files.update(mod.render(ctx))
         rendered.append(t)
-    warnings = (engine_mismatch(ctx.plan.framework, getattr(ctx.plan, "target", None), rendered, ctx.workload)
+    warnings = (engine_mismatch(ctx.plan.framework, ctx.plan.target, rendered, ctx.workload)
                 + experts_mismatch(rendered, ctx.workload, ctx.model.is_moe) + loss_mismatch(rendered, ctx.workload))
     return RenderResult(files=files, skipped=skipped, context=ctx,
                         warnings=warnings + _kernel_gaps(ctx) + _packing_notes(ctx, rendered))
@@ -251,11 +253,11 @@ def _packing_notes(ctx: RenderContext, rendered: list[str]) -> tuple[str, ...]:
     fine-tuning in pure bf16 loses small updates to bf16 rounding (:func:`~trainfit.estimate.states.pure_bf16_warning`)."""
     from trainfit.launch._common import packing_budget_warning
 
-    if getattr(ctx.plan, "rl", None) is not None or not rendered:
+    if ctx.plan.rl is not None or not rendered:
         return ()
     from trainfit.estimate.states import pure_bf16_warning
 
-    data = getattr(ctx.plan, "data", None)
+    data = ctx.plan.data
     # with the plan's data the step budget counts the data's rows (packed or not): no guess to warn about
     out = tuple(w for w in (None if data is not None else packing_budget_warning(ctx.workload),
                             pure_bf16_warning(ctx.workload), ctx.dataset_note) if w)
@@ -274,8 +276,8 @@ def _kernel_gaps(ctx: RenderContext) -> tuple[str, ...]:
     from trainfit.estimate.hardware import kernel_gaps
     from trainfit.plan.hardware import gpu_class_of
 
-    spec = getattr(ctx.plan, "gpu_spec", None)
-    if spec is None or getattr(ctx.plan, "rl", None) is not None:  # the RL launches write no attention kernel
+    spec = ctx.plan.gpu_spec
+    if spec is None or ctx.plan.rl is not None:  # the RL launches write no attention kernel
         return ()
     return tuple(_("{gap} (`trainfit check` rejects these files: rule kernel-support)").format(gap=gap)
                  for gap in kernel_gaps(ctx.workload.attention, gpu_class_of(spec), ctx.plan.gpu))

@@ -128,7 +128,7 @@ def swift_args(ctx: RenderContext) -> list[tuple[str, str]]:
     tuner = "full" if wl.method in ("full", "freeze") else "lora"
     a: list[tuple[str, str]] = [("model", ctx.model_id), ("tuner_type", tuner), ("dataset", ctx.dataset),
                                 ("torch_dtype", dtype_name(ctx)), ("max_length", str(wl.seq_len))]
-    data = getattr(ctx.plan, "data", None)
+    data = ctx.plan.data
     if ctx.dataset_from_data and data is not None and data.columns:  # the file's column -> ms-swift's standard name
         a.append(("columns", json.dumps({v: k for k, v in data.columns.items()}, separators=(",", ":"))))
     if wl.packing:  # rows of max_length tokens: the plan's step budget counts seq_len data tokens per row

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
 
 from trainfit.estimate.uncertainty import format_probability
 from trainfit.i18n import N_, _, translate
+from trainfit.jsontypes import JSONDict
 from trainfit.models.shapes import ModelShape
+from trainfit.plan.types import Plan
+from trainfit.rl.summary import RLSummary
 from trainfit.workload import Workload
 from trainfit.providers.alibaba.lingjun import is_lingjun_name
 from trainfit.errors import TrainfitError
@@ -116,7 +118,7 @@ class RenderContext:
     """Everything a target needs: the typed plan and the render options. Built by
     :func:`trainfit.launch.build_context`; nothing here looks up the catalog or recomputes memory."""
 
-    plan: Any
+    plan: Plan
     """The :class:`~trainfit.plan.types.Plan`."""
     model_id: str
     region: str
@@ -197,15 +199,12 @@ class RenderContext:
             return self.learning_rate
         return 1e-5 if self.workload.method in ("full", "freeze") else 1e-4
 
-    @property
-    def summary(self) -> dict[str, Any]:
-        """The plan's numbers for headers (memory, fit, speed, cost)."""
+    def summary_dict(self) -> JSONDict:
+        """The plan's numbers as ``render --json`` reports them (memory, fit, speed, cost, steps)."""
         p = self.plan
         iv = p.intervals()
         return {"source": p.source, "verdict": p.fit.verdict, "intervals": iv,
-                "oom_probability": p.fit.oom_probability,
-                "out_of_domain": (p.speed_interval or {}).get("note") if (p.speed_interval or {}).get("out_of_domain")
-                else None,
+                "oom_probability": p.fit.oom_probability, "out_of_domain": p.out_of_domain_note(),
                 "memory": {"reserved_gib": p.memory.reserved_gib, "tensor_peak_gib": p.memory.tensor_peak_gib,
                            "peak_phase": p.memory.peak_phase, "gpu_mem_gib": p.gpu_mem_gib,
                            "verdict": p.fit.verdict, "fits": p.fit.fits, "reasons": list(p.fit.reasons)},
@@ -229,7 +228,7 @@ class RenderContext:
             facts["gpu_mem_gib_user"] = p.gpu_spec.mem_gib
         if self.max_steps and p.rl is None:  # the step budget check reads back
             facts["budget"] = {"tokens": p.tokens, "max_steps": self.max_steps}
-            data = getattr(p, "data", None)
+            data = p.data
             if data is not None:  # steps count the data's rows (packed rows or samples), not tokens / seq_len
                 facts["budget"].update({"rows_per_epoch": data.rows_per_epoch, "epochs": data.epochs,
                                         "packing": data.packing})
@@ -245,9 +244,8 @@ class RenderContext:
         """The plan this file came from, one fact a line (no comment markers), in the current language (``render``
         prints them; the job files get :meth:`file_header_lines`)."""
         wl = self.workload
-        s = self.summary
         lines = [
-            _("rendered by trainfit from: {source}").format(source=translate(s.get("source", "trainfit"))),
+            _("rendered by trainfit from: {source}").format(source=translate(self.plan.source)),
             _("model {model}; method {method}; seq_len {seq_len}; packing {packing}; micro_batch {mb}; grad_accum {ga}; "
               "global_batch {gb}; gpus {gpus} ({nodes} node(s) x {gpn}); strategy {strategy}; offload {offload}; "
               "precision {precision}; tp {tp} pp {pp} ep {ep} cp {cp}").format(
@@ -259,10 +257,10 @@ class RenderContext:
                 it=self.instance_type or _("not set"), gpu=self.gpu or _("not set"),
                 billing=_("spot") if self.spot else _("on-demand"), region=self.region),
         ]
-        lines += self._figure_lines(s)
-        rl = getattr(self.plan, "rl", None)
+        lines += self._figure_lines()
+        rl = self.plan.rl
         lines += self._rl_lines(rl, wl)
-        data = getattr(self.plan, "data", None)
+        data = self.plan.data
         reason = self.save_reason_text()
         if rl is None and self.max_steps and data is not None:
             line = (_("budget: {steps} optimizer steps = {rows:,} packed rows x {epochs:g} epoch(s) / global batch "
@@ -288,50 +286,49 @@ class RenderContext:
         lines.append(self.facts_line())
         return lines
 
-    def _figure_lines(self, s: dict[str, Any]) -> list[str]:
-        """The memory, speed and cost lines of :meth:`header_lines`."""
+    def _figure_lines(self) -> list[str]:
+        """The memory, speed and cost lines of :meth:`header_lines`, read from the plan."""
         lines: list[str] = []
-        mem = s["memory"]
-        iv = s.get("intervals") or {}
-        p_oom = s.get("oom_probability")
-        verdict = s["verdict"]
+        p = self.plan
+        mem = p.memory
+        iv = p.intervals()
+        p_oom = p.fit.oom_probability
+        verdict = p.fit.verdict
         shown = {"fits": _("fits"), "tight": _("TIGHT"), "oom": _("OOM"), "unknown": _("UNKNOWN")}.get(
             verdict, str(verdict).upper())
         line = _("memory: {reserved} GiB{range} per GPU reserved (tensor peak {peak} GiB, {phase}) of {usable} GiB "
                  "usable: {verdict}").format(
-            reserved=_num(mem.get("reserved_gib")), range=_rng(iv.get("per_gpu_gib")),
-            peak=_num(mem.get("tensor_peak_gib")), phase=mem.get("peak_phase", "?"), usable=_num(mem.get("gpu_mem_gib")),
-            verdict=shown)
+            reserved=_num(mem.reserved_gib), range=_rng(iv.get("per_gpu_gib")),
+            peak=_num(mem.tensor_peak_gib), phase=mem.peak_phase, usable=_num(p.gpu_mem_gib), verdict=shown)
         if p_oom is not None:
             line += ", P(OOM) {p}".format(p=format_probability(p_oom))
         lines.append(line)
-        speed = s.get("speed")
-        if speed:
+        if p.tokens_per_s is not None:
             lines.append(_("speed: {tps} tokens/s{tps_range}, {step} s/step{step_range}, MFU {mfu}{mfu_range}").format(
-                tps=_num(speed.get("tokens_per_s"), 0), tps_range=_rng(iv.get("tokens_per_s"), 0),
-                step=_num(speed.get("step_seconds")), step_range=_rng(iv.get("step_seconds")),
-                mfu=_num(speed.get("mfu")), mfu_range=_rng(iv.get("mfu"))))
+                tps=_num(p.tokens_per_s, 0), tps_range=_rng(iv.get("tokens_per_s"), 0),
+                step=_num(p.step_seconds), step_range=_rng(iv.get("step_seconds")),
+                mfu=_num(p.mfu), mfu_range=_rng(iv.get("mfu"))))
         else:
             lines.append(_("speed: not estimated (no trainfit plan given)"))
-        cost = s.get("cost")
-        if cost and cost.get("cost") is not None:
+        if p.hours is not None and p.cost is not None:
             lines.append(_("cost: {cost} {currency}{cost_range} for {hours} h{hours_range} ({gpu_hours} "
                            "GPU-hours{gpu_hours_range})").format(
-                cost=_num(cost.get("cost")), currency=cost.get("currency") or "", cost_range=_rng(iv.get("cost"), 0),
-                hours=_num(cost.get("hours")), hours_range=_rng(iv.get("hours"), 1),
-                gpu_hours=_num(cost.get("gpu_hours")), gpu_hours_range=_rng(iv.get("gpu_hours"), 0)))
-        elif cost:
+                cost=_num(p.cost), currency=p.currency or "", cost_range=_rng(iv.get("cost"), 0),
+                hours=_num(p.hours), hours_range=_rng(iv.get("hours"), 1),
+                gpu_hours=_num(p.gpu_hours), gpu_hours_range=_rng(iv.get("gpu_hours"), 0)))
+        elif p.hours is not None:
             lines.append(_("cost: no price in the catalog; {hours} h{hours_range} ({gpu_hours} "
                            "GPU-hours{gpu_hours_range})").format(
-                hours=_num(cost.get("hours")), hours_range=_rng(iv.get("hours"), 1),
-                gpu_hours=_num(cost.get("gpu_hours")), gpu_hours_range=_rng(iv.get("gpu_hours"), 0)))
+                hours=_num(p.hours), hours_range=_rng(iv.get("hours"), 1),
+                gpu_hours=_num(p.gpu_hours), gpu_hours_range=_rng(iv.get("gpu_hours"), 0)))
         else:
             lines.append(_("cost: not estimated (no trainfit plan given)"))
-        if s.get("out_of_domain"):
-            lines.append(_("speed interval: {note}").format(note=s["out_of_domain"]))
+        note = p.out_of_domain_note()
+        if note:
+            lines.append(_("speed interval: {note}").format(note=note))
         return lines
 
-    def _rl_lines(self, rl: Any, wl: Workload) -> list[str]:
+    def _rl_lines(self, rl: RLSummary | None, wl: Workload) -> list[str]:
         """The RL line of :meth:`header_lines` (RL plans), else the packing line."""
         lines: list[str] = []
         if rl is not None:
@@ -382,7 +379,7 @@ def _rng(r: dict | None, nd: int = 2) -> str:
     return f" (p10-p90 {_num(r['p10'], nd)}-{_num(r['p90'], nd)})" if r else ""
 
 
-def _num(v: Any, nd: int = 2) -> str:
+def _num(v: float | str | None, nd: int = 2) -> str:
     if v is None:
         return "?"
     if isinstance(v, (int, float)):

@@ -149,6 +149,11 @@ class Plan:
                 out[name] = r
         return out
 
+    def out_of_domain_note(self) -> str | None:
+        """The speed interval's note when the plan's regime is outside the calibration domain, else None."""
+        siv = self.speed_interval or {}
+        return siv.get("note") if siv.get("out_of_domain") else None
+
     def optimizer_steps(self) -> int | None:
         """Optimizer steps that train the plan's budget, as the launcher counts them: the data's rows over all
         epochs per global batch (``plan --dataset``), else tokens / (global batch x sequence length)."""
