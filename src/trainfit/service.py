@@ -21,7 +21,7 @@ re-exported here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -34,7 +34,10 @@ from trainfit.models.shapes import ModelShape
 from trainfit.rl.config import RLConfig
 from trainfit.rl.report import RLMemoryReport, rl_report
 from trainfit.workload import Workload
-from trainfit.catalog.instances import placement_fields
+from trainfit.catalog.gpus import GPU
+from trainfit.catalog.instances import Instance
+from trainfit.plan.parts import Cost, Speed
+from trainfit.plan.types import Plan, build_plan
 from trainfit.providers.registry import rents_whole_nodes
 
 #: Largest plan file read (a plan of every catalog row is far below).
@@ -121,8 +124,6 @@ def memory_report(model: ModelShape, workload: Workload, *, gpu: str | None = No
     longest row (:attr:`~trainfit.dataset.budget.DataBudget.longest_gib_len`): the cut-off with packing, the longest
     sample after the cut without."""
     if data is not None:
-        from dataclasses import replace
-
         workload = replace(workload, seq_len=data.longest_gib_len)
     est = estimate_memory(model, workload)
     name, usable = None, None
@@ -147,9 +148,7 @@ def memory_report(model: ModelShape, workload: Workload, *, gpu: str | None = No
 
         prec, note = precision_on(g, workload.precision)  # no bf16 (V100, T4): fp16, as plan does, and say so
         if prec is not None:
-            import dataclasses
-
-            workload = dataclasses.replace(workload, precision=prec)
+            workload = replace(workload, precision=prec)
             est = estimate_memory(model, workload)
             warnings.append(note)
         warnings += kernel_gaps(workload.attention, gpu_class_of(g), name)
@@ -256,8 +255,7 @@ def plan_for(model: ModelShape, workload: Workload, *, gpu: str | None = None, i
     time and, with ``steps``, hours and cost (:func:`trainfit.plan.rl.rl_plan`). ``target`` (one launcher of
     :func:`~trainfit.launch.targets.plan_targets`) is recorded, and its engine is the speed model's framework
     unless ``framework`` is given."""
-    from trainfit.catalog.gpus import GPU, get_gpu
-    from trainfit.plan.types import Plan
+    from trainfit.catalog.gpus import get_gpu
 
     inst = None
     if instance_type:
@@ -314,18 +312,18 @@ def plan_for(model: ModelShape, workload: Workload, *, gpu: str | None = None, i
 
     if note := assumed_note(g):
         warnings.append(note)
-    speed = _plan_speed(model, workload, g, inst, framework=framework, tokens=tokens, warnings=warnings)
-    return Plan(model=model, workload=workload, gpu=g.name, gpu_spec=g, instance=inst, **placement_fields(inst),
-                gpus_per_node=gpn, nodes=workload.nodes,
-                memory=est, fit=fit, gpu_mem_gib=usable, tokens=tokens, spot=spot, region=region,
-                warnings=tuple(warnings), source=source, target=target, **speed)
+    speed, time_cost = _plan_speed(model, workload, g, inst, framework=framework, tokens=tokens, warnings=warnings)
+    return build_plan(model=model, workload=workload, gpu=g, usable_gib=usable, inst=inst, gpus_per_node=gpn,
+                      nodes=workload.nodes, memory=est, fit=fit, speed=speed,
+                      time_cost=replace(time_cost, tokens=tokens, spot=spot, region=region), target=target,
+                      warnings=tuple(warnings), source=source)
 
 
-def _plan_speed(model: ModelShape, workload: Workload, g: Any, inst: Any, *, framework: str | None,
-                tokens: float | None, warnings: list[str]) -> dict[str, Any]:
-    """The speed fields of :func:`plan_for`'s Plan (empty when the GPU's compute is unknown); appends warnings."""
+def _plan_speed(model: ModelShape, workload: Workload, g: GPU, inst: Instance | None, *, framework: str | None,
+                tokens: float | None, warnings: list[str]) -> tuple[Speed, Cost]:
+    """The speed and time of :func:`plan_for`'s Plan (empty when the GPU's compute is unknown); appends warnings."""
     if not (g.bf16_dense_tflops or g.fp16_dense_tflops):
-        return {}
+        return Speed(), Cost()
     from trainfit.estimate.calibration import calibration_note
     from trainfit.estimate.speed import estimate_speed, training_time
     from trainfit.plan.hardware import hardware_for
@@ -336,16 +334,15 @@ def _plan_speed(model: ModelShape, workload: Workload, g: Any, inst: Any, *, fra
         sp = estimate_speed(model, workload, hw, framework=framework)
     except WorkloadError as e:
         warnings.append(_("speed not estimated: {message}").format(message=e.message))
-        return {}
-
-    speed: dict[str, Any] = {"tokens_per_s": sp.tokens_per_s, "step_seconds": sp.step_seconds, "mfu": sp.mfu,
-                             "framework": sp.framework, "calibration": calibration_note(sp.assumptions),
-                             "speed_interval": plan_speed_interval(model, workload, sp.framework, hw.gpu_class)}
+        return Speed(), Cost()
+    speed = Speed(tokens_per_s=sp.tokens_per_s, step_seconds=sp.step_seconds, mfu=sp.mfu, framework=sp.framework,
+                  calibration=calibration_note(sp.assumptions),
+                  speed_interval=plan_speed_interval(model, workload, sp.framework, hw.gpu_class))
     warnings += list(sp.warnings)
-    if tokens:
-        tt = training_time(sp, tokens)
-        speed.update({"hours": tt.hours, "gpu_hours": tt.gpu_hours})
-    return speed
+    if not tokens:
+        return speed, Cost()
+    tt = training_time(sp, tokens)
+    return speed, Cost(hours=tt.hours, gpu_hours=tt.gpu_hours)
 
 
 def load_plan(path: str | Path, pick: int = 1) -> Any:

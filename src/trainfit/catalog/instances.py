@@ -151,9 +151,3 @@ def gpu_on_instance(inst: Instance, gpu: str | None) -> str | None:
         fix=_("drop --gpu (the instance type says {own}) or pick an instance type with {gpu} (`trainfit catalog show "
               "instances`)").format(own=inst.gpu, gpu=gpu))
 
-
-def placement_fields(inst: Any) -> dict[str, Any]:
-    """Where a Plan runs, from its instance record (a GPU without one runs on a ``generic`` node): the one place every
-    Plan builder takes ``provider``, ``resource_class`` and ``instance_type`` from."""
-    return {"provider": getattr(inst, "provider", "generic"), "resource_class": getattr(inst, "resource_class", "generic"),
-            "instance_type": getattr(inst, "instance_type", None)}

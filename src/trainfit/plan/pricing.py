@@ -7,12 +7,13 @@ Pure over typed values; the catalog's price table is read through :func:`trainfi
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from trainfit.plan.cost import (CHECKPOINT_BYTES_PER_TRAINABLE_PARAM, CHECKPOINT_WRITE_GBYTES_PER_S_DEFAULT, Price,
                                 SpotPolicy, estimate_cost, spot_elapsed_hours, checkpoint_interval_hours as young_daly)
 from trainfit.i18n import _
+from trainfit.plan.parts import Cost
 from trainfit.catalog.prices import price_for_instance, HOURS_PER_MONTH, regional_prices
 from trainfit.estimate.uncertainty import Interval, format_range
 
@@ -36,14 +37,12 @@ class TimeAndCost:
     feasible: bool = True
     """False when spot interruptions come faster than checkpoints save work."""
 
-    #: The fields of a :class:`~trainfit.plan.types.Plan` this fills (one list, for every place that builds a Plan).
-    PLAN_FIELDS = ("hours", "gpu_hours", "cost", "on_demand_cost", "currency", "spot_price_fraction",
-                   "expected_interruptions", "checkpoint_interval_hours", "price_per_hour", "price_source",
-                   "price_as_of")
-
-    def plan_fields(self) -> dict[str, Any]:
-        """Time, cost and price as the Plan's fields."""
-        return {name: getattr(self, name) for name in self.PLAN_FIELDS}
+    def cost_part(self, *, tokens: float | None, spot: bool, region: str | None) -> Cost:
+        """The plan's :class:`~trainfit.plan.parts.Cost`: every field it shares with this one, and the budget,
+        spot and region it was priced for."""
+        mine = {f.name for f in fields(self)}
+        return Cost(**{f.name: getattr(self, f.name) for f in fields(Cost) if f.name in mine},
+                    tokens=tokens, spot=spot, region=region)
 
 
 def _price_rows(inst: Any, region: str | None, spot: bool):

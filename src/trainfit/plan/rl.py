@@ -29,11 +29,15 @@ from trainfit.estimate.fit import SAFETY_MARGIN_DEFAULT, decide_fit
 from trainfit.estimate.memory import MemoryEstimate
 from trainfit.i18n import _
 from trainfit.models.shapes import ModelShape
-from trainfit.catalog.instances import placement_fields
-from trainfit.plan.types import Plan
+from trainfit.estimate.uncertainty import rl_speed_interval
+from trainfit.plan.hardware import gpu_class_of
+from trainfit.plan.parts import Cost, Speed
+from trainfit.plan.pricing import time_and_cost
+from trainfit.plan.types import Plan, build_plan
 from trainfit.workload import Workload
 from trainfit.plan.rank import score
 from trainfit.rl.memory import estimate_rl_memory, estimate_with
+from trainfit.rl.speed import rl_step_speed
 from trainfit.rl.summary import RLSummary
 
 #: (strategy, offload) per framework, fastest first, for one GPU and for several. Each pair is one the
@@ -161,46 +165,38 @@ def rl_plan(model: ModelShape, wl: Workload, rl: Any, est: Any, *, gpu: Any, usa
         fit = replace(fit, verdict="oom", gpu_verdict="oom", oom_probability=1.0,
                       reasons=fit.reasons + (f"{est.kv_shortfall[0]}: {est.kv_shortfall[1]}",))
     warnings = list(rule_warnings[:1]) + list(fit.reasons) + list(est.warnings) + list(rule_warnings[1:])
-    notes: list[str] = []
     sp = None
-    timing: dict[str, Any] = {}
     try:
-        from trainfit.rl.speed import rl_step_speed
-
         if est.kv_shortfall is None:  # an engine that holds no sequence has no step time
             sp = rl_step_speed(model, wl, rl, est, gpu=gpu, instance=inst)
     except TrainfitError as e:
         if strict_speed:
             raise
         warnings.append(_("RL speed not estimated: {message}").format(message=e.message))
+    speed, time_cost, notes = Speed(), Cost(spot=spot, region=region), ()
     if sp is not None:
         warnings += list(sp.warnings)
         seq_tokens = rl.seqs_per_step * rl.seq_len
-        from trainfit.estimate.uncertainty import rl_speed_interval
-        from trainfit.plan.hardware import gpu_class_of
-
-        timing = {"step_seconds": sp.step_seconds, "tokens_per_s": seq_tokens / sp.step_seconds,
-                  "framework": rl.rl_framework, "speed_interval": rl_speed_interval(model, wl, gpu_class_of(gpu))}
+        speed = Speed(tokens_per_s=seq_tokens / sp.step_seconds, step_seconds=sp.step_seconds,
+                      framework=rl.rl_framework, speed_interval=rl_speed_interval(model, wl, gpu_class_of(gpu)))
         if steps:
             hours = sp.step_seconds * steps / 3600
-            timing.update({"hours": hours, "gpu_hours": hours * wl.gpus, "tokens": float(steps * seq_tokens)})
+            tokens = float(steps * seq_tokens)
+            time_cost = Cost(tokens=tokens, hours=hours, gpu_hours=hours * wl.gpus, spot=spot, region=region)
             if inst is not None:
-                from trainfit.plan.pricing import time_and_cost
-
                 tc = time_and_cost(inst=inst, hours=hours, gpus=wl.gpus, trainable_params=est.train.params.trainable,
                                    nodes=wl.nodes, spot=spot, region=region, interruption_rate=interruption_rate,
                                    checkpoint_interval_hours=checkpoint_interval_hours,
-                                   speed_interval=timing["speed_interval"])
+                                   speed_interval=speed.speed_interval)
                 if not tc.feasible and strict_speed:
                     return None
-                timing.update(tc.plan_fields())
-                notes += list(tc.notes)
+                time_cost = tc.cost_part(tokens=tokens, spot=spot, region=region)
+                notes = tc.notes
                 warnings += list(tc.warnings)
-    return Plan(model=model, workload=wl, gpu=gpu.name, gpu_spec=gpu, instance=inst, **placement_fields(inst),
-                gpus_per_node=gpus_per_node, nodes=wl.nodes,
-                memory=mem, fit=fit, gpu_mem_gib=usable, spot=spot, region=region, notes=tuple(notes),
-                warnings=tuple(dict.fromkeys(warnings)), source=source,
-                rl=RLSummary.of(rl, est, steps=steps, speed=sp), **timing)
+    return build_plan(model=model, workload=wl, gpu=gpu, usable_gib=usable, inst=inst, gpus_per_node=gpus_per_node,
+                      nodes=wl.nodes, memory=mem, fit=fit, speed=speed, time_cost=time_cost,
+                      rl=RLSummary.of(rl, est, steps=steps, speed=sp), notes=tuple(notes),
+                      warnings=tuple(dict.fromkeys(warnings)), source=source)
 
 
 def rl_candidates(req: Any, gpn: int) -> list[list[Any]]:

@@ -27,8 +27,9 @@ from trainfit.models.shapes import ModelShape
 from trainfit.plan.explain import explain_rejection as _explain, unknown_region_note as _region_note
 from trainfit.plan.layout_fit import Limit as _Limit, fit_layout as _fit_layout
 from trainfit.plan.rank import pareto as _pareto, rank as _rank, score as _score
-from trainfit.catalog.instances import placement_fields, list_instances
-from trainfit.plan.types import Plan, PlanResult, Rejection
+from trainfit.catalog.instances import list_instances
+from trainfit.plan.parts import Speed
+from trainfit.plan.types import Plan, PlanResult, Rejection, build_plan
 from trainfit.workload import LAYOUT_FIELDS, Workload, check_layout, layout_error
 from trainfit.launch.targets import search_reason, target_spec, speed_framework
 from trainfit.catalog.gpus import assumed_note, is_model, sized_gpu
@@ -464,13 +465,14 @@ def _evaluate(req: PlanRequest, inst: Any, gpu: Any, gpn: int, nodes: int, wl: W
                           _("drop --spot, use fewer nodes, or a lower --checkpoint-interval"),
                           ({"spot": False},))
         return None
-    return Plan(model=req.model, **placement_fields(inst), instance=inst, gpu=gpu.name, gpu_spec=gpu,
-                gpus_per_node=gpn, nodes=nodes, workload=wl, memory=est, fit=fit, gpu_mem_gib=gpu.usable_mem_gib,
-                tokens=req.tokens, tokens_per_s=sp.tokens_per_s, step_seconds=sp.step_seconds, mfu=sp.mfu,
-                framework=sp.framework, calibration=calibration_note(sp.assumptions), speed_interval=siv,
-                **tc.plan_fields(), spot=req.spot, region=req.region, notes=tc.notes,
-                warnings=warnings[:1] + tuple(fit.reasons) + _batch_warning(req, wl) + tuple(sp.warnings) + tc.warnings
-                + warnings[1:])
+    return build_plan(model=req.model, workload=wl, gpu=gpu, usable_gib=gpu.usable_mem_gib, inst=inst,
+                      gpus_per_node=gpn, nodes=nodes, memory=est, fit=fit,
+                      speed=Speed(tokens_per_s=sp.tokens_per_s, step_seconds=sp.step_seconds, mfu=sp.mfu,
+                                  framework=sp.framework, calibration=calibration_note(sp.assumptions),
+                                  speed_interval=siv),
+                      time_cost=tc.cost_part(tokens=req.tokens, spot=req.spot, region=req.region), notes=tc.notes,
+                      warnings=warnings[:1] + tuple(fit.reasons) + _batch_warning(req, wl) + tuple(sp.warnings)
+                      + tc.warnings + warnings[1:])
 
 
 def _batch_warning(req: PlanRequest, wl: Workload) -> tuple[str, ...]:
