@@ -14,7 +14,8 @@ from trainfit import i18n
 from trainfit.cli import main
 from trainfit.errors import TrainfitError, UnknownModelError, WorkloadError
 from trainfit.estimate.fit import decide_fit, fit_answer
-from trainfit.estimate.memory import estimate_memory, term_label
+from trainfit.estimate.memory import estimate_memory
+from trainfit.estimate.terms import term_label
 from trainfit.models import get_model
 from trainfit.workload import Workload, check_layout
 

@@ -35,7 +35,8 @@ const ctx = { document, console, localStorage: { getItem() { return null; }, set
   location: { search: "" }, URLSearchParams, setTimeout, fetch: async () => ({ json: async () => arg.answer }) };
 vm.createContext(ctx);
 vm.runInContext(fs.readFileSync(jsPath, "utf8") + "\n;globalThis.__fns = { showRegionPrices, showMemory, check };" +
-  "\n;LABELS.en = globalThis.__labels;", Object.assign(ctx, { __labels: arg.labels || {} }));
+  "\n;LABELS.en = globalThis.__labels; TERMS.en = globalThis.__terms;", Object.assign(ctx, { __labels: arg.labels || {},
+    __terms: Object.fromEntries((arg.terms || []).map((x) => [x.key, x])) }));
 (async () => {
   if (fn === "check") {
     root.get("#check-file").files = [{ name: "job.sh" }];

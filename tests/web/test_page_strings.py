@@ -26,15 +26,15 @@ APP = HERE.parents[1] / "src" / "trainfit" / "web" / "static" / "app.js"
 
 
 def _labels() -> dict:
-    """The page's English labels as /api/labels serves them."""
-    from trainfit.web.labels import labels
+    """The page's English labels and memory terms as /api/labels and /api/terms serve them."""
+    from trainfit.web.labels import labels, terms
 
-    return labels("en")
+    return {"labels": labels("en"), "terms": terms("en")}
 
 
 def _draw(fn: str, answer: dict, tmp_path: Path) -> str:
     arg = tmp_path / f"{fn}.json"
-    arg.write_text(json.dumps({"answer": answer, "labels": _labels()}))
+    arg.write_text(json.dumps({"answer": answer, **_labels()}))
     r = subprocess.run([NODE, str(HERE / "dom_stub.js"), str(APP), fn, str(arg)], capture_output=True, text=True,
                        timeout=60)
     assert r.returncode == 0, r.stderr

@@ -97,10 +97,8 @@ def test_page_uses_only_catalog_labels():
     html = (STATIC / "index.html").read_text(encoding="utf-8")
     assert not re.search(r"\bzh\s*:\s*\{", js), "app.js must not carry its own Chinese table"
     used = set(re.findall(r'\bt\("([a-z_0-9]+)"\s*[,)]', js)) | set(re.findall(r'data-i18n="([a-z_0-9]+)"', html))
-    # keys built from values: t("verdict_" + v), t("t_" + term), t("sev_" + severity), t("phase_" + phase), t({...}[basis])
+    # keys built from values: t("verdict_" + v), t("sev_" + severity), t("phase_" + phase), t({...}[basis])
     used |= {"verdict_" + v for v in ("fits", "tight", "oom", "unknown", "none", "host_oom")}
-    used |= {"t_" + k for k in ("weights", "gradients", "optimizer", "activations", "logits_loss", "temporaries",
-                                "overhead")}
     used |= {"sev_" + s for s in ("error", "warning", "info")} | {"by_cost", "by_gpu_hours", "by_time"}
     # column lists: const head = ["rank", ...]; ["instance", "reason", "fix"].map((h) => ... t(h) ...)
     lists = r'\[((?:\s*"[a-z_]+",)+\s*"[a-z_]+")\s*\]'
@@ -108,6 +106,22 @@ def test_page_uses_only_catalog_labels():
         used |= set(re.findall(r'"([a-z_]+)"', cols))
     missing = sorted(k for k in used if k not in LABELS)
     assert missing == [], f"app.js / index.html use labels that web/labels.py does not define: {missing}"
+
+
+def test_terms_in_both_languages_from_their_descriptors(client):
+    """The memory terms' labels, units and colours come from estimate/terms.py (GET /api/terms); app.js names no
+    term and no colour of its own."""
+    from trainfit.estimate.terms import TERMS
+
+    en = client.get("/api/terms?lang=en").json()
+    zh = client.get("/api/terms?lang=zh").json()
+    assert [x["key"] for x in en] == [x["key"] for x in zh] == [t.key for t in TERMS]
+    for term, e, z in zip(TERMS, en, zh):
+        assert e == {"key": term.key, "label": term.short_label, "unit": term.unit, "colour": term.colour}
+        assert z == dict(e, label=i18n.gettext_in("zh", term.short_label)) and HAN.search(z["label"]), z
+    js = (STATIC / "app.js").read_text(encoding="utf-8")
+    assert not [t.key for t in TERMS if f'"{t.key}"' in js or f"{t.key}:" in js]
+    assert not [t.colour for t in TERMS if t.colour in js]
 
 
 def test_check_severities_and_phases_have_labels():

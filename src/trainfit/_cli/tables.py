@@ -8,12 +8,11 @@ from rich.table import Table
 
 from trainfit._cli.labels import METHOD, OBJECTIVE, PHASE, PRECISION_MODE, VERDICT, VERDICT_SHORT, label
 from trainfit.estimate.fit import OOM_RISK_LIMIT
-from trainfit.estimate.memory import TERM_LABELS
-from trainfit.i18n import N_, _, translate
+from trainfit.estimate.terms import TERMS
+from trainfit.i18n import _
 
 #: The verdict line's wording of each verdict (codes stay English in JSON); kept for callers of the old name.
 VERDICT_LABEL = VERDICT
-_LOSS_LABELS = {"half": N_("logits + loss (16-bit)"), "fused": N_("logits + loss (chunked, fused)")}
 
 
 def make_console() -> Console:
@@ -38,12 +37,9 @@ def print_memory(out: dict, console: Console | None = None) -> None:
     t.add_column(_("GiB / GPU"), justify="right")
     t.add_column(_("share"), justify="right")
     total = out["reserved_gib"] or 1.0
-    loss_label = _LOSS_LABELS.get(wl.get("loss") or "")
-    for k, term in TERM_LABELS.items():
-        if k == "logits_loss" and loss_label:  # the default label says fp32: not what --loss half/fused keep
-            term = loss_label
-        v = out["breakdown_gib"].get(k, 0.0)
-        t.add_row(translate(term), f"{v:,.2f}", f"{100 * v / total:.0f}%")
+    for term in TERMS:
+        v = out["breakdown_gib"].get(term.key, 0.0)
+        t.add_row(term.text(wl.get("loss")), f"{v:,.2f}", f"{100 * v / total:.0f}%")
     t.add_section()
     t.add_row(_("tensor peak (max_memory_allocated)"), f"{out['tensor_peak_gib']:,.2f}", "")
     t.add_row("[bold]" + _("reserved (nvidia-smi)") + "[/bold]", f"[bold]{out['reserved_gib']:,.2f}[/bold]", "")

@@ -9,9 +9,10 @@ import argparse
 
 from trainfit._cli.common import (add_json_option, add_model_argument, add_workload_options, model_from_args,
                                   print_json, workload_from_args)
-from trainfit.estimate.memory import TERM_LABELS
 from trainfit._cli.labels import METHOD, PHASE, label
-from trainfit.i18n import _, translate
+from trainfit.estimate.terms import term_label
+from trainfit.i18n import _
+from trainfit.trace.result import TraceResult
 
 
 
@@ -62,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _render(r) -> None:  # type: ignore[no-untyped-def]
+def _render(r: TraceResult) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -80,7 +81,7 @@ def _render(r) -> None:  # type: ignore[no-untyped-def]
     t.add_column(_("share"), justify="right")
     peak = r.tensor_peak_gib or 1.0
     for k, v in r.breakdown_gib.items():
-        t.add_row(translate(TERM_LABELS.get(k, k)), f"{v:.2f}", f"{100 * v / peak:.0f}%")
+        t.add_row(term_label(k), f"{v:.2f}", f"{100 * v / peak:.0f}%")
     t.add_row("[bold]" + _("peak allocated tensors") + "[/bold]", f"[bold]{r.tensor_peak_gib:.2f}[/bold]", "",
               end_section=True)
     con.print(t)

@@ -11,7 +11,8 @@ allocates memory, and reports the largest moment:
 Terms (GiB = 2**30 bytes): weights, gradients, optimizer (incl. fp32 master copies), activations (saved
 for backward, incl. checkpoint inputs), logits_loss (fp32 logits / log-softmax and their gradients),
 temporaries (optimizer-step buffers, ZeRO/FSDP gather and reduce buffers, DDP buckets, backward
-scratch), overhead (CUDA context, NCCL, allocator slack; only in ``reserved_gib``).
+scratch), overhead (CUDA context, NCCL, allocator slack; only in ``reserved_gib``). Their keys, labels and units are
+the descriptors of estimate/terms.py, where each moment of the step is a ``MemoryTerms``.
 
 Model states (weights, gradients, optimizer, strategy buffers, offload) are in estimate/states.py, the
 per-layer activation profile of the rank in estimate/activation_profile.py, the logits and loss region in
@@ -28,7 +29,7 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from trainfit import i18n
-from trainfit.i18n import N_, _
+from trainfit.i18n import _
 from trainfit.estimate.activation_profile import ActProfile, act_divisor, autocast, cached_act_profile, eff_tokens
 from trainfit.estimate.comm import data_parallel_group
 from trainfit.estimate.loss_region import (HALF_CE_BWD_BYTES, HALF_CE_FWD_BYTES,  # noqa: F401 (re-exported)
@@ -39,34 +40,16 @@ from trainfit.estimate.runtime import ddp_broadcast_staging_bytes, nccl_communic
 from trainfit.estimate.states import (ADAM8_STATE_BYTES, DS_PREFETCH_BUCKET, DS_REDUCE_BUCKET, GIB,
                                       NF4_BYTES, ModelStates, any_layer_tensor, cached_states, model_state_gib,
                                       mp_shard, rank_layers)
+from trainfit.estimate.terms import MemoryTerms
 from trainfit.estimate.zero3 import largest_compute_block_bytes, step_segment_reserve_bytes
 from trainfit.models.shapes import ModelShape
 from trainfit.workload import Workload, check_layout
 
 # the model-state constants and model_state_gib live in estimate/states.py; importable from here as before
 __all__ = ["ADAM8_STATE_BYTES", "DEFAULT_OVERHEAD", "DS_PREFETCH_BUCKET", "DS_REDUCE_BUCKET", "GIB", "MemoryEstimate",
-           "NF4_BYTES", "OverheadModel", "PHASES", "TERMS", "TERM_LABELS", "estimate_memory", "model_state_gib",
-           "term_label"]
+           "NF4_BYTES", "OverheadModel", "PHASES", "estimate_memory", "model_state_gib"]
 
 PHASES = ("forward", "backward", "optimizer")
-TERMS = ("weights", "gradients", "optimizer", "activations", "logits_loss", "temporaries")
-#: The memory terms, once: key -> label (``overhead`` only in ``reserved_gib``). Tables, the trace report and the
-#: web page all read this; the labels are message ids: show them with :func:`term_label` (or ``i18n.translate``).
-TERM_LABELS = {
-    "weights": N_("weights"),
-    "gradients": N_("gradients"),
-    "optimizer": N_("optimizer states (+fp32 master)"),
-    "activations": N_("activations (saved for backward)"),
-    "logits_loss": N_("logits + loss (fp32)"),
-    "temporaries": N_("temporaries (step, buckets, gathers)"),
-    "overhead": N_("overhead (CUDA context, allocator)"),
-}
-
-
-def term_label(key: str) -> str:
-    """The label of memory term ``key`` in the current language (the key itself for an unknown term)."""
-    label = TERM_LABELS.get(key)
-    return i18n.translate(label) if label else key
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -163,10 +146,6 @@ class MemoryEstimate:
 
 
 # --------------------------------------------------------------------------------------- main
-#: one moment of the step: (phase, weights, gradients, optimizer, activations, logits_loss, temporaries), bytes
-_Cand = tuple[str, float, float, float, float, float, float]
-
-
 @lru_cache(maxsize=1024)
 def _cached_counts(m: ModelShape, method: str, rank: int, targets: tuple[str, ...], freeze: int) -> ParamCounts:
     return count_params(m, Workload(method=method, lora_rank=rank, lora_targets=targets,
@@ -275,7 +254,7 @@ def _grad_of(st: ModelStates, i: int) -> float:
     return sum(gb for ids_, gb in st.grad_by_ids if i in ids_)
 
 
-def _sweep_candidate(s: _Step) -> _Cand | None:
+def _sweep_candidate(s: _Step) -> MemoryTerms | None:
     """The largest moment of the backward layer sweep, top to bottom: saved activations freed, gradients
     allocated; with checkpointing, one layer recomputed at a time."""
     st, prof, wl, T, tpd, saved, in_flight, amp = s.st, s.prof, s.wl, s.T, s.tpd, s.saved, s.in_flight, s.amp
@@ -316,7 +295,7 @@ def _sweep_candidate(s: _Step) -> _Cand | None:
         tot = base_w + ga_grads + g_acc + base_o + act + temp + st.grad_temp_bwd
         if tot > best_total:
             best_total = tot
-            best_sweep = ("backward", base_w, ga_grads + g_acc, base_o, act, 0.0, temp + st.grad_temp_bwd)
+            best_sweep = MemoryTerms("backward", base_w, ga_grads + g_acc, base_o, act, 0.0, temp + st.grad_temp_bwd)
         if visits is None:
             remaining -= saved[j] * in_flight
             if aw:
@@ -326,17 +305,17 @@ def _sweep_candidate(s: _Step) -> _Cand | None:
     return best_sweep
 
 
-def _candidates(s: _Step) -> list[_Cand]:
+def _candidates(s: _Step) -> list[MemoryTerms]:
     """The moments of the step that can be the peak, in step order."""
     st, h = s.st, s.m.hidden_size
     base_w, base_o, ga_grads = s.base_w, st.optimizer, s.ga_grads
     ga_temp = st.grad_temp_bwd if s.ga else 0.0
     act_fwd = s.saved_total + s.final_norm
-    cands: list[_Cand] = [
+    cands: list[MemoryTerms] = [
         # forward: everything saved + the loss transient (+ autocast weight cache until autocast exits)
-        ("forward", base_w, ga_grads, base_o, act_fwd + s.autocast_w, s.loss_fwd_peak, ga_temp),
+        MemoryTerms("forward", base_w, ga_grads, base_o, act_fwd + s.autocast_w, s.loss_fwd_peak, ga_temp),
         # backward start
-        ("backward", base_w, ga_grads, base_o, act_fwd + s.aw, s.loss_bwd_peak, ga_temp),
+        MemoryTerms("backward", base_w, ga_grads, base_o, act_fwd + s.aw, s.loss_bwd_peak, ga_temp),
     ]
     if st.reduce_head and s.loss_bwd_peak and s.wl.loss != "fused":
         # ZeRO-3, untied LM head above the reduce bucket: its full gradient is computed while the 16-bit gradient of
@@ -344,8 +323,8 @@ def _candidates(s: _Step) -> list[_Cand]:
         # ranks) before the decoder layers' gradients come (estimate/zero3.py reduce_transient_bytes)
         head_grad = 2.0 * s.m.vocab_size * s.m.hidden_size  # ZeRO's 16-bit gradient
         dlogits = 2.0 * s.m.vocab_size * s.T / logits_divisor(s.wl)
-        cands.append(("backward", base_w, ga_grads, base_o, act_fwd + s.aw, 0.0,
-                      ga_temp + max(dlogits + head_grad, st.reduce_head)))
+        cands.append(MemoryTerms("backward", base_w, ga_grads, base_o, act_fwd + s.aw, 0.0,
+                                 ga_temp + max(dlogits + head_grad, st.reduce_head)))
     best_sweep = _sweep_candidate(s)
     if best_sweep is not None:
         cands.append(best_sweep)
@@ -358,22 +337,23 @@ def _candidates(s: _Step) -> list[_Cand]:
     wl = s.wl
     ddp_buckets = st.grad_temp_bwd if (wl.strategy == "ddp" or (wl.strategy in ("zero1", "zero2")
                                                                and wl.ds_overlap_comm)) else 0.0
-    cands.append(("backward", base_w, st.gradients, base_o, s.frozen_ckpt, 0.0,
-                  2 * h * s.T / s.tpd + ddp_buckets + 2 * st.tied_grad + st.reduce_embedding))
+    cands.append(MemoryTerms("backward", base_w, st.gradients, base_o, s.frozen_ckpt, 0.0,
+                             2 * h * s.T / s.tpd + ddp_buckets + 2 * st.tied_grad + st.reduce_embedding))
     # optimizer step
-    cands.append(("optimizer", st.weights, st.gradients, st.optimizer, 0.0, 0.0, st.step_temp + ddp_buckets))
+    cands.append(MemoryTerms("optimizer", st.weights, st.gradients, st.optimizer, 0.0, 0.0,
+                             st.step_temp + ddp_buckets))
     return cands
 
 
-def _peak(cands: list[_Cand]) -> tuple[_Cand, dict[str, float]]:
+def _peak(cands: list[MemoryTerms]) -> tuple[MemoryTerms, dict[str, float]]:
     """The largest candidate (the first one on ties) and the largest total of each phase."""
     phases_total: dict[str, float] = {}
     peak = cands[0]
-    peak_tot = sum(peak[1:])
+    peak_tot = peak.total
     for c in cands:
-        tot = sum(c[1:])
-        if tot > phases_total.get(c[0], -1.0):
-            phases_total[c[0]] = tot
+        tot = c.total
+        if tot > phases_total.get(c.phase, -1.0):
+            phases_total[c.phase] = tot
         if tot > peak_tot:
             peak, peak_tot = c, tot
     return peak, phases_total
@@ -426,14 +406,14 @@ def _last_stage(s: _Step) -> _Step:
                       final_norm=final_norm, loss_fwd_peak=loss_fwd_peak, loss_bwd_peak=loss_bwd_peak)
 
 
-def _zero3_step_segments(s: _Step, cands: list[_Cand], *, extra: float) -> float:
+def _zero3_step_segments(s: _Step, cands: list[MemoryTerms], *, extra: float) -> float:
     """Reserved bytes above the tensor peak from the ZeRO-3 step's new segments (estimate/zero3.py); 0 otherwise.
     ``extra``: runtime bytes added to every candidate (resident)."""
     st, wl = s.st, s.wl
     if wl.strategy != "zero3" or not st.step_temp:
         return 0.0
     resident = st.weights + st.gradients + st.optimizer + extra
-    transient = max(sum(c[1:]) - resident - st.weights_gathered for c in cands if c[0] != "optimizer")
+    transient = max(c.total - resident - st.weights_gathered for c in cands if c.phase != "optimizer")
     block = largest_compute_block_bytes(s.m, tokens=s.T, tp=logits_divisor(wl), act_divisor=s.tpd,
                                         loss_bytes_per_logit=largest_loss_block_bytes_per_logit(wl))
     return step_segment_reserve_bytes(gathered=st.weights_gathered, transient=max(0.0, transient),
@@ -454,10 +434,10 @@ def _estimate(m: ModelShape, wl: Workload, overhead: OverheadModel) -> MemoryEst
     rt = runtime_terms(wl, trainable_rank_elems=st.trainable_rank)
     if rt:
         extra = sum(t.bytes for t in rt)
-        cands = [(c[0], c[1], c[2] + extra) + tuple(c[3:]) for c in cands]
+        cands = [c.plus_gradients(extra) for c in cands]
         assumptions += [t.note for t in rt]
     peak, phases_total = _peak(cands)
-    tensor_peak = sum(peak[1:]) / GIB
+    tensor_peak = peak.total / GIB
     fixed = overhead.outside_allocator_gib(wl)
     ov = fixed + overhead.allocator_slack_fraction * tensor_peak
     seg = _zero3_step_segments(step, cands, extra=sum(t.bytes for t in rt))
@@ -475,7 +455,7 @@ def _estimate(m: ModelShape, wl: Workload, overhead: OverheadModel) -> MemoryEst
                              "copies cached (recordStream): {setup_gib:.1f} GiB reserved before the first step").format(
                                staging_gib=staging / GIB, setup_gib=setup_gib))
         ov = max(ov, setup_gib - tensor_peak)
-    breakdown = {k: v / GIB for k, v in zip(TERMS, peak[1:])}
+    breakdown = {k: v / GIB for k, v in peak.items()}
     breakdown["overhead"] = ov
     # host RAM per node
     procs = wl.gpus_on_node
@@ -483,7 +463,7 @@ def _estimate(m: ModelShape, wl: Workload, overhead: OverheadModel) -> MemoryEst
     assumptions.append(_("host RAM: ~3 GiB per training process + offloaded states + one 5 GB shard while loading"))
     return MemoryEstimate(
         model=m.name, params=params, tensor_peak_gib=tensor_peak, reserved_gib=tensor_peak + ov,
-        peak_phase=peak[0], breakdown_gib=breakdown,
+        peak_phase=peak.phase, breakdown_gib=breakdown,
         phases_gib={k: phases_total[k] / GIB for k in PHASES}, host_ram_gib=host,
         activation_bytes_per_token_layer=int(step.prof.max_per_token), assumptions=tuple(assumptions),
         releasable_cache_gib=seg / GIB)

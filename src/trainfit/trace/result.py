@@ -5,9 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainfit.estimate.terms import TENSOR_TERMS
+
 GIB = 1024**3
 
-BREAKDOWN_KEYS = ("weights", "gradients", "optimizer", "activations", "logits_loss", "temporaries")
+#: The terms a trace counts: the estimate's live-tensor terms (estimate/terms.py), the keys of ``breakdown_gib``.
+BREAKDOWN_KEYS = TENSOR_TERMS
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -26,7 +29,7 @@ class TraceResult:
     peak_phase: str
     """``forward``, ``backward`` or ``optimizer`` (the phase running when the peak was reached)."""
     breakdown_gib: dict[str, float]
-    """What was live at the peak: weights, gradients, optimizer, activations, logits_loss, temporaries."""
+    """What was live at the peak, by term (:data:`BREAKDOWN_KEYS`)."""
     params: dict[str, int]
     """``total``, ``trainable`` and ``active`` (per token; MoE counts top-k experts) parameters."""
     trace_seconds: float

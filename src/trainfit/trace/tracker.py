@@ -6,7 +6,8 @@ a new storage is counted once, rounded up to 512 bytes as the CUDA caching alloc
 object per live storage, so the finalizer fires exactly when the C++ storage is freed). The same code
 counts fake tensors (``FakeTensorMode``, meta storages that know their size) and real CPU tensors.
 
-Each storage carries a category that can change while it lives:
+Each storage carries a category, one of the estimate's live-tensor terms (``estimate.terms.TENSOR_TERMS``), that
+can change while it lives:
 
 * ``weights``: parameters and buffers (registered before the step, or by the caller);
 * ``gradients``: storages that become a ``.grad`` (post-accumulate-grad hooks reclassify them);
@@ -31,7 +32,8 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
-CATEGORIES = ("weights", "gradients", "optimizer", "activations", "logits_loss", "temporaries")
+from trainfit.estimate.terms import TENSOR_TERMS
+
 PHASES = ("setup", "forward", "backward", "optimizer")
 ROUND = 512
 
@@ -153,7 +155,7 @@ class StorageTracker(TorchDispatchMode):
 
     def breakdown(self, live: dict[int, int] | None = None) -> dict[str, int]:
         live = self.size if live is None else live
-        out = {c: 0 for c in CATEGORIES}
+        out = {c: 0 for c in TENSOR_TERMS}
         for sid, n in live.items():
             out[self.cat.get(sid, "temporaries")] += n
         return out

@@ -7,7 +7,7 @@ returns its dict as the CLI's ``--json`` would print it. Every :class:`~trainfit
 Language: every request is answered in the language it asks for, the ``lang`` query parameter (``?lang=zh``, what
 the page's 中文 switch sends with every call), else the ``Accept-Language`` header, else the server's environment
 (:mod:`trainfit.i18n`); ``code`` fields stay English. ``GET /api/labels?lang=zh`` gives the page's own labels from
-the same catalog.
+the same catalog, ``GET /api/terms?lang=zh`` the memory terms' (with their units and colours).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from trainfit.errors import InputError, TrainfitError
 from trainfit.i18n import N_, _
 from trainfit.web.schemas import (CatalogResponse, CheckResponse, ErrorResponse, MemoryRequest, MemoryResponse,
                                   PlanRequest, PlanResponse, RenderRequest)
-from trainfit.web.labels import labels as page_labels
+from trainfit.web.labels import labels as page_labels, terms as page_terms
 
 STATIC = Path(__file__).parent / "static"
 
@@ -297,7 +297,7 @@ def _add_job_routes(app: FastAPI) -> None:
 
 
 def _add_reference_routes(app: FastAPI) -> None:
-    """/api/models, /api/catalog and /api/options: what the page's forms offer."""
+    """/api/models, /api/catalog and /api/options: what the page's forms offer; /api/labels and /api/terms: its words."""
 
     @app.get("/api/models", tags=["api"], summary="the bundled models (= trainfit models --json)")
     def models() -> Response:
@@ -314,6 +314,10 @@ def _add_reference_routes(app: FastAPI) -> None:
     @app.get("/api/labels", tags=["api"], summary="the page's labels in the request's language (?lang=en|zh)")
     def labels() -> Response:
         return _json(page_labels(i18n.current()))
+
+    @app.get("/api/terms", tags=["api"], summary="the memory terms' labels (request's language), units and colours")
+    def terms() -> Response:
+        return _json(page_terms(i18n.current()))
 
 
 def _add_page_routes(app: FastAPI) -> None:

@@ -1,7 +1,8 @@
 """The page's own labels (buttons, headings, column names, hints): one key each, its English text a gettext id.
 
 The page (static/app.js) loads them from ``GET /api/labels?lang=zh`` in the language of its switch, so the page and
-the CLI share one catalog (``locale/zh_CN/parts/web.po``). ``{name}`` placeholders are filled by the page.
+the CLI share one catalog (``locale/zh_CN/parts/web.po``); the memory terms' labels, units and colours come from
+their descriptors (estimate/terms.py) through ``GET /api/terms?lang=zh``. ``{name}`` placeholders are filled by the page.
 The server's own messages (reasons, fixes, warnings, errors) come translated with each answer (the page sends
 ``lang`` with every request).
 """
@@ -9,6 +10,7 @@ The server's own messages (reasons, fixes, warnings, errors) come translated wit
 from __future__ import annotations
 
 from trainfit import i18n
+from trainfit.estimate.terms import TERMS
 from trainfit.i18n import N_
 
 LABELS: dict[str, str] = {
@@ -91,13 +93,6 @@ LABELS: dict[str, str] = {
     "no_plans": N_("No plan fits: see the rejections below."),
     "check_ok": N_("no problems found"),
     "findings": N_("{n} finding(s), {e} error(s)"),
-    "t_weights": N_("weights"),
-    "t_gradients": N_("gradients"),
-    "t_optimizer": N_("optimizer"),
-    "t_activations": N_("activations"),
-    "t_logits_loss": N_("logits & loss"),
-    "t_temporaries": N_("temporaries"),
-    "t_overhead": N_("overhead (CUDA, allocator)"),
     "resource_class": N_("Resource class"),
     "region": N_("Region"),
     "gpu_mem": N_("GPU memory (GiB, at least)"),
@@ -154,3 +149,9 @@ LABELS: dict[str, str] = {
 def labels(lang: str) -> dict[str, str]:
     """Every label of the page in ``lang`` (``en`` or ``zh``): key -> text."""
     return {key: i18n.gettext_in(lang, text) for key, text in LABELS.items()}
+
+
+def terms(lang: str) -> list[dict[str, str]]:
+    """The memory terms as the page draws them, in order: key, short label in ``lang``, unit, colour
+    (``GET /api/terms``; the descriptors are :data:`trainfit.estimate.terms.TERMS`)."""
+    return [t.page_entry(lang) for t in TERMS]

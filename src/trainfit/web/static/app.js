@@ -5,9 +5,9 @@
 // The page's labels come from the server's one message catalog (GET /api/labels?lang=en|zh, web/labels.py), loaded
 // per language on first use; every API call carries ?lang= so the server's own messages (reasons, fixes, warnings,
 // rejections, errors) come back in the same language. Until the labels arrive the page shows index.html's English.
+// The memory terms (label, unit, colour) come the same way from their descriptors (GET /api/terms, estimate/terms.py).
 const LABELS = {};
-const TERM_COLORS = { weights: "#3465a4", gradients: "#73a33f", optimizer: "#c17d11", activations: "#75507b",
-  logits_loss: "#cc0000", temporaries: "#4e9a9a", overhead: "#888a85" };
+const TERMS = {};
 const SHOWN_PLANS = 12;  // rows shown before "show all" (the CLI shows 10 by default)
 const MAIN_FIELDS = new Set(["method", "seq_len", "micro_batch", "gpus"]);
 const $ = (sel) => document.querySelector(sel);
@@ -32,8 +32,18 @@ const fmt = (x, d = 1) => (x == null ? "–" : Number(x).toLocaleString(state.la
 const withLang = (path, lang) => path + (path.includes("?") ? "&" : "?") + "lang=" + (lang || state.lang);
 
 async function loadLabels(lang) {
-  if (!LABELS[lang]) LABELS[lang] = await (await api("/api/labels", undefined, lang)).json();
+  if (!LABELS[lang]) {
+    const [labels, terms] = await Promise.all(["/api/labels", "/api/terms"].map((p) => api(p, undefined, lang)
+      .then((r) => r.json())));
+    TERMS[lang] = Object.fromEntries(terms.map((x) => [x.key, x]));
+    LABELS[lang] = labels;
+  }
   return LABELS[lang];
+}
+// a memory term of a breakdown as the server describes it (label in the page's language, unit, colour)
+function term(key) {
+  return (TERMS[state.lang] && TERMS[state.lang][key]) || (TERMS.en && TERMS.en[key])
+    || { key, label: key, unit: "GiB", colour: "#999" };
 }
 
 // the switch: the labels of the new language, then what is on screen (memory, plans, an error) asked again in it,
@@ -188,12 +198,13 @@ function memBar(d, small) {
   const total = d.reserved_gib;
   const scale = Math.max(total, cap) || 1;
   const bar = el("div", { class: "bar" + (small ? " small" : "") });
-  for (const [term, gib] of Object.entries(d.breakdown_gib)) {
+  for (const [key, gib] of Object.entries(d.breakdown_gib)) {
     if (gib <= 0) continue;
-    const seg = el("div", { class: "seg", title: `${t("t_" + term)}: ${fmt(gib, 2)} GiB`, "data-term": term },
-      small ? "" : `${t("t_" + term)} ${fmt(gib, 1)}`);
+    const tm = term(key);
+    const seg = el("div", { class: "seg", title: `${tm.label}: ${fmt(gib, 2)} ${tm.unit}`, "data-term": key },
+      small ? "" : `${tm.label} ${fmt(gib, 1)}`);
     seg.style.width = (100 * gib / scale) + "%";
-    seg.style.background = TERM_COLORS[term] || "#999";
+    seg.style.background = tm.colour;
     bar.append(seg);
   }
   if (cap) {
@@ -223,9 +234,10 @@ function showMemory(d, record = true) {
     `${withRange(d.reserved_gib, d.reserved_interval_gib, 1)} GiB` +
     (d.gpu_mem_gib ? ` ${t("of")} ${fmt(d.gpu_mem_gib, 1)} GiB ${t("usable")}` + (d.gpu ? ` (${d.gpu})` : "") : "");
   $("#bar").replaceWith(Object.assign(memBar(d, false), { id: "bar" }));
-  $("#legend").replaceChildren(...Object.entries(d.breakdown_gib).map(([term, gib]) => {
-    const i = el("i"); i.style.background = TERM_COLORS[term] || "#999";
-    return el("span", {}, i, `${t("t_" + term)} ${fmt(gib, 2)} GiB`);
+  $("#legend").replaceChildren(...Object.entries(d.breakdown_gib).map(([key, gib]) => {
+    const tm = term(key);
+    const i = el("i"); i.style.background = tm.colour;
+    return el("span", {}, i, `${tm.label} ${fmt(gib, 2)} ${tm.unit}`);
   }));
   // the headroom with its p10-p90 range (the card less the memory's range; headroom_interval_gib), issue 26
   const facts = [[t("headroom"), d.headroom_gib == null ? "–" : `${withRange(d.headroom_gib, d.headroom_interval_gib, 1)} GiB`],
