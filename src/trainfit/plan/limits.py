@@ -6,10 +6,13 @@ deadline and budget limits; each broken limit is recorded as the instance's near
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from trainfit.i18n import _
-from trainfit.plan.types import Plan, Rejection
+from trainfit.catalog.gpus import GPU
+from trainfit.catalog.instances import Instance
+from trainfit.estimate.speed import SpeedEstimate
+from trainfit.plan.types import FixOption, Plan, Rejection
 from trainfit.providers.registry import rents_whole_nodes
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -24,7 +27,7 @@ than they compute, so over half of every GPU-hour bought is idle, and the speed 
 such a plan against (docs/cost-model.md, "Ranking"). ``--ignore-rule slow-network`` keeps such plans."""
 
 
-def _layouts(req: PlanRequest, inst: Any) -> list[tuple[int, int]] | Rejection:
+def _layouts(req: PlanRequest, inst: Instance) -> list[tuple[int, int]] | Rejection:
     """(GPUs per node, nodes) layouts to try on ``inst``."""
     it = inst.instance_type
     if "gpus" in req.pins:
@@ -59,7 +62,7 @@ def _layouts(req: PlanRequest, inst: Any) -> list[tuple[int, int]] | Rejection:
     return layouts
 
 
-def _precision_for(req: PlanRequest, gpu: Any) -> tuple[str | None, str]:
+def _precision_for(req: PlanRequest, gpu: GPU) -> tuple[str | None, str]:
     """bf16 on a GPU without bf16 tensor cores (V100, T4) is planned as fp16 mixed precision (fp32 master weights),
     with its memory and speed, and the row says so. (None, "") when the requested precision runs as it is. The one
     rule ``memory`` applies too (:func:`trainfit.plan.hardware.precision_on`)."""
@@ -68,7 +71,7 @@ def _precision_for(req: PlanRequest, gpu: Any) -> tuple[str | None, str]:
     return precision_on(gpu, req.workload.precision, "planned")
 
 
-def slow_network(inst: Any, nodes: int, sp: Any) -> tuple[str, str, str, tuple[dict[str, Any], ...]] | None:
+def slow_network(inst: Instance, nodes: int, sp: SpeedEstimate) -> tuple[str, str, str, tuple[FixOption, ...]] | None:
     """(code, reason, fix, fix options) when a multi-node plan without RDMA spends more than
     :data:`SLOW_NETWORK_COMM_SHARE` of its step in exposed communication; None otherwise."""
     net = (getattr(inst, "inter_node", None) or "").lower()

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from trainfit.estimate.fit import OOM_RISK_LIMIT
 from trainfit.estimate.uncertainty import format_probability, format_range, ranges_overlap
 from trainfit.i18n import N_, _, translate
+from trainfit.jsontypes import JSONDict
 from trainfit.plan.types import Plan
 from trainfit.providers.registry import ProviderSpec, provider_spec
 
@@ -105,7 +106,7 @@ class Ranking:
     price_fix_by_provider: tuple[tuple[str, str], ...] = ()
     """(provider, how to price its rows) for the providers of the unpriced rows."""
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONDict:
         return {"basis": self.basis, "currency": self.currency, "summary": self.summary, "why_first": self.why_first,
                 "ties": list(self.ties), "unpriced": list(self.unpriced), "price_fix": self.price_fix,
                 "price_fix_by_provider": dict(self.price_fix_by_provider)}

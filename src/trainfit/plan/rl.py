@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING
 
 from trainfit.errors import PlanError, WorkloadError, TrainfitError
 from trainfit.estimate.fit import SAFETY_MARGIN_DEFAULT, decide_fit
@@ -36,9 +36,15 @@ from trainfit.plan.pricing import time_and_cost
 from trainfit.plan.types import Plan, build_plan
 from trainfit.workload import Workload
 from trainfit.plan.rank import score
-from trainfit.rl.memory import estimate_rl_memory, estimate_with
+from trainfit.catalog.gpus import GPU
+from trainfit.catalog.instances import Instance
+from trainfit.rl.config import RLConfig
+from trainfit.rl.memory import RLMemoryEstimate, estimate_rl_memory, estimate_with
 from trainfit.rl.speed import rl_step_speed
 from trainfit.rl.summary import RLSummary
+
+if TYPE_CHECKING:
+    from trainfit.plan.search import PlanRequest, _Best
 
 #: (strategy, offload) per framework, fastest first, for one GPU and for several. Each pair is one the
 #: framework's writer (``trainfit.rl.launch``) writes and its reader reads back to the same pair.
@@ -64,7 +70,7 @@ def rl_strategies(framework: str | None, gpus: int, algo: str | None = None) -> 
     return _ANY_SINGLE if gpus == 1 else _ANY_MULTI
 
 
-def fit_rollout_tp(rl: Any, gpus_per_node: int) -> tuple[Any, str | None]:
+def fit_rollout_tp(rl: RLConfig, gpus_per_node: int) -> tuple[RLConfig, str | None]:
     """``rl`` with a rollout tensor-parallel size that divides the GPUs of a node (an engine's tensor-parallel
     group sits inside one node; verl's default tp 2 cannot run on one GPU), and the warning saying so."""
     if not rl.has_rollout or gpus_per_node % rl.rollout_tp == 0:
@@ -74,7 +80,7 @@ def fit_rollout_tp(rl: Any, gpus_per_node: int) -> tuple[Any, str | None]:
                                       "rollout tp {tp}").format(tp0=rl.rollout_tp, gpn=gpus_per_node, tp=tp)
 
 
-def check_rl_request(req: Any) -> None:
+def check_rl_request(req: PlanRequest) -> None:
     """Reject RL requests the planner cannot lay out (a PlanError with a fix)."""
     rl = req.rl
     if not req.steps:
@@ -113,7 +119,7 @@ def check_rl_request(req: Any) -> None:
                             fix=_("use one of {choices}").format(choices=", ".join(sorted(allowed))))
 
 
-def rl_configs(req: Any, gpn: int, nodes: int) -> list[Workload]:
+def rl_configs(req: PlanRequest, gpn: int, nodes: int) -> list[Workload]:
     """Candidate policy-update workloads of one node layout, fastest first (micro-batch 1)."""
     rl = req.rl
     gpus = gpn * nodes
@@ -136,7 +142,7 @@ def rl_configs(req: Any, gpn: int, nodes: int) -> list[Workload]:
     return out
 
 
-def memory_view(est: Any) -> MemoryEstimate:
+def memory_view(est: RLMemoryEstimate) -> MemoryEstimate:
     """The Plan's ``memory`` for an RL estimate: the policy update's estimate with ``reserved_gib`` = the binding
     phase's peak, the RL host RAM, ``peak_phase`` ``rl-<phase>`` and the binding phase's terms as the breakdown
     (they add up to the peak): exactly what the fit decision judged."""
@@ -147,8 +153,8 @@ def memory_view(est: Any) -> MemoryEstimate:
                    assumptions=tuple(train.assumptions) + tuple(est.assumptions))
 
 
-def rl_plan(model: ModelShape, wl: Workload, rl: Any, est: Any, *, gpu: Any, usable: float, gpus_per_node: int,
-            inst: Any = None, steps: int | None = None, spot: bool = False, region: str | None = None,
+def rl_plan(model: ModelShape, wl: Workload, rl: RLConfig, est: RLMemoryEstimate, *, gpu: GPU, usable: float,
+            gpus_per_node: int, inst: Instance | None = None, steps: int | None = None, spot: bool = False, region: str | None = None,
             margin: float = SAFETY_MARGIN_DEFAULT, interruption_rate: float | None = None,
             checkpoint_interval_hours: float | None = None, rule_warnings: tuple[str, ...] = (),
             source: str = "trainfit plan", strict_speed: bool = True) -> Plan | None:
@@ -199,7 +205,7 @@ def rl_plan(model: ModelShape, wl: Workload, rl: Any, est: Any, *, gpu: Any, usa
                       warnings=tuple(dict.fromkeys(warnings)), source=source)
 
 
-def rl_candidates(req: Any, gpn: int) -> list[list[Any]]:
+def rl_candidates(req: PlanRequest, gpn: int) -> list[list[RLConfig]]:
     """The RL settings one node layout of ``gpn`` GPUs per node is evaluated with, grouped by rollout TP, smallest
     first: the request's, with each setting of :data:`RL_SEARCHED` the user left unset (``req.rl_searched``)
     varied: rollout tensor-parallel sizes that divide the node's GPUs and the model's attention heads (vLLM splits
@@ -219,7 +225,8 @@ def rl_candidates(req: Any, gpn: int) -> list[list[Any]]:
     return [[rl.with_(rollout_tp=tp, trainer_offload=off) for off in offs] for tp in tps]
 
 
-def evaluate_rl_layout(req: Any, *, inst: Any, gpu: Any, gpn: int, nodes: int, usable: float, miss: Any,
+def evaluate_rl_layout(req: PlanRequest, *, inst: Instance, gpu: GPU, gpn: int, nodes: int, usable: float,
+                       miss: _Best,
                        rule_warnings: tuple[str, ...] = (), precision: str | None = None) -> Plan | None:
     """The best RL plan of one node layout of one instance type (None when nothing fits; ``miss`` records the
     closest miss for the rejection). RL settings of :func:`rl_candidates`, each with its first fitting trainer
@@ -255,7 +262,8 @@ def evaluate_rl_layout(req: Any, *, inst: Any, gpu: Any, gpn: int, nodes: int, u
     return fallback
 
 
-def _evaluate_rl_setting(req: Any, rl: Any, *, inst: Any, gpu: Any, gpn: int, nodes: int, usable: float, miss: Any,
+def _evaluate_rl_setting(req: PlanRequest, rl: RLConfig, *, inst: Instance, gpu: GPU, gpn: int, nodes: int,
+                         usable: float, miss: _Best,
                          rule_warnings: tuple[str, ...]) -> Plan | None:
     """The plan of one RL setting on one node layout: every trainer candidate that fits, each with the largest
     micro-batch that fits, timed; the one that ranks first (:func:`trainfit.plan.rank.score`) is kept."""
@@ -264,11 +272,11 @@ def _evaluate_rl_setting(req: Any, rl: Any, *, inst: Any, gpu: Any, gpn: int, no
     model = req.model
     limit = usable * (1 - req.memory_margin)
 
-    def est_of(w: Workload) -> Any:
+    def est_of(w: Workload) -> RLMemoryEstimate:
         return estimate_rl_memory(model, w, rl, usable, strict=False, host_ram_gib=inst.ram_gib,
                                   margin=req.memory_margin)
 
-    def ok(e: Any) -> bool:
+    def ok(e: RLMemoryEstimate) -> bool:
         return e.verdict not in ("oom", "tight")
 
     for wl in rl_configs(req, gpn, nodes):
@@ -317,14 +325,15 @@ def _evaluate_rl_setting(req: Any, rl: Any, *, inst: Any, gpu: Any, gpn: int, no
     return best_plan[1] if best_plan else None
 
 
-def _kv_fix_options(req: Any, w: Workload, rl: Any, gpn: int, usable: float, inst: Any) -> tuple[dict[str, Any], ...]:
+def _kv_fix_options(req: PlanRequest, w: Workload, rl: RLConfig, gpn: int, usable: float,
+                    inst: Instance) -> tuple[dict[str, float], ...]:
     """The KV-pool fixes checked with the RL memory model: a larger engine share or tensor-parallel size."""
-    def works(**changes: Any) -> bool:
+    def works(**changes: float) -> bool:
         e = estimate_with(req.model, w, rl, usable, changes, host_ram_gib=inst.ram_gib, margin=req.memory_margin)
         return e is not None and e.verdict not in ("oom", "tight") and (e.max_concurrent_seqs is None
                                                                        or e.max_concurrent_seqs >= 1)
 
-    out: list[dict[str, Any]] = []
+    out: list[dict[str, float]] = []
     for util in (0.6, 0.7, 0.8, 0.9):
         if util > (rl.rollout_util or 0) and works(rollout_util=util):
             out.append({"rollout_util": util})

@@ -17,22 +17,26 @@ import math
 from dataclasses import dataclass, field
 from functools import cached_property
 from types import SimpleNamespace
-from typing import Any, Literal
+from typing import Literal
 
 from trainfit.errors import PlanError, TrainfitError, WorkloadError
-from trainfit.estimate.fit import SAFETY_MARGIN_DEFAULT, decide_fit
+from trainfit.dataset.budget import DataBudget
+from trainfit.estimate.fit import SAFETY_MARGIN_DEFAULT, FitDecision, decide_fit
 from trainfit.estimate.memory import MemoryEstimate
 from trainfit.i18n import _
 from trainfit.models.shapes import ModelShape
 from trainfit.plan.explain import explain_rejection as _explain, unknown_region_note as _region_note
 from trainfit.plan.layout_fit import Limit as _Limit, fit_layout as _fit_layout
 from trainfit.plan.rank import pareto as _pareto, rank as _rank, score as _score
-from trainfit.catalog.instances import list_instances
+from trainfit.catalog.instances import Instance, list_instances
+from trainfit.jsontypes import JSON
+from trainfit.rl.config import RLConfig
+from trainfit.rules.types import Violation
 from trainfit.plan.parts import Speed
 from trainfit.plan.types import Plan, PlanResult, Rejection, build_plan
 from trainfit.workload import LAYOUT_FIELDS, Workload, check_layout, layout_error
 from trainfit.launch.targets import search_reason, target_spec, speed_framework
-from trainfit.catalog.gpus import assumed_note, is_model, sized_gpu
+from trainfit.catalog.gpus import GPU, assumed_note, is_model, sized_gpu
 from trainfit.estimate.hardware import kernel_gaps
 from trainfit.rules import evaluate_instance, get_rule
 from trainfit.estimate.calibration import calibration_note
@@ -64,7 +68,7 @@ class PlanRequest:
     """Method, sequence, precision, optimizer... Distribution fields are searched unless pinned."""
     tokens: float
     """Training tokens in total (all epochs)."""
-    pins: dict[str, Any] = field(default_factory=dict)
+    pins: dict[str, str | int | bool] = field(default_factory=dict)
     """Workload fields fixed by the user (gpus, strategy, micro_batch...); the rest is searched."""
     global_batch: int | None = None
     """Samples per optimizer step (``--global-batch``); None = the planner's choice, :attr:`target_global_batch`."""
@@ -97,11 +101,11 @@ class PlanRequest:
     checkpoint_interval_hours: float | None = None
     max_days: float = 14.0
     """Plans that run longer than this many days (wall clock) are rejected as impractical."""
-    rl: Any = None
+    rl: RLConfig | None = None
     """RL fine-tuning (:class:`~trainfit.rl.RLConfig`), None = SFT: candidates are evaluated by ``plan/rl.py``."""
     steps: int | None = None
     """RL steps (hours = RL step time x steps); required with ``rl``."""
-    data: Any = None
+    data: DataBudget | None = None
     """``plan --dataset``: the :class:`~trainfit.dataset.budget.DataBudget` the token budget and the step count
     come from (None: ``--tokens``)."""
     compare_regions: bool = False
@@ -147,7 +151,7 @@ class PlanRequest:
 
 
 # ------------------------------------------------------------------------------------------ search
-def _instances(req: PlanRequest) -> list[Any]:
+def _instances(req: PlanRequest) -> list[Instance]:
     out = []
     spec = target_spec(req.target) if req.target else None
     only = spec.provider if spec is not None else None
@@ -168,7 +172,7 @@ def _instances(req: PlanRequest) -> list[Any]:
     return out
 
 
-def _gpu_of(inst: Any) -> Any:
+def _gpu_of(inst: Instance) -> GPU | None:
     try:
         g = inst.gpu_spec
         return g() if callable(g) else g
@@ -182,11 +186,11 @@ class _Best:
 
     need_gib: float = math.inf
     need_wl: Workload | None = None
-    rule: Any = None
+    rule: Violation | None = None
     host: tuple[float, float] | None = None
     host_wl: Workload | None = None
     """The candidate that fitted GPU memory but not host RAM (SFT), for a checked fix."""
-    other: tuple[Any, ...] | None = None
+    other: tuple[str | tuple[dict[str, JSON], ...], ...] | None = None
     """(code, reason, fix[, fix options]) of the nearest miss that fitted but broke a limit."""
     layout: WorkloadError | None = None
     """A node layout whose every candidate broke the layout rule (``workload.layout_error``): the rejection names
@@ -306,7 +310,7 @@ def plan(req: PlanRequest) -> PlanResult:
                       region_prices=tuple(region_prices(plans)) if req.compare_regions else (), ranking=ranking)
 
 
-def _instance_gpu(req: PlanRequest, inst: Any, gpu_filter: Any) -> tuple[Any, str] | Rejection | None:
+def _instance_gpu(req: PlanRequest, inst: Instance, gpu_filter: GPU | None) -> tuple[GPU, str] | Rejection | None:
     """(GPU record, note) of an instance; a Rejection when it cannot be planned; None when --gpu filters it out.
 
     ``--gpu`` selects rows with that GPU. A GPU *model* (one with its own published figures) may also stand for a
@@ -380,7 +384,7 @@ def _instance_gpu(req: PlanRequest, inst: Any, gpu_filter: Any) -> tuple[Any, st
     return gpu, stated
 
 
-def _best_on_instance(req: PlanRequest, inst: Any, gpu: Any, stated: str, layouts: list[tuple[int, int]],
+def _best_on_instance(req: PlanRequest, inst: Instance, gpu: GPU, stated: str, layouts: list[tuple[int, int]],
                       config_cache: dict) -> tuple[Plan | None, _Best]:
     """The best plan on one instance type over its layouts, and the closest miss when none fits."""
     miss = _Best()
@@ -438,8 +442,8 @@ def _best_on_instance(req: PlanRequest, inst: Any, gpu: Any, stated: str, layout
     return (best[1] if best else None), miss
 
 
-def _evaluate(req: PlanRequest, inst: Any, gpu: Any, gpn: int, nodes: int, wl: Workload, est: MemoryEstimate,
-              fit: Any, warnings: tuple[str, ...], miss: _Best | None = None) -> Plan | None:
+def _evaluate(req: PlanRequest, inst: Instance, gpu: GPU, gpn: int, nodes: int, wl: Workload, est: MemoryEstimate,
+              fit: FitDecision, warnings: tuple[str, ...], miss: _Best | None = None) -> Plan | None:
     """Speed, time and cost of one fitting configuration, as a typed Plan; None when its spot run cannot finish or
     its network is too slow (:data:`SLOW_NETWORK_COMM_SHARE`, recorded in ``miss``)."""
     from trainfit.plan.hardware import hardware_for

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, Mapping, TypeVar
+from typing import TYPE_CHECKING, Generic, Mapping, TypeAlias, TypeVar
 
 from trainfit.dataset.budget import DataBudget
 from trainfit.errors import InputError, PlanFileError, TrainfitError
@@ -28,6 +28,8 @@ from trainfit.workload import Workload
 if TYPE_CHECKING:
     from trainfit.catalog.gpus import GPU
     from trainfit.catalog.instances import Instance
+    from trainfit.plan.rank import Ranking
+    from trainfit.plan.search import PlanRequest
     from trainfit.rl.config import RLConfig
     from trainfit.rl.summary import RLSummary
 
@@ -36,6 +38,9 @@ if TYPE_CHECKING:
 PLAN_SCHEMA = "trainfit.plan/2"
 
 T = TypeVar("T")
+#: A fix as option changes a program can apply: {option name: value} (None = drop the option), in the words of
+#: ``options.py`` (``{"allow_fp16": True}`` is ``--allow-fp16``).
+FixOption: TypeAlias = dict[str, JSON]
 
 
 class _PartView(Generic[T]):
@@ -316,14 +321,14 @@ class Rejection:
     reason: str
     fix: str | None = None
     provider: str = ""
-    fix_options: tuple[dict[str, Any], ...] = ()
+    fix_options: tuple[FixOption, ...] = ()
     """The fix as option changes a program can apply: alternatives, each {option name: value} (None = drop the
     option), in the words of ``options.py`` (``{"allow_fp16": True}`` is ``--allow-fp16``); empty when the fix is
     not a change of options (a catalog overlay, a quota raise)."""
-    tried: dict[str, Any] | None = None
+    tried: JSONDict | None = None
     """``memory``: the settings of the closest miss (``Workload.to_dict()``), which ``trainfit memory`` judges alike."""
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONDict:
         return {"instance_type": self.instance_type, "provider": self.provider, "code": self.code,
                 "reason": self.reason, "fix": self.fix, "fix_options": [dict(o) for o in self.fix_options],
                 "tried": self.tried}
@@ -331,36 +336,35 @@ class Rejection:
 
 @dataclass(frozen=True, kw_only=True)
 class PlanResult:
-    request: Any
+    request: PlanRequest
     """The :class:`~trainfit.plan.search.PlanRequest`."""
     plans: tuple[Plan, ...]
     rejected: tuple[Rejection, ...]
     pareto: tuple[int, ...]
     """Indices into ``plans`` on the time-vs-cost frontier (GPU-hours stand in for cost without prices)."""
     notes: tuple[str, ...] = field(default=())
-    region_prices: tuple[dict[str, Any], ...] = field(default=())
+    region_prices: tuple[JSONDict, ...] = field(default=())
     """``plan --compare-regions``: per plan, its cost in every region with a price (:func:`~trainfit.plan.pricing.
     region_prices`); empty otherwise."""
-    ranking: Any = None
+    ranking: Ranking | None = None
     """How the plans were ranked and why #1 is #1 (:class:`~trainfit.plan.rank.Ranking`)."""
 
     @property
     def best(self) -> Plan | None:
         return self.plans[0] if self.plans else None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONDict:
         from trainfit.plan.search import PIN_FIELDS
 
         req = self.request
         wl = req.workload
         w = {k: v for k, v in wl.to_dict().items() if k not in PIN_FIELDS or k in req.pins}
         w.update({"model": req.model.name, "tokens": req.tokens, "global_batch": req.global_batch,
-                  "global_batch_target": getattr(req, "target_global_batch", None),
+                  "global_batch_target": req.target_global_batch,
                   "objective": req.objective, "spot": req.spot, "pins": dict(req.pins),
-                  "target": getattr(req, "target", None), "framework": req.framework})
-        rl = getattr(req, "rl", None)
-        if rl is not None:
-            w.update({"rl": rl.to_dict(), "steps": getattr(req, "steps", None)})
+                  "target": req.target, "framework": req.framework})
+        if req.rl is not None:
+            w.update({"rl": req.rl.to_dict(), "steps": req.steps})
         return {"schema": PLAN_SCHEMA, "workload": w, "plans": [p.to_dict() for p in self.plans],
                 "pareto": list(self.pareto), "ties": [] if self.ranking is None else list(self.ranking.ties),
                 "rejected": [r.to_dict() for r in self.rejected],
@@ -368,7 +372,7 @@ class PlanResult:
                 **({"region_prices": list(self.region_prices)} if self.region_prices else {})}
 
 
-def plans_from_document(doc: Any, *, where: str | None = None) -> list[Plan]:
+def plans_from_document(doc: object, *, where: str | None = None) -> list[Plan]:
     """Every plan of a ``trainfit plan --json`` document (or of a single plan's JSON)."""
     where = _("plan file") if where is None else where
     if isinstance(doc, dict) and "plans" not in doc and "model" in doc:
