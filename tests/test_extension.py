@@ -3,8 +3,11 @@ touched, is planned for, rendered and checked by the same service functions the 
 
 from __future__ import annotations
 
+import importlib
 import json
+import sys
 import types
+from pathlib import Path
 
 import pytest
 
@@ -26,7 +29,7 @@ def _applies(ctx) -> str | None:
 def _render(ctx) -> dict[str, str]:
     doc = {"header": ctx.header_lines(), "model": ctx.model_id, "nodes": ctx.nodes,
            "gpus_per_node": ctx.gpus_per_node, "gpu": ctx.plan.gpu, "micro_batch": ctx.workload.micro_batch,
-           "checkpoints": ctx.checkpoint_uri}
+           "checkpoints": ctx.checkpoint_uri, "region": ctx.region}
     return {FILE: json.dumps({"fake_job": doc}, indent=1) + "\n"}
 
 
@@ -115,56 +118,27 @@ def test_the_cli_plans_renders_and_checks_through_a_registered_target(fake_targe
 
 
 # ------------------------------------------------------------------------------------------ a provider from outside
-from trainfit.providers.registry import ProviderSpec, provider_names, register_provider, unregister_provider  # noqa: E402
+from trainfit.providers.registry import platform_of, provider_names, unregister_provider  # noqa: E402
 
-FAKE_RULES = {"format": 1, "rules": [{
-    "id": "fakecloud-gpu-cap", "title": "fakecloud jobs are capped at 8 GPUs", "applies_to": ["fake-gpu"],
-    "check": {"kind": "max_gpus_per_job", "max": 8}, "severity": "error", "plan_blocks": True,
-    "why": "the fake cloud's scheduler admits at most 8 GPUs per job", "fix": "use at most one 8-GPU node",
-    "source": "a fake provider for the extension test https://example.com/fakecloud", "verified": False,
-    "as_of": "2026-12-07"}]}
-
-OVERLAY = """
-instances:
-  - provider: fakecloud
-    resource_class: fake-gpu
-    instance_type: fake-8xh100
-    gpu: H100-SXM
-    gpu_count: 8
-    vcpu: 128
-    ram_gib: 2048
-    intra_node_link: nvlink
-    inter_node: rdma
-    inter_node_gbit_per_s: 3200
-    verified: no
-    source: the extension test https://example.com/fakecloud
-    as_of: 2026-12-07
-prices:
-  - provider: fakecloud
-    resource_class: fake-gpu
-    instance_type: fake-8xh100
-    billing: payg
-    price_per_hour: 100.0
-    currency: CNY
-    verified: no
-    source: the extension test https://example.com/fakecloud
-    as_of: 2026-12-07
-"""
+#: The whole provider, as a plug-in ships one: a package whose import registers its ProviderSpec (rules.yaml, a
+#: refresh, regions), its catalog rows (catalog.yaml) and a price list its refresh reads (docs/architecture.md).
+FAKE_PROVIDER = Path(__file__).parent / "data" / "fake_provider"
 
 
 @pytest.fixture
-def fake_provider(tmp_path, monkeypatch):
-    from trainfit.catalog import _store
+def fake_provider(monkeypatch):
+    from trainfit.catalog import reset_cache, set_overlay_path
 
-    register_provider(ProviderSpec(name="fakecloud", resource_classes=("fake-gpu",), rules=lambda: FAKE_RULES))
-    overlay = tmp_path / "catalog.yaml"
-    overlay.write_text(OVERLAY)
-    _store.set_overlay_path(overlay)
-    _store.reset_cache()
-    yield
-    _store.set_overlay_path(None)
-    _store.reset_cache()
+    monkeypatch.syspath_prepend(str(FAKE_PROVIDER.parent))
+    module = importlib.import_module("fake_provider")
+    set_overlay_path(module.CATALOG)
+    reset_cache()
+    yield module
+    set_overlay_path(None)
+    reset_cache()
     unregister_provider("fakecloud")
+    for name in [m for m in sys.modules if m == "fake_provider" or m.startswith("fake_provider.")]:
+        del sys.modules[name]
 
 
 def test_a_registered_provider_is_planned_priced_rendered_and_checked(fake_provider, fake_target, tmp_path, capsys):
@@ -180,13 +154,49 @@ def test_a_registered_provider_is_planned_priced_rendered_and_checked(fake_provi
     (tmp_path / "plan.json").write_text(out)
     assert main(["render", "--plan", str(tmp_path / "plan.json"), "--pick", "1", "--out", str(tmp_path / "job")]) == 0
     capsys.readouterr()
+    # no region in the plan or the instance row: the provider's default region for the class
+    assert json.loads((tmp_path / "job" / FILE).read_text())["fake_job"]["region"] == "fk-north-1"
     assert main(["check", str(tmp_path / "job" / FILE), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["kind"] == "fake-json"
-    # its platform rule is one of the rules, and blocks a plan over its cap
+    # its rules.yaml is one of the platform rules, on its platform, and blocks a plan over its cap
     from trainfit.rules import evaluate_instance, load_rules
 
     assert "fakecloud-gpu-cap" in {r.id for r in load_rules()}
     assert {v.rule for v in evaluate_instance("fake-8xh100", nodes=2, resource_class="fake-gpu")} >= {"fakecloud-gpu-cap"}
+    assert platform_of("fake-gpu") == "fakecloud"
+    assert main(["plan", "Qwen3-8B", "--method", "lora", "--tokens", "1e9", "--provider", "fakecloud", "--gpus", "16",
+                 "--json"]) != 0
+    assert "fakecloud-gpu-cap" in capsys.readouterr().out  # the rejected table names the rule
+
+
+def test_a_registered_provider_refreshes_its_prices_through_the_cli(fake_provider, capsys):
+    from trainfit.cli import main
+
+    # before a refresh, no regional price: --region says how to get one, --region says how to get one, the provider's way
+    assert main(["plan", "Qwen3-8B", "--method", "lora", "--tokens", "1e9", "--provider", "fakecloud", "--region",
+                 "fk-south-1", "--json"]) == 0
+    notes = json.loads(capsys.readouterr().out)["notes"]
+    assert any("--provider fakecloud --public-prices --url FILE" in n for n in notes), notes
+    price_list = FAKE_PROVIDER / "price_list.json"
+    assert main(["catalog", "refresh", "--provider", "fakecloud", "--public-prices", "--url", str(price_list),
+                 "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["provider"] == "fakecloud" and out["prices"] == 2 and out["regions"] == ["fk-north-1", "fk-south-1"]
+    assert out["version"] == "2026-12" and out["found_via"] == "--url"
+    # the refreshed regional prices price its plans
+    for region, price in (("fk-south-1", 88.0), ("fk-north-1", 96.0)):
+        assert main(["plan", "Qwen3-8B", "--method", "lora", "--tokens", "1e9", "--provider", "fakecloud",
+                     "--region", region, "--json"]) == 0
+        best = json.loads(capsys.readouterr().out)["plans"][0]
+        assert best["instance_type"] == "fake-8xh100" and best["price_per_hour"] == price, best
+    # what its refresh source does not do, it says
+    assert main(["catalog", "refresh", "--provider", "fakecloud"]) != 0
+    assert "add --public-prices" in capsys.readouterr().err
+    # the CLI offers it: refresh's choices, plan --help's list of providers
+    assert main(["catalog", "refresh", "--help"]) == 0
+    assert "{pai,ecs,tencent,alibaba,fakecloud}" in capsys.readouterr().out
+    assert main(["plan", "--help"]) == 0
+    assert "alibaba | tencent | generic | fakecloud (default: all)" in " ".join(capsys.readouterr().out.split())
 
 
 def test_what_a_provider_says_about_itself_is_used_where_it_matters():
@@ -196,11 +206,20 @@ def test_what_a_provider_says_about_itself_is_used_where_it_matters():
     # clouds rent a node whole, a cluster of your own shares it (plan limits, render's node check, monitoring)
     assert rents_whole_nodes("alibaba") and rents_whole_nodes("tencent") and rents_whole_nodes("no-such-cloud")
     assert not rents_whole_nodes("generic") and not rents_whole_nodes("private")
-    # spot notices come from the clouds' metadata services
+    # spot notices come from the clouds' metadata services (`trainfit watch`'s notice sources, which also know
+    # clouds trainfit does not plan for)
+    from trainfit.providers.registry import default_region, provider_specs, refresh_sources
+    from trainfit.watch.notice import PROVIDERS as NOTICE_SOURCES
+
     assert provider_spec("alibaba").spot_notice == "alibaba" and provider_spec("generic").spot_notice is None
+    assert all(s.spot_notice in NOTICE_SOURCES for s in provider_specs() if s.spot_notice)
     # how to price an instance type: the provider's own way, else the overlay
     assert "public-prices" in provider_spec("alibaba").price_howto
     assert provider_spec("private").price_howto == PRICE_HOWTO_DEFAULT
+    # where live specs and prices come from (`catalog refresh --provider`), a class's platform, a render's region
+    assert [r.name for r in refresh_sources()] == ["pai", "ecs", "tencent", "alibaba"]
+    assert platform_of("pai-lingjun") == "pai-dlc" and platform_of("ecs") == "ecs" and platform_of(None) == "generic"
+    assert default_region("pai-lingjun") == "cn-wulanchabu" and default_region("tencent-tione") == "cn-hangzhou"
 
 
 def test_a_platform_target_plans_only_its_providers_instance_types(fake_provider):

@@ -30,6 +30,8 @@ class Option:
     metavar: str | None = None
     negatable: bool = False
     """A yes/no option: ``--name`` sets True, ``--no-name`` False (default None = not given)."""
+    help_fill: Callable[[], dict[str, str]] | None = None
+    """Placeholders of ``help`` filled from a registry each time it is shown (``--provider``'s providers)."""
 
     @property
     def choice_values(self) -> tuple[str, ...] | None:
@@ -40,12 +42,26 @@ class Option:
     def cli_flag(self) -> str:
         return self.flag or "--" + self.name.replace("_", "-")
 
+    def filled(self, text: str) -> str:
+        """``text`` (``help``, translated or not) with the :attr:`help_fill` placeholders filled in, the others
+        kept."""
+        if self.help_fill is None:
+            return text
+        return text.format_map(_Keep(self.help_fill()))
+
     def help_text(self) -> str:
         """``help`` in the current language (an id marked with N_); ``{default}`` and ``{choices}`` filled in."""
-        text = translate(self.help)
+        text = self.filled(translate(self.help))
         if "{" in self.help:
             text = text.format(default=self.default, choices=", ".join(self.choice_values or ()))
         return text
+
+
+class _Keep(dict[str, str]):
+    """A ``format_map`` mapping that keeps the placeholders it does not know."""
+
+    def __missing__(self, key: str) -> str:
+        return "{" + key + "}"
 
 
 def _int(lo: int = 1, hi: int | None = None) -> Callable[[str, Any], int]:

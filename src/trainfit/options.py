@@ -16,7 +16,7 @@ from trainfit import inputs
 from trainfit.errors import InputError, did_you_mean
 from trainfit._option_types import Option, _choice, _float, _int
 from trainfit.i18n import N_, _, translate
-from trainfit.providers.registry import provider_names, resource_classes
+from trainfit.providers.registry import listed_provider_names, provider_names, resource_classes
 from trainfit.launch.targets import plan_targets
 from trainfit.workload import (ATTENTIONS, EXPERTS_IMPLS, LOSSES, MAX_DS_BUCKET_ELEMS, MAX_MOE_IMBALANCE, METHODS,
                                MOE_ROUTINGS, NATURAL_ROUTING_IMBALANCE, OFFLOADS, OPTIMIZERS, PRECISIONS, STRATEGIES,
@@ -224,7 +224,8 @@ PLAN_OPTIONS: tuple[Option, ...] = (
     Option(name="max_days", parse=_float(0, 3650, lo_open=True), default=14.0, group=N_("search"), metavar="DAYS",
            help=N_("reject plans that run longer than this (default 14 days)")),
     Option(name="provider", parse=_choice(provider_names), group=N_("search"),
-           choices=provider_names, help=N_("alibaba | tencent | generic (default: all)")),
+           choices=provider_names, help=N_("{providers} (default: all)"),
+           help_fill=lambda: {"providers": " | ".join(listed_provider_names())}),
     Option(name="resource_class", parse=_choice(resource_classes), group=N_("search"), choices=resource_classes,
            metavar="CLASS", help=" | ".join(resource_classes())),
     Option(name="region", parse=_ident("region"), group=N_("search"),

@@ -319,7 +319,7 @@ def option_specs() -> dict[str, list[dict[str, Any]]]:
     def spec(o: Any) -> dict[str, Any]:
         return {"name": o.name, "flag": o.cli_flag, "group": o.group, "default": json_ready(o.default),
                 "choices": None if o.choices is None else list(o.choice_values or ()),
-                "help": i18n.translate(o.help) if o.help else o.help}
+                "help": o.filled(i18n.translate(o.help)) if o.help else o.help}
 
     return {"workload": [spec(o) for o in WORKLOAD_OPTIONS], "plan": [spec(o) for o in PLAN_OPTIONS],
             "rl": [spec(o) for o in RL_OPTIONS]}
@@ -347,7 +347,7 @@ def error_fix(err: Exception) -> str | None:
 
         for o in WORKLOAD_OPTIONS + PLAN_OPTIONS:
             if o.name == field and o.help:
-                return f"{o.name}: {i18n.translate(o.help)}"
+                return f"{o.name}: {o.filled(i18n.translate(o.help))}"
         return _("correct {field} (the API docs at /docs list each field)").format(field=field)
     return None
 

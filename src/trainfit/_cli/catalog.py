@@ -6,9 +6,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import Any, NoReturn, cast
 from trainfit._cli.labels import SEVERITY, label, yes_no
+from trainfit.errors import CatalogError
 from trainfit.i18n import N_, _, translate
+from trainfit.providers.registry import (CloudRefreshed, PriceListRefreshed, RefreshRequest, RefreshSource,
+                                         SpecsRefreshed, refresh_source, refresh_sources)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -37,7 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     r = sub.add_parser("refresh", help=_("fetch live specs or prices (PAI-DLC, ECS, Tencent CVM, Alibaba's public "
                                        "price list) into the user cache"))
-    r.add_argument("--provider", required=True, choices=("pai", "ecs", "tencent", "alibaba"),
+    r.add_argument("--provider", required=True, choices=tuple(r.name for r in refresh_sources()),
                    help=_("pai: PAI-DLC ListEcsSpecs; ecs: Alibaba ECS DescribeInstanceTypes (--prices: DescribePrice "
                         "+ DescribeSpotPriceHistory); tencent: CVM DescribeInstanceTypeConfigs (--prices: "
                         "InquiryPriceRunInstances); alibaba --public-prices: Alibaba's public ECS price list "
@@ -237,7 +240,6 @@ def _validate(args: argparse.Namespace) -> int:
 
     from trainfit.catalog import bundled_rows, overlay_path
     from trainfit.catalog.overlay import validate_overlay
-    from trainfit.errors import CatalogError
     from trainfit.rules import load_rules
 
     problems: list[str] = []
@@ -278,11 +280,26 @@ def _validate(args: argparse.Namespace) -> int:
     return 1 if problems else 0
 
 
-def _refresh(args: argparse.Namespace) -> int:
-    from trainfit.errors import CatalogError
+def _request(args: argparse.Namespace) -> RefreshRequest:
+    return RefreshRequest(region=args.region or "", prices=args.prices, instance_types=args.instance_types,
+                          site=args.site, url=args.url, zone=args.zone, image_id=args.image_id, currency=args.currency,
+                          endpoint=args.endpoint, protocol=args.protocol, timeout_s=args.timeout,
+                          total_timeout_s=args.total_timeout)
 
-    if args.provider == "alibaba" or args.public_prices:
-        return _refresh_public(args)
+
+def _misuse(source: RefreshSource) -> NoReturn:
+    message, fix = source.misuse or ("", "")
+    raise CatalogError(translate(message), fix=translate(fix))
+
+
+def _refresh(args: argparse.Namespace) -> int:
+    """``catalog refresh --provider NAME``: the registry's refresh source of that name (``RefreshSource``)."""
+    source = refresh_source(args.provider)
+    if source is None:  # argparse's choices were read when the parser was built
+        raise CatalogError(_("refresh is not available for provider {provider!r}").format(provider=args.provider),
+                           fix=_("use --provider pai; for other clouds add rows to your overlay"))
+    if source.kind == "public" or args.public_prices:
+        return _refresh_public(args, source)
     if args.url:
         raise CatalogError(_("--url only applies to --public-prices"),
                            fix=_("use --endpoint for an API endpoint, or add --provider alibaba --public-prices"))
@@ -290,15 +307,11 @@ def _refresh(args: argparse.Namespace) -> int:
         raise CatalogError(_("--provider {provider} refresh needs --region").format(provider=args.provider),
                            fix=_("pass --region, e.g. cn-hangzhou (or --provider alibaba --public-prices for every "
                                  "region's list price)"))
-    if args.provider in ("ecs", "tencent"):
-        return _refresh_cloud(args)
+    if source.kind == "cloud":
+        return _refresh_cloud(args, source)
     if args.prices:
-        raise CatalogError(_("--prices is not available for --provider pai (ListEcsSpecs already reports the "
-                             "spot discount)"), fix=_("use --provider ecs --prices for ECS list and spot prices"))
-    from trainfit.providers.alibaba.refresh import refresh
-
-    res = refresh(args.provider, args.region, endpoint=args.endpoint, protocol=args.protocol,
-                  timeout_s=args.timeout)
+        return _misuse(source)
+    res = cast(SpecsRefreshed, source.load()(_request(args)))
     if args.json:
         print(json.dumps({"provider": res.provider, "region": res.region, "path": str(res.path),
                           "instances": res.instances, "new_gpus": list(res.new_gpus),
@@ -312,22 +325,17 @@ def _refresh(args: argparse.Namespace) -> int:
     return 0
 
 
-def _refresh_public(args: argparse.Namespace) -> int:
-    """``--provider alibaba --public-prices``: Alibaba's public ECS price list into the user cache."""
-    from trainfit.errors import CatalogError
-
-    if args.provider != "alibaba" or not args.public_prices:
-        raise CatalogError(_("--public-prices reads Alibaba's public ECS price list: use it with --provider alibaba"),
-                           fix="trainfit catalog refresh --provider alibaba --public-prices [--site cn|intl]")
+def _refresh_public(args: argparse.Namespace, source: RefreshSource) -> int:
+    """``--provider NAME --public-prices`` (``alibaba``: Alibaba's public ECS price list) into the user cache."""
+    if source.kind != "public" or not args.public_prices:
+        return _misuse(source if source.kind == "public" else
+                       next(r for r in refresh_sources() if r.kind == "public"))
     if args.region or args.prices or args.endpoint:
         raise CatalogError(_("--public-prices reads every region from one file: --region, --prices and --endpoint "
                              "do not apply"), fix=_("drop them (plan --region picks the region's price afterwards); "
                                                     "--url reads another copy of the list"))
-    from trainfit.providers.alibaba.public_prices import refresh_public_prices
-
-    res = refresh_public_prices(site=args.site, url=args.url, instance_types=args.instance_types,
-                                timeout_s=args.timeout, total_timeout_s=args.total_timeout)
-    out = {"provider": "alibaba", "site": res.site, "path": str(res.path), "url": res.url, "version": res.version,
+    res = cast(PriceListRefreshed, source.load()(_request(args)))
+    out = {"provider": source.name, "site": res.site, "path": str(res.path), "url": res.url, "version": res.version,
            "publication_date": res.publication_date, "currency": res.currency, "prices": res.prices,
            "regions": list(res.regions), "instance_types": res.instance_types, "missing": list(res.missing),
            "fetched_at": res.fetched_at, "found_via": res.how}
@@ -359,19 +367,9 @@ def _published(date: str | None) -> str:
     return _("published {date} ({days} days ago)").format(date=date, days=days)
 
 
-def _refresh_cloud(args: argparse.Namespace) -> int:
-    kw = dict(prices=args.prices, instance_types=args.instance_types, endpoint=args.endpoint,
-              protocol=args.protocol, timeout_s=args.timeout, total_timeout_s=args.total_timeout)
-    if args.provider == "ecs":
-        from trainfit.providers.alibaba.ecs_refresh import refresh_ecs
-
-        res = refresh_ecs(args.region, **kw)
-        api = "ECS DescribePrice/DescribeSpotPriceHistory" if args.prices else "ECS DescribeInstanceTypes"
-    else:
-        from trainfit.providers.tencent.refresh import refresh_tencent
-
-        res = refresh_tencent(args.region, zone=args.zone, image_id=args.image_id, currency=args.currency, **kw)
-        api = "CVM InquiryPriceRunInstances" if args.prices else "CVM DescribeInstanceTypeConfigs"
+def _refresh_cloud(args: argparse.Namespace, source: RefreshSource) -> int:
+    res = cast(CloudRefreshed, source.load()(_request(args)))
+    api = source.price_api if args.prices else source.api
     out = {"provider": args.provider, "region": res.region, "path": str(res.path), "instances": res.instances,
            "new_gpus": list(res.new_gpus), "prices": res.prices, "skipped": list(res.skipped),
            "fetched_at": res.fetched_at}

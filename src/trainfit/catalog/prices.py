@@ -17,7 +17,8 @@ of the pay-as-you-go price paid on spot (0.1 = pay 10%), as the Alibaba APIs rep
 Regions: a row whose ``region`` is set is that region's price. Without ``--region`` the cheapest region's
 price is used (and the plan says which region); a PAI-DLC public-resource instance (``pai-public``) without a
 price of its own is priced with the ECS list price of the same instance type (class ``ecs``), and the price's
-``source`` says so: DLC bills its own per-region price, shown in the PAI console (:data:`DLC_BILLING_URL`).
+``source`` says so: DLC bills its own per-region price, shown in the PAI console
+(:data:`trainfit.providers.registry.DLC_BILLING_URL`).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from trainfit.catalog._schema import CURRENCIES, Column, parse_row
-from trainfit.providers.registry import provider_names, resource_classes
+from trainfit.providers.registry import PriceStandIn, price_stand_in, provider_names, resource_classes
 from trainfit.errors import CatalogError
 from trainfit.i18n import _
 from trainfit.catalog._store import (_read_bundled, read_csv_rows, _stat_key, overlay_path, refresh_cache_files,
@@ -38,13 +39,8 @@ from trainfit.catalog.cache import CACHE_FORMAT, MAX_CACHE_BYTES
 from trainfit.inputs import loads_json, read_text_file
 
 BILLINGS = ("payg", "subscription", "spot")
-#: PAI-DLC billing: public resources are pay-as-you-go at a per-region price per instance type shown in the PAI
-#: console (not the ECS list price).
-DLC_BILLING_URL = "https://www.alibabacloud.com/help/en/pai/product-overview/billing-of-dlc"
 #: Hours in a month when a monthly (subscription) price is stated per hour: 8,760 h a year / 12.
 HOURS_PER_MONTH = 730.0
-#: Resource classes priced with the ECS list price of the same instance type when they have no price of their own.
-ECS_STAND_IN_CLASSES = ("pai-public",)
 
 PRICE_COLUMNS: tuple[Column, ...] = (
     Column(name="provider", kind="enum", required=True, choices=provider_names),
@@ -295,28 +291,24 @@ def regional_prices(instance: Any, *, billing: str = "payg") -> list[PriceRow]:
     ECS stand-in of :func:`price_for_instance`), cheapest first. Rows whose region is not stated are left out."""
     own = [r for r in prices_for(instance.provider, instance.resource_class, instance.instance_type, billing=billing)
            if r.price_per_hour is not None and r.region]
-    stand_in = not own and _ecs_stands_in(instance)
-    rows = own or ([r for r in prices_for(instance.provider, "ecs", instance.instance_type, billing=billing)
+    stand_in = None if own else price_stand_in(instance.provider, instance.resource_class)
+    rows = own or ([r for r in prices_for(instance.provider, stand_in.priced_as, instance.instance_type,
+                                          billing=billing)
                     if r.price_per_hour is not None and r.region] if stand_in else [])
     first: dict[str, PriceRow] = {}
     for r in rows:
         first.setdefault(r.region, r)
-    out = [_as_stand_in(r, instance) if stand_in else r for r in first.values()]
+    out = [_as_stand_in(r, instance, stand_in) if stand_in else r for r in first.values()]
     return sorted(out, key=lambda r: (r.currency or "", r.price_per_hour, r.region))
 
 
-def _ecs_stands_in(instance: Any) -> bool:
-    return instance.provider == "alibaba" and instance.resource_class in ECS_STAND_IN_CLASSES
-
-
-def _as_stand_in(row: PriceRow, instance: Any) -> PriceRow:
-    """An ECS list-price row used for a PAI-DLC public-resource instance, saying so in its source."""
+def _as_stand_in(row: PriceRow, instance: Any, stand_in: PriceStandIn) -> PriceRow:
+    """Another class's row (an ECS list price) used for an instance without a price of its own (a PAI-DLC
+    public-resource instance), saying so in its source (:attr:`ProviderSpec.price_stand_ins`)."""
     from dataclasses import replace
 
-    return replace(row, resource_class=instance.resource_class,
-                   source=f"{row.source}; ECS list price used for PAI-DLC public resources, which bill their own "
-                          f"per-region price shown in the PAI console ({DLC_BILLING_URL})",
-                   notes=f"ECS list price (class ecs) standing in for {instance.resource_class}; " + (row.notes or ""))
+    return replace(row, resource_class=instance.resource_class, source=f"{row.source}; {stand_in.source_note}",
+                   notes=f"{stand_in.note}; " + (row.notes or ""))
 
 
 def latest_spot_discount(provider: str, resource_class: str | None, instance_type: str,
@@ -341,10 +333,12 @@ def price_for_instance(instance: Any, region: str | None = None, *, billing: str
                        billing=billing)
     if row is not None:
         return row
-    if _ecs_stands_in(instance) and billing != "spot":
-        ecs = latest_price(instance.provider, "ecs", instance.instance_type, region=region, billing=billing)
-        if ecs is not None:
-            return _as_stand_in(ecs, instance)
+    stand_in = price_stand_in(instance.provider, instance.resource_class)
+    if stand_in is not None and billing != "spot":
+        other = latest_price(instance.provider, stand_in.priced_as, instance.instance_type, region=region,
+                             billing=billing)
+        if other is not None:
+            return _as_stand_in(other, instance, stand_in)
     if billing == "spot":
         spot = latest_spot_discount(instance.provider, instance.resource_class, instance.instance_type, region=region)
         disc = spot.spot_discount if spot is not None else getattr(instance, "spot_discount", None)

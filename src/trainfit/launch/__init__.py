@@ -17,6 +17,7 @@ from trainfit.errors import RenderError
 from trainfit.i18n import _
 from trainfit.jsontypes import JSONDict
 from trainfit.plan.types import Plan
+from trainfit.providers.registry import default_region
 from trainfit.launch._context import (CKPT_MOUNT, DEFAULT_DATASET, PAI_IMAGE, PLACEHOLDER, RenderContext,
                                       RenderOptions, is_lingjun_type, model_repo_id, slug)
 
@@ -165,7 +166,8 @@ def build_context(plan: Plan, options: RenderOptions | None = None) -> RenderCon
     inst = plan.instance
     regions = tuple(getattr(inst, "regions", ()) or ()) if inst is not None else ()
     lingjun = plan.resource_class == "pai-lingjun" or (inst is None and is_lingjun_type(plan.instance_type))
-    region = o.region or plan.region or (regions[0] if regions else ("cn-wulanchabu" if lingjun else "cn-hangzhou"))
+    region = o.region or plan.region or (regions[0] if regions else
+                                         default_region("pai-lingjun" if lingjun else plan.resource_class))
     _check_region(region, _("the instance record's first region") if not (o.region or plan.region) else "region")
     if regions and region not in regions:
         raise RenderError(_("{it} is documented only in {regions}, not {region}").format(

@@ -12,12 +12,13 @@ from typing import TYPE_CHECKING, Sequence
 
 from trainfit.plan.cost import (CHECKPOINT_BYTES_PER_TRAINABLE_PARAM, CHECKPOINT_WRITE_GBYTES_PER_S_DEFAULT, Price,
                                 SpotPolicy, estimate_cost, spot_elapsed_hours, checkpoint_interval_hours as young_daly)
-from trainfit.i18n import _
+from trainfit.i18n import _, translate
 from trainfit.plan.parts import Cost
 from trainfit.catalog.instances import Instance
 from trainfit.catalog.prices import PriceRow, price_for_instance, HOURS_PER_MONTH, regional_prices
 from trainfit.jsontypes import JSONDict
 from trainfit.estimate.uncertainty import Interval, format_range
+from trainfit.providers.registry import provider_spec
 
 
 if TYPE_CHECKING:
@@ -192,10 +193,10 @@ def region_notes(region: str | None, instances: Sequence[Instance | None]) -> li
         out.append(_("--region {region} changes nothing for the price of {its}: the same list price in every "
                      "region that lists it").format(region=region, its=_few(same)))
     if no_regional:
-        msg = (_("--region {region} changes nothing for the price of {its}: no source gives a regional price "
-                 "(`trainfit catalog refresh --provider alibaba --public-prices` reads Alibaba's per-region list "
-                 "prices)") if any(seen[it].provider == "alibaba" for it in no_regional) else
-               _("--region {region} changes nothing for the price of {its}: no source gives a regional price"))
+        howto = next((h for h in (getattr(provider_spec(seen[it].provider), "regional_price_howto", None)
+                                  for it in no_regional) if h), None)
+        msg = translate(howto) if howto else _("--region {region} changes nothing for the price of {its}: no source "
+                                               "gives a regional price")
         out.append(msg.format(region=region, its=_few(no_regional)))
     if absent:
         out.append(_("no {region} list price for {its}: those plans are unpriced there (see --compare-regions)").format(

@@ -26,7 +26,7 @@ from typing import Any
 from trainfit.errors import CatalogError, did_you_mean
 from trainfit.i18n import _
 
-from trainfit.providers.registry import provider_specs, registry_version
+from trainfit.providers.registry import platform_of, provider_specs, registry_version
 from trainfit.rules.types import (SEVERITIES, VERDICTS, _SEV_ORDER, JobContext, Rule,  # noqa: F401
                                   Violation)
 from trainfit.rules.kinds import _CHECKS  # noqa: E402
@@ -235,7 +235,7 @@ def evaluate_instance(instance: Any, *, nodes: int = 1, gpus: int | None = None,
         instance = get_instance(instance, resource_class=kw.get("resource_class"))
     if platform is None:
         rc = kw.get("resource_class") or getattr(instance, "resource_class", "") or ""
-        platform = "pai-dlc" if rc.startswith("pai-") else (rc or "generic")
+        platform = platform_of(rc)
     ctx = JobContext(platform=platform, instance=instance, nodes=nodes, gpus_per_node=gpus, spot=spot,
                      region=region, **kw)
     return evaluate(ctx)

@@ -22,7 +22,7 @@ _LISTS = {"lora_targets", "ignore_rule"}
 def _option_fields(options: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for o in options:
-        desc = o.help + (f" (CLI: {o.cli_flag})" if o.help else "")
+        desc = o.filled(o.help) + (f" (CLI: {o.cli_flag})" if o.help else "")
         extra = {"enum": list(o.choice_values or ())} if o.choices else None
         typ = ScalarOrList if o.name in _LISTS else Scalar
         out[o.name] = (Optional[typ], Field(default=None, description=desc, json_schema_extra=extra))

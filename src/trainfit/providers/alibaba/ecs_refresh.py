@@ -42,6 +42,7 @@ from trainfit.providers._refresh_common import (Deadline, RefreshCounts, check_s
 from trainfit.providers.alibaba.client import (ECS_READ_CRED_FIX, PAI_PIP, Sdk, default_credential,  # noqa: F401
                                                import_sdk, make_config, runtime_options)
 from trainfit.catalog.cache import cache_file
+from trainfit.providers.registry import RefreshRequest
 
 SDK_DIST = "alibabacloud_ecs20140526"
 CRED_FIX = ECS_READ_CRED_FIX
@@ -318,3 +319,9 @@ def refresh_ecs(region: str, *, prices: bool = False, instance_types: list[str] 
                                                                                             n=len(wanted)),
         empty_fix=_("check the region id; the cache was left as it was"))
     return EcsRefreshResult(region=region, path=path, prices=n, skipped=tuple(skipped), fetched_at=fetched)
+
+
+def refresh_request(req: RefreshRequest) -> EcsRefreshResult:
+    """``catalog refresh --provider ecs``: :func:`refresh_ecs` with the command's options."""
+    return refresh_ecs(req.region, prices=req.prices, instance_types=req.instance_types, endpoint=req.endpoint,
+                       protocol=req.protocol, timeout_s=req.timeout_s, total_timeout_s=req.total_timeout_s)

@@ -35,13 +35,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trainfit.catalog.prices import DLC_BILLING_URL, HOURS_PER_MONTH  # noqa: F401 - re-exported for docs and tests
+from trainfit.catalog.prices import HOURS_PER_MONTH
 from trainfit.errors import CatalogError, NetworkError
 from trainfit.i18n import _
 from trainfit.catalog.cache import cache_file
 from trainfit.providers._refresh_common import Deadline, today, write_price_cache
 from trainfit.catalog import CURRENCIES, list_instances
 from trainfit.inputs import PATTERNS, loads_json
+from trainfit.providers.registry import DLC_BILLING_URL, RefreshRequest  # noqa: F401 - re-exported for docs and tests
 
 #: Newest version of each site's file cited in public code (SpareCores sc-crawler cites intl 2.0.375; the
 #: China-site 2.0.211 directory is cited by public code for ``bandWidthPrice.json`` next to it). The file's own
@@ -357,3 +358,10 @@ def refresh_public_prices(*, site: str = "cn", url: str | None = None, instance_
                              publication_date=meta["publication_date"], currency=meta["currency"], prices=n,
                              regions=regions, instance_types=len({r["instance_type"] for r in rows}),
                              missing=missing, fetched_at=fetched)
+
+
+def refresh_request(req: RefreshRequest) -> PublicPriceResult:
+    """``catalog refresh --provider alibaba --public-prices``: :func:`refresh_public_prices` with the command's
+    options."""
+    return refresh_public_prices(site=req.site, url=req.url, instance_types=req.instance_types,
+                                 timeout_s=req.timeout_s, total_timeout_s=req.total_timeout_s)

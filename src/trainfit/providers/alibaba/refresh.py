@@ -33,6 +33,7 @@ from trainfit.providers.alibaba.client import (PAI_PIP, PAI_READ_CRED_FIX, Sdk, 
 from trainfit.catalog.gpus import normalize_gpu_name
 from trainfit import inputs
 from trainfit.providers._net import call_with_deadline
+from trainfit.providers.registry import RefreshRequest
 
 _RESOURCE_CLASS = {"ECS": "pai-public", "Lingjun": "pai-lingjun"}
 _PAGE_SIZE = 100
@@ -288,3 +289,8 @@ def refresh(provider: str, region: str, *, endpoint: str | None = None, protocol
     reset_cache()
     return RefreshResult(provider="pai", region=region, path=path, instances=len(insts),
                          new_gpus=tuple(g["name"] for g in gpus if "verified" in g), fetched_at=fetched)
+
+
+def refresh_request(req: RefreshRequest) -> RefreshResult:
+    """``catalog refresh --provider pai``: :func:`refresh` with the command's options."""
+    return refresh("pai", req.region, endpoint=req.endpoint, protocol=req.protocol, timeout_s=req.timeout_s)

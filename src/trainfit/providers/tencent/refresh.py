@@ -33,6 +33,7 @@ from trainfit.providers._refresh_common import (Deadline, RefreshCounts, check_s
                                                 sdk_version, short,
                                                 today, wanted_types, write_cache, write_price_cache)
 from trainfit.catalog.cache import cache_file
+from trainfit.providers.registry import RefreshRequest
 
 TENCENT_PIP = "pip install 'trainfit[tencent]'"
 SDK_DIST = "tencentcloud-sdk-python-cvm"
@@ -339,3 +340,10 @@ def refresh_tencent(region: str, *, prices: bool = False, instance_types: list[s
                                                                                             n=len(wanted)),
         empty_fix=_("check the region, --zone and --image-id; the cache was left as it was"))
     return TencentRefreshResult(region=region, path=path, prices=n, skipped=tuple(skipped), fetched_at=fetched)
+
+
+def refresh_request(req: RefreshRequest) -> TencentRefreshResult:
+    """``catalog refresh --provider tencent``: :func:`refresh_tencent` with the command's options."""
+    return refresh_tencent(req.region, prices=req.prices, instance_types=req.instance_types, zone=req.zone,
+                           image_id=req.image_id, currency=req.currency, endpoint=req.endpoint, protocol=req.protocol,
+                           timeout_s=req.timeout_s, total_timeout_s=req.total_timeout_s)
