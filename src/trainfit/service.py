@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from trainfit.errors import InputError, PlanFileError, UnknownGPUError, WorkloadError
 from trainfit.estimate.fit import OOM_RISK_LIMIT, SAFETY_MARGIN_DEFAULT, FitAnswer, decide_fit, fit_answer
@@ -37,8 +37,15 @@ from trainfit.workload import Workload
 from trainfit.catalog.gpus import GPU
 from trainfit.catalog.instances import Instance
 from trainfit.plan.parts import Cost, Speed
-from trainfit.plan.types import Plan, build_plan
+from trainfit.plan.types import Plan, PlanResult, build_plan
+from trainfit.jsontypes import JSON, JSONDict
+from trainfit.dataset.budget import DataBudget
 from trainfit.providers.registry import rents_whole_nodes
+
+if TYPE_CHECKING:
+    from trainfit.check import CheckResult
+    from trainfit.launch import RenderOptions, RenderResult
+    from trainfit.plan.search import PlanRequest
 
 #: Largest plan file read (a plan of every catalog row is far below).
 MAX_PLAN_BYTES = 8 * 2**20
@@ -46,7 +53,7 @@ MAX_PLAN_BYTES = 8 * 2**20
 
 # ---------------------------------------------------------------------------------------------- model
 
-def resolve_model(name: str | None = None, *, config: str | Path | Mapping[str, Any] | None = None) -> ModelShape:
+def resolve_model(name: str | None = None, *, config: str | Path | Mapping[str, JSON] | None = None) -> ModelShape:
     """A registry model by name, or any supported config (a path to config.json / a model folder, or the parsed
     dict, e.g. pasted into the web page)."""
     from trainfit.models import from_hf_config, get_model, load_config_path
@@ -81,11 +88,11 @@ class MemoryReport:
     warnings: tuple[str, ...] = ()
     """What the named GPU cannot run whatever the memory (``--attention flash3`` off Hopper): the kernel gate that
     ``plan`` reports as a warning and ``trainfit check`` as a ``kernel-support`` error."""
-    data: Any = None
+    data: DataBudget | None = None
     """``memory --dataset``: the :class:`~trainfit.dataset.budget.DataBudget` whose longest row the memory is sized
     at (``workload.seq_len``)."""
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONDict:
         out = self.estimate.to_dict()
         if self.data is not None:
             out["data"] = {**self.data.to_dict(), "sized_at": self.data.memory_note()}
@@ -118,7 +125,7 @@ def gpu_usable_gib(gpu: str) -> tuple[str, float]:
 
 def memory_report(model: ModelShape, workload: Workload, *, gpu: str | None = None, gpu_mem_gib: float | None = None,
                   host_ram_gib: float | None = None, instance_type: str | None = None,
-                  margin: float = SAFETY_MARGIN_DEFAULT, data: Any = None) -> MemoryReport:
+                  margin: float = SAFETY_MARGIN_DEFAULT, data: DataBudget | None = None) -> MemoryReport:
     """Memory by term and, with a GPU (name, ``gpu_mem_gib`` or an instance type), the one fit verdict. With
     ``data`` (``memory --dataset``: a :class:`~trainfit.dataset.budget.DataBudget`) the sequence is the data's
     longest row (:attr:`~trainfit.dataset.budget.DataBudget.longest_gib_len`): the cut-off with packing, the longest
@@ -228,7 +235,7 @@ def memory_from_options(values: Mapping[str, Any]) -> MemoryReport | RLMemoryRep
 
 # ----------------------------------------------------------------------------------------------- plan
 
-def make_plan(request: Any) -> Any:
+def make_plan(request: PlanRequest) -> PlanResult:
     """Search, evaluate and rank (:func:`trainfit.plan.search.plan`)."""
     from trainfit.plan.search import plan
 
@@ -248,7 +255,7 @@ def plan_for(model: ModelShape, workload: Workload, *, gpu: str | None = None, i
              gpu_mem_gib: float | None = None, tokens: float | None = None, spot: bool = False,
              region: str | None = None, framework: str | None = None, target: str | None = None,
              margin: float = SAFETY_MARGIN_DEFAULT, source: str = "trainfit render (no plan file)",
-             rl: Any = None, steps: int | None = None) -> Any:
+             rl: RLConfig | None = None, steps: int | None = None) -> Plan:
     """One typed Plan for ``workload`` on a GPU or an instance type: memory and the fit verdict always; speed when
     the GPU's compute is known; time and cost when ``tokens`` is given. With ``rl`` (an
     :class:`~trainfit.rl.RLConfig`) the RL plan: per-phase memory, the verdict over all phases, the RL step
@@ -296,9 +303,11 @@ def plan_for(model: ModelShape, workload: Workload, *, gpu: str | None = None, i
         wl = workload.with_(seq_len=rl.seq_len) if workload.seq_len != rl.seq_len else workload
         rest = estimate_rl_memory(model, wl, rl, usable, strict=False, host_ram_gib=getattr(inst, "ram_gib", None),
                                   margin=margin)
-        return rl_plan(model, wl, rl, rest, gpu=g, usable=usable, gpus_per_node=gpn, inst=inst, steps=steps,
-                       spot=spot, region=region, margin=margin, source=source, strict_speed=False,
-                       rule_warnings=(tp_warning,) if tp_warning else ())
+        planned = rl_plan(model, wl, rl, rest, gpu=g, usable=usable, gpus_per_node=gpn, inst=inst, steps=steps,
+                          spot=spot, region=region, margin=margin, source=source, strict_speed=False,
+                          rule_warnings=(tp_warning,) if tp_warning else ())
+        assert planned is not None  # without strict_speed an RL plan is never dropped
+        return planned
     if target is not None:
         from trainfit.launch.targets import check_target, speed_framework
 
@@ -345,7 +354,7 @@ def _plan_speed(model: ModelShape, workload: Workload, g: GPU, inst: Instance | 
     return speed, Cost(hours=tt.hours, gpu_hours=tt.gpu_hours)
 
 
-def load_plan(path: str | Path, pick: int = 1) -> Any:
+def load_plan(path: str | Path, pick: int = 1) -> Plan:
     """Plan ``pick`` (1 = first) of a ``trainfit plan --json`` file."""
     from trainfit.inputs import loads_json, read_text_file
     from trainfit.plan.types import plans_from_document
@@ -363,7 +372,8 @@ def load_plan(path: str | Path, pick: int = 1) -> Any:
 
 # --------------------------------------------------------------------------------------------- render
 
-def render_plan(plan: Any, options: Any = None, targets: str | list[str] | tuple[str, ...] | None = None) -> Any:
+def render_plan(plan: Plan, options: RenderOptions | None = None,
+                targets: str | list[str] | tuple[str, ...] | None = None) -> RenderResult:
     """Job files for ``plan`` (a :class:`~trainfit.launch.RenderResult`); nothing is recomputed. ``targets`` None:
     the plan's target (``plan --target``), else all that apply. A target whose engine differs from the one the
     plan's speed assumed is rendered with a warning in ``RenderResult.warnings``."""
@@ -380,7 +390,7 @@ def single_target(targets: str | None) -> str | None:
     return t if t in plan_targets() else None
 
 
-def write_rendered(result: Any, out_dir: str | Path, *, force: bool = False) -> list[Path]:
+def write_rendered(result: RenderResult, out_dir: str | Path, *, force: bool = False) -> list[Path]:
     from trainfit.launch import write
 
     if not str(out_dir).strip():
@@ -392,7 +402,7 @@ def write_rendered(result: Any, out_dir: str | Path, *, force: bool = False) -> 
 
 def check_file(path: str | Path, *, region: str | None = None, gpu: str | None = None,
                instance_type: str | None = None, nodes: int | None = None, gpus_per_node: int | None = None,
-               dataset: str | None = None, tokenizer: str | None = None) -> Any:
+               dataset: str | None = None, tokenizer: str | None = None) -> CheckResult:
     """Every finding of a job file (:class:`~trainfit.check.CheckResult`); with ``dataset`` (a stats file, or a
     dataset counted with ``tokenizer``) also the job's cut-off, packing and steps against the data."""
     from trainfit import inputs

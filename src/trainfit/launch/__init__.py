@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from trainfit.errors import RenderError
 from trainfit.i18n import _
@@ -23,7 +22,7 @@ from trainfit.launch._context import (CKPT_MOUNT, DEFAULT_DATASET, PAI_IMAGE, PL
 
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> tuple[str, ...]:
     """``TARGETS`` / ``RL_TARGETS``: the registered render targets (all, in render order / the RL ones), read from
     the registry (:mod:`trainfit.launch.targets`) each time, so a target registered later is among them."""
     from trainfit.launch.targets import render_targets, target_specs

@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping
+from types import ModuleType
+from typing import Mapping
 
 from trainfit.i18n import _
 from trainfit.jsontypes import JSONDict
@@ -34,7 +35,9 @@ from trainfit.models.shapes import ModelShape
 from trainfit.rl.config import RLConfig
 from trainfit.rl.memory import ENGINE_WEIGHT_BYTES, GIB, RLMemoryEstimate, engine_weight_bytes
 from trainfit.workload import Workload
-from trainfit.catalog.instances import list_instances
+from trainfit.catalog.gpus import GPU
+from trainfit.catalog.instances import Instance, list_instances
+from trainfit.estimate.hardware import Hardware
 from trainfit.errors import CatalogError
 from trainfit.plan.hardware import hardware_for
 
@@ -44,7 +47,7 @@ MEM_BW_EFFICIENCY = 0.7
 DECODE_FLOP_EFFICIENCY = 0.5
 
 
-def _speed_api() -> Any:
+def _speed_api() -> ModuleType:
     """The SFT speed model (``estimate/speed.py`` on main after the restructure; ``estimate/compute.py``
     before). The only place this package imports it."""
     try:
@@ -148,7 +151,7 @@ def _active_engine_bytes(model: ModelShape, tp: int, batch: int) -> float:
     return total - expert + expert * frac
 
 
-def estimate_rl_speed(model: ModelShape, workload: Workload, rl: RLConfig, hardware: Any,
+def estimate_rl_speed(model: ModelShape, workload: Workload, rl: RLConfig, hardware: Hardware,
                       mem: RLMemoryEstimate, *, efficiency: float | None = None) -> RLSpeedEstimate:
     """Step time of ``rl`` (see module docstring). ``hardware`` is a speed-model ``Hardware`` record."""
     api = _speed_api()
@@ -229,7 +232,7 @@ def estimate_rl_speed(model: ModelShape, workload: Workload, rl: RLConfig, hardw
                            warnings=tuple(sp.warnings))
 
 
-def template_node(gpu: Any, gpus_per_node: int) -> Any:
+def template_node(gpu: GPU, gpus_per_node: int) -> Instance | None:
     """The catalog's generic node template (``provider`` generic, e.g. ``generic-8xH100``) of ``gpu`` with
     ``gpus_per_node`` GPUs: the node ``plan --gpu NAME`` lays the same job on. None when the catalog has no such
     template or several."""
@@ -240,8 +243,8 @@ def template_node(gpu: Any, gpus_per_node: int) -> Any:
     return rows[0] if len(rows) == 1 else None
 
 
-def rl_step_speed(model: ModelShape, workload: Workload, rl: RLConfig, mem: RLMemoryEstimate, *, gpu: Any,
-                  instance: Any = None) -> RLSpeedEstimate:
+def rl_step_speed(model: ModelShape, workload: Workload, rl: RLConfig, mem: RLMemoryEstimate, *, gpu: GPU,
+                  instance: Instance | None = None) -> RLSpeedEstimate:
     """THE RL step time of ``workload`` on catalog ``gpu`` in the node ``instance``.
 
     ``memory --rl``, ``plan --rl`` and ``render --rl`` all call this one function, so the same settings on the
