@@ -27,9 +27,6 @@ PRIVATE_ALLOWED: frozenset[tuple[str, str, str]] = frozenset({
     ('trainfit.diagnose_tokens', 'trainfit.diagnose', '_median'),
     ('trainfit.diagnose_tokens', 'trainfit.diagnose', '_vals'),
     ('trainfit.metrics_file', 'trainfit.inputs', '_json_depth_ok'),
-    ('trainfit.options', 'trainfit._option_types', '_choice'),
-    ('trainfit.options', 'trainfit._option_types', '_float'),
-    ('trainfit.options', 'trainfit._option_types', '_int'),
     ('trainfit.providers.alibaba.refresh', 'trainfit.catalog.cache', '_gpu_update_columns'),
     ('trainfit.service', 'trainfit.service_web', '_config_value'),
     ('trainfit.service', 'trainfit.service_web', '_opt_str'),
@@ -116,5 +113,5 @@ def test_the_checks_see_what_they_claim(tmp_path):
     fn = tree.body[0]
     node = fn.body[0]
     assert _target(node, "trainfit.plan.search", False) == "trainfit.catalog._store"
-    assert private_imports() >= {("trainfit.options", "trainfit._option_types", "_choice")}
+    assert private_imports() >= {("trainfit._cli.diagnose", "trainfit.diagnose", "_plan_prediction")}
     assert local_imports()["trainfit.service"] > 0

@@ -25,6 +25,8 @@ def test_either_module_can_be_imported_first():
 
 def test_web_adapters_call_the_core_functions_of_trainfit_service(monkeypatch):
     seen = []
-    monkeypatch.setattr(service, "memory_from_options", lambda vals: seen.append(vals) or "report")
+    import trainfit.service_commands as service_commands
+
+    monkeypatch.setattr(service_commands, "memory_from_options", lambda vals: seen.append(vals) or "report")
     assert importlib.import_module("trainfit.service").memory_from_request({"model": "Qwen3-8B"}) == "report"
     assert seen and seen[0]["model"] == "Qwen3-8B" and seen[0]["config"] is None

@@ -13,7 +13,9 @@ from contextlib import contextmanager
 from typing import Iterator, Sequence
 
 from trainfit import i18n
+from trainfit._cli.arguments import add_options
 from trainfit._cli.common import json_text
+from trainfit.command_options import COMMAND_OPTIONS
 from trainfit.errors import InputError, TrainfitError
 from trainfit.i18n import _
 
@@ -97,10 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="trainfit",
         description=_("Will a Qwen3 training job fit, how fast is it, what does it cost, and how to launch it."),
     )
-    p.add_argument("--version", action="store_true", help=_("print the version and exit"))
-    p.add_argument("--lang", metavar="LANG", help=_("language of messages and tables: en or zh (default: TRAINFIT_LANG, "
-                                                    "LANGUAGE, LC_ALL, LC_MESSAGES, LANG; else en); "
-                                                    "taken before or after the command"))
+    add_options(p, COMMAND_OPTIONS[""])
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         try:

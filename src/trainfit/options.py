@@ -7,20 +7,24 @@ An option's ``name`` is the field name (``seq_len``); the CLI flag is ``--seq-le
 
 from __future__ import annotations
 
-import argparse
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Callable, Mapping
 
 from trainfit import inputs
 from trainfit.errors import InputError, did_you_mean
-from trainfit._option_types import Option, _choice, _float, _int
+from trainfit._option_types import Option, OptionValue, parse_choice, parse_float, parse_ident, parse_int, cli_only
 from trainfit.i18n import N_, _, translate
 from trainfit.providers.registry import listed_provider_names, provider_names, resource_classes
 from trainfit.launch.targets import plan_targets
 from trainfit.workload import (ATTENTIONS, EXPERTS_IMPLS, LOSSES, MAX_DS_BUCKET_ELEMS, MAX_MOE_IMBALANCE, METHODS,
                                MOE_ROUTINGS, NATURAL_ROUTING_IMBALANCE, OFFLOADS, OPTIMIZERS, PRECISIONS, STRATEGIES,
                                Workload)
+
+if TYPE_CHECKING:
+    from trainfit.models import ModelShape
+    from trainfit.plan.search import PlanRequest
+    from trainfit.rl.config import RLConfig
 
 #: Documented ranges of the input gate (docs/security.md).
 MAX_GPUS = 65_536
@@ -30,7 +34,7 @@ MAX_LORA_RANK = 65_536
 MAX_TOKENS = 1e15
 
 
-def _targets(field: str, raw: Any) -> tuple[str, ...]:
+def _targets(field: str, raw: object) -> tuple[str, ...]:
     items = raw.split(",") if isinstance(raw, str) else raw
     if not isinstance(items, (list, tuple)):
         raise inputs._bad(field, raw, _("must be a comma-separated list of module names"))
@@ -40,7 +44,7 @@ def _targets(field: str, raw: Any) -> tuple[str, ...]:
     return out
 
 
-def _moe_routing(field: str, raw: Any) -> str:
+def _moe_routing(field: str, raw: object) -> str:
     """``natural`` | ``balanced`` | a max/mean load factor from 1 to :data:`MAX_MOE_IMBALANCE` (kept as text)."""
     if isinstance(raw, str) and raw.strip().lower() in MOE_ROUTINGS:
         return raw.strip().lower()
@@ -54,118 +58,77 @@ def _moe_routing(field: str, raw: Any) -> str:
 _D = Workload()
 #: Workload fields as options (memory, trace, plan, render, web).
 WORKLOAD_OPTIONS: tuple[Option, ...] = (
-    Option(name="method", parse=_choice(METHODS), default=_D.method, choices=METHODS,
+    Option(name="method", parse=parse_choice(METHODS), default=_D.method, choices=METHODS,
            help=N_("full | lora | qlora | freeze (default: full)")),
-    Option(name="lora_rank", parse=_int(1, MAX_LORA_RANK), default=_D.lora_rank, help=N_("LoRA rank (default {default})")),
-    Option(name="lora_alpha", parse=_int(1, MAX_LORA_RANK * 16), default=_D.lora_alpha,
+    Option(name="lora_rank", parse=parse_int(1, MAX_LORA_RANK), default=_D.lora_rank, help=N_("LoRA rank (default {default})")),
+    Option(name="lora_alpha", parse=parse_int(1, MAX_LORA_RANK * 16), default=_D.lora_alpha,
            help=N_("LoRA alpha (default {default})")),
     Option(name="lora_targets", parse=_targets, default=_D.lora_targets,
            help=N_("comma-separated module names or all-linear (default)")),
-    Option(name="freeze_trainable_layers", flag="--freeze-layers", parse=_int(1, 10_000),
+    Option(name="freeze_trainable_layers", flag="--freeze-layers", parse=parse_int(1, 10_000),
            default=_D.freeze_trainable_layers, help=N_("for --method freeze: how many last layers train (default 2)")),
     Option(name="seq_len", parse=lambda f, v: inputs.as_seq_len(f, v), default=_D.seq_len,
            help=N_("tokens per sample: 4096 or 4k (default {default})")),
-    Option(name="packing", parse=inputs.as_bool, default=_D.packing,
+    Option(name="packing", parse=inputs.as_bool, off_flag="--no-packing", default=_D.packing,
            help=N_("pack samples into rows of --seq-len tokens (ms-swift --packing, LLaMA-Factory packing; default on; "
                 "--no-packing pads each sample instead: the step budget then assumes samples of --seq-len tokens)")),
-    Option(name="micro_batch", parse=_int(1, MAX_MICRO_BATCH), default=_D.micro_batch,
+    Option(name="micro_batch", parse=parse_int(1, MAX_MICRO_BATCH), default=_D.micro_batch,
            help=N_("samples per GPU per step (default 1)")),
-    Option(name="grad_accum", parse=_int(1, 1_000_000), default=None,
+    Option(name="grad_accum", parse=parse_int(1, 1_000_000), default=None,
            help=N_("gradient accumulation steps (default: plan and render reach the planned tokens per optimizer step, "
                 "docs/launch.md; memory and trace: 1)")),
-    Option(name="grad_ckpt", parse=inputs.as_bool, default=_D.grad_ckpt,
+    Option(name="grad_ckpt", parse=inputs.as_bool, off_flag="--no-grad-ckpt", default=_D.grad_ckpt,
            help=N_("gradient checkpointing (default on; --no-grad-ckpt turns it off)")),
-    Option(name="attention", parse=_choice(ATTENTIONS), default=_D.attention, choices=ATTENTIONS,
+    Option(name="attention", parse=parse_choice(ATTENTIONS), default=_D.attention, choices=ATTENTIONS,
            help=N_("sdpa (engine default) | flash (FlashAttention-2) | flash3 (FlashAttention-3, Hopper) | eager (default sdpa)")),
-    Option(name="experts_impl", parse=_choice(EXPERTS_IMPLS), default=_D.experts_impl, choices=EXPERTS_IMPLS,
+    Option(name="experts_impl", parse=parse_choice(EXPERTS_IMPLS), default=_D.experts_impl, choices=EXPERTS_IMPLS,
            help=N_("Hugging Face MoE experts: modulelist (transformers < 5, default) | eager (transformers >= 5, "
                 "stacked weights in a loop) | grouped_mm (transformers >= 5's default; ms-swift --experts_impl)")),
     Option(name="moe_routing", parse=_moe_routing, default=_D.moe_routing, metavar="natural|balanced|F",
            help=N_("MoE with --ep > 1: natural (learned router, the busiest EP rank gets about 1.7x the mean tokens; "
                    "default) | balanced (Megatron --moe-router-force-load-balancing) | F, the max/mean load")),
-    Option(name="loss", parse=_choice(LOSSES), default=_D.loss, choices=LOSSES,
+    Option(name="loss", parse=parse_choice(LOSSES), default=_D.loss, choices=LOSSES,
            help=N_("standard (fp32 logits) | fused (Liger-style) | half (16-bit logits, no fp32 copy: "
                 "e.g. Qwen v1 remote code without autocast) | shift-copy (transformers < 4.49: one more fp32 "
                 "copy of the logits)")),
-    Option(name="precision", parse=_choice(PRECISIONS), default=_D.precision, choices=PRECISIONS,
+    Option(name="precision", parse=parse_choice(PRECISIONS), default=_D.precision, choices=PRECISIONS,
            help=N_("bf16 (pure) | amp-bf16 | fp16 | fp8 (default bf16)")),
-    Option(name="optimizer", parse=_choice(OPTIMIZERS), default=_D.optimizer, choices=OPTIMIZERS,
+    Option(name="optimizer", parse=parse_choice(OPTIMIZERS), default=_D.optimizer, choices=OPTIMIZERS,
            help=N_("default adamw-fused")),
-    Option(name="gpus", parse=_int(1, MAX_GPUS), default=_D.gpus, group=N_("distribution"),
+    Option(name="gpus", parse=parse_int(1, MAX_GPUS), default=_D.gpus, group=N_("distribution"),
            help=N_("GPUs in the job, all nodes (default 1)")),
-    Option(name="gpus_per_node", parse=_int(1, 64), default=None, group=N_("distribution"),
+    Option(name="gpus_per_node", parse=parse_int(1, 64), default=None, group=N_("distribution"),
            help=N_("GPUs per node (default: min(gpus, 8))")),
-    Option(name="strategy", parse=_choice(STRATEGIES), default=_D.strategy, choices=STRATEGIES, group=N_("distribution"),
+    Option(name="strategy", parse=parse_choice(STRATEGIES), default=_D.strategy, choices=STRATEGIES, group=N_("distribution"),
            help=N_("ddp | zero1 | zero2 | zero3 | fsdp (default ddp)")),
-    Option(name="offload", parse=_choice(OFFLOADS), default=_D.offload, choices=OFFLOADS, group=N_("distribution"),
+    Option(name="offload", parse=parse_choice(OFFLOADS), default=_D.offload, choices=OFFLOADS, group=N_("distribution"),
            help=N_("none | optimizer | all")),
-    Option(name="tp", parse=_int(1, MAX_PARALLEL), default=1, group=N_("distribution"), help=N_("tensor parallel size (default 1)")),
-    Option(name="pp", parse=_int(1, MAX_PARALLEL), default=1, group=N_("distribution"), help=N_("pipeline parallel size (default 1)")),
-    Option(name="ep", parse=_int(1, MAX_PARALLEL), default=1, group=N_("distribution"), help=N_("expert parallel size (default 1)")),
-    Option(name="cp", parse=_int(1, MAX_PARALLEL), default=1, group=N_("distribution"), help=N_("context parallel size (default 1)")),
-    Option(name="ulysses", parse=_int(1, MAX_PARALLEL), default=1, group=N_("distribution"),
+    Option(name="tp", parse=parse_int(1, MAX_PARALLEL), default=1, group=N_("distribution"), help=N_("tensor parallel size (default 1)")),
+    Option(name="pp", parse=parse_int(1, MAX_PARALLEL), default=1, group=N_("distribution"), help=N_("pipeline parallel size (default 1)")),
+    Option(name="ep", parse=parse_int(1, MAX_PARALLEL), default=1, group=N_("distribution"), help=N_("expert parallel size (default 1)")),
+    Option(name="cp", parse=parse_int(1, MAX_PARALLEL), default=1, group=N_("distribution"), help=N_("context parallel size (default 1)")),
+    Option(name="ulysses", parse=parse_int(1, MAX_PARALLEL), default=1, group=N_("distribution"),
            help=N_("DeepSpeed-Ulysses sequence parallel size, Hugging Face / DeepSpeed engines only (ms-swift "
                    "--sequence_parallel_size; default 1)")),
-    Option(name="sequence_parallel", parse=inputs.as_bool, default=True, group=N_("distribution"),
+    Option(name="sequence_parallel", parse=inputs.as_bool, off_flag="--no-sequence-parallel", default=True, group=N_("distribution"),
            help=N_("Megatron sequence parallelism with --tp > 1 (default on; --no-sequence-parallel turns it off)")),
     Option(name="ds_bucket_elems", parse=lambda f, v: inputs.as_count(f, v, lo=1, hi=MAX_DS_BUCKET_ELEMS),
            default=_D.ds_bucket_elems, group=N_("distribution"),
            help=N_("DeepSpeed reduce/allgather bucket size in elements (5e8, 200M), as written to ds_config.json "
                 "(default 2e8, as ms-swift's zero2 preset)")),
-    Option(name="ds_overlap_comm", parse=inputs.as_bool, default=_D.ds_overlap_comm, group=N_("distribution"),
+    Option(name="ds_overlap_comm", parse=inputs.as_bool, off_flag="--no-ds-overlap-comm", default=_D.ds_overlap_comm, group=N_("distribution"),
            help=N_("DeepSpeed overlap_comm (default on; --no-ds-overlap-comm turns it off)")),
 )
 WORKLOAD_OPTION_NAMES = tuple(o.name for o in WORKLOAD_OPTIONS)
 _BY_NAME = {o.name: o for o in WORKLOAD_OPTIONS}
-_NEGATABLE = {"grad_ckpt": "--no-grad-ckpt", "packing": "--no-packing", "sequence_parallel": "--no-sequence-parallel",
-              "ds_overlap_comm": "--no-ds-overlap-comm"}
 
 
-def _argparse_type(opt: Option) -> Callable[[str], Any]:
-    def conv(text: str) -> Any:
-        try:
-            return opt.parse(opt.cli_flag, text)
-        except InputError as e:
-            raise argparse.ArgumentTypeError(_("{message} ({fix})").format(message=e.message, fix=e.fix) if e.fix
-                                             else e.message) from None
-    conv.__name__ = opt.name
-    return conv
-
-
-def add_options(p: argparse.ArgumentParser, options: tuple[Option, ...] = WORKLOAD_OPTIONS, *,
-                unset_defaults: bool = False) -> None:
-    """Add ``options`` to an argparse parser, grouped. ``unset_defaults``: every default is None (plan: an
-    option the user did not give is searched, not pinned)."""
-    groups: dict[str, Any] = {}
-    for o in options:
-        g = groups.get(o.group) or groups.setdefault(o.group, p.add_argument_group(translate(o.group)))
-        default = None if unset_defaults else o.default
-        help_text = o.help_text()
-        if o.name in _NEGATABLE:
-            g.add_argument(o.cli_flag, dest=o.name, action="store_true", default=default, help=help_text)
-            g.add_argument(_NEGATABLE[o.name], dest=o.name, action="store_false", help=argparse.SUPPRESS)
-            continue
-        if o.negatable:
-            g.add_argument(o.cli_flag, dest=o.name, action=argparse.BooleanOptionalAction, default=default,
-                           help=help_text)
-            continue
-        if o.parse is inputs.as_bool:  # a plain switch (--spot)
-            g.add_argument(o.cli_flag, dest=o.name, action="store_true", default=default, help=help_text)
-            continue
-        kw: dict[str, Any] = {"dest": o.name, "default": default, "help": help_text, "type": _argparse_type(o)}
-        if o.choices:
-            kw["metavar"] = "{" + ",".join(o.choice_values or ()) + "}"
-        if o.metavar:
-            kw["metavar"] = o.metavar
-        g.add_argument(o.cli_flag, **kw)
-
-
-def parse_options(raw: Mapping[str, Any], options: tuple[Option, ...] = WORKLOAD_OPTIONS, *,
-                  allowed_extra: tuple[str, ...] = (), defaults: bool = True) -> dict[str, Any]:
+def parse_options(raw: Mapping[str, object], options: tuple[Option, ...] = WORKLOAD_OPTIONS, *,
+                  allowed_extra: tuple[str, ...] = (), defaults: bool = True) -> dict[str, OptionValue]:
     """Validate a mapping of option values (a web request body). Unknown keys are an error with "did you mean";
     missing keys take the option default (or are left out when ``defaults`` is False)."""
     by_name = {o.name: o for o in options}
-    out: dict[str, Any] = {}
+    out: dict[str, OptionValue] = {}
     for k, v in raw.items():
         if k in allowed_extra:
             continue
@@ -184,7 +147,7 @@ def parse_options(raw: Mapping[str, Any], options: tuple[Option, ...] = WORKLOAD
     return out
 
 
-def workload_from_values(values: Mapping[str, Any]) -> Workload:
+def workload_from_values(values: Mapping[str, OptionValue]) -> Workload:
     """A Workload from parsed option values (``gpus_per_node`` None -> min(gpus, 8))."""
     kw = {k: values[k] for k in WORKLOAD_OPTION_NAMES if values.get(k) is not None}
     if kw.get("gpus_per_node") is None:
@@ -192,15 +155,11 @@ def workload_from_values(values: Mapping[str, Any]) -> Workload:
     return Workload(**kw)
 
 
-def _ident(kind: str) -> Callable[[str, Any], str]:
-    return lambda f, v: inputs.as_ident(f, v, kind)
-
-
-def _count(lo: float = 1, hi: float = MAX_TOKENS) -> Callable[[str, Any], int]:
+def _count(lo: float = 1, hi: float = MAX_TOKENS) -> Callable[[str, object], int]:
     return lambda f, v: inputs.as_count(f, v, lo=lo, hi=hi)
 
 
-def _rules(field: str, raw: Any) -> tuple[str, ...]:
+def _rules(field: str, raw: object) -> tuple[str, ...]:
     items = [raw] if isinstance(raw, str) else raw
     if not isinstance(items, (list, tuple)):
         raise inputs._bad(field, raw, _("must be a list of rule ids"))
@@ -211,44 +170,44 @@ def _rules(field: str, raw: Any) -> tuple[str, ...]:
 PLAN_OPTIONS: tuple[Option, ...] = (
     Option(name="tokens", parse=_count(), group=N_("job"), help=N_("training tokens in total (2B, 500M...)")),
     Option(name="dataset_tokens", parse=_count(), group=N_("job"), help=N_("tokens in the dataset (with --epochs)")),
-    Option(name="epochs", parse=_float(0, 10_000, lo_open=True), default=1.0, group=N_("job"),
+    Option(name="epochs", parse=parse_float(0, 10_000, lo_open=True), default=1.0, group=N_("job"),
            help=N_("epochs over --dataset-tokens (default 1)")),
-    Option(name="global_batch", parse=_int(1, 10**9), group=N_("job"),
+    Option(name="global_batch", parse=parse_int(1, 10**9), group=N_("job"),
            help=N_("samples per optimizer step (default: no constraint)")),
-    Option(name="objective", parse=_choice(("cost", "time")), default="cost", choices=("cost", "time"), group=N_("search"),
+    Option(name="objective", parse=parse_choice(("cost", "time")), default="cost", choices=("cost", "time"), group=N_("search"),
            help=N_("rank by cost (default) or time")),
-    Option(name="budget", parse=_float(0, 1e12, lo_open=True), group=N_("search"),
+    Option(name="budget", parse=parse_float(0, 1e12, lo_open=True), group=N_("search"),
            help=N_("maximum cost (in the instance's currency)")),
-    Option(name="deadline", parse=_float(0, 1e6, lo_open=True), group=N_("search"), metavar="HOURS",
+    Option(name="deadline", parse=parse_float(0, 1e6, lo_open=True), group=N_("search"), metavar="HOURS",
            help=N_("maximum wall-clock hours")),
-    Option(name="max_days", parse=_float(0, 3650, lo_open=True), default=14.0, group=N_("search"), metavar="DAYS",
+    Option(name="max_days", parse=parse_float(0, 3650, lo_open=True), default=14.0, group=N_("search"), metavar="DAYS",
            help=N_("reject plans that run longer than this (default 14 days)")),
-    Option(name="provider", parse=_choice(provider_names), group=N_("search"),
+    Option(name="provider", parse=parse_choice(provider_names), group=N_("search"),
            choices=provider_names, help=N_("{providers} (default: all)"),
            help_fill=lambda: {"providers": " | ".join(listed_provider_names())}),
-    Option(name="resource_class", parse=_choice(resource_classes), group=N_("search"), choices=resource_classes,
+    Option(name="resource_class", parse=parse_choice(resource_classes), group=N_("search"), choices=resource_classes,
            metavar="CLASS", help=" | ".join(resource_classes())),
-    Option(name="region", parse=_ident("region"), group=N_("search"),
+    Option(name="region", parse=parse_ident("region"), group=N_("search"),
            help=N_("e.g. cn-hangzhou, cn-wulanchabu: also prices each plan at that region's price where sources give "
                 "per-region prices (default: the cheapest region's)")),
     Option(name="compare_regions", parse=inputs.as_bool, default=False, group=N_("search"),
            help=N_("also show each plan priced in every region with a price for its instance type")),
     Option(name="spot", parse=inputs.as_bool, default=False, group=N_("search"),
            help=N_("spot / preemptible instances (竞价实例)")),
-    Option(name="interruption_rate", parse=_float(0, 10), group=N_("search"), metavar="PER_NODE_HOUR",
+    Option(name="interruption_rate", parse=parse_float(0, 10), group=N_("search"), metavar="PER_NODE_HOUR",
            help=N_("spot interruptions per node-hour (default: see docs/cost-model.md)")),
-    Option(name="checkpoint_interval", parse=_float(0, 1e4, lo_open=True), group=N_("search"), metavar="HOURS",
+    Option(name="checkpoint_interval", parse=parse_float(0, 1e4, lo_open=True), group=N_("search"), metavar="HOURS",
            help=N_("hours between checkpoints (spot; default: the Young/Daly optimum)")),
-    Option(name="max_gpus", parse=_int(1, MAX_GPUS), default=64, group=N_("search"),
+    Option(name="max_gpus", parse=parse_int(1, MAX_GPUS), default=64, group=N_("search"),
            help=N_("largest job to consider (default 64)")),
-    Option(name="framework", parse=_choice(("hf-trainer", "deepspeed", "fsdp2", "automodel", "megatron")),
+    Option(name="framework", parse=parse_choice(("hf-trainer", "deepspeed", "fsdp2", "automodel", "megatron")),
            group=N_("search"), choices=("hf-trainer", "deepspeed", "fsdp2", "automodel", "megatron"),
            help=N_("engine whose kernels the speed model times: hf-trainer/deepspeed (HF code, eager MoE expert "
                 "loop), fsdp2 (native PyTorch FSDP2, grouped-GEMM experts), automodel (NeMo AutoModel: FSDP2 + "
                 "TransformerEngine + DeepEP), megatron (Megatron-Core: TE, grouped GEMM, FP8) "
                 "(default: the engine --target runs for the layout, else ms-swift's: megatron for tp/pp/ep/cp > 1, "
                 "deepspeed for ZeRO, else hf-trainer)")),
-    Option(name="target", parse=_choice(plan_targets), group=N_("search"), choices=plan_targets, metavar="LAUNCHER",
+    Option(name="target", parse=parse_choice(plan_targets), group=N_("search"), choices=plan_targets, metavar="LAUNCHER",
            help=N_("the launcher you will render ({choices}): the speed model times its engine "
                    "(ms-swift targets: megatron/deepspeed/hf-trainer by layout; llamafactory: hf-trainer/deepspeed), "
                    "only layouts it writes are searched, and `render` writes it by default (default: none, ms-swift's "
@@ -257,18 +216,18 @@ PLAN_OPTIONS: tuple[Option, ...] = (
            help=N_("also search GPUs without bf16 (V100, T4, P100) for a bf16 model, planned in fp16 mixed precision "
                 "(fp16 can overflow where bf16 does not); without it they are rejected (code no-bf16) unless "
                 "--gpu or --instance-type names them")),
-    Option(name="gpu", parse=_ident("gpu"), group=N_("search"), metavar="NAME", help=N_("only instance types with this GPU")),
-    Option(name="gpu_mem", parse=_float(0, 4096, lo_open=True), group=N_("search"), metavar="GIB",
+    Option(name="gpu", parse=parse_ident("gpu"), group=N_("search"), metavar="NAME", help=N_("only instance types with this GPU")),
+    Option(name="gpu_mem", parse=parse_float(0, 4096, lo_open=True), group=N_("search"), metavar="GIB",
            help=N_("GiB per GPU for instance types whose GPU memory no public source states (a Lingjun code such as "
                 "GU108: what your console shows); the plan says the memory is yours and that its speed figures are "
                 "assumed (from H20 unless the catalog names a class)")),
-    Option(name="instance_type", parse=_ident("instance_type"), group=N_("search"), help=N_("only this instance type")),
+    Option(name="instance_type", parse=parse_ident("instance_type"), group=N_("search"), help=N_("only this instance type")),
     Option(name="ignore_rule", parse=_rules, default=(), group=N_("search"), metavar="RULE_ID",
            help=N_("do not enforce a platform rule (e.g. pai-public-quota when your quota was raised); repeatable")),
 )
 
 
-def _file_path(field: str, raw: Any) -> str:
+def _file_path(field: str, raw: object) -> str:
     if not isinstance(raw, str) or not raw or len(raw) > 4096 or "\x00" in raw:
         raise inputs._bad(field, raw, _("must be a file path"))
     return raw
@@ -276,7 +235,7 @@ def _file_path(field: str, raw: Any) -> str:
 
 #: Options of ``trainfit plan`` that read a file on the user's machine (a dataset stats file): the CLI's only. The web
 #: API takes no server-side paths (docs/security.md), so these are not in :data:`PLAN_OPTIONS`.
-DATA_OPTIONS: tuple[Option, ...] = (
+DATA_OPTIONS: tuple[Option, ...] = cli_only(
     Option(name="dataset", parse=_file_path, group=N_("job"), metavar="STATS|FILE",
            help=N_("a stats file from `trainfit data FILE --tokenizer DIR --json`, or the dataset itself with "
                 "--tokenizer (counted in place, as `trainfit data` does): the token budget (x --epochs), the "
@@ -285,7 +244,7 @@ DATA_OPTIONS: tuple[Option, ...] = (
     Option(name="tokenizer", parse=_file_path, group=N_("job"), metavar="DIR",
            help=N_("with --dataset FILE (a dataset, not a stats file): the model folder with tokenizer.json and the "
                 "chat template to count it with (the `data` extra)")),
-    Option(name="seq_len_percentile", parse=_choice(("p50", "p90", "p95", "p99", "max")), group=N_("job"),
+    Option(name="seq_len_percentile", parse=parse_choice(("p50", "p90", "p95", "p99", "max")), group=N_("job"),
            choices=("p50", "p90", "p95", "p99", "max"), metavar="PCT",
            help=N_("with --dataset and no --seq-len: the cut-off is the smallest in the stats at or above this "
                 "percentile of sample lengths (default p99; the plan says what it truncates)")),
@@ -293,7 +252,7 @@ DATA_OPTIONS: tuple[Option, ...] = (
 
 
 #: ``trainfit check --dataset``: the data a job file's settings are compared with (CLI only, as DATA_OPTIONS).
-CHECK_DATA_OPTIONS: tuple[Option, ...] = (
+CHECK_DATA_OPTIONS: tuple[Option, ...] = cli_only(
     Option(name="dataset", parse=_file_path, group=N_("data"), metavar="STATS|FILE",
            help=N_("a stats file from `trainfit data ... --json` (or the dataset with --tokenizer): warn when the job's "
                 "cut-off truncates more than one sample in a hundred, when padding is over a fifth of the processed "
@@ -303,7 +262,7 @@ CHECK_DATA_OPTIONS: tuple[Option, ...] = (
 )
 
 
-def plan_request_from_values(model: Any, values: Mapping[str, Any]) -> Any:
+def plan_request_from_values(model: ModelShape, values: Mapping[str, OptionValue]) -> PlanRequest:
     """A :class:`~trainfit.plan.search.PlanRequest` from parsed option values (workload + plan options). Workload
     layout fields that are set are pinned; the others are searched."""
     from trainfit.errors import WorkloadError
@@ -373,14 +332,14 @@ def plan_request_from_values(model: Any, values: Mapping[str, Any]) -> Any:
         rl_searched=_rl_searched(values) if rl is not None else frozenset())
 
 
-def _rl_searched(values: Mapping[str, Any]) -> frozenset[str]:
+def _rl_searched(values: Mapping[str, OptionValue]) -> frozenset[str]:
     """The RL settings ``plan --rl`` searches: those of :data:`trainfit.plan.rl.RL_SEARCHED` the user left unset."""
     from trainfit.plan.rl import RL_SEARCHED
 
     return frozenset(f for f in RL_SEARCHED if values.get(f) is None)
 
 
-def _rl_framework_of_target(target: str, values: Mapping[str, Any]) -> Mapping[str, Any]:
+def _rl_framework_of_target(target: str, values: Mapping[str, OptionValue]) -> Mapping[str, OptionValue]:
     """``--target verl|swift_grpo`` sets ``--rl-framework`` when it is not given; a different one is an error."""
     from trainfit.errors import PlanError
     from trainfit.launch.targets import rl_target_frameworks
@@ -410,7 +369,7 @@ _ALGOS, _ENGINES, _RL_FRAMEWORKS = _rl_choices()
 _RL_GROUP = N_("RL fine-tuning (default: none = SFT)")
 
 
-def _seq(field: str, raw: Any) -> int:
+def _seq(field: str, raw: object) -> int:
     return inputs.as_seq_len(field, raw)
 
 
@@ -418,20 +377,20 @@ def _seq(field: str, raw: Any) -> int:
 #: is None: what the user does not set comes from ``--rl-framework``'s documented defaults, then from
 #: :class:`~trainfit.rl.RLConfig`'s own.
 RL_OPTIONS: tuple[Option, ...] = (
-    Option(name="rl", parse=_choice(_ALGOS), choices=_ALGOS, group=_RL_GROUP,
+    Option(name="rl", parse=parse_choice(_ALGOS), choices=_ALGOS, group=_RL_GROUP,
            help=N_("grpo | ppo | dpo: size the RL phases (rollout, train, weight sync) around the policy update")),
-    Option(name="rl_framework", parse=_choice(_RL_FRAMEWORKS), choices=_RL_FRAMEWORKS, group=_RL_GROUP,
+    Option(name="rl_framework", parse=parse_choice(_RL_FRAMEWORKS), choices=_RL_FRAMEWORKS, group=_RL_GROUP,
            help=N_("fill unset RL options with this framework's documented defaults")),
-    Option(name="rollout_engine", parse=_choice(_ENGINES), choices=_ENGINES, group=_RL_GROUP,
+    Option(name="rollout_engine", parse=parse_choice(_ENGINES), choices=_ENGINES, group=_RL_GROUP,
            help=N_("vllm | sglang (default vllm)")),
-    Option(name="rollout_tp", parse=_int(1, MAX_PARALLEL), group=_RL_GROUP,
+    Option(name="rollout_tp", parse=parse_int(1, MAX_PARALLEL), group=_RL_GROUP,
            help=N_("tensor-parallel size of each rollout engine")),
-    Option(name="rollout_util", parse=_float(0, 1, lo_open=True), group=_RL_GROUP, metavar="U",
+    Option(name="rollout_util", parse=parse_float(0, 1, lo_open=True), group=_RL_GROUP, metavar="U",
            help=N_("engine gpu_memory_utilization / mem_fraction_static (0-1)")),
     Option(name="prompt_len", parse=_seq, group=_RL_GROUP, help=N_("prompt tokens (max)")),
     Option(name="response_len", parse=_seq, group=_RL_GROUP, help=N_("generated tokens (max)")),
-    Option(name="num_generations", parse=_int(1, 65_536), group=_RL_GROUP, help=N_("responses per prompt")),
-    Option(name="rollout_batch", parse=_int(1, 10_000_000), group=_RL_GROUP, help=N_("prompts per RL step")),
+    Option(name="num_generations", parse=parse_int(1, 65_536), group=_RL_GROUP, help=N_("responses per prompt")),
+    Option(name="rollout_batch", parse=parse_int(1, 10_000_000), group=_RL_GROUP, help=N_("prompts per RL step")),
     Option(name="colocate", parse=inputs.as_bool, negatable=True, group=_RL_GROUP,
            help=N_("engine shares the training GPUs (default: the framework's, else yes)")),
     Option(name="ref", parse=inputs.as_bool, negatable=True, group=_RL_GROUP,
@@ -444,7 +403,7 @@ RL_OPTIONS: tuple[Option, ...] = (
            help=N_("trainer weights/optimizer to host RAM during rollout")),
     Option(name="ref_offload", parse=inputs.as_bool, negatable=True, group=_RL_GROUP,
            help=N_("reference weights in host RAM between its forward passes")),
-    Option(name="steps", parse=_int(1, 10_000_000), group=_RL_GROUP,
+    Option(name="steps", parse=parse_int(1, 10_000_000), group=_RL_GROUP,
            help=N_("RL steps (hours and cost; `plan --rl` needs it)")),
 )
 RL_OPTION_NAMES = tuple(o.name for o in RL_OPTIONS)
@@ -453,7 +412,7 @@ RL_CONFIG_FIELDS = ("rollout_engine", "rollout_tp", "rollout_util", "prompt_len"
                     "rollout_batch", "colocate", "ref", "critic", "engine_sleep", "trainer_offload", "ref_offload")
 
 
-def _no_rl_ulysses(values: Mapping[str, Any]) -> None:
+def _no_rl_ulysses(values: Mapping[str, OptionValue]) -> None:
     """``--ulysses`` with ``--rl``: refused (the RL memory and speed models and the verl / swift_grpo writers do not
     split the sequence), one message for memory and plan."""
     if (values.get("ulysses") or 1) > 1:
@@ -463,7 +422,7 @@ def _no_rl_ulysses(values: Mapping[str, Any]) -> None:
                               "swift_grpo writers do not split the sequence)"), fix=_("drop --ulysses"))
 
 
-def rl_workload_from_values(values: Mapping[str, Any], rl: Any) -> Workload:
+def rl_workload_from_values(values: Mapping[str, OptionValue], rl: RLConfig) -> Workload:
     """The policy update of the RL request ``rl``: the workload options the user set (None or absent = not set),
     then the RL framework's documented trainer defaults (:func:`trainfit.rl.config.trainer_defaults`: verl trains
     with FSDP), then the Workload's; at prompt + response length."""
@@ -478,7 +437,7 @@ def rl_workload_from_values(values: Mapping[str, Any], rl: Any) -> Workload:
     return workload_from_values(kw)
 
 
-def rl_config_from_values(values: Mapping[str, Any]) -> Any:
+def rl_config_from_values(values: Mapping[str, OptionValue]) -> RLConfig | None:
     """The :class:`~trainfit.rl.RLConfig` of parsed option values, or None without ``rl`` (SFT). Unset fields
     take ``rl_framework``'s documented defaults, then RLConfig's."""
     algo = values.get("rl")
@@ -486,6 +445,6 @@ def rl_config_from_values(values: Mapping[str, Any]) -> Any:
         return None
     from trainfit.rl.config import RLConfig
 
-    user: dict[str, Any] = {f: values.get(f) for f in RL_CONFIG_FIELDS}
+    user: dict[str, OptionValue] = {f: values.get(f) for f in RL_CONFIG_FIELDS}
     user["algo"] = algo
     return RLConfig.for_framework(values.get("rl_framework"), **user)

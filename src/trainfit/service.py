@@ -12,8 +12,8 @@
 * :func:`check_file` - every finding of a job file (the same rules and the same fit decision);
 * :func:`submit_job` - dry run or send a rendered PAI-DLC job.
 
-Each ``*_from_options`` helper turns a mapping of option values (CLI flags as field names, or a web request
-body) into the typed request through :mod:`trainfit.options`, the one input gate. The web API's adapters
+The decision "RL or supervised" of ``memory``, ``plan`` and ``render`` and their call into these functions are made
+once, for the CLI and the web API alike, by the dispatchers of :mod:`trainfit.service_commands`. The web API's adapters
 (``plan_from_options``, ``memory_from_request``, ``render_from_options``, ``check_upload``, ``json_ready``,
 ``model_rows``, ``option_specs``, ``error_field``, ``error_fix``...) live in :mod:`trainfit.service_web` and are
 re-exported here.
@@ -38,7 +38,7 @@ from trainfit.catalog.gpus import GPU
 from trainfit.catalog.instances import Instance
 from trainfit.plan.parts import Cost, Speed
 from trainfit.plan.types import Plan, PlanResult, build_plan
-from trainfit.jsontypes import JSON, JSONDict
+from trainfit.json_types import JSON, JSONDict
 from trainfit.dataset.budget import DataBudget
 from trainfit.providers.registry import rents_whole_nodes
 
@@ -205,32 +205,6 @@ def rl_memory_report(model: ModelShape, workload: Workload, rl: RLConfig, *, gpu
 
 
 MEMORY_EXTRA = ("model", "config", "gpu", "gpu_mem", "host_ram", "instance_type")
-
-
-def memory_from_options(values: Mapping[str, Any]) -> MemoryReport | RLMemoryReport:
-    """``memory`` from a mapping of option values (the web API body; the CLI parses flags the same way). With
-    ``rl`` set (and the RL options of :data:`trainfit.options.RL_OPTIONS`) the :class:`RLMemoryReport`."""
-    from trainfit import inputs
-    from trainfit.options import (RL_OPTION_NAMES, RL_OPTIONS, parse_options, rl_config_from_values,
-                                  rl_workload_from_values, workload_from_values)
-
-    wl_vals = parse_options(values, allowed_extra=MEMORY_EXTRA + RL_OPTION_NAMES, defaults=False)
-    rl_vals = parse_options({k: v for k, v in values.items() if k in RL_OPTION_NAMES}, RL_OPTIONS)
-    model = resolve_model(values.get("model"), config=values.get("config"))
-    gpu = values.get("gpu")
-    if gpu is not None:
-        gpu = inputs.as_ident("gpu", gpu, "gpu")
-    gm = values.get("gpu_mem")
-    hr = values.get("host_ram")
-    it = values.get("instance_type")
-    kw = dict(gpu=gpu,
-              gpu_mem_gib=None if gm is None else inputs.as_float("gpu_mem", gm, lo=0, hi=4096, lo_open=True),
-              host_ram_gib=None if hr is None else inputs.as_float("host_ram", hr, lo=0, hi=1e6, lo_open=True),
-              instance_type=None if it is None else inputs.as_ident("instance_type", it, "instance_type"))
-    rl = rl_config_from_values(rl_vals)
-    if rl is not None:
-        return rl_memory_report(model, rl_workload_from_values(wl_vals, rl), rl, steps=rl_vals.get("steps"), **kw)
-    return memory_report(model, workload_from_values(wl_vals), **kw)
 
 
 # ----------------------------------------------------------------------------------------------- plan

@@ -13,17 +13,26 @@ import functools
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, TypeVar
+from typing import TYPE_CHECKING, Callable, Iterator, Mapping, TypeVar
 
-from trainfit import i18n
+from trainfit import i18n, inputs
 from trainfit.errors import InputError, PlanFileError, TrainfitError
 from trainfit.i18n import _
+from trainfit.json_types import JSON, JSONLike
 
 if TYPE_CHECKING:
-    from trainfit.service import MemoryReport
+    from trainfit.catalog.gpus import GPU
+    from trainfit.catalog.instances import Instance
+    from trainfit.check import CheckResult
+    from trainfit.launch import RenderResult
+    from trainfit.models import ModelShape
+    from trainfit.options import Option
+    from trainfit.plan.types import PlanResult
+    from trainfit.service import MemoryReport, RLMemoryReport
+    from trainfit.service_commands import Where
 
 
-def json_ready(obj: Any) -> Any:
+def json_ready(obj: JSONLike) -> JSON:
     """The JSON the CLI prints: NaN and infinity become null (as ``--json`` does), tuples become lists."""
     import math
 
@@ -67,7 +76,7 @@ def preferred_language(header: str | None) -> str | None:
     return best[2] if best else None
 
 
-def request_language(lang: Any = None, accept_language: str | None = None) -> str:
+def request_language(lang: JSON = None, accept_language: str | None = None) -> str:
     """The language of one web request's messages: its ``lang`` (field or query parameter: en or zh, as ``--lang``;
     anything else is an InputError on the field ``lang``), else its ``Accept-Language`` header, else the server's
     (:func:`trainfit.i18n.current`: ``TRAINFIT_LANG``, ``LANG``...)."""
@@ -86,7 +95,7 @@ def request_language(lang: Any = None, accept_language: str | None = None) -> st
 
 
 @contextmanager
-def request_context(lang: Any = None, accept_language: str | None = None) -> Iterator[str]:
+def request_context(lang: JSON = None, accept_language: str | None = None) -> Iterator[str]:
     """``with request_context(lang, accept_language): ...`` runs one web request in its language
     (:func:`request_language`): every message made inside (reasons, fixes, warnings, rejections, errors) is in it;
     ``code`` fields stay English. An error raised inside keeps the fix :func:`error_fix` gives in that language."""
@@ -98,32 +107,32 @@ def request_context(lang: Any = None, accept_language: str | None = None) -> Ite
             raise
 
 
-_F = TypeVar("_F", bound=Callable[..., Any])
+_R = TypeVar("_R")
 
 
-def _in_request_language(fn: _F) -> _F:
+def _in_request_language(fn: Callable[[Mapping[str, JSON]], _R]) -> Callable[[Mapping[str, JSON]], _R]:
     """Run a request function (its first argument the request's field mapping) in the language its ``lang`` field
     names (the field is taken out before the options are parsed); without one, in the current language (which the
     web layer sets from the query parameter or ``Accept-Language`` with :func:`request_context`)."""
 
     @functools.wraps(fn)
-    def run(values: Mapping[str, Any], *args: Any, **kwargs: Any) -> Any:
+    def run(values: Mapping[str, JSON]) -> _R:
         if not isinstance(values, Mapping) or LANG_FIELD not in values:
-            return fn(values, *args, **kwargs)
+            return fn(values)
         rest = {k: v for k, v in values.items() if k != LANG_FIELD}
         with request_context(values.get(LANG_FIELD)):
-            return fn(rest, *args, **kwargs)
+            return fn(rest)
 
-    return run  # type: ignore[return-value]
+    return run
 
 
 @_in_request_language
-def plan_from_options(values: Mapping[str, Any]) -> Any:
+def plan_from_options(values: Mapping[str, JSON]) -> PlanResult:
     """``plan`` from a mapping of option values (``POST /api/plan``), with the CLI's semantics: workload layout
     options that are given are pinned, the others searched; plan options take their defaults; the RL options
     (``rl``, ``steps``, ``rollout_engine``...) plan an RL run as ``plan --rl`` does."""
-    from trainfit.options import PLAN_OPTIONS, RL_OPTIONS, WORKLOAD_OPTIONS, parse_options, plan_request_from_values
-    from trainfit.service import make_plan, resolve_model
+    from trainfit.options import PLAN_OPTIONS, RL_OPTIONS, WORKLOAD_OPTIONS, parse_options
+    from trainfit.service_commands import plan_command
 
     # the RL options too (``plan --rl grpo --steps N ...``), as the CLI's plan takes them
     parsed = parse_options(values, WORKLOAD_OPTIONS + PLAN_OPTIONS + RL_OPTIONS, allowed_extra=PLAN_EXTRA,
@@ -131,11 +140,10 @@ def plan_from_options(values: Mapping[str, Any]) -> Any:
     for o in PLAN_OPTIONS:
         if parsed.get(o.name) is None:
             parsed[o.name] = o.default
-    model = resolve_model(_opt_str(values, "model"), config=_config_value(values))
-    return make_plan(plan_request_from_values(model, parsed))
+    return plan_command(_model(values), parsed)
 
 
-def _opt_str(values: Mapping[str, Any], key: str) -> str | None:
+def _opt_str(values: Mapping[str, JSON], key: str) -> str | None:
     v = values.get(key)
     if v is None or v == "":
         return None
@@ -147,10 +155,9 @@ def _opt_str(values: Mapping[str, Any], key: str) -> str | None:
     return v
 
 
-def _config_value(values: Mapping[str, Any]) -> Mapping[str, Any] | None:
+def _config_value(values: Mapping[str, JSON]) -> Mapping[str, JSON] | None:
     """A pasted config.json: a JSON object, or its text (parsed through the input gate). A path is not accepted
     from the web: the server's files are not the user's."""
-    from trainfit import inputs
     from trainfit.models.hf_config import MAX_CONFIG_BYTES
 
     cfg = values.get("config")
@@ -170,11 +177,29 @@ def _config_value(values: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return cfg
 
 
+def _model(values: Mapping[str, JSON]) -> ModelShape:
+    """The model of a request: ``model`` (a registry name) or ``config`` (pasted, never a server path)."""
+    from trainfit.service import resolve_model
+
+    return resolve_model(_opt_str(values, "model"), config=_config_value(values))
+
+
+def _where(values: Mapping[str, JSON]) -> Where:
+    """``gpu``, ``instance_type``, ``tokens`` and ``spot`` of a render request ("" = not given)."""
+    from trainfit.service_commands import Where
+
+    gpu, it, tokens = values.get("gpu"), values.get("instance_type"), values.get("tokens")
+    return Where(tokens=None if tokens in (None, "") else float(inputs.as_count("tokens", tokens)),
+                 gpu=None if gpu in (None, "") else inputs.as_ident("gpu", gpu, "gpu"),
+                 instance_type=None if it in (None, "") else inputs.as_ident("instance_type", it, "instance_type"),
+                 spot=inputs.as_bool("spot", values.get("spot", False)))
+
+
 @_in_request_language
-def memory_from_request(values: Mapping[str, Any]) -> MemoryReport:
-    """:func:`~trainfit.service.memory_from_options` where ``config`` is pasted text or an object, never a
+def memory_from_request(values: Mapping[str, JSON]) -> MemoryReport | RLMemoryReport:
+    """:func:`~trainfit.service_commands.memory_from_options` where ``config`` is pasted text or an object, never a
     server path."""
-    from trainfit.service import memory_from_options
+    from trainfit.service_commands import memory_from_options
 
     vals = dict(values)
     vals["model"] = _opt_str(values, "model")
@@ -189,15 +214,15 @@ RENDER_EXTRA = ("model", "config", "gpu", "instance_type", "tokens", "spot", "pl
 
 
 @_in_request_language
-def render_from_options(values: Mapping[str, Any]) -> Any:
+def render_from_options(values: Mapping[str, JSON]) -> RenderResult:
     """``render`` from a mapping (``POST /api/render``): a ``plan`` (one plan of ``plan --json``, or the whole
     document with ``pick``), or the model and workload options with ``gpu`` / ``instance_type`` (and ``tokens``,
     ``spot``) as ``trainfit render MODEL ...``; job options as RenderOptions fields; ``target`` (default all)."""
-    from trainfit import inputs
     from trainfit.launch import RenderOptions
-    from trainfit.options import parse_options, workload_from_values
+    from trainfit.options import parse_options
     from trainfit.plan.types import plans_from_document
-    from trainfit.service import plan_for, render_plan, resolve_model, single_target
+    from trainfit.service import render_plan
+    from trainfit.service_commands import plan_to_render
 
     target = values.get("target") or None  # None: the plan's target (plan --target), else all
     if isinstance(target, (list, tuple)):
@@ -220,23 +245,12 @@ def render_from_options(values: Mapping[str, Any]) -> Any:
         plan = plans[pick - 1]
     else:
         wl_vals = parse_options(values, allowed_extra=RENDER_EXTRA + RENDER_OPTION_FIELDS)
-        model = resolve_model(_opt_str(values, "model"), config=_config_value(values))
-        gpu, it, tokens = values.get("gpu"), values.get("instance_type"), values.get("tokens")
-        wl = workload_from_values(wl_vals)
-        if wl_vals.get("grad_accum") is None:  # the global batch the planner would aim at
-            from trainfit.plan.batch import with_target_batch
-
-            wl = with_target_batch(wl, None if tokens in (None, "") else float(inputs.as_count("tokens", tokens)))
-        plan = plan_for(model, wl,
-                        gpu=None if gpu in (None, "") else inputs.as_ident("gpu", gpu, "gpu"),
-                        instance_type=None if it in (None, "") else inputs.as_ident("instance_type", it, "instance_type"),
-                        tokens=None if tokens in (None, "") else float(inputs.as_count("tokens", tokens)),
-                        spot=inputs.as_bool("spot", values.get("spot", False)), region=options.region,
-                        target=single_target(target))
+        model = _model(values)
+        plan = plan_to_render(lambda: model, wl_vals, lambda: _where(values), region=options.region, target=target)
     return render_plan(plan, options, target)
 
 
-def rendered_files(result: Any) -> dict[str, str]:
+def rendered_files(result: RenderResult) -> dict[str, str]:
     """File name -> text of what ``render --out DIR`` writes (the job files and README.md with its manifest line)."""
     from trainfit.launch import readme
     from trainfit.writes import with_manifest
@@ -249,7 +263,7 @@ MAX_CHECK_UPLOAD_BYTES = 2 * 2**20
 
 
 def check_upload(filename: str, data: bytes, *, region: str | None = None, gpu: str | None = None,
-                 instance_type: str | None = None, lang: str | None = None) -> Any:
+                 instance_type: str | None = None, lang: str | None = None) -> CheckResult:
     """:func:`~trainfit.service.check_file` on uploaded bytes: written to a private temporary folder under their base name (the
     file kind is told by name and content), checked, and reported under ``filename``. ``lang``: the language of its
     messages (None: the current one, see :func:`request_context`)."""
@@ -260,7 +274,6 @@ def check_upload(filename: str, data: bytes, *, region: str | None = None, gpu: 
     import os
     import tempfile
 
-    from trainfit import inputs
     from trainfit.errors import CheckInputError
     from trainfit.service import check_file
 
@@ -293,7 +306,7 @@ def check_upload(filename: str, data: bytes, *, region: str | None = None, gpu: 
         violations=tuple(dataclasses.replace(v, message=clean(v.message), fix=clean(v.fix)) for v in res.violations))
 
 
-def model_rows() -> list[dict[str, Any]]:
+def model_rows() -> list[dict[str, JSON]]:
     """The bundled registry as ``trainfit models --json`` prints it."""
     from trainfit.models import get_model, model_names
 
@@ -312,11 +325,11 @@ def model_rows() -> list[dict[str, Any]]:
     return out
 
 
-def option_specs() -> dict[str, list[dict[str, Any]]]:
+def option_specs() -> dict[str, list[dict[str, JSON]]]:
     """The option table (name, CLI flag, group, default, choices, help) for forms and docs."""
     from trainfit.options import PLAN_OPTIONS, RL_OPTIONS, WORKLOAD_OPTIONS
 
-    def spec(o: Any) -> dict[str, Any]:
+    def spec(o: Option) -> dict[str, JSON]:
         return {"name": o.name, "flag": o.cli_flag, "group": o.group, "default": json_ready(o.default),
                 "choices": None if o.choices is None else list(o.choice_values or ()),
                 "help": o.filled(i18n.translate(o.help)) if o.help else o.help}
@@ -357,10 +370,10 @@ __all__ = ["json_ready", "PLAN_EXTRA", "LANG_FIELD", "request_language", "prefer
 
 @dataclass(frozen=True, kw_only=True)
 class Catalogs:
-    gpus: tuple = field(default=())
-    instances: tuple = field(default=())
+    gpus: tuple[GPU, ...] = field(default=())
+    instances: tuple[Instance, ...] = field(default=())
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, JSON]:
         """What ``trainfit catalog show gpus --json`` and ``... instances --json`` print, together."""
         return {"gpus": [g.to_dict() for g in self.gpus], "instances": [i.to_dict() for i in self.instances]}
 

@@ -17,7 +17,8 @@ from trainfit.errors import InputError, RenderError
 from trainfit.estimate.fit import decide_fit
 from trainfit.launch import RL_TARGETS, TARGETS, build_context, render
 from trainfit.models import get_model
-from trainfit.options import RL_OPTIONS, add_options, parse_options, rl_config_from_values
+from trainfit._cli.arguments import add_options
+from trainfit.options import RL_OPTIONS, parse_options, rl_config_from_values
 from trainfit.plan.types import Plan, plans_from_document
 from trainfit.rl import RLConfig
 from trainfit.rl.launch import parse_rl_launch
@@ -81,7 +82,8 @@ def test_rl_config_from_values_fills_framework_defaults_under_user_values():
 
 
 def test_memory_cli_web_and_service_are_one_path(capsys):
-    from trainfit.service import memory_from_options, rl_memory_report
+    from trainfit.service import rl_memory_report
+    from trainfit.service_commands import memory_from_options
 
     argv = ["Qwen3-8B", "--rl", "grpo", "--gpu", "H100", "--rollout-util", "0.5", "--prompt-len", "1024",
             "--response-len", "7168", "--method", "lora", "--steps", "10"]

@@ -71,7 +71,7 @@ def test_verl_defaults_are_the_values_of_verls_own_config(capsys):
     rc = main(["memory", "Qwen3-8B", "--rl", "grpo", "--rl-framework", "ms-swift", "--gpu", "H100", "--gpus", "8",
                "--json"])
     assert _json.loads(capsys.readouterr().out)["workload"]["strategy"] == "ddp"  # ms-swift: no DeepSpeed by default
-    from trainfit.service import memory_from_options
+    from trainfit.service_commands import memory_from_options
 
     rep = memory_from_options({"model": "Qwen3-8B", "rl": "grpo", "rl_framework": "verl", "num_generations": 8,
                                "gpu": "H100", "gpus": 8})

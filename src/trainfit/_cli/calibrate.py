@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from trainfit._cli.common import add_json_option, print_json
+from trainfit._cli.arguments import add_options
+from trainfit._cli.common import print_json
 from trainfit.i18n import _
+from trainfit.command_options import COMMAND_OPTIONS
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -17,10 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "measured/predicted factor per GPU and engine family in the calibration overlay "
                     "($TRAINFIT_CALIBRATION, else ~/.config/trainfit/calibration.yaml). Later estimates on that "
                     "GPU say 'calibrated on <GPU>, <date>'."))
-    p.add_argument("results", help=_("gpu_probe results JSON (benchmarks/results/gpu_probe.json)"))
-    p.add_argument("--gpu", metavar="NAME", help=_("catalog GPU the probe ran on (default: from the device name)"))
-    p.add_argument("--dry-run", action="store_true", help=_("print the factors, write nothing"))
-    add_json_option(p)
+    add_options(p, COMMAND_OPTIONS["calibrate"])
     p.set_defaults(func=run)
 
 

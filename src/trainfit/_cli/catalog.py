@@ -6,79 +6,45 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, NoReturn, cast
+from typing import TYPE_CHECKING, NoReturn, Sequence, Union, cast
+
+from trainfit._cli.arguments import add_options
 from trainfit._cli.labels import SEVERITY, label, yes_no
+from trainfit.command_options import COMMAND_OPTIONS
 from trainfit.errors import CatalogError
 from trainfit.i18n import N_, _, translate
 from trainfit.providers.registry import (CloudRefreshed, PriceListRefreshed, RefreshRequest, RefreshSource,
                                          SpecsRefreshed, refresh_source, refresh_sources)
 
+if TYPE_CHECKING:
+    from trainfit.catalog.gpus import GPU
+    from trainfit.catalog.instances import Instance
+
+#: One cell of a catalog table (a list is joined with ``;``).
+Cell = Union[str, int, float, bool, None, Sequence[str]]
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("catalog", help=_("GPU and instance catalogs: show, validate, refresh, rules"),
                               description=_("GPU and instance catalogs (bundled data + refresh cache + your overlay)."))
-    p.add_argument("--catalog", metavar="PATH", dest="catalog_overlay",
-                   help=_("overlay YAML to use instead of $TRAINFIT_CATALOG_OVERLAY / ~/.config/trainfit/catalog.yaml"))
+    add_options(p, COMMAND_OPTIONS["catalog"])
     sub = p.add_subparsers(dest="catalog_command", metavar="ACTION")
 
     s = sub.add_parser("show", help=_("print the catalog"))
-    s.add_argument("what", nargs="?", choices=("gpus", "instances", "prices"), default="gpus")
-    s.add_argument("--provider", help=_("instances: alibaba | tencent | generic | private"))
-    s.add_argument("--resource-class", dest="resource_class",
-                   help=_("instances: pai-public | pai-lingjun | pai-eas | tencent-tione | generic ..."))
-    s.add_argument("--gpu", help=_("instances with this GPU (name or alias)"))
-    s.add_argument("--instance-type", dest="instance_type", help=_("prices: only this instance type"))
-    s.add_argument("--region", help=_("prices: this region (plus prices whose region is not stated)"))
-    s.add_argument("--billing", choices=("payg", "subscription", "spot"), help=_("prices: only this billing"))
-    s.add_argument("--json", action="store_true", help=_("print JSON instead of a table"))
+    add_options(s, COMMAND_OPTIONS["catalog show"])
     s.set_defaults(func=_show)
 
     v = sub.add_parser("validate", help=_("check an overlay file (and the bundled data); exit 1 listing all problems"))
-    v.add_argument("path", nargs="?", help=_("overlay YAML (default: the overlay in effect, if any)"))
-    v.add_argument("--json", action="store_true")
+    add_options(v, COMMAND_OPTIONS["catalog validate"])
     v.set_defaults(func=_validate)
 
     r = sub.add_parser("refresh", help=_("fetch live specs or prices (PAI-DLC, ECS, Tencent CVM, Alibaba's public "
                                        "price list) into the user cache"))
-    r.add_argument("--provider", required=True, choices=tuple(r.name for r in refresh_sources()),
-                   help=_("pai: PAI-DLC ListEcsSpecs; ecs: Alibaba ECS DescribeInstanceTypes (--prices: DescribePrice "
-                        "+ DescribeSpotPriceHistory); tencent: CVM DescribeInstanceTypeConfigs (--prices: "
-                        "InquiryPriceRunInstances); alibaba --public-prices: Alibaba's public ECS price list "
-                        "(instancePrice.json, every region, no credentials)"))
-    r.add_argument("--region", help=_("region id, e.g. cn-hangzhou, cn-wulanchabu, ap-guangzhou (required except "
-                                    "with --public-prices, which reads every region)"))
-    r.add_argument("--prices", action="store_true", help=_("ecs/tencent: fetch prices instead of specs"))
-    r.add_argument("--public-prices", dest="public_prices", action="store_true",
-                   help=_("alibaba: read Alibaba's public ECS price list (no credentials): pay-as-you-go and one-month "
-                        "subscription list prices of every region, with the list's version and publication date"))
-    r.add_argument("--site", choices=("cn", "intl"), default="cn",
-                   help=_("--public-prices: cn = China site (CNY, default), intl = international site (USD)"))
-    r.add_argument("--url", metavar="URL|FILE",
-                   help=_("--public-prices: read this instancePrice.json (a newer version's link, a mirror or a saved "
-                        "copy) instead of the site's default"))
-    r.add_argument("--instance-type", dest="instance_types", action="append", metavar="TYPE",
-                   help=_("with --prices: price only this type (repeatable; default: the provider's GPU types "
-                        "in the catalog)"))
-    r.add_argument("--zone", help=_("tencent --prices: availability zone to quote (default: the first listed)"))
-    r.add_argument("--image-id", dest="image_id", help=_("tencent --prices: image id to quote with (required by "
-                                                       "InquiryPriceRunInstances)"))
-    r.add_argument("--currency", default="CNY", help=_("tencent --prices: currency your account is billed in "
-                                                    "(the API states amounts in CNY; international-site accounts: USD)"))
-    r.add_argument("--endpoint", help=_("API endpoint host (default: the SDK's regional endpoint)"))
-    from trainfit._cli.common import float_arg
-
-    r.add_argument("--timeout", type=float_arg("--timeout", 0, 600, lo_open=True), default=15.0,
-                   help=_("seconds per request (default 15)"))
-    r.add_argument("--total-timeout", dest="total_timeout", type=float_arg("--total-timeout", 0, 3600, lo_open=True),
-                   help=_("seconds for the whole refresh (default: max(60, 4 x --timeout))"))
-    r.add_argument("--protocol", choices=("https", "http"), default="https",
-                   help=_("https (default); http only for a local proxy or test server"))
-    r.add_argument("--json", action="store_true")
+    add_options(r, COMMAND_OPTIONS["catalog refresh"])
     r.set_defaults(func=_refresh)
 
     ru = sub.add_parser("rules", help=_("list the platform rules (PAI-DLC, Lingjun...) with sources"))
-    ru.add_argument("--claim", help=_("only rules that answer this claim id (e.g. C22)"))
-    ru.add_argument("--json", action="store_true")
+    add_options(ru, COMMAND_OPTIONS["catalog rules"])
     ru.set_defaults(func=_rules)
 
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
@@ -91,7 +57,7 @@ def _apply_overlay(args: argparse.Namespace) -> None:
         set_overlay_path(args.catalog_overlay)
 
 
-def _fmt(v: Any) -> str:
+def _fmt(v: Cell) -> str:
     if v is None:
         return "-"
     if isinstance(v, bool):
@@ -103,7 +69,7 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
-def _table(title: str, columns: list[str], rows: list[list[Any]], *, whole: tuple[str, ...] = (),
+def _table(title: str, columns: list[str], rows: list[list[Cell]], *, whole: tuple[str, ...] = (),
            compact: bool = False) -> None:
     """A rich table; the ``whole`` columns are never broken inside a word (names a user copies); ``compact``:
     no vertical rules (narrow terminals). Column names are message ids (marked with N_), shown translated."""
@@ -125,7 +91,7 @@ INSTANCE_COLUMNS_BY_WIDTH = ((150, ("intra", "inter", "Gbit/s", "verified")), (1
 INSTANCES_FULL_WIDTH = 150
 
 
-def _regions_cell(regions: Any) -> str:
+def _regions_cell(regions: Sequence[str] | None) -> str:
     """The first region and how many more: a list of twenty regions made every row twenty lines tall."""
     regions = list(regions or ())
     if not regions:
@@ -147,7 +113,7 @@ def _show(args: argparse.Namespace) -> int:
             json.dump([g.to_dict() for g in gpus], sys.stdout, indent=2, ensure_ascii=False)
             print()
             return 0
-        def cell(g: Any, f: str) -> Any:  # a figure assumed from speed_from is marked, never shown as the GPU's own
+        def cell(g: GPU, f: str) -> Cell:  # a figure assumed from speed_from is marked, never shown as the GPU's own
             v = getattr(g, f)
             return f"{_fmt(v)}*" if f in g.assumed and v is not None else v
 
@@ -192,7 +158,7 @@ def _show(args: argparse.Namespace) -> int:
     return 0
 
 
-def _price_cell(inst: Any) -> str | None:
+def _price_cell(inst: Instance) -> str | None:
     """Pay-as-you-go price of an instance from the price table or the row itself (``catalog show prices``
     says where it comes from)."""
     from trainfit.catalog.prices import price_for_instance

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 
-from trainfit._cli.common import add_json_option, int_arg, print_json
+from trainfit._cli.arguments import add_options
+from trainfit._cli.common import print_json
 from trainfit._cli.labels import SEVERITY, label
 from trainfit.i18n import _
+from trainfit.command_options import COMMAND_OPTIONS
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -16,17 +18,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "not fit, WORLD_SIZE/RANK misuse, spot without checkpoint and resume, Lingjun without VPC, "
                     "public resource group cap, region mismatch, custom images on Lingjun, batch arithmetic. "
                     "Exit code 1 when any error-level violation is found."))
-    p.add_argument("file", metavar="FILE", help=_("the job file"))
-    p.add_argument("--region", help=_("the region you will submit to (checked against the spec)"))
-    p.add_argument("--gpu", help=_("GPU model, when the spec does not say (for the memory check)"))
-    p.add_argument("--instance-type", help=_("instance type, when the spec does not say"))
-    p.add_argument("--nodes", type=int_arg("--nodes", 1, 65_536), help=_("nodes the job runs on, when the spec does not say"))
-    p.add_argument("--gpus-per-node", type=int_arg("--gpus-per-node", 1, 64),
-                   help=_("GPUs per node, when the spec does not say"))
-    from trainfit.options import CHECK_DATA_OPTIONS, add_options
-
-    add_options(p, CHECK_DATA_OPTIONS)
-    add_json_option(p)
+    add_options(p, COMMAND_OPTIONS["check"])
     p.set_defaults(func=run)
 
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from trainfit._cli.common import add_json_option, int_arg, print_json
-from trainfit.dataset.formats import FORMATS
+from trainfit._cli.arguments import add_options
+from trainfit._cli.common import print_json
 from trainfit.i18n import _
+from trainfit.command_options import COMMAND_OPTIONS
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -17,24 +18,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description=_("Read JSONL / JSON / Parquet datasets in the formats ms-swift and LLaMA-Factory accept (messages, "
                     "sharegpt, alpaca), apply the model's chat template and count every sample's tokens (the "
                     "`data` extra). `--json > stats.json` writes the file `plan --dataset` reads."))
-    p.add_argument("files", nargs="+", metavar="FILE", help=_("dataset files (.jsonl, .json, .parquet)"))
-    p.add_argument("--tokenizer", required=True, metavar="DIR",
-                   help=_("local model folder with tokenizer.json and the chat template "
-                        "(modelscope download --model Qwen/Qwen3-8B --local_dir DIR)"))
-    p.add_argument("--seq-len", type=int_arg("--seq-len", lo=16, hi=4_194_304), default=4096,
-                   help=_("cut-off length (ms-swift --max_length, LLaMA-Factory cutoff_len) for truncation, packing "
-                        "and padding (default 4096)"))
-    p.add_argument("--format", choices=FORMATS, default="auto", help=_("row format (default: detected per row)"))
-    p.add_argument("--columns", metavar="KEY=COL,...", help=_("column names that differ: messages=dialog,output=answer"))
-    p.add_argument("--no-template", action="store_true", help=_("count the plain text (a base model without template)"))
-    p.add_argument("--chat-template", metavar="FILE", help=_("a Jinja chat template file instead of the folder's"))
-    p.add_argument("--on-error", choices=("skip", "fail"), default="skip",
-                   help=_("a malformed row: skip it and report its line (default) or stop"))
-    p.add_argument("--sample", type=int_arg("--sample", lo=10, hi=10**9), metavar="N",
-                   help=_("count N random rows only and estimate totals with a 95%% interval"))
-    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                   help=_("progress bar on stderr (default: when stderr is a terminal)"))
-    add_json_option(p)
+    add_options(p, COMMAND_OPTIONS["data"])
     p.set_defaults(func=run)
 
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 
-from trainfit._cli.common import add_json_option, float_arg, int_arg, print_json
+from trainfit._cli.arguments import add_options
+from trainfit._cli.common import print_json
 from trainfit._cli.labels import SEVERITY, label
 from trainfit.i18n import _
+from trainfit.command_options import COMMAND_OPTIONS
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -16,16 +18,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "code, severity, message and fix: input-bound, low-gpu-util, loss-spike, divergence, "
                     "memory-near-limit, slower-than-plan / memory-above-plan / tokens-per-step (with --plan: "
                     "measured vs predicted as ratios), checkpoint-interval. Exit code 1 when a finding is critical."))
-    p.add_argument("metrics", metavar="METRICS.jsonl", help=_("metrics file of the run"))
-    p.add_argument("--plan", metavar="PLAN.json", help=_("`trainfit plan --json` output to compare with"))
-    p.add_argument("--pick", type=int_arg("--pick", 1, 10_000), default=1, metavar="N", help=_("which plan of --plan, 1 = first (default 1)"))
-    p.add_argument("--interruptions-per-hour", type=float_arg("--interruptions-per-hour", 0, 3600),
-                   metavar="RATE",
-                   help=_("expected interruptions (preemptions, failures) per hour of the whole job, for the optimal "
-                        "checkpoint interval (`trainfit plan --spot` states the rate it assumes)"))
-    p.add_argument("--warmup-steps", type=int_arg("--warmup-steps", 0, 10**9), default=1,
-                   help=_("steps left out of timing at the start of each launch (default 1)"))
-    add_json_option(p)
+    add_options(p, COMMAND_OPTIONS["diagnose"])
     p.set_defaults(func=run)
 
 

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 
-from trainfit._cli.common import (add_json_option, add_model_argument, add_workload_options, float_arg, ident_arg,
-                                  model_from_args, print_json, workload_from_args)
+from trainfit._cli.arguments import add_options
+from trainfit._cli.common import model_from_args, print_json
 from trainfit.i18n import _
+from trainfit.command_options import COMMAND_OPTIONS
+from trainfit.service import MemoryReport, RLMemoryReport
+from trainfit.service_commands import memory_command
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -15,46 +18,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         description=_("Per-GPU training memory of MODEL with the given settings: a breakdown by term, the "
                     "phase of the peak, host RAM; with --gpu, --gpu-mem or --instance-type also the verdict "
                     "(fits / tight / oom / unknown), the largest micro-batch and sequence, and changes that fit."))
-    add_model_argument(p)
-    add_workload_options(p, unset_defaults=True)  # None = not given: the Workload's default, or --rl-framework's
-    g = p.add_argument_group(_("GPU"))
-    g.add_argument("--gpu", metavar="NAME", type=ident_arg("--gpu", "gpu"),
-                   help=_("GPU from the catalog (A10, L20, A100-80GB, H800, H20...)"))
-    g.add_argument("--gpu-mem", type=float_arg("--gpu-mem", 0, 4096, lo_open=True), metavar="GIB",
-                   help=_("usable GPU memory in GiB instead of --gpu"))
-    g.add_argument("--instance-type", type=ident_arg("--instance-type", "instance_type"), metavar="TYPE",
-                   help=_("instance type from the catalog: its GPU and host RAM"))
-    g.add_argument("--host-ram", type=float_arg("--host-ram", 0, 1e6, lo_open=True), metavar="GIB",
-                   help=_("host RAM per node (for the verdict on offload)"))
-    from trainfit._cli.rl_options import add_rl_options
-
-    add_rl_options(p)
-    from trainfit.options import DATA_OPTIONS, add_options
-
-    add_options(p, DATA_OPTIONS)  # --dataset: size memory at the data's longest row
-    add_json_option(p)
+    add_options(p, COMMAND_OPTIONS["memory"])
     p.set_defaults(func=run)
 
 
-def compute(args: argparse.Namespace):
-    from trainfit.options import rl_config_from_values, rl_workload_from_values
-    from trainfit.service import memory_report, rl_memory_report
-
-    rl = rl_config_from_values(vars(args))
-    if rl is not None and args.dataset:
-        from trainfit.errors import WorkloadError
-
-        raise WorkloadError(_("--dataset sizes supervised fine-tuning rows; RL sequences are --prompt-len + "
-                              "--response-len"), fix=_("drop --dataset, or drop --rl"))
-    if rl is not None:  # RL sizing (issue 13): memory per phase
-        return rl_memory_report(model_from_args(args), rl_workload_from_values(vars(args), rl), rl,
-                                gpu=args.gpu, gpu_mem_gib=args.gpu_mem, host_ram_gib=args.host_ram,
-                                instance_type=args.instance_type, steps=args.steps)
-    from trainfit.dataset.budget import budget_from_values
-
-    data = budget_from_values(vars(args))
-    return memory_report(model_from_args(args), workload_from_args(args), gpu=args.gpu, gpu_mem_gib=args.gpu_mem,
-                         host_ram_gib=args.host_ram, instance_type=args.instance_type, data=data)
+def compute(args: argparse.Namespace) -> MemoryReport | RLMemoryReport:
+    return memory_command(lambda: model_from_args(args), vars(args), gpu=args.gpu, gpu_mem_gib=args.gpu_mem,
+                          host_ram_gib=args.host_ram, instance_type=args.instance_type)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import argparse
 
-from trainfit._cli.common import add_json_option, print_json
+from trainfit._cli.arguments import add_options
+from trainfit._cli.common import print_json
 from trainfit.i18n import _
+from trainfit.command_options import COMMAND_OPTIONS
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("models", help=_("list the bundled Qwen3 registry with exact parameter counts"),
                        description=_("List the bundled models (Hugging Face names) with exact parameter counts."))
-    add_json_option(p)
+    add_options(p, COMMAND_OPTIONS["models"])
     p.set_defaults(func=run)
 
 

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 
-from trainfit._cli.common import (add_json_option, add_model_argument, add_workload_options, ident_arg, int_arg,
-                                  model_from_args, print_json)
+from trainfit._cli.arguments import add_options
+from trainfit._cli.common import model_from_args, print_json
 from trainfit.i18n import _
+from trainfit.command_options import COMMAND_OPTIONS
+from trainfit.options import DATA_OPTIONS, PLAN_OPTIONS, RL_OPTION_NAMES, WORKLOAD_OPTION_NAMES, OptionValue
+from trainfit.service_commands import plan_command
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -17,36 +20,18 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "explain each rejected instance type. Options you set among --gpus --gpus-per-node "
                     "--strategy --offload --micro-batch --grad-ckpt --grad-accum --tp --pp --ep --cp are pinned; "
                     "the rest is searched."))
-    add_model_argument(p)
-    add_workload_options(p, unset_defaults=True)
-    from trainfit.options import PLAN_OPTIONS, add_options
-
-    from trainfit.options import DATA_OPTIONS
-
-    add_options(p, tuple(o for o in PLAN_OPTIONS if o.name != "ignore_rule") + DATA_OPTIONS)
-    p.add_argument("--ignore-rule", action="append", default=[], metavar="RULE_ID", type=ident_arg("--ignore-rule", "job_name"),
-                   help=_("do not enforce a platform rule (e.g. pai-public-quota when your quota was raised)"))
-    from trainfit._cli.rl_options import add_rl_options
-
-    add_rl_options(p)
-    p.add_argument("--top", type=int_arg("--top", 1, 10_000), default=10, help=_("plans to show (default 10)"))
-    add_json_option(p)
+    add_options(p, COMMAND_OPTIONS["plan"])
     p.set_defaults(func=run)
 
 
-def build_request(args: argparse.Namespace):
-    from trainfit.options import (DATA_OPTIONS, PLAN_OPTIONS, RL_OPTION_NAMES, WORKLOAD_OPTION_NAMES,
-                                  plan_request_from_values)
-
+def option_values(args: argparse.Namespace) -> dict[str, OptionValue]:
+    """The values of the options ``plan`` shares with the web API (workload, plan, data and RL options)."""
     names = WORKLOAD_OPTION_NAMES + tuple(o.name for o in PLAN_OPTIONS + DATA_OPTIONS) + RL_OPTION_NAMES
-    values = {k: getattr(args, k) for k in names}
-    return plan_request_from_values(model_from_args(args), values)
+    return {k: getattr(args, k) for k in names}
 
 
 def run(args: argparse.Namespace) -> int:
-    from trainfit.service import make_plan
-
-    result = make_plan(build_request(args))
+    result = plan_command(model_from_args(args), option_values(args))
     out = result.to_dict()
     if args.json:
         print_json(out)

@@ -1,32 +1,15 @@
-"""RL options (``--rl grpo|ppo|dpo`` and the rollout settings) and their ``memory`` output.
+"""The ``memory --rl`` output: ``print_rl_memory(out)`` prints the per-phase table.
 
-The options are defined once in :data:`trainfit.options.RL_OPTIONS`; ``add_rl_options(parser)`` attaches them
-to a command; ``rl_config_from_args(args)`` builds the :class:`~trainfit.rl.RLConfig` (framework defaults fill
-what the user did not set);
-``print_rl_memory(out)`` prints the per-phase table. The logic is in :func:`trainfit.service.rl_memory_report`.
+The RL options (``--rl grpo|ppo|dpo`` and the rollout settings) are :data:`trainfit.options.RL_OPTIONS`; the logic
+is in :func:`trainfit.service.rl_memory_report`.
 """
 
 from __future__ import annotations
-
-import argparse
 
 from rich.markup import escape
 
 from trainfit._cli.labels import METHOD, PHASE, VERDICT_SHORT, label
 from trainfit.i18n import N_, _, translate
-from trainfit.options import RL_OPTIONS, add_options, rl_config_from_values
-from trainfit.rl.config import RLConfig
-
-
-def add_rl_options(p: argparse.ArgumentParser) -> None:
-    """The RL options of :data:`trainfit.options.RL_OPTIONS` (the table the web API validates with too)."""
-    add_options(p, RL_OPTIONS)
-
-
-def rl_config_from_args(args: argparse.Namespace) -> RLConfig | None:
-    """The RLConfig of the command line, or None without ``--rl``."""
-    return rl_config_from_values(vars(args))
-
 
 PHASE_LABELS = {"rollout": N_("rollout (engine + trainer residual)"), "train": N_("train (policy update + ref/critic)"),
                 "sync": N_("weight sync (woken engine + bucket)")}

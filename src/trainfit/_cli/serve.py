@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from trainfit._cli.common import ident_arg, int_arg
+from trainfit._cli.arguments import add_options
 from trainfit.i18n import _
+from trainfit.command_options import COMMAND_OPTIONS
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -13,13 +14,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "serve", help=_("the web page and JSON API (memory, plan, render, check) on http://127.0.0.1:8000"),
         description=_("Serve the trainfit page and its JSON API (OpenAPI docs at /docs). The page works offline. "
                     "Needs the extra: pip install 'trainfit[web]'."))
-    p.add_argument("--host", default="127.0.0.1", type=ident_arg("--host", "instance_type"),
-                   help=_("address to listen on (default 127.0.0.1, this machine only)"))
-    p.add_argument("--port", default=8000, type=int_arg("--port", 1, 65535), help=_("port (default 8000)"))
-    p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
-                   type=ident_arg("--allow-host", "instance_type"),
-                   help=_("a host name clients use to reach the server (repeatable; the loopback names and --host are "
-                        "always allowed; any other Host header is refused, against DNS rebinding)"))
+    add_options(p, COMMAND_OPTIONS["serve"])
     p.set_defaults(func=run)
 
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 
-from trainfit._cli.common import add_json_option, float_arg, print_json
+from trainfit._cli.arguments import add_options
+from trainfit._cli.common import print_json
 from trainfit._cli.labels import SEVERITY, label
 from trainfit.i18n import _
+from trainfit.command_options import COMMAND_OPTIONS
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -15,17 +17,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description=_("Print the PAI-DLC CreateJob request of a rendered job (dry run), or send it with --yes "
                     "through the official SDK. Credentials come from the standard Alibaba Cloud credential "
                     "chain and are never printed or written."))
-    p.add_argument("path", metavar="DIR_OR_JSON", help=_("dlc_job.json or the folder `trainfit render` wrote"))
-    p.add_argument("--yes", action="store_true", help=_("really submit (default: dry run)"))
-    p.add_argument("--region", default=None,
-                   help=_("region id (default: the region the job was rendered for, from its trainfit header or image "
-                        "registry; else cn-hangzhou)"))
-    p.add_argument("--endpoint", help=_("API endpoint (default pai-dlc.REGION.aliyuncs.com)"))
-    p.add_argument("--protocol", default="https", choices=("https", "http"), help=argparse.SUPPRESS)
-    p.add_argument("--timeout", type=float_arg("--timeout", 0, 600, lo_open=True), default=30.0,
-                   help=_("total seconds for the request (default 30)"))
-    p.add_argument("--no-check", action="store_true", help=_("submit even when `trainfit check` finds errors"))
-    add_json_option(p)
+    add_options(p, COMMAND_OPTIONS["submit"])
     p.set_defaults(func=run)
 
 

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import argparse
 
-from trainfit._cli.common import (add_json_option, add_model_argument, add_workload_options, model_from_args,
-                                  print_json, workload_from_args)
+from trainfit._cli.arguments import add_options
+from trainfit._cli.common import model_from_args, print_json, workload_from_args
 from trainfit._cli.labels import METHOD, PHASE, label
+from trainfit.command_options import COMMAND_OPTIONS
 from trainfit.estimate.terms import term_label
 from trainfit.i18n import _
 from trainfit.trace.result import TraceResult
@@ -26,10 +27,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "tensor memory of the last step with its breakdown. Needs: pip install 'trainfit[trace]'.")
         ),
     )
-    add_model_argument(p)
-    add_workload_options(p)
-    add_json_option(p)
-    p.add_argument("--steps", type=int, default=2, help=_("training steps to trace; the last is reported (default 2)"))
+    add_options(p, COMMAND_OPTIONS["trace"])
     p.set_defaults(func=run)
 
 

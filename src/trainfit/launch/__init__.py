@@ -14,7 +14,7 @@ from pathlib import Path
 
 from trainfit.errors import RenderError
 from trainfit.i18n import _
-from trainfit.jsontypes import JSONDict
+from trainfit.json_types import JSONDict
 from trainfit.plan.types import Plan
 from trainfit.providers.registry import default_region
 from trainfit.launch._context import (CKPT_MOUNT, DEFAULT_DATASET, PAI_IMAGE, PLACEHOLDER, RenderContext,

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from trainfit.estimate.uncertainty import format_probability
 from trainfit.i18n import N_, _, translate
-from trainfit.jsontypes import JSONDict
+from trainfit.json_types import JSONDict
 from trainfit.models.shapes import ModelShape
 from trainfit.plan.types import Plan
 from trainfit.rl.summary import RLSummary

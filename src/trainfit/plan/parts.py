@@ -15,7 +15,7 @@ from typing import Literal, Mapping
 
 from trainfit.catalog.gpus import GPU
 from trainfit.catalog.instances import Instance
-from trainfit.jsontypes import JSON, JSONDict
+from trainfit.json_types import JSON, JSONDict
 
 #: What a scalar field holds, from its annotation.
 ScalarKind = Literal["number", "count", "flag", "text"]

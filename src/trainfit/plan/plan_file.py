@@ -16,7 +16,7 @@ from trainfit.dataset.budget import DataBudget
 from trainfit.errors import InputError, PlanFileError
 from trainfit.estimate.uncertainty import Interval
 from trainfit.i18n import _
-from trainfit.jsontypes import JSONDict
+from trainfit.json_types import JSONDict
 from trainfit.plan.parts import ScalarField
 
 

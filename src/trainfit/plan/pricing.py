@@ -16,7 +16,7 @@ from trainfit.i18n import _, translate
 from trainfit.plan.parts import Cost
 from trainfit.catalog.instances import Instance
 from trainfit.catalog.prices import PriceRow, price_for_instance, HOURS_PER_MONTH, regional_prices
-from trainfit.jsontypes import JSONDict
+from trainfit.json_types import JSONDict
 from trainfit.estimate.uncertainty import Interval, format_range
 from trainfit.providers.registry import provider_spec
 

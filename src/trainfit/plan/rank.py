@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Literal
 from trainfit.estimate.fit import OOM_RISK_LIMIT
 from trainfit.estimate.uncertainty import format_probability, format_range, ranges_overlap
 from trainfit.i18n import N_, _, translate
-from trainfit.jsontypes import JSONDict
+from trainfit.json_types import JSONDict
 from trainfit.plan.types import Plan
 from trainfit.providers.registry import ProviderSpec, provider_spec
 

@@ -29,7 +29,7 @@ from trainfit.plan.explain import explain_rejection as _explain, unknown_region_
 from trainfit.plan.layout_fit import Limit as _Limit, fit_layout as _fit_layout
 from trainfit.plan.rank import pareto as _pareto, rank as _rank, score as _score
 from trainfit.catalog.instances import Instance, list_instances
-from trainfit.jsontypes import JSON
+from trainfit.json_types import JSON
 from trainfit.rl.config import RLConfig
 from trainfit.rules.types import Violation
 from trainfit.plan.parts import Speed

@@ -19,7 +19,7 @@ from trainfit.estimate.memory import MemoryEstimate
 from trainfit.estimate.states import precision_mode
 from trainfit.estimate.uncertainty import Interval, memory_range
 from trainfit.i18n import _
-from trainfit.jsontypes import JSON, JSONDict, Quantiles
+from trainfit.json_types import JSON, JSONDict, Quantiles
 from trainfit.models.shapes import ModelShape, model_from_dict
 from trainfit.plan.parts import Cost, Placement, Speed, scalar_fields, scalars_from, scalars_of
 from trainfit.plan.plan_file import check_scalars, checked_gpu, checked_instance, data_budget, speed_interval

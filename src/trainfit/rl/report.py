@@ -9,7 +9,7 @@ from trainfit.catalog.gpus import GPU
 from trainfit.catalog.instances import Instance
 from trainfit.estimate.memory import MemoryEstimate
 from trainfit.i18n import _
-from trainfit.jsontypes import JSONDict, Quantiles
+from trainfit.json_types import JSONDict, Quantiles
 from trainfit.models.shapes import ModelShape
 from trainfit.rl.config import RLConfig
 from trainfit.plan.hardware import gpu_class_of

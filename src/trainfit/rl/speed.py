@@ -30,7 +30,7 @@ from types import ModuleType
 from typing import Mapping
 
 from trainfit.i18n import _
-from trainfit.jsontypes import JSONDict
+from trainfit.json_types import JSONDict
 from trainfit.models.shapes import ModelShape
 from trainfit.rl.config import RLConfig
 from trainfit.rl.memory import ENGINE_WEIGHT_BYTES, GIB, RLMemoryEstimate, engine_weight_bytes

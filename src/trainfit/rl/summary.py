@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Mapping
 
-from trainfit.jsontypes import JSONDict
+from trainfit.json_types import JSONDict
 from trainfit.rl.config import RL_FIELD_NAMES, RLConfig
 from trainfit.rl.memory import RLMemoryEstimate
 from trainfit.rl.speed import RLSpeedEstimate
