@@ -38,5 +38,5 @@ def run(args: argparse.Namespace) -> int:
     else:
         from trainfit._cli.tables import print_plan
 
-        print_plan(out, top=args.top)
+        print_plan(result, top=args.top)
     return 0 if result.plans else 1  # the same exit status with and without --json: 1 when nothing fits
