@@ -257,9 +257,9 @@ def _print_row_notes(c: Console, plans: Sequence[Plan], top: int) -> None:
         if p_oom is not None and p_oom >= 0.1:
             c.print("[dim]" + _("#{n} P(OOM) {p} (calibrated on what published runs near their card's limit did: "
                                 "ran or OOM)").format(n=i + 1, p=_prob(p_oom)) + "[/dim]")
-        if p.calibration:
+        if p.speed.calibration:
             c.print("[dim]" + _("#{n} speed ({framework} engine): {calibration}").format(
-                n=i + 1, framework=p.framework, calibration=escape(str(p.calibration))) + "[/dim]")
+                n=i + 1, framework=p.speed.framework, calibration=escape(str(p.speed.calibration))) + "[/dim]")
         tc = p.time_cost
         if tc.price_per_hour is not None:
             billing = (_("pay-as-you-go, spot pays {fraction:.0%}").format(fraction=tc.spot_price_fraction)
@@ -301,7 +301,7 @@ def print_plan(result: PlanResult, top: int = 10, console: Console | None = None
                             "(docs/accuracy.md)")
                 + (_("; ≈ tied with #1: their ranges of the ranking figure overlap") if tied & set(range(top)) else "")
                 + "[/dim]")
-        engines = sorted({p.framework for p in plans[:top] if p.framework})
+        engines = sorted({p.speed.framework for p in plans[:top] if p.speed.framework})
         if engines:
             c.print("[dim]" + _("speed model engine: {engines} (--framework; default: the --target's engine)").format(
                 engines=", ".join(engines)) + "[/dim]")

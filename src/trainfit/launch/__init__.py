@@ -67,16 +67,16 @@ def _save_steps(plan: Plan, step_seconds: float | None, max_steps: int | None) -
     from trainfit.plan.cost import (CHECKPOINT_BYTES_PER_TRAINABLE_PARAM, CHECKPOINT_WRITE_GBYTES_PER_S_DEFAULT,
                                     ON_DEMAND_INTERRUPTION_RATE_PER_NODE_HOUR, checkpoint_interval_hours)
 
-    hours, why = plan.checkpoint_interval_hours, _("the plan's spot checkpoint interval")
+    hours, why = plan.time_cost.checkpoint_interval_hours, _("the plan's spot checkpoint interval")
     trainable = plan.memory.params.trainable
     if not hours and trainable:
-        hours, write_h = checkpoint_interval_hours(trainable_params=trainable, nodes=plan.nodes,
+        hours, write_h = checkpoint_interval_hours(trainable_params=trainable, nodes=plan.placement.nodes,
                                                    interruptions_per_node_hour=ON_DEMAND_INTERRUPTION_RATE_PER_NODE_HOUR)
         size_gb = trainable * CHECKPOINT_BYTES_PER_TRAINABLE_PARAM / 1e9
         why = _("Young/Daly: a {size:,.1f} GB checkpoint at {rate:g} GB/s per node = {write} s, {nodes} node(s) x "
                 "{interruptions:.2g} interruptions per node-hour -> every {hours:,.1f} h").format(
             size=size_gb, rate=CHECKPOINT_WRITE_GBYTES_PER_S_DEFAULT,
-            write=f"{write_h * 3600:,.{0 if write_h * 3600 >= 10 else 1}f}", nodes=plan.nodes,
+            write=f"{write_h * 3600:,.{0 if write_h * 3600 >= 10 else 1}f}", nodes=plan.placement.nodes,
             interruptions=ON_DEMAND_INTERRUPTION_RATE_PER_NODE_HOUR, hours=hours)
     if hours and step_seconds:
         n = max(1, int(hours * 3600 / step_seconds))
@@ -93,9 +93,10 @@ def _check_plan_strings(plan: Plan) -> None:
     from trainfit import inputs
     from trainfit.errors import InputError
 
-    checks = [("instance_type", plan.instance_type, "instance_type"), ("gpu", plan.gpu, "gpu"),
-              ("region", plan.region, "region"), ("provider", plan.provider, "resource_id"),
-              ("resource_class", plan.resource_class, "resource_id"), ("model", model_repo_id(plan.model), "dataset")]
+    pl = plan.placement
+    checks = [("instance_type", pl.instance_type, "instance_type"), ("gpu", pl.gpu, "gpu"),
+              ("region", plan.time_cost.region, "region"), ("provider", pl.provider, "resource_id"),
+              ("resource_class", pl.resource_class, "resource_id"), ("model", model_repo_id(plan.model), "dataset")]
     checks += [("lora_targets", t, "module") for t in plan.workload.lora_targets]
     for field_name, value, kind in checks:
         if value is None:
@@ -162,15 +163,16 @@ def build_context(plan: Plan, options: RenderOptions | None = None) -> RenderCon
     """A consistent :class:`RenderContext` from a typed plan and render options (no catalog look-ups)."""
     o = options or RenderOptions()
     _check_plan_strings(plan)
-    inst = plan.instance
+    pl, planned_region = plan.placement, plan.time_cost.region
+    inst = pl.instance
     regions = tuple(getattr(inst, "regions", ()) or ()) if inst is not None else ()
-    lingjun = plan.resource_class == "pai-lingjun" or (inst is None and is_lingjun_type(plan.instance_type))
-    region = o.region or plan.region or (regions[0] if regions else
-                                         default_region("pai-lingjun" if lingjun else plan.resource_class))
-    _check_region(region, _("the instance record's first region") if not (o.region or plan.region) else "region")
+    lingjun = pl.resource_class == "pai-lingjun" or (inst is None and is_lingjun_type(pl.instance_type))
+    region = o.region or planned_region or (regions[0] if regions else
+                                            default_region("pai-lingjun" if lingjun else pl.resource_class))
+    _check_region(region, _("the instance record's first region") if not (o.region or planned_region) else "region")
     if regions and region not in regions:
         raise RenderError(_("{it} is documented only in {regions}, not {region}").format(
-                              it=plan.instance_type, regions=", ".join(regions)[:300], region=region),
+                              it=pl.instance_type, regions=", ".join(regions)[:300], region=region),
                           fix=_("use --region {region} or another instance type").format(region=regions[0]))
     name = slug(o.job_name or f"{plan.model.name}-{plan.workload.method}")
     img = o.image or PAI_IMAGE.format(region=region)
@@ -187,7 +189,7 @@ def build_context(plan: Plan, options: RenderOptions | None = None) -> RenderCon
         max_steps = plan.rl.steps
     else:
         max_steps = None if o.epochs is not None else plan.optimizer_steps()
-    save, save_why = (o.save_steps, "--save-steps") if o.save_steps else _save_steps(plan, plan.step_seconds,
+    save, save_why = (o.save_steps, "--save-steps") if o.save_steps else _save_steps(plan, plan.speed.step_seconds,
                                                                                          max_steps)
     dataset, from_data, dataset_note = job_dataset(plan, o)
     return RenderContext(
@@ -243,7 +245,7 @@ def render(ctx: RenderContext, targets: list[str] | tuple[str, ...] | str | None
             continue
         files.update(mod.render(ctx))
         rendered.append(t)
-    warnings = (engine_mismatch(ctx.plan.framework, ctx.plan.target, rendered, ctx.workload)
+    warnings = (engine_mismatch(ctx.plan.speed.framework, ctx.plan.target, rendered, ctx.workload)
                 + experts_mismatch(rendered, ctx.workload, ctx.model.is_moe) + loss_mismatch(rendered, ctx.workload))
     return RenderResult(files=files, skipped=skipped, context=ctx,
                         warnings=warnings + _kernel_gaps(ctx) + _packing_notes(ctx, rendered))
@@ -277,11 +279,11 @@ def _kernel_gaps(ctx: RenderContext) -> tuple[str, ...]:
     from trainfit.estimate.hardware import kernel_gaps
     from trainfit.plan.hardware import gpu_class_of
 
-    spec = ctx.plan.gpu_spec
+    spec = ctx.plan.placement.gpu_spec
     if spec is None or ctx.plan.rl is not None:  # the RL launches write no attention kernel
         return ()
     return tuple(_("{gap} (`trainfit check` rejects these files: rule kernel-support)").format(gap=gap)
-                 for gap in kernel_gaps(ctx.workload.attention, gpu_class_of(spec), ctx.plan.gpu))
+                 for gap in kernel_gaps(ctx.workload.attention, gpu_class_of(spec), ctx.plan.placement.gpu))
 
 
 def readme(result: RenderResult) -> str:

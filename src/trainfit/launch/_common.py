@@ -395,7 +395,7 @@ def watch_snippet(ctx: RenderContext) -> str:
     reclaim notice (the provider's metadata, SIGTERM) becomes a checkpoint at the next step boundary and exit 143
     (the platform restarts the job), and every step's metrics go to JSONL and Prometheus (port 9400 + local rank).
     Empty otherwise, so the launch line runs as it is."""
-    provider = getattr(provider_spec(ctx.plan.provider), "spot_notice", None) if ctx.spot else None
+    provider = getattr(provider_spec(ctx.plan.placement.provider), "spot_notice", None) if ctx.spot else None
     # $CKPT_DIR is a validated path without spaces (RenderOptions), so the unquoted expansion splits only here
     opts = ('--checkpoint-dir $CKPT_DIR --hf-callback --metrics-path $CKPT_DIR/metrics.jsonl --prometheus-port 9400'
             + (f" --provider {provider}" if provider else ""))

@@ -154,28 +154,28 @@ class RenderContext:
 
     @property
     def instance_type(self) -> str | None:
-        return self.plan.instance_type
+        return self.plan.placement.instance_type
 
     @property
     def gpu(self) -> str | None:
-        return self.plan.gpu
+        return self.plan.placement.gpu
 
     @property
     def gpu_mem_gib(self) -> float | None:
-        return self.plan.gpu_mem_gib
+        return self.plan.placement.gpu_mem_gib
 
     @property
     def gpus_per_instance(self) -> int | None:
-        return getattr(self.plan.instance, "gpu_count", None)
+        return getattr(self.plan.placement.instance, "gpu_count", None)
 
     @property
     def lingjun(self) -> bool:
-        return self.plan.resource_class == "pai-lingjun" or (
-            self.plan.instance is None and is_lingjun_type(self.plan.instance_type))
+        return self.plan.placement.resource_class == "pai-lingjun" or (
+            self.plan.placement.instance is None and is_lingjun_type(self.plan.placement.instance_type))
 
     @property
     def spot(self) -> bool:
-        return self.plan.spot
+        return self.plan.time_cost.spot
 
     @property
     def ckpt_dir(self) -> str:
@@ -202,17 +202,17 @@ class RenderContext:
     def summary_dict(self) -> JSONDict:
         """The plan's numbers as ``render --json`` reports them (memory, fit, speed, cost, steps)."""
         p = self.plan
-        iv = p.intervals()
+        iv, sp, tc = p.intervals(), p.speed, p.time_cost
         return {"source": p.source, "verdict": p.fit.verdict, "intervals": iv,
                 "oom_probability": p.fit.oom_probability, "out_of_domain": p.out_of_domain_note(),
                 "memory": {"reserved_gib": p.memory.reserved_gib, "tensor_peak_gib": p.memory.tensor_peak_gib,
-                           "peak_phase": p.memory.peak_phase, "gpu_mem_gib": p.gpu_mem_gib,
+                           "peak_phase": p.memory.peak_phase, "gpu_mem_gib": p.placement.gpu_mem_gib,
                            "verdict": p.fit.verdict, "fits": p.fit.fits, "reasons": list(p.fit.reasons)},
                 "steps": {"max_steps": self.max_steps, "save_steps": self.save_steps},
-                "speed": None if p.tokens_per_s is None else {"tokens_per_s": p.tokens_per_s,
-                                                              "step_seconds": p.step_seconds, "mfu": p.mfu},
-                "cost": None if p.hours is None else {"hours": p.hours, "gpu_hours": p.gpu_hours, "cost": p.cost,
-                                                      "currency": p.currency, "tokens": p.tokens}}
+                "speed": None if sp.tokens_per_s is None else {"tokens_per_s": sp.tokens_per_s,
+                                                               "step_seconds": sp.step_seconds, "mfu": sp.mfu},
+                "cost": None if tc.hours is None else {"hours": tc.hours, "gpu_hours": tc.gpu_hours, "cost": tc.cost,
+                                                       "currency": tc.currency, "tokens": tc.tokens}}
 
     def facts_line(self) -> str:
         """One machine-readable line that ``trainfit check`` reads back: the facts a file may not state itself
@@ -220,22 +220,24 @@ class RenderContext:
         import json
 
         p = self.plan
-        facts = {"model": p.model.name, "gpu": p.gpu, "instance_type": p.instance_type,
-                 "provider": p.provider, "resource_class": p.resource_class, "region": self.region, "nodes": self.nodes,
+        pl = p.placement
+        facts = {"model": p.model.name, "gpu": pl.gpu, "instance_type": pl.instance_type, "provider": pl.provider,
+                 "resource_class": pl.resource_class, "region": self.region, "nodes": self.nodes,
                  "gpus_per_node": self.gpus_per_node, "reserved_gib": p.memory.reserved_gib,
                  "verdict": p.fit.verdict, "workload": p.workload.to_dict()}
-        if getattr(p.gpu_spec, "mem_from_user", False):  # plan --gpu-mem: check sizes the GPU as the plan did
-            facts["gpu_mem_gib_user"] = p.gpu_spec.mem_gib
+        if pl.gpu_spec.mem_from_user:  # plan --gpu-mem: check sizes the GPU as the plan did
+            facts["gpu_mem_gib_user"] = pl.gpu_spec.mem_gib
         if self.max_steps and p.rl is None:  # the step budget check reads back
-            facts["budget"] = {"tokens": p.tokens, "max_steps": self.max_steps}
+            facts["budget"] = {"tokens": p.time_cost.tokens, "max_steps": self.max_steps}
             data = p.data
             if data is not None:  # steps count the data's rows (packed rows or samples), not tokens / seq_len
                 facts["budget"].update({"rows_per_epoch": data.rows_per_epoch, "epochs": data.epochs,
                                         "packing": data.packing})
         rl = p.rl
         if rl is not None:  # RL plan: reserved_gib is the binding phase's peak
-            facts["rl"] = {"algo": rl.config.algo, "rl_framework": rl.config.rl_framework, "gpu_mem_gib": p.gpu_mem_gib,
-                           "phases_gib": dict(rl.phases_gib), "binding_phase": rl.binding_phase,
+            facts["rl"] = {"algo": rl.config.algo, "rl_framework": rl.config.rl_framework,
+                           "gpu_mem_gib": pl.gpu_mem_gib, "phases_gib": dict(rl.phases_gib),
+                           "binding_phase": rl.binding_phase,
                            "kv_pool_gib": rl.kv_pool_gib, "max_concurrent_seqs": rl.max_concurrent_seqs,
                            "steps": rl.steps}
         return "trainfit-plan " + json.dumps(facts, separators=(",", ":"), ensure_ascii=True)
@@ -273,8 +275,8 @@ class RenderContext:
         elif rl is None and self.max_steps:
             line = _("budget: {steps} optimizer steps = {tokens} tokens / (global batch {gb} x seq_len {seq_len}); "
                      "checkpoint every {save} steps").format(
-                steps=self.max_steps, tokens=_num(self.plan.tokens, 0), gb=wl.global_batch, seq_len=wl.seq_len,
-                save=self.save_steps)
+                steps=self.max_steps, tokens=_num(self.plan.time_cost.tokens, 0), gb=wl.global_batch,
+                seq_len=wl.seq_len, save=self.save_steps)
             lines.append(line + (f" ({reason})" if reason else ""))
         if rl is None and data is not None:
             line = _("dataset {dataset}: cut-off {cutoff} ({source}) truncates {share:.1%} of samples; {tokens:,} sample "
@@ -290,7 +292,7 @@ class RenderContext:
         """The memory, speed and cost lines of :meth:`header_lines`, read from the plan."""
         lines: list[str] = []
         p = self.plan
-        mem = p.memory
+        mem, sp, tc = p.memory, p.speed, p.time_cost
         iv = p.intervals()
         p_oom = p.fit.oom_probability
         verdict = p.fit.verdict
@@ -299,28 +301,28 @@ class RenderContext:
         line = _("memory: {reserved} GiB{range} per GPU reserved (tensor peak {peak} GiB, {phase}) of {usable} GiB "
                  "usable: {verdict}").format(
             reserved=_num(mem.reserved_gib), range=_rng(iv.get("per_gpu_gib")),
-            peak=_num(mem.tensor_peak_gib), phase=mem.peak_phase, usable=_num(p.gpu_mem_gib), verdict=shown)
+            peak=_num(mem.tensor_peak_gib), phase=mem.peak_phase, usable=_num(p.placement.gpu_mem_gib), verdict=shown)
         if p_oom is not None:
             line += ", P(OOM) {p}".format(p=format_probability(p_oom))
         lines.append(line)
-        if p.tokens_per_s is not None:
+        if sp.tokens_per_s is not None:
             lines.append(_("speed: {tps} tokens/s{tps_range}, {step} s/step{step_range}, MFU {mfu}{mfu_range}").format(
-                tps=_num(p.tokens_per_s, 0), tps_range=_rng(iv.get("tokens_per_s"), 0),
-                step=_num(p.step_seconds), step_range=_rng(iv.get("step_seconds")),
-                mfu=_num(p.mfu), mfu_range=_rng(iv.get("mfu"))))
+                tps=_num(sp.tokens_per_s, 0), tps_range=_rng(iv.get("tokens_per_s"), 0),
+                step=_num(sp.step_seconds), step_range=_rng(iv.get("step_seconds")),
+                mfu=_num(sp.mfu), mfu_range=_rng(iv.get("mfu"))))
         else:
             lines.append(_("speed: not estimated (no trainfit plan given)"))
-        if p.hours is not None and p.cost is not None:
+        if tc.hours is not None and tc.cost is not None:
             lines.append(_("cost: {cost} {currency}{cost_range} for {hours} h{hours_range} ({gpu_hours} "
                            "GPU-hours{gpu_hours_range})").format(
-                cost=_num(p.cost), currency=p.currency or "", cost_range=_rng(iv.get("cost"), 0),
-                hours=_num(p.hours), hours_range=_rng(iv.get("hours"), 1),
-                gpu_hours=_num(p.gpu_hours), gpu_hours_range=_rng(iv.get("gpu_hours"), 0)))
-        elif p.hours is not None:
+                cost=_num(tc.cost), currency=tc.currency or "", cost_range=_rng(iv.get("cost"), 0),
+                hours=_num(tc.hours), hours_range=_rng(iv.get("hours"), 1),
+                gpu_hours=_num(tc.gpu_hours), gpu_hours_range=_rng(iv.get("gpu_hours"), 0)))
+        elif tc.hours is not None:
             lines.append(_("cost: no price in the catalog; {hours} h{hours_range} ({gpu_hours} "
                            "GPU-hours{gpu_hours_range})").format(
-                hours=_num(p.hours), hours_range=_rng(iv.get("hours"), 1),
-                gpu_hours=_num(p.gpu_hours), gpu_hours_range=_rng(iv.get("gpu_hours"), 0)))
+                hours=_num(tc.hours), hours_range=_rng(iv.get("hours"), 1),
+                gpu_hours=_num(tc.gpu_hours), gpu_hours_range=_rng(iv.get("gpu_hours"), 0)))
         else:
             lines.append(_("cost: not estimated (no trainfit plan given)"))
         note = p.out_of_domain_note()
@@ -368,7 +370,7 @@ class RenderContext:
             return self.save_reason
         from trainfit.launch import _save_steps
 
-        return _save_steps(self.plan, self.plan.step_seconds, self.max_steps)[1]
+        return _save_steps(self.plan, self.plan.speed.step_seconds, self.max_steps)[1]
 
 #: Where a plan came from (``Plan.source``, stored in English in plan files), shown in the language of the run.
 PLAN_SOURCES = (N_("trainfit plan"), N_("trainfit render (no plan file)"))

@@ -98,30 +98,32 @@ def slow_network(inst: Instance, nodes: int, sp: SpeedEstimate) -> tuple[str, st
 def _within_limits(req: PlanRequest, p: Plan, miss: _Best) -> bool:
     """Deadline, wall-clock limit and budget; records the closest miss."""
     limit_h = req.max_days * 24
-    if p.hours > limit_h:
-        days = math.ceil(p.hours / 24 * 1.01)
+    tc = p.time_cost
+    if tc.hours > limit_h:
+        days = math.ceil(tc.hours / 24 * 1.01)
         miss.other = ("too-slow", _("{hours:,.0f} h ({days:.1f} days) > --max-days {max:g}").format(
-                          hours=p.hours, days=p.hours / 24, max=req.max_days),
+                          hours=tc.hours, days=tc.hours / 24, max=req.max_days),
                       _("more GPUs, a faster GPU, fewer tokens, or --max-days {days}").format(days=days),
                       ({"max_days": days},))
         return False
-    if req.deadline_hours is not None and p.hours > req.deadline_hours:
-        allow = math.ceil(p.hours * 1.01)
+    if req.deadline_hours is not None and tc.hours > req.deadline_hours:
+        allow = math.ceil(tc.hours * 1.01)
         miss.other = ("deadline", _("{hours:.1f} h > deadline {deadline:g} h").format(
-                          hours=p.hours, deadline=req.deadline_hours),
+                          hours=tc.hours, deadline=req.deadline_hours),
                       _("more nodes, a faster GPU, or allow --deadline {allow}").format(allow=allow),
                       ({"deadline": allow},))
         return False
     if req.budget is not None:
-        if p.cost is None:
-            miss.other = ("unknown-price", _("no price for {it}; cannot check --budget").format(it=p.instance_type),
+        if tc.cost is None:
+            miss.other = ("unknown-price", _("no price for {it}; cannot check --budget").format(
+                              it=p.placement.instance_type),
                           _("add price_per_hour in ~/.config/trainfit/catalog.yaml, or drop --budget"),
                           ({"budget": None},))
             return False
-        if p.cost > req.budget:
-            allow = math.ceil(p.cost * 1.01)
+        if tc.cost > req.budget:
+            allow = math.ceil(tc.cost * 1.01)
             miss.other = ("over-budget", _("{cost:,.0f} {currency} > budget {budget:,.0f}").format(
-                              cost=p.cost, currency=p.currency, budget=req.budget),
+                              cost=tc.cost, currency=tc.currency, budget=req.budget),
                           _("fewer tokens, a cheaper instance, --spot, or --budget {allow}").format(allow=allow),
                           ({"budget": allow},))
             return False

@@ -217,18 +217,18 @@ def region_prices(plans: Sequence[Plan]) -> list[JSONDict]:
     same in every region), with its p10/p50/p90 (``cost_interval``) from the plan's speed interval."""
     out: list[JSONDict] = []
     for i, p in enumerate(plans):
-        inst = p.instance
+        inst = p.placement.instance
         if inst is None:
             continue
         rows = regional_prices(inst)
         if not rows:
             continue
-        per = inst.gpu_count or 1
-        inst_hours = p.gpu_hours / per
-        frac = p.spot_price_fraction if p.spot and p.spot_price_fraction else 1.0
+        per, tc, siv = inst.gpu_count or 1, p.time_cost, p.speed.speed_interval
+        inst_hours = tc.gpu_hours / per
+        frac = tc.spot_price_fraction if tc.spot and tc.spot_price_fraction else 1.0
         # the cost in every region moves with the plan's hours: the p10-p90 range of the speed interval, inverted
-        iv = Interval.from_dict(p.speed_interval) if p.speed_interval else None
-        out.append({"plan": i, "instance_type": p.instance_type, "plan_region": p.region,
+        iv = Interval.from_dict(siv) if siv else None
+        out.append({"plan": i, "instance_type": p.placement.instance_type, "plan_region": tc.region,
                     "same_everywhere": _same_price_everywhere(rows),
                     "regions": [{"region": r.region, "price_per_hour": r.price_per_hour, "currency": r.currency,
                                  "cost": inst_hours * r.price_per_hour * frac,

@@ -305,7 +305,7 @@ def plan(req: PlanRequest) -> PlanResult:
     note = _region_note(req.region) if req.region else None
     from trainfit.plan.pricing import region_notes, region_prices
 
-    notes = ((note,) if note else ()) + tuple(region_notes(req.region, [p.instance for p in plans]))
+    notes = ((note,) if note else ()) + tuple(region_notes(req.region, [p.placement.instance for p in plans]))
     return PlanResult(request=req, plans=tuple(plans), rejected=tuple(rejected), pareto=_pareto(plans), notes=notes,
                       region_prices=tuple(region_prices(plans)) if req.compare_regions else (), ranking=ranking)
 

@@ -89,7 +89,8 @@ class Plan:
     source: str = "trainfit plan"
     """What produced it (``trainfit plan``, ``trainfit memory``...)."""
 
-    # the parts' fields under the plan's own names (what plan files, tables and scripts call them)
+    # the parts' fields under the plan's own names, read-only: the names plan files carry and the library's users
+    # (scripts, tests) read; the render path, the limits and the pricing read the parts themselves
     provider = _PartView[str]("placement")
     resource_class = _PartView[str]("placement")
     instance_type = _PartView["str | None"]("placement")
