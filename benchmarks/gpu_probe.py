@@ -153,8 +153,7 @@ def predict(c: dict, gpu: str | None) -> dict:
         from trainfit.estimate.speed import estimate_speed
         from trainfit.plan.hardware import hardware_for
 
-        sp = estimate_speed(shape, w, hardware_for(get_gpu(gpu), None), framework="hf-trainer",
-                            use_calibration=False)
+        sp = estimate_speed(shape, w, hardware_for(get_gpu(gpu), None), framework="hf-trainer")
         out.update({"tokens_per_s": sp.tokens_per_s_per_gpu, "framework": sp.framework, "mfu": sp.mfu})
     return out
 
@@ -296,7 +295,7 @@ def _device_gpu(device: str, gpu: str | None) -> tuple[str | None, float | None]
     if info is None:
         raise SystemExit("no CUDA device: nothing measured (--list shows the predictions, --device cpu runs the "
                          "same code path on tiny models)")
-    from trainfit.estimate.calibration import match_gpu
+    from trainfit.calibrate import match_gpu
 
     return gpu or match_gpu(info[0]), info[1] / GIB
 

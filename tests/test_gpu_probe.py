@@ -18,7 +18,7 @@ pytest.importorskip("peft")
 
 from trainfit.catalog import get_gpu  # noqa: E402
 from trainfit.cli import main  # noqa: E402
-from trainfit.estimate import calibration  # noqa: E402
+from trainfit import calibration_file  # noqa: E402
 from trainfit.estimate.memory import estimate_memory  # noqa: E402
 from trainfit.estimate.speed import estimate_speed  # noqa: E402
 from trainfit.models import from_hf_config, get_model  # noqa: E402
@@ -78,15 +78,15 @@ def test_probe_on_cpu_then_calibrate_then_plan(probe, tmp_path, monkeypatch):
             (p["tensor_peak_gib"] - m["max_allocated_gib"]) / m["max_allocated_gib"] * 100, abs=0.01)
         assert abs(r["compare"]["tensor_peak_error_pct"]) < 50  # the real steps ran the modelled workload
 
-    monkeypatch.setenv(calibration.ENV_CALIBRATION, str(tmp_path / "cal.yaml"))
+    monkeypatch.setenv(calibration_file.ENV_CALIBRATION, str(tmp_path / "cal.yaml"))
     rc, text = _cli(["calibrate", str(out)])  # a CPU's speed never calibrates a GPU
     assert rc != 0 and "CPU run" in text and not (tmp_path / "cal.yaml").exists()
 
     # The same file as a GPU run would write it: the device an A10, each measured 1.25x the A10 prediction.
     hw = hardware_for(get_gpu("A10"), None)
     for r in data["runs"].values():
-        pred = estimate_speed(_shape(r["config"]), _wl(r["config"]), hw, framework="hf-trainer",
-                              use_calibration=False).tokens_per_s_per_gpu
+        pred = estimate_speed(_shape(r["config"]), _wl(r["config"]), hw,
+                              framework="hf-trainer").tokens_per_s_per_gpu
         r["measured"].update({"device": "NVIDIA A10", "tokens_per_s": 1.25 * pred})
     gpu_file = tmp_path / "probe_a10.json"
     gpu_file.write_text(json.dumps(data))
@@ -107,8 +107,9 @@ def test_probe_on_cpu_then_calibrate_then_plan(probe, tmp_path, monkeypatch):
     assert after_plan["tokens_per_s"] > before_plan["tokens_per_s"]
     # the factor divides the compute time of the same workload on that GPU
     wl = Workload(**{k: v for k, v in after_plan["workload"].items() if k != "lora_targets"})
-    cal = estimate_speed(get_model("Qwen3-0.6B"), wl, hw, framework=after_plan["framework"])
-    raw = estimate_speed(get_model("Qwen3-0.6B"), wl, hw, framework=after_plan["framework"], use_calibration=False)
+    cal = estimate_speed(get_model("Qwen3-0.6B"), wl, hw, framework=after_plan["framework"],
+                         calibrations=calibration_file.load_calibrations())
+    raw = estimate_speed(get_model("Qwen3-0.6B"), wl, hw, framework=after_plan["framework"])
     assert cal.compute_seconds == pytest.approx(raw.compute_seconds / 1.25, rel=1e-9)
     rc, table = _cli(plan_argv[:-1])
     assert "calibrated on A10 (hf engine)" in table.replace("\n", " ")

@@ -276,12 +276,12 @@ def test_calibrate_refuses_a_symlinked_calibration_file(tmp_path, capsys, monkey
     ("a: &x [1]\nb: *x\n", "alias"),
 ])
 def test_a_malformed_calibration_file_is_one_clear_error(tmp_path, capsys, monkeypatch, content, word):
-    from trainfit.estimate import calibration
+    from trainfit import calibration_file
 
     cal = tmp_path / "calibration.yaml"
     cal.write_text(content)
     monkeypatch.setenv("TRAINFIT_CALIBRATION", str(cal))
-    calibration._load.cache_clear()
+    calibration_file._load.cache_clear()
     rc, out, err = run(capsys, "plan", "Qwen3-8B", "--method", "lora", "--tokens", "1B", "--gpu", "A10")
     assert rc == 2, out + err
     assert word in err and "calibration file" in err and "Traceback" not in err

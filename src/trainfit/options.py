@@ -8,151 +8,28 @@ An option's ``name`` is the field name (``seq_len``); the CLI flag is ``--seq-le
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Mapping
+from typing import Callable, Mapping
 
 from trainfit import inputs
-from trainfit.errors import InputError, did_you_mean
-from trainfit._option_types import Option, OptionValue, parse_choice, parse_float, parse_ident, parse_int, cli_only
+from trainfit._option_types import Option, OptionValue, cli_only, parse_choice, parse_float, parse_ident, parse_int
+from trainfit.catalog.instances import get_instance, gpu_on_instance
+from trainfit.dataset.budget import budget_from_values
+from trainfit.errors import PlanError, WorkloadError
 from trainfit.i18n import N_, _, translate
+from trainfit.launch.targets import check_target, plan_targets, rl_target_frameworks
+from trainfit.models.shapes import ModelShape
+from trainfit.plan.request import PIN_FIELDS, RL_SEARCHED, PlanRequest
 from trainfit.providers.registry import listed_provider_names, provider_names, resource_classes
-from trainfit.launch.targets import plan_targets
-from trainfit.workload import (ATTENTIONS, EXPERTS_IMPLS, LOSSES, MAX_DS_BUCKET_ELEMS, MAX_MOE_IMBALANCE, METHODS,
-                               MOE_ROUTINGS, NATURAL_ROUTING_IMBALANCE, OFFLOADS, OPTIMIZERS, PRECISIONS, STRATEGIES,
-                               Workload)
+from trainfit.rl.config import ALGOS, ENGINES, FRAMEWORKS, RLConfig, trainer_defaults
+from trainfit.workload import Workload
+from trainfit.workload_options import (MAX_GPUS, MAX_LORA_RANK, MAX_MICRO_BATCH, MAX_PARALLEL, MAX_TOKENS,
+                                       WORKLOAD_OPTION_NAMES, WORKLOAD_OPTIONS, parse_options, workload_from_values)
 
-if TYPE_CHECKING:
-    from trainfit.models import ModelShape
-    from trainfit.plan.search import PlanRequest
-    from trainfit.rl.config import RLConfig
-
-#: Documented ranges of the input gate (docs/security.md).
-MAX_GPUS = 65_536
-MAX_PARALLEL = 1024
-MAX_MICRO_BATCH = 65_536
-MAX_LORA_RANK = 65_536
-MAX_TOKENS = 1e15
-
-
-def _targets(field: str, raw: object) -> tuple[str, ...]:
-    items = raw.split(",") if isinstance(raw, str) else raw
-    if not isinstance(items, (list, tuple)):
-        raise inputs._bad(field, raw, _("must be a comma-separated list of module names"))
-    out = tuple(inputs.as_ident(field, str(t), "module") for t in items if str(t).strip())
-    if not out:
-        raise inputs._bad(field, raw, _("is empty"), _("use all-linear or a list such as q_proj,v_proj"))
-    return out
-
-
-def _moe_routing(field: str, raw: object) -> str:
-    """``natural`` | ``balanced`` | a max/mean load factor from 1 to :data:`MAX_MOE_IMBALANCE` (kept as text)."""
-    if isinstance(raw, str) and raw.strip().lower() in MOE_ROUTINGS:
-        return raw.strip().lower()
-    try:
-        return f"{inputs.as_float(field, raw, lo=1.0, hi=MAX_MOE_IMBALANCE):g}"
-    except InputError:
-        raise inputs._bad(field, raw, _("must be natural, balanced or a max/mean load factor from 1 to {hi:g}").format(
-            hi=MAX_MOE_IMBALANCE), _("use natural, balanced or a number such as 1.3")) from None
-
-
-_D = Workload()
-#: Workload fields as options (memory, trace, plan, render, web).
-WORKLOAD_OPTIONS: tuple[Option, ...] = (
-    Option(name="method", parse=parse_choice(METHODS), default=_D.method, choices=METHODS,
-           help=N_("full | lora | qlora | freeze (default: full)")),
-    Option(name="lora_rank", parse=parse_int(1, MAX_LORA_RANK), default=_D.lora_rank, help=N_("LoRA rank (default {default})")),
-    Option(name="lora_alpha", parse=parse_int(1, MAX_LORA_RANK * 16), default=_D.lora_alpha,
-           help=N_("LoRA alpha (default {default})")),
-    Option(name="lora_targets", parse=_targets, default=_D.lora_targets,
-           help=N_("comma-separated module names or all-linear (default)")),
-    Option(name="freeze_trainable_layers", flag="--freeze-layers", parse=parse_int(1, 10_000),
-           default=_D.freeze_trainable_layers, help=N_("for --method freeze: how many last layers train (default 2)")),
-    Option(name="seq_len", parse=lambda f, v: inputs.as_seq_len(f, v), default=_D.seq_len,
-           help=N_("tokens per sample: 4096 or 4k (default {default})")),
-    Option(name="packing", parse=inputs.as_bool, off_flag="--no-packing", default=_D.packing,
-           help=N_("pack samples into rows of --seq-len tokens (ms-swift --packing, LLaMA-Factory packing; default on; "
-                "--no-packing pads each sample instead: the step budget then assumes samples of --seq-len tokens)")),
-    Option(name="micro_batch", parse=parse_int(1, MAX_MICRO_BATCH), default=_D.micro_batch,
-           help=N_("samples per GPU per step (default 1)")),
-    Option(name="grad_accum", parse=parse_int(1, 1_000_000), default=None,
-           help=N_("gradient accumulation steps (default: plan and render reach the planned tokens per optimizer step, "
-                "docs/launch.md; memory and trace: 1)")),
-    Option(name="grad_ckpt", parse=inputs.as_bool, off_flag="--no-grad-ckpt", default=_D.grad_ckpt,
-           help=N_("gradient checkpointing (default on; --no-grad-ckpt turns it off)")),
-    Option(name="attention", parse=parse_choice(ATTENTIONS), default=_D.attention, choices=ATTENTIONS,
-           help=N_("sdpa (engine default) | flash (FlashAttention-2) | flash3 (FlashAttention-3, Hopper) | eager (default sdpa)")),
-    Option(name="experts_impl", parse=parse_choice(EXPERTS_IMPLS), default=_D.experts_impl, choices=EXPERTS_IMPLS,
-           help=N_("Hugging Face MoE experts: modulelist (transformers < 5, default) | eager (transformers >= 5, "
-                "stacked weights in a loop) | grouped_mm (transformers >= 5's default; ms-swift --experts_impl)")),
-    Option(name="moe_routing", parse=_moe_routing, default=_D.moe_routing, metavar="natural|balanced|F",
-           help=N_("MoE with --ep > 1: natural (learned router, the busiest EP rank gets about 1.7x the mean tokens; "
-                   "default) | balanced (Megatron --moe-router-force-load-balancing) | F, the max/mean load")),
-    Option(name="loss", parse=parse_choice(LOSSES), default=_D.loss, choices=LOSSES,
-           help=N_("standard (fp32 logits) | fused (Liger-style) | half (16-bit logits, no fp32 copy: "
-                "e.g. Qwen v1 remote code without autocast) | shift-copy (transformers < 4.49: one more fp32 "
-                "copy of the logits)")),
-    Option(name="precision", parse=parse_choice(PRECISIONS), default=_D.precision, choices=PRECISIONS,
-           help=N_("bf16 (pure) | amp-bf16 | fp16 | fp8 (default bf16)")),
-    Option(name="optimizer", parse=parse_choice(OPTIMIZERS), default=_D.optimizer, choices=OPTIMIZERS,
-           help=N_("default adamw-fused")),
-    Option(name="gpus", parse=parse_int(1, MAX_GPUS), default=_D.gpus, group=N_("distribution"),
-           help=N_("GPUs in the job, all nodes (default 1)")),
-    Option(name="gpus_per_node", parse=parse_int(1, 64), default=None, group=N_("distribution"),
-           help=N_("GPUs per node (default: min(gpus, 8))")),
-    Option(name="strategy", parse=parse_choice(STRATEGIES), default=_D.strategy, choices=STRATEGIES, group=N_("distribution"),
-           help=N_("ddp | zero1 | zero2 | zero3 | fsdp (default ddp)")),
-    Option(name="offload", parse=parse_choice(OFFLOADS), default=_D.offload, choices=OFFLOADS, group=N_("distribution"),
-           help=N_("none | optimizer | all")),
-    Option(name="tp", parse=parse_int(1, MAX_PARALLEL), default=1, group=N_("distribution"), help=N_("tensor parallel size (default 1)")),
-    Option(name="pp", parse=parse_int(1, MAX_PARALLEL), default=1, group=N_("distribution"), help=N_("pipeline parallel size (default 1)")),
-    Option(name="ep", parse=parse_int(1, MAX_PARALLEL), default=1, group=N_("distribution"), help=N_("expert parallel size (default 1)")),
-    Option(name="cp", parse=parse_int(1, MAX_PARALLEL), default=1, group=N_("distribution"), help=N_("context parallel size (default 1)")),
-    Option(name="ulysses", parse=parse_int(1, MAX_PARALLEL), default=1, group=N_("distribution"),
-           help=N_("DeepSpeed-Ulysses sequence parallel size, Hugging Face / DeepSpeed engines only (ms-swift "
-                   "--sequence_parallel_size; default 1)")),
-    Option(name="sequence_parallel", parse=inputs.as_bool, off_flag="--no-sequence-parallel", default=True, group=N_("distribution"),
-           help=N_("Megatron sequence parallelism with --tp > 1 (default on; --no-sequence-parallel turns it off)")),
-    Option(name="ds_bucket_elems", parse=lambda f, v: inputs.as_count(f, v, lo=1, hi=MAX_DS_BUCKET_ELEMS),
-           default=_D.ds_bucket_elems, group=N_("distribution"),
-           help=N_("DeepSpeed reduce/allgather bucket size in elements (5e8, 200M), as written to ds_config.json "
-                "(default 2e8, as ms-swift's zero2 preset)")),
-    Option(name="ds_overlap_comm", parse=inputs.as_bool, off_flag="--no-ds-overlap-comm", default=_D.ds_overlap_comm, group=N_("distribution"),
-           help=N_("DeepSpeed overlap_comm (default on; --no-ds-overlap-comm turns it off)")),
-)
-WORKLOAD_OPTION_NAMES = tuple(o.name for o in WORKLOAD_OPTIONS)
-_BY_NAME = {o.name: o for o in WORKLOAD_OPTIONS}
-
-
-def parse_options(raw: Mapping[str, object], options: tuple[Option, ...] = WORKLOAD_OPTIONS, *,
-                  allowed_extra: tuple[str, ...] = (), defaults: bool = True) -> dict[str, OptionValue]:
-    """Validate a mapping of option values (a web request body). Unknown keys are an error with "did you mean";
-    missing keys take the option default (or are left out when ``defaults`` is False)."""
-    by_name = {o.name: o for o in options}
-    out: dict[str, OptionValue] = {}
-    for k, v in raw.items():
-        if k in allowed_extra:
-            continue
-        o = by_name.get(k)
-        if o is None:
-            sugg = did_you_mean(str(k), list(by_name) + list(allowed_extra), n=1)
-            err = InputError(_("unknown option {name!r}").format(name=str(k)[:60]),
-                             fix=_("did you mean {s}?").format(s=sugg[0]) if sugg else
-                             _("see the API docs (/docs) for the fields"))
-            err.field = str(k)  # type: ignore[attr-defined]
-            raise err
-        out[k] = None if v is None else o.parse(k, v)
-    if defaults:
-        for o in options:
-            out.setdefault(o.name, o.default)
-    return out
-
-
-def workload_from_values(values: Mapping[str, OptionValue]) -> Workload:
-    """A Workload from parsed option values (``gpus_per_node`` None -> min(gpus, 8))."""
-    kw = {k: values[k] for k in WORKLOAD_OPTION_NAMES if values.get(k) is not None}
-    if kw.get("gpus_per_node") is None:
-        kw["gpus_per_node"] = min(kw.get("gpus", 1), 8)
-    return Workload(**kw)
+#: The workload's part of the table and its parser (:mod:`trainfit.workload_options`) are this table's too.
+__all__ = ["CHECK_DATA_OPTIONS", "DATA_OPTIONS", "MAX_GPUS", "MAX_LORA_RANK", "MAX_MICRO_BATCH", "MAX_PARALLEL",
+           "MAX_TOKENS", "PLAN_OPTIONS", "RL_CONFIG_FIELDS", "RL_OPTION_NAMES", "RL_OPTIONS", "WORKLOAD_OPTION_NAMES",
+           "WORKLOAD_OPTIONS", "Option", "parse_options", "plan_request_from_values", "rl_config_from_values",
+           "rl_workload_from_values", "workload_from_values"]
 
 
 def _count(lo: float = 1, hi: float = MAX_TOKENS) -> Callable[[str, object], int]:
@@ -265,9 +142,6 @@ CHECK_DATA_OPTIONS: tuple[Option, ...] = cli_only(
 def plan_request_from_values(model: ModelShape, values: Mapping[str, OptionValue]) -> PlanRequest:
     """A :class:`~trainfit.plan.search.PlanRequest` from parsed option values (workload + plan options). Workload
     layout fields that are set are pinned; the others are searched."""
-    from trainfit.errors import WorkloadError
-    from trainfit.plan.search import PIN_FIELDS, PlanRequest
-
     pins = {k: values[k] for k in PIN_FIELDS if values.get(k) is not None}
     base = {k: values[k] for k in WORKLOAD_OPTION_NAMES if k not in PIN_FIELDS and values.get(k) is not None}
     # validate the pinned fields together with the rest once, for a clear error; an unpinned GPU count is searched,
@@ -277,20 +151,14 @@ def plan_request_from_values(model: ModelShape, values: Mapping[str, OptionValue
         gpus = math.lcm(gpus, pins["gpus_per_node"])
     Workload(**{**base, **pins, "gpus": gpus, "gpus_per_node": pins.get("gpus_per_node", min(gpus, 8))})
     if values.get("gpu") and values.get("instance_type"):  # both: they must name the same GPU
-        from trainfit.catalog.instances import get_instance, gpu_on_instance
-
         gpu_on_instance(get_instance(values["instance_type"]), values["gpu"])
     target = values.get("target")
     if target is not None:
         values = _rl_framework_of_target(target, values)
     rl = rl_config_from_values(values)
     if target is not None:  # an RL target without --rl (or the reverse) before "how many tokens?"
-        from trainfit.launch.targets import check_target
-
         check_target(target, values.get("framework"), rl=rl is not None)
     tokens = values.get("tokens")
-    from trainfit.dataset.budget import budget_from_values
-
     data = None if rl is not None else budget_from_values(values)
     if data is not None:
         base["seq_len"] = data.seq_len
@@ -334,16 +202,11 @@ def plan_request_from_values(model: ModelShape, values: Mapping[str, OptionValue
 
 def _rl_searched(values: Mapping[str, OptionValue]) -> frozenset[str]:
     """The RL settings ``plan --rl`` searches: those of :data:`trainfit.plan.rl.RL_SEARCHED` the user left unset."""
-    from trainfit.plan.rl import RL_SEARCHED
-
     return frozenset(f for f in RL_SEARCHED if values.get(f) is None)
 
 
 def _rl_framework_of_target(target: str, values: Mapping[str, OptionValue]) -> Mapping[str, OptionValue]:
     """``--target verl|swift_grpo`` sets ``--rl-framework`` when it is not given; a different one is an error."""
-    from trainfit.errors import PlanError
-    from trainfit.launch.targets import rl_target_frameworks
-
     rl_targets = rl_target_frameworks()
     want = rl_targets.get(target)
     if want is None or not values.get("rl"):
@@ -359,13 +222,6 @@ def _rl_framework_of_target(target: str, values: Mapping[str, OptionValue]) -> M
 
 
 # ------------------------------------------------------------------------------------------------- RL
-def _rl_choices() -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
-    from trainfit.rl.config import ALGOS, ENGINES, FRAMEWORKS
-
-    return ALGOS, ENGINES, FRAMEWORKS
-
-
-_ALGOS, _ENGINES, _RL_FRAMEWORKS = _rl_choices()
 _RL_GROUP = N_("RL fine-tuning (default: none = SFT)")
 
 
@@ -377,11 +233,11 @@ def _seq(field: str, raw: object) -> int:
 #: is None: what the user does not set comes from ``--rl-framework``'s documented defaults, then from
 #: :class:`~trainfit.rl.RLConfig`'s own.
 RL_OPTIONS: tuple[Option, ...] = (
-    Option(name="rl", parse=parse_choice(_ALGOS), choices=_ALGOS, group=_RL_GROUP,
+    Option(name="rl", parse=parse_choice(ALGOS), choices=ALGOS, group=_RL_GROUP,
            help=N_("grpo | ppo | dpo: size the RL phases (rollout, train, weight sync) around the policy update")),
-    Option(name="rl_framework", parse=parse_choice(_RL_FRAMEWORKS), choices=_RL_FRAMEWORKS, group=_RL_GROUP,
+    Option(name="rl_framework", parse=parse_choice(FRAMEWORKS), choices=FRAMEWORKS, group=_RL_GROUP,
            help=N_("fill unset RL options with this framework's documented defaults")),
-    Option(name="rollout_engine", parse=parse_choice(_ENGINES), choices=_ENGINES, group=_RL_GROUP,
+    Option(name="rollout_engine", parse=parse_choice(ENGINES), choices=ENGINES, group=_RL_GROUP,
            help=N_("vllm | sglang (default vllm)")),
     Option(name="rollout_tp", parse=parse_int(1, MAX_PARALLEL), group=_RL_GROUP,
            help=N_("tensor-parallel size of each rollout engine")),
@@ -416,8 +272,6 @@ def _no_rl_ulysses(values: Mapping[str, OptionValue]) -> None:
     """``--ulysses`` with ``--rl``: refused (the RL memory and speed models and the verl / swift_grpo writers do not
     split the sequence), one message for memory and plan."""
     if (values.get("ulysses") or 1) > 1:
-        from trainfit.errors import WorkloadError
-
         raise WorkloadError(_("--ulysses is not modelled for --rl yet (the RL memory and speed models and the verl / "
                               "swift_grpo writers do not split the sequence)"), fix=_("drop --ulysses"))
 
@@ -426,8 +280,6 @@ def rl_workload_from_values(values: Mapping[str, OptionValue], rl: RLConfig) -> 
     """The policy update of the RL request ``rl``: the workload options the user set (None or absent = not set),
     then the RL framework's documented trainer defaults (:func:`trainfit.rl.config.trainer_defaults`: verl trains
     with FSDP), then the Workload's; at prompt + response length."""
-    from trainfit.rl.config import trainer_defaults
-
     kw = {k: values.get(k) for k in WORKLOAD_OPTION_NAMES}
     _no_rl_ulysses(kw)
     for k, v in trainer_defaults(rl.rl_framework).items():
@@ -443,8 +295,6 @@ def rl_config_from_values(values: Mapping[str, OptionValue]) -> RLConfig | None:
     algo = values.get("rl")
     if not algo:
         return None
-    from trainfit.rl.config import RLConfig
-
     user: dict[str, OptionValue] = {f: values.get(f) for f in RL_CONFIG_FIELDS}
     user["algo"] = algo
     return RLConfig.for_framework(values.get("rl_framework"), **user)

@@ -25,7 +25,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
+from trainfit.calibration_file import load_calibrations
 from trainfit.errors import InputError, PlanFileError, UnknownGPUError, WorkloadError
+from trainfit.estimate.calibration import Calibrations
 from trainfit.estimate.fit import OOM_RISK_LIMIT, SAFETY_MARGIN_DEFAULT, FitAnswer, decide_fit, fit_answer
 from trainfit.estimate.memory import MemoryEstimate, estimate_memory
 from trainfit.estimate.uncertainty import headroom_range, memory_range, plan_speed_interval
@@ -217,12 +219,10 @@ def make_plan(request: PlanRequest) -> PlanResult:
     return plan(request)
 
 
-def _calibration_readable() -> None:
+def _calibration_readable() -> Calibrations:
     """Read the speed calibration overlay once before a search: a file that cannot be used is one clear error
     here, not a rejection of every instance type (the search turns per-candidate errors into rejections)."""
-    from trainfit.estimate.calibration import load_calibrations
-
-    load_calibrations()
+    return load_calibrations()
 
 
 def plan_for(model: ModelShape, workload: Workload, *, gpu: str | None = None, instance_type: str | None = None,
@@ -311,10 +311,10 @@ def _plan_speed(model: ModelShape, workload: Workload, g: GPU, inst: Instance | 
     from trainfit.estimate.speed import estimate_speed, training_time
     from trainfit.plan.hardware import hardware_for
 
-    _calibration_readable()  # a broken overlay is an error, not "speed not estimated"
+    cals = _calibration_readable()  # a broken overlay is an error, not "speed not estimated"
     try:
         hw = hardware_for(g, inst, gpus_per_node=workload.gpus_on_node)
-        sp = estimate_speed(model, workload, hw, framework=framework)
+        sp = estimate_speed(model, workload, hw, framework=framework, calibrations=cals)
     except WorkloadError as e:
         warnings.append(_("speed not estimated: {message}").format(message=e.message))
         return Speed(), Cost()

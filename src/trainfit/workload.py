@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Literal
 
-from trainfit.errors import LayoutError, WorkloadError
+from trainfit.errors import LayoutError, WorkloadError, did_you_mean
 from trainfit.i18n import _
 
 Method = Literal["full", "lora", "qlora", "freeze"]
@@ -59,8 +59,6 @@ ALL_LINEAR = "all-linear"
 def _choice(name: str, value: str, allowed) -> None:
     allowed = tuple(sorted(allowed)) if not isinstance(allowed, tuple) else allowed
     if value not in allowed:
-        from trainfit.errors import did_you_mean
-
         sugg = did_you_mean(value, list(allowed), n=1)
         raise WorkloadError(
             _("{name} must be one of {allowed}; got {value!r}").format(name=name, allowed=", ".join(allowed),
@@ -448,3 +446,14 @@ class Workload:
 
 _FIELD_NAMES = frozenset(f.name for f in fields(Workload))
 DEFAULT_WORKLOAD = Workload()
+
+
+def default_framework(workload: Workload) -> str:
+    """Framework profile implied by the workload: Megatron for tp/pp/ep/cp > 1, DeepSpeed for ZeRO,
+    else the HF Trainer (DDP, or FSDP through accelerate). The speed model's default engine, and the one ms-swift
+    runs for the layout (:mod:`trainfit.launch.targets`)."""
+    if workload.uses_megatron:
+        return "megatron"
+    if workload.strategy.startswith("zero"):
+        return "deepspeed"
+    return "hf-trainer"

@@ -9,7 +9,7 @@ import pytest
 from trainfit.catalog import get_gpu
 from trainfit.cli import main
 from trainfit.errors import WorkloadError
-from trainfit.estimate import calibration
+from trainfit import calibrate, calibration_file
 from trainfit.estimate.speed import estimate_speed
 from trainfit.models import get_model
 from trainfit.plan.hardware import hardware_for
@@ -21,7 +21,7 @@ CFG = {"model": "Qwen3-0.6B", "seq_len": 2048, "grad_ckpt": False}
 def _results(tmp_path, ratio: float):
     hw = hardware_for(get_gpu("H100"), None)
     pred = estimate_speed(get_model("Qwen3-0.6B"), Workload(seq_len=2048, grad_ckpt=False), hw,
-                          framework="hf-trainer", use_calibration=False).tokens_per_s_per_gpu
+                          framework="hf-trainer").tokens_per_s_per_gpu
     res = {"runs": {"a": {"config": CFG, "date": "2026-12-01T10:00:00+00:00",
                           "measured": {"device": "NVIDIA H100 80GB HBM3", "tokens_per_s": pred * ratio}},
                     "broken": {"config": CFG, "measured": {"error": "OOM"}}}}
@@ -31,27 +31,30 @@ def _results(tmp_path, ratio: float):
 
 
 def test_calibrate_folds_and_the_speed_model_uses_it(tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv(calibration.ENV_CALIBRATION, str(tmp_path / "cal.yaml"))
+    monkeypatch.setenv(calibration_file.ENV_CALIBRATION, str(tmp_path / "cal.yaml"))
     probe, pred = _results(tmp_path, 0.8)
     assert main(["calibrate", str(probe)]) == 0
     assert "calibrated on H100-SXM" in capsys.readouterr().out
     hw = hardware_for(get_gpu("H100"), None)
-    s = estimate_speed(get_model("Qwen3-0.6B"), Workload(seq_len=2048, grad_ckpt=False), hw, framework="hf-trainer")
+    cals = calibration_file.load_calibrations()
+    s = estimate_speed(get_model("Qwen3-0.6B"), Workload(seq_len=2048, grad_ckpt=False), hw, framework="hf-trainer",
+                       calibrations=cals)
     assert any(a.startswith("calibrated on H100-SXM") for a in s.assumptions)
     assert s.tokens_per_s_per_gpu < pred  # slower by about the measured factor (compute part only)
     # another engine family on the same GPU is not touched
-    m = estimate_speed(get_model("Qwen3-0.6B"), Workload(seq_len=2048, grad_ckpt=False), hw, framework="megatron")
+    m = estimate_speed(get_model("Qwen3-0.6B"), Workload(seq_len=2048, grad_ckpt=False), hw, framework="megatron",
+                       calibrations=cals)
     assert not any(a.startswith("calibrated") for a in m.assumptions)
 
 
 def test_dry_run_writes_nothing_and_bad_factors_are_refused(tmp_path, monkeypatch):
     target = tmp_path / "cal.yaml"
-    monkeypatch.setenv(calibration.ENV_CALIBRATION, str(target))
+    monkeypatch.setenv(calibration_file.ENV_CALIBRATION, str(target))
     probe, _ = _results(tmp_path, 0.9)
     assert main(["calibrate", str(probe), "--dry-run"]) == 0
     assert not target.exists()
     bad, _ = _results(tmp_path, 50.0)
     with pytest.raises(WorkloadError):
-        calibration.fold(json.loads(bad.read_text()), source="x")
+        calibrate.fold(json.loads(bad.read_text()), source="x")
     with pytest.raises(WorkloadError):
-        calibration.fold({"runs": {}}, source="x")
+        calibrate.fold({"runs": {}}, source="x")

@@ -25,9 +25,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from trainfit.errors import WorkloadError
-    from trainfit.estimate.calibration import calibration_path, fold, save
-
-    from trainfit.estimate.calibration import MAX_RESULTS_BYTES
+    from trainfit.calibrate import MAX_RESULTS_BYTES, fold
+    from trainfit.calibration_file import calibration_path, save
     from trainfit.inputs import loads_json, read_text_file
 
     path = Path(args.results)

@@ -14,6 +14,8 @@ from trainfit.estimate.engine_assumptions import (
     RIDGE_LAW_CLASSES,
 )
 from trainfit.estimate.engine_terms import attention_head_padding
+from trainfit.estimate.flops import FlopsBreakdown
+from trainfit.estimate.hardware import Hardware
 from trainfit.models.shapes import ModelShape
 from trainfit.workload import Workload
 
@@ -27,7 +29,7 @@ def attention_call_seq(wl: Workload) -> float:
     return wl.seq_len / (2.0 * wl.cp) if wl.cp > 1 else float(wl.seq_len)
 
 
-def flash_attention_flops(model: ModelShape, wl: Workload, hw: Any, flops: Any, tokens_step_gpu: float,
+def flash_attention_flops(model: ModelShape, wl: Workload, hw: Hardware, flops: FlopsBreakdown, tokens_step_gpu: float,
                           recompute_fraction: float, triton_attention: bool, eager: bool = False) -> dict[str, float]:
     """The flash-attention inputs of ``engines.EngineFeatures`` per step: forward FLOPs (every layer once, plus the
     recomputed forward of the layers with a backward under activation checkpointing or selective recompute),

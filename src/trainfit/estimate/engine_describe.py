@@ -4,6 +4,7 @@ speed estimate's assumptions (:func:`describe`) and where each constant's value 
 
 from __future__ import annotations
 
+from trainfit.estimate import engine_fit_data as data
 from trainfit.estimate.engines import (CONSTANT_SOURCES, FIXED_AT_PRIOR, HBM_EFFICIENCY, PRIORS, EngineConstants)
 from trainfit.i18n import _, translate
 
@@ -28,14 +29,10 @@ def describe(c: EngineConstants, family: str) -> list[str]:
 def constant_source(name: str) -> str:
     """The line of :data:`CONSTANT_SOURCES` for constant ``name``, in the current language (that table keeps the
     English text)."""
-    try:
-        from trainfit.estimate import engine_fit_data as data
-    except ImportError:  # pragma: no cover - before the first fit
-        data = None
     if name in FIXED_AT_PRIOR:
         return _("{name} = {prior:.4g}: documented prior, not fitted ({why}; see EngineConstants)").format(
             name=name, prior=getattr(PRIORS, name), why=translate(FIXED_AT_PRIOR[name]))
-    if data is None or name not in data.FITTED:
+    if name not in data.FITTED:
         return _("{name} = {prior:.4g}: prior (assumption), not fitted yet").format(
             name=name, prior=getattr(PRIORS, name))
     return _("{name} = {value:.4g} (prior {prior:.4g}): fitted by benchmarks/speed_loso.py on {rows} published runs "

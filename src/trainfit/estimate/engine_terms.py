@@ -4,10 +4,8 @@ gradients and eager attention. Formulas: ``docs/speed-model.md`` section 2."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from trainfit.i18n import _
-from trainfit.estimate.comm import data_parallel_group
+from trainfit.estimate.comm import data_parallel_group, megatron_lora_linears
 from trainfit.estimate.engine_assumptions import (
     KERNELS_PER_LAYER, KERNELS_PER_LORA_LINEAR, KERNELS_PER_QLORA_LINEAR, OPTIMIZER_BYTES_PER_PARAM,
     GRAD_NORM_BYTES_PER_PARAM, CLIP_SCALE_BYTES_PER_PARAM, GRAD_BUFFER_ZERO_BYTES_PER_PARAM,
@@ -16,6 +14,9 @@ from trainfit.estimate.engine_assumptions import (
     LORA_FORWARD_BYTES_PER_INPUT, LORA_FORWARD_BYTES_PER_OUTPUT, LORA_BACKWARD_BYTES_PER_INPUT,
     LORA_BACKWARD_BYTES_PER_OUTPUT,
 )
+from trainfit.estimate.flops import FlopsBreakdown
+from trainfit.estimate.hardware import Hardware
+from trainfit.estimate.params import lora_targeted
 from trainfit.models.shapes import ModelShape
 from trainfit.workload import Workload
 from trainfit.estimate.params import lora_adapter_shapes, lora_targeted
@@ -80,14 +81,10 @@ def kernel_units(model: ModelShape, wl: Workload, family: str, passes: float,
     layer_units = m * (layers / wl.pp) * passes  # every micro-batch crosses this stage's layers
     lora_kernel_units = 0.0
     if wl.method in ("lora", "qlora"):
-        from trainfit.estimate.params import lora_targeted
-
         if family == "megatron":
             # Megatron fuses q/k/v and gate/up into one linear each, and LoRA adapts the fused linear once; its
             # adapter is separate modules (ms-swift's LoraParallelLinear: lora_A, lora_B, scaling, add), not fused
             # into the base GEMM (comm.megatron_lora_linears, comm.SWIFT_MEGATRON_LORA_PY)
-            from trainfit.estimate.comm import megatron_lora_linears
-
             adapted = sum(megatron_lora_linears(model, wl)) / max(1, layers)
         else:
             adapted = sum(t.count for t in model.tensors() if t.layer_type != "global"
@@ -178,7 +175,7 @@ def zero3_extra_params(model: ModelShape, wl: Workload, family: str, z3_leaf_moe
     return wl.grad_accum * _zero3_fetch_passes(wl) * per_step / wl.pp
 
 
-def optimizer_seconds(model: ModelShape, wl: Workload, hw: Any, trainable_params: float | None,
+def optimizer_seconds(model: ModelShape, wl: Workload, hw: Hardware, trainable_params: float | None,
                       notes: list[str], family: str = "megatron") -> tuple[float, float]:
     """(memory bandwidth used, GB/s; optimizer step seconds) for the local trainable parameters (sharded by
     ZeRO/FSDP over the data x context group, ``comm.data_parallel_group``; by tp/pp; experts by ep): the fixed
@@ -215,7 +212,7 @@ def stacked_expert_bytes(model: ModelShape, wl: Workload, visited: float) -> flo
             * per_layer / wl.tp * param_bytes)
 
 
-def eager_attention(model: ModelShape, wl: Workload, flops: Any, tokens_step_gpu: float,
+def eager_attention(model: ModelShape, wl: Workload, flops: FlopsBreakdown, tokens_step_gpu: float,
                     forwards: float) -> tuple[float, float]:
     """(score/value matmul FLOPs, score-matrix HBM bytes) per step of eager attention: twice the causal flash
     count (the full ``S x S`` is computed and masked) for each forward (1, 2 with full recompute) and the
@@ -229,7 +226,7 @@ def eager_attention(model: ModelShape, wl: Workload, flops: Any, tokens_step_gpu
             scores_fwd * (EAGER_SCORE_BYTES_FORWARD * forwards + EAGER_SCORE_BYTES_BACKWARD))
 
 
-def fa2_on_hopper(wl: Workload, hw: Any) -> bool:
+def fa2_on_hopper(wl: Workload, hw: Hardware) -> bool:
     """Whether attention runs an Ampere-generation kernel on a Hopper GPU. ``--attention flash`` is
     FlashAttention-2 (the ``flash-attn`` 2 package; also what PyTorch SDPA ran before it preferred cuDNN on sm90,
     and Triton flash attention). ``sdpa`` is each engine's own choice, a Hopper kernel there: PyTorch SDPA
@@ -243,7 +240,7 @@ def fa2_on_hopper(wl: Workload, hw: Any) -> bool:
 _FA3_HEAD_DIMS = (64, 96, 128, 192, 256)
 
 
-def attention_head_padding(head_dim: int, wl: Workload, hw: Any, triton_attention: bool = False) -> float:
+def attention_head_padding(head_dim: int, wl: Workload, hw: Hardware, triton_attention: bool = False) -> float:
     """Factor on the attention FLOPs for kernels that run a head dimension padded up to one they are built
     for: FlashAttention-2 (``--attention flash``, and PyTorch SDPA's flash backend, its choice off Hopper) rounds
     it up to a multiple of 32 (``round_multiple(head_size, 32)`` in flash-attn's ``flash_api.cpp``; 112 -> 128),

@@ -37,8 +37,6 @@ runs in ``benchmarks/data/throughput.yaml``; each one's value, what fixed it and
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
-from typing import Any
-
 from trainfit.errors import WorkloadError
 from trainfit.i18n import N_, _, translate
 from trainfit.estimate.engine_assumptions import (
@@ -48,7 +46,9 @@ from trainfit.estimate.engine_assumptions import (
 )
 from trainfit.estimate.attention_time import attention_seconds, class_factor, flash_attention_flops
 from trainfit.estimate import engine_terms as terms, engine_fit_data as data
+from trainfit.estimate.flops import FlopsBreakdown
 from trainfit.estimate.fsdp import fsdp2_copy_bytes
+from trainfit.estimate.hardware import Hardware
 from trainfit.models.shapes import ModelShape
 from trainfit.workload import Workload, routing_imbalance
 
@@ -309,7 +309,7 @@ def _size(d: float, half: float) -> float:
     return d / (d + half) if d > 0 else 0.0
 
 
-def _pass_ratio(wl: Workload, flops: Any, recompute_fraction: float) -> float:
+def _pass_ratio(wl: Workload, flops: FlopsBreakdown, recompute_fraction: float) -> float:
     """Executed passes per forward (3 full, 4 with GC), plus selective recompute's share."""
     fwd = flops.forward_flops
     ratio = flops.hardware_flops / fwd if fwd else 0.0  # executed passes per forward (3 full, 4 with GC)
@@ -349,7 +349,7 @@ def _gemm_dims(model: ModelShape, wl: Workload, family: str, mb_tokens: float,
     return dense_dim, expert_dim, visited, 0.0
 
 
-def features(model: ModelShape, wl: Workload, hw: Any, framework: str, *, flops: Any,
+def features(model: ModelShape, wl: Workload, hw: Hardware, framework: str, *, flops: FlopsBreakdown,
              compiled: bool = False, trainable_params: float | None = None,
              recompute_fraction: float = 0.0, moe_grouped_gemm: bool = True,
              z3_leaf_moe: bool = True, triton_attention: bool = False) -> EngineFeatures:

@@ -27,7 +27,7 @@ from trainfit.i18n import N_, _
 from trainfit.estimate.memory import MemoryEstimate, OverheadModel, DEFAULT_OVERHEAD, estimate_memory
 from trainfit.models.shapes import ModelShape
 from trainfit.workload import Workload
-from trainfit.estimate.uncertainty import oom_probability, memory_range
+from trainfit.estimate.uncertainty import memory_range, oom_probability, share_at_oom_probability
 
 #: Fraction of usable GPU memory kept free (allocator spikes, NCCL growth, version drift): inside it a job is
 #: ``tight``. A documented assumption; a 138.7/140 GiB job that OOMed in a published report (1 % headroom)
@@ -334,8 +334,6 @@ def fit_answer(m: ModelShape, wl: Workload, usable_gib: float, *, estimate: Memo
     if decision.gpu_verdict != "fits" or risky:
         lim = _limit(usable_gib, margin)
         if risky:  # fits by the margin, not by the risk limit: what brings P(OOM) under it
-            from trainfit.estimate.uncertainty import share_at_oom_probability
-
             lim = min(lim, usable_gib * share_at_oom_probability(OOM_RISK_LIMIT))
         for label, opts, why in _candidates(m, wl):
             try:

@@ -23,11 +23,11 @@ Formulas, conventions and sources: ``docs/speed-model.md``. In short:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from trainfit import i18n
 from trainfit.errors import WorkloadError
 from trainfit.i18n import N_, _
+from trainfit.estimate.calibration import Calibrations
 from trainfit.estimate.comm import (CP_OVERLAP, EP_OVERLAP, OVERLAP, QLORA_BYTES_PER_PARAM, TCP_FALLBACK_GBYTES_PER_S,
                                     CommTerm, comm_terms, hidden_seconds, links_for, pipeline_bubble_fraction,
                                     ring_seconds)
@@ -38,7 +38,7 @@ from trainfit.estimate.hardware import (CPU_ADAM_PARAMS_PER_S_DEFAULT, LINK_EFFI
                                         GpuClass, Hardware, kernel_gaps)
 from trainfit.estimate.params import count_params
 from trainfit.models.shapes import ModelShape
-from trainfit.workload import Workload
+from trainfit.workload import Workload, default_framework, routing_imbalance
 from trainfit.estimate import engine_describe, engines
 
 __all__ = [
@@ -109,17 +109,6 @@ class TrainingTime:
 TORCH_RING_FRAMEWORKS: tuple[str, ...] = ("hf-trainer", "deepspeed", "fsdp2")
 
 
-def default_framework(workload: Workload) -> str:
-    """Framework profile implied by the workload: Megatron for tp/pp/ep/cp > 1, DeepSpeed for ZeRO,
-    else the HF Trainer (DDP, or FSDP through accelerate)."""
-    if workload.uses_megatron:
-        return "megatron"
-    if workload.strategy.startswith("zero"):
-        return "deepspeed"
-    return "hf-trainer"
-
-
-
 def _peak(wl: Workload, hw: Hardware, warnings: list[str]) -> tuple[str, float]:
     """(precision the matmuls run in, peak TFLOP/s of that precision); FP8 without FP8 cores falls back."""
     precision = wl.precision
@@ -154,7 +143,7 @@ HF_EXPERTS_ASSUMPTION: dict[str, str] = {
 
 def _engine_compute(model: ModelShape, wl: Workload, hw: Hardware, fw: str, fl: FlopsBreakdown, *, precision: str,
                     peak: float, flops_per_gpu_step: float, compiled: bool, recompute_fraction: float,
-                    constants: Any, use_calibration: bool, warnings: list[str],
+                    constants: engines.EngineConstants | None, calibrations: Calibrations | None, warnings: list[str],
                     assumptions: list[str], moe_grouped_gemm: bool = True,
                     z3_leaf_moe: bool = True, triton_attention: bool = False,
                     ) -> tuple[float, float, tuple[str, ...], float]:
@@ -168,10 +157,8 @@ def _engine_compute(model: ModelShape, wl: Workload, hw: Hardware, fw: str, fl: 
     et = engines.compute_time(feat, ec)
     compute_s = et.seconds
     attention_s = et.attention_seconds
-    if use_calibration and constants is None:
-        from trainfit.estimate.calibration import calibration_for
-
-        cal = calibration_for(hw.name, feat.family)
+    if calibrations and constants is None:
+        cal = calibrations.get((hw.name, feat.family))
         if cal is not None:
             compute_s /= cal.factor
             attention_s /= cal.factor
@@ -179,8 +166,6 @@ def _engine_compute(model: ModelShape, wl: Workload, hw: Hardware, fw: str, fl: 
     eff = flops_per_gpu_step / (peak * 1e12 * compute_s)
     assumptions += engine_describe.describe(ec, feat.family)
     if model.is_moe and wl.ep > 1:
-        from trainfit.workload import routing_imbalance
-
         imb = routing_imbalance(wl, model)
         if imb == 1.0:
             assumptions.append(_(
@@ -211,8 +196,8 @@ def _engine_compute(model: ModelShape, wl: Workload, hw: Hardware, fw: str, fl: 
 
 def estimate_speed(model: ModelShape, workload: Workload, hardware: Hardware, *, framework: str | None = None,
                    efficiency: float | None = None, virtual_pp: int = 1, compiled: bool = False,
-                   recompute_fraction: float = 0.0, constants: Any = None,
-                   use_calibration: bool = True, moe_grouped_gemm: bool = True,
+                   recompute_fraction: float = 0.0, constants: engines.EngineConstants | None = None,
+                   calibrations: Calibrations | None = None, moe_grouped_gemm: bool = True,
                    expert_tp: int = 1, z3_leaf_moe: bool = True, triton_attention: bool = False,
                    kbit_prepare: bool = False) -> SpeedEstimate:
     """Tokens/s, step time and MFU of ``workload`` on ``hardware`` (see ``docs/speed-model.md``).
@@ -229,8 +214,9 @@ def estimate_speed(model: ModelShape, workload: Workload, hardware: Hardware, *,
     ``triton_attention``: the 2023 Triton FlashAttention kernel ran (llm-foundry's calibration rows; no
     --attention value selects it); ``kbit_prepare``: a QLoRA run whose trainer called PEFT's
     ``prepare_model_for_kbit_training`` (TRL SFTTrainer < 0.22 on one process; off for LLaMA-Factory, ms-swift and
-    TRL >= 0.22): fp32 casts around every 4-bit linear (``host_traffic.kbit_cast_seconds``); ``use_calibration``: apply a measured calibration of this GPU and engine family
-    from the user's overlay (``trainfit calibrate``; ignored when ``constants`` are given).
+    TRL >= 0.22): fp32 casts around every 4-bit linear (``host_traffic.kbit_cast_seconds``); ``calibrations``: the user's measured calibrations
+    (:func:`trainfit.calibration_file.load_calibrations`, written by ``trainfit calibrate``): this GPU and engine
+    family's divides the compute time (ignored when ``constants`` are given; None: uncalibrated).
     """
     wl, hw = workload, hardware
     for name, v in (("virtual_pp", virtual_pp), ("expert_tp", expert_tp)):
@@ -263,7 +249,7 @@ def estimate_speed(model: ModelShape, workload: Workload, hardware: Hardware, *,
         compute_s, eff, eff_sources, attention_s = _engine_compute(
             model, wl, hw, fw, fl, precision=precision, peak=peak, flops_per_gpu_step=flops_per_gpu_step,
             compiled=compiled, recompute_fraction=recompute_fraction, constants=constants,
-            use_calibration=use_calibration, warnings=warnings, assumptions=assumptions,
+            calibrations=calibrations, warnings=warnings, assumptions=assumptions,
             moe_grouped_gemm=moe_grouped_gemm, z3_leaf_moe=z3_leaf_moe, triton_attention=triton_attention)
     else:
         if not 0 < efficiency <= 1:

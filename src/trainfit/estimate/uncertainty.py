@@ -26,12 +26,12 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 from trainfit import i18n
 from trainfit.i18n import N_, _
 from trainfit.estimate.engines import FAMILY_OF
-from trainfit.estimate.speed import default_framework
+from trainfit.models.shapes import ModelShape
+from trainfit.workload import Workload, default_framework
 
 DATA = Path(__file__).resolve().parent / "data" / "intervals.json"
 
@@ -57,7 +57,7 @@ def _band(v: int, bands: tuple[tuple[int | None, str], ...]) -> str:
     return bands[-1][1]
 
 
-def parallelism(workload: Any) -> str:
+def parallelism(workload: Workload) -> str:
     """The parallelism of a workload as a regime label: the data-parallel kind (``dp`` = DDP, ``zero`` = ZeRO-1/2
     or Megatron's distributed optimizer, ``shard`` = ZeRO-3/FSDP) plus ``+tp``, ``+pp``, ``+ep``, ``+cp``, ``+sp``
     (DeepSpeed-Ulysses)."""
@@ -68,7 +68,7 @@ def parallelism(workload: Any) -> str:
         "+cp" if w.cp > 1 else "") + ("+sp" if getattr(w, "ulysses", 1) > 1 else "")
 
 
-def speed_regime(model: Any, workload: Any, framework: str | None, gpu_class: str | None = None) -> dict[str, str]:
+def speed_regime(model: ModelShape, workload: Workload, framework: str | None, gpu_class: str | None = None) -> dict[str, str]:
     """The speed regime of a workload: engine family, dense/MoE, parallelism, sequence band, global-batch band;
     with ``gpu_class`` (``Hardware.gpu_class``: ampere, hopper, ada, ...) also the GPU generation, which does not
     group runs (one law, the roofline ridge, carries speed across Ampere and Hopper) but decides whether the
@@ -110,7 +110,7 @@ class Interval:
             return {"p10": value / self.p90, "p50": value / self.p50, "p90": value / self.p10}
         return {"p10": value * self.p10, "p50": value * self.p50, "p90": value * self.p90}
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, float | int | str | bool | None]:
         return {"p10": self.p10, "p50": self.p50, "p90": self.p90, "group": self.group, "rows": self.rows,
                 "sources": self.sources, "out_of_domain": self.out_of_domain, "note": self.note}
 
@@ -181,7 +181,7 @@ def interval_from_groups(regime: dict[str, str], groups: dict[str, dict], domain
                     out_of_domain=bool(missing), note=note)
 
 
-def speed_interval(model: Any, workload: Any, framework: str | None, gpu_class: str | None = None) -> Interval:
+def speed_interval(model: ModelShape, workload: Workload, framework: str | None, gpu_class: str | None = None) -> Interval:
     """The interval of measured / predicted tokens/s for a workload under an engine (``--framework``) on a GPU
     generation (``gpu_class``; a generation no calibration run used is outside the domain)."""
     return _speed_interval_of(tuple(speed_regime(model, workload, framework, gpu_class).items()), i18n.current())
@@ -262,7 +262,7 @@ def headroom_range(usable_gib: float | None, reserved_gib: float) -> dict[str, f
     return {"p10": usable_gib - rng["p90"], "p50": usable_gib - rng["p50"], "p90": usable_gib - rng["p10"]}
 
 
-def plan_speed_interval(model: Any, workload: Any, framework: str | None, gpu_class: str | None = None) -> dict | None:
+def plan_speed_interval(model: ModelShape, workload: Workload, framework: str | None, gpu_class: str | None = None) -> dict | None:
     """:func:`speed_interval` as the plan stores it (None when the data file is missing)."""
     try:
         return speed_interval(model, workload, framework, gpu_class).to_dict()
@@ -270,7 +270,7 @@ def plan_speed_interval(model: Any, workload: Any, framework: str | None, gpu_cl
         return None
 
 
-def rl_speed_interval(model: Any, workload: Any, gpu_class: str | None = None) -> dict | None:
+def rl_speed_interval(model: ModelShape, workload: Workload, gpu_class: str | None = None) -> dict | None:
     """The interval of an RL step (rollout generation, reward, weight sync and the policy update): no published
     RL run calibrates it, so it is the update's own regime interval widened :data:`OUT_OF_DOMAIN_WIDENING` x in
     log space and flagged outside the calibration domain (a stated assumption, not a measurement)."""

@@ -11,22 +11,34 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from trainfit.errors import RenderError
+from trainfit import inputs
+from trainfit.errors import InputError, RenderError, did_you_mean
+from trainfit.estimate.hardware import kernel_gaps
+from trainfit.estimate.states import pure_bf16_warning
 from trainfit.i18n import _
 from trainfit.json_types import JSONDict
-from trainfit.plan.types import Plan
-from trainfit.providers.registry import default_region
+from trainfit.launch._common import comment_text
 from trainfit.launch._context import (CKPT_MOUNT, DEFAULT_DATASET, PAI_IMAGE, PLACEHOLDER, RenderContext,
                                       RenderOptions, is_lingjun_type, model_repo_id, slug)
+from trainfit.launch._plan_notes import packing_budget_warning, save_steps
+from trainfit.launch.llamafactory import dataset_entry
+from trainfit.launch.targets import (Writer, engine_mismatch, experts_mismatch, loss_mismatch, render_targets,
+                                     target_spec, target_specs)
+from trainfit.plan.hardware import gpu_class_of
+from trainfit.providers.alibaba.images import is_pai_image, pai_image_region
+from trainfit.providers.registry import default_region
+from trainfit.writes import write_set
+
+if TYPE_CHECKING:  # the planner imports the target registry, which loads this package: the Plan type only
+    from trainfit.plan.types import Plan
 
 
 
 def __getattr__(name: str) -> tuple[str, ...]:
     """``TARGETS`` / ``RL_TARGETS``: the registered render targets (all, in render order / the RL ones), read from
     the registry (:mod:`trainfit.launch.targets`) each time, so a target registered later is among them."""
-    from trainfit.launch.targets import render_targets, target_specs
-
     if name == "TARGETS":
         return render_targets()
     if name == "RL_TARGETS":
@@ -54,45 +66,9 @@ class RenderResult:
                 "warnings": list(self.warnings)}
 
 
-#: Checkpoint interval when the plan has no step time to convert hours into steps (HF's common choice).
-SAVE_STEPS_FALLBACK = 200
-
-
-def _save_steps(plan: Plan, step_seconds: float | None, max_steps: int | None) -> tuple[int, str]:
-    """(checkpoint interval in steps, why): the plan's interval (spot: Young/Daly at the spot reclaim rate, or
-    ``--checkpoint-interval``), else Young/Daly for an on-demand job (:func:`trainfit.plan.cost.checkpoint_interval_hours`
-    at :data:`~trainfit.plan.cost.ON_DEMAND_INTERRUPTION_RATE_PER_NODE_HOUR`): its checkpoint size, written by every
-    node at the assumed bandwidth, against the nodes' interruption rate. Never more than the run; every
-    :data:`SAVE_STEPS_FALLBACK` steps when the plan has no step time."""
-    from trainfit.plan.cost import (CHECKPOINT_BYTES_PER_TRAINABLE_PARAM, CHECKPOINT_WRITE_GBYTES_PER_S_DEFAULT,
-                                    ON_DEMAND_INTERRUPTION_RATE_PER_NODE_HOUR, checkpoint_interval_hours)
-
-    hours, why = plan.time_cost.checkpoint_interval_hours, _("the plan's spot checkpoint interval")
-    trainable = plan.memory.params.trainable
-    if not hours and trainable:
-        hours, write_h = checkpoint_interval_hours(trainable_params=trainable, nodes=plan.placement.nodes,
-                                                   interruptions_per_node_hour=ON_DEMAND_INTERRUPTION_RATE_PER_NODE_HOUR)
-        size_gb = trainable * CHECKPOINT_BYTES_PER_TRAINABLE_PARAM / 1e9
-        why = _("Young/Daly: a {size:,.1f} GB checkpoint at {rate:g} GB/s per node = {write} s, {nodes} node(s) x "
-                "{interruptions:.2g} interruptions per node-hour -> every {hours:,.1f} h").format(
-            size=size_gb, rate=CHECKPOINT_WRITE_GBYTES_PER_S_DEFAULT,
-            write=f"{write_h * 3600:,.{0 if write_h * 3600 >= 10 else 1}f}", nodes=plan.placement.nodes,
-            interruptions=ON_DEMAND_INTERRUPTION_RATE_PER_NODE_HOUR, hours=hours)
-    if hours and step_seconds:
-        n = max(1, int(hours * 3600 / step_seconds))
-    else:
-        n, why = SAVE_STEPS_FALLBACK, _("no step time in the plan: every {n} steps").format(n=SAVE_STEPS_FALLBACK)
-    if max_steps and n >= max_steps:
-        return max_steps, _("{why}; capped at the run's end").format(why=why)
-    return n, why
-
-
 def _check_plan_strings(plan: Plan) -> None:
     """Every string of the plan that a target writes into a script or a job file passes the input gate's strict
     patterns (a plan file from elsewhere may carry anything)."""
-    from trainfit import inputs
-    from trainfit.errors import InputError
-
     pl = plan.placement
     checks = [("instance_type", pl.instance_type, "instance_type"), ("gpu", pl.gpu, "gpu"),
               ("region", plan.time_cost.region, "region"), ("provider", pl.provider, "resource_id"),
@@ -113,9 +89,6 @@ def _check_plan_strings(plan: Plan) -> None:
 def _check_region(region: str, what: str) -> None:
     """The region a job file is written for (and the PAI image host is built from) passes the region pattern,
     whichever of ``--region``, the plan's region or the instance record's first region it came from."""
-    from trainfit import inputs
-    from trainfit.errors import InputError
-
     try:
         if inputs.as_ident(what, region, "region") != region:
             raise inputs._bad(what, region, _("has leading or trailing white space"))
@@ -129,9 +102,6 @@ def job_dataset(plan: Plan, o: RenderOptions) -> tuple[str, bool, str | None]:
     plan's data was counted from (``plan --dataset``) when it passes the input gate's ``dataset`` pattern (the same
     gate every value passes before it reaches a job file), else a ``REPLACE_ME`` placeholder with the reason;
     without data, the public sample dataset."""
-    from trainfit import inputs
-    from trainfit.errors import InputError
-
     data = plan.data if plan.rl is None else None
     if o.dataset:
         note = None
@@ -176,8 +146,6 @@ def build_context(plan: Plan, options: RenderOptions | None = None) -> RenderCon
                           fix=_("use --region {region} or another instance type").format(region=regions[0]))
     name = slug(o.job_name or f"{plan.model.name}-{plan.workload.method}")
     img = o.image or PAI_IMAGE.format(region=region)
-    from trainfit.providers.alibaba.images import is_pai_image, pai_image_region
-
     if not o.image and pai_image_region(img) != region:  # pragma: no cover - _check_region makes this unreachable
         raise RenderError(_("the default image {image!r} is not on PAI's registry").format(image=img[:120]),
                           fix=_("pass --image"))
@@ -189,7 +157,7 @@ def build_context(plan: Plan, options: RenderOptions | None = None) -> RenderCon
         max_steps = plan.rl.steps
     else:
         max_steps = None if o.epochs is not None else plan.optimizer_steps()
-    save, save_why = (o.save_steps, "--save-steps") if o.save_steps else _save_steps(plan, plan.speed.step_seconds,
+    save, save_why = (o.save_steps, "--save-steps") if o.save_steps else save_steps(plan, plan.speed.step_seconds,
                                                                                          max_steps)
     dataset, from_data, dataset_note = job_dataset(plan, o)
     return RenderContext(
@@ -201,16 +169,12 @@ def build_context(plan: Plan, options: RenderOptions | None = None) -> RenderCon
         spot_discount_limit=o.spot_discount_limit)
 
 
-def _module(target: str):
-    from trainfit.launch.targets import target_spec
-
+def _module(target: str) -> Writer:
     return target_spec(target).module()
 
 
 def render(ctx: RenderContext, targets: list[str] | tuple[str, ...] | str | None = None) -> RenderResult:
     """Render ``targets`` (names from :data:`TARGETS`, or ``all``; None = the plan's target, else ``all``)."""
-    from trainfit.launch.targets import engine_mismatch, experts_mismatch, loss_mismatch, render_targets, target_specs
-
     all_targets = render_targets()
     if targets is None:
         targets = ctx.plan.target or "all"
@@ -223,8 +187,6 @@ def render(ctx: RenderContext, targets: list[str] | tuple[str, ...] | str | None
     chosen = (kind + [t for t in named if t not in kind]) if want_all else named  # all,monitoring: both
     unknown = [t for t in chosen if t not in all_targets]
     if unknown:
-        from trainfit.errors import did_you_mean
-
         sugg = did_you_mean(unknown[0], list(all_targets) + ["all"], n=1)
         targets_list = ", ".join(all_targets) + ", all"
         raise RenderError(_("unknown render target '{target}'").format(target=unknown[0]),
@@ -254,19 +216,13 @@ def render(ctx: RenderContext, targets: list[str] | tuple[str, ...] | str | None
 def _packing_notes(ctx: RenderContext, rendered: list[str]) -> tuple[str, ...]:
     """A job without packing trains fewer tokens than its step budget on short samples (``--no-packing``); a full
     fine-tuning in pure bf16 loses small updates to bf16 rounding (:func:`~trainfit.estimate.states.pure_bf16_warning`)."""
-    from trainfit.launch._common import packing_budget_warning
-
     if ctx.plan.rl is not None or not rendered:
         return ()
-    from trainfit.estimate.states import pure_bf16_warning
-
     data = ctx.plan.data
     # with the plan's data the step budget counts the data's rows (packed or not): no guess to warn about
     out = tuple(w for w in (None if data is not None else packing_budget_warning(ctx.workload),
                             pure_bf16_warning(ctx.workload), ctx.dataset_note) if w)
     if "llamafactory" in rendered and ctx.dataset_from_data:
-        from trainfit.launch.llamafactory import dataset_entry
-
         _entry, why = dataset_entry(ctx)
         if why:
             out += (_("llamafactory.yaml: dataset left as {placeholder}: {why}").format(placeholder=PLACEHOLDER, why=why),)
@@ -276,9 +232,6 @@ def _packing_notes(ctx: RenderContext, rendered: list[str]) -> tuple[str, ...]:
 def _kernel_gaps(ctx: RenderContext) -> tuple[str, ...]:
     """Kernels the rendered files ask for that the plan's GPU cannot run (``--attention flash3`` off Hopper): the
     same gate that ``plan`` rejects on and ``trainfit check`` reports as a ``kernel-support`` error."""
-    from trainfit.estimate.hardware import kernel_gaps
-    from trainfit.plan.hardware import gpu_class_of
-
     spec = ctx.plan.placement.gpu_spec
     if spec is None or ctx.plan.rl is not None:  # the RL launches write no attention kernel
         return ()
@@ -289,8 +242,6 @@ def _kernel_gaps(ctx: RenderContext) -> tuple[str, ...]:
 def readme(result: RenderResult) -> str:
     ctx = result.context
     lines = ["# " + _("Job files rendered by trainfit"), ""]
-    from trainfit.launch._common import comment_text
-
     lines += [f"- {comment_text(ln)}" for ln in ctx.header_lines()]
     lines += ["", "## " + _("Files"), ""]
     for name in result.files:
@@ -320,7 +271,5 @@ def write(result: RenderResult, out_dir: str | Path, *, force: bool = False) -> 
     (:func:`trainfit.writes.write_set`): atomic, no links or special files, shell scripts executable, a manifest
     of what was written; a file trainfit did not write (or that was edited since) is refused unless ``force``, and
     files of an earlier render that this one does not write are removed."""
-    from trainfit.writes import write_set
-
     written, _manifest = write_set(out_dir, {**result.files, "README.md": readme(result)}, force=force, error=RenderError)
     return written

@@ -6,12 +6,15 @@ from __future__ import annotations
 import json
 import re
 import shlex
+from types import SimpleNamespace
 from typing import Any
 
 from trainfit.i18n import _
 from trainfit.launch._context import RenderContext
-from trainfit.workload import Workload
+from trainfit.launch.layouts import swift_layout_reason
+from trainfit.models.shapes import ModelShape
 from trainfit.providers.registry import provider_spec
+from trainfit.workload import layout_error
 
 OPTIMIZERS = {"adamw-fused": "adamw_torch_fused", "adamw-foreach": "adamw_torch", "adamw-8bit": "adamw_bnb_8bit",
               "paged-adamw-8bit": "paged_adamw_8bit", "sgd": "sgd", "adafactor": "adafactor"}
@@ -68,52 +71,6 @@ def swift_unsupported(ctx: RenderContext) -> str | None:
     """Why ms-swift cannot express this plan exactly (None when it can): the writer and the reader below share
     these limits, so what is rendered reads back to the same workload."""
     return swift_layout_reason(ctx.workload)
-
-
-def swift_layout_reason(wl: Workload) -> str | None:
-    """:func:`swift_unsupported` on a workload (the planner's ``--target`` filter asks it too)."""
-    if wl.uses_megatron:
-        if wl.strategy not in ("ddp", "zero1") or wl.offload == "all":
-            return _("Megatron (tp/pp/ep/cp > 1) shards optimizer states only (distributed optimizer = zero1); the "
-                     "plan says {strategy}").format(
-                strategy=wl.strategy + (f" + offload {wl.offload}" if wl.offload != "none" else ""))
-        if wl.optimizer != "adamw-fused":
-            return _("megatron sft trains with fused Adam; the plan says {optimizer}").format(optimizer=wl.optimizer)
-    else:
-        if wl.precision == "fp8":
-            return _("fp8 training needs Megatron/TransformerEngine (megatron sft); the plan runs the HF trainer")
-        if wl.strategy == "fsdp" and wl.offload == "optimizer":
-            return _("HF FSDP offloads parameters with the optimizer (offload all), not the optimizer alone")
-    return None
-
-
-def packing_budget_warning(wl: Workload) -> str | None:
-    """Render's warning for a job without packing (None with packing): the plan's step budget assumes rows of
-    ``seq_len`` data tokens."""
-    if wl.packing:
-        return None
-    return _("packing off (--no-packing): each row is one sample padded to the batch's longest, but the step budget "
-             "(tokens / (global batch x seq_len)) assumes {seq_len}-token samples: on shorter samples the job trains "
-             "fewer tokens than planned (average sample tokens / seq_len of them); use --epochs for a dataset-sized "
-             "budget, or keep packing on").format(seq_len=wl.seq_len)
-
-
-def packing_line(wl: Workload, *, megatron: bool) -> str:
-    """The header's packing line: whether the samples of a packed row see each other in each launcher.
-
-    Packed rows keep their samples apart only where the launcher documents it: ms-swift with ``--attn_impl
-    flash_attn`` (its command-line docs, ``packing``), Megatron-SWIFT always (except Qwen3-Next), LLaMA-Factory's
-    ``neat_packing`` (written with FlashAttention-2 only: other kernels get a ``(batch, 1, S, S)`` mask in the
-    compute dtype that trainfit does not size). Elsewhere the samples of one row attend to each other, as in
-    pre-training."""
-    if not wl.packing:
-        return _("packing: off; rows are single samples padded to at most {seq_len} tokens").format(seq_len=wl.seq_len)
-    swift = _("apart") if (megatron or wl.attention in ("flash", "flash3")) else \
-        _("attending to each other (--attention flash keeps them apart)")
-    lf = _("apart (neat_packing)") if wl.attention == "flash" else \
-        _("attending to each other (--attention flash: neat_packing)")
-    return _("packing: on; rows of {seq_len} tokens; samples in a row: ms-swift {swift}; LLaMA-Factory {lf}").format(
-        seq_len=wl.seq_len, swift=swift, lf=lf)
 
 
 def writes_experts_impl(ctx: RenderContext) -> bool:
@@ -199,10 +156,6 @@ def _megatron_fields(args: dict[str, str], gpus: int | None, kw: dict, assumed: 
             kw[name] = int(args[k])
     etp = args.get("expert_tensor_parallel_size", "1")
     if kw.get("ep", 1) > 1 and etp.isdecimal() and int(etp) > 1 and gpus:
-        from types import SimpleNamespace
-
-        from trainfit.workload import layout_error
-
         err = layout_error(SimpleNamespace(gpus=gpus, tp=kw.get("tp", 1), pp=kw.get("pp", 1), cp=kw.get("cp", 1),
                                            ep=kw["ep"], seq_len=kw.get("cp", 1)),  # the length is not at issue
                            expert_tp=int(etp))
@@ -405,16 +358,6 @@ def watch_snippet(ctx: RenderContext) -> str:
             f'    WATCH="trainfit watch {opts} --"\nfi\n')
 
 
-def ds_config_snippet(ctx: RenderContext) -> str:
-    """POSIX sh that writes the DeepSpeed config next to the job (empty unless the plan uses ZeRO)."""
-    if ctx.megatron or not ctx.workload.strategy.startswith("zero"):
-        return ""
-    from trainfit.launch.deepspeed import ds_config
-
-    text = json.dumps(ds_config(ctx, with_header=False), indent=2)
-    return f"cat > {DS_CONFIG_PATH} <<'TRAINFIT_DS_EOF'\n{text}\nTRAINFIT_DS_EOF\n"
-
-
 #: Kernels a model's layers need for the speed the plan assumes: Qwen3-Next's Gated DeltaNet layers run the chunked
 #: delta rule of flash-linear-attention (module ``fla``) and the short convolution of causal-conv1d; without them
 #: transformers' ``modeling_qwen3_next`` falls back to its PyTorch loops ("fast path is not available") at a fraction
@@ -422,12 +365,12 @@ def ds_config_snippet(ctx: RenderContext) -> str:
 LINEAR_ATTENTION_KERNELS = (("fla", "flash-linear-attention", ""), ("causal_conv1d", "causal-conv1d", "--no-build-isolation "))
 
 
-def model_kernels(model: Any) -> tuple[tuple[str, str, str], ...]:
+def model_kernels(model: ModelShape) -> tuple[tuple[str, str, str], ...]:
     """(import name, pip package, pip flags) of the kernels ``model`` needs (empty for full-attention models)."""
     return LINEAR_ATTENTION_KERNELS if getattr(model, "n_linear_attention_layers", 0) else ()
 
 
-def model_kernels_snippet(model: Any) -> str:
+def model_kernels_snippet(model: ModelShape) -> str:
     """POSIX sh that installs :func:`model_kernels` where they are missing (empty when none are needed)."""
     out = ""
     for module, pkg, flags in model_kernels(model):

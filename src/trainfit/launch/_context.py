@@ -9,18 +9,22 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from trainfit import i18n, inputs
+from trainfit.errors import TrainfitError
 from trainfit.estimate.uncertainty import format_probability
 from trainfit.i18n import N_, _, translate
 from trainfit.json_types import JSONDict
-from trainfit.models.shapes import ModelShape
-from trainfit.plan.types import Plan
-from trainfit.rl.summary import RLSummary
-from trainfit.workload import Workload
-from trainfit.providers.alibaba.lingjun import is_lingjun_name
-from trainfit.errors import TrainfitError
+from trainfit.launch._plan_notes import packing_line, save_steps
 from trainfit.models import get_model
-from trainfit import inputs, i18n
+from trainfit.models.shapes import ModelShape
+from trainfit.providers.alibaba.lingjun import is_lingjun_name
+from trainfit.workload import Workload
+
+if TYPE_CHECKING:  # the planner imports the target registry, which loads this package: the types only
+    from trainfit.plan.types import Plan
+    from trainfit.rl.summary import RLSummary
 
 #: Where the checkpoint store (OSS, a PVC, a SkyPilot bucket) is mounted in every rendered job.
 CKPT_MOUNT = "/mnt/checkpoints"
@@ -353,8 +357,6 @@ class RenderContext:
                     rollout=_num(ph.get("rollout")), train=_num(ph.get("train")), sync=_num(ph.get("sync")),
                     binding=rl.binding_phase, kv=_num(rl.kv_pool_gib), seqs=rl.max_concurrent_seqs))
         else:
-            from trainfit.launch._common import packing_line
-
             lines.append(packing_line(wl, megatron=self.megatron))
         return lines
 
@@ -368,9 +370,7 @@ class RenderContext:
         """Why ``save_steps``, in the current language (``save_reason`` was made in the language of the render)."""
         if not self.save_reason or self.save_reason == "--save-steps":
             return self.save_reason
-        from trainfit.launch import _save_steps
-
-        return _save_steps(self.plan, self.plan.speed.step_seconds, self.max_steps)[1]
+        return save_steps(self.plan, self.plan.speed.step_seconds, self.max_steps)[1]
 
 #: Where a plan came from (``Plan.source``, stored in English in plan files), shown in the language of the run.
 PLAN_SOURCES = (N_("trainfit plan"), N_("trainfit render (no plan file)"))

@@ -14,9 +14,10 @@ from typing import Any
 
 from trainfit.i18n import _
 from trainfit.errors import RenderError
-from trainfit.launch._common import sft_only
+from trainfit.launch._common import DS_CONFIG_PATH, sft_only
 from trainfit.launch._context import RenderContext
-from trainfit.workload import MAX_DS_BUCKET_ELEMS, Workload
+from trainfit.launch.layouts import deepspeed_layout_reason
+from trainfit.workload import MAX_DS_BUCKET_ELEMS
 
 FILES = ("ds_config.json",)
 
@@ -25,17 +26,7 @@ def applies(ctx: RenderContext) -> str | None:
     """None when the target applies to this plan, else why not."""
     if (why := sft_only(ctx)):  # an RL plan renders with the verl / swift_grpo targets
         return why
-    return layout_reason(ctx.workload)
-
-
-def layout_reason(wl: Workload) -> str | None:
-    """Why a DeepSpeed config does not apply to ``wl`` (None when it does; the planner's ``--target`` filter)."""
-    if wl.uses_megatron:
-        return _("the plan uses Megatron parallelism (tp/pp/ep/cp > 1); ms-swift `megatron sft` needs no DeepSpeed "
-                 "config")
-    if not wl.strategy.startswith("zero"):
-        return _("the plan's strategy is {strategy}, not DeepSpeed ZeRO").format(strategy=wl.strategy)
-    return None
+    return deepspeed_layout_reason(ctx.workload)
 
 
 def ds_config(ctx: RenderContext, *, with_header: bool = True) -> dict[str, Any]:
@@ -122,3 +113,11 @@ def strategy_from_config(cfg: dict, *, hidden_size: int | None = None) -> dict:
         if isinstance(v, int) and not isinstance(v, bool) and v > 0:
             kw[name] = v
     return kw
+
+
+def ds_config_snippet(ctx: RenderContext) -> str:
+    """POSIX sh that writes the DeepSpeed config next to the job (empty unless the plan uses ZeRO)."""
+    if ctx.megatron or not ctx.workload.strategy.startswith("zero"):
+        return ""
+    text = json.dumps(ds_config(ctx, with_header=False), indent=2)
+    return f"cat > {DS_CONFIG_PATH} <<'TRAINFIT_DS_EOF'\n{text}\nTRAINFIT_DS_EOF\n"

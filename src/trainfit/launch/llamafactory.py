@@ -8,15 +8,15 @@ output directory is on the checkpoint mount, so a restarted spot job continues. 
 
 from __future__ import annotations
 
+import json
 from typing import Any
-
-
 
 from trainfit.i18n import _
 from trainfit.launch._common import (OPTIMIZERS, dump_yaml, hash_header, lora_dropout_note, optimizer_read, sft_only,
                                      model_kernels)
 from trainfit.launch._context import PLACEHOLDER, RenderContext
-from trainfit.workload import Workload
+from trainfit.launch.deepspeed import render as render_ds_config
+from trainfit.launch.layouts import LF_PRECISION, llamafactory_layout_reason
 
 FILES = ("llamafactory.yaml", "dataset_info.json")
 #: The name render gives the plan's data file in ``dataset_info.json``.
@@ -25,29 +25,10 @@ DS_PATH = "ds_config.json"
 LF_ATTN = {"flash": "fa2", "flash3": "fa3", "sdpa": "sdpa", "eager": "disabled"}
 
 
-#: Workload precision -> LLaMA-Factory flags (``pure_bf16``: bf16 weights and optimizer states, no fp32 copy).
-LF_PRECISION = {"bf16": {"bf16": True, "pure_bf16": True}, "amp-bf16": {"bf16": True}, "fp16": {"fp16": True}}
-
-
 def applies(ctx: RenderContext) -> str | None:
     if (why := sft_only(ctx)):  # an RL plan renders with the verl / swift_grpo targets
         return why
-    return layout_reason(ctx.workload)
-
-
-def layout_reason(wl: Workload) -> str | None:
-    """Why LLaMA-Factory's config cannot express ``wl`` (None when it can; the planner's ``--target`` filter)."""
-    if wl.uses_megatron:
-        return _("the plan uses Megatron parallelism (tp/pp/ep/cp > 1); LLaMA-Factory's default trainer runs data "
-                 "parallel only")
-    if wl.strategy == "fsdp":
-        return _("the plan uses FSDP, which LLaMA-Factory takes from an accelerate config file (not rendered)")
-    if wl.ulysses > 1:
-        return _("the plan uses DeepSpeed-Ulysses (--ulysses); LLaMA-Factory has no sequence_parallel_size (a fork, "
-                 "360-LLaMA-Factory, adds one): render the swift target")
-    if wl.precision not in LF_PRECISION:
-        return _("precision {precision} is not a LLaMA-Factory training precision").format(precision=wl.precision)
-    return None
+    return llamafactory_layout_reason(ctx.workload)
 
 
 def dataset_entry(ctx: RenderContext) -> tuple[dict[str, Any] | None, str | None]:
@@ -147,13 +128,9 @@ def render(ctx: RenderContext) -> dict[str, str]:
                  "folder you start in)\n")
     out = {"llamafactory.yaml": hash_header(ctx, "llamafactory.yaml: LLaMA-Factory train config") + note + body}
     if entry is not None:
-        import json
-
         out["dataset_info.json"] = json.dumps({DATA_NAME: entry}, indent=2) + "\n"
     if ctx.workload.strategy.startswith("zero"):
-        from trainfit.launch import deepspeed
-
-        out.update(deepspeed.render(ctx))
+        out.update(render_ds_config(ctx))
     return out
 
 

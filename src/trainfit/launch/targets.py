@@ -32,11 +32,18 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from importlib import import_module
-from typing import Any, Callable, Mapping
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol
 
 from trainfit.errors import PlanError
+from trainfit.estimate.engines import FAMILY_OF
 from trainfit.i18n import N_, _, ngettext, translate
-from trainfit.workload import Workload
+from trainfit.launch.layouts import deepspeed_layout_reason, llamafactory_layout_reason, swift_layout_reason
+from trainfit.models.shapes import ModelShape
+from trainfit.workload import Workload, default_framework
+
+if TYPE_CHECKING:  # the context type only; the writers import this registry's module, not the reverse
+    from trainfit.launch._context import RenderContext
 
 #: What a target writes: a supervised fine-tuning job, an RL launch, or a tool's config (``monitoring``: rendered
 #: only when named, never planned for).
@@ -57,6 +64,16 @@ class JobReader:
     """``read(path, text, facts)``: fill the :class:`~trainfit.check.facts.JobFacts` (nodes, GPUs, settings...)."""
 
 
+class Writer(Protocol):
+    """What a render target's writer (a module or an object) offers."""
+
+    FILES: tuple[str, ...]
+
+    def applies(self, ctx: RenderContext) -> str | None: ...
+
+    def render(self, ctx: RenderContext) -> dict[str, str]: ...
+
+
 @dataclass(frozen=True, kw_only=True)
 class TargetSpec:
     """One render target (``render --target NAME``; ``plan --target NAME`` unless a tool): the module that writes its
@@ -65,7 +82,7 @@ class TargetSpec:
 
     name: str
     """The ``--target`` value: lower case, digits and ``_``."""
-    writer: Any
+    writer: str | ModuleType | Writer
     """The module (or its import path) with ``FILES``, ``applies(ctx) -> why-not or None`` and
     ``render(ctx) -> {file name: text}`` (:class:`~trainfit.launch.RenderContext`)."""
     kind: str = "sft"
@@ -101,7 +118,7 @@ class TargetSpec:
         if self.kind != "sft" and (self.frameworks or self.engine):
             raise ValueError(f"target {self.name}: frameworks and engine are for sft targets")
 
-    def module(self) -> Any:
+    def module(self) -> Writer:
         """The writer module (imported on first use when given as a path)."""
         return import_module(self.writer) if isinstance(self.writer, str) else self.writer
 
@@ -166,36 +183,12 @@ def _hf_engine(wl: Workload) -> str:
     return "deepspeed" if wl.strategy.startswith("zero") else "hf-trainer"
 
 
-def _swift_engine(wl: Workload) -> str:
-    from trainfit.estimate.speed import default_framework  # ms-swift's engine for the layout is the speed model's default
-
-    return default_framework(wl)
-
-
-def _swift_layout(wl: Workload) -> str | None:
-    from trainfit.launch._common import swift_layout_reason
-
-    return swift_layout_reason(wl)
-
-
-def _llamafactory_layout(wl: Workload) -> str | None:
-    from trainfit.launch.llamafactory import layout_reason as lf
-
-    return lf(wl)
-
-
-def _deepspeed_layout(wl: Workload) -> str | None:
-    from trainfit.launch.deepspeed import layout_reason as ds
-
-    return ds(wl)
-
-
 _SWIFT_RUNS = N_("ms-swift (`swift sft`: HF Trainer + DeepSpeed/FSDP; `megatron sft`: Megatron-Core for tp/pp/ep/cp > 1)")
 
 
 def _swift(name: str, writer: str, rank: int, provider: str | None = None) -> TargetSpec:
     return TargetSpec(name=name, writer=writer, runs=_SWIFT_RUNS, frameworks=("hf-trainer", "deepspeed", "megatron"),
-                      engine=_swift_engine, layout_reason=_swift_layout, megatron_layouts_only=True, plan_rank=rank,
+                      engine=default_framework, layout_reason=swift_layout_reason, megatron_layouts_only=True, plan_rank=rank,
                       provider=provider)
 
 
@@ -203,11 +196,11 @@ def _swift(name: str, writer: str, rank: int, provider: str | None = None) -> Ta
 # provider) in that provider's folder.
 for _spec in (
         TargetSpec(name="deepspeed", writer="trainfit.launch.deepspeed", runs=N_("a DeepSpeed config for the HF Trainer"),
-                   frameworks=("deepspeed",), engine=_hf_engine, layout_reason=_deepspeed_layout, plan_rank=6),
+                   frameworks=("deepspeed",), engine=_hf_engine, layout_reason=deepspeed_layout_reason, plan_rank=6),
         _swift("swift", "trainfit.launch.swift", 0),
         TargetSpec(name="llamafactory", writer="trainfit.launch.llamafactory",
                    runs=N_("LLaMA-Factory (HF Trainer, + DeepSpeed for ZeRO)"), frameworks=("hf-trainer", "deepspeed"),
-                   engine=_hf_engine, layout_reason=_llamafactory_layout, plan_rank=5),
+                   engine=_hf_engine, layout_reason=llamafactory_layout_reason, plan_rank=5),
         _swift("torchrun", "trainfit.launch.torchrun", 1),
         _swift("dlc", "trainfit.providers.alibaba.dlc_writer", 2, provider="alibaba"),
         _swift("pytorchjob", "trainfit.providers.generic.pytorchjob", 3),
@@ -263,13 +256,11 @@ def same_engine(a: str | None, b: str | None) -> bool:
     deepspeed are both Hugging Face modeling code; they differ only in name where the layout is not ZeRO)."""
     if a is None or b is None or a == b:
         return True
-    from trainfit.estimate.engines import FAMILY_OF
-
     hf = {"hf-trainer", "deepspeed"}
     return a in hf and b in hf and FAMILY_OF.get(a) == FAMILY_OF.get(b)
 
 
-def check_target(target: str, framework: str | None, *, rl: bool, model: Any = None,
+def check_target(target: str, framework: str | None, *, rl: bool, model: ModelShape | None = None,
                  pins: Mapping[str, Any] | None = None) -> None:
     """A target that cannot run ``framework`` (or a plan kind it does not write) is a :class:`PlanError` with the
     fix. With the planner's ``model`` and ``pins``: ``megatron`` on an ms-swift target needs a layout the search
@@ -322,7 +313,7 @@ def search_reason(target: str | None, framework: str | None, wl: Workload) -> st
     return None
 
 
-def engine_mismatch(plan_framework: str | None, plan_target: str | None, targets: Any,
+def engine_mismatch(plan_framework: str | None, plan_target: str | None, targets: Iterable[str],
                     wl: Workload) -> tuple[str, ...]:
     """The warnings ``render`` gives when rendered ``targets`` run another engine than the one the plan's speed
     figures assumed: one per engine, naming its targets (empty when they agree or the plan has no speed)."""
@@ -349,12 +340,12 @@ def engine_mismatch(plan_framework: str | None, plan_target: str | None, targets
     return tuple(out)
 
 
-def _hf_trainer_targets(targets: Any, wl: Workload) -> list[str]:
+def _hf_trainer_targets(targets: Iterable[str], wl: Workload) -> list[str]:
     """The targets among ``targets`` that run ``wl`` under the Hugging Face trainer (with or without DeepSpeed)."""
     return [t for t in targets if target_framework(t, wl) in ("hf-trainer", "deepspeed")]
 
 
-def experts_mismatch(targets: Any, wl: Workload, is_moe: bool) -> tuple[str, ...]:
+def experts_mismatch(targets: Iterable[str], wl: Workload, is_moe: bool) -> tuple[str, ...]:
     """The warning ``render`` gives when a Hugging Face MoE job's speed was timed with transformers < 5's
     per-expert loop (``--experts-impl modulelist``, the default) while the rendered jobs install ms-swift >= 4.6 or
     LLaMA-Factory, which resolve to transformers 5: its default ``grouped_mm`` experts run without the loop."""
@@ -367,7 +358,7 @@ def experts_mismatch(targets: Any, wl: Workload, is_moe: bool) -> tuple[str, ...
               "--experts-impl grouped_mm").format(targets=", ".join(hf)),)
 
 
-def loss_mismatch(targets: Any, wl: Workload) -> tuple[str, ...]:
+def loss_mismatch(targets: Iterable[str], wl: Workload) -> tuple[str, ...]:
     """The warning ``render`` gives for ``--loss half`` (a cross-entropy over 16-bit logits, no fp32 copy: the loss
     of remote model code such as Qwen v1's, run without autocast) on targets that run the Hugging Face trainer:
     transformers' own models upcast the logits to fp32 before the loss (``ForCausalLMLoss``), 6 B more per logit

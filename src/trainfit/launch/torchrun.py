@@ -7,9 +7,10 @@ so it also runs as a DLC ``UserCommand``.
 
 from __future__ import annotations
 
-from trainfit.launch._common import (ds_config_snippet, format_args, hash_header, install_snippet,
-                                             resume_snippet, sft_only, swift_args, swift_entry, swift_unsupported)
+from trainfit.launch._common import (format_args, hash_header, install_snippet, resume_snippet, sft_only, swift_args,
+                                     swift_entry, swift_unsupported)
 from trainfit.launch._context import RenderContext
+from trainfit.launch.deepspeed import ds_config_snippet
 
 FILES = ("launch.sh",)
 

@@ -4,12 +4,13 @@ its fix."""
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
-from trainfit.estimate.fit import HOST_RAM_USABLE, host_ram_verdict
-from trainfit.i18n import _
 from trainfit.catalog.gpus import GPU
 from trainfit.catalog.instances import Instance
+from trainfit.estimate.fit import HOST_RAM_USABLE, host_ram_verdict
+from trainfit.i18n import _
+from trainfit.plan.request import NODE_COUNTS, NearestMiss, PlanRequest, fit_rollout_tp
 from trainfit.plan.types import FixOption, Rejection
 from trainfit.workload import Workload
 from trainfit.errors import TrainfitError, PlanError, did_you_mean
@@ -19,11 +20,8 @@ from trainfit.catalog import list_instances
 from trainfit.catalog.prices import current_prices
 from trainfit.rules import load_rules
 
-if TYPE_CHECKING:
-    from trainfit.plan.search import PlanRequest, _Best
 
-
-def explain_rejection(inst: Instance, gpu: GPU, limit: float, miss: _Best, req: PlanRequest) -> Rejection:
+def explain_rejection(inst: Instance, gpu: GPU, limit: float, miss: NearestMiss, req: PlanRequest) -> Rejection:
     """Why instance type ``inst`` got no plan: the nearest miss recorded in ``miss`` (a broken limit, host RAM,
     GPU memory, a blocking rule), with the fix."""
     it = inst.instance_type
@@ -124,16 +122,12 @@ def _more_gpus(w: Workload, fits: Callable[..., bool]) -> list[FixOption]:
 
 def _largest_searched(req: PlanRequest, w: Workload) -> int:
     """The most GPUs the search tries on ``w``'s node size (``--max-gpus``, at most the largest node count)."""
-    from trainfit.plan.search import NODE_COUNTS
-
     return max((w.gpus_per_node * n for n in NODE_COUNTS if w.gpus_per_node * n <= req.max_gpus), default=0)
 
 
 def _rl_memory_fix_options(req: PlanRequest, w: Workload, gpu: GPU | None,
                            inst: Instance | None) -> tuple[FixOption, ...]:
     """RL memory fixes checked with :func:`trainfit.rl.memory.estimate_rl_memory` (every phase, the KV pool)."""
-    from trainfit.plan.rl import fit_rollout_tp
-
     if gpu is None or not gpu.usable_mem_gib:
         return ()
     rl0, _tp_note = fit_rollout_tp(req.rl, w.gpus_per_node)

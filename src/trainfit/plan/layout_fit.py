@@ -11,17 +11,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from trainfit.catalog.instances import Instance
 from trainfit.estimate.fit import OOM_RISK_LIMIT, host_ram_verdict
 from trainfit.estimate.memory import MemoryEstimate, estimate_memory
 from trainfit.estimate.uncertainty import share_at_oom_probability
 from trainfit.models.shapes import ModelShape
+from trainfit.plan.request import NearestMiss, PlanRequest
 from trainfit.workload import Workload
-
-if TYPE_CHECKING:  # pragma: no cover
-    from trainfit.plan.search import PlanRequest, _Best
 
 MAX_MICRO_BATCH = 16
 
@@ -81,7 +78,7 @@ def fit_micro_batch(model: ModelShape, wl: Workload, limit: Limit, cap: int) -> 
     return best
 
 
-def _fit_one(req: PlanRequest, wl: Workload, limit: Limit, miss: _Best,
+def _fit_one(req: PlanRequest, wl: Workload, limit: Limit, miss: NearestMiss,
              inst: Instance) -> tuple[Workload, MemoryEstimate] | None:
     """``wl`` with the largest micro-batch that fits GPU memory and host RAM (and the global batch), or None."""
     model = req.model
@@ -131,7 +128,7 @@ def _accumulate(req: PlanRequest, wl: Workload, est: MemoryEstimate, gb: int,
 
 
 
-def fit_layout(req: PlanRequest, configs: list[Workload], limit: Limit, miss: _Best,
+def fit_layout(req: PlanRequest, configs: list[Workload], limit: Limit, miss: NearestMiss,
                inst: Instance) -> list[tuple[Workload, MemoryEstimate]]:
     """Per expert-parallel size, the first candidate of one layout (strategies fastest first) that fits GPU memory
     (``limit``) with its largest micro-batch and host RAM; empty when none does."""

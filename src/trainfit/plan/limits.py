@@ -6,17 +6,15 @@ deadline and budget limits; each broken limit is recorded as the instance's near
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
-from trainfit.i18n import _
 from trainfit.catalog.gpus import GPU
 from trainfit.catalog.instances import Instance
 from trainfit.estimate.speed import SpeedEstimate
+from trainfit.i18n import _
+from trainfit.plan.hardware import precision_on
+from trainfit.plan.request import NODE_COUNTS, NearestMiss, PlanRequest
 from trainfit.plan.types import FixOption, Plan, Rejection
 from trainfit.providers.registry import rents_whole_nodes
-
-if TYPE_CHECKING:  # pragma: no cover
-    from trainfit.plan.search import PlanRequest, _Best
 
 
 SLOW_NETWORK_COMM_SHARE = 0.5
@@ -27,7 +25,7 @@ than they compute, so over half of every GPU-hour bought is idle, and the speed 
 such a plan against (docs/cost-model.md, "Ranking"). ``--ignore-rule slow-network`` keeps such plans."""
 
 
-def _layouts(req: PlanRequest, inst: Instance) -> list[tuple[int, int]] | Rejection:
+def layouts_for(req: PlanRequest, inst: Instance) -> list[tuple[int, int]] | Rejection:
     """(GPUs per node, nodes) layouts to try on ``inst``."""
     it = inst.instance_type
     if "gpus" in req.pins:
@@ -51,8 +49,6 @@ def _layouts(req: PlanRequest, inst: Instance) -> list[tuple[int, int]] | Reject
                                            "gpus_per_node": inst.gpu_count},))
         return [(gpn, g // gpn)]
     gpn = req.pins.get("gpus_per_node", inst.gpu_count)
-    from trainfit.plan.search import NODE_COUNTS
-
     layouts = [(gpn, n) for n in NODE_COUNTS if gpn * n <= req.max_gpus]
     if not layouts:
         return Rejection(instance_type=it, provider=inst.provider, code="max-gpus",
@@ -62,12 +58,10 @@ def _layouts(req: PlanRequest, inst: Instance) -> list[tuple[int, int]] | Reject
     return layouts
 
 
-def _precision_for(req: PlanRequest, gpu: GPU) -> tuple[str | None, str]:
+def precision_for(req: PlanRequest, gpu: GPU) -> tuple[str | None, str]:
     """bf16 on a GPU without bf16 tensor cores (V100, T4) is planned as fp16 mixed precision (fp32 master weights),
     with its memory and speed, and the row says so. (None, "") when the requested precision runs as it is. The one
     rule ``memory`` applies too (:func:`trainfit.plan.hardware.precision_on`)."""
-    from trainfit.plan.hardware import precision_on
-
     return precision_on(gpu, req.workload.precision, "planned")
 
 
@@ -95,7 +89,7 @@ def slow_network(inst: Instance, nodes: int, sp: SpeedEstimate) -> tuple[str, st
             ({"ignore_rule": ["slow-network"]},))
 
 
-def _within_limits(req: PlanRequest, p: Plan, miss: _Best) -> bool:
+def within_limits(req: PlanRequest, p: Plan, miss: NearestMiss) -> bool:
     """Deadline, wall-clock limit and budget; records the closest miss."""
     limit_h = req.max_days * 24
     tc = p.time_cost

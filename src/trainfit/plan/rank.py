@@ -11,17 +11,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from trainfit.estimate.fit import OOM_RISK_LIMIT
 from trainfit.estimate.uncertainty import format_probability, format_range, ranges_overlap
 from trainfit.i18n import N_, _, translate
 from trainfit.json_types import JSONDict
+from trainfit.plan.request import PlanRequest
 from trainfit.plan.types import Plan
 from trainfit.providers.registry import ProviderSpec, provider_spec
-
-if TYPE_CHECKING:
-    from trainfit.plan.search import PlanRequest
 
 Basis = Literal["cost", "gpu_hours", "hours"]
 

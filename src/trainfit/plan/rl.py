@@ -22,101 +22,30 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
-from trainfit.errors import PlanError, WorkloadError, TrainfitError
+from trainfit.catalog.gpus import GPU
+from trainfit.catalog.instances import Instance
+from trainfit.errors import TrainfitError, WorkloadError
 from trainfit.estimate.fit import SAFETY_MARGIN_DEFAULT, decide_fit
 from trainfit.estimate.memory import MemoryEstimate
+from trainfit.estimate.uncertainty import rl_speed_interval
 from trainfit.i18n import _
 from trainfit.models.shapes import ModelShape
-from trainfit.estimate.uncertainty import rl_speed_interval
 from trainfit.plan.hardware import gpu_class_of
 from trainfit.plan.parts import Cost, Speed
 from trainfit.plan.pricing import time_and_cost
-from trainfit.plan.types import Plan, build_plan
-from trainfit.workload import Workload
 from trainfit.plan.rank import score
-from trainfit.catalog.gpus import GPU
-from trainfit.catalog.instances import Instance
+from trainfit.plan.request import (RL_SEARCHED, NearestMiss, PlanRequest, check_rl_request, fit_rollout_tp,
+                                   rl_strategies)
+from trainfit.plan.types import Plan, build_plan
 from trainfit.rl.config import RLConfig
 from trainfit.rl.memory import RLMemoryEstimate, estimate_rl_memory, estimate_with
 from trainfit.rl.speed import rl_step_speed
 from trainfit.rl.summary import RLSummary
+from trainfit.workload import Workload
 
-if TYPE_CHECKING:
-    from trainfit.plan.search import PlanRequest, _Best
-
-#: (strategy, offload) per framework, fastest first, for one GPU and for several. Each pair is one the
-#: framework's writer (``trainfit.rl.launch``) writes and its reader reads back to the same pair.
-_VERL = (("fsdp", "none"), ("fsdp", "optimizer"))
-_SWIFT_SINGLE = (("ddp", "none"), ("zero2", "optimizer"), ("zero3", "all"))
-_SWIFT_MULTI = (("ddp", "none"), ("zero2", "none"), ("zero3", "none"), ("zero2", "optimizer"), ("zero3", "all"))
-_ANY_SINGLE = (("ddp", "none"), ("fsdp", "none"), ("zero2", "optimizer"), ("fsdp", "optimizer"), ("zero3", "all"))
-_ANY_MULTI = (("ddp", "none"), ("zero2", "none"), ("fsdp", "none"), ("zero3", "none"), ("zero2", "optimizer"),
-              ("fsdp", "optimizer"), ("zero3", "all"))
 #: Largest policy-update micro-batch the search tries (as the SFT search's MAX_MICRO_BATCH).
 MAX_RL_MICRO_BATCH = 16
-#: RL settings ``plan --rl`` searches when the user does not set them (``PlanRequest.rl_searched``).
-RL_SEARCHED = ("rollout_tp", "trainer_offload")
-
-
-def rl_strategies(framework: str | None, gpus: int, algo: str | None = None) -> tuple[tuple[str, str], ...]:
-    """(strategy, offload) candidates that ``framework``'s launch writer expresses, fastest first. DPO has only
-    ms-swift's writer (verl has no offline DPO trainer), so no FSDP."""
-    if framework == "ms-swift" or (framework is None and algo == "dpo"):
-        return _SWIFT_SINGLE if gpus == 1 else _SWIFT_MULTI
-    if framework == "verl":
-        return _VERL
-    return _ANY_SINGLE if gpus == 1 else _ANY_MULTI
-
-
-def fit_rollout_tp(rl: RLConfig, gpus_per_node: int) -> tuple[RLConfig, str | None]:
-    """``rl`` with a rollout tensor-parallel size that divides the GPUs of a node (an engine's tensor-parallel
-    group sits inside one node; verl's default tp 2 cannot run on one GPU), and the warning saying so."""
-    if not rl.has_rollout or gpus_per_node % rl.rollout_tp == 0:
-        return rl, None
-    tp = max(d for d in range(1, min(rl.rollout_tp, gpus_per_node) + 1) if gpus_per_node % d == 0)
-    return rl.with_(rollout_tp=tp), _("rollout tp {tp0} does not divide the {gpn} GPU(s) of a node: planned with "
-                                      "rollout tp {tp}").format(tp0=rl.rollout_tp, gpn=gpus_per_node, tp=tp)
-
-
-def check_rl_request(req: PlanRequest) -> None:
-    """Reject RL requests the planner cannot lay out (a PlanError with a fix)."""
-    rl = req.rl
-    if not req.steps:
-        raise PlanError(_("how many RL steps? `plan --rl` ranks by hours and cost of the steps"),
-                        fix=_("pass --steps N (e.g. --steps 500)"))
-    if rl.has_rollout and not rl.colocate:
-        raise PlanError(_("`plan --rl` lays out colocated jobs (engine and trainer share the GPUs); the engine GPUs "
-                          "of a non-colocated job are not counted"),
-                        fix=_("drop --no-colocate, or size it with `trainfit memory --rl ... --no-colocate`"))
-    if rl.algo == "dpo" and rl.rl_framework == "verl":
-        raise PlanError(_("verl has no offline DPO trainer"), fix=_("use --rl-framework ms-swift for --rl dpo"))
-    par = {k: req.pins[k] for k in ("tp", "pp", "ep", "cp") if req.pins.get(k, 1) != 1}
-    if par:
-        raise PlanError(_("RL launch files run data-parallel trainers (verl FSDP, ms-swift DeepSpeed); {flags} does "
-                          "not map").format(flags=", ".join(f"--{k} {v}" for k, v in par.items())),
-                        fix=_("drop --tp/--pp/--ep/--cp for --rl"))
-    if (rl.trainer_offload and req.pins.get("offload", "none") != "none" and "trainer_offload" not in
-            getattr(req, "rl_searched", frozenset()) and (rl.rl_framework == "verl" or req.pins.get("strategy") == "fsdp")):
-        raise PlanError(_("verl writes --trainer-offload and --offload {offload} both as its FSDP "
-                          "param_offload/optimizer_offload: the launch file cannot tell them apart").format(
-                            offload=req.pins["offload"]),
-                        fix=_("drop --offload (verl's offload is --trainer-offload), or drop --trainer-offload"))
-    if req.pins.get("strategy") is not None and req.pins.get("offload") is not None:
-        pairs = set(rl_strategies(rl.rl_framework, 2, rl.algo)) | set(rl_strategies(rl.rl_framework, 1, rl.algo))
-        if (req.pins["strategy"], req.pins["offload"]) not in pairs:
-            raise PlanError(_("--strategy {strategy} with --offload {offload} has no RL launch file for "
-                              "{framework}").format(strategy=req.pins["strategy"], offload=req.pins["offload"],
-                                                    framework=rl.rl_framework or "verl / ms-swift"),
-                            fix=_("use one of {choices}").format(
-                                choices=", ".join(f"--strategy {a} --offload {b}" for a, b in sorted(pairs))))
-    if req.pins.get("strategy") is not None:
-        allowed = {s for s, _o in rl_strategies(rl.rl_framework, 2, rl.algo) + rl_strategies(rl.rl_framework, 1, rl.algo)}
-        if req.pins["strategy"] not in allowed:
-            raise PlanError(_("--strategy {strategy} has no launch file for {framework}").format(
-                                strategy=req.pins["strategy"], framework=rl.rl_framework or "verl / ms-swift"),
-                            fix=_("use one of {choices}").format(choices=", ".join(sorted(allowed))))
 
 
 def rl_configs(req: PlanRequest, gpn: int, nodes: int) -> list[Workload]:
@@ -226,7 +155,7 @@ def rl_candidates(req: PlanRequest, gpn: int) -> list[list[RLConfig]]:
 
 
 def evaluate_rl_layout(req: PlanRequest, *, inst: Instance, gpu: GPU, gpn: int, nodes: int, usable: float,
-                       miss: _Best,
+                       miss: NearestMiss,
                        rule_warnings: tuple[str, ...] = (), precision: str | None = None) -> Plan | None:
     """The best RL plan of one node layout of one instance type (None when nothing fits; ``miss`` records the
     closest miss for the rejection). RL settings of :func:`rl_candidates`, each with its first fitting trainer
@@ -263,8 +192,7 @@ def evaluate_rl_layout(req: PlanRequest, *, inst: Instance, gpu: GPU, gpn: int, 
 
 
 def _evaluate_rl_setting(req: PlanRequest, rl: RLConfig, *, inst: Instance, gpu: GPU, gpn: int, nodes: int,
-                         usable: float, miss: _Best,
-                         rule_warnings: tuple[str, ...]) -> Plan | None:
+                         usable: float, miss: NearestMiss, rule_warnings: tuple[str, ...]) -> Plan | None:
     """The plan of one RL setting on one node layout: every trainer candidate that fits, each with the largest
     micro-batch that fits, timed; the one that ranks first (:func:`trainfit.plan.rank.score`) is kept."""
     best_plan: tuple[tuple, Plan] | None = None

@@ -13,41 +13,35 @@ Pure: no I/O beyond the lazily loaded bundled catalog; no torch.
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
-from functools import cached_property
+from dataclasses import replace
 from types import SimpleNamespace
-from typing import Literal
 
-from trainfit.errors import PlanError, TrainfitError, WorkloadError
-from trainfit.dataset.budget import DataBudget
-from trainfit.estimate.fit import SAFETY_MARGIN_DEFAULT, FitDecision, decide_fit
-from trainfit.estimate.memory import MemoryEstimate
-from trainfit.i18n import _
-from trainfit.models.shapes import ModelShape
-from trainfit.plan.explain import explain_rejection as _explain, unknown_region_note as _region_note
-from trainfit.plan.layout_fit import Limit as _Limit, fit_layout as _fit_layout
-from trainfit.plan.rank import pareto as _pareto, rank as _rank, score as _score
-from trainfit.catalog.instances import Instance, list_instances
-from trainfit.json_types import JSON
-from trainfit.rl.config import RLConfig
-from trainfit.rules.types import Violation
-from trainfit.plan.parts import Speed
-from trainfit.plan.types import Plan, PlanResult, Rejection, build_plan
-from trainfit.workload import LAYOUT_FIELDS, Workload, check_layout, layout_error
-from trainfit.launch.targets import search_reason, target_spec, speed_framework
-from trainfit.catalog.gpus import GPU, assumed_note, is_model, sized_gpu
-from trainfit.estimate.hardware import kernel_gaps
-from trainfit.rules import evaluate_instance, get_rule
+from trainfit.calibration_file import load_calibrations
+from trainfit.catalog.gpus import GPU, assumed_note, get_gpu, is_model, sized_gpu
+from trainfit.catalog.instances import Instance, get_instance, list_instances
+from trainfit.errors import TrainfitError, WorkloadError
 from trainfit.estimate.calibration import calibration_note
+from trainfit.estimate.fit import FitDecision, decide_fit
+from trainfit.estimate.hardware import kernel_gaps
+from trainfit.estimate.memory import MemoryEstimate
 from trainfit.estimate.speed import estimate_speed, training_time
 from trainfit.estimate.uncertainty import plan_speed_interval
+from trainfit.i18n import _
+from trainfit.launch.targets import search_reason, speed_framework, target_spec
+from trainfit.models.shapes import ModelShape
+from trainfit.plan.explain import explain_rejection as _explain, no_instance_has, unknown_region_note as _region_note
+from trainfit.plan.hardware import gpu_class_of, hardware_for
+from trainfit.plan.layout_fit import Limit as _Limit, fit_layout as _fit_layout
+from trainfit.plan.limits import SLOW_NETWORK_COMM_SHARE, layouts_for, precision_for, slow_network, within_limits
+from trainfit.plan.pricing import region_notes, region_prices, time_and_cost
+from trainfit.plan.rank import pareto as _pareto, rank as _rank, score as _score
+from trainfit.plan.request import NearestMiss, PlanRequest
+from trainfit.plan.rl import evaluate_rl_layout
+from trainfit.plan.parts import Speed
+from trainfit.plan.types import Plan, PlanResult, Rejection, build_plan
+from trainfit.rules import evaluate_instance, get_rule
+from trainfit.workload import Workload, check_layout, layout_error
 
-Objective = Literal["cost", "time"]
-
-#: The safety margin of the one fit decision (``estimate/fit.py``); ``PlanRequest.memory_margin`` changes it.
-MEMORY_MARGIN_DEFAULT = SAFETY_MARGIN_DEFAULT
-NODE_COUNTS = (1, 2, 4, 8, 16, 32, 64, 128)
 #: Strategies in order of expected speed (fastest first) for one GPU and for several.
 _SINGLE = (("ddp", "none"), ("zero2", "optimizer"), ("zero3", "all"))
 _MULTI = (("ddp", "none"), ("zero1", "none"), ("zero2", "none"), ("fsdp", "none"), ("zero3", "none"),
@@ -55,99 +49,6 @@ _MULTI = (("ddp", "none"), ("zero1", "none"), ("zero2", "none"), ("fsdp", "none"
 #: What Megatron (tp/pp/ep/cp > 1) can run: plain data parallel, or its distributed optimizer (= ZeRO-1), with
 #: optional optimizer CPU offload.
 _MEGATRON = (("ddp", "none"), ("zero1", "none"), ("zero1", "optimizer"))
-#: Pinnable distribution / settings fields (the same names as Workload's).
-PIN_FIELDS = LAYOUT_FIELDS
-
-
-@dataclass(frozen=True, kw_only=True)
-class PlanRequest:
-    """What to plan: the model, the training request and the search limits."""
-
-    model: ModelShape
-    workload: Workload
-    """Method, sequence, precision, optimizer... Distribution fields are searched unless pinned."""
-    tokens: float
-    """Training tokens in total (all epochs)."""
-    pins: dict[str, str | int | bool] = field(default_factory=dict)
-    """Workload fields fixed by the user (gpus, strategy, micro_batch...); the rest is searched."""
-    global_batch: int | None = None
-    """Samples per optimizer step (``--global-batch``); None = the planner's choice, :attr:`target_global_batch`."""
-    objective: Objective = "cost"
-    budget: float | None = None
-    """Maximum cost in the instance's currency."""
-    deadline_hours: float | None = None
-    provider: str | None = None
-    region: str | None = None
-    resource_class: str | None = None
-    gpu: str | None = None
-    gpu_mem_gib: float | None = None
-    """GiB per GPU for rows whose GPU memory no source states (``--gpu-mem``: a Lingjun code such as GU108, as the
-    console shows it); never applied to a GPU whose memory is known."""
-    instance_type: str | None = None
-    spot: bool = False
-    max_gpus: int = 64
-    allow_fp16: bool = False
-    """Search GPUs without bf16 for a bf16 request (planned in fp16 mixed precision); without it they are rejected
-    (code ``no-bf16``) unless ``gpu`` or ``instance_type`` names them."""
-    framework: str | None = None
-    """Engine profile of the speed model (``--framework``); None = the engine ``target`` runs for each layout."""
-    target: str | None = None
-    """The launcher the plan is for (``--target``, :func:`trainfit.launch.targets.plan_targets`): its engine is
-    the speed model's framework unless ``framework`` is given, and only layouts it writes are searched."""
-    memory_margin: float = MEMORY_MARGIN_DEFAULT
-    ignore_rules: frozenset[str] = frozenset()
-    """Rule ids not to enforce (e.g. ``pai-public-quota`` when your quota was raised)."""
-    interruption_rate_per_node_hour: float | None = None
-    checkpoint_interval_hours: float | None = None
-    max_days: float = 14.0
-    """Plans that run longer than this many days (wall clock) are rejected as impractical."""
-    rl: RLConfig | None = None
-    """RL fine-tuning (:class:`~trainfit.rl.RLConfig`), None = SFT: candidates are evaluated by ``plan/rl.py``."""
-    steps: int | None = None
-    """RL steps (hours = RL step time x steps); required with ``rl``."""
-    data: DataBudget | None = None
-    """``plan --dataset``: the :class:`~trainfit.dataset.budget.DataBudget` the token budget and the step count
-    come from (None: ``--tokens``)."""
-    compare_regions: bool = False
-    """Also price every plan in every region with a price for its instance type (``PlanResult.region_prices``)."""
-    rl_searched: frozenset[str] = frozenset()
-    """RL settings the planner searches instead of taking them from ``rl`` (``rollout_tp``, ``trainer_offload``:
-    those the user did not set; :data:`trainfit.plan.rl.RL_SEARCHED`)."""
-
-    def __post_init__(self) -> None:
-        if not self.tokens or self.tokens <= 0:
-            raise PlanError(_("--tokens must be positive"), fix=_("e.g. --tokens 2B, or --dataset-tokens 500M --epochs 3"))
-        if self.objective not in ("cost", "time"):
-            raise PlanError(_("objective must be cost or time, got {value!r}").format(value=self.objective))
-        if self.max_gpus < 1:
-            raise PlanError(_("--max-gpus must be >= 1"))
-        unknown = set(self.pins) - set(PIN_FIELDS)
-        if unknown:
-            raise PlanError(_("cannot pin {fields}").format(fields=sorted(unknown)))
-        if not 0 <= self.memory_margin < 0.5:
-            raise PlanError(_("memory margin must be in [0, 0.5)"))
-        if self.rl is not None:
-            from trainfit.plan.rl import check_rl_request
-
-            check_rl_request(self)
-        if self.target is not None:
-            from trainfit.launch.targets import check_target
-
-            check_target(self.target, self.framework, rl=self.rl is not None, model=self.model, pins=self.pins)
-
-
-    @cached_property
-    def target_global_batch(self) -> int | None:
-        """Samples per optimizer step the search aims at: ``global_batch`` when pinned, else the method's tokens per
-        step (:func:`trainfit.plan.batch.default_global_batch`); None with ``--grad-accum`` pinned or for RL (its
-        batch is the rollout's)."""
-        if self.global_batch:
-            return self.global_batch
-        if self.rl is not None or "grad_accum" in self.pins:
-            return None
-        from trainfit.plan.batch import default_global_batch
-
-        return default_global_batch(self.workload.method, self.workload.seq_len, self.tokens)
 
 
 # ------------------------------------------------------------------------------------------ search
@@ -166,8 +67,6 @@ def _instances(req: PlanRequest) -> list[Instance]:
             continue  # a platform target's job runs on its provider's instance types only (PAI-DLC: Alibaba PAI)
         out.append(inst)
     if req.instance_type and not out:
-        from trainfit.catalog.instances import get_instance
-
         out.append(get_instance(req.instance_type))  # raises with "did you mean"
     return out
 
@@ -178,23 +77,6 @@ def _gpu_of(inst: Instance) -> GPU | None:
         return g() if callable(g) else g
     except TrainfitError:  # an unknown GPU reference is a rejection, not a crash
         return None
-
-
-@dataclass
-class _Best:
-    """The closest miss for an instance type, to explain its rejection."""
-
-    need_gib: float = math.inf
-    need_wl: Workload | None = None
-    rule: Violation | None = None
-    host: tuple[float, float] | None = None
-    host_wl: Workload | None = None
-    """The candidate that fitted GPU memory but not host RAM (SFT), for a checked fix."""
-    other: tuple[str | tuple[dict[str, JSON], ...], ...] | None = None
-    """(code, reason, fix[, fix options]) of the nearest miss that fitted but broke a limit."""
-    layout: WorkloadError | None = None
-    """A node layout whose every candidate broke the layout rule (``workload.layout_error``): the rejection names
-    that true cause (tp x pp x cp must divide the GPUs, ep the tp x cp x dp ranks of a stage...), not "no-config"."""
 
 
 def _configs(req: PlanRequest, model: ModelShape, gpn: int, nodes: int,
@@ -239,7 +121,7 @@ def _configs(req: PlanRequest, model: ModelShape, gpn: int, nodes: int,
     return out, (errors[0] if errors and not out else None)
 
 
-def _for_target(req: PlanRequest, configs: list[Workload], miss: _Best) -> list[Workload]:
+def _for_target(req: PlanRequest, configs: list[Workload], miss: NearestMiss) -> list[Workload]:
     """The candidates ``req.target`` writes (with the engine an explicit ``--framework`` names); when none is
     left, why, as the instance's nearest miss. ``--framework megatron`` without a target keeps the layouts
     Megatron runs (data parallel or its distributed optimizer, with optional optimizer offload)."""
@@ -262,8 +144,6 @@ def plan(req: PlanRequest) -> PlanResult:
     """Search, evaluate and rank (see module docstring)."""
     gpu_filter = None
     if req.gpu:
-        from trainfit.catalog.gpus import get_gpu
-
         gpu_filter = get_gpu(req.gpu)
     plans: list[Plan] = []
     rejected: list[Rejection] = []
@@ -277,7 +157,7 @@ def plan(req: PlanRequest) -> PlanResult:
                 rejected.append(got)
                 continue
             gpu, stated = got
-            layouts = _layouts(req, inst)
+            layouts = layouts_for(req, inst)
             if isinstance(layouts, Rejection):
                 rejected.append(layouts)
                 continue
@@ -290,21 +170,13 @@ def plan(req: PlanRequest) -> PlanResult:
             rejected.append(Rejection(instance_type=inst.instance_type, provider=inst.provider, code=e.code,
                                       reason=e.message, fix=e.fix))
     if not plans and not rejected and gpu_filter is not None:
-        from trainfit.plan.explain import no_instance_has
-
         no_instance_has(req, gpu_filter, _instances(req))
     if req.target is not None:  # the plan records the launcher it was planned for (render writes it)
-        from dataclasses import replace
-
         plans = [replace(p, target=req.target) for p in plans]
     if req.data is not None:  # the plan records the data it was planned from (render counts its steps with it)
-        from dataclasses import replace
-
         plans = [replace(p, data=req.data) for p in plans]
     plans, ranking = _rank(req, plans)
     note = _region_note(req.region) if req.region else None
-    from trainfit.plan.pricing import region_notes, region_prices
-
     notes = ((note,) if note else ()) + tuple(region_notes(req.region, [p.placement.instance for p in plans]))
     return PlanResult(request=req, plans=tuple(plans), rejected=tuple(rejected), pareto=_pareto(plans), notes=notes,
                       region_prices=tuple(region_prices(plans)) if req.compare_regions else (), ranking=ranking)
@@ -364,8 +236,6 @@ def _instance_gpu(req: PlanRequest, inst: Instance, gpu_filter: GPU | None) -> t
                                "--resource-class pass --gpu NAME").format(gpu=gpu.name))
     note = assumed_note(gpu)
     stated = "; ".join(x for x in (stated, note) if x)
-    from trainfit.plan.hardware import gpu_class_of
-
     gaps = kernel_gaps(req.workload.attention, gpu_class_of(gpu), gpu.name)
     if gaps:  # `check` would refuse every file rendered from it (rule kernel-support)
         return Rejection(instance_type=it, provider=inst.provider, code="kernel-support", reason=gaps[0],
@@ -385,13 +255,13 @@ def _instance_gpu(req: PlanRequest, inst: Instance, gpu_filter: GPU | None) -> t
 
 
 def _best_on_instance(req: PlanRequest, inst: Instance, gpu: GPU, stated: str, layouts: list[tuple[int, int]],
-                      config_cache: dict) -> tuple[Plan | None, _Best]:
+                      config_cache: dict) -> tuple[Plan | None, NearestMiss]:
     """The best plan on one instance type over its layouts, and the closest miss when none fits."""
-    miss = _Best()
+    miss = NearestMiss()
     best: tuple[tuple, Plan] | None = None
     limit = _Limit(gib=gpu.usable_mem_gib * (1 - req.memory_margin))
     sure = _Limit.below_oom_risk(gpu.usable_mem_gib, limit.gib)  # first below the P(OOM) limit, then the verdict's
-    precision, prec_note = _precision_for(req, gpu)
+    precision, prec_note = precision_for(req, gpu)
     if prec_note:
         stated = "; ".join(x for x in (stated, prec_note) if x)
     for gpn, nodes in layouts:
@@ -402,13 +272,11 @@ def _best_on_instance(req: PlanRequest, inst: Instance, gpu: GPU, stated: str, l
             miss.rule = miss.rule or viol[0]
             continue
         if req.rl is not None:  # RL fine-tuning: per-phase memory, RL step time x steps (plan/rl.py)
-            from trainfit.plan.rl import evaluate_rl_layout
-
             warn = ((stated,) if stated else ()) + tuple(f"{v.rule}: {v.message}" for v in all_v
                                                          if v.severity == "warning")
             p = evaluate_rl_layout(req, inst=inst, gpu=gpu, gpn=gpn, nodes=nodes, usable=gpu.usable_mem_gib,
                                    miss=miss, rule_warnings=warn, precision=precision)
-            if p is not None and _within_limits(req, p, miss):
+            if p is not None and within_limits(req, p, miss):
                 score = _score(req, p)
                 if best is None or score < best[0]:
                     best = (score, p)
@@ -434,7 +302,7 @@ def _best_on_instance(req: PlanRequest, inst: Instance, gpu: GPU, stated: str, l
                 continue
             p = _evaluate(req, inst, gpu, gpn, nodes, wl, est, fit, ((stated,) if stated else ()) + rule_warnings,
                           miss)
-            if p is None or not _within_limits(req, p, miss):
+            if p is None or not within_limits(req, p, miss):
                 continue
             score = _score(req, p)
             if best is None or score < best[0]:
@@ -443,15 +311,12 @@ def _best_on_instance(req: PlanRequest, inst: Instance, gpu: GPU, stated: str, l
 
 
 def _evaluate(req: PlanRequest, inst: Instance, gpu: GPU, gpn: int, nodes: int, wl: Workload, est: MemoryEstimate,
-              fit: FitDecision, warnings: tuple[str, ...], miss: _Best | None = None) -> Plan | None:
+              fit: FitDecision, warnings: tuple[str, ...], miss: NearestMiss | None = None) -> Plan | None:
     """Speed, time and cost of one fitting configuration, as a typed Plan; None when its spot run cannot finish or
     its network is too slow (:data:`SLOW_NETWORK_COMM_SHARE`, recorded in ``miss``)."""
-    from trainfit.plan.hardware import hardware_for
-    from trainfit.plan.pricing import time_and_cost
-
     framework = speed_framework(req.framework, req.target, wl)
     hw = hardware_for(gpu, inst, gpus_per_node=gpn)
-    sp = estimate_speed(req.model, wl, hw, framework=framework)
+    sp = estimate_speed(req.model, wl, hw, framework=framework, calibrations=load_calibrations())
     slow = slow_network(inst, nodes, sp)
     if slow is not None and "slow-network" not in req.ignore_rules:
         if miss is not None:
@@ -489,6 +354,6 @@ def _batch_warning(req: PlanRequest, wl: Workload) -> tuple[str, ...]:
                   gb=wl.global_batch, tokens=wl.global_batch * wl.seq_len, target=gb, target_tokens=gb * wl.seq_len),)
 
 
-# the search's limits (time, deadline, budget, network) and per-instance layouts: plan/limits.py, importable from here
-from trainfit.plan.limits import (SLOW_NETWORK_COMM_SHARE, _layouts, _precision_for, _within_limits,  # noqa: E402
-                                  slow_network)
+#: ``PlanRequest`` (:mod:`trainfit.plan.request`) and the network limit (:mod:`trainfit.plan.limits`) are read from
+#: here too.
+__all__ = ["SLOW_NETWORK_COMM_SHARE", "PlanRequest", "plan"]

@@ -12,6 +12,8 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Generic, Mapping, TypeAlias, TypeVar
 
+from trainfit.catalog.gpus import GPU
+from trainfit.catalog.instances import Instance
 from trainfit.dataset.budget import DataBudget
 from trainfit.errors import InputError, PlanFileError, TrainfitError
 from trainfit.estimate.fit import FitDecision
@@ -20,18 +22,18 @@ from trainfit.estimate.states import precision_mode
 from trainfit.estimate.uncertainty import Interval, memory_range
 from trainfit.i18n import _
 from trainfit.json_types import JSON, JSONDict, Quantiles
+from trainfit.launch.targets import plan_targets
 from trainfit.models.shapes import ModelShape, model_from_dict
 from trainfit.plan.parts import Cost, Placement, Speed, scalar_fields, scalars_from, scalars_of
 from trainfit.plan.plan_file import check_scalars, checked_gpu, checked_instance, data_budget, speed_interval
+from trainfit.plan.request import PIN_FIELDS, PlanRequest
+from trainfit.rl.config import RLConfig
+from trainfit.rl.summary import RLSummary
 from trainfit.workload import Workload
+from trainfit.workload_options import MAX_GPUS, WORKLOAD_OPTION_NAMES, parse_options
 
 if TYPE_CHECKING:
-    from trainfit.catalog.gpus import GPU
-    from trainfit.catalog.instances import Instance
     from trainfit.plan.rank import Ranking
-    from trainfit.plan.search import PlanRequest
-    from trainfit.rl.config import RLConfig
-    from trainfit.rl.summary import RLSummary
 
 #: Schema of plan JSON (``trainfit plan --json`` and every plan inside it). Version 1 was the unversioned
 #: output of trainfit 0.1 (rounded numbers, no model, no fit verdict); it cannot be read back losslessly.
@@ -128,8 +130,6 @@ class Plan:
                 nodes=pl.nodes, gpn=pl.gpus_per_node, gpus=self.workload.gpus),
                 fix=_("regenerate the plan with `trainfit plan`"))
         if self.target is not None:
-            from trainfit.launch.targets import plan_targets
-
             if self.target not in plan_targets():
                 raise PlanFileError(_("the plan's target {target!r} is not a launcher trainfit writes").format(
                     target=str(self.target)[:40]),
@@ -290,8 +290,6 @@ def _checked_fields(d: Mapping[str, object], where: str) -> dict[str, JSON]:
     """Every scalar of a plan file through the input gate (:func:`~trainfit.plan.plan_file.check_scalars`: the
     parts' fields and the plan's own ``target`` and ``source``) and the workload through the option table's
     ranges; returns the workload dict."""
-    from trainfit.options import MAX_GPUS, WORKLOAD_OPTION_NAMES, parse_options
-
     try:
         check_scalars(d, _PLAN_SCALARS + (scalar_fields(Plan),), max_gpus=MAX_GPUS)
         wl = d["workload"]
@@ -310,8 +308,6 @@ def _rl_part(d: object) -> RLSummary | None:
     if not isinstance(d, dict) or "algo" not in d:
         raise PlanFileError(_("the plan's 'rl' part is not an RL configuration"),
                             fix=_("regenerate the plan with `trainfit plan --rl ...`"))
-    from trainfit.rl.summary import RLSummary  # rl.speed imports the plan package (plan.hardware)
-
     return RLSummary.from_dict(d)
 
 
@@ -355,8 +351,6 @@ class PlanResult:
         return self.plans[0] if self.plans else None
 
     def to_dict(self) -> JSONDict:
-        from trainfit.plan.search import PIN_FIELDS
-
         req = self.request
         wl = req.workload
         w = {k: v for k, v in wl.to_dict().items() if k not in PIN_FIELDS or k in req.pins}

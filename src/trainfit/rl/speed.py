@@ -26,35 +26,27 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from types import ModuleType
 from typing import Mapping
 
+from trainfit.calibration_file import load_calibrations
+from trainfit.catalog import GPU, Instance
+from trainfit.catalog.instances import list_instances
+from trainfit.errors import CatalogError
+from trainfit.estimate.hardware import Hardware
+from trainfit.estimate.memory import model_state_gib
+from trainfit.estimate.speed import estimate_speed
 from trainfit.i18n import _
 from trainfit.json_types import JSONDict
 from trainfit.models.shapes import ModelShape
+from trainfit.plan.hardware import hardware_for
 from trainfit.rl.config import RLConfig
 from trainfit.rl.memory import ENGINE_WEIGHT_BYTES, GIB, RLMemoryEstimate, engine_weight_bytes
 from trainfit.workload import Workload
-from trainfit.catalog.gpus import GPU
-from trainfit.catalog.instances import Instance, list_instances
-from trainfit.estimate.hardware import Hardware
-from trainfit.errors import CatalogError
-from trainfit.plan.hardware import hardware_for
 
 #: Fraction of peak HBM bandwidth a decode step achieves (assumption; not measured by this project).
 MEM_BW_EFFICIENCY = 0.7
 #: Fraction of the dense bf16 peak that decode/prefill matmuls achieve (assumption).
 DECODE_FLOP_EFFICIENCY = 0.5
-
-
-def _speed_api() -> ModuleType:
-    """The SFT speed model (``estimate/speed.py`` on main after the restructure; ``estimate/compute.py``
-    before). The only place this package imports it."""
-    try:
-        from trainfit.estimate import speed as mod  # type: ignore[attr-defined]
-    except ImportError:
-        from trainfit.estimate import compute as mod
-    return mod
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -154,7 +146,6 @@ def _active_engine_bytes(model: ModelShape, tp: int, batch: int) -> float:
 def estimate_rl_speed(model: ModelShape, workload: Workload, rl: RLConfig, hardware: Hardware,
                       mem: RLMemoryEstimate, *, efficiency: float | None = None) -> RLSpeedEstimate:
     """Step time of ``rl`` (see module docstring). ``hardware`` is a speed-model ``Hardware`` record."""
-    api = _speed_api()
     assumptions: list[str] = [_("decode at {bw:g} of peak memory bandwidth, prefill/decode matmuls at {flop:g} of "
                                 "peak (assumptions, not measured)").format(bw=MEM_BW_EFFICIENCY,
                                                                            flop=DECODE_FLOP_EFFICIENCY)]
@@ -169,7 +160,7 @@ def estimate_rl_speed(model: ModelShape, workload: Workload, rl: RLConfig, hardw
             wl_update = wl.with_(grad_accum=accum)
         assumptions.append(_("one optimizer step per RL step (verl ppo_mini_batch_size = the step's prompts): "
                              "{accum} micro-batch(es) of {mb} per GPU before it").format(accum=accum, mb=wl.micro_batch))
-    sp = api.estimate_speed(model, wl_update, hardware, efficiency=efficiency)
+    sp = estimate_speed(model, wl_update, hardware, efficiency=efficiency, calibrations=load_calibrations())
     tokens = seqs * rl.seq_len
     update_s = tokens / sp.tokens_per_s
     fwd_share = 0.25 if wl.grad_ckpt else 1 / 3
@@ -190,8 +181,6 @@ def estimate_rl_speed(model: ModelShape, workload: Workload, rl: RLConfig, hardw
                                update_tokens_per_s=sp.tokens_per_s, assumptions=tuple(assumptions),
                                warnings=tuple(sp.warnings))
     if not bw:
-        from trainfit.errors import CatalogError
-
         raise CatalogError(_("{gpu}: the catalog has no memory bandwidth; rollout speed needs it").format(
                                gpu=hardware.name),
                            fix=_("add mem_bandwidth_gbps for the GPU in ~/.config/trainfit/catalog.yaml"))
@@ -217,8 +206,6 @@ def estimate_rl_speed(model: ModelShape, workload: Workload, rl: RLConfig, hardw
     if rl.colocate and rl.engine_sleep:
         sync_s += 2 * eng_w / pcie
     if rl.trainer_offload:
-        from trainfit.estimate.memory import model_state_gib
-
         st = model_state_gib(model, wl)
         sync_s += 2 * (st["weights"] + st["optimizer"]) * GIB / pcie
     step = rollout_s + update_s + logprob_s + critic_s + sync_s
@@ -254,19 +241,17 @@ def rl_step_speed(model: ModelShape, workload: Workload, rl: RLConfig, mem: RLMe
     with that many GPUs (:func:`template_node`, what ``plan --gpu NAME`` searches), said in the assumptions;
     without one the network between nodes is unknown (:func:`trainfit.estimate.comm.links_for` assumes TCP and
     warns). A GPU without a compute peak is a :class:`~trainfit.errors.CatalogError`."""
-    from dataclasses import replace as _replace
-
     if not (gpu.bf16_dense_tflops or gpu.fp16_dense_tflops):
         raise CatalogError(_("{gpu}: the catalog has no compute peak; the RL step time needs it").format(gpu=gpu.name),
                            fix=_("add bf16_dense_tflops for the GPU in ~/.config/trainfit/catalog.yaml"))
     gpn = workload.gpus_on_node
     node = instance if instance is not None else template_node(gpu, gpn)
     sp = estimate_rl_speed(model, workload, rl, hardware_for(gpu, node, gpus_per_node=gpn), mem)
-    sp = _replace(sp, node=getattr(node, "instance_type", None))
+    sp = replace(sp, node=getattr(node, "instance_type", None))
     if instance is None and node is not None and workload.nodes > 1:
         net = (f"{node.inter_node} {node.inter_node_gbit_per_s:g} Gbit/s" if node.inter_node_gbit_per_s
                else node.inter_node or _("unknown network"))
-        sp = _replace(sp, assumptions=sp.assumptions + (
+        sp = replace(sp, assumptions=sp.assumptions + (
             _("nodes as the catalog template {instance} ({intra} inside, {net} between nodes), as `plan --gpu {gpu}` "
               "lays them; pass --instance-type for yours").format(
                 instance=node.instance_type, intra=node.intra_node_link or _("unknown"), net=net, gpu=gpu.name),))
