@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from trainfit.errors import TrainfitError
 from trainfit.inputs import loads_json, read_text_file
+from trainfit.json_types import JSON
 
 
 def read_json_limited(path: str | Path, *, max_bytes: int, error: type[TrainfitError], what: str,
-                      fix: str, too_big_fix: str | None = None) -> Any:
+                      fix: str, too_big_fix: str | None = None) -> JSON:
     """Parse a JSON file of at most ``max_bytes`` through the input gate (regular files only: no FIFO, no
     ``/dev/zero`` behind a link; bounded read; depth limit; no NaN); every failure is one ``error``."""
     p = Path(path)

@@ -31,14 +31,23 @@ import math
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Mapping, TypeAlias
 
 from trainfit.errors import MetricsError
 from trainfit.i18n import _
+from trainfit.json_types import JSONLike
 from trainfit.service import load_plan
 from trainfit.plan.cost import young_daly_interval_hours
 
+if TYPE_CHECKING:
+    from trainfit.diagnose_tokens import PlanTokens
+    from trainfit.metrics_file import MetricRecord
+
 SEVERITIES = ("info", "warning", "critical")
+
+#: What :func:`_plan_prediction` returns: ``(tokens_per_s, reserved_gib, gpu_mem_gib[, intervals])``.
+PlanPrediction: TypeAlias = (tuple[float | None, float | None, float | None]
+                             | tuple[float | None, float | None, float | None, dict[str, dict[str, float]]])
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -102,14 +111,14 @@ class Finding:
     """What was measured."""
     fix: str
     """What to change."""
-    data: dict[str, Any] = field(default_factory=dict)
+    data: Mapping[str, JSONLike] = field(default_factory=dict)
     """The numbers behind the message."""
 
     def __post_init__(self) -> None:
         if self.severity not in SEVERITIES:
             raise ValueError(f"severity must be one of {SEVERITIES}; got {self.severity!r}")
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, JSONLike]:
         return {"code": self.code, "severity": self.severity, "message": self.message, "fix": self.fix,
                 "data": self.data}
 
@@ -120,9 +129,9 @@ class Diagnosis:
 
     steps: int
     """Step records read (after keeping the last record of a step that ran twice)."""
-    summary: dict[str, Any]
+    summary: dict[str, str | int | float | bool | None]
     """Medians and peaks of the run."""
-    plan: dict[str, Any] | None
+    plan: dict[str, JSONLike] | None
     """Predicted vs measured, when a plan was given."""
     findings: tuple[Finding, ...]
     """Worst first."""
@@ -131,7 +140,7 @@ class Diagnosis:
     def worst(self) -> str | None:
         return self.findings[0].severity if self.findings else None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, JSONLike]:
         return {"steps": self.steps, "summary": self.summary, "plan": self.plan,
                 "findings": [f.to_dict() for f in self.findings]}
 
@@ -141,7 +150,8 @@ class Diagnosis:
 from trainfit.metrics_file import MAX_METRICS_BYTES, load_metrics  # noqa: E402,F401
 
 
-def _plan_prediction(path: str | Path, pick: int = 1) -> tuple[float | None, float | None, float | None, dict]:
+def _plan_prediction(path: str | Path, pick: int = 1
+                     ) -> tuple[float | None, float | None, float | None, dict[str, dict[str, float]]]:
     """``(tokens_per_s, reserved_gib, gpu_mem_gib, intervals)`` that plan ``pick`` (1 = first) of a ``trainfit plan
     --json`` file predicts, read as the typed :class:`~trainfit.plan.types.Plan` (``tokens_per_s``,
     ``per_gpu_gib``, ``gpu_mem_gib``, and ``Plan.intervals()``: the p10/p50/p90 of each, issue 26). The one place
@@ -155,7 +165,7 @@ def _plan_prediction(path: str | Path, pick: int = 1) -> tuple[float | None, flo
     return pos(plan.speed.tokens_per_s), pos(plan.per_gpu_gib), pos(plan.placement.gpu_mem_gib), plan.intervals()
 
 
-def _vals(recs: list[dict[str, Any]], key: str) -> list[float]:
+def _vals(recs: list[MetricRecord], key: str) -> list[float]:
     out = []
     for r in recs:
         v = r.get(key)
@@ -172,7 +182,7 @@ def _pct(x: float) -> str:
     return f"{100 * x:.0f} %"
 
 
-def _timing_records(steps: list[dict[str, Any]], warmup: int) -> list[dict[str, Any]]:
+def _timing_records(steps: list[MetricRecord], warmup: int) -> list[MetricRecord]:
     out = [r for i, r in enumerate(steps) if i >= warmup and not r.get("_first_after_start")]
     return out or steps
 
@@ -376,7 +386,7 @@ def _checkpoint_findings(steps, timed, events, th: Thresholds, rate: float | Non
         interval = save_steps * step_s
     else:
         interval = None
-    data: dict[str, Any] = {"save_seconds": round(c, 3), "interval_seconds": round(interval, 1) if interval else None,
+    data: dict[str, float | None] = {"save_seconds": round(c, 3), "interval_seconds": round(interval, 1) if interval else None,
                             "interruptions_per_hour": rate}
     overhead = c / interval if interval else None
     if rate is None:
@@ -419,10 +429,10 @@ def _checkpoint_findings(steps, timed, events, th: Thresholds, rate: float | Non
              else _("save every ~{opt:.0f} s").format(opt=opt)), data=data)]
 
 
-def diagnose(events: list[dict[str, Any]], steps: list[dict[str, Any]], *,
-             plan: tuple[Any, ...] | None = None,
+def diagnose(events: list[MetricRecord], steps: list[MetricRecord], *,
+             plan: PlanPrediction | None = None,
              interruptions_per_hour: float | None = None, thresholds: Thresholds | None = None,
-             plan_tokens: dict[str, Any] | None = None) -> Diagnosis:
+             plan_tokens: PlanTokens | None = None) -> Diagnosis:
     """Findings for one run; ``plan`` is what :func:`_plan_prediction` returns (``(tokens_per_s, reserved_gib,
     gpu_mem_gib[, intervals])``: a tuple without the intervals compares without ranges), ``plan_tokens`` what
     :func:`trainfit.diagnose_tokens.plan_tokens_per_step` returns."""

@@ -6,14 +6,24 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from trainfit.diagnose import Finding, Thresholds, _median, _vals
 from trainfit.i18n import _
+from trainfit.metrics_file import MetricRecord
 from trainfit.service import load_plan
 
 
-def plan_tokens_per_step(path: str | Path, pick: int = 1) -> dict[str, Any] | None:
+class PlanTokens(TypedDict):
+    """What an optimizer step of a plan processes (:func:`plan_tokens_per_step`)."""
+
+    basis: str
+    processed: float | None
+    data: float
+    padding_share: float | None
+
+
+def plan_tokens_per_step(path: str | Path, pick: int = 1) -> PlanTokens | None:
     """What an optimizer step of plan ``pick`` processes (None for an RL plan):
 
     * ``processed``: tokens the GPUs run per step, padding included; ``data``: the data tokens among them;
@@ -50,13 +60,14 @@ def plan_tokens_per_step(path: str | Path, pick: int = 1) -> dict[str, Any] | No
 # --------------------------------------------------------------------------- analysis
 
 
-def tokens_findings(timed, expect: dict[str, Any], th: Thresholds) -> tuple[list[Finding], dict[str, Any]]:
+def tokens_findings(timed: list[MetricRecord], expect: PlanTokens, th: Thresholds
+                    ) -> tuple[list[Finding], dict[str, float | str | None]]:
     """Measured tokens per step vs :func:`plan_tokens_per_step`. The step records' ``tokens`` come from the
     Trainer's ``num_input_tokens_seen``, which counts padding or not depending on the Trainer's setting, so the
     measured figure is compared with both the plan's processed and data tokens and the nearer decides."""
     got = _median(_vals(timed, "tokens"))
     nonpad = _median(_vals(timed, "tokens_nonpad"))
-    cmp: dict[str, Any] = {"basis": expect["basis"], "planned_tokens_per_step": expect["processed"],
+    cmp: dict[str, float | str | None] = {"basis": expect["basis"], "planned_tokens_per_step": expect["processed"],
                            "planned_data_tokens_per_step": round(expect["data"], 1),
                            "planned_padding_share": expect["padding_share"],
                            "measured_tokens_per_step": got, "measured_padding_share": None, "tokens_ratio": None}

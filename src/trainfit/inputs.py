@@ -22,10 +22,14 @@ import os
 import re
 import stat
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, NoReturn
 
 from trainfit.errors import InputError
 from trainfit.i18n import N_, _, translate
+from trainfit.json_types import JSON, YAMLValue
+
+if TYPE_CHECKING:
+    import yaml
 
 #: Longest integer literal accepted anywhere (Python refuses > 4,300 digits; no real count needs 20).
 MAX_INT_DIGITS = 18
@@ -67,7 +71,7 @@ _PATTERN_HELP = {  # message ids, shown with i18n.translate
 }
 
 
-def _bad(field: str, got: Any, what: str, fix: str | None = None) -> InputError:
+def _bad(field: str, got: object, what: str, fix: str | None = None) -> InputError:
     """``{field}: {what}; got {value}``: ``what`` and ``fix`` come translated (``_()`` at the caller)."""
     shown = repr(got)
     if len(shown) > 60:
@@ -82,7 +86,7 @@ def _num(x: float) -> str:
     return str(int(x)) if float(x).is_integer() and abs(x) < 1e9 else f"{x:g}"
 
 
-def _check_range(field: str, v: float, lo: float | None, hi: float | None, raw: Any) -> None:
+def _check_range(field: str, v: float, lo: float | None, hi: float | None, raw: object) -> None:
     span = _("use a value in [{lo}, {hi}]").format(lo=_num(lo), hi=_num(hi)) \
         if lo is not None and hi is not None else None
     if lo is not None and v < lo:
@@ -91,7 +95,7 @@ def _check_range(field: str, v: float, lo: float | None, hi: float | None, raw: 
         raise _bad(field, raw, _("must be <= {hi}").format(hi=_num(hi)), span)
 
 
-def as_int(field: str, raw: Any, *, lo: int | None = 1, hi: int | None = None) -> int:
+def as_int(field: str, raw: object, *, lo: int | None = 1, hi: int | None = None) -> int:
     """An integer from an int or an ASCII-digit string, in ``[lo, hi]``."""
     if isinstance(raw, bool):
         raise _bad(field, raw, _("must be an integer, not true/false"))
@@ -112,7 +116,7 @@ def as_int(field: str, raw: Any, *, lo: int | None = 1, hi: int | None = None) -
     return v
 
 
-def as_float(field: str, raw: Any, *, lo: float | None = None, hi: float | None = None,
+def as_float(field: str, raw: object, *, lo: float | None = None, hi: float | None = None,
              lo_open: bool = False) -> float:
     """A finite float in ``[lo, hi]`` (``(lo, hi]`` with ``lo_open``)."""
     if isinstance(raw, bool):
@@ -136,7 +140,7 @@ def as_float(field: str, raw: Any, *, lo: float | None = None, hi: float | None 
     return v
 
 
-def as_count(field: str, raw: Any, *, lo: float = 1, hi: float = 1e15) -> int:
+def as_count(field: str, raw: object, *, lo: float = 1, hi: float = 1e15) -> int:
     """A count such as ``2B``, ``500M``, ``8k``, ``1e9`` or ``4096`` (decimal SI suffixes), in ``[lo, hi]``."""
     if isinstance(raw, str):
         s = raw.strip().replace("_", "").replace(",", "")
@@ -155,7 +159,7 @@ def as_count(field: str, raw: Any, *, lo: float = 1, hi: float = 1e15) -> int:
     return int(v)
 
 
-def as_seq_len(field: str, raw: Any, *, lo: int = 1, hi: int = 4_194_304) -> int:
+def as_seq_len(field: str, raw: object, *, lo: int = 1, hi: int = 4_194_304) -> int:
     """A sequence length: ``4096``, ``4k`` (= 4096), ``32K`` (binary k, as context lengths are quoted)."""
     if isinstance(raw, str) and raw.strip().lower().endswith("k"):
         v = as_float(field, raw.strip()[:-1], lo=0, lo_open=True) * 1024
@@ -168,7 +172,7 @@ def as_seq_len(field: str, raw: Any, *, lo: int = 1, hi: int = 4_194_304) -> int
     return v
 
 
-def as_bool(field: str, raw: Any) -> bool:
+def as_bool(field: str, raw: object) -> bool:
     if isinstance(raw, bool):
         return raw
     if isinstance(raw, str) and raw.strip().lower() in ("true", "1", "yes", "on", "false", "0", "no", "off"):
@@ -178,7 +182,7 @@ def as_bool(field: str, raw: Any) -> bool:
     raise _bad(field, raw, _("must be true or false"))
 
 
-def as_choice(field: str, raw: Any, choices: tuple[str, ...]) -> str:
+def as_choice(field: str, raw: object, choices: tuple[str, ...]) -> str:
     if not isinstance(raw, str) or raw not in choices:
         from trainfit.errors import did_you_mean
 
@@ -188,7 +192,7 @@ def as_choice(field: str, raw: Any, choices: tuple[str, ...]) -> str:
     return raw
 
 
-def as_ident(field: str, raw: Any, kind: str) -> str:
+def as_ident(field: str, raw: object, kind: str) -> str:
     """A string matching the strict pattern ``kind`` (see :data:`PATTERNS`): safe in a shell and a job file."""
     if not isinstance(raw, str):
         raise _bad(field, raw, _("must be a string"))
@@ -249,7 +253,7 @@ def _short(s: str, n: int = 120) -> str:
     return s if len(s) <= n else s[: n - 3] + "..."
 
 
-def check_depth(obj: Any, *, what: str, error: type = InputError, limit: int = MAX_DEPTH) -> None:
+def check_depth(obj: object, *, what: str, error: type = InputError, limit: int = MAX_DEPTH) -> None:
     """Raise when ``obj`` nests deeper than ``limit`` (iterative: no recursion to blow up)."""
     stack = [(obj, 1)]
     while stack:
@@ -286,11 +290,11 @@ def _json_depth_ok(text: str, limit: int) -> bool:
     return True
 
 
-def _no_constant(name: str) -> Any:
+def _no_constant(name: str) -> NoReturn:
     raise ValueError(_("{name} is not allowed").format(name=name))
 
 
-def loads_json(text: str, *, what: str, error: type = InputError, limit: int = MAX_DEPTH) -> Any:
+def loads_json(text: str, *, what: str, error: type = InputError, limit: int = MAX_DEPTH) -> JSON:
     """``json.loads`` with a depth limit and no NaN/Infinity literals."""
     if not _json_depth_ok(text, limit):
         raise error(_("{what} nests deeper than {limit} levels").format(what=what, limit=limit),
@@ -313,7 +317,7 @@ def loads_json(text: str, *, what: str, error: type = InputError, limit: int = M
 
 
 def loads_yaml_all(text: str, *, what: str, error: type = InputError, limit: int = MAX_DEPTH,
-                   loader: Any = None) -> list[Any]:
+                   loader: type[yaml.SafeLoader] | None = None) -> list[YAMLValue]:
     """All documents of a YAML text, with ``safe_load`` semantics (or ``loader``, a ``yaml.SafeLoader``
     subclass), no aliases/anchors (no alias bombs) and a depth limit."""
     import yaml

@@ -7,12 +7,17 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator, TypeAlias
 
 from trainfit.errors import MetricsError
 from trainfit.i18n import _
 from trainfit.watch.metrics import REQUIRED_KEYS
 from trainfit.inputs import MAX_DEPTH, _json_depth_ok
+from trainfit.json_types import JSON
+
+#: One record of a metrics file as :func:`load_metrics` keeps it: the keys diagnose uses, with numbers and the
+#: event name (plus ``_first_after_start``).
+MetricRecord: TypeAlias = dict[str, str | int | float | bool]
 
 MAX_METRICS_BYTES = 128 * 2**20
 #: Longest line of a metrics file (a step record is a few hundred bytes).
@@ -26,20 +31,20 @@ _KEYS = ("step", "step_seconds", "data_wait_seconds", "tokens_per_s", "tokens", 
          "lines")
 
 
-def _short(p: Any, n: int = 200) -> str:
+def _short(p: str | Path, n: int = 200) -> str:
     s = str(p)
     return s if len(s) <= n else s[: n - 3] + "..."
 
 
-def _finite(v: Any) -> bool:
+def _finite(v: object) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and abs(v) < 1e300
 
 
-def _compact(rec: dict[str, Any]) -> dict[str, Any]:
+def _compact(rec: dict[str, JSON]) -> MetricRecord:
     """The keys diagnose uses, with numbers kept only when they are numbers (a string, a list or a huge integer
     where a number belongs is dropped: the record then lacks it). A non-finite loss is kept (it is a finding:
     divergence); other non-finite numbers are dropped."""
-    out: dict[str, Any] = {}
+    out: MetricRecord = {}
     for k in _KEYS:
         if k not in rec:
             continue
@@ -95,13 +100,13 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
                 yield n, line
 
 
-def _parse(line: str) -> Any:
+def _parse(line: str) -> JSON:
     if line.count("[") + line.count("{") > MAX_DEPTH and not _json_depth_ok(line, MAX_DEPTH):
         raise ValueError(_("nests deeper than {depth} levels").format(depth=MAX_DEPTH))
     return json.loads(line)
 
 
-def _step_record(p: Path, n: int, rec: dict[str, Any]) -> None:
+def _step_record(p: Path, n: int, rec: MetricRecord) -> None:
     missing = [k for k in REQUIRED_KEYS if not _finite(rec.get(k))]
     if missing or not isinstance(rec["step"], int) or isinstance(rec["step"], bool) or not 0 <= rec["step"] < 10**15:
         raise MetricsError(_("{path}:{line}: step record without a finite number for {keys}").format(
@@ -109,7 +114,7 @@ def _step_record(p: Path, n: int, rec: dict[str, Any]) -> None:
                            fix=_("every step record needs {keys} (finite numbers)").format(keys=", ".join(REQUIRED_KEYS)))
 
 
-def load_metrics(path: str | Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def load_metrics(path: str | Path) -> tuple[list[MetricRecord], list[MetricRecord]]:
     """``(events, steps)`` from a TrainfitCallback JSONL file.
 
     Step records (with ``step``) are deduplicated by step, keeping the last one (steps replayed after a
@@ -118,8 +123,8 @@ def load_metrics(path: str | Path) -> tuple[list[dict[str, Any]], list[dict[str,
     file, or the line just before a ``start`` event (it is skipped and counted in a ``truncated`` event).
     """
     p = Path(path)
-    events: list[dict[str, Any]] = []
-    by_step: dict[int, dict[str, Any]] = {}
+    events: list[MetricRecord] = []
+    by_step: dict[int, MetricRecord] = {}
     after_start = False
     pending: tuple[int, str] | None = None  # a line that is not JSON: a write cut short by a kill?
     truncated = 0
@@ -144,17 +149,17 @@ def load_metrics(path: str | Path) -> tuple[list[dict[str, Any]], list[dict[str,
         if not isinstance(rec, dict):
             raise MetricsError(_("{path}:{line} is not a JSON object").format(path=_short(p), line=n),
                                fix=_("each line must be one JSON object"))
-        rec = _compact(rec)
-        if "step" not in rec:
+        kept = _compact(rec)
+        if "step" not in kept:
             if len(events) < MAX_EVENTS:
-                events.append(rec)
-            after_start = rec.get("event") == "start" or after_start
+                events.append(kept)
+            after_start = kept.get("event") == "start" or after_start
             continue
-        _step_record(p, n, rec)
+        _step_record(p, n, kept)
         if after_start:
-            rec["_first_after_start"] = True
+            kept["_first_after_start"] = True
             after_start = False
-        by_step[rec["step"]] = rec
+        by_step[kept["step"]] = kept
     else:
         at_end = True
     lines.close()

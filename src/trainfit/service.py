@@ -40,7 +40,7 @@ from trainfit.catalog.gpus import GPU
 from trainfit.catalog.instances import Instance
 from trainfit.plan.parts import Cost, Speed
 from trainfit.plan.types import Plan, PlanResult, build_plan
-from trainfit.json_types import JSON, JSONDict
+from trainfit.json_types import JSON, JSONObject
 from trainfit.dataset.budget import DataBudget
 from trainfit.providers.registry import rents_whole_nodes
 
@@ -94,7 +94,7 @@ class MemoryReport:
     """``memory --dataset``: the :class:`~trainfit.dataset.budget.DataBudget` whose longest row the memory is sized
     at (``workload.seq_len``)."""
 
-    def to_dict(self) -> JSONDict:
+    def to_dict(self) -> JSONObject:
         out = self.estimate.to_dict()
         if self.data is not None:
             out["data"] = {**self.data.to_dict(), "sized_at": self.data.memory_note()}

@@ -22,7 +22,6 @@ import os
 import stat
 import tempfile
 from pathlib import Path
-from typing import Any
 
 from trainfit.errors import TrainfitError, WriteError, InputError
 from trainfit.i18n import _
@@ -35,7 +34,7 @@ MANIFEST_SCHEMA = "trainfit.manifest/1"
 MAX_MANIFEST_BYTES = 1 << 20
 
 
-def _short(p: Any, n: int = 200) -> str:
+def _short(p: str | Path, n: int = 200) -> str:
     s = str(p)
     return s if len(s) <= n else s[: n - 3] + "..."
 

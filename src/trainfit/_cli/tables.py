@@ -14,7 +14,7 @@ from trainfit.estimate.fit import OOM_RISK_LIMIT
 from trainfit.estimate.terms import TERMS
 from trainfit.estimate.states import precision_mode
 from trainfit.i18n import _
-from trainfit.json_types import JSONDict
+from trainfit.json_types import JSONObject
 from trainfit.plan.rank import Ranking
 from trainfit.plan.search import PlanRequest
 from trainfit.plan.types import Plan, PlanResult
@@ -328,7 +328,7 @@ def print_plan(result: PlanResult, top: int = 10, console: Console | None = None
         c.print(t)
 
 
-def _print_region_prices(c: Console, region_prices: Sequence[JSONDict], top: int) -> None:
+def _print_region_prices(c: Console, region_prices: Sequence[JSONObject], top: int) -> None:
     """``plan --compare-regions``: the shown plans priced in every region with a price, cheapest region first."""
     rows = [r for r in region_prices if r["plan"] < top]
     if not rows:

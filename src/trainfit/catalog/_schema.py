@@ -15,11 +15,14 @@ from __future__ import annotations
 import datetime as _dt
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Callable, Mapping, TypeAlias, TypedDict
 
 from trainfit.i18n import _
 from trainfit.providers.registry import provider_names, resource_classes
 from trainfit.inputs import InputError, as_float, as_int
+
+if TYPE_CHECKING:
+    from typing import Unpack  # Python 3.11+: only for the checker (annotations are not evaluated)
 
 #: Currencies a price may be stated in (ISO 4217).
 CURRENCIES = ("CNY", "USD", "EUR", "SGD", "HKD", "JPY", "GBP")
@@ -29,8 +32,14 @@ FORM_FACTORS = ("pcie", "sxm2", "sxm4", "sxm5", "oam", "other")
 INTRA_NODE_LINKS = ("nvlink", "pcie", "none")
 INTER_NODE = ("rdma", "tcp", "none")
 
+#: The typed value of one catalog cell (:func:`parse_row`): text (names, dates, choices), a number, yes/no, a list
+#: (a tuple of text) or unknown (None).
+Cell: TypeAlias = str | int | float | bool | tuple[str, ...] | None
+#: One typed catalog row (a GPU, an instance or a price): column name -> value.
+CatalogRow: TypeAlias = dict[str, Cell]
 
-def __getattr__(name: str) -> Any:
+
+def __getattr__(name: str) -> tuple[str, ...]:
     """``PROVIDERS`` / ``RESOURCE_CLASSES``: the registered providers and their resource classes, read from
     :mod:`trainfit.providers.registry` each time."""
     if name == "PROVIDERS":
@@ -59,7 +68,17 @@ class Column:
     reach job files and scripts carry no shell or YAML metacharacters."""
 
 
-def _c(name: str, kind: str, **kw: Any) -> Column:
+class _ColumnOptions(TypedDict, total=False):
+    required: bool
+    choices: tuple[str, ...] | Callable[[], tuple[str, ...]]
+    min: float | None
+    max: float | None
+    unit: str
+    help: str
+    ident: str
+
+
+def _c(name: str, kind: str, **kw: Unpack[_ColumnOptions]) -> Column:
     return Column(name=name, kind=kind, **kw)
 
 
@@ -111,11 +130,11 @@ INSTANCE_COLUMNS: tuple[Column, ...] = (
 )
 
 
-def _as_text(v: Any) -> str:
+def _as_text(v: object) -> str:
     return "" if v is None else str(v).strip()
 
 
-def _is_empty(v: Any) -> bool:
+def _is_empty(v: object) -> bool:
     if v is None:
         return True
     if isinstance(v, str):
@@ -125,7 +144,7 @@ def _is_empty(v: Any) -> bool:
     return False
 
 
-def _parse_float(v: Any) -> float:
+def _parse_float(v: object) -> float:
     """A finite number through the input gate (ASCII digits only; no inf/nan, no 5,000-digit integers)."""
     try:
         x = as_float("value", v)
@@ -136,14 +155,14 @@ def _parse_float(v: Any) -> float:
     return x
 
 
-def _parse_int(v: Any) -> int:
+def _parse_int(v: object) -> int:
     try:
         return as_int("value", v, lo=None)
     except InputError as e:
         raise ValueError(e.message.removeprefix("value: ")) from None
 
 
-def _parse_bool(v: Any) -> bool:
+def _parse_bool(v: object) -> bool:
     if isinstance(v, bool):
         return v
     t = str(v).strip().lower()
@@ -154,7 +173,7 @@ def _parse_bool(v: Any) -> bool:
     raise ValueError(_("use yes or no"))
 
 
-def _parse_date(v: Any) -> str:
+def _parse_date(v: object) -> str:
     if isinstance(v, _dt.datetime):
         return v.date().isoformat()
     if isinstance(v, _dt.date):
@@ -162,7 +181,7 @@ def _parse_date(v: Any) -> str:
     return _dt.date.fromisoformat(str(v).strip()).isoformat()
 
 
-def _parse_list(v: Any) -> tuple[str, ...]:
+def _parse_list(v: object) -> tuple[str, ...]:
     if isinstance(v, (list, tuple)):
         items = [str(x).strip() for x in v]
     else:
@@ -170,7 +189,7 @@ def _parse_list(v: Any) -> tuple[str, ...]:
     return tuple(x for x in items if x)
 
 
-_PARSERS: dict[str, Callable[[Any], Any]] = {
+_PARSERS: dict[str, Callable[[object], Cell]] = {
     "str": _as_text,
     "float": _parse_float,
     "int": _parse_int,
@@ -180,12 +199,12 @@ _PARSERS: dict[str, Callable[[Any], Any]] = {
 }
 
 
-def parse_row(columns: tuple[Column, ...], raw: Mapping[str, Any], where: str) -> tuple[dict[str, Any], list[str]]:
+def parse_row(columns: tuple[Column, ...], raw: Mapping[str, object], where: str) -> tuple[CatalogRow, list[str]]:
     """Typed values for ``raw`` (unknown -> None, lists -> tuple) and the list of problems found.
 
     ``where`` prefixes each problem (``gpus.csv row 4`` or ``overlay.yaml instances[2]``).
     """
-    out: dict[str, Any] = {}
+    out: CatalogRow = {}
     problems: list[str] = []
     known = {c.name for c in columns}
     for key in raw:
@@ -206,7 +225,7 @@ def parse_row(columns: tuple[Column, ...], raw: Mapping[str, Any], where: str) -
                 match = {c.lower(): c for c in choices}.get(text.lower())
                 if match is None:
                     raise ValueError(_("must be one of {names}").format(names=", ".join(choices)))
-                val: Any = match
+                val: Cell = match
             else:
                 val = _PARSERS[col.kind](v)
         except (ValueError, TypeError) as e:
@@ -234,7 +253,7 @@ def parse_row(columns: tuple[Column, ...], raw: Mapping[str, Any], where: str) -
     return out, problems
 
 
-def to_csv_value(v: Any) -> str:
+def to_csv_value(v: Cell) -> str:
     """Inverse of :func:`parse_row` for one value (used when writing caches and in ``--json``)."""
     if v is None:
         return ""

@@ -23,13 +23,13 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Callable, Hashable, Iterable, Mapping
 
-from trainfit.catalog._schema import GPU_COLUMNS, INSTANCE_COLUMNS, parse_row
+from trainfit.catalog._schema import GPU_COLUMNS, INSTANCE_COLUMNS, CatalogRow, Column, parse_row
 from trainfit.errors import CatalogError
 from trainfit import i18n
 from trainfit.i18n import _
-from trainfit.catalog.gpus import normalize_gpu_name, gpu_from_row
+from trainfit.catalog.gpus import GPU, normalize_gpu_name, gpu_from_row
 from trainfit.catalog.instances import instance_from_row
 from trainfit.providers.registry import registry_version
 
@@ -121,7 +121,8 @@ def read_csv_rows(text: str) -> list[dict[str, str]]:
     return list(csv.DictReader(io.StringIO(text)))
 
 
-def parse_rows(columns, raws: Iterable[dict[str, Any]], where: str) -> tuple[list[dict[str, Any]], list[str]]:
+def parse_rows(columns: tuple[Column, ...], raws: Iterable[Mapping[str, object]], where: str
+               ) -> tuple[list[CatalogRow], list[str]]:
     rows, problems = [], []
     for i, raw in enumerate(raws):
         row, probs = parse_row(columns, raw, f"{where} row {i + 2 if where.endswith('.csv') else i}")
@@ -144,11 +145,11 @@ def bundled_rows() -> tuple[tuple[dict, ...], tuple[dict, ...]]:
 
 # ------------------------------------------------------------------------------------------ merge
 
-def gpu_key(row: dict[str, Any]) -> str:
+def gpu_key(row: CatalogRow) -> str:
     return normalize_gpu_name(str(row.get("name") or ""))
 
 
-def instance_key(row: dict[str, Any]) -> tuple[str, str, str]:
+def instance_key(row: CatalogRow) -> tuple[str, str, str]:
     return (str(row.get("provider") or "").lower(), str(row.get("resource_class") or "").lower(),
             str(row.get("instance_type") or "").strip().lower())
 
@@ -156,13 +157,13 @@ def instance_key(row: dict[str, Any]) -> tuple[str, str, str]:
 _KEY_AND_META = {"name", "provider", "resource_class", "instance_type", "source", "as_of", "notes", "verified"}
 
 
-def merge_rows(base: list[dict[str, Any]], extra: list[tuple[dict[str, Any], set[str], str]], key_fn
-               ) -> list[tuple[dict[str, Any], str]]:
+def merge_rows(base: list[CatalogRow], extra: list[tuple[CatalogRow, set[str], str]],
+               key_fn: Callable[[CatalogRow], Hashable]) -> list[tuple[CatalogRow, str]]:
     """``base`` rows (origin bundled) updated by ``extra`` (row, fields present, origin).
 
     A row whose key exists replaces only the fields it states; a new key is appended.
     """
-    out: dict[Any, tuple[dict[str, Any], str]] = {}
+    out: dict[Hashable, tuple[CatalogRow, str]] = {}
     for row in base:
         out[key_fn(row)] = (dict(row), "bundled")
     for row, present, origin in extra:
@@ -183,7 +184,7 @@ def merge_rows(base: list[dict[str, Any]], extra: list[tuple[dict[str, Any], set
     return list(out.values())
 
 
-def cross_check(gpus: list[dict[str, Any]], instances: list[dict[str, Any]], where: str = "catalog") -> list[str]:
+def cross_check(gpus: list[CatalogRow], instances: list[CatalogRow], where: str = "catalog") -> list[str]:
     """Problems that involve several rows: duplicate names/aliases, GPU references, price/currency pairs."""
     problems: list[str] = []
     index: dict[str, str] = {}
@@ -227,7 +228,7 @@ def cross_check(gpus: list[dict[str, Any]], instances: list[dict[str, Any]], whe
     return problems
 
 
-def _canonical_gpu_refs(instances: list[dict[str, Any]], index: dict[str, Any]) -> None:
+def _canonical_gpu_refs(instances: list[CatalogRow], index: dict[str, GPU]) -> None:
     for r in instances:
         if r.get("gpu"):
             g = index.get(normalize_gpu_name(r["gpu"]))
@@ -308,7 +309,7 @@ def _build(ov_key, cache_keys, lang: str = "en", _providers: int = 0) -> Catalog
                            + "\n  ".join(problems),
                            fix=_("fix the overlay (see `trainfit catalog validate`) or delete the refresh cache"))
     gpus = tuple(gpu_from_row(r, origin=o) for r, o in g_rows)
-    index: dict[str, Any] = {}
+    index: dict[str, GPU] = {}
     for g in gpus:
         for n in (g.name, *g.aliases):
             index.setdefault(normalize_gpu_name(n), g)

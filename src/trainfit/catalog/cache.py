@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Mapping
 
-from trainfit.catalog._schema import GPU_COLUMNS, INSTANCE_COLUMNS, parse_row
+from trainfit.catalog._schema import GPU_COLUMNS, INSTANCE_COLUMNS, CatalogRow, Column, parse_row
 from trainfit.errors import CatalogError
 from trainfit.i18n import _
 from trainfit.catalog._store import cache_dir
 from trainfit.writes import ensure_dir, write_file
 from trainfit.inputs import loads_json, read_text_file
+from trainfit.json_types import JSONLike
 
 CACHE_FORMAT = "trainfit-refresh/1"
 #: Largest refresh cache read (a region's specs are a few hundred KB at most).
@@ -34,7 +35,7 @@ def cache_file(provider: str, region: str) -> Path:
 
 
 
-def _gpu_update_columns(row: dict[str, Any]):
+def _gpu_update_columns(row: Mapping[str, object]) -> tuple[Column, ...]:
     from dataclasses import replace
 
     if "verified" in row:
@@ -43,7 +44,7 @@ def _gpu_update_columns(row: dict[str, Any]):
 
 
 
-def write_cache_atomic(path: Path, payload: dict[str, Any]) -> None:
+def write_cache_atomic(path: Path, payload: Mapping[str, JSONLike]) -> None:
     """Write JSON to ``path`` through the safe writer (temporary file in the same folder, fsync, rename; a link or
     a special file there is refused)."""
     ensure_dir(path.parent, error=CatalogError, what="cache folder")
@@ -51,14 +52,16 @@ def write_cache_atomic(path: Path, payload: dict[str, Any]) -> None:
 
 
 
-def read_cache_file(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def read_cache_file(path: Path) -> tuple[list[CatalogRow], list[CatalogRow]]:
     """Typed (gpu rows, instance rows) of a refresh cache; raises :class:`CatalogError` when corrupt."""
     text = read_text_file(path, max_bytes=MAX_CACHE_BYTES, what=_("refresh cache"), error=CatalogError,
                           fix=_("delete it and run `trainfit catalog refresh` again"))
     data = loads_json(text, what=_("refresh cache {path}").format(path=path), error=CatalogError)
     if not isinstance(data, dict) or data.get("format") != CACHE_FORMAT:
         raise CatalogError(_("not a {format} file").format(format=CACHE_FORMAT))
-    gpus, insts, problems = [], [], []
+    gpus: list[CatalogRow] = []
+    insts: list[CatalogRow] = []
+    problems: list[str] = []
     for section, sink in (("gpus", gpus), ("instances", insts)):
         items = data.get(section)
         if not isinstance(items, list):

@@ -20,10 +20,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import TYPE_CHECKING, Mapping
 
 from trainfit.errors import UnknownGPUError, did_you_mean
 from trainfit.i18n import _
+from trainfit.json_types import JSONLike
+
+if TYPE_CHECKING:
+    from trainfit.catalog._schema import Cell
 
 _PRECISIONS = ("bf16", "fp16", "fp8")
 
@@ -98,7 +102,7 @@ class GPU:
             raise ValueError(f"precision must be one of {', '.join(_PRECISIONS)}, not {precision!r}")
         return getattr(self, f"{p}_dense_tflops")
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, JSONLike]:
         """Plain JSON-able dict of all fields."""
         return {f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v) for f in fields(self)}
 
@@ -177,7 +181,7 @@ def normalize_gpu_name(name: str) -> str:
     return t
 
 
-def gpu_from_row(row: dict[str, Any], origin: str = "bundled") -> GPU:
+def gpu_from_row(row: Mapping[str, Cell], origin: str = "bundled") -> GPU:
     """A :class:`GPU` from a typed row (see :func:`trainfit.catalog._schema.parse_row`)."""
     kw = {f.name: row[f.name] for f in fields(GPU) if f.name in row}
     return GPU(**kw, origin=origin)

@@ -8,10 +8,14 @@ overlay. A row is keyed by ``(provider, resource_class, instance_type)``.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import TYPE_CHECKING, Mapping
 
 from trainfit.errors import CatalogError, did_you_mean, InputError, TrainfitError
 from trainfit.i18n import _
+from trainfit.json_types import JSONLike
+
+if TYPE_CHECKING:
+    from trainfit.catalog._schema import Cell
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -71,11 +75,11 @@ class Instance:
             return None
         return self.price_per_hour * self.spot_discount
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, JSONLike]:
         return {f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v) for f in fields(self)}
 
 
-def instance_from_row(row: dict[str, Any], origin: str = "bundled") -> Instance:
+def instance_from_row(row: Mapping[str, Cell], origin: str = "bundled") -> Instance:
     kw = {f.name: row[f.name] for f in fields(Instance) if f.name in row}
     return Instance(**kw, origin=origin)
 
@@ -150,4 +154,3 @@ def gpu_on_instance(inst: Instance, gpu: str | None) -> str | None:
         gpu=gpu, name=inst.instance_type, own=inst.gpu),
         fix=_("drop --gpu (the instance type says {own}) or pick an instance type with {gpu} (`trainfit catalog show "
               "instances`)").format(own=inst.gpu, gpu=gpu))
-

@@ -41,12 +41,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from trainfit.catalog._schema import GPU_COLUMNS, INSTANCE_COLUMNS, Column, parse_row
+from trainfit.catalog._schema import GPU_COLUMNS, INSTANCE_COLUMNS, CatalogRow, Column, parse_row
 from trainfit.errors import CatalogError
 from trainfit.i18n import _
 from trainfit.inputs import loads_yaml_all, read_text_file
+from trainfit.json_types import YAMLValue
 from trainfit.catalog._store import bundled_rows, gpu_key, instance_key, cross_check, merge_rows
 from trainfit.catalog.prices import overlay_price_rows
 
@@ -56,9 +56,9 @@ _TOP_KEYS = ("gpus", "instances", "prices")  # prices: parsed by trainfit.catalo
 @dataclass(frozen=True, kw_only=True)
 class Overlay:
     path: str
-    gpus: list[tuple[dict[str, Any], set[str]]] = field(default_factory=list)
+    gpus: list[tuple[CatalogRow, set[str]]] = field(default_factory=list)
     """(typed row, names of the fields the file states)."""
-    instances: list[tuple[dict[str, Any], set[str]]] = field(default_factory=list)
+    instances: list[tuple[CatalogRow, set[str]]] = field(default_factory=list)
 
 
 def _relaxed(columns: tuple[Column, ...], keep_required: set[str]) -> tuple[Column, ...]:
@@ -82,7 +82,7 @@ def _loader():
     return _Loader
 
 
-def safe_load_yaml(text: str) -> Any:
+def safe_load_yaml(text: str) -> YAMLValue:
     """``yaml.safe_load`` semantics through the input gate (no aliases, depth limit), dates kept as strings."""
     docs = loads_yaml_all(text, what=_("catalog overlay"), error=CatalogError, loader=_loader())
     if len(docs) > 1:
@@ -90,7 +90,7 @@ def safe_load_yaml(text: str) -> Any:
     return docs[0] if docs else None
 
 
-def _read_yaml(path: Path) -> tuple[Any, list[str]]:
+def _read_yaml(path: Path) -> tuple[YAMLValue, list[str]]:
     try:
         text = read_text_file(path, max_bytes=MAX_OVERLAY_BYTES, what=_("catalog overlay"), error=CatalogError,
                               fix=_("fix or remove the overlay file"))

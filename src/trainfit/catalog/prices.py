@@ -27,9 +27,9 @@ import datetime as _dt
 from dataclasses import dataclass, fields
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Iterable, Mapping
 
-from trainfit.catalog._schema import CURRENCIES, Column, parse_row
+from trainfit.catalog._schema import CURRENCIES, CatalogRow, Cell, Column, parse_row
 from trainfit.providers.registry import PriceStandIn, price_stand_in, provider_names, resource_classes
 from trainfit.errors import CatalogError
 from trainfit.i18n import _
@@ -37,6 +37,9 @@ from trainfit.catalog._store import (_read_bundled, read_csv_rows, _stat_key, ov
                                      CatalogWarning)
 from trainfit.catalog.cache import CACHE_FORMAT, MAX_CACHE_BYTES
 from trainfit.inputs import loads_json, read_text_file
+
+if TYPE_CHECKING:
+    from trainfit.catalog.instances import Instance
 
 BILLINGS = ("payg", "subscription", "spot")
 #: Hours in a month when a monthly (subscription) price is stated per hour: 8,760 h a year / 12.
@@ -105,11 +108,11 @@ class PriceRow:
         """Days between :attr:`as_of` and today (UTC)."""
         return (_dt.datetime.now(_dt.timezone.utc).date() - _dt.date.fromisoformat(self.as_of)).days
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, str | float | bool | None]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
-def row_problems(row: dict[str, Any], where: str) -> list[str]:
+def row_problems(row: Mapping[str, Cell], where: str) -> list[str]:
     """Cross-field problems of one typed row (every one, not the first)."""
     problems: list[str] = []
     if (row.get("price_per_hour") is None) != (row.get("currency") is None):
@@ -130,7 +133,7 @@ def row_problems(row: dict[str, Any], where: str) -> list[str]:
     return problems
 
 
-def parse_price_rows(raws: Iterable[Any], where: str) -> tuple[list[dict[str, Any]], list[str]]:
+def parse_price_rows(raws: Iterable[object], where: str) -> tuple[list[CatalogRow], list[str]]:
     """Typed rows and every problem found (schema, ranges, choices, cross-field rules)."""
     rows, problems = [], []
     for i, raw in enumerate(raws):
@@ -153,7 +156,7 @@ def _bundled_raws() -> list[dict[str, str]]:
 
 
 @lru_cache(maxsize=1)
-def bundled_price_rows() -> tuple[dict[str, Any], ...]:
+def bundled_price_rows() -> tuple[CatalogRow, ...]:
     """Typed rows of the bundled ``prices.csv``. A bundled file that does not validate is a bug: raise."""
     raws = _bundled_raws()
     problems = []
@@ -168,7 +171,7 @@ def bundled_price_rows() -> tuple[dict[str, Any], ...]:
     return tuple(rows)
 
 
-def read_cache_prices(path: Path) -> list[dict[str, Any]]:
+def read_cache_prices(path: Path) -> list[CatalogRow]:
     """Typed ``prices`` rows of one refresh cache (none if the cache has no ``prices`` list)."""
     # the input gate, as for the cache's GPU and instance rows: a regular file within the size limit, depth limit
     text = read_text_file(path, max_bytes=MAX_CACHE_BYTES, what=_("refresh cache"), error=CatalogError,
@@ -193,13 +196,13 @@ def read_cache_prices(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def overlay_price_rows(path: Path) -> list[dict[str, Any]]:
+def overlay_price_rows(path: Path) -> list[CatalogRow]:
     """Typed rows of the overlay's ``prices:`` list; raises :class:`CatalogError` listing every problem."""
     from trainfit.catalog.overlay import _read_yaml
 
     data, problems = _read_yaml(Path(path))
     items = data.get("prices") if isinstance(data, dict) else None
-    rows: list[dict[str, Any]] = []
+    rows: list[CatalogRow] = []
     if not problems and items is not None:
         if not isinstance(items, list):
             problems = [f"{path}: 'prices' must be a list of mappings"]
@@ -286,7 +289,7 @@ def latest_price(provider: str, resource_class: str | None, instance_type: str, 
     return rows[0]
 
 
-def regional_prices(instance: Any, *, billing: str = "payg") -> list[PriceRow]:
+def regional_prices(instance: Instance, *, billing: str = "payg") -> list[PriceRow]:
     """One price per region that states one for ``instance`` (the newest of the best layer per region, with the
     ECS stand-in of :func:`price_for_instance`), cheapest first. Rows whose region is not stated are left out."""
     own = [r for r in prices_for(instance.provider, instance.resource_class, instance.instance_type, billing=billing)
@@ -302,7 +305,7 @@ def regional_prices(instance: Any, *, billing: str = "payg") -> list[PriceRow]:
     return sorted(out, key=lambda r: (r.currency or "", r.price_per_hour, r.region))
 
 
-def _as_stand_in(row: PriceRow, instance: Any, stand_in: PriceStandIn) -> PriceRow:
+def _as_stand_in(row: PriceRow, instance: Instance, stand_in: PriceStandIn) -> PriceRow:
     """Another class's row (an ECS list price) used for an instance without a price of its own (a PAI-DLC
     public-resource instance), saying so in its source (:attr:`ProviderSpec.price_stand_ins`)."""
     from dataclasses import replace
@@ -319,7 +322,7 @@ def latest_spot_discount(provider: str, resource_class: str | None, instance_typ
     return rows[0] if rows else None
 
 
-def price_for_instance(instance: Any, region: str | None = None, *, billing: str = "payg") -> PriceRow | None:
+def price_for_instance(instance: Instance, region: str | None = None, *, billing: str = "payg") -> PriceRow | None:
     """The price to use for one catalog :class:`~trainfit.catalog.instances.Instance`, with its provenance.
 
     Order: the price table (:func:`latest_price`, region rows before list prices); for a PAI-DLC

@@ -10,11 +10,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from trainfit.check.facts import CheckInputError, JobFacts, read_facts
 from trainfit.check.rules import ERROR, INFO, CheckOptions, Violation, rl_launch_text, run_rules
 from trainfit.i18n import _
+from trainfit.json_types import JSONLike
+
+if TYPE_CHECKING:
+    from trainfit.dataset.stats import DatasetStats
 
 __all__ = ["CheckInputError", "CheckOptions", "CheckResult", "Violation", "check_file"]
 
@@ -25,7 +29,7 @@ class CheckResult:
     kind: str
     violations: tuple[Violation, ...]
     notes: tuple[str, ...] = ()
-    memory: dict[str, Any] | None = None
+    memory: dict[str, JSONLike] | None = None
     """The memory check's figures (:attr:`~trainfit.check.facts.JobFacts.memory`), None when not checked."""
 
     @property
@@ -59,7 +63,7 @@ def check_facts(facts: JobFacts, options: CheckOptions | None = None) -> CheckRe
 
 def check_file(path: str | Path, *, region: str | None = None, gpu: str | None = None,
                instance_type: str | None = None, nodes: int | None = None,
-               gpus_per_node: int | None = None, dataset: Any = None) -> CheckResult:
+               gpus_per_node: int | None = None, dataset: DatasetStats | None = None) -> CheckResult:
     """Check one job file; see the module docstring. ``dataset``: a
     :class:`~trainfit.dataset.stats.DatasetStats` to compare the job's settings with."""
     from trainfit.catalog import current_catalog

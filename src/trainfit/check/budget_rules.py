@@ -5,14 +5,17 @@ or the data's rows), and a file without packing. Split out of :mod:`trainfit.che
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING
 
 from trainfit.check.facts import JobFacts
 from trainfit.i18n import _
 from trainfit.rules.types import INFO, Violation
 
+if TYPE_CHECKING:
+    from trainfit.check.readback import Readback
 
-def budget_findings(f: JobFacts, rb: Any) -> list[Violation]:
+
+def budget_findings(f: JobFacts, rb: Readback) -> list[Violation]:
     """The step budget the file trains against the plan's (its header's ``budget``), and a file without packing:
     ``max_steps`` x global batch x seq_len counts ``seq_len`` data tokens per row, which holds for packed rows only."""
     out: list[Violation] = []

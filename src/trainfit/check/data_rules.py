@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from trainfit.check.facts import JobFacts
 from trainfit.i18n import _
@@ -13,6 +13,8 @@ from trainfit.errors import DatasetError
 
 if TYPE_CHECKING:
     from trainfit.check.rules import CheckOptions
+    from trainfit.dataset.stats import DatasetStats
+    from trainfit.workload import Workload
 
 #: ``check --dataset``: a cut-off that truncates more than this share of the samples is a warning (the planner's
 #: default cut-off, the p99 length, truncates at most 1 %).
@@ -21,7 +23,7 @@ DATA_TRUNCATED_WARN = 0.01
 DATA_PADDING_WARN = 0.20
 
 
-def _truncated_range(st: Any, cut: int) -> tuple[float, float]:
+def _truncated_range(st: DatasetStats, cut: int) -> tuple[float, float]:
     """(low, high) share of samples longer than ``cut``: exact where the stats have figures at that cut-off, else
     bounded by the neighbouring cut-offs in the stats (a longer cut-off truncates fewer samples)."""
     have = {st.seq_len: st.truncated_share, **{c["seq_len"]: c["truncated_share"] for c in st.cutoffs}}
@@ -36,7 +38,7 @@ def _truncated_range(st: Any, cut: int) -> tuple[float, float]:
     return lo, hi
 
 
-def _padding_findings(st: Any, wl: Any) -> list[Violation]:
+def _padding_findings(st: DatasetStats, wl: Workload) -> list[Violation]:
     """A job without packing: the stats' padding share at the job's micro-batch (or the nearest smaller one)."""
     keys = sorted(int(k) for k in st.padding_waste if str(k).isdecimal())
     mb = max((k for k in keys if k <= wl.micro_batch), default=None)

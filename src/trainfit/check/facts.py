@@ -11,13 +11,17 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from trainfit.check.shell import Script, parse_script, training_args
 from trainfit.errors import CheckInputError, TrainfitError
 from trainfit.i18n import _
 from trainfit.launch.targets import target_specs
 from trainfit.inputs import read_text_file, loads_json, loads_yaml_all, InputError, as_int
+from trainfit.json_types import JSON, JSONLike, JSONObject, YAMLValue
+
+if TYPE_CHECKING:
+    from trainfit.launch.targets import JobReader
 
 MAX_BYTES = 2 * 2**20
 _REGION_IN_IMAGE = re.compile(r"\.((?:cn|ap|us|eu|me)-[a-z0-9-]+?)\.(?:cr\.)?aliyuncs\.com")
@@ -37,32 +41,32 @@ class JobFacts:
     gpu: str | None = None
     spot: bool = False
     resource_id: str | None = None
-    vpc: dict[str, Any] | None = None
+    vpc: dict[str, JSON] | None = None
     mounts: list[str] = field(default_factory=list)
     """Persistent mount paths (OSS/NAS/CPFS data sources, PVCs, SkyPilot buckets)."""
     images: list[str] = field(default_factory=list)
     regions: dict[str, str] = field(default_factory=dict)
     """where -> region id, from image registries, OSS endpoints, the catalog."""
     envs: dict[str, str] = field(default_factory=dict)
-    settings: dict[str, Any] = field(default_factory=dict)
+    settings: dict[str, JSON] = field(default_factory=dict)
     scripts: list[tuple[str, Script]] = field(default_factory=list)
     """(where, parsed script) of every shell text in the file (UserCommand, container command, run...)."""
     engine: str | None = None
     train: dict[str, str] = field(default_factory=dict)
     """Training arguments found (ms-swift/LLaMA-Factory names as written)."""
-    ds_config: dict[str, Any] | None = None
-    header: dict[str, Any] = field(default_factory=dict)
+    ds_config: JSONObject | None = None
+    header: dict[str, JSON] = field(default_factory=dict)
     """``key value`` facts of a trainfit header, if the file has one."""
     placeholders: list[str] = field(default_factory=list)
     body_bytes: int = 0
     notes: list[str] = field(default_factory=list)
-    memory: dict[str, Any] | None = None
+    memory: dict[str, JSONLike] | None = None
     """What the memory check found (``check --json``'s ``memory``): the GPU, the predicted reserved GiB per GPU with
     its p10/p50/p90 (:func:`trainfit.estimate.uncertainty.memory_range`), the usable GiB, the verdict and P(OOM);
     None when the file's memory was not checked."""
 
     @property
-    def plan(self) -> dict[str, Any]:
+    def plan(self) -> JSONObject:
         """The ``trainfit-plan {...}`` facts of a rendered file's header (``{}`` when it has none)."""
         return self.header.get("plan") or {}
 
@@ -73,11 +77,11 @@ def read_text(path: str | Path) -> str:
                           fix=_("pass a job file (JSON, YAML or a shell script)"))
 
 
-def load_json(text: str, path: str) -> Any:
+def load_json(text: str, path: str) -> JSON:
     return loads_json(text, what=str(path), error=CheckInputError)
 
 
-def _load_yaml(text: str, path: str) -> list[Any]:
+def _load_yaml(text: str, path: str) -> list[YAMLValue]:
     return loads_yaml_all(text, what=str(path), error=CheckInputError)
 
 
@@ -89,14 +93,14 @@ def is_file(p: Path) -> bool:
         return False
 
 
-def type_error(path: str, what: str, expected: str, got: Any) -> CheckInputError:
+def type_error(path: str, what: str, expected: str, got: YAMLValue) -> CheckInputError:
     """``expected``: already in the current language (``_("an integer")``...)."""
     return CheckInputError(_("{path}: {what} must be {expected}, not {type} ({value})").format(
         path=path, what=what, expected=expected, type=type(got).__name__, value=repr(got)[:60]),
         fix=_("write {what} as {expected}").format(what=what, expected=expected))
 
 
-def int_field(path: str, what: str, v: Any, *, default: int | None = None) -> int | None:
+def int_field(path: str, what: str, v: YAMLValue, *, default: int | None = None) -> int | None:
     if v is None:
         return default
 
@@ -120,10 +124,10 @@ def plan_facts(line: str) -> dict | None:
     return d if isinstance(d, dict) else None
 
 
-def _header(text: str | list) -> dict[str, Any]:
+def _header(text: str | list) -> dict[str, JSON]:
     """Facts from a trainfit header (``# instance X; gpu Y; spot; region R``, ``gpus N (A node(s) x B)`` and the
     ``trainfit-plan {...}`` line, kept under ``plan``)."""
-    out: dict[str, Any] = {}
+    out: dict[str, JSON] = {}
     lines = text if isinstance(text, list) else text.splitlines()[:24]
     for line in lines:
         if not isinstance(line, str):
@@ -291,7 +295,7 @@ def _json_facts(text: str, sp: str, f: JobFacts) -> None:
                               fix=_("pass a DLC job JSON (JobSpecs, UserCommand) or a ds_config.json"))
 
 
-def _registered_reader(path: str, text: str) -> Any:
+def _registered_reader(path: str, text: str) -> JobReader | None:
     """The :class:`~trainfit.launch.targets.JobReader` of the first registered target that claims the file (the
     built-in targets have none: their formats are read below)."""
     return next((s.reader for s in target_specs() if s.reader is not None and s.reader.matches(path, text)), None)

@@ -23,11 +23,16 @@ Each finding is a dict ``{"rule": "shell-injection", "severity", "message", "fix
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from trainfit.i18n import N_, _, translate
 from trainfit.check.shell import training_args
 from trainfit.check.rules import Violation
+from trainfit.json_types import JSON
+
+if TYPE_CHECKING:
+    from trainfit.check.facts import JobFacts
+    from trainfit.check.rules import CheckOptions
 
 RULE = "shell-injection"
 #: Characters a shell (or a YAML/JSON consumer that hands the value to a shell) treats specially.
@@ -67,7 +72,7 @@ def _finding(severity: str, message: str, fix: str) -> dict[str, str]:
     return {"rule": RULE, "severity": severity, "message": message, "fix": fix}
 
 
-def _ident_fields(facts: Any) -> Iterable[tuple[str, Any, str | None]]:
+def _ident_fields(facts: JobFacts) -> Iterable[tuple[str, JSON, str | None]]:
     """(where, value, pattern kind or None) of every identifier field the facts carry."""
     for v in facts.instance_types or ():
         yield _("instance type"), v, "instance_type"
@@ -86,7 +91,7 @@ def _ident_fields(facts: Any) -> Iterable[tuple[str, Any, str | None]]:
         yield _("mount path"), v, None
 
 
-def find_injection(facts: Any) -> list[dict[str, str]]:
+def find_injection(facts: JobFacts) -> list[dict[str, str]]:
     """Every ``shell-injection`` finding of ``facts`` (see the module docstring); empty when clean."""
     out: list[dict[str, str]] = []
     for where, value, kind in _ident_fields(facts):
@@ -110,7 +115,7 @@ def find_injection(facts: Any) -> list[dict[str, str]]:
     return out
 
 
-def _broken_headers(facts: Any) -> list[dict[str, str]]:
+def _broken_headers(facts: JobFacts) -> list[dict[str, str]]:
     """A line that is not a comment inside the comment header ``trainfit render`` writes (between its first line
     and its ``# trainfit-plan {...}`` line): a value with a line break ended a comment there (trainfit < 0.2 wrote
     ``--region $'cn-hangzhou\\ntouch /tmp/pwned'`` that way), and the shell runs that line."""
@@ -135,7 +140,7 @@ def _broken_headers(facts: Any) -> list[dict[str, str]]:
     return out
 
 
-def _substitutions(facts: Any) -> list[dict[str, str]]:
+def _substitutions(facts: JobFacts) -> list[dict[str, str]]:
     out: list[dict[str, str]] = []
     seen: set[str] = set()
     for where, script in facts.scripts or ():
@@ -203,6 +208,6 @@ def command_substitutions(text: str, limit: int = 20) -> list[str]:
     return found
 
 
-def rule_shell_injection(facts: Any, options: Any = None) -> list[Any]:
+def rule_shell_injection(facts: JobFacts, options: CheckOptions | None = None) -> list[Violation]:
     """:func:`find_injection` as check rule objects (``Violation``), for the rule list of :mod:`trainfit.check.rules`."""
     return [Violation(**f) for f in find_injection(facts)]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypeAlias
 
 from trainfit.check.facts import JobFacts
 from trainfit.errors import LayoutError, TrainfitError
@@ -26,15 +26,27 @@ from trainfit.catalog.gpus import get_gpu
 from trainfit.workload import Workload
 from trainfit.estimate.fit import decide_fit
 from trainfit.estimate.memory import estimate_memory
+from trainfit.json_types import JSON, JSONObject
+
+if TYPE_CHECKING:
+    from trainfit.catalog.gpus import GPU
+    from trainfit.catalog.instances import Instance
+    from trainfit.check.rules import CheckOptions
+    from trainfit.estimate.fit import FitDecision
+    from trainfit.estimate.memory import MemoryEstimate
+    from trainfit.models.shapes import ModelShape
+
+#: :class:`~trainfit.workload.Workload` keyword arguments read back from a file (lists of the header made tuples).
+WorkloadKwargs: TypeAlias = dict[str, JSON | tuple[JSON, ...]]
 from trainfit.plan.hardware import gpu_class_of
 
 
 @dataclass(frozen=True, kw_only=True)
 class Readback:
-    model: Any
-    workload: Any
-    estimate: Any
-    decision: Any
+    model: ModelShape
+    workload: Workload
+    estimate: MemoryEstimate
+    decision: FitDecision
     gpu: str
     gpu_class: str | None = None
     """Efficiency class of the GPU (hopper, ampere, ...; None when the catalog cannot say)."""
@@ -71,7 +83,7 @@ def _model_name(f: JobFacts) -> str | None:
     return f.plan.get("model") if isinstance(f.plan.get("model"), str) else None
 
 
-def _resolve_model(f: JobFacts, plan: dict) -> Any | None:
+def _resolve_model(f: JobFacts, plan: JSONObject) -> ModelShape | Violation | None:
     """The registry model the file trains, or None (an RL launch, no model, a model outside the registry, or a
     file with neither an engine, a DeepSpeed config nor a trainfit header)."""
     if plan.get("rl") or rl_launch_text(f) is not None:
@@ -96,7 +108,7 @@ def _resolve_model(f: JobFacts, plan: dict) -> Any | None:
     return model
 
 
-def _ds_stage_from_name(path: str, kw: dict[str, Any], assumed: list[str]) -> None:
+def _ds_stage_from_name(path: str, kw: WorkloadKwargs, assumed: list[str]) -> None:
     """A DeepSpeed config the file names but that is not beside it (LLaMA-Factory's
     ``examples/deepspeed/ds_z3_offload_config.json``, a path on the cluster): its ZeRO stage from its name, as
     ms-swift's presets map (zero3_offload offloads parameters too), said as assumed; else DDP, said too."""
@@ -120,7 +132,7 @@ def _ds_stage_from_name(path: str, kw: dict[str, Any], assumed: list[str]) -> No
                          "name").format(path=path[:120], stage=stage))
 
 
-def _keep_planned_loss(kw: dict[str, Any], got: dict[str, Any]) -> None:
+def _keep_planned_loss(kw: WorkloadKwargs, got: WorkloadKwargs) -> None:
     """A job file states a chunked (Liger) loss or not; which Hugging Face loss code runs without it (``standard``, or
     ``shift-copy`` with transformers < 4.49) depends on the installed transformers, which the file does not state:
     the header's ``shift-copy`` stands when the file reads back as ``standard``."""
@@ -128,10 +140,11 @@ def _keep_planned_loss(kw: dict[str, Any], got: dict[str, Any]) -> None:
         got["loss"] = "shift-copy"
 
 
-def _workload_kwargs(f: JobFacts, o: Any, plan: dict, model: Any) -> tuple[dict[str, Any], list[str], int]:
+def _workload_kwargs(f: JobFacts, o: CheckOptions, plan: JSONObject, model: ModelShape
+                     ) -> tuple[WorkloadKwargs, list[str], int]:
     """Workload keyword arguments: the header's workload, overridden by what the file states (launcher, engine
     arguments, DeepSpeed config); with the assumptions made and the GPUs per node."""
-    kw: dict[str, Any] = {}
+    kw: WorkloadKwargs = {}
     assumed: list[str] = []
     base = plan.get("workload") if isinstance(plan.get("workload"), dict) else None
     if base:
@@ -160,7 +173,7 @@ def _workload_kwargs(f: JobFacts, o: Any, plan: dict, model: Any) -> tuple[dict[
     return kw, assumed, gpn
 
 
-def _resolve_gpu(f: JobFacts, o: Any, plan: dict) -> tuple[Any, Any]:
+def _resolve_gpu(f: JobFacts, o: CheckOptions, plan: JSONObject) -> tuple[GPU | Violation | None, Instance | None]:
     """(GPU record, catalog instance or None): the GPU from the options, the file, its instance type or the
     header. The record is None when nothing names a GPU, or a Violation when its memory is unknown."""
     gpu = o.gpu or f.gpu
@@ -193,7 +206,7 @@ def _resolve_gpu(f: JobFacts, o: Any, plan: dict) -> tuple[Any, Any]:
     return g, inst
 
 
-def read_settings(f: JobFacts, o: Any) -> Any | None:
+def read_settings(f: JobFacts, o: CheckOptions) -> Workload | None:
     """The training settings the file states as a Workload (the same read-back as :func:`read_workload`, without
     the GPU it needs for a verdict); None when they cannot be read or modelled."""
     model = _resolve_model(f, f.plan)
@@ -220,7 +233,7 @@ def read_max_steps(f: JobFacts) -> int | None:
     return _max_steps(f)
 
 
-def read_workload(f: JobFacts, o: Any) -> Readback | Any | None:
+def read_workload(f: JobFacts, o: CheckOptions) -> Readback | Violation | None:
     """A :class:`Readback`, a Violation when the settings cannot be modelled, or None when the file says nothing
     about training (no model, or a model outside the registry)."""
     plan = f.plan

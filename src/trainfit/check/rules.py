@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 from trainfit.check.budget_rules import budget_findings
 from trainfit.check.data_rules import rule_data
@@ -33,6 +33,11 @@ from trainfit.estimate.uncertainty import format_probability, memory_range
 from trainfit.estimate.hardware import kernel_gaps
 from trainfit.errors import TrainfitError as _TE
 from trainfit.rl.lint import lint_rl, phase_label, size_rl_launch
+from trainfit.json_types import JSON
+
+if TYPE_CHECKING:
+    from trainfit.catalog.instances import Instance
+    from trainfit.dataset.stats import DatasetStats
 
 #: The fit verdicts (stable codes of the one fit decision) as ``check`` shows them in its notes.
 
@@ -45,7 +50,7 @@ class CheckOptions:
     nodes: int | None = None
     """Nodes the job runs on, when the file does not say."""
     gpus_per_node: int | None = None
-    dataset: Any = None
+    dataset: DatasetStats | None = None
     """``check --dataset``: the :class:`~trainfit.dataset.stats.DatasetStats` the job's settings are compared with."""
 
 
@@ -57,7 +62,7 @@ def _catalog_instance(name: str):
     return hit, [r.instance_type for r in rows]
 
 
-def _first_instance(names: list[Any]) -> Any:
+def _first_instance(names: list[JSON]) -> Instance | None:
     """The catalog record of the first of ``names`` (in the caller's order of preference) the catalog knows."""
     for it in names:
         if isinstance(it, str) and it:
@@ -120,7 +125,7 @@ def rule_unknown_instance(f: JobFacts, o: CheckOptions) -> list[Violation]:
     return out
 
 
-def _int(v: Any) -> int | None:
+def _int(v: JSON) -> int | None:
     try:
         return int(str(v))
     except (TypeError, ValueError):
@@ -184,7 +189,7 @@ def rule_placeholders(f: JobFacts, o: CheckOptions) -> list[Violation]:
                       fix=_("replace every REPLACE_ME (VPC ids, OSS bucket, ...) or pass them to `trainfit render`"))]
 
 
-def _int_s(v: Any) -> int | None:
+def _int_s(v: JSON) -> int | None:
     return int(v) if isinstance(v, str) and v.strip().isdecimal() else (v if isinstance(v, int) else None)
 
 

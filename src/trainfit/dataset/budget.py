@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Mapping
 
 from trainfit.dataset.stats import DatasetStats
 from trainfit.errors import DatasetError
 from trainfit.i18n import _
 from trainfit.dataset import stats_or_scan
 from trainfit import inputs
+from trainfit.json_types import JSON, JSONLike
 
 PERCENTILE_CHOICES = ("p50", "p90", "p95", "p99", "max")
 DATA_FORMATS = ("messages", "sharegpt", "alpaca", "alpaca-query")
@@ -97,8 +98,8 @@ class DataBudget:
                  "the cut-off {seq_len:,}; a micro-batch pads to its longest sample)").format(
             longest=self.longest_gib_len, seq_len=self.seq_len)
 
-    def to_dict(self) -> dict[str, Any]:
-        d = dict(self.__dict__)
+    def to_dict(self) -> dict[str, JSONLike]:
+        d: dict[str, JSONLike] = dict(self.__dict__)
         d["files"] = list(self.files)
         d["columns"] = dict(self.columns)
         d["keys"] = list(self.keys)
@@ -107,7 +108,7 @@ class DataBudget:
         return d
 
     @classmethod
-    def from_dict(cls, d: Any) -> "DataBudget":
+    def from_dict(cls, d: JSON) -> "DataBudget":
         """A plan file's ``data`` record, checked (plan files are user input)."""
         if not isinstance(d, dict):
             raise ValueError(_("data must be an object"))
@@ -180,7 +181,7 @@ def budget_from_stats(stats: DatasetStats, stats_file: str, *, seq_len: int | No
                       padding_waste={str(k): float(v) for k, v in stats.padding_waste.items()})
 
 
-def budget_from_values(values: Mapping[str, Any]) -> DataBudget | None:
+def budget_from_values(values: Mapping[str, object]) -> DataBudget | None:
     """The :class:`~trainfit.dataset.budget.DataBudget` of ``--dataset`` (None without it)."""
     path = values.get("dataset")
     if not path:

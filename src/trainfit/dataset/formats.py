@@ -16,9 +16,9 @@ Column names can be remapped (``--columns messages=dialog,output=answer``), as L
 
 from __future__ import annotations
 
-from typing import Any
 
 from trainfit.i18n import _
+from trainfit.json_types import JSON
 
 FORMATS = ("auto", "messages", "sharegpt", "alpaca")
 #: Canonical column names a --columns mapping may rename.
@@ -34,7 +34,7 @@ class RowError(ValueError):
     """A row that is not a conversation in the expected format (reported with its line number)."""
 
 
-def detect(row: Any, columns: dict[str, str]) -> str:
+def detect(row: JSON, columns: dict[str, str]) -> str:
     """The format of one row, from the keys it has."""
     if not isinstance(row, dict):
         raise RowError(_("a row must be a JSON object, got {type}").format(type=type(row).__name__))
@@ -49,7 +49,7 @@ def detect(row: Any, columns: dict[str, str]) -> str:
                      "keys: {keys}").format(keys=", ".join(sorted(map(str, row))[:8])))
 
 
-def _text(v: Any, what: str) -> str:
+def _text(v: JSON, what: str) -> str:
     if v is None:
         return ""
     if isinstance(v, str):
@@ -67,7 +67,7 @@ def _text(v: Any, what: str) -> str:
     raise RowError(_("{what} must be text, got {type}").format(what=what, type=type(v).__name__))
 
 
-def to_turns(row: Any, fmt: str, columns: dict[str, str]) -> list[Turn]:
+def to_turns(row: JSON, fmt: str, columns: dict[str, str]) -> list[Turn]:
     """The conversation of one row as ``(role, content)`` turns, ending with an assistant turn."""
     if fmt == "auto":
         fmt = detect(row, columns)

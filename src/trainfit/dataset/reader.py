@@ -16,11 +16,12 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Callable, Iterator, NoReturn
 
 from trainfit import inputs
 from trainfit.errors import DatasetError, MissingExtraError
 from trainfit.i18n import _
+from trainfit.json_types import JSON
 
 MAX_LINE_BYTES = 16 * 2**20
 MAX_JSON_BYTES = 512 * 2**20
@@ -64,11 +65,11 @@ def kind_of(path: str) -> str:
                        fix=_("pass a .jsonl, .json (a list of rows) or .parquet file in ms-swift / LLaMA-Factory format"))
 
 
-def _no_constant(name: str) -> Any:
+def _no_constant(name: str) -> NoReturn:
     raise ValueError(_("{name} is not JSON").format(name=name))
 
 
-def _parse(raw: bytes) -> Any:
+def _parse(raw: bytes) -> JSON:
     """One JSON row (the C parser; nesting too deep for it is a RecursionError, reported as a bad row)."""
     try:
         return json.loads(raw, parse_constant=_no_constant)
@@ -77,7 +78,7 @@ def _parse(raw: bytes) -> Any:
 
 
 def iter_jsonl(path: str, progress: Callable[[int], None] | None = None,
-               wanted: Callable[[int], bool] | None = None) -> Iterator[tuple[int, Any]]:
+               wanted: Callable[[int], bool] | None = None) -> Iterator[tuple[int, JSON | BadRow]]:
     """(line number, row or BadRow) for every non-empty line; ``wanted(line)`` False skips parsing."""
     _regular(path)
     with open(path, "rb") as f:
@@ -114,7 +115,7 @@ def iter_jsonl(path: str, progress: Callable[[int], None] | None = None,
             yield from _one_line(lineno, buf, wanted)
 
 
-def _one_line(lineno: int, raw: bytes, wanted: Callable[[int], bool] | None) -> Iterator[tuple[int, Any]]:
+def _one_line(lineno: int, raw: bytes, wanted: Callable[[int], bool] | None) -> Iterator[tuple[int, JSON | BadRow]]:
     if not raw.strip():
         return
     if wanted is not None and not wanted(lineno):
@@ -134,7 +135,7 @@ def count_lines(path: str) -> int:
     return n
 
 
-def iter_json(path: str, progress: Callable[[int], None] | None = None) -> Iterator[tuple[int, Any]]:
+def iter_json(path: str, progress: Callable[[int], None] | None = None) -> Iterator[tuple[int, JSON | BadRow]]:
     text = inputs.read_text_file(path, max_bytes=MAX_JSON_BYTES, what=_("dataset"), error=DatasetError,
                                  fix=_("convert a large JSON list to JSON Lines (one row per line)"))
     if progress:
@@ -149,7 +150,7 @@ def iter_json(path: str, progress: Callable[[int], None] | None = None) -> Itera
         yield i, row
 
 
-def iter_parquet(path: str, progress: Callable[[int], None] | None = None) -> Iterator[tuple[int, Any]]:
+def iter_parquet(path: str, progress: Callable[[int], None] | None = None) -> Iterator[tuple[int, JSON | BadRow]]:
     try:
         import pyarrow.parquet as pq
     except ImportError:
@@ -170,7 +171,7 @@ def iter_parquet(path: str, progress: Callable[[int], None] | None = None) -> It
 
 
 def iter_rows(path: str, progress: Callable[[int], None] | None = None,
-              wanted: Callable[[int], bool] | None = None) -> Iterator[tuple[int, Any]]:
+              wanted: Callable[[int], bool] | None = None) -> Iterator[tuple[int, JSON | BadRow]]:
     _regular(path)
     kind = kind_of(path)
     if kind == "jsonl":

@@ -7,13 +7,14 @@ from __future__ import annotations
 import random
 from array import array
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Callable
 
 from trainfit.dataset import formats, reader
-from trainfit.dataset.stats import DatasetStats, summarize
+from trainfit.dataset.stats import RowProblem, DatasetStats, summarize
 from trainfit.dataset.template import TokenCounter
 from trainfit.errors import DatasetError
 from trainfit.i18n import _
+from trainfit.json_types import JSON
 
 MAX_ERRORS_KEPT = 20
 
@@ -35,7 +36,7 @@ def scan(req: ScanRequest, progress: Callable[[int], None] | None = None) -> Dat
     columns = req.columns or {}
     lengths = array("I")
     loss = array("I")
-    errors: list[dict[str, Any]] = []
+    errors: list[RowProblem] = []
     kinds: dict[str, int] = {}
     keys: set[str] = set()
     bad = 0
@@ -97,7 +98,7 @@ def scan(req: ScanRequest, progress: Callable[[int], None] | None = None) -> Dat
                      errors=errors, formats=kinds, columns=columns, keys=sorted(keys))
 
 
-def row_format(row: Any, fmt: str, columns: dict[str, str]) -> str:
+def row_format(row: JSON, fmt: str, columns: dict[str, str]) -> str:
     """The format of a row as a launcher's dataset description needs it: messages, sharegpt, alpaca
     (instruction/input/output) or alpaca-query (ms-swift's query/response)."""
     kind = formats.detect(row, columns) if fmt == "auto" else fmt

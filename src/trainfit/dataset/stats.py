@@ -20,8 +20,10 @@ import math
 import random
 from array import array
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
+
 from trainfit.errors import DatasetError
+from trainfit.json_types import JSON, JSONLike
 
 SCHEMA = "trainfit.datastats/1"
 PERCENTILES = (50, 90, 95, 99)
@@ -75,6 +77,24 @@ def padded_tokens(lengths: list[int] | array, micro_batch: int, capacity: int, s
     return total
 
 
+class Cutoff(TypedDict):
+    """Truncation and packing figures at one cut-off length (:meth:`DatasetStats.at`)."""
+
+    seq_len: int
+    truncated_share: float
+    tokens_after_cut: int
+    packed_sequences: int
+    packing_efficiency: float
+
+
+class RowProblem(TypedDict):
+    """One malformed row: its file, line and what is wrong."""
+
+    file: str
+    line: int
+    why: str
+
+
 @dataclass(frozen=True, kw_only=True)
 class DatasetStats:
     """What ``trainfit data`` measured (or estimated from a sample) for one dataset, one tokenizer, one cut-off."""
@@ -111,13 +131,13 @@ class DatasetStats:
     """Real tokens / (packed sequences x seq_len)."""
     padding_waste: dict[str, float]
     """Micro-batch -> share of processed tokens that are padding without packing."""
-    cutoffs: list[dict[str, Any]] = field(default_factory=list)
+    cutoffs: list[Cutoff] = field(default_factory=list)
     """The same truncation and packing figures at other cut-off lengths (powers of two from 256 to the first at or
     above the longest sample): {"seq_len", "truncated_share", "tokens_after_cut", "packed_sequences",
     "packing_efficiency"}, so ``plan --dataset --seq-len N`` can choose without reading the data again."""
     tokens_ci95: tuple[float, float] | None = None
     """95 % interval of ``tokens_total`` when it is estimated from a sample."""
-    errors: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[RowProblem] = field(default_factory=list)
     """The first malformed rows: {"file", "line", "why"}."""
     formats: dict[str, int] = field(default_factory=dict)
     """Counted rows per format (messages, sharegpt, alpaca: instruction/input/output, alpaca-query: query/response),
@@ -131,15 +151,15 @@ class DatasetStats:
         """The one format every counted row has (None when they differ or it was not recorded)."""
         return next(iter(self.formats)) if len(self.formats) == 1 else None
 
-    def to_dict(self) -> dict[str, Any]:
-        d = {"schema": SCHEMA}
+    def to_dict(self) -> dict[str, JSONLike]:
+        d: dict[str, JSONLike] = {"schema": SCHEMA}
         for k, v in self.__dict__.items():
             d[k] = list(v) if isinstance(v, tuple) else v
         d["histogram"] = [list(h) for h in self.histogram]
         return d
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "DatasetStats":
+    def from_dict(cls, d: JSON) -> "DatasetStats":
         from trainfit.i18n import _
 
         if not isinstance(d, dict) or d.get("schema") != SCHEMA:
@@ -175,7 +195,7 @@ class DatasetStats:
             raise DatasetError(_("dataset stats file is incomplete or wrong: {error}").format(error=e),
                                fix=_("write it again with `trainfit data ... --json`")) from None
 
-    def at(self, seq_len: int) -> dict[str, Any]:
+    def at(self, seq_len: int) -> Cutoff:
         """Truncation and packing figures at cut-off ``seq_len`` (the main one or one of :attr:`cutoffs`)."""
         if seq_len == self.seq_len:
             return {"seq_len": self.seq_len, "truncated_share": self.truncated_share,
@@ -207,7 +227,7 @@ class DatasetStats:
 
 def summarize(lengths: array, loss_lengths: array, *, seq_len: int, rows: int, skipped: int, population: int,
               files: tuple[str, ...], tokenizer: str, template: str | None,
-              errors: list[dict[str, Any]], formats: dict[str, int] | None = None,
+              errors: list[RowProblem], formats: dict[str, int] | None = None,
               columns: dict[str, str] | None = None, keys: list[str] | None = None) -> DatasetStats:
     """Stats of counted samples; when they are a sample of ``population`` rows, totals are scaled with a 95 %
     interval (finite-population correction)."""
@@ -245,7 +265,7 @@ def summarize(lengths: array, loss_lengths: array, *, seq_len: int, rows: int, s
         padded = padded_tokens(lengths, mb, seq_len)
         waste[str(mb)] = round(1.0 - cut_total / padded, 6) if padded else 0.0
     scaled = lambda x: math.ceil(x * scale)  # noqa: E731
-    cutoffs = []
+    cutoffs: list[Cutoff] = []
     cap = 256
     while True:
         if cap != seq_len:

@@ -13,11 +13,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 from trainfit import inputs
 from trainfit.errors import DatasetError, MissingExtraError
 from trainfit.i18n import N_, _, translate
+from trainfit.json_types import JSONLike
 
 _MAX_TOKENIZER_BYTES = 64 * 2**20
 _MAX_CONFIG_BYTES = 4 * 2**20
@@ -60,7 +61,8 @@ class TokenCounter:
         return total, loss
 
 
-def _tojson(x: Any, ensure_ascii: bool = False, indent: int | None = None, separators: Any = None,
+def _tojson(x: JSONLike, ensure_ascii: bool = False, indent: int | None = None,
+            separators: tuple[str, str] | None = None,
             sort_keys: bool = False) -> str:
     return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
 

@@ -37,15 +37,19 @@ import sys
 import time
 from collections import deque
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import torch
 from transformers import TrainerCallback
 
 from trainfit.i18n import _
+from trainfit.json_types import JSONScalar
 from trainfit.watch.checkpoint import mark_complete, mark_saving
 from trainfit.watch.metrics import GIB, METRICS
 from trainfit.watch.protocol import RESTART_EXIT_CODE, STOP_FILE_ENV, ack_path, write_json_atomic, RESUME_ENV
+
+if TYPE_CHECKING:
+    from prometheus_client import Gauge
 
 
 def _dist():
@@ -198,15 +202,15 @@ class TrainfitCallback(TrainerCallback):
         """True when on_train_begin had to reload converted (MoE) weights, see repair_converted_resume."""
         self.stopped = False
         """True once a stop request was honoured (checkpoint saved, training stopped)."""
-        self.records: deque[dict[str, Any]] = deque(maxlen=10_000)
+        self.records: deque[dict[str, JSONScalar]] = deque(maxlen=10_000)
         """The last 10,000 step records of this process (also on ranks that write no file)."""
         self._stopping = False
         self._file = None
-        self._pending: dict[str, Any] | None = None
+        self._pending: dict[str, JSONScalar] | None = None
         self._mark = time.perf_counter()
         self._step_begin: float | None = None
         self._tokens_begin: int | None = None
-        self._gauges: dict[str, Any] = {}
+        self._gauges: dict[str, Gauge] = {}
         self._server = None
         self._nvml: _NVML | None = None
         self._writer = False
@@ -289,7 +293,7 @@ class TrainfitCallback(TrainerCallback):
         begin = self._step_begin if self._step_begin is not None else now
         compute = now - begin
         wait = getattr(self, "_data_wait", 0.0)
-        rec: dict[str, Any] = {"step": state.global_step, "time_unix": time.time(),
+        rec: dict[str, JSONScalar] = {"step": state.global_step, "time_unix": time.time(),
                                "step_seconds": wait + compute, "compute_seconds": compute,
                                "data_wait_seconds": wait}
         if self.tokens_per_step is not None:
@@ -385,7 +389,7 @@ class TrainfitCallback(TrainerCallback):
                     self._gauges[m.key].labels(rank=str(self._rank)).set(float(v) * m.prom_scale)
         self._write(rec)
 
-    def _write(self, rec: dict[str, Any]) -> None:
+    def _write(self, rec: dict[str, JSONScalar]) -> None:
         if self._file is None:
             return
         self._file.write(json.dumps(rec, allow_nan=True) + "\n")

@@ -18,7 +18,7 @@ from trainfit.errors import InputError, RenderError, did_you_mean
 from trainfit.estimate.hardware import kernel_gaps
 from trainfit.estimate.states import pure_bf16_warning
 from trainfit.i18n import _
-from trainfit.json_types import JSONDict
+from trainfit.json_types import JSONObject
 from trainfit.launch._common import comment_text
 from trainfit.launch._context import (CKPT_MOUNT, DEFAULT_DATASET, PAI_IMAGE, PLACEHOLDER, RenderContext,
                                       RenderOptions, is_lingjun_type, model_repo_id, slug)
@@ -61,7 +61,7 @@ class RenderResult:
     """A rendered target whose engine differs from the one the plan's speed figures assume
     (:func:`trainfit.launch.targets.engine_mismatch`), and kernels the plan's GPU cannot run."""
 
-    def to_dict(self) -> JSONDict:
+    def to_dict(self) -> JSONObject:
         return {"files": sorted(self.files), "skipped": dict(self.skipped), "summary": self.context.summary_dict(),
                 "warnings": list(self.warnings)}
 

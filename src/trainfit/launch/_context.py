@@ -15,7 +15,7 @@ from trainfit import i18n, inputs
 from trainfit.errors import TrainfitError
 from trainfit.estimate.uncertainty import format_probability
 from trainfit.i18n import N_, _, translate
-from trainfit.json_types import JSONDict
+from trainfit.json_types import JSONObject
 from trainfit.launch._plan_notes import packing_line, save_steps
 from trainfit.models import get_model
 from trainfit.models.shapes import ModelShape
@@ -203,7 +203,7 @@ class RenderContext:
             return self.learning_rate
         return 1e-5 if self.workload.method in ("full", "freeze") else 1e-4
 
-    def summary_dict(self) -> JSONDict:
+    def summary_dict(self) -> JSONObject:
         """The plan's numbers as ``render --json`` reports them (memory, fit, speed, cost, steps)."""
         p = self.plan
         iv, sp, tc = p.intervals(), p.speed, p.time_cost

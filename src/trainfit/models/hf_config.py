@@ -14,16 +14,17 @@ config classes, version 5.24):
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Mapping
 
 from trainfit.errors import ModelConfigError
 from trainfit.i18n import _
 from trainfit.models.shapes import ModelShape
+from trainfit.json_types import JSON
 
 SUPPORTED_MODEL_TYPES = ("qwen3", "qwen3_moe", "qwen3_next", "qwen2", "qwen2_moe", "llama", "mistral")
 
 
-def _req(cfg: Mapping[str, Any], key: str, name: str) -> Any:
+def _req(cfg: Mapping[str, JSON], key: str, name: str) -> JSON:
     if key not in cfg or cfg[key] is None:
         raise ModelConfigError(_("{name}: config has no '{key}'").format(name=name, key=key),
                                fix=_("pass a complete Hugging Face config.json"))
@@ -42,7 +43,7 @@ _FIELD_OF = {"hidden_size": "hidden_size", "num_attention_heads": "num_heads", "
              "linear_conv_kernel_dim": "linear_conv_kernel_dim"}
 
 
-def _num(cfg: Mapping[str, Any], key: str, name: str, *, required: bool = False, default: int = 0,
+def _num(cfg: Mapping[str, JSON], key: str, name: str, *, required: bool = False, default: int = 0,
          lo: int | None = None, hi: int | None = None) -> int:
     """An integer field through the input gate, inside its documented range (a wrong type, ``1e9`` layers or zero
     heads is one :class:`ModelConfigError`, never a ZeroDivisionError or a hang)."""
@@ -61,7 +62,7 @@ def _num(cfg: Mapping[str, Any], key: str, name: str, *, required: bool = False,
                                fix=_("pass a real Hugging Face config.json")) from None
 
 
-def _moe_layers(cfg: Mapping[str, Any], n_layers: int, name: str) -> tuple[int, ...]:
+def _moe_layers(cfg: Mapping[str, JSON], n_layers: int, name: str) -> tuple[int, ...]:
     step = _num(cfg, "decoder_sparse_step", name, default=1, lo=1, hi=1000)
     only_raw = cfg.get("mlp_only_layers") or []
     if not isinstance(only_raw, list) or len(only_raw) > n_layers:
@@ -71,7 +72,7 @@ def _moe_layers(cfg: Mapping[str, Any], n_layers: int, name: str) -> tuple[int, 
     return tuple(i for i in range(n_layers) if i not in only and (i + 1) % step == 0)
 
 
-def _flag(cfg: Mapping[str, Any], key: str, name: str) -> bool:
+def _flag(cfg: Mapping[str, JSON], key: str, name: str) -> bool:
     v = cfg.get(key, False)
     if v is None:
         return False
@@ -82,7 +83,7 @@ def _flag(cfg: Mapping[str, Any], key: str, name: str) -> bool:
     return v
 
 
-def from_hf_config(cfg: Mapping[str, Any], *, name: str | None = None, source: str = "") -> ModelShape:
+def from_hf_config(cfg: Mapping[str, JSON] | JSON, *, name: str | None = None, source: str = "") -> ModelShape:
     """Turn a config dict into a :class:`ModelShape` (raises :class:`ModelConfigError`)."""
     if not isinstance(cfg, Mapping):
         raise ModelConfigError(_("config.json must hold a JSON object"))
@@ -102,7 +103,7 @@ def from_hf_config(cfg: Mapping[str, Any], *, name: str | None = None, source: s
         V = _num(cfg, "vocab_size", name, required=True)
         tie = _flag(cfg, "tie_word_embeddings", name)
         inter = _num(cfg, "intermediate_size", name)
-        kw: dict[str, Any] = dict(
+        kw: dict[str, str | int | bool | tuple[int, ...]] = dict(
             name=name, model_type=mt, hidden_size=h, intermediate_size=inter, num_layers=L, num_heads=nh,
             num_kv_heads=nkv, head_dim=hd, vocab_size=V, tie_word_embeddings=tie,
             max_position_embeddings=_num(cfg, "max_position_embeddings", name), source=source,
@@ -152,7 +153,7 @@ def from_hf_config(cfg: Mapping[str, Any], *, name: str | None = None, source: s
 MAX_CONFIG_BYTES = 1 * 2**20
 
 
-def _display_name(raw: Any) -> str:
+def _display_name(raw: JSON) -> str:
     """A model name safe to print and to write into job files: the characters of a repo id, at most 100."""
     import re
 

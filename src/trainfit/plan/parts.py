@@ -15,7 +15,7 @@ from typing import Literal, Mapping
 
 from trainfit.catalog.gpus import GPU
 from trainfit.catalog.instances import Instance
-from trainfit.json_types import JSON, JSONDict
+from trainfit.json_types import JSON, JSONObject
 
 #: What a scalar field holds, from its annotation.
 ScalarKind = Literal["number", "count", "flag", "text"]
@@ -51,7 +51,7 @@ def scalar_fields(cls: type) -> tuple[ScalarField, ...]:
     return tuple(out)
 
 
-def scalars_of(part: object) -> JSONDict:
+def scalars_of(part: object) -> JSONObject:
     """A part's scalar fields as JSON, in declaration order."""
     return {f.name: getattr(part, f.name) for f in scalar_fields(type(part))}
 
@@ -105,7 +105,7 @@ class Speed:
     calibration: str | None = None
     """The measured speed calibration the estimate used ("calibrated on <GPU> (<family> engine), <date>: ..." from
     ``trainfit calibrate``), None = the fitted engine model alone."""
-    speed_interval: JSONDict | None = None
+    speed_interval: JSONObject | None = None
     """Prediction interval of the speed (:class:`trainfit.estimate.uncertainty.Interval` as a dict: ``p10``,
     ``p50``, ``p90`` of measured / predicted tokens/s for the plan's regime, the group, ``out_of_domain`` and a
     ``note``); tokens/s, MFU, step time, hours, GPU-hours and cost ranges follow from it. None when there is no

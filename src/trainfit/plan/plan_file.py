@@ -16,7 +16,7 @@ from trainfit.dataset.budget import DataBudget
 from trainfit.errors import InputError, PlanFileError
 from trainfit.estimate.uncertainty import Interval
 from trainfit.i18n import _
-from trainfit.json_types import JSONDict
+from trainfit.json_types import JSONObject
 from trainfit.plan.parts import ScalarField
 
 
@@ -139,7 +139,7 @@ def data_budget(d: object) -> DataBudget | None:
     return DataBudget.from_dict(d)
 
 
-def speed_interval(d: object) -> JSONDict | None:
+def speed_interval(d: object) -> JSONObject | None:
     """A plan file's ``speed_interval`` checked (finite positive quantiles in order), or None."""
     if d is None:
         return None

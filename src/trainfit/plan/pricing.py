@@ -16,7 +16,7 @@ from trainfit.i18n import _, translate
 from trainfit.plan.parts import Cost
 from trainfit.catalog.instances import Instance
 from trainfit.catalog.prices import PriceRow, price_for_instance, HOURS_PER_MONTH, regional_prices
-from trainfit.json_types import JSONDict
+from trainfit.json_types import JSONObject
 from trainfit.estimate.uncertainty import Interval, format_range
 from trainfit.providers.registry import provider_spec
 
@@ -210,12 +210,12 @@ def _few(items: list[str], n: int = 6) -> str:
     return ", ".join(items)
 
 
-def region_prices(plans: Sequence[Plan]) -> list[JSONDict]:
+def region_prices(plans: Sequence[Plan]) -> list[JSONObject]:
     """The same plans priced in every region that states a price for their instance type (``plan
     --compare-regions``): per plan, one entry per region, cheapest first. The plan's hours do not depend on the
     region; the cost is its instance-hours x the region's price (x the plan's spot fraction on spot, assumed the
     same in every region), with its p10/p50/p90 (``cost_interval``) from the plan's speed interval."""
-    out: list[JSONDict] = []
+    out: list[JSONObject] = []
     for i, p in enumerate(plans):
         inst = p.placement.instance
         if inst is None:

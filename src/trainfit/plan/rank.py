@@ -16,7 +16,7 @@ from typing import Literal
 from trainfit.estimate.fit import OOM_RISK_LIMIT
 from trainfit.estimate.uncertainty import format_probability, format_range, ranges_overlap
 from trainfit.i18n import N_, _, translate
-from trainfit.json_types import JSONDict
+from trainfit.json_types import JSONObject
 from trainfit.plan.request import PlanRequest
 from trainfit.plan.types import Plan
 from trainfit.providers.registry import ProviderSpec, provider_spec
@@ -104,7 +104,7 @@ class Ranking:
     price_fix_by_provider: tuple[tuple[str, str], ...] = ()
     """(provider, how to price its rows) for the providers of the unpriced rows."""
 
-    def to_dict(self) -> JSONDict:
+    def to_dict(self) -> JSONObject:
         return {"basis": self.basis, "currency": self.currency, "summary": self.summary, "why_first": self.why_first,
                 "ties": list(self.ties), "unpriced": list(self.unpriced), "price_fix": self.price_fix,
                 "price_fix_by_provider": dict(self.price_fix_by_provider)}

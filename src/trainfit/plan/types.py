@@ -21,7 +21,7 @@ from trainfit.estimate.memory import MemoryEstimate
 from trainfit.estimate.states import precision_mode
 from trainfit.estimate.uncertainty import Interval, memory_range
 from trainfit.i18n import _
-from trainfit.json_types import JSON, JSONDict, Quantiles
+from trainfit.json_types import JSON, JSONObject, Quantiles
 from trainfit.launch.targets import plan_targets
 from trainfit.models.shapes import ModelShape, model_from_dict
 from trainfit.plan.parts import Cost, Placement, Speed, scalar_fields, scalars_from, scalars_of
@@ -107,7 +107,7 @@ class Plan:
     mfu = _PartView["float | None"]("speed")
     framework = _PartView["str | None"]("speed")
     calibration = _PartView["str | None"]("speed")
-    speed_interval = _PartView["JSONDict | None"]("speed")
+    speed_interval = _PartView["JSONObject | None"]("speed")
     tokens = _PartView["float | None"]("time_cost")
     hours = _PartView["float | None"]("time_cost")
     gpu_hours = _PartView["float | None"]("time_cost")
@@ -189,7 +189,7 @@ class Plan:
             return None
         return max(1, math.ceil(tokens / (wl.global_batch * wl.seq_len)))
 
-    def settings(self) -> JSONDict:
+    def settings(self) -> JSONObject:
         w = self.workload
         return {"strategy": w.strategy, "offload": w.offload, "grad_ckpt": w.grad_ckpt, "micro_batch": w.micro_batch,
                 "grad_accum": w.grad_accum, "gpus": w.gpus, "gpus_per_node": w.gpus_per_node, "tp": w.tp,
@@ -200,7 +200,7 @@ class Plan:
                 "tokens_per_step": w.global_batch * w.seq_len}
 
     # ------------------------------------------------------------------------------------------ JSON
-    def to_dict(self) -> JSONDict:
+    def to_dict(self) -> JSONObject:
         """Lossless JSON-ready dict, one flat object: the summary first (what tables and scripts read: every scalar
         field of the parts under its own name, with the views between them), then the typed records. Which keys
         it writes follows the parts' fields (:func:`~trainfit.plan.parts.scalar_fields`, checked by the tests);
@@ -322,10 +322,10 @@ class Rejection:
     """The fix as option changes a program can apply: alternatives, each {option name: value} (None = drop the
     option), in the words of ``options.py`` (``{"allow_fp16": True}`` is ``--allow-fp16``); empty when the fix is
     not a change of options (a catalog overlay, a quota raise)."""
-    tried: JSONDict | None = None
+    tried: JSONObject | None = None
     """``memory``: the settings of the closest miss (``Workload.to_dict()``), which ``trainfit memory`` judges alike."""
 
-    def to_dict(self) -> JSONDict:
+    def to_dict(self) -> JSONObject:
         return {"instance_type": self.instance_type, "provider": self.provider, "code": self.code,
                 "reason": self.reason, "fix": self.fix, "fix_options": [dict(o) for o in self.fix_options],
                 "tried": self.tried}
@@ -340,7 +340,7 @@ class PlanResult:
     pareto: tuple[int, ...]
     """Indices into ``plans`` on the time-vs-cost frontier (GPU-hours stand in for cost without prices)."""
     notes: tuple[str, ...] = field(default=())
-    region_prices: tuple[JSONDict, ...] = field(default=())
+    region_prices: tuple[JSONObject, ...] = field(default=())
     """``plan --compare-regions``: per plan, its cost in every region with a price (:func:`~trainfit.plan.pricing.
     region_prices`); empty otherwise."""
     ranking: Ranking | None = None
@@ -350,7 +350,7 @@ class PlanResult:
     def best(self) -> Plan | None:
         return self.plans[0] if self.plans else None
 
-    def to_dict(self) -> JSONDict:
+    def to_dict(self) -> JSONObject:
         req = self.request
         wl = req.workload
         w = {k: v for k, v in wl.to_dict().items() if k not in PIN_FIELDS or k in req.pins}

@@ -14,7 +14,7 @@ from an answer of the service.
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, TypeVar
+from typing import Callable, TypeVar
 
 from trainfit.errors import NetworkError
 from trainfit.i18n import _, translate
@@ -36,7 +36,7 @@ _TRANSPORT_WORDS = ("max retries exceeded", "connection refused", "connection re
 def call_with_deadline(fn: Callable[[], T], *, timeout_s: float, what: str, fix: str | None = None) -> T:
     """``fn()`` if it finishes within ``timeout_s`` seconds in total, else :class:`NetworkError`.
     Exceptions of ``fn`` are raised as they are (the caller classifies them)."""
-    box: dict[str, Any] = {}
+    box: dict[str, T | BaseException] = {}
 
     def run() -> None:
         try:

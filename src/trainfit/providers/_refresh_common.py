@@ -12,7 +12,7 @@ import datetime as _dt
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Callable, Mapping, TypeVar
 
 from trainfit.errors import CatalogError, NetworkError, TrainfitError
 from trainfit.i18n import _, translate
@@ -21,6 +21,12 @@ from trainfit.catalog.prices import reset_price_cache, parse_price_rows
 from trainfit.catalog.cache import CACHE_FORMAT, write_cache_atomic
 from trainfit.catalog.gpus import normalize_gpu_name
 from trainfit.providers._net import call_with_deadline
+from trainfit.json_types import JSONLike, JSONObject
+
+if TYPE_CHECKING:
+    from trainfit.catalog import GPU, Column
+
+T = TypeVar("T")
 
 
 def short(e: BaseException | str, n: int = 300) -> str:
@@ -58,7 +64,7 @@ class Deadline:
                 fix=_("retry with a larger --timeout, or limit the instance types; the cache was left as it was"))
         return min(self.per_call_s, left)
 
-    def run(self, fn: Any) -> Any:
+    def run(self, fn: Callable[[], T]) -> T:
         """``fn()`` bounded by the time left of the whole refresh: a watchdog cuts off a server that trickles bytes
         (each read succeeds, so per-call socket timeouts alone never fire)."""
         return call_with_deadline(fn, timeout_s=max(0.05, self.remaining_s()), what=self.what,
@@ -121,16 +127,16 @@ def now_iso() -> str:
     return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
 
 
-def write_cache(path: Path, *, provider: str, region: str, sdk: str, gpus: list[dict[str, Any]] | None = None,
-                instances: list[dict[str, Any]] | None = None, prices: list[dict[str, Any]] | None = None,
-                extra: dict[str, Any] | None = None) -> str:
+def write_cache(path: Path, *, provider: str, region: str, sdk: str, gpus: list[dict[str, str]] | None = None,
+                instances: list[dict[str, str]] | None = None, prices: list[dict[str, str]] | None = None,
+                extra: Mapping[str, JSONLike] | None = None) -> str:
     """Validate nothing more and write a ``trainfit-refresh/1`` cache atomically; returns fetched_at.
 
     Callers validate every row before calling this (nothing is written on any problem). ``extra``: more top-level
     keys (metadata such as a price list's version; readers ignore keys they do not know).
     """
     fetched = now_iso()
-    payload: dict[str, Any] = {"format": CACHE_FORMAT, "provider": provider, "region": region,
+    payload: dict[str, JSONLike] = {"format": CACHE_FORMAT, "provider": provider, "region": region,
                                "fetched_at": fetched, "sdk": sdk, "gpus": gpus or [], "instances": instances or []}
     if prices is not None:
         payload["prices"] = prices
@@ -151,7 +157,7 @@ def sdk_version(dist: str) -> str:
         return dist
 
 
-def resolve_gpu(spec: str | None, mem_gib: float | None, index: dict) -> tuple[Any, str]:
+def resolve_gpu(spec: str | None, mem_gib: float | None, index: dict[str, GPU]) -> tuple[GPU | None, str]:
     """(catalog GPU or None, note) for a GPU name reported by a cloud API plus its per-GPU memory (GiB).
 
     A bare family name resolves to the catalog's flagship variant (``A100`` -> the 80 GB SXM part), which is
@@ -172,8 +178,8 @@ def resolve_gpu(spec: str | None, mem_gib: float | None, index: dict) -> tuple[A
                   "gpu left unset")
 
 
-def check_schema(what: str, instances: list[dict[str, Any]], gpus: list[dict[str, Any]], *,
-                 gpu_columns: Any = None) -> None:
+def check_schema(what: str, instances: list[dict[str, str]], gpus: list[dict[str, str]], *,
+                 gpu_columns: Callable[[Mapping[str, object]], tuple[Column, ...]] | None = None) -> None:
     """Check converted rows against the catalog schema (ranges, enums) before anything is written; one
     CatalogError ``<what> returned values outside the catalog schema`` listing every problem.
 
@@ -219,9 +225,9 @@ def wanted_types(in_catalog: list[tuple[str, str]], asked: list[str] | None) -> 
     return [known.get(t.lower(), (t, "ecs")) for t in asked] if asked else list(known.values())
 
 
-def write_price_cache(path: Path, price_rows: list[dict[str, Any]], *, label: str, provider: str, region: str,
+def write_price_cache(path: Path, price_rows: list[JSONObject], *, label: str, provider: str, region: str,
                       sdk: str, schema_what: str, schema_fix: str, empty: str, empty_fix: str,
-                      extra: dict[str, Any] | None = None) -> tuple[int, str]:
+                      extra: Mapping[str, JSONLike] | None = None) -> tuple[int, str]:
     """Validate ``price_rows`` against the price schema (CatalogError ``<schema_what> returned values outside
     the price schema`` listing every problem; ``empty`` when no row is left) and write them; returns (rows,
     fetched_at)."""

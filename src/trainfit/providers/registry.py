@@ -14,9 +14,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import import_module
 from pathlib import Path
-from typing import Any, Callable, Literal, Protocol, Union
+from typing import TYPE_CHECKING, Callable, Literal, Protocol, Union
 
 from trainfit.i18n import N_
+
+if TYPE_CHECKING:
+    from trainfit.json_types import YAMLValue
 
 _NAME = re.compile(r"^[a-z][a-z0-9-]{0,31}$")
 
@@ -135,7 +138,7 @@ class ProviderSpec:
     them (``applies_to``)."""
     rules_package: str | None = None
     """A package holding its ``rules.yaml`` (the built-in providers' folders)."""
-    rules: Callable[[], Any] | None = None
+    rules: Callable[[], YAMLValue] | None = None
     """Or a function returning its rules as parsed YAML (a list of rule mappings, ``rules/__init__.py`` validates
     them like the bundled ones)."""
     rents_whole_nodes: bool = True

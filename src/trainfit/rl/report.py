@@ -9,7 +9,7 @@ from trainfit.catalog.gpus import GPU
 from trainfit.catalog.instances import Instance
 from trainfit.estimate.memory import MemoryEstimate
 from trainfit.i18n import _
-from trainfit.json_types import JSONDict, Quantiles
+from trainfit.json_types import JSONObject, Quantiles
 from trainfit.models.shapes import ModelShape
 from trainfit.rl.config import RLConfig
 from trainfit.plan.hardware import gpu_class_of
@@ -29,7 +29,7 @@ class RLSuggestion:
     binding_phase: str
     why: str
 
-    def to_dict(self) -> JSONDict:
+    def to_dict(self) -> JSONObject:
         return {"change": self.change, "peak_gib": self.peak_gib, "binding_phase": self.binding_phase,
                 "why": self.why}
 
@@ -44,8 +44,8 @@ class RLTime:
     intervals: dict[str, Quantiles] | None = None
     """p10/p50/p90 of ``hours`` and ``gpu_hours`` (None without a speed interval)."""
 
-    def to_dict(self) -> JSONDict:
-        out: JSONDict = {"steps": self.steps, "hours": self.hours, "gpu_hours": self.gpu_hours}
+    def to_dict(self) -> JSONObject:
+        out: JSONObject = {"steps": self.steps, "hours": self.hours, "gpu_hours": self.gpu_hours}
         if self.intervals is not None:
             out["intervals"] = dict(self.intervals)
         return out
@@ -65,7 +65,7 @@ class RLReport:
     memory reading calibrates the rollout engine's share), as every other memory figure (issue 26)."""
     suggestions: tuple[RLSuggestion, ...] = ()
     speed: RLSpeedEstimate | None = None
-    speed_interval: JSONDict | None = None
+    speed_interval: JSONObject | None = None
     """The RL step's speed interval (:func:`~trainfit.estimate.uncertainty.rl_speed_interval`) with a speed."""
     time: RLTime | None = None
 
@@ -74,7 +74,7 @@ class RLReport:
         """The policy update's :class:`~trainfit.estimate.memory.MemoryEstimate`."""
         return self.estimate.train
 
-    def speed_dict(self) -> JSONDict | None:
+    def speed_dict(self) -> JSONObject | None:
         """The step-time split as JSON, with its interval and p10/p50/p90 of every seconds and tokens/s figure."""
         if self.speed is None:
             return None
@@ -87,10 +87,10 @@ class RLReport:
                                 and (k.endswith("_seconds") or k.endswith("_tokens_per_s"))}
         return out
 
-    def to_dict(self) -> JSONDict:
+    def to_dict(self) -> JSONObject:
         """``{"config", phases_gib, kv_pool_gib, max_concurrent_seqs, binding_phase, fits, ...}`` of the
         estimate, ``peak_interval_gib``, ``suggestions``, with a speed ``speed`` and with steps ``time``."""
-        out: JSONDict = {"config": self.config.to_dict(), **self.estimate.to_dict()}
+        out: JSONObject = {"config": self.config.to_dict(), **self.estimate.to_dict()}
         out["peak_interval_gib"] = self.peak_interval_gib
         out["suggestions"] = [s.to_dict() for s in self.suggestions]
         if self.speed is not None:
@@ -159,7 +159,7 @@ class RLMemoryReport:
         """The RL step time (None without a catalog GPU)."""
         return self.report.speed
 
-    def to_dict(self) -> JSONDict:
+    def to_dict(self) -> JSONObject:
         est = self.estimate
         out = est.train.to_dict()
         out["workload"] = self.workload.to_dict()

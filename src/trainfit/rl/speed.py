@@ -36,7 +36,7 @@ from trainfit.estimate.hardware import Hardware
 from trainfit.estimate.memory import model_state_gib
 from trainfit.estimate.speed import estimate_speed
 from trainfit.i18n import _
-from trainfit.json_types import JSONDict
+from trainfit.json_types import JSONObject
 from trainfit.models.shapes import ModelShape
 from trainfit.plan.hardware import hardware_for
 from trainfit.rl.config import RLConfig
@@ -77,9 +77,9 @@ class RLSpeedEstimate:
     node: str | None = None
     """The catalog instance type whose node (links inside it and between nodes) the step time assumed."""
 
-    def to_dict(self) -> JSONDict:
+    def to_dict(self) -> JSONObject:
         """The JSON of ``memory --rl`` and of an RL plan (seconds and tokens/s to 4 decimals, the split to 3)."""
-        d: JSONDict = {k: getattr(self, k) for k in _COUNTS}
+        d: JSONObject = {k: getattr(self, k) for k in _COUNTS}
         for k in _SECONDS:
             d[k] = round(getattr(self, k), 4)
         d["split"] = {k: round(v, 3) for k, v in self.split.items()}

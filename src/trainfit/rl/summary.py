@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Mapping
 
-from trainfit.json_types import JSONDict
+from trainfit.json_types import JSONObject
 from trainfit.rl.config import RL_FIELD_NAMES, RLConfig
 from trainfit.rl.memory import RLMemoryEstimate
 from trainfit.rl.speed import RLSpeedEstimate
@@ -46,9 +46,9 @@ class RLSummary:
                    seqs_per_step=rl.seqs_per_step, speed=None if speed is None else speed.rounded(),
                    rl_warnings=tuple(est.warnings))
 
-    def to_dict(self) -> JSONDict:
+    def to_dict(self) -> JSONObject:
         """Every RLConfig field, then this part's numbers, in field order."""
-        out: JSONDict = {f.name: getattr(self.config, f.name) for f in fields(self.config)}
+        out: JSONObject = {f.name: getattr(self.config, f.name) for f in fields(self.config)}
         for f in fields(self):
             if f.name == "config":
                 continue

@@ -21,10 +21,16 @@ import datetime as _dt
 import re
 from functools import lru_cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 from trainfit.errors import CatalogError, did_you_mean
 from trainfit.i18n import _
+from trainfit.json_types import YAMLValue
+
+if TYPE_CHECKING:
+    from typing import Unpack  # Python 3.11+: only for the checker (annotations are not evaluated)
+
+    from trainfit.catalog.instances import Instance
 
 from trainfit.providers.registry import platform_of, provider_specs, registry_version
 from trainfit.rules.types import (SEVERITIES, VERDICTS, _SEV_ORDER, JobContext, Rule,  # noqa: F401
@@ -58,7 +64,7 @@ _REQUIRED = ("id", "title", "applies_to", "check", "severity", "why", "fix", "so
 _OPTIONAL = ("claims", "verdict", "plan_blocks")
 
 
-def _optional_fields(raw: dict, w: str, kind: str, problems: list[str]) -> tuple[list, Any, Any]:
+def _optional_fields(raw: dict, w: str, kind: str, problems: list[str]) -> tuple[list, YAMLValue, YAMLValue]:
     """(claims, verdict, plan_blocks) of one raw rule, with every problem appended to ``problems``."""
     verdict = raw.get("verdict")
     if verdict is not None and str(verdict) not in VERDICTS:
@@ -75,7 +81,7 @@ def _optional_fields(raw: dict, w: str, kind: str, problems: list[str]) -> tuple
     return claims, verdict, plan_blocks
 
 
-def parse_rules(data: Any, where: str = "rules.yaml") -> tuple[list[Rule], list[str]]:
+def parse_rules(data: YAMLValue, where: str = "rules.yaml") -> tuple[list[Rule], list[str]]:
     """Typed rules and every problem found in ``data`` (the parsed YAML)."""
     problems: list[str] = []
     if not isinstance(data, dict) or not isinstance(data.get("rules"), list):
@@ -147,7 +153,7 @@ def parse_rules(data: Any, where: str = "rules.yaml") -> tuple[list[Rule], list[
     return rules, problems
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> tuple[str, ...]:
     """``PROVIDERS``: the registered providers whose platform rules live in a package folder (``rules.yaml``)."""
     if name == "PROVIDERS":
         return tuple(s.name for s in provider_specs() if s.rules_package)
@@ -221,8 +227,24 @@ def evaluate(ctx: JobContext, rules: tuple[Rule, ...] | list[Rule] | None = None
     return sorted(out, key=lambda v: _SEV_ORDER.get(v.severity, 9))
 
 
-def evaluate_instance(instance: Any, *, nodes: int = 1, gpus: int | None = None, spot: bool = False,
-                      region: str | None = None, platform: str | None = None, **kw: Any) -> list[Violation]:
+class _ContextFields(TypedDict, total=False):
+    """The other :class:`JobContext` fields :func:`evaluate_instance` takes as keywords."""
+
+    vpc: bool | None
+    job_type: str | None
+    workspace_region: str | None
+    storage: str | None
+    storage_region: str | None
+    custom_image: bool | None
+    checkpointing: bool | None
+    tp: int
+    command: str | None
+    resource_class: str | None
+
+
+def evaluate_instance(instance: Instance | str, *, nodes: int = 1, gpus: int | None = None, spot: bool = False,
+                      region: str | None = None, platform: str | None = None,
+                      **kw: Unpack[_ContextFields]) -> list[Violation]:
     """Shortcut: rules for running on ``nodes`` x ``instance`` (an Instance or an instance type name).
 
     ``gpus`` is the GPUs per node the job uses (default: all of the instance's). Other keywords are the

@@ -5,8 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING
+
 from trainfit.i18n import translate
+from trainfit.json_types import YAMLValue
+
+if TYPE_CHECKING:
+    from trainfit.catalog.instances import Instance
 
 SEVERITIES = ("error", "warning", "info")
 ERROR, WARNING, INFO = SEVERITIES
@@ -21,7 +26,7 @@ class Rule:
     applies_to: tuple[str, ...]
     """fnmatch patterns over resource classes / platforms (``pai-lingjun``, ``pai-*``, ``*``)."""
     kind: str
-    params: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    params: dict[str, YAMLValue] = field(default_factory=dict, hash=False, compare=False)
     severity: str
     why: str
     fix: str
@@ -77,7 +82,7 @@ class JobContext:
     """pai-dlc | tencent-tione | generic (matched against ``applies_to`` together with resource_class)."""
     resource_class: str | None = None
     """pai-public | pai-quota | pai-lingjun | ...; defaults to the instance's."""
-    instance: Any = None
+    instance: Instance | None = None
     """A :class:`trainfit.catalog.instances.Instance` (or None)."""
     nodes: int = 1
     gpus_per_node: int | None = None

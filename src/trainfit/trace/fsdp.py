@@ -18,21 +18,36 @@
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Iterator, TypedDict
 
 from trainfit.i18n import N_, _
 from trainfit.errors import NotTraceableError
 from trainfit.trace.runner import _decoder_layers
 
+if TYPE_CHECKING:
+    import torch
+    from torch.distributed.device_mesh import DeviceMesh
+    from torch.distributed.fsdp import MixedPrecisionPolicy
+    from trainfit.trace.tracker import StorageTracker
+    from trainfit.workload import Workload
+
 NOTE = N_("fsdp: FSDP2 fully_shard per decoder layer + root, reshard_after_forward=True, fake process group, "
           "rank 0; weights include the all-gathered (unsharded) parameters live at the peak")
 """The trace note of an FSDP run (a message id: shown through ``i18n.translate``)."""
 
-_state: dict[str, Any] = {}
+_state: dict[str, DeviceMesh] = {}
+
+
+class _ShardOptions(TypedDict, total=False):
+    """The keywords :func:`shard` passes to ``fully_shard``."""
+
+    mesh: DeviceMesh
+    reshard_after_forward: bool
+    mp_policy: MixedPrecisionPolicy
 
 
 @contextlib.contextmanager
-def fake_process_group(world_size: int) -> Iterator[Any]:
+def fake_process_group(world_size: int) -> Iterator[DeviceMesh]:
     import torch.distributed as dist
     from torch.distributed.device_mesh import init_device_mesh
     from torch.testing._internal.distributed.fake_pg import FakeStore
@@ -50,13 +65,13 @@ def fake_process_group(world_size: int) -> Iterator[Any]:
         dist.destroy_process_group()
 
 
-def shard(model: Any, w: Any) -> None:
+def shard(model: torch.nn.Module, w: Workload) -> None:
     """fully_shard each decoder layer, then the root."""
     import torch
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
     mesh = _state["mesh"]
-    kw: dict[str, Any] = {"mesh": mesh, "reshard_after_forward": True}
+    kw: _ShardOptions = {"mesh": mesh, "reshard_after_forward": True}
     if w.precision == "amp-bf16":
         kw["mp_policy"] = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
     for layer in _decoder_layers(model):
@@ -65,16 +80,16 @@ def shard(model: Any, w: Any) -> None:
 
 
 @contextlib.contextmanager
-def storage_resize_hooks(tracker: Any) -> Iterator[None]:
+def storage_resize_hooks(tracker: StorageTracker) -> Iterator[None]:
     from torch.distributed.fsdp._fully_shard import _fsdp_param, _fsdp_param_group
 
     orig_alloc, orig_free = _fsdp_param.alloc_storage, _fsdp_param.free_storage
 
-    def alloc_storage(tensor: Any) -> None:
+    def alloc_storage(tensor: torch.Tensor) -> None:
         orig_alloc(tensor)
         tracker.resized(tensor)
 
-    def free_storage(tensor: Any) -> None:
+    def free_storage(tensor: torch.Tensor) -> None:
         orig_free(tensor)
         tracker.resized(tensor)
 
@@ -89,7 +104,7 @@ def storage_resize_hooks(tracker: Any) -> Iterator[None]:
         _fsdp_param_group.alloc_storage = orig_alloc
 
 
-def register_unsharded(model: Any, tracker: Any) -> None:
+def register_unsharded(model: torch.nn.Module, tracker: StorageTracker) -> None:
     """Mark the all-gather output buffers (unsharded parameters) as weights."""
     from torch.distributed.fsdp import FSDPModule
 

@@ -7,16 +7,21 @@ RoPE settings and the like keep their transformers defaults, which do not change
 from __future__ import annotations
 
 import contextlib
-from typing import Any
+from typing import TYPE_CHECKING, Iterator
 
 from trainfit.errors import NotTraceableError
 from trainfit.i18n import _
 from trainfit.models.shapes import ModelShape
+from trainfit.json_types import JSON
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import PretrainedConfig, PreTrainedModel
 
 
-def hf_config_kwargs(shape: ModelShape) -> dict[str, Any]:
+def hf_config_kwargs(shape: ModelShape) -> dict[str, JSON]:
     """Keyword arguments of the transformers config class for ``shape``."""
-    kw: dict[str, Any] = dict(
+    kw: dict[str, JSON] = dict(
         vocab_size=shape.vocab_size,
         hidden_size=shape.hidden_size,
         num_hidden_layers=shape.num_layers,
@@ -62,7 +67,7 @@ def hf_config_kwargs(shape: ModelShape) -> dict[str, Any]:
     return kw
 
 
-def hf_config(shape: ModelShape, *, attn_implementation: str = "sdpa") -> Any:
+def hf_config(shape: ModelShape, *, attn_implementation: str = "sdpa") -> PretrainedConfig:
     """A transformers ``PretrainedConfig`` for ``shape``."""
     import transformers
 
@@ -79,7 +84,7 @@ def hf_config(shape: ModelShape, *, attn_implementation: str = "sdpa") -> Any:
     return cfg
 
 
-def model_class(shape: ModelShape) -> Any:
+def model_class(shape: ModelShape) -> type[PreTrainedModel]:
     import transformers
 
     classes = {
@@ -91,7 +96,7 @@ def model_class(shape: ModelShape) -> Any:
 
 
 @contextlib.contextmanager
-def default_dtype(dtype: Any):
+def default_dtype(dtype: torch.dtype) -> Iterator[None]:
     import torch
 
     old = torch.get_default_dtype()
@@ -102,7 +107,8 @@ def default_dtype(dtype: Any):
         torch.set_default_dtype(old)
 
 
-def build_model(shape: ModelShape, *, dtype: Any, attn_implementation: str, init_weights: bool) -> Any:
+def build_model(shape: ModelShape, *, dtype: torch.dtype, attn_implementation: str, init_weights: bool
+                ) -> PreTrainedModel:
     """Instantiate the model on the current (fake or real) "cpu" device, weights in ``dtype``.
 
     ``init_weights=False`` skips transformers' and torch's init kernels (``no_init_weights``), which also

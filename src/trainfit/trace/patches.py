@@ -16,10 +16,15 @@ real tensors. Each is a context manager that restores what it changed.
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator
+from types import ModuleType
+from typing import TYPE_CHECKING, Callable, Iterator
+
+if TYPE_CHECKING:
+    import torch
+    from peft.tuners.tuners_utils import BaseTunerLayer
 
 
-def _is_fake(t: Any) -> bool:
+def _is_fake(t: torch.Tensor | None) -> bool:
     from torch._subclasses.fake_tensor import FakeTensor
 
     return isinstance(t, FakeTensor)
@@ -31,7 +36,7 @@ def unpacked_sequences() -> Iterator[None]:
 
     orig = masking_utils.find_packed_sequence_indices
 
-    def find_packed_sequence_indices(position_ids: Any) -> Any:
+    def find_packed_sequence_indices(position_ids: torch.Tensor) -> torch.Tensor | None:
         if _is_fake(position_ids):
             return None  # unpacked batches only (trainfit traces one sequence per sample)
         return orig(position_ids)
@@ -50,7 +55,7 @@ def peft_fake_moves() -> Iterator[None]:
 
     orig_swap = torch.utils.swap_tensors
 
-    def swap_tensors(t1: Any, t2: Any) -> Any:
+    def swap_tensors(t1: torch.Tensor, t2: torch.Tensor) -> None:
         try:
             return orig_swap(t1, t2)
         except RuntimeError:
@@ -64,7 +69,7 @@ def peft_fake_moves() -> Iterator[None]:
                 t1.data = t2
             return None
 
-    patched: list[tuple[Any, str, Any]] = [(torch.utils, "swap_tensors", orig_swap)]
+    patched: list[tuple[ModuleType | type, str, Callable[..., None]]] = [(torch.utils, "swap_tensors", orig_swap)]
     torch.utils.swap_tensors = swap_tensors
     import torch.nn.modules.module as mm
 
@@ -77,7 +82,8 @@ def peft_fake_moves() -> Iterator[None]:
         base = tuners_utils.BaseTunerLayer
         orig_move = base._move_adapter_to_device_of_base_layer
 
-        def _move_adapter_to_device_of_base_layer(self: Any, adapter_name: str, device: Any = None) -> None:
+        def _move_adapter_to_device_of_base_layer(self: BaseTunerLayer, adapter_name: str,
+                                                  device: torch.device | None = None) -> None:
             try:
                 return orig_move(self, adapter_name, device)
             except RuntimeError:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+
+from trainfit.json_types import JSONLike
 
 from trainfit.estimate.terms import TENSOR_TERMS
 
@@ -22,7 +23,7 @@ class TraceResult:
     """
 
     model: str
-    workload: dict[str, Any]
+    workload: dict[str, JSONLike]
     tensor_peak_gib: float
     """Peak of live tensor bytes during the last traced step."""
     peak_bytes: int
@@ -60,7 +61,7 @@ class TraceResult:
         tokens = int(self.workload.get("seq_len", 1)) * int(self.workload.get("micro_batch", 1))
         return med / max(1, tokens)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, JSONLike]:
         """JSON with the keys of ``trainfit memory --json`` (model, params, tensor_peak_gib, peak_phase,
         breakdown_gib) plus the trace's own."""
         return {

@@ -5,7 +5,8 @@ from __future__ import annotations
 import contextlib
 import time
 import warnings
-from typing import Any, Callable
+from types import ModuleType
+from typing import TYPE_CHECKING, Callable, TypedDict
 
 from trainfit import i18n
 from trainfit.errors import MissingExtraError, NotTraceableError
@@ -15,6 +16,10 @@ from trainfit.trace.result import GIB, TraceResult
 from trainfit.workload import ALL_LINEAR, Workload
 from trainfit.trace import patches, hf_build, tracker as _tracker_module
 from trainfit.trace.hf_build import build_model
+
+if TYPE_CHECKING:
+    import torch
+    from trainfit.trace.tracker import StorageTracker
 
 _FIX = "pip install 'trainfit[trace]'"
 
@@ -92,7 +97,16 @@ def check_traceable(shape: ModelShape, w: Workload) -> None:
         pass  # FSDP on one rank is just the unsharded model (traced as such)
 
 
-def _require() -> tuple[Any, Any, Any]:
+class _Probe(TypedDict):
+    """The per-layer probe of the last step: on while its first micro-batch runs forward; live bytes at each
+    decoder layer's entry (``pre``) and exit (``post``)."""
+
+    on: bool
+    pre: dict[int, int]
+    post: dict[int, int]
+
+
+def _require() -> tuple[ModuleType, ModuleType, ModuleType | None]:
     try:
         import torch
     except ImportError:
@@ -165,10 +179,10 @@ def _quiet(stack: contextlib.ExitStack) -> None:
     stack.enter_context(patches.peft_fake_moves())
 
 
-def _build_and_wrap(shape: ModelShape, w: Workload, peft: Any, notes: list[str], *, dtype: Any, attn: str,
-                    fake: bool, init_weights: bool) -> Any:
+def _build_and_wrap(shape: ModelShape, w: Workload, peft: ModuleType | None, notes: list[str], *, dtype: torch.dtype,
+                    attn: str, fake: bool, init_weights: bool) -> torch.nn.Module:
     """The model in train mode with the method (LoRA / freeze) and activation checkpointing applied."""
-    model = build_model(shape, dtype=dtype, attn_implementation=attn, init_weights=init_weights)
+    model: torch.nn.Module = build_model(shape, dtype=dtype, attn_implementation=attn, init_weights=init_weights)
     if shape.is_moe:
         impl = getattr(model.config, "_experts_implementation", None)
         if impl == "eager" and fake:
@@ -189,8 +203,8 @@ def _build_and_wrap(shape: ModelShape, w: Workload, peft: Any, notes: list[str],
     return model
 
 
-def _track(stack: contextlib.ExitStack, model: Any, shape: ModelShape, w: Workload, trainable: list,
-           fsdp_mod: Any, *, rounding: bool) -> tuple[Any, dict[str, Any], list, int]:
+def _track(stack: contextlib.ExitStack, model: torch.nn.Module, shape: ModelShape, w: Workload, trainable: list,
+           fsdp_mod: ModuleType | None, *, rounding: bool) -> tuple[StorageTracker, _Probe, list, int]:
     """Enter the storage tracker, register the weights, the per-layer probe hooks and the gradient hooks.
 
     ``fsdp_mod``: the :mod:`trainfit.trace.fsdp` module when the model is FSDP-sharded, else None.
@@ -210,7 +224,7 @@ def _track(stack: contextlib.ExitStack, model: Any, shape: ModelShape, w: Worklo
         fsdp_mod.register_unsharded(model, tracker)
 
     layers = _decoder_layers(model)
-    probe: dict[str, Any] = {"on": False, "pre": {}, "post": {}}
+    probe: _Probe = {"on": False, "pre": {}, "post": {}}
     hooks = []
     for i, layer in enumerate(layers):
         hooks.append(layer.register_forward_pre_hook(_pre_hook(probe, tracker, i)))
@@ -221,8 +235,9 @@ def _track(stack: contextlib.ExitStack, model: Any, shape: ModelShape, w: Worklo
     return tracker, probe, hooks, len(layers)
 
 
-def _run_steps(torch: Any, model: Any, opt: Any, trainable: list, tracker: Any, probe: dict[str, Any],
-               shape: ModelShape, w: Workload, fsdp_mod: Any, *, steps: int, tick: Callable[[str], None]) -> list[float]:
+def _run_steps(torch: ModuleType, model: torch.nn.Module, opt: torch.optim.Optimizer, trainable: list,
+               tracker: StorageTracker, probe: _Probe, shape: ModelShape, w: Workload, fsdp_mod: ModuleType | None, *,
+               steps: int, tick: Callable[[str], None]) -> list[float]:
     """Run ``steps`` optimizer steps of ``w.grad_accum`` micro-batches each; the seconds of each step."""
     autocast = (lambda: torch.autocast(device_type="cpu", dtype=torch.bfloat16)) \
         if w.precision == "amp-bf16" else contextlib.nullcontext
@@ -325,7 +340,7 @@ def run_trace(
     prog.tick(_("building model"))
 
     stack = contextlib.ExitStack()
-    fsdp_mod = None
+    fsdp_mod: ModuleType | None = None
     with stack:
         _quiet(stack)
         if w.strategy == "fsdp" and w.gpus > 1:
@@ -371,21 +386,21 @@ def versions() -> dict[str, str]:
     return out
 
 
-def _pre_hook(probe: dict, tracker: Any, i: int) -> Callable:
-    def hook(mod: Any, args: Any) -> None:
+def _pre_hook(probe: _Probe, tracker: StorageTracker, i: int) -> Callable:
+    def hook(mod: torch.nn.Module, args: tuple[torch.Tensor, ...]) -> None:
         if probe["on"] and tracker.phase == "forward":
             probe["pre"].setdefault(i, tracker.current)
     return hook
 
 
-def _post_hook(probe: dict, tracker: Any, i: int) -> Callable:
-    def hook(mod: Any, args: Any, out: Any) -> None:
+def _post_hook(probe: _Probe, tracker: StorageTracker, i: int) -> Callable:
+    def hook(mod: torch.nn.Module, args: tuple[torch.Tensor, ...], out: torch.Tensor | tuple[torch.Tensor, ...]) -> None:
         if probe["on"] and tracker.phase == "forward":
             probe["post"].setdefault(i, tracker.current)
     return hook
 
 
-def _per_layer(probe: dict, n: int) -> tuple[int, ...] | None:
+def _per_layer(probe: _Probe, n: int) -> tuple[int, ...] | None:
     pre, post = probe["pre"], probe["post"]
     if n == 0 or len(pre) < n or (n - 1) not in post:
         return None
@@ -393,13 +408,14 @@ def _per_layer(probe: dict, n: int) -> tuple[int, ...] | None:
     return tuple(int(v) for v in vals)
 
 
-def _decoder_layers(model: Any) -> list:
+def _decoder_layers(model: torch.nn.Module) -> list[torch.nn.Module]:
     m = model.get_base_model() if hasattr(model, "get_base_model") else model
     inner = getattr(m, "model", m)
     return list(getattr(inner, "layers", []))
 
 
-def _apply_method(model: Any, shape: ModelShape, w: Workload, peft: Any, notes: list[str]) -> Any:
+def _apply_method(model: torch.nn.Module, shape: ModelShape, w: Workload, peft: ModuleType | None, notes: list[str]
+                  ) -> torch.nn.Module:
     if w.method == "full":
         return model
     if w.method == "freeze":
@@ -413,7 +429,7 @@ def _apply_method(model: Any, shape: ModelShape, w: Workload, peft: Any, notes: 
         notes.append(_("freeze: only the last {n} decoder layers train (embeddings, norm, LM head frozen)").format(n=n))
         return model
     if w.method == "lora":
-        targets: Any = "all-linear" if ALL_LINEAR in w.lora_targets else list(w.lora_targets)
+        targets: str | list[str] = "all-linear" if ALL_LINEAR in w.lora_targets else list(w.lora_targets)
         cfg = peft.LoraConfig(r=w.lora_rank, lora_alpha=w.lora_alpha, target_modules=targets, lora_dropout=0.0,
                               task_type="CAUSAL_LM")
         try:
@@ -428,7 +444,7 @@ def _apply_method(model: Any, shape: ModelShape, w: Workload, peft: Any, notes: 
     raise NotTraceableError(_("method {method} is not traceable").format(method=w.method))  # pragma: no cover - checked earlier
 
 
-def _optimizer(torch: Any, transformers: Any, params: list, w: Workload) -> Any:
+def _optimizer(torch: ModuleType, transformers: ModuleType, params: list, w: Workload) -> torch.optim.Optimizer:
     lr = 1e-5
     if w.optimizer == "adamw-fused":
         return torch.optim.AdamW(params, lr=lr, fused=True)
@@ -443,7 +459,7 @@ def _optimizer(torch: Any, transformers: Any, params: list, w: Workload) -> Any:
     raise NotTraceableError(_("optimizer {optimizer} is not traceable").format(optimizer=w.optimizer))  # pragma: no cover
 
 
-def _param_counts(model: Any, shape: ModelShape) -> dict[str, int]:
+def _param_counts(model: torch.nn.Module, shape: ModelShape) -> dict[str, int]:
     total = sum(p.numel() for p in model.parameters())
     trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
     inactive = shape.total_params - shape.active_params

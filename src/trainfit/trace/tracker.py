@@ -26,7 +26,7 @@ gradient.
 from __future__ import annotations
 
 import weakref
-from typing import Any, Callable
+from typing import Mapping, Sequence
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -51,7 +51,7 @@ class StorageTracker(TorchDispatchMode):
         self.tokens = tokens
         self.rounding = rounding
         self.phase = "setup"
-        self._ids: weakref.WeakKeyDictionary[Any, int] | dict = {}
+        self._ids: weakref.WeakKeyDictionary[torch.UntypedStorage, int] | dict[torch.UntypedStorage, int] = {}
         self._by_obj: dict[int, int] = {}
         self.size: dict[int, int] = {}  # sid -> counted bytes (live storages only)
         self.cat: dict[int, str] = {}  # sid -> category (kept after free for the peak snapshot)
@@ -165,7 +165,8 @@ class StorageTracker(TorchDispatchMode):
                 "marks": list(self.marks)}
 
     # ------------------------------------------------------------------ dispatch
-    def __torch_dispatch__(self, func: Callable, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+    def __torch_dispatch__(self, func: torch._ops.OpOverload, types: Sequence[type], args: tuple[object, ...] = (),
+                           kwargs: Mapping[str, object] | None = None) -> object:
         out = func(*args, **(kwargs or {}))
         flat, _ = tree_flatten(out)
         for t in flat:

@@ -8,10 +8,13 @@ loads nothing from outside its own origin and works offline.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
 
 
-def create_app() -> Any:
+def create_app() -> FastAPI:
     """The FastAPI application (imports fastapi: needs ``pip install 'trainfit[web]'``)."""
     from trainfit.web.app import create_app as _create
 

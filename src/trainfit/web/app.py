@@ -17,17 +17,20 @@ import json
 import re
 import zipfile
 from pathlib import Path
-from typing import Any
+from typing import Awaitable, Callable, Mapping
 
 from fastapi import FastAPI, File, Form, Request, UploadFile
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import FileResponse, Response
 from fastapi.staticfiles import StaticFiles
+from pydantic import BaseModel
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from trainfit import __version__, i18n, service
 from trainfit.errors import InputError, TrainfitError
 from trainfit.i18n import N_, _
+from trainfit.json_types import JSON, JSONLike
 from trainfit.web.schemas import (CatalogResponse, CheckResponse, ErrorResponse, MemoryRequest, MemoryResponse,
                                   PlanRequest, PlanResponse, RenderRequest)
 from trainfit.web.labels import labels as page_labels, terms as page_terms
@@ -41,10 +44,10 @@ CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline';
 #: Largest request body: a plan document (service.MAX_PLAN_BYTES) with room for JSON around it.
 MAX_BODY_BYTES = service.MAX_PLAN_BYTES + 2 * 2**20
 CSP_DOCS = CSP.replace("script-src 'self'", "script-src 'self' 'unsafe-inline'")
-ERRORS: dict[int | str, dict[str, Any]] = {422: {"model": ErrorResponse, "description": "refused, with the fix"}}
+ERRORS: dict[int | str, dict[str, type[BaseModel] | str]] = {422: {"model": ErrorResponse, "description": "refused, with the fix"}}
 
 
-def _json(obj: Any, status: int = 200) -> Response:
+def _json(obj: JSONLike, status: int = 200) -> Response:
     body = json.dumps(service.json_ready(obj), ensure_ascii=False, allow_nan=False)
     return Response(body, status_code=status, media_type="application/json")
 
@@ -53,11 +56,11 @@ def _error(code: str, message: str, fix: str | None, field: str | None) -> Respo
     return _json({"error": {"code": code, "message": message, "fix": fix, "field": field}}, 422)
 
 
-def _json_type(v: Any) -> str:
+def _json_type(v: JSON) -> str:
     return {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}.get(type(v), "number")
 
 
-def _no_surrogates(value: Any, field: str | None) -> None:
+def _no_surrogates(value: JSONLike, field: str | None) -> None:
     """Refuse text that is not Unicode (a lone surrogate such as ``"\\ud800"`` in a JSON string): a 422 naming
     the field, not a 500 where the text is first encoded."""
     stack = [(value, field)]
@@ -78,7 +81,7 @@ def _no_surrogates(value: Any, field: str | None) -> None:
             stack.extend((x, f) for x in v)
 
 
-def _body(req: Any) -> dict[str, Any]:
+def _body(req: BaseModel) -> dict[str, JSON]:
     """The fields the client sent (unset ones are left out, so the service applies the CLI's defaults)."""
     body = req.model_dump(exclude_unset=True)
     for k, v in body.items():
@@ -165,7 +168,7 @@ _VALIDATION = {
 }
 
 
-def _validation_message(error: dict[str, Any]) -> str:
+def _validation_message(error: Mapping[str, object]) -> str:
     """One validation error of the request as a sentence in the request's language."""
     known = _VALIDATION.get(str(error.get("type", "")))
     if known is not None:
@@ -199,7 +202,7 @@ def _add_header_middleware(app: FastAPI, hosts: frozenset[str] | set[str] = LOOP
     response."""
 
     @app.middleware("http")
-    async def _headers(request: Request, call_next: Any) -> Response:
+    async def _headers(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
         size = request.headers.get("content-length", "")
         if _host_name(request.headers.get("host", "")) not in hosts:
             resp = _refusal(421, _("this server answers only requests addressed to its own host name"),
@@ -227,10 +230,10 @@ class RequestLanguage:
     different languages do not mix). A ``lang`` that is neither en nor zh is a 422 with the fix on /api/ paths (the
     page itself still loads)."""
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope.get("type") != "http":
             await self.app(scope, receive, send)
             return

@@ -8,18 +8,18 @@ answer byte-for-byte what ``--json`` prints, so they are not re-serialised throu
 
 from __future__ import annotations
 
-from typing import Any, Optional, Union
+from typing import Any, Iterable, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, create_model
 
-from trainfit.options import PLAN_OPTIONS, RL_OPTIONS, WORKLOAD_OPTIONS
+from trainfit.options import PLAN_OPTIONS, RL_OPTIONS, WORKLOAD_OPTIONS, Option
 
 Scalar = Union[StrictBool, StrictInt, StrictFloat, StrictStr]
 ScalarOrList = Union[StrictBool, StrictInt, StrictFloat, StrictStr, list[StrictStr]]
 _LISTS = {"lora_targets", "ignore_rule"}
 
 
-def _option_fields(options: Any) -> dict[str, Any]:
+def _option_fields(options: Iterable[Option]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for o in options:
         desc = o.filled(o.help) + (f" (CLI: {o.cli_flag})" if o.help else "")

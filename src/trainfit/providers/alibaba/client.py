@@ -18,12 +18,19 @@ from __future__ import annotations
 import importlib
 import re
 from dataclasses import dataclass
-from typing import Any, Callable
+from types import ModuleType
+from typing import TYPE_CHECKING, Callable
 
 from trainfit.errors import CatalogError, MissingExtraError, SubmitError, TrainfitError, NetworkError
 from trainfit.i18n import N_, _, translate
 from trainfit.providers._refresh_common import short
 from trainfit.providers._net import network_failure, server_status
+
+if TYPE_CHECKING:
+    from alibabacloud_credentials.client import Client as CredentialClient
+    from alibabacloud_tea_openapi.client import Client as OpenApiClient
+    from alibabacloud_tea_openapi.utils_models import Config
+    from darabonba.runtime import RuntimeOptions
 
 PAI_PIP = "pip install 'trainfit[pai]'"
 # message ids (English), shown with i18n.translate where an error is raised
@@ -40,13 +47,13 @@ CREATE_JOB_CRED_FIX = N_("set ALIBABA_CLOUD_ACCESS_KEY_ID / ALIBABA_CLOUD_ACCESS
 class Sdk:
     """The pieces of one official Alibaba Cloud product SDK."""
 
-    Client: Any
+    Client: type[OpenApiClient]
     """The product's ``client.Client`` class."""
-    models: Any
+    models: ModuleType
     """The product's ``models`` module (request classes)."""
-    Config: Any
+    Config: type[Config]
     """``alibabacloud_tea_openapi.utils_models.Config``."""
-    RuntimeOptions: Any
+    RuntimeOptions: type[RuntimeOptions]
     """``darabonba.runtime.RuntimeOptions``."""
 
 
@@ -64,7 +71,7 @@ def import_sdk(package: str, *, label: str, fix: str = PAI_PIP) -> Sdk:
 
 
 def default_credential(*, error: type[TrainfitError] = CatalogError, fix: str, pip: str = PAI_PIP,
-                       describe: Callable[[BaseException], str] = short) -> Any:
+                       describe: Callable[[BaseException], str] = short) -> CredentialClient:
     """A client of the default credential chain; ``error`` (with ``fix``) when the chain finds nothing."""
     try:
         from alibabacloud_credentials.client import Client as CredentialClient
@@ -78,19 +85,19 @@ def default_credential(*, error: type[TrainfitError] = CatalogError, fix: str, p
                     fix=translate(fix)) from None
 
 
-def make_config(sdk: Sdk, *, credential: Any, region: str, endpoint: str | None, protocol: str,
-                timeout_s: float) -> Any:
+def make_config(sdk: Sdk, *, credential: CredentialClient, region: str, endpoint: str | None, protocol: str,
+                timeout_s: float) -> Config:
     """The SDK ``Config``: connect and read timeouts of ``timeout_s`` each; no endpoint key when ``endpoint`` is
     None (the SDK then picks the region's endpoint)."""
     ms = int(timeout_s * 1000)
-    cfg: dict[str, Any] = dict(credential=credential, region_id=region, protocol=protocol, read_timeout=ms,
+    cfg: dict[str, CredentialClient | str | int] = dict(credential=credential, region_id=region, protocol=protocol, read_timeout=ms,
                                connect_timeout=ms)
     if endpoint:
         cfg["endpoint"] = endpoint
     return sdk.Config(**cfg)
 
 
-def runtime_options(sdk: Sdk, ms: int, **extra: Any) -> Any:
+def runtime_options(sdk: Sdk, ms: int, **extra: int) -> RuntimeOptions:
     """Per-call runtime options without the SDK's automatic retries."""
     return sdk.RuntimeOptions(autoretry=False, read_timeout=ms, connect_timeout=ms, **extra)
 

@@ -7,16 +7,16 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
 
 from trainfit.check.facts import (REGION_IN_OSS, JobFacts, add_script, int_field, is_file, load_json, region_of_image,
                                   type_error, read_text)
 from trainfit.check.shell import Script
 from trainfit.errors import CheckInputError
 from trainfit.i18n import _
+from trainfit.json_types import JSON
 
 
-def read_dlc_json(body: Any, f: JobFacts) -> None:
+def read_dlc_json(body: JSON, f: JobFacts) -> None:
     path = f.path
     if not isinstance(body, dict):
         raise type_error(path, _("the CreateJob body"), _("an object"), body)

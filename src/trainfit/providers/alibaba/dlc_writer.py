@@ -11,10 +11,11 @@ the body is self-contained. Checkpoints go to an OSS path mounted read-write at 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Mapping
 
 from trainfit.launch.kit import comment_text, hash_header, q, sft_only, swift_unsupported, CKPT_MOUNT, RenderContext
 from trainfit.launch.torchrun import launch_script
+from trainfit.json_types import JSONLike
 
 FILES = ("dlc_job.json", "dlc_submit.sh")
 #: AIMaster restarts a failed job (the fault tolerance DLC offers for Lingjun spot), see pai-facts 5.
@@ -34,8 +35,8 @@ def applies(ctx: RenderContext) -> str | None:
     return swift_unsupported(ctx)
 
 
-def job_body(ctx: RenderContext) -> dict[str, Any]:
-    spec: dict[str, Any] = {"Type": "Worker", "PodCount": ctx.nodes, "Image": ctx.image}
+def job_body(ctx: RenderContext) -> dict[str, JSONLike]:
+    spec: dict[str, JSONLike] = {"Type": "Worker", "PodCount": ctx.nodes, "Image": ctx.image}
     spec["EcsSpec"] = ctx.instance_type
     if ctx.spot:
         spec["UseSpotInstance"] = True
@@ -44,7 +45,7 @@ def job_body(ctx: RenderContext) -> dict[str, Any]:
                                 "SpotDiscountLimit": ctx.spot_discount_limit or 0.5}
         else:
             spec["SpotSpec"] = {"SpotStrategy": "SpotAsPriceGo"}
-    body: dict[str, Any] = {"DisplayName": ctx.job_name, "JobType": "PyTorchJob", "JobSpecs": [spec],
+    body: dict[str, JSONLike] = {"DisplayName": ctx.job_name, "JobType": "PyTorchJob", "JobSpecs": [spec],
                             "UserCommand": launch_script(ctx, what="UserCommand of a PAI-DLC job")}
     if ctx.workspace_id:
         body["WorkspaceId"] = ctx.workspace_id
@@ -57,7 +58,7 @@ def job_body(ctx: RenderContext) -> dict[str, Any]:
     if ctx.lingjun and ctx.custom_image:
         envs["TRAINFIT_RDMA_NOTE"] = "custom image: RDMA user-space libraries (rdma-core, NCCL IB) installed"
     body["Envs"] = envs
-    settings: dict[str, Any] = {}
+    settings: dict[str, JSONLike] = {}
     if ctx.lingjun:
         settings["EnableRDMA"] = True
     if ctx.spot:
@@ -68,7 +69,7 @@ def job_body(ctx: RenderContext) -> dict[str, Any]:
     return body
 
 
-def flag_command(ctx: RenderContext, body: dict[str, Any]) -> str:
+def flag_command(ctx: RenderContext, body: Mapping[str, JSONLike]) -> str:
     """The flag form of ``pai dlc job submit`` (name, image, spec, count, spot); it has no flag for
     DataSources, UserVpc or Settings, so the script runs the body form and keeps this as a comment."""
     spec = body["JobSpecs"][0]

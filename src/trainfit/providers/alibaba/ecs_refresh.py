@@ -30,7 +30,7 @@ from __future__ import annotations
 
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from trainfit.catalog import to_csv_value, current_catalog, list_instances
 from trainfit.errors import CatalogError, TrainfitError
@@ -43,6 +43,11 @@ from trainfit.providers.alibaba.client import (ECS_READ_CRED_FIX, PAI_PIP, Sdk, 
                                                import_sdk, make_config, runtime_options)
 from trainfit.catalog.cache import cache_file
 from trainfit.providers.registry import RefreshRequest
+from trainfit.json_types import JSON, JSONObject
+
+if TYPE_CHECKING:
+    from alibabacloud_credentials.client import Client as CredentialClient
+    from darabonba.model import DaraModel
 
 SDK_DIST = "alibabacloud_ecs20140526"
 CRED_FIX = ECS_READ_CRED_FIX
@@ -74,7 +79,7 @@ class _Api:
     """One ECS client plus the deadline; every call goes through :meth:`call`."""
 
     def __init__(self, region: str, *, endpoint: str | None, protocol: str, timeout_s: float, total_s: float,
-                 credential: Any, what: str):
+                 credential: CredentialClient | None, what: str):
         self.sdk = _import_sdk()
         self.Client, self.models = self.sdk.Client, self.sdk.models
         self.region = region
@@ -87,7 +92,7 @@ class _Api:
         except Exception as e:  # noqa: BLE001
             raise classify(e, what=what, timeout_s=timeout_s, cred_fix=CRED_FIX) from None
 
-    def call(self, method: str, request: Any, what: str) -> dict[str, Any]:
+    def call(self, method: str, request: DaraModel, what: str) -> JSONObject:
         ms = max(1, int(self.deadline.call_timeout_s() * 1000))
         runtime = runtime_options(self.sdk, ms, max_attempts=1)
         try:
@@ -109,10 +114,10 @@ class _Api:
 
 # ------------------------------------------------------------------------------------------ specs
 
-def fetch_instance_types(api: _Api) -> list[dict[str, Any]]:
+def fetch_instance_types(api: _Api) -> list[JSON]:
     """Raw ``InstanceType`` maps of every GPU instance type (all pages)."""
     what = f"ECS DescribeInstanceTypes ({api.region})"
-    out: list[dict[str, Any]] = []
+    out: list[JSON] = []
     token = None
     for _page in range(_MAX_PAGES):
         req = api.models.DescribeInstanceTypesRequest(minimum_gpuamount=1, max_results=_PAGE_SIZE, next_token=token)
@@ -130,7 +135,7 @@ def fetch_instance_types(api: _Api) -> list[dict[str, Any]]:
                        fix=_("report this; the cache was left as it was"))
 
 
-def _num(d: dict, key: str, where: str, *, integer: bool = False, required: bool = False) -> Any:
+def _num(d: dict, key: str, where: str, *, integer: bool = False, required: bool = False) -> int | float | None:
     v = d.get(key)
     if v is None or v == "":
         if required:
@@ -147,7 +152,7 @@ def _num(d: dict, key: str, where: str, *, integer: bool = False, required: bool
     return float(v)
 
 
-def types_to_rows(items: list[Any], *, as_of: str | None = None
+def types_to_rows(items: list[JSON], *, as_of: str | None = None
                   ) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     """(gpu rows, instance rows) from raw ``InstanceType`` maps; raises listing every problem."""
     as_of = as_of or today()
@@ -213,9 +218,9 @@ def _not_sold(e: CatalogError) -> bool:
     return any(k in low for k in _NOT_SOLD)
 
 
-def _price_rows_for(api: _Api, itype: str, resource_class: str, as_of: str) -> list[dict[str, Any]]:
+def _price_rows_for(api: _Api, itype: str, resource_class: str, as_of: str) -> list[JSONObject]:
     m = api.models
-    rows: list[dict[str, Any]] = []
+    rows: list[JSONObject] = []
     what = f"ECS DescribePrice ({api.region}, {itype})"
     body = api.call("describe_price_with_options",
                     m.DescribePriceRequest(region_id=api.region, resource_type="instance", instance_type=itype,
@@ -276,7 +281,8 @@ def _gpu_types_in_catalog() -> list[tuple[str, str]]:
 
 def refresh_ecs(region: str, *, prices: bool = False, instance_types: list[str] | None = None,
                 endpoint: str | None = None, protocol: str = "https", timeout_s: float = 15.0,
-                total_timeout_s: float | None = None, credential: Any = None) -> EcsRefreshResult:
+                total_timeout_s: float | None = None, credential: CredentialClient | None = None
+                ) -> EcsRefreshResult:
     """Fetch, validate and cache ECS GPU specs (or, with ``prices``, ECS prices) for ``region``."""
     if not region or not region.strip():
         raise CatalogError(_("refresh needs a region"), fix=_("pass --region, e.g. cn-hangzhou or cn-wulanchabu"))
@@ -301,7 +307,7 @@ def refresh_ecs(region: str, *, prices: bool = False, instance_types: list[str] 
     wanted = wanted_types(_gpu_types_in_catalog(), instance_types)
     if not wanted:
         raise CatalogError(_("no Alibaba ECS GPU instance types to price"), fix=_("pass --instance-type"))
-    price_rows: list[dict[str, Any]] = []
+    price_rows: list[JSONObject] = []
     skipped: list[str] = []
     for itype, rc in wanted:
         try:

@@ -33,7 +33,6 @@ import datetime as _dt
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from trainfit.catalog.prices import HOURS_PER_MONTH
 from trainfit.errors import CatalogError, NetworkError
@@ -42,6 +41,7 @@ from trainfit.catalog.cache import cache_file
 from trainfit.providers._refresh_common import Deadline, today, write_price_cache
 from trainfit.catalog import CURRENCIES, list_instances
 from trainfit.inputs import PATTERNS, loads_json
+from trainfit.json_types import JSON, JSONObject
 from trainfit.providers.registry import DLC_BILLING_URL, RefreshRequest  # noqa: F401 - re-exported for docs and tests
 
 #: Newest version of each site's file cited in public code (SpareCores sc-crawler cites intl 2.0.375; the
@@ -180,7 +180,7 @@ def discover_url(site: str, *, timeout_s: float, total_timeout_s: float | None =
 
 # ------------------------------------------------------------------------------------------ parse
 
-def _pub_date(raw: Any) -> str | None:
+def _pub_date(raw: JSON) -> str | None:
     """``YYYY-MM-DD`` of a ``publicationDate`` (``2026-11-20``, ``2026-11-20T08:00:00Z``, ``2026/11/20``)."""
     if not isinstance(raw, str):
         return None
@@ -194,7 +194,7 @@ def _pub_date(raw: Any) -> str | None:
         return None
 
 
-def _price(entry: Any, where: str) -> float:
+def _price(entry: JSON, where: str) -> float:
     v = entry.get("price") if isinstance(entry, dict) else None
     if isinstance(v, bool) or v is None:
         raise ValueError(f"{where}: no price")
@@ -206,7 +206,7 @@ def _price(entry: Any, where: str) -> float:
     raise ValueError(f"{where}: price {str(v)[:40]!r} is not a decimal number")
 
 
-def _one_month(entries: Any, where: str) -> float | None:
+def _one_month(entries: JSON, where: str) -> float | None:
     """The price of a one-month subscription from a ``months`` list (the ``period`` 1 entry), or None."""
     if not isinstance(entries, list):
         return None
@@ -216,8 +216,8 @@ def _one_month(entries: Any, where: str) -> float | None:
     return None
 
 
-def parse_price_list(data: Any, *, site: str, wanted: dict[str, str], source_url: str
-                     ) -> tuple[list[dict[str, Any]], dict[str, Any], tuple[str, ...]]:
+def parse_price_list(data: JSON, *, site: str, wanted: dict[str, str], source_url: str
+                     ) -> tuple[list[JSONObject], dict[str, str | bool | None], tuple[str, ...]]:
     """(price rows, metadata, missing types) for the instance types ``wanted`` (lower-case type -> exact type).
 
     Raises :class:`CatalogError` listing every malformed entry of a wanted type (nothing is kept then)."""
@@ -260,7 +260,7 @@ def parse_price_list(data: Any, *, site: str, wanted: dict[str, str], source_url
         prev = best.get((region, itype))
         if prev is None or rank > prev[0]:
             best[(region, itype)] = (rank, str(key), entry)
-    rows: list[dict[str, Any]] = []
+    rows: list[JSONObject] = []
     for (region, itype), (_rank, key, entry) in sorted(best.items()):
         where = f"pricingInfo[{key[:80]!r}]"
         try:

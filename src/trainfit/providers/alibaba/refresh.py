@@ -21,7 +21,7 @@ from __future__ import annotations
 import datetime as _dt
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from trainfit.catalog import to_csv_value, current_catalog, reset_cache
 from trainfit.catalog.cache import CACHE_FORMAT, _gpu_update_columns, cache_file, write_cache_atomic
@@ -34,6 +34,10 @@ from trainfit.catalog.gpus import normalize_gpu_name
 from trainfit import inputs
 from trainfit.providers._net import call_with_deadline
 from trainfit.providers.registry import RefreshRequest
+from trainfit.json_types import JSON
+
+if TYPE_CHECKING:
+    from alibabacloud_credentials.client import Client as CredentialClient
 
 _RESOURCE_CLASS = {"ECS": "pai-public", "Lingjun": "pai-lingjun"}
 _PAGE_SIZE = 100
@@ -66,7 +70,8 @@ def _default_credential():
 
 
 def fetch_pai_specs(region: str, *, endpoint: str | None = None, protocol: str = "https", timeout_s: float = 15.0,
-                    resource_types: tuple[str, ...] = ("ECS", "Lingjun"), credential: Any = None) -> list[dict]:
+                    resource_types: tuple[str, ...] = ("ECS", "Lingjun"), credential: CredentialClient | None = None
+                    ) -> list[dict]:
     """Raw ``EcsSpec`` maps (the API's field names) for GPU specs in ``region``; raises CatalogError."""
     sdk = _import_sdk()
     models = sdk.models
@@ -119,7 +124,7 @@ def fetch_pai_specs(region: str, *, endpoint: str | None = None, protocol: str =
 
 # ----------------------------------------------------------------------------------- conversion
 
-def _num(spec: dict, key: str, *, integer: bool = False, required: bool = True, where: str) -> Any:
+def _num(spec: dict, key: str, *, integer: bool = False, required: bool = True, where: str) -> int | float | None:
     v = spec.get(key)
     if v is None:
         if required:
@@ -156,7 +161,7 @@ class _Spec:
     """``GpuType``."""
 
 
-def _check_spec(spec: Any, where: str) -> _Spec:
+def _check_spec(spec: JSON, where: str) -> _Spec:
     """The fields of one raw spec; ValueError naming ``where`` when it is malformed."""
     if not isinstance(spec, dict):
         raise ValueError(f"{where}: not an object")
@@ -225,7 +230,7 @@ def _instance_row(s: _Spec, raw: dict, gpu_name: str, region: str, source: str, 
     }
 
 
-def specs_to_rows(specs: list[Any], region: str, *, today: str | None = None
+def specs_to_rows(specs: list[JSON], region: str, *, today: str | None = None
                   ) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     """Validate raw specs and turn them into catalog rows (CSV-style string values).
 
@@ -255,7 +260,7 @@ def specs_to_rows(specs: list[Any], region: str, *, today: str | None = None
 
 
 def refresh(provider: str, region: str, *, endpoint: str | None = None, protocol: str = "https",
-            timeout_s: float = 15.0, credential: Any = None) -> RefreshResult:
+            timeout_s: float = 15.0, credential: CredentialClient | None = None) -> RefreshResult:
     """Fetch, validate and cache live specs for ``provider`` (only ``pai`` today) in ``region``."""
     if provider.lower() not in ("pai", "alibaba"):
         raise CatalogError(_("refresh is not available for provider {provider!r}").format(provider=provider),

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from trainfit.errors import SubmitError, TrainfitError, InputError
 from trainfit.i18n import N_, _
@@ -23,6 +23,11 @@ from trainfit.check.facts import plan_facts
 from trainfit._io import read_json_limited
 from trainfit.writes import stale_in
 from trainfit.providers._net import call_with_deadline
+from trainfit.json_types import JSON, JSONLike, JSONObject
+
+if TYPE_CHECKING:
+    from alibabacloud_credentials.client import Client as CredentialClient
+    from alibabacloud_pai_dlc20201203.models import CreateJobResponse
 
 PAI_PIP = "pip install 'trainfit[pai]' (alibabacloud-pai-dlc20201203, alibabacloud-credentials)"
 MAX_BODY_BYTES = 65_536
@@ -47,16 +52,16 @@ class JobTarget:
     resource_id: str | None = None
     resource_class: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, str | None]:
         return {"region": self.region, "region_source": self.region_source, "workspace_id": self.workspace_id,
                 "resource_id": self.resource_id, "resource_class": self.resource_class}
 
 
-def job_target(body: dict[str, Any]) -> JobTarget:
+def job_target(body: JSONObject) -> JobTarget:
     """:class:`JobTarget` of a CreateJob body (see there); every value through the input gate."""
     import re
 
-    def ident(v: Any, kind: str) -> str | None:
+    def ident(v: JSON, kind: str) -> str | None:
         try:
             return inputs.as_ident(kind, v, kind) if isinstance(v, str) and v.strip() else None
         except InputError:
@@ -106,21 +111,21 @@ class SubmitResult:
     sent: bool
     region: str
     endpoint: str
-    body: dict[str, Any]
+    body: JSONObject
     job_id: str | None = None
     request_id: str | None = None
     region_source: str = "--region"
     """Where the region came from: ``--region``, the job's trainfit header, its image registry, or the default."""
     target: JobTarget | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, JSONLike]:
         return {"sent": self.sent, "region": self.region, "region_source": self.region_source,
                 "endpoint": self.endpoint, "job_id": self.job_id, "request_id": self.request_id,
                 "job": None if self.target is None else self.target.to_dict(),
                 "request": {"method": "POST", "path": "/api/v1/jobs", "body": self.body}}
 
 
-def load_job(path: str | Path) -> tuple[Path, dict[str, Any]]:
+def load_job(path: str | Path) -> tuple[Path, JSONObject]:
     """The CreateJob body of ``path`` (a ``dlc_job.json`` or a folder holding one)."""
     p = Path(path)
     try:
@@ -160,7 +165,8 @@ def _credential():
 
 
 def submit(path: str | Path, *, region: str | None = None, yes: bool = False, endpoint: str | None = None,
-           protocol: str = "https", credential: Any = None, timeout_s: float = 30.0) -> SubmitResult:
+           protocol: str = "https", credential: CredentialClient | None = None, timeout_s: float = 30.0
+           ) -> SubmitResult:
     """Dry run (default) or send the job at ``path``; see the module docstring. ``region`` None: the job file's
     (:func:`job_target`), else :data:`DEFAULT_REGION`."""
     _path, body = load_job(path)
@@ -175,7 +181,7 @@ def submit(path: str | Path, *, region: str | None = None, yes: bool = False, en
     cred = credential if credential is not None else _credential()
     config = make_config(sdk, credential=cred, region=region, endpoint=ep, protocol=protocol, timeout_s=timeout_s)
 
-    def send() -> Any:
+    def send() -> CreateJobResponse:
         client = Client(config)
         return client.create_job(models.CreateJobRequest().from_map(body))
 

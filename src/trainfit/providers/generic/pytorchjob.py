@@ -10,10 +10,10 @@ multi-node jobs); with spot/preemptible nodes the pods restart ``OnFailure`` and
 
 from __future__ import annotations
 
-from typing import Any
 
 
 
+from trainfit.json_types import JSONLike
 from trainfit.launch.kit import (ds_config_snippet, dump_yaml, format_args, hash_header, install_snippet,
                                  resume_snippet, sft_only, swift_args, swift_entry, swift_unsupported, CKPT_MOUNT,
                                  RenderContext)
@@ -36,7 +36,7 @@ def _script(ctx: RenderContext) -> str:
             + f"    -m {module} \\\n{format_args(swift_args(ctx))} \\\n    $RESUME\n")
 
 
-def manifest(ctx: RenderContext) -> dict[str, Any]:
+def manifest(ctx: RenderContext) -> dict[str, JSONLike]:
     container = {
         "name": "pytorch",  # the operator looks for this container name
         "image": ctx.image,
@@ -50,7 +50,7 @@ def manifest(ctx: RenderContext) -> dict[str, Any]:
                                  "persistentVolumeClaim": {"claimName": f"{ctx.job_name}-checkpoints"}},
                                 {"name": "dshm", "emptyDir": {"medium": "Memory"}}]}}
     restart = "OnFailure" if ctx.spot else "Never"
-    replicas: dict[str, Any] = {"Master": {"replicas": 1, "restartPolicy": restart, "template": pod}}
+    replicas: dict[str, JSONLike] = {"Master": {"replicas": 1, "restartPolicy": restart, "template": pod}}
     if ctx.nodes > 1:
         replicas["Worker"] = {"replicas": ctx.nodes - 1, "restartPolicy": restart, "template": pod}
     return {

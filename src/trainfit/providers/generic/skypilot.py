@@ -9,10 +9,10 @@ SkyPilot's variables: ``SKYPILOT_NUM_NODES``, ``SKYPILOT_NODE_RANK``, ``SKYPILOT
 
 from __future__ import annotations
 
-from typing import Any
 
 
 
+from trainfit.json_types import JSONLike
 from trainfit.launch.kit import (ds_config_snippet, dump_yaml, format_args, hash_header, install_snippet,
                                  resume_snippet, sft_only, swift_args, swift_entry, swift_unsupported, CKPT_MOUNT,
                                  RenderContext)
@@ -36,9 +36,9 @@ def accelerator(ctx: RenderContext) -> str:
     return f"{name}:{ctx.gpus_per_node}"
 
 
-def task(ctx: RenderContext) -> dict[str, Any]:
+def task(ctx: RenderContext) -> dict[str, JSONLike]:
     _, module = swift_entry(ctx)
-    resources: dict[str, Any] = {"accelerators": accelerator(ctx), "use_spot": ctx.spot}
+    resources: dict[str, JSONLike] = {"accelerators": accelerator(ctx), "use_spot": ctx.spot}
     if ctx.spot:
         resources["job_recovery"] = {"strategy": "EAGER_NEXT_REGION", "max_restarts_on_errors": 3}
     run = ("set -eu\n" + ("export CUDA_DEVICE_MAX_CONNECTIONS=1\n" if ctx.megatron else "")

@@ -24,7 +24,7 @@ from __future__ import annotations
 import threading
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 from trainfit.catalog import to_csv_value, current_catalog, list_instances
 from trainfit.errors import CatalogError, MissingExtraError, TrainfitError
@@ -34,6 +34,12 @@ from trainfit.providers._refresh_common import (Deadline, RefreshCounts, check_s
                                                 today, wanted_types, write_cache, write_price_cache)
 from trainfit.catalog.cache import cache_file
 from trainfit.providers.registry import RefreshRequest
+from trainfit.json_types import JSON, JSONObject
+
+if TYPE_CHECKING:
+    from tencentcloud.common.abstract_client import AbstractClient
+    from tencentcloud.common.abstract_model import AbstractModel
+    from tencentcloud.common.credential import Credential
 
 TENCENT_PIP = "pip install 'trainfit[tencent]'"
 SDK_DIST = "tencentcloud-sdk-python-cvm"
@@ -71,7 +77,7 @@ def default_credential(timeout_s: float):
         raise MissingExtraError(_("the {label} is not installed ({module})").format(label="Tencent Cloud SDK",
                                                                                    module=e.name),
                                 fix=TENCENT_PIP) from None
-    box: dict[str, Any] = {}
+    box: dict[str, Credential | Exception] = {}
 
     def work():
         try:
@@ -94,7 +100,7 @@ def default_credential(timeout_s: float):
 
 class _Api:
     def __init__(self, region: str, *, endpoint: str | None, protocol: str, timeout_s: float, total_s: float,
-                 credential: Any, what: str):
+                 credential: Credential | None, what: str):
         Client, self.models, ClientProfile, HttpProfile = _import_sdk()
         self.region = region
         self.timeout_s = timeout_s
@@ -102,9 +108,9 @@ class _Api:
         cred = credential if credential is not None else default_credential(self.deadline.call_timeout_s())
         self._make = lambda t: Client(cred, region, ClientProfile(httpProfile=HttpProfile(
             protocol=protocol, endpoint=endpoint or "cvm.tencentcloudapi.com", reqTimeout=max(1, int(round(t))))))
-        self._clients: dict[int, Any] = {}
+        self._clients: dict[int, AbstractClient] = {}
 
-    def call(self, action: str, request: Any, what: str) -> dict[str, Any]:
+    def call(self, action: str, request: AbstractModel, what: str) -> JSONObject:
         t = self.deadline.call_timeout_s()
         key = max(1, int(round(t)))  # the SDK takes whole seconds
         client = self._clients.get(key) or self._clients.setdefault(key, self._make(t))
@@ -123,7 +129,7 @@ class _Api:
                                fix=_("the cache was left as it was")) from None
 
 
-def _num(d: dict, key: str, where: str, *, required: bool = False) -> Any:
+def _num(d: dict, key: str, where: str, *, required: bool = False) -> int | float | None:
     v = d.get(key)
     if v is None or v == "":
         if required:
@@ -136,7 +142,7 @@ def _num(d: dict, key: str, where: str, *, required: bool = False) -> Any:
     return v
 
 
-def _check_config(c: Any, where: str) -> tuple[str, Any]:
+def _check_config(c: JSON, where: str) -> tuple[str, int | float | None]:
     """(instance type, GPU count) of one raw ``InstanceTypeConfig``; ValueError naming ``where`` if malformed."""
     if not isinstance(c, dict):
         raise ValueError(f"{where}: not an object")
@@ -160,11 +166,18 @@ def _check_config(c: Any, where: str) -> tuple[str, Any]:
     return name, n_gpu
 
 
-def _group_configs(items: list[Any]) -> dict[str, dict[str, Any]]:
+class _TypeConfigs(TypedDict):
+    """The first raw config of an instance type and the zones that offer it."""
+
+    cfg: JSONObject
+    zones: list[str]
+
+
+def _group_configs(items: list[JSON]) -> dict[str, _TypeConfigs]:
     """Whole-GPU configs by instance type (``{"cfg": first config, "zones": [...]}``); raises listing every
     malformed config."""
     problems: list[str] = []
-    by_type: dict[str, dict[str, Any]] = {}
+    by_type: dict[str, _TypeConfigs] = {}
     for i, c in enumerate(items):
         try:
             name, n_gpu = _check_config(c, f"InstanceTypeConfigSet[{i}]")
@@ -182,7 +195,7 @@ def _group_configs(items: list[Any]) -> dict[str, dict[str, Any]]:
     return by_type
 
 
-def configs_to_rows(items: list[Any], region: str, *, as_of: str | None = None
+def configs_to_rows(items: list[JSON], region: str, *, as_of: str | None = None
                     ) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     """(gpu rows, instance rows) from raw ``InstanceTypeConfig`` maps; raises listing every problem."""
     as_of = as_of or today()
@@ -223,7 +236,7 @@ def _zone_of(api: _Api, itype: str) -> str | None:
     return zones[0] if zones else None
 
 
-def _quote(api: _Api, itype: str, zone: str, image_id: str, spot: bool) -> dict[str, Any]:
+def _quote(api: _Api, itype: str, zone: str, image_id: str, spot: bool) -> JSONObject:
     m = api.models
     req = m.InquiryPriceRunInstancesRequest()
     req.Placement = m.Placement()
@@ -248,7 +261,7 @@ def _quote(api: _Api, itype: str, zone: str, image_id: str, spot: bool) -> dict[
 
 
 def _price_rows_for(api: _Api, itype: str, rc: str, zone: str, image_id: str, currency: str, as_of: str
-                    ) -> list[dict[str, Any]]:
+                    ) -> list[JSONObject]:
     src = f"Tencent Cloud CVM InquiryPriceRunInstances ({SDK_DIST})"
     pay = _quote(api, itype, zone, image_id, spot=False)
     if pay.get("ChargeUnit") not in (None, "HOUR"):
@@ -285,7 +298,8 @@ def _gpu_types_in_catalog() -> list[tuple[str, str]]:
 def refresh_tencent(region: str, *, prices: bool = False, instance_types: list[str] | None = None,
                     zone: str | None = None, image_id: str | None = None, currency: str = "CNY",
                     endpoint: str | None = None, protocol: str = "https", timeout_s: float = 15.0,
-                    total_timeout_s: float | None = None, credential: Any = None) -> TencentRefreshResult:
+                    total_timeout_s: float | None = None, credential: Credential | None = None
+                    ) -> TencentRefreshResult:
     """Fetch, validate and cache CVM GPU specs (or, with ``prices``, quotes) for ``region``."""
     if not region or not region.strip():
         raise CatalogError(_("refresh needs a region"), fix=_("pass --region, e.g. ap-guangzhou or ap-shanghai"))
@@ -318,7 +332,7 @@ def refresh_tencent(region: str, *, prices: bool = False, instance_types: list[s
                                     new_gpus=tuple(g["name"] for g in gpus), fetched_at=fetched)
 
     wanted = wanted_types(_gpu_types_in_catalog(), instance_types)
-    price_rows: list[dict[str, Any]] = []
+    price_rows: list[JSONObject] = []
     skipped: list[str] = []
     for itype, rc in wanted:
         z = zone or _zone_of(api, itype)
