@@ -51,11 +51,6 @@ def scalar_fields(cls: type) -> tuple[ScalarField, ...]:
     return tuple(out)
 
 
-def scalars_of(part: object) -> JSONObject:
-    """A part's scalar fields as JSON, in declaration order."""
-    return {f.name: getattr(part, f.name) for f in scalar_fields(type(part))}
-
-
 def scalars_from(cls: type, d: Mapping[str, object]) -> dict[str, object]:
     """A part's scalar fields from a plan file's flat object: required ones by name (a missing one is a KeyError),
     the others with their defaults. Values are checked by :func:`trainfit.plan.plan_file.check_scalars`."""
@@ -139,4 +134,4 @@ class Cost:
     region: str | None = None
 
 
-__all__ = ["Cost", "Placement", "ScalarField", "Speed", "scalar_fields", "scalars_from", "scalars_of"]
+__all__ = ["Cost", "Placement", "ScalarField", "Speed", "scalar_fields", "scalars_from"]

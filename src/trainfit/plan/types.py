@@ -24,7 +24,7 @@ from trainfit.i18n import _
 from trainfit.json_types import JSON, JSONObject, Quantiles
 from trainfit.launch.targets import plan_targets
 from trainfit.models.shapes import ModelShape, model_from_dict
-from trainfit.plan.parts import Cost, Placement, Speed, scalar_fields, scalars_from, scalars_of
+from trainfit.plan.parts import Cost, Placement, Speed, scalar_fields, scalars_from
 from trainfit.plan.plan_file import check_scalars, checked_gpu, checked_instance, data_budget, speed_interval
 from trainfit.plan.request import PIN_FIELDS, PlanRequest
 from trainfit.rl.config import RLConfig
