@@ -15,7 +15,7 @@ from trainfit.estimate.terms import TERMS
 from trainfit.estimate.states import precision_mode
 from trainfit.i18n import _
 from trainfit.json_types import JSONObject
-from trainfit.plan.rank import Ranking
+from trainfit.plan.parts import Ranking
 from trainfit.plan.search import PlanRequest
 from trainfit.plan.types import Plan, PlanResult
 

@@ -17,6 +17,8 @@ from trainfit.catalog.gpus import GPU
 from trainfit.catalog.instances import Instance
 from trainfit.json_types import JSON, JSONObject
 
+#: What the ranking compares (:func:`trainfit.plan.rank.ranking_basis`).
+Basis = Literal["cost", "gpu_hours", "hours"]
 #: What a scalar field holds, from its annotation.
 ScalarKind = Literal["number", "count", "flag", "text"]
 
@@ -135,3 +137,30 @@ class Cost:
 
 
 __all__ = ["Cost", "Placement", "ScalarField", "Speed", "scalar_fields", "scalars_from"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Ranking:
+    """How the plans were ranked, in words a user can check."""
+
+    basis: Basis
+    """cost | gpu_hours | hours: what the order compares (the Pareto frontier uses the same money unit)."""
+    currency: str | None
+    """The one currency of every plan's cost when ``basis`` is cost (or every plan is priced in it), else None."""
+    summary: str
+    """"ranked by X" with the reason for X."""
+    why_first: str
+    """Why #1 is #1 ("" without plans)."""
+    ties: tuple[int, ...]
+    """0-based indices of the plans after #1 tied with it (:func:`ties`: their p10-p90 ranges on the basis overlap)."""
+    unpriced: tuple[int, ...]
+    """0-based indices of the plans without a price."""
+    price_fix: str | None
+    """How to price the unpriced rows (per provider), None when every row has a price."""
+    price_fix_by_provider: tuple[tuple[str, str], ...] = ()
+    """(provider, how to price its rows) for the providers of the unpriced rows."""
+
+    def to_dict(self) -> JSONObject:
+        return {"basis": self.basis, "currency": self.currency, "summary": self.summary, "why_first": self.why_first,
+                "ties": list(self.ties), "unpriced": list(self.unpriced), "price_fix": self.price_fix,
+                "price_fix_by_provider": dict(self.price_fix_by_provider)}

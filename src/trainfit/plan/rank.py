@@ -10,18 +10,14 @@ named with how to get one (docs/cost-model.md, "Ranking").
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Literal
 
 from trainfit.estimate.fit import OOM_RISK_LIMIT
 from trainfit.estimate.uncertainty import format_probability, format_range, ranges_overlap
 from trainfit.i18n import N_, _, translate
-from trainfit.json_types import JSONObject
+from trainfit.plan.parts import Basis, Ranking
 from trainfit.plan.request import PlanRequest
 from trainfit.plan.types import Plan
 from trainfit.providers.registry import ProviderSpec, provider_spec
-
-Basis = Literal["cost", "gpu_hours", "hours"]
 
 _BASIS_WORDS = {"cost": N_("cost"), "gpu_hours": N_("GPU-hours"), "hours": N_("hours (wall clock)")}
 
@@ -82,33 +78,6 @@ def _fmt(p: Plan, basis: Basis) -> str:
 
 #: How to get a price for an unknown provider's instance types (a registered one says it: ``ProviderSpec.price_howto``).
 PRICE_HOWTO_DEFAULT = ProviderSpec.price_howto
-
-
-@dataclass(frozen=True, kw_only=True)
-class Ranking:
-    """How the plans were ranked, in words a user can check."""
-
-    basis: Basis
-    """cost | gpu_hours | hours: what the order compares (the Pareto frontier uses the same money unit)."""
-    currency: str | None
-    """The one currency of every plan's cost when ``basis`` is cost (or every plan is priced in it), else None."""
-    summary: str
-    """"ranked by X" with the reason for X."""
-    why_first: str
-    """Why #1 is #1 ("" without plans)."""
-    ties: tuple[int, ...]
-    """0-based indices of the plans after #1 tied with it (:func:`ties`: their p10-p90 ranges on the basis overlap)."""
-    unpriced: tuple[int, ...]
-    """0-based indices of the plans without a price."""
-    price_fix: str | None
-    """How to price the unpriced rows (per provider), None when every row has a price."""
-    price_fix_by_provider: tuple[tuple[str, str], ...] = ()
-    """(provider, how to price its rows) for the providers of the unpriced rows."""
-
-    def to_dict(self) -> JSONObject:
-        return {"basis": self.basis, "currency": self.currency, "summary": self.summary, "why_first": self.why_first,
-                "ties": list(self.ties), "unpriced": list(self.unpriced), "price_fix": self.price_fix,
-                "price_fix_by_provider": dict(self.price_fix_by_provider)}
 
 
 def rank(req: PlanRequest, plans: list[Plan]) -> tuple[list[Plan], Ranking]:

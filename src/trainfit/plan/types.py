@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Generic, Mapping, TypeAlias, TypeVar
+from typing import Generic, Mapping, TypeAlias, TypeVar
 
 from trainfit.catalog.gpus import GPU
 from trainfit.catalog.instances import Instance
@@ -24,16 +24,13 @@ from trainfit.i18n import _
 from trainfit.json_types import JSON, JSONObject, Quantiles
 from trainfit.launch.targets import plan_targets
 from trainfit.models.shapes import ModelShape, model_from_dict
-from trainfit.plan.parts import Cost, Placement, Speed, scalar_fields, scalars_from
+from trainfit.plan.parts import Cost, Placement, Ranking, Speed, scalar_fields, scalars_from
 from trainfit.plan.plan_file import check_scalars, checked_gpu, checked_instance, data_budget, speed_interval
 from trainfit.plan.request import PIN_FIELDS, PlanRequest
 from trainfit.rl.config import RLConfig
 from trainfit.rl.summary import RLSummary
 from trainfit.workload import Workload
 from trainfit.workload_options import MAX_GPUS, WORKLOAD_OPTION_NAMES, parse_options
-
-if TYPE_CHECKING:
-    from trainfit.plan.rank import Ranking
 
 #: Schema of plan JSON (``trainfit plan --json`` and every plan inside it). Version 1 was the unversioned
 #: output of trainfit 0.1 (rounded numbers, no model, no fit verdict); it cannot be read back losslessly.
@@ -344,7 +341,7 @@ class PlanResult:
     """``plan --compare-regions``: per plan, its cost in every region with a price (:func:`~trainfit.plan.pricing.
     region_prices`); empty otherwise."""
     ranking: Ranking | None = None
-    """How the plans were ranked and why #1 is #1 (:class:`~trainfit.plan.rank.Ranking`)."""
+    """How the plans were ranked and why #1 is #1 (:class:`~trainfit.plan.parts.Ranking`)."""
 
     @property
     def best(self) -> Plan | None:
