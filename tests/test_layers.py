@@ -5,8 +5,9 @@
     top-level names of the distributions in pyproject's optional extras); deferring one is the only reason for a
     local import;
 (b) no private name (``_x``; the ``_`` of gettext is not one) or private module imported across packages;
-(c) no circle of files: Tarjan's strongly connected components over every import statement, top and local; and
-    no new circle through the ``__init__`` files an import runs (:data:`KNOWN_PACKAGE_CIRCLES` lists the one left).
+(c) no circle of files: Tarjan's strongly connected components over every import statement, top, local or under
+    ``TYPE_CHECKING`` (:data:`KNOWN_FILE_CIRCLES` names the one that landed with other work); and no new circle
+    through the ``__init__`` files an import runs (:data:`KNOWN_PACKAGE_CIRCLES` lists the one left).
 
 Each scanner works on a :data:`Source` (module name -> parsed file, is-a-package) so that
 :func:`test_the_checks_see_what_they_claim` can feed it a tiny synthetic package and see it fire.
@@ -23,6 +24,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "trainfit"
+
+#: Circles of files that landed on main with other work while this test was written, each named by its files; it
+#: may only go. The one left is typing-only: launch/_context.py and launch/_plan_notes.py name plan.types' Plan under
+#: ``if TYPE_CHECKING:`` while plan.types and plan.request import launch.targets (whose ``TYPE_CHECKING`` block names
+#: launch._context). The owner of launch/ and plan/ removes it (e.g. a Protocol for the plan those modules read).
+KNOWN_FILE_CIRCLES: frozenset[frozenset[str]] = frozenset({
+    frozenset({"trainfit.launch._context", "trainfit.launch._plan_notes", "trainfit.launch.targets",
+               "trainfit.plan.request", "trainfit.plan.types"}),
+})
 
 #: Circles that run through packages' ``__init__`` files (importing ``trainfit.plan.cost`` runs
 #: ``trainfit/plan/__init__.py``), named by the packages in them: the one left is launch -> plan -> rl -> launch
@@ -223,8 +233,11 @@ def test_function_local_imports_defer_a_heavy_dependency():
 
 
 def test_no_circle_of_files():
-    cycles = import_cycles(source_tree())
-    assert not cycles, f"files that import each other (counting function-local imports): {cycles}"
+    found = {frozenset(c): c for c in import_cycles(source_tree())}
+    new = [c for key, c in found.items() if key not in KNOWN_FILE_CIRCLES]
+    assert not new, f"files that import each other (counting function-local and TYPE_CHECKING imports): {new}"
+    gone = sorted(sorted(k) for k in KNOWN_FILE_CIRCLES - found.keys())
+    assert not gone, f"these circles are broken now: remove them from KNOWN_FILE_CIRCLES: {gone}"
 
 
 def _packages_in(cycle: list[str], src: Source) -> frozenset[str]:

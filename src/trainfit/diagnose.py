@@ -88,7 +88,7 @@ def plan_prediction(path: str | Path, pick: int = 1
     def pos(v: float | None) -> float | None:
         return float(v) if isinstance(v, (int, float)) and v > 0 else None
 
-    return pos(plan.tokens_per_s), pos(plan.per_gpu_gib), pos(plan.gpu_mem_gib), plan.intervals()
+    return pos(plan.speed.tokens_per_s), pos(plan.per_gpu_gib), pos(plan.placement.gpu_mem_gib), plan.intervals()
 
 
 def _pct(x: float) -> str:

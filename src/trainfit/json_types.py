@@ -18,3 +18,5 @@ JSONObject = dict[str, JSON]
 #: A value ``yaml.safe_load`` gives: JSON's, plus dates and timestamps (``2024-05-01``).
 YAMLValue = Union[None, bool, int, float, str, datetime.date, datetime.datetime, list["YAMLValue"],
                   dict[str, "YAMLValue"]]
+#: p10/p50/p90 of a figure (:meth:`trainfit.estimate.uncertainty.Interval.scale`).
+Quantiles = dict[str, float]

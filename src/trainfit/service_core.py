@@ -4,9 +4,9 @@ them from :mod:`trainfit.service`, which gathers them with the web adapters."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from trainfit.calibration_file import load_calibrations
 from trainfit.errors import InputError, PlanFileError, UnknownGPUError, WorkloadError, RenderError, SubmitError
@@ -16,11 +16,17 @@ from trainfit.estimate.memory import MemoryEstimate, estimate_memory
 from trainfit.estimate.uncertainty import headroom_range, memory_range, plan_speed_interval
 from trainfit.i18n import _
 from trainfit.models.shapes import ModelShape
+from trainfit.rl.config import RLConfig
+from trainfit.rl.report import RLMemoryReport, rl_report
 from trainfit.workload import Workload
-from trainfit.catalog.instances import placement_fields, get_instance, gpu_on_instance
+from trainfit.catalog.gpus import GPU, get_gpu, assumed_note, sized_gpu
+from trainfit.catalog.instances import Instance, get_instance, gpu_on_instance
+from trainfit.plan.parts import Cost, Speed
+from trainfit.plan.types import Plan, PlanResult, build_plan, plans_from_document
+from trainfit.json_types import JSON, JSONObject
+from trainfit.dataset.budget import DataBudget
 from trainfit.providers.registry import rents_whole_nodes
 from trainfit import inputs
-from trainfit.catalog.gpus import get_gpu, assumed_note, sized_gpu, GPU
 from trainfit.check import check_file as _check
 from trainfit.dataset import stats_or_scan
 from trainfit.estimate.hardware import kernel_gaps
@@ -32,10 +38,13 @@ from trainfit.models import from_hf_config, get_model, load_config_path
 from trainfit.plan.hardware import gpu_class_of, precision_on, hardware_for
 from trainfit.plan.rl import fit_rollout_tp, rl_plan
 from trainfit.plan.search import plan
-from trainfit.plan.types import Plan, plans_from_document
 from trainfit.providers.alibaba.submit import job_target, load_job, resolve_region, submit
 from trainfit.rl.memory import estimate_rl_memory
-from trainfit.rl.report import rl_report
+
+if TYPE_CHECKING:
+    from trainfit.check import CheckResult
+    from trainfit.launch import RenderOptions, RenderResult
+    from trainfit.plan.search import PlanRequest
 
 #: Largest plan file read (a plan of every catalog row is far below).
 MAX_PLAN_BYTES = 8 * 2**20
@@ -43,7 +52,7 @@ MAX_PLAN_BYTES = 8 * 2**20
 
 # ---------------------------------------------------------------------------------------------- model
 
-def resolve_model(name: str | None = None, *, config: str | Path | Mapping[str, Any] | None = None) -> ModelShape:
+def resolve_model(name: str | None = None, *, config: str | Path | Mapping[str, JSON] | None = None) -> ModelShape:
     """A registry model by name, or any supported config (a path to config.json / a model folder, or the parsed
     dict, e.g. pasted into the web page)."""
     if config is not None:
@@ -74,11 +83,11 @@ class MemoryReport:
     warnings: tuple[str, ...] = ()
     """What the named GPU cannot run whatever the memory (``--attention flash3`` off Hopper): the kernel gate that
     ``plan`` reports as a warning and ``trainfit check`` as a ``kernel-support`` error."""
-    data: Any = None
+    data: DataBudget | None = None
     """``memory --dataset``: the :class:`~trainfit.dataset.budget.DataBudget` whose longest row the memory is sized
     at (``workload.seq_len``)."""
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         out = self.estimate.to_dict()
         if self.data is not None:
             out["data"] = {**self.data.to_dict(), "sized_at": self.data.memory_note()}
@@ -109,14 +118,12 @@ def gpu_usable_gib(gpu: str) -> tuple[str, float]:
 
 def memory_report(model: ModelShape, workload: Workload, *, gpu: str | None = None, gpu_mem_gib: float | None = None,
                   host_ram_gib: float | None = None, instance_type: str | None = None,
-                  margin: float = SAFETY_MARGIN_DEFAULT, data: Any = None) -> MemoryReport:
+                  margin: float = SAFETY_MARGIN_DEFAULT, data: DataBudget | None = None) -> MemoryReport:
     """Memory by term and, with a GPU (name, ``gpu_mem_gib`` or an instance type), the one fit verdict. With
     ``data`` (``memory --dataset``: a :class:`~trainfit.dataset.budget.DataBudget`) the sequence is the data's
     longest row (:attr:`~trainfit.dataset.budget.DataBudget.longest_gib_len`): the cut-off with packing, the longest
     sample after the cut without."""
     if data is not None:
-        from dataclasses import replace
-
         workload = replace(workload, seq_len=data.longest_gib_len)
     est = estimate_memory(model, workload)
     name, usable = None, None
@@ -131,9 +138,7 @@ def memory_report(model: ModelShape, workload: Workload, *, gpu: str | None = No
         name, usable = gpu_usable_gib(g)
         prec, note = precision_on(g, workload.precision)  # no bf16 (V100, T4): fp16, as plan does, and say so
         if prec is not None:
-            import dataclasses
-
-            workload = dataclasses.replace(workload, precision=prec)
+            workload = replace(workload, precision=prec)
             est = estimate_memory(model, workload)
             warnings.append(note)
         warnings += kernel_gaps(workload.attention, gpu_class_of(g), name)
@@ -148,40 +153,7 @@ def memory_report(model: ModelShape, workload: Workload, *, gpu: str | None = No
                         host_ram_gib=host_ram_gib, answer=answer, warnings=tuple(warnings), data=data)
 
 
-@dataclass(frozen=True, kw_only=True)
-class RLMemoryReport:
-    """What ``trainfit memory --rl ...`` reports: the policy update's memory and the RL section."""
-
-    model: ModelShape
-    workload: Workload
-    """The policy update (its ``seq_len`` is prompt + response)."""
-    rl: Any
-    """The :class:`~trainfit.rl.RLConfig`."""
-    estimate: Any
-    """The :class:`~trainfit.rl.memory.RLMemoryEstimate` (per phase, KV pool, the verdict over all phases)."""
-    report: dict
-    """:func:`trainfit.rl.rl_report`'s JSON-ready part (config, phases, speed, time)."""
-    gpu: str | None = None
-    usable_gib: float
-    host_ram_gib: float | None = None
-    speed: Any = None
-    """The :class:`~trainfit.rl.speed.RLSpeedEstimate` (None without a catalog GPU)."""
-
-    def to_dict(self) -> dict[str, Any]:
-        rep = self.report
-        out = self.estimate.train.to_dict()
-        out["workload"] = self.workload.to_dict()
-        # the policy update's reserved GiB with its p10-p90 range, as memory's (the binding phase's is rl.peak_*)
-        out["reserved_interval_gib"] = memory_range(self.estimate.train.reserved_gib)
-        out.update({"gpu": self.gpu, "gpu_mem_gib": self.usable_gib, "host_ram_node_gib": self.host_ram_gib,
-                    "verdict": rep["verdict"], "fits": rep["fits"], "fit": rep["fit"],
-                    "headroom_gib": round(rep["headroom_gib"], 2),
-                    "headroom_interval_gib": headroom_range(self.usable_gib, self.estimate.peak_gib)})
-        out["rl"] = dict(rep)
-        return out
-
-
-def rl_memory_report(model: ModelShape, workload: Workload, rl: Any, *, gpu: str | None = None,
+def rl_memory_report(model: ModelShape, workload: Workload, rl: RLConfig, *, gpu: str | None = None,
                      gpu_mem_gib: float | None = None, host_ram_gib: float | None = None,
                      instance_type: str | None = None, steps: int | None = None,
                      margin: float | None = None) -> RLMemoryReport:
@@ -208,12 +180,7 @@ def rl_memory_report(model: ModelShape, workload: Workload, rl: Any, *, gpu: str
                             fix=_("pass --gpu NAME (e.g. H100), --gpu-mem GIB or --instance-type TYPE"))
     rep = rl_report(model, workload, rl, float(usable), gpu=gpu_rec, instance=inst, steps=steps,
                     host_ram_gib=host_ram_gib, margin=margin)
-    rep.pop("_train")
-    wl = rep.pop("_workload")
-    est = rep.pop("_estimate")
-    sp = rep.pop("_speed", None)
-    return RLMemoryReport(model=model, workload=wl, rl=rl, estimate=est, report=rep, gpu=name, usable_gib=usable,
-                          host_ram_gib=host_ram_gib, speed=sp)
+    return RLMemoryReport(model=model, report=rep, gpu=name, usable_gib=usable, host_ram_gib=host_ram_gib)
 
 
 MEMORY_EXTRA = ("model", "config", "gpu", "gpu_mem", "host_ram", "instance_type")
@@ -221,7 +188,7 @@ MEMORY_EXTRA = ("model", "config", "gpu", "gpu_mem", "host_ram", "instance_type"
 
 # ----------------------------------------------------------------------------------------------- plan
 
-def make_plan(request: Any) -> Any:
+def make_plan(request: PlanRequest) -> PlanResult:
     """Search, evaluate and rank (:func:`trainfit.plan.search.plan`)."""
     _calibration_readable()
     return plan(request)
@@ -237,7 +204,7 @@ def plan_for(model: ModelShape, workload: Workload, *, gpu: str | None = None, i
              gpu_mem_gib: float | None = None, tokens: float | None = None, spot: bool = False,
              region: str | None = None, framework: str | None = None, target: str | None = None,
              margin: float = SAFETY_MARGIN_DEFAULT, source: str = "trainfit render (no plan file)",
-             rl: Any = None, steps: int | None = None) -> Any:
+             rl: RLConfig | None = None, steps: int | None = None) -> Plan:
     """One typed Plan for ``workload`` on a GPU or an instance type: memory and the fit verdict always; speed when
     the GPU's compute is known; time and cost when ``tokens`` is given. With ``rl`` (an
     :class:`~trainfit.rl.RLConfig`) the RL plan: per-phase memory, the verdict over all phases, the RL step
@@ -274,9 +241,11 @@ def plan_for(model: ModelShape, workload: Workload, *, gpu: str | None = None, i
         wl = workload.with_(seq_len=rl.seq_len) if workload.seq_len != rl.seq_len else workload
         rest = estimate_rl_memory(model, wl, rl, usable, strict=False, host_ram_gib=getattr(inst, "ram_gib", None),
                                   margin=margin)
-        return rl_plan(model, wl, rl, rest, gpu=g, usable=usable, gpus_per_node=gpn, inst=inst, steps=steps,
-                       spot=spot, region=region, margin=margin, source=source, strict_speed=False,
-                       rule_warnings=(tp_warning,) if tp_warning else ())
+        planned = rl_plan(model, wl, rl, rest, gpu=g, usable=usable, gpus_per_node=gpn, inst=inst, steps=steps,
+                          spot=spot, region=region, margin=margin, source=source, strict_speed=False,
+                          rule_warnings=(tp_warning,) if tp_warning else ())
+        assert planned is not None  # without strict_speed an RL plan is never dropped
+        return planned
     if target is not None:
         check_target(target, framework, rl=False)
         framework = speed_framework(framework, target, workload)
@@ -286,37 +255,36 @@ def plan_for(model: ModelShape, workload: Workload, *, gpu: str | None = None, i
     warnings: list[str] = list(fit.reasons)
     if note := assumed_note(g):
         warnings.append(note)
-    speed = _plan_speed(model, workload, g, inst, framework=framework, tokens=tokens, warnings=warnings)
-    return Plan(model=model, workload=workload, gpu=g.name, gpu_spec=g, instance=inst, **placement_fields(inst),
-                gpus_per_node=gpn, nodes=workload.nodes,
-                memory=est, fit=fit, gpu_mem_gib=usable, tokens=tokens, spot=spot, region=region,
-                warnings=tuple(warnings), source=source, target=target, **speed)
+    speed, time_cost = _plan_speed(model, workload, g, inst, framework=framework, tokens=tokens, warnings=warnings)
+    return build_plan(model=model, workload=workload, gpu=g, usable_gib=usable, inst=inst, gpus_per_node=gpn,
+                      nodes=workload.nodes, memory=est, fit=fit, speed=speed,
+                      time_cost=replace(time_cost, tokens=tokens, spot=spot, region=region), target=target,
+                      warnings=tuple(warnings), source=source)
 
 
-def _plan_speed(model: ModelShape, workload: Workload, g: Any, inst: Any, *, framework: str | None,
-                tokens: float | None, warnings: list[str]) -> dict[str, Any]:
-    """The speed fields of :func:`plan_for`'s Plan (empty when the GPU's compute is unknown); appends warnings."""
+def _plan_speed(model: ModelShape, workload: Workload, g: GPU, inst: Instance | None, *, framework: str | None,
+                tokens: float | None, warnings: list[str]) -> tuple[Speed, Cost]:
+    """The speed and time of :func:`plan_for`'s Plan (empty when the GPU's compute is unknown); appends warnings."""
     if not (g.bf16_dense_tflops or g.fp16_dense_tflops):
-        return {}
+        return Speed(), Cost()
     cals = _calibration_readable()  # a broken overlay is an error, not "speed not estimated"
     try:
         hw = hardware_for(g, inst, gpus_per_node=workload.gpus_on_node)
         sp = estimate_speed(model, workload, hw, framework=framework, calibrations=cals)
     except WorkloadError as e:
         warnings.append(_("speed not estimated: {message}").format(message=e.message))
-        return {}
-
-    speed: dict[str, Any] = {"tokens_per_s": sp.tokens_per_s, "step_seconds": sp.step_seconds, "mfu": sp.mfu,
-                             "framework": sp.framework, "calibration": calibration_note(sp.assumptions),
-                             "speed_interval": plan_speed_interval(model, workload, sp.framework, hw.gpu_class)}
+        return Speed(), Cost()
+    speed = Speed(tokens_per_s=sp.tokens_per_s, step_seconds=sp.step_seconds, mfu=sp.mfu, framework=sp.framework,
+                  calibration=calibration_note(sp.assumptions),
+                  speed_interval=plan_speed_interval(model, workload, sp.framework, hw.gpu_class))
     warnings += list(sp.warnings)
-    if tokens:
-        tt = training_time(sp, tokens)
-        speed.update({"hours": tt.hours, "gpu_hours": tt.gpu_hours})
-    return speed
+    if not tokens:
+        return speed, Cost()
+    tt = training_time(sp, tokens)
+    return speed, Cost(hours=tt.hours, gpu_hours=tt.gpu_hours)
 
 
-def load_plan(path: str | Path, pick: int = 1) -> Any:
+def load_plan(path: str | Path, pick: int = 1) -> Plan:
     """Plan ``pick`` (1 = first) of a ``trainfit plan --json`` file."""
     text = read_text_file(path, max_bytes=MAX_PLAN_BYTES, what=_("plan file"), error=PlanFileError,
                           fix=_("write it with `trainfit plan ... --json > plan.json`"))
@@ -331,7 +299,8 @@ def load_plan(path: str | Path, pick: int = 1) -> Any:
 
 # --------------------------------------------------------------------------------------------- render
 
-def render_plan(plan: Any, options: Any = None, targets: str | list[str] | tuple[str, ...] | None = None) -> Any:
+def render_plan(plan: Plan, options: RenderOptions | None = None,
+                targets: str | list[str] | tuple[str, ...] | None = None) -> RenderResult:
     """Job files for ``plan`` (a :class:`~trainfit.launch.RenderResult`); nothing is recomputed. ``targets`` None:
     the plan's target (``plan --target``), else all that apply. A target whose engine differs from the one the
     plan's speed assumed is rendered with a warning in ``RenderResult.warnings``."""
@@ -344,7 +313,7 @@ def single_target(targets: str | None) -> str | None:
     return t if t in plan_targets() else None
 
 
-def write_rendered(result: Any, out_dir: str | Path, *, force: bool = False) -> list[Path]:
+def write_rendered(result: RenderResult, out_dir: str | Path, *, force: bool = False) -> list[Path]:
     if not str(out_dir).strip():
         raise InputError(_("--out is empty"), fix=_("name a folder, e.g. --out job/"))
     return write(result, out_dir, force=force)
@@ -354,7 +323,7 @@ def write_rendered(result: Any, out_dir: str | Path, *, force: bool = False) -> 
 
 def check_file(path: str | Path, *, region: str | None = None, gpu: str | None = None,
                instance_type: str | None = None, nodes: int | None = None, gpus_per_node: int | None = None,
-               dataset: str | None = None, tokenizer: str | None = None) -> Any:
+               dataset: str | None = None, tokenizer: str | None = None) -> CheckResult:
     """Every finding of a job file (:class:`~trainfit.check.CheckResult`); with ``dataset`` (a stats file, or a
     dataset counted with ``tokenizer``) also the job's cut-off, packing and steps against the data."""
     if region is not None:

@@ -89,7 +89,7 @@ def test_checkpoint_interval_is_young_daly_of_the_checkpoint_size_and_interrupti
                  instance_type="generic-8xH100", tokens=2e10)
     from dataclasses import replace
 
-    spot = replace(p, spot=True, checkpoint_interval_hours=0.5)
+    spot = replace(p, time_cost=replace(p.time_cost, spot=True, checkpoint_interval_hours=0.5))
     assert build_context(spot).save_steps == int(0.5 * 3600 / p.step_seconds)
     assert build_context(spot, RenderOptions(save_steps=77)).save_steps == 77
 

@@ -170,9 +170,11 @@ def test_rl_report_is_pure_and_json_ready():
     m = get_model("Qwen3-30B-A3B")
     rl = RLConfig.for_framework("verl", num_generations=8, prompt_len=2048, response_len=4096)
     rep = rl_report(m, Workload(method="full", gpus=8, strategy="fsdp"), rl, 80.0, gpu=get_gpu("H100"), steps=100)
-    assert rep["config"]["max_num_seqs"] == 256  # verl's rollout.yaml passes 256 (since verl e9405d7)
-    assert rep["_workload"].seq_len == 6144
-    private = {k for k in rep if k.startswith("_")}
-    assert {"_train", "_workload", "_estimate", "_speed"} <= private
-    _json.dumps({k: v for k, v in rep.items() if k not in private})
-    assert rep["time"]["gpu_hours"] == pytest.approx(8 * rep["time"]["hours"], abs=0.01)
+    assert rep.config.max_num_seqs == 256  # verl's rollout.yaml passes 256 (since verl e9405d7)
+    assert rep.workload.seq_len == 6144
+    assert rep.train is rep.estimate.train and rep.speed is not None
+    out = rep.to_dict()
+    assert not {k for k in out if k.startswith("_")}
+    _json.dumps(out)
+    assert out["config"]["max_num_seqs"] == 256
+    assert out["time"]["gpu_hours"] == pytest.approx(8 * out["time"]["hours"], abs=0.01)

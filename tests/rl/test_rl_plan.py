@@ -123,7 +123,7 @@ def test_plan_rl_evaluates_every_phase_through_the_one_fit_decision(tmp_path, ca
     assert doc["workload"]["rl"]["algo"] == "grpo" and doc["workload"]["steps"] == STEPS
     for d in doc["plans"]:
         p = Plan.from_dict(d)
-        rl = p.rl
+        rl = p.rl.to_dict()
         assert rl["rl_framework"] == fw and rl["steps"] == STEPS
         assert set(rl["phases_gib"]) == {"rollout", "train", "sync"}
         assert rl["binding_phase"] == max(rl["phases_gib"], key=rl["phases_gib"].get)
@@ -209,7 +209,7 @@ def test_rl_plan_json_round_trips_losslessly(tmp_path, capsys, case):
     for d in doc["plans"]:
         p = Plan.from_dict(json.loads(json.dumps(d)))
         assert p.to_dict() == d
-        assert p.rl == d["rl"] and p.rl_config() == RLConfig(**{k: d["rl"][k] for k in RLConfig.__dataclass_fields__})
+        assert p.rl.to_dict() == d["rl"] and p.rl_config() == RLConfig(**{k: d["rl"][k] for k in RLConfig.__dataclass_fields__})
         assert Plan.from_dict(p.to_dict()) == p
 
 
@@ -256,7 +256,7 @@ def test_plan_json_render_and_read_back_give_the_same_rl_config_and_workload(tmp
     # the header carries the plan, the machine-readable facts line included
     facts = _facts(text)
     assert facts["model"] == model and facts["reserved_gib"] == plan.memory.reserved_gib
-    assert facts["rl"]["phases_gib"] == plan.rl["phases_gib"] and facts["rl"]["steps"] == STEPS
+    assert facts["rl"]["phases_gib"] == plan.rl.phases_gib and facts["rl"]["steps"] == STEPS
     assert "# rl: grpo" in text and "# memory:" in text
     # the RL lint rules find no error in what the planner called a fit
     findings, _ = lint_rl_launch(text, plan.gpu_mem_gib)
@@ -387,9 +387,9 @@ def test_size_rl_launch_gives_the_planned_verdict_and_phases(tmp_path, capsys, c
     facts = _facts(text)
     parsed, est = size_rl_launch(text, facts["rl"]["gpu_mem_gib"], model=facts["model"])
     plan = Plan.from_dict(doc["plans"][0])
-    assert est.phases_gib == pytest.approx(plan.rl["phases_gib"], rel=1e-9)
+    assert est.phases_gib == pytest.approx(plan.rl.phases_gib, rel=1e-9)
     assert est.peak_gib == pytest.approx(facts["reserved_gib"], rel=1e-9)
-    assert est.verdict == plan.fit.verdict and est.max_concurrent_seqs == plan.rl["max_concurrent_seqs"]
+    assert est.verdict == plan.fit.verdict and est.max_concurrent_seqs == plan.rl.max_concurrent_seqs
     # a utilisation the trainer's residual cannot leave room for is found as an error
     hot = text.replace("gpu_memory_utilization=0.5", "gpu_memory_utilization=0.95").replace(
         "--vllm_gpu_memory_utilization 0.5", "--vllm_gpu_memory_utilization 0.95")

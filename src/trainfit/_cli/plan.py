@@ -37,5 +37,5 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(out)
     else:
-        print_plan(out, top=args.top)
+        print_plan(result, top=args.top)
     return 0 if result.plans else 1  # the same exit status with and without --json: 1 when nothing fits

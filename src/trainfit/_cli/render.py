@@ -91,8 +91,8 @@ def run(args: argparse.Namespace) -> int:
     for i, line in enumerate(ctx.header_lines()[:-1]):
         if i == 0 and args.plan:  # which file and plan (the files stay the same whatever the plan file is called)
             line += _(" ({file}, plan {pick}: {provider} {instance_type})").format(
-                file=Path(args.plan).name, pick=args.pick, provider=ctx.plan.provider,
-                instance_type=ctx.plan.instance_type)
+                file=Path(args.plan).name, pick=args.pick, provider=ctx.plan.placement.provider,
+                instance_type=ctx.plan.placement.instance_type)
         print(line)
     print(_("wrote {n} file(s) to {out}: {names}").format(n=len(paths), out=args.out,
                                                           names=", ".join(p.name for p in paths)))

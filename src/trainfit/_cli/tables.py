@@ -1,6 +1,9 @@
-"""Rich tables for the CLI (rendering only: every number comes from the core's result dicts)."""
+"""Rich tables for the CLI (rendering only: every number comes from the core: ``plan``'s from the typed
+:class:`~trainfit.plan.types.PlanResult`, ``memory``'s from its report's dict)."""
 
 from __future__ import annotations
+
+from typing import Sequence
 
 from rich.console import Console
 from rich.markup import escape
@@ -9,7 +12,12 @@ from rich.table import Table
 from trainfit._cli.labels import METHOD, OBJECTIVE, PHASE, PRECISION_MODE, VERDICT, VERDICT_SHORT, label
 from trainfit.estimate.fit import OOM_RISK_LIMIT
 from trainfit.estimate.terms import TERMS
+from trainfit.estimate.states import precision_mode
 from trainfit.i18n import _
+from trainfit.json_types import JSONObject
+from trainfit.plan.parts import Ranking
+from trainfit.plan.search import PlanRequest
+from trainfit.plan.types import Plan, PlanResult
 from trainfit.estimate.uncertainty import format_probability
 
 #: The verdict line's wording of each verdict (codes stay English in JSON); kept for callers of the old name.
@@ -151,20 +159,20 @@ def _age(as_of: str | None) -> str:
     return _("as of {date} ({days} days old)").format(date=as_of, days=days)
 
 
-def _print_ranking(c: Console, r: dict | None, plans: list, top: int) -> None:
+def _print_ranking(c: Console, r: Ranking | None, plans: Sequence[Plan], top: int) -> None:
     """The table's footer: the ranking basis and why, why #1 is #1 (ties), and which rows lack a price."""
     if not r:
         return
-    c.print(f"[bold]{escape(r['summary'])}[/bold]")
-    if r.get("why_first"):
-        c.print(escape(r["why_first"]))
-    unpriced = [i for i in r.get("unpriced", []) if i < top]
+    c.print(f"[bold]{escape(r.summary)}[/bold]")
+    if r.why_first:
+        c.print(escape(r.why_first))
+    unpriced = [i for i in r.unpriced if i < top]
     if unpriced:
         shown = min(top, len(plans))
         which = (_("no row shown has a price") if len(unpriced) == shown else
                  _("no price for {rows}").format(rows=", ".join(f"#{i + 1}" for i in unpriced)))
-        providers = sorted({plans[i]["provider"] for i in unpriced})
-        how = r.get("price_fix_by_provider") or {}
+        providers = sorted({plans[i].provider for i in unpriced})
+        how = dict(r.price_fix_by_provider)
         c.print(_("[yellow]{which}[/yellow] (cost '-'). To price them: {how}").format(
             which=which, how=escape("; ".join(f"{p}: {how.get(p, '')}" for p in providers))))
 
@@ -173,37 +181,38 @@ def _pct_range(rng: dict | None) -> dict | None:
     return None if rng is None else {k: 100 * v for k, v in rng.items()}
 
 
-def _plan_cells(p: dict) -> list[str]:
+def _plan_cells(p: Plan) -> list[str]:
     """The cells of one plan row after the rank: where, layout, settings, memory, speed, time and cost, each figure
     with its p10–p90 range."""
-    s = p["settings"]
-    st = s["strategy"] + (f"+off:{s['offload']}" if s["offload"] != "none" else "")
-    if s["ep"] > 1:
-        st += f" ep{s['ep']}"
-    if s["tp"] > 1:
-        st += f" tp{s['tp']}"
-    for k in ("pp", "cp"):  # a pinned 256-GPU TP4/PP8/EP8 layout showed as "ep8 tp4"
-        if s.get(k, 1) > 1:
-            st += f" {k}{s[k]}"
-    if s.get("ulysses", 1) > 1:
-        st += f" sp{s['ulysses']}"
-    st += f" mb{s['micro_batch']}" + (f"×ga{s['grad_accum']}" if s["grad_accum"] > 1 else "")
-    st += f" gb{s['global_batch']}" if "global_batch" in s else ""
-    st += " GC" if s["grad_ckpt"] else ""
-    if p.get("rl"):
-        r = p["rl"]
-        if r.get("rollout_tp") and r.get("algo") != "dpo":  # the engine settings plan --rl searched
-            st += f" rollout-tp{r['rollout_tp']}" + (_(" trainer-off") if r.get("trainer_offload") else "")
-        st += _(" {phase}-bound").format(phase=label(PHASE, r["binding_phase"])) + (
-            _(", KV {n} seqs").format(n=r["max_concurrent_seqs"]) if r.get("max_concurrent_seqs") is not None else "")
-    iv = p.get("intervals") or {}
+    w = p.workload
+    st = w.strategy + (f"+off:{w.offload}" if w.offload != "none" else "")
+    if w.ep > 1:
+        st += f" ep{w.ep}"
+    if w.tp > 1:
+        st += f" tp{w.tp}"
+    for k, n in (("pp", w.pp), ("cp", w.cp)):  # a pinned 256-GPU TP4/PP8/EP8 layout showed as "ep8 tp4"
+        if n > 1:
+            st += f" {k}{n}"
+    if w.ulysses > 1:
+        st += f" sp{w.ulysses}"
+    st += f" mb{w.micro_batch}" + (f"×ga{w.grad_accum}" if w.grad_accum > 1 else "")
+    st += f" gb{w.global_batch}"
+    st += " GC" if w.grad_ckpt else ""
+    if p.rl is not None:
+        r, cfg = p.rl, p.rl.config
+        if cfg.rollout_tp and cfg.algo != "dpo":  # the engine settings plan --rl searched
+            st += f" rollout-tp{cfg.rollout_tp}" + (_(" trainer-off") if cfg.trainer_offload else "")
+        st += _(" {phase}-bound").format(phase=label(PHASE, r.binding_phase)) + (
+            _(", KV {n} seqs").format(n=r.max_concurrent_seqs) if r.max_concurrent_seqs is not None else "")
+    iv = p.intervals()
     mem = iv.get("per_gpu_gib")
-    return [p["instance_type"], p["gpu"], f"{p['nodes']}×{p['gpus_per_node']}", st, label(PRECISION_MODE, s.get("precision_mode", s["precision"])),
-            f"{p['per_gpu_gib']:.1f}/{p['gpu_mem_gib']:g}" + (f"\n({mem['p10']:.0f}–{mem['p90']:.0f})" if mem else ""),
-            _with_range(p["tokens_per_s"], iv.get("tokens_per_s"), ",.0f" if p["tokens_per_s"] < 10_000 else "short"),
-            "-" if p["mfu"] is None else _with_range(100 * p["mfu"], _pct_range(iv.get("mfu")), ".0f", "%"),
-            _with_range(p["hours"], iv.get("hours"), ",.0f" if p["hours"] >= 100 else ",.1f"),
-            _with_range(p["gpu_hours"], iv.get("gpu_hours"), ",.0f"), _money(p["cost"], p["currency"], iv.get("cost"))]
+    sp, tc, pl = p.speed, p.time_cost, p.placement
+    return [pl.instance_type, pl.gpu, f"{pl.nodes}×{pl.gpus_per_node}", st, label(PRECISION_MODE, precision_mode(w)),
+            f"{p.per_gpu_gib:.1f}/{pl.gpu_mem_gib:g}" + (f"\n({mem['p10']:.0f}–{mem['p90']:.0f})" if mem else ""),
+            _with_range(sp.tokens_per_s, iv.get("tokens_per_s"), ",.0f" if sp.tokens_per_s < 10_000 else "short"),
+            "-" if sp.mfu is None else _with_range(100 * sp.mfu, _pct_range(iv.get("mfu")), ".0f", "%"),
+            _with_range(tc.hours, iv.get("hours"), ",.0f" if tc.hours >= 100 else ",.1f"),
+            _with_range(tc.gpu_hours, iv.get("gpu_hours"), ",.0f"), _money(tc.cost, tc.currency, iv.get("cost"))]
 
 
 def _si(n: float) -> str:
@@ -214,63 +223,67 @@ def _si(n: float) -> str:
     return f"{n:.0f}"
 
 
-def _print_plan_header(c: Console, w: dict) -> None:
+def _print_plan_header(c: Console, req: PlanRequest) -> None:
     """The plan's first line: model, method, sequence (or the RL setup), tokens, precision, objective."""
-    rl = w.get("rl")
-    if rl:
+    rl, w = req.rl, req.workload
+    if rl is not None:
         c.print(_("[bold]{model}[/bold] {algo} ({framework}), {method}, prompt {prompt_len} + response {response_len}, "
                   "{generations} generations x {prompts} prompts, {steps} steps, {engine} util {util:g}, {precision}, "
                   "objective: {objective}").format(
-            model=w["model"], algo=rl["algo"], framework=rl.get("rl_framework") or _("trainfit defaults"),
-            method=label(METHOD, w["method"]), prompt_len=rl["prompt_len"], response_len=rl["response_len"],
-            generations=rl["num_generations"], prompts=rl["rollout_batch"], steps=w.get("steps"),
-            engine=rl["rollout_engine"], util=rl["rollout_util"], precision=w["precision"],
-            objective=label(OBJECTIVE, w["objective"]))
-                + (_(", spot") if w.get("spot") else ""))
+            model=req.model.name, algo=rl.algo, framework=rl.rl_framework or _("trainfit defaults"),
+            method=label(METHOD, w.method), prompt_len=rl.prompt_len, response_len=rl.response_len,
+            generations=rl.num_generations, prompts=rl.rollout_batch, steps=req.steps,
+            engine=rl.rollout_engine, util=rl.rollout_util, precision=w.precision,
+            objective=label(OBJECTIVE, req.objective))
+                + (_(", spot") if req.spot else ""))
     else:
         c.print(_("[bold]{model}[/bold] {method}, seq {seq_len}, {tokens} tokens, {precision}, objective: {objective}")
-                .format(model=w["model"], method=label(METHOD, w["method"]), seq_len=w["seq_len"],
-                        tokens=_si(w["tokens"]), precision=w["precision"], objective=label(OBJECTIVE, w["objective"]))
-                + (_(", spot") if w.get("spot") else "")
-                + (_(", target {target}").format(target=w["target"]) if w.get("target") else "")
-                + (_(", framework {framework}").format(framework=w["framework"]) if w.get("framework") else ""))
+                .format(model=req.model.name, method=label(METHOD, w.method), seq_len=w.seq_len,
+                        tokens=_si(req.tokens), precision=w.precision, objective=label(OBJECTIVE, req.objective))
+                + (_(", spot") if req.spot else "")
+                + (_(", target {target}").format(target=req.target) if req.target else "")
+                + (_(", framework {framework}").format(framework=req.framework) if req.framework else ""))
 
 
-def _print_row_notes(c: Console, plans: list, top: int) -> None:
+def _print_row_notes(c: Console, plans: Sequence[Plan], top: int) -> None:
     """Per shown row: out-of-domain speed, P(OOM), calibration, the price's source and age, warnings."""
     for i, p in enumerate(plans[:top]):
-        siv = p.get("speed_interval")
-        if siv and siv.get("out_of_domain"):
+        note = p.out_of_domain_note()
+        if p.speed.speed_interval and p.speed.speed_interval.get("out_of_domain"):
             # the note itself says "outside the calibration domain (...)", in the user's language
-            c.print(f"[yellow]#{i + 1}[/yellow] " + escape(str(siv.get("note") or "")))
-        if p.get("oom_probability") is not None and p["oom_probability"] >= 0.1:
+            c.print(f"[yellow]#{i + 1}[/yellow] " + escape(note or ""))
+        p_oom = p.fit.oom_probability
+        if p_oom is not None and p_oom >= 0.1:
             c.print("[dim]" + _("#{n} P(OOM) {p} (calibrated on what published runs near their card's limit did: "
-                                "ran or OOM)").format(n=i + 1, p=_prob(p["oom_probability"])) + "[/dim]")
-        if p.get("calibration"):
+                                "ran or OOM)").format(n=i + 1, p=_prob(p_oom)) + "[/dim]")
+        if p.speed.calibration:
             c.print("[dim]" + _("#{n} speed ({framework} engine): {calibration}").format(
-                n=i + 1, framework=p["framework"], calibration=escape(str(p["calibration"]))) + "[/dim]")
-        if p.get("price_per_hour") is not None:
-            billing = (_("pay-as-you-go, spot pays {fraction:.0%}").format(fraction=p["spot_price_fraction"])
-                       if p.get("spot_price_fraction") else _("pay-as-you-go"))
+                n=i + 1, framework=p.speed.framework, calibration=escape(str(p.speed.calibration))) + "[/dim]")
+        tc = p.time_cost
+        if tc.price_per_hour is not None:
+            billing = (_("pay-as-you-go, spot pays {fraction:.0%}").format(fraction=tc.spot_price_fraction)
+                       if tc.spot_price_fraction else _("pay-as-you-go"))
             c.print("[dim]" + _("#{n} price: {price:,.2f} {currency} per instance-hour ({billing}), {age}, "
                                 "source: {source}").format(
-                n=i + 1, price=p["price_per_hour"], currency=p.get("currency") or "", billing=billing,
-                age=escape(_age(p.get("price_as_of"))), source=escape(str(p.get("price_source"))))
+                n=i + 1, price=tc.price_per_hour, currency=tc.currency or "", billing=billing,
+                age=escape(_age(tc.price_as_of)), source=escape(str(tc.price_source)))
                     + "[/dim]")  # whole: a cut URL is a broken link
-        for wmsg in p.get("warnings", []):
+        for wmsg in p.warnings:
             c.print(_("[yellow]#{n} warning:[/yellow] {text}").format(n=i + 1, text=escape(wmsg)))
 
 
-def print_plan(out: dict, top: int = 10, console: Console | None = None) -> None:
+def print_plan(result: PlanResult, top: int = 10, console: Console | None = None) -> None:
+    """``plan``'s tables from the typed result: the ranked plans, the ranking, per-row notes, region prices, the
+    rejected instance types."""
     c = console or make_console()
-    _print_plan_header(c, out["workload"])
-    plans = out["plans"]
-    data = next((p["data"] for p in plans if p.get("data")), None)
-    if data:
+    _print_plan_header(c, result.request)
+    plans = result.plans
+    data = next((p.data for p in plans if p.data is not None), None)
+    if data is not None:
         c.print("[dim]" + _("{summary}; optimizer steps per plan: rows x epochs / its global batch").format(
-            summary=escape(data["summary"])) + "[/dim]")
-    pareto = set(out.get("pareto", []))
-    tied = set(out.get("ties", []))
+            summary=escape(data.describe())) + "[/dim]")
+    pareto = set(result.pareto)
+    tied = set(() if result.ranking is None else result.ranking.ties)
     if plans:
         t = Table(title_justify="left")
         rows = [[f"{i + 1}" + ("*" if i in pareto else "") + ("≈" if i in tied else ""), *_plan_cells(p)]
@@ -287,36 +300,36 @@ def print_plan(out: dict, top: int = 10, console: Console | None = None) -> None
                             "(docs/accuracy.md)")
                 + (_("; ≈ tied with #1: their ranges of the ranking figure overlap") if tied & set(range(top)) else "")
                 + "[/dim]")
-        engines = sorted({p["framework"] for p in plans[:top] if p.get("framework")})
+        engines = sorted({p.speed.framework for p in plans[:top] if p.speed.framework})
         if engines:
             c.print("[dim]" + _("speed model engine: {engines} (--framework; default: the --target's engine)").format(
                 engines=", ".join(engines)) + "[/dim]")
         if any(i in pareto for i in range(min(top, len(plans)))):
             c.print("[dim]" + _("* on the time-vs-cost Pareto frontier (cost when every plan has a price in one "
                                 "currency, else GPU-hours for all)") + "[/dim]")
-        _print_ranking(c, out.get("ranking"), plans, top)
+        _print_ranking(c, result.ranking, plans, top)
         _print_row_notes(c, plans, top)
     else:
         c.print("[red]" + _("no instance type fits these limits") + "[/red]")
-    _print_region_prices(c, out, top)
-    for note in out.get("notes", []):
+    _print_region_prices(c, result.region_prices, top)
+    for note in result.notes:
         c.print(_("[yellow]note:[/yellow] {text}").format(text=escape(note)))
-    if out["rejected"]:
+    if result.rejected:
         t = Table(title=_("rejected"), title_justify="left")
         t.add_column(_("instance type"))
         t.add_column(_("why"))
         t.add_column(_("fix"))
         groups: dict[tuple[str, str, str], list[str]] = {}
-        for r in out["rejected"]:  # instance types rejected for the same reason with the same fix share one row
-            groups.setdefault((r["code"], r["reason"], r.get("fix") or ""), []).append(r["instance_type"])
+        for r in result.rejected:  # instance types rejected for the same reason with the same fix share one row
+            groups.setdefault((r.code, r.reason, r.fix or ""), []).append(r.instance_type)
         for (code, reason, fix), types in groups.items():
             t.add_row(escape(", ".join(types)), escape(f"[{code}] {reason}"), escape(fix))
         c.print(t)
 
 
-def _print_region_prices(c: Console, out: dict, top: int) -> None:
+def _print_region_prices(c: Console, region_prices: Sequence[JSONObject], top: int) -> None:
     """``plan --compare-regions``: the shown plans priced in every region with a price, cheapest region first."""
-    rows = [r for r in out.get("region_prices", []) if r["plan"] < top]
+    rows = [r for r in region_prices if r["plan"] < top]
     if not rows:
         return
     t = Table(title=_("the same plans priced per region (list prices; hours do not change; cheapest 3, the plan's "

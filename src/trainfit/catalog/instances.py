@@ -8,7 +8,7 @@ overlay. A row is keyed by ``(provider, resource_class, instance_type)``.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Mapping, TypedDict
+from typing import TYPE_CHECKING, Mapping
 
 from trainfit.catalog._current import current_catalog
 from trainfit.catalog.gpus import get_gpu, is_model
@@ -144,18 +144,3 @@ def gpu_on_instance(inst: Instance, gpu: str | None) -> str | None:
         gpu=gpu, name=inst.instance_type, own=inst.gpu),
         fix=_("drop --gpu (the instance type says {own}) or pick an instance type with {gpu} (`trainfit catalog show "
               "instances`)").format(own=inst.gpu, gpu=gpu))
-
-
-class PlacementFields(TypedDict):
-    """Where a Plan runs (:func:`placement_fields`)."""
-
-    provider: str
-    resource_class: str
-    instance_type: str | None
-
-
-def placement_fields(inst: Instance | None) -> PlacementFields:
-    """Where a Plan runs, from its instance record (a GPU without one runs on a ``generic`` node): the one place every
-    Plan builder takes ``provider``, ``resource_class`` and ``instance_type`` from."""
-    return {"provider": getattr(inst, "provider", "generic"), "resource_class": getattr(inst, "resource_class", "generic"),
-            "instance_type": getattr(inst, "instance_type", None)}

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from trainfit import inputs
 from trainfit.errors import InputError, RenderError, did_you_mean
 from trainfit.estimate.hardware import kernel_gaps
 from trainfit.estimate.states import pure_bf16_warning
 from trainfit.i18n import _
+from trainfit.json_types import JSONObject
 from trainfit.launch._common import comment_text
 from trainfit.launch._context import (CKPT_MOUNT, DEFAULT_DATASET, PAI_IMAGE, PLACEHOLDER, RenderContext,
                                       RenderOptions, is_lingjun_type, model_repo_id, slug)
@@ -60,17 +61,18 @@ class RenderResult:
     """A rendered target whose engine differs from the one the plan's speed figures assume
     (:func:`trainfit.launch.targets.engine_mismatch`), and kernels the plan's GPU cannot run."""
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"files": sorted(self.files), "skipped": dict(self.skipped), "summary": self.context.summary,
+    def to_dict(self) -> JSONObject:
+        return {"files": sorted(self.files), "skipped": dict(self.skipped), "summary": self.context.summary_dict(),
                 "warnings": list(self.warnings)}
 
 
 def _check_plan_strings(plan: Plan) -> None:
     """Every string of the plan that a target writes into a script or a job file passes the input gate's strict
     patterns (a plan file from elsewhere may carry anything)."""
-    checks = [("instance_type", plan.instance_type, "instance_type"), ("gpu", plan.gpu, "gpu"),
-              ("region", plan.region, "region"), ("provider", plan.provider, "resource_id"),
-              ("resource_class", plan.resource_class, "resource_id"), ("model", model_repo_id(plan.model), "dataset")]
+    pl = plan.placement
+    checks = [("instance_type", pl.instance_type, "instance_type"), ("gpu", pl.gpu, "gpu"),
+              ("region", plan.time_cost.region, "region"), ("provider", pl.provider, "resource_id"),
+              ("resource_class", pl.resource_class, "resource_id"), ("model", model_repo_id(plan.model), "dataset")]
     checks += [("lora_targets", t, "module") for t in plan.workload.lora_targets]
     for field_name, value, kind in checks:
         if value is None:
@@ -100,7 +102,7 @@ def job_dataset(plan: Plan, o: RenderOptions) -> tuple[str, bool, str | None]:
     plan's data was counted from (``plan --dataset``) when it passes the input gate's ``dataset`` pattern (the same
     gate every value passes before it reaches a job file), else a ``REPLACE_ME`` placeholder with the reason;
     without data, the public sample dataset."""
-    data = getattr(plan, "data", None) if getattr(plan, "rl", None) is None else None
+    data = plan.data if plan.rl is None else None
     if o.dataset:
         note = None
         if data is not None and o.dataset not in data.files:
@@ -131,15 +133,16 @@ def build_context(plan: Plan, options: RenderOptions | None = None) -> RenderCon
     """A consistent :class:`RenderContext` from a typed plan and render options (no catalog look-ups)."""
     o = options or RenderOptions()
     _check_plan_strings(plan)
-    inst = plan.instance
+    pl, planned_region = plan.placement, plan.time_cost.region
+    inst = pl.instance
     regions = tuple(getattr(inst, "regions", ()) or ()) if inst is not None else ()
-    lingjun = plan.resource_class == "pai-lingjun" or (inst is None and is_lingjun_type(plan.instance_type))
-    region = o.region or plan.region or (regions[0] if regions else
-                                         default_region("pai-lingjun" if lingjun else plan.resource_class))
-    _check_region(region, _("the instance record's first region") if not (o.region or plan.region) else "region")
+    lingjun = pl.resource_class == "pai-lingjun" or (inst is None and is_lingjun_type(pl.instance_type))
+    region = o.region or planned_region or (regions[0] if regions else
+                                            default_region("pai-lingjun" if lingjun else pl.resource_class))
+    _check_region(region, _("the instance record's first region") if not (o.region or planned_region) else "region")
     if regions and region not in regions:
         raise RenderError(_("{it} is documented only in {regions}, not {region}").format(
-                              it=plan.instance_type, regions=", ".join(regions)[:300], region=region),
+                              it=pl.instance_type, regions=", ".join(regions)[:300], region=region),
                           fix=_("use --region {region} or another instance type").format(region=regions[0]))
     name = slug(o.job_name or f"{plan.model.name}-{plan.workload.method}")
     img = o.image or PAI_IMAGE.format(region=region)
@@ -150,11 +153,11 @@ def build_context(plan: Plan, options: RenderOptions | None = None) -> RenderCon
     vpc = o.vpc
     if vpc is None and lingjun:
         vpc = {"VpcId": f"vpc-{PLACEHOLDER}", "SwitchId": f"vsw-{PLACEHOLDER}", "SecurityGroupId": f"sg-{PLACEHOLDER}"}
-    if getattr(plan, "rl", None) is not None:  # RL: the planned RL steps (rollout + update rounds)
-        max_steps = plan.rl.get("steps")
+    if plan.rl is not None:  # RL: the planned RL steps (rollout + update rounds)
+        max_steps = plan.rl.steps
     else:
         max_steps = None if o.epochs is not None else plan.optimizer_steps()
-    save, save_why = (o.save_steps, "--save-steps") if o.save_steps else save_steps(plan, plan.step_seconds,
+    save, save_why = (o.save_steps, "--save-steps") if o.save_steps else save_steps(plan, plan.speed.step_seconds,
                                                                                          max_steps)
     dataset, from_data, dataset_note = job_dataset(plan, o)
     return RenderContext(
@@ -174,11 +177,11 @@ def render(ctx: RenderContext, targets: list[str] | tuple[str, ...] | str | None
     """Render ``targets`` (names from :data:`TARGETS`, or ``all``; None = the plan's target, else ``all``)."""
     all_targets = render_targets()
     if targets is None:
-        targets = getattr(ctx.plan, "target", None) or "all"
+        targets = ctx.plan.target or "all"
     if isinstance(targets, str):
         targets = [t.strip() for t in targets.split(",") if t.strip()]
     want_all = "all" in targets
-    rl_plan = getattr(ctx.plan, "rl", None) is not None
+    rl_plan = ctx.plan.rl is not None
     kind = [s.name for s in target_specs("rl" if rl_plan else "sft")]  # the tools are rendered only when named
     named = [t for t in dict.fromkeys(targets) if t != "all"]
     chosen = (kind + [t for t in named if t not in kind]) if want_all else named  # all,monitoring: both
@@ -204,7 +207,7 @@ def render(ctx: RenderContext, targets: list[str] | tuple[str, ...] | str | None
             continue
         files.update(mod.render(ctx))
         rendered.append(t)
-    warnings = (engine_mismatch(ctx.plan.framework, getattr(ctx.plan, "target", None), rendered, ctx.workload)
+    warnings = (engine_mismatch(ctx.plan.speed.framework, ctx.plan.target, rendered, ctx.workload)
                 + experts_mismatch(rendered, ctx.workload, ctx.model.is_moe) + loss_mismatch(rendered, ctx.workload))
     return RenderResult(files=files, skipped=skipped, context=ctx,
                         warnings=warnings + _kernel_gaps(ctx) + _packing_notes(ctx, rendered))
@@ -213,9 +216,9 @@ def render(ctx: RenderContext, targets: list[str] | tuple[str, ...] | str | None
 def _packing_notes(ctx: RenderContext, rendered: list[str]) -> tuple[str, ...]:
     """A job without packing trains fewer tokens than its step budget on short samples (``--no-packing``); a full
     fine-tuning in pure bf16 loses small updates to bf16 rounding (:func:`~trainfit.estimate.states.pure_bf16_warning`)."""
-    if getattr(ctx.plan, "rl", None) is not None or not rendered:
+    if ctx.plan.rl is not None or not rendered:
         return ()
-    data = getattr(ctx.plan, "data", None)
+    data = ctx.plan.data
     # with the plan's data the step budget counts the data's rows (packed or not): no guess to warn about
     out = tuple(w for w in (None if data is not None else packing_budget_warning(ctx.workload),
                             pure_bf16_warning(ctx.workload), ctx.dataset_note) if w)
@@ -229,11 +232,11 @@ def _packing_notes(ctx: RenderContext, rendered: list[str]) -> tuple[str, ...]:
 def _kernel_gaps(ctx: RenderContext) -> tuple[str, ...]:
     """Kernels the rendered files ask for that the plan's GPU cannot run (``--attention flash3`` off Hopper): the
     same gate that ``plan`` rejects on and ``trainfit check`` reports as a ``kernel-support`` error."""
-    spec = getattr(ctx.plan, "gpu_spec", None)
-    if spec is None or getattr(ctx.plan, "rl", None) is not None:  # the RL launches write no attention kernel
+    spec = ctx.plan.placement.gpu_spec
+    if spec is None or ctx.plan.rl is not None:  # the RL launches write no attention kernel
         return ()
     return tuple(_("{gap} (`trainfit check` rejects these files: rule kernel-support)").format(gap=gap)
-                 for gap in kernel_gaps(ctx.workload.attention, gpu_class_of(spec), ctx.plan.gpu))
+                 for gap in kernel_gaps(ctx.workload.attention, gpu_class_of(spec), ctx.plan.placement.gpu))
 
 
 def readme(result: RenderResult) -> str:

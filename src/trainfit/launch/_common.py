@@ -85,7 +85,7 @@ def swift_args(ctx: RenderContext) -> list[tuple[str, str]]:
     tuner = "full" if wl.method in ("full", "freeze") else "lora"
     a: list[tuple[str, str]] = [("model", ctx.model_id), ("tuner_type", tuner), ("dataset", ctx.dataset),
                                 ("torch_dtype", dtype_name(ctx)), ("max_length", str(wl.seq_len))]
-    data = getattr(ctx.plan, "data", None)
+    data = ctx.plan.data
     if ctx.dataset_from_data and data is not None and data.columns:  # the file's column -> ms-swift's standard name
         a.append(("columns", json.dumps({v: k for k, v in data.columns.items()}, separators=(",", ":"))))
     if wl.packing:  # rows of max_length tokens: the plan's step budget counts seq_len data tokens per row
@@ -348,7 +348,7 @@ def watch_snippet(ctx: RenderContext) -> str:
     reclaim notice (the provider's metadata, SIGTERM) becomes a checkpoint at the next step boundary and exit 143
     (the platform restarts the job), and every step's metrics go to JSONL and Prometheus (port 9400 + local rank).
     Empty otherwise, so the launch line runs as it is."""
-    provider = getattr(provider_spec(ctx.plan.provider), "spot_notice", None) if ctx.spot else None
+    provider = getattr(provider_spec(ctx.plan.placement.provider), "spot_notice", None) if ctx.spot else None
     # $CKPT_DIR is a validated path without spaces (RenderOptions), so the unquoted expansion splits only here
     opts = ('--checkpoint-dir $CKPT_DIR --hf-callback --metrics-path $CKPT_DIR/metrics.jsonl --prometheus-port 9400'
             + (f" --provider {provider}" if provider else ""))
@@ -409,14 +409,14 @@ def dump_yaml(data: object) -> str:
 
 # ------------------------------------------------------------------------------------------------- RL
 def is_rl(ctx: RenderContext) -> bool:
-    return getattr(ctx.plan, "rl", None) is not None
+    return ctx.plan.rl is not None
 
 
 def sft_only(ctx: RenderContext) -> str | None:
     """The reason an SFT target does not apply to an RL plan (None for SFT plans)."""
     if is_rl(ctx):
         return _("the plan is RL fine-tuning (--rl {algo}); this target writes a supervised fine-tuning launch "
-                 "(render --target verl or swift_grpo)").format(algo=ctx.plan.rl["algo"])
+                 "(render --target verl or swift_grpo)").format(algo=ctx.plan.rl.config.algo)
     return None
 
 

@@ -9,17 +9,22 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from trainfit import i18n, inputs
 from trainfit.errors import TrainfitError
 from trainfit.estimate.uncertainty import format_probability
 from trainfit.i18n import N_, _, translate
+from trainfit.json_types import JSONObject
 from trainfit.launch._plan_notes import packing_line, save_steps
 from trainfit.models import get_model
 from trainfit.models.shapes import ModelShape
 from trainfit.providers.alibaba.lingjun import is_lingjun_name
 from trainfit.workload import Workload
+
+if TYPE_CHECKING:  # the planner imports the target registry, which loads this package: the types only
+    from trainfit.plan.types import Plan
+    from trainfit.rl.summary import RLSummary
 
 #: Where the checkpoint store (OSS, a PVC, a SkyPilot bucket) is mounted in every rendered job.
 CKPT_MOUNT = "/mnt/checkpoints"
@@ -117,7 +122,7 @@ class RenderContext:
     """Everything a target needs: the typed plan and the render options. Built by
     :func:`trainfit.launch.build_context`; nothing here looks up the catalog or recomputes memory."""
 
-    plan: Any
+    plan: Plan
     """The :class:`~trainfit.plan.types.Plan`."""
     model_id: str
     region: str
@@ -153,28 +158,28 @@ class RenderContext:
 
     @property
     def instance_type(self) -> str | None:
-        return self.plan.instance_type
+        return self.plan.placement.instance_type
 
     @property
     def gpu(self) -> str | None:
-        return self.plan.gpu
+        return self.plan.placement.gpu
 
     @property
     def gpu_mem_gib(self) -> float | None:
-        return self.plan.gpu_mem_gib
+        return self.plan.placement.gpu_mem_gib
 
     @property
     def gpus_per_instance(self) -> int | None:
-        return getattr(self.plan.instance, "gpu_count", None)
+        return getattr(self.plan.placement.instance, "gpu_count", None)
 
     @property
     def lingjun(self) -> bool:
-        return self.plan.resource_class == "pai-lingjun" or (
-            self.plan.instance is None and is_lingjun_type(self.plan.instance_type))
+        return self.plan.placement.resource_class == "pai-lingjun" or (
+            self.plan.placement.instance is None and is_lingjun_type(self.plan.placement.instance_type))
 
     @property
     def spot(self) -> bool:
-        return self.plan.spot
+        return self.plan.time_cost.spot
 
     @property
     def ckpt_dir(self) -> str:
@@ -198,23 +203,20 @@ class RenderContext:
             return self.learning_rate
         return 1e-5 if self.workload.method in ("full", "freeze") else 1e-4
 
-    @property
-    def summary(self) -> dict[str, Any]:
-        """The plan's numbers for headers (memory, fit, speed, cost)."""
+    def summary_dict(self) -> JSONObject:
+        """The plan's numbers as ``render --json`` reports them (memory, fit, speed, cost, steps)."""
         p = self.plan
-        iv = p.intervals()
+        iv, sp, tc = p.intervals(), p.speed, p.time_cost
         return {"source": p.source, "verdict": p.fit.verdict, "intervals": iv,
-                "oom_probability": p.fit.oom_probability,
-                "out_of_domain": (p.speed_interval or {}).get("note") if (p.speed_interval or {}).get("out_of_domain")
-                else None,
+                "oom_probability": p.fit.oom_probability, "out_of_domain": p.out_of_domain_note(),
                 "memory": {"reserved_gib": p.memory.reserved_gib, "tensor_peak_gib": p.memory.tensor_peak_gib,
-                           "peak_phase": p.memory.peak_phase, "gpu_mem_gib": p.gpu_mem_gib,
+                           "peak_phase": p.memory.peak_phase, "gpu_mem_gib": p.placement.gpu_mem_gib,
                            "verdict": p.fit.verdict, "fits": p.fit.fits, "reasons": list(p.fit.reasons)},
                 "steps": {"max_steps": self.max_steps, "save_steps": self.save_steps},
-                "speed": None if p.tokens_per_s is None else {"tokens_per_s": p.tokens_per_s,
-                                                              "step_seconds": p.step_seconds, "mfu": p.mfu},
-                "cost": None if p.hours is None else {"hours": p.hours, "gpu_hours": p.gpu_hours, "cost": p.cost,
-                                                      "currency": p.currency, "tokens": p.tokens}}
+                "speed": None if sp.tokens_per_s is None else {"tokens_per_s": sp.tokens_per_s,
+                                                               "step_seconds": sp.step_seconds, "mfu": sp.mfu},
+                "cost": None if tc.hours is None else {"hours": tc.hours, "gpu_hours": tc.gpu_hours, "cost": tc.cost,
+                                                       "currency": tc.currency, "tokens": tc.tokens}}
 
     def facts_line(self) -> str:
         """One machine-readable line that ``trainfit check`` reads back: the facts a file may not state itself
@@ -222,33 +224,34 @@ class RenderContext:
         import json
 
         p = self.plan
-        facts = {"model": p.model.name, "gpu": p.gpu, "instance_type": p.instance_type,
-                 "provider": p.provider, "resource_class": p.resource_class, "region": self.region, "nodes": self.nodes,
+        pl = p.placement
+        facts = {"model": p.model.name, "gpu": pl.gpu, "instance_type": pl.instance_type, "provider": pl.provider,
+                 "resource_class": pl.resource_class, "region": self.region, "nodes": self.nodes,
                  "gpus_per_node": self.gpus_per_node, "reserved_gib": p.memory.reserved_gib,
                  "verdict": p.fit.verdict, "workload": p.workload.to_dict()}
-        if getattr(p.gpu_spec, "mem_from_user", False):  # plan --gpu-mem: check sizes the GPU as the plan did
-            facts["gpu_mem_gib_user"] = p.gpu_spec.mem_gib
-        if self.max_steps and getattr(p, "rl", None) is None:  # the step budget check reads back
-            facts["budget"] = {"tokens": p.tokens, "max_steps": self.max_steps}
-            data = getattr(p, "data", None)
+        if pl.gpu_spec.mem_from_user:  # plan --gpu-mem: check sizes the GPU as the plan did
+            facts["gpu_mem_gib_user"] = pl.gpu_spec.mem_gib
+        if self.max_steps and p.rl is None:  # the step budget check reads back
+            facts["budget"] = {"tokens": p.time_cost.tokens, "max_steps": self.max_steps}
+            data = p.data
             if data is not None:  # steps count the data's rows (packed rows or samples), not tokens / seq_len
                 facts["budget"].update({"rows_per_epoch": data.rows_per_epoch, "epochs": data.epochs,
                                         "packing": data.packing})
-        rl = getattr(p, "rl", None)
+        rl = p.rl
         if rl is not None:  # RL plan: reserved_gib is the binding phase's peak
-            facts["rl"] = {"algo": rl["algo"], "rl_framework": rl.get("rl_framework"), "gpu_mem_gib": p.gpu_mem_gib,
-                           "phases_gib": rl["phases_gib"], "binding_phase": rl["binding_phase"],
-                           "kv_pool_gib": rl.get("kv_pool_gib"), "max_concurrent_seqs": rl.get("max_concurrent_seqs"),
-                           "steps": rl.get("steps")}
+            facts["rl"] = {"algo": rl.config.algo, "rl_framework": rl.config.rl_framework,
+                           "gpu_mem_gib": pl.gpu_mem_gib, "phases_gib": dict(rl.phases_gib),
+                           "binding_phase": rl.binding_phase,
+                           "kv_pool_gib": rl.kv_pool_gib, "max_concurrent_seqs": rl.max_concurrent_seqs,
+                           "steps": rl.steps}
         return "trainfit-plan " + json.dumps(facts, separators=(",", ":"), ensure_ascii=True)
 
     def header_lines(self) -> list[str]:
         """The plan this file came from, one fact a line (no comment markers), in the current language (``render``
         prints them; the job files get :meth:`file_header_lines`)."""
         wl = self.workload
-        s = self.summary
         lines = [
-            _("rendered by trainfit from: {source}").format(source=translate(s.get("source", "trainfit"))),
+            _("rendered by trainfit from: {source}").format(source=translate(self.plan.source)),
             _("model {model}; method {method}; seq_len {seq_len}; packing {packing}; micro_batch {mb}; grad_accum {ga}; "
               "global_batch {gb}; gpus {gpus} ({nodes} node(s) x {gpn}); strategy {strategy}; offload {offload}; "
               "precision {precision}; tp {tp} pp {pp} ep {ep} cp {cp}").format(
@@ -260,10 +263,10 @@ class RenderContext:
                 it=self.instance_type or _("not set"), gpu=self.gpu or _("not set"),
                 billing=_("spot") if self.spot else _("on-demand"), region=self.region),
         ]
-        lines += self._figure_lines(s)
-        rl = getattr(self.plan, "rl", None)
+        lines += self._figure_lines()
+        rl = self.plan.rl
         lines += self._rl_lines(rl, wl)
-        data = getattr(self.plan, "data", None)
+        data = self.plan.data
         reason = self.save_reason_text()
         if rl is None and self.max_steps and data is not None:
             line = (_("budget: {steps} optimizer steps = {rows:,} packed rows x {epochs:g} epoch(s) / global batch "
@@ -276,8 +279,8 @@ class RenderContext:
         elif rl is None and self.max_steps:
             line = _("budget: {steps} optimizer steps = {tokens} tokens / (global batch {gb} x seq_len {seq_len}); "
                      "checkpoint every {save} steps").format(
-                steps=self.max_steps, tokens=_num(self.plan.tokens, 0), gb=wl.global_batch, seq_len=wl.seq_len,
-                save=self.save_steps)
+                steps=self.max_steps, tokens=_num(self.plan.time_cost.tokens, 0), gb=wl.global_batch,
+                seq_len=wl.seq_len, save=self.save_steps)
             lines.append(line + (f" ({reason})" if reason else ""))
         if rl is None and data is not None:
             line = _("dataset {dataset}: cut-off {cutoff} ({source}) truncates {share:.1%} of samples; {tokens:,} sample "
@@ -289,71 +292,70 @@ class RenderContext:
         lines.append(self.facts_line())
         return lines
 
-    def _figure_lines(self, s: dict[str, Any]) -> list[str]:
-        """The memory, speed and cost lines of :meth:`header_lines`."""
+    def _figure_lines(self) -> list[str]:
+        """The memory, speed and cost lines of :meth:`header_lines`, read from the plan."""
         lines: list[str] = []
-        mem = s["memory"]
-        iv = s.get("intervals") or {}
-        p_oom = s.get("oom_probability")
-        verdict = s["verdict"]
+        p = self.plan
+        mem, sp, tc = p.memory, p.speed, p.time_cost
+        iv = p.intervals()
+        p_oom = p.fit.oom_probability
+        verdict = p.fit.verdict
         shown = {"fits": _("fits"), "tight": _("TIGHT"), "oom": _("OOM"), "unknown": _("UNKNOWN")}.get(
             verdict, str(verdict).upper())
         line = _("memory: {reserved} GiB{range} per GPU reserved (tensor peak {peak} GiB, {phase}) of {usable} GiB "
                  "usable: {verdict}").format(
-            reserved=_num(mem.get("reserved_gib")), range=_rng(iv.get("per_gpu_gib")),
-            peak=_num(mem.get("tensor_peak_gib")), phase=mem.get("peak_phase", "?"), usable=_num(mem.get("gpu_mem_gib")),
-            verdict=shown)
+            reserved=_num(mem.reserved_gib), range=_rng(iv.get("per_gpu_gib")),
+            peak=_num(mem.tensor_peak_gib), phase=mem.peak_phase, usable=_num(p.placement.gpu_mem_gib), verdict=shown)
         if p_oom is not None:
             line += ", P(OOM) {p}".format(p=format_probability(p_oom))
         lines.append(line)
-        speed = s.get("speed")
-        if speed:
+        if sp.tokens_per_s is not None:
             lines.append(_("speed: {tps} tokens/s{tps_range}, {step} s/step{step_range}, MFU {mfu}{mfu_range}").format(
-                tps=_num(speed.get("tokens_per_s"), 0), tps_range=_rng(iv.get("tokens_per_s"), 0),
-                step=_num(speed.get("step_seconds")), step_range=_rng(iv.get("step_seconds")),
-                mfu=_num(speed.get("mfu")), mfu_range=_rng(iv.get("mfu"))))
+                tps=_num(sp.tokens_per_s, 0), tps_range=_rng(iv.get("tokens_per_s"), 0),
+                step=_num(sp.step_seconds), step_range=_rng(iv.get("step_seconds")),
+                mfu=_num(sp.mfu), mfu_range=_rng(iv.get("mfu"))))
         else:
             lines.append(_("speed: not estimated (no trainfit plan given)"))
-        cost = s.get("cost")
-        if cost and cost.get("cost") is not None:
+        if tc.hours is not None and tc.cost is not None:
             lines.append(_("cost: {cost} {currency}{cost_range} for {hours} h{hours_range} ({gpu_hours} "
                            "GPU-hours{gpu_hours_range})").format(
-                cost=_num(cost.get("cost")), currency=cost.get("currency") or "", cost_range=_rng(iv.get("cost"), 0),
-                hours=_num(cost.get("hours")), hours_range=_rng(iv.get("hours"), 1),
-                gpu_hours=_num(cost.get("gpu_hours")), gpu_hours_range=_rng(iv.get("gpu_hours"), 0)))
-        elif cost:
+                cost=_num(tc.cost), currency=tc.currency or "", cost_range=_rng(iv.get("cost"), 0),
+                hours=_num(tc.hours), hours_range=_rng(iv.get("hours"), 1),
+                gpu_hours=_num(tc.gpu_hours), gpu_hours_range=_rng(iv.get("gpu_hours"), 0)))
+        elif tc.hours is not None:
             lines.append(_("cost: no price in the catalog; {hours} h{hours_range} ({gpu_hours} "
                            "GPU-hours{gpu_hours_range})").format(
-                hours=_num(cost.get("hours")), hours_range=_rng(iv.get("hours"), 1),
-                gpu_hours=_num(cost.get("gpu_hours")), gpu_hours_range=_rng(iv.get("gpu_hours"), 0)))
+                hours=_num(tc.hours), hours_range=_rng(iv.get("hours"), 1),
+                gpu_hours=_num(tc.gpu_hours), gpu_hours_range=_rng(iv.get("gpu_hours"), 0)))
         else:
             lines.append(_("cost: not estimated (no trainfit plan given)"))
-        if s.get("out_of_domain"):
-            lines.append(_("speed interval: {note}").format(note=s["out_of_domain"]))
+        note = p.out_of_domain_note()
+        if note:
+            lines.append(_("speed interval: {note}").format(note=note))
         return lines
 
-    def _rl_lines(self, rl: Any, wl: Workload) -> list[str]:
+    def _rl_lines(self, rl: RLSummary | None, wl: Workload) -> list[str]:
         """The RL line of :meth:`header_lines` (RL plans), else the packing line."""
         lines: list[str] = []
         if rl is not None:
-            ph = rl["phases_gib"]
-            fw = rl.get("rl_framework") or _("trainfit defaults")
-            if rl["algo"] == "dpo":  # offline pairs: no rollout engine
+            ph, c = rl.phases_gib, rl.config
+            fw = c.rl_framework or _("trainfit defaults")
+            if c.algo == "dpo":  # offline pairs: no rollout engine
                 lines.append(_("rl: dpo ({framework}), prompt {prompt} + response {response}, {pairs} preference pairs "
                                "per step, {steps} steps; GiB per GPU: train {train}").format(
-                    framework=fw, prompt=rl["prompt_len"], response=rl["response_len"], pairs=rl["rollout_batch"],
-                    steps=rl.get("steps") or "?", train=_num(ph.get("train"))))
+                    framework=fw, prompt=c.prompt_len, response=c.response_len, pairs=c.rollout_batch,
+                    steps=rl.steps or "?", train=_num(ph.get("train"))))
             else:
                 lines.append(_(
                     "rl: {algo} ({framework}), {engine} tp {tp} util {util:g}, prompt {prompt} + response {response}, "
                     "{generations} generations x {prompts} prompts per step, {steps} steps; GiB per GPU: rollout "
                     "{rollout}, train {train}, sync {sync} (binding: {binding}); KV pool {kv} GiB = {seqs} "
                     "sequences").format(
-                    algo=rl["algo"], framework=fw, engine=rl["rollout_engine"], tp=rl["rollout_tp"],
-                    util=rl["rollout_util"], prompt=rl["prompt_len"], response=rl["response_len"],
-                    generations=rl["num_generations"], prompts=rl["rollout_batch"], steps=rl.get("steps") or "?",
+                    algo=c.algo, framework=fw, engine=c.rollout_engine, tp=c.rollout_tp,
+                    util=c.rollout_util, prompt=c.prompt_len, response=c.response_len,
+                    generations=c.num_generations, prompts=c.rollout_batch, steps=rl.steps or "?",
                     rollout=_num(ph.get("rollout")), train=_num(ph.get("train")), sync=_num(ph.get("sync")),
-                    binding=rl["binding_phase"], kv=_num(rl.get("kv_pool_gib")), seqs=rl.get("max_concurrent_seqs")))
+                    binding=rl.binding_phase, kv=_num(rl.kv_pool_gib), seqs=rl.max_concurrent_seqs))
         else:
             lines.append(packing_line(wl, megatron=self.megatron))
         return lines
@@ -368,7 +370,7 @@ class RenderContext:
         """Why ``save_steps``, in the current language (``save_reason`` was made in the language of the render)."""
         if not self.save_reason or self.save_reason == "--save-steps":
             return self.save_reason
-        return save_steps(self.plan, self.plan.step_seconds, self.max_steps)[1]
+        return save_steps(self.plan, self.plan.speed.step_seconds, self.max_steps)[1]
 
 #: Where a plan came from (``Plan.source``, stored in English in plan files), shown in the language of the run.
 PLAN_SOURCES = (N_("trainfit plan"), N_("trainfit render (no plan file)"))

@@ -4,33 +4,36 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from trainfit.i18n import _
 from trainfit.plan.cost import (CHECKPOINT_BYTES_PER_TRAINABLE_PARAM, CHECKPOINT_WRITE_GBYTES_PER_S_DEFAULT,
                                 ON_DEMAND_INTERRUPTION_RATE_PER_NODE_HOUR, checkpoint_interval_hours)
 from trainfit.workload import Workload
 
+if TYPE_CHECKING:  # the planner imports the target registry, which loads this package: the Plan type only
+    from trainfit.plan.types import Plan
+
 #: Checkpoint interval when the plan has no step time to convert hours into steps (HF's common choice).
 SAVE_STEPS_FALLBACK = 200
 
 
-def save_steps(plan: Any, step_seconds: float | None, max_steps: int | None) -> tuple[int, str]:
+def save_steps(plan: Plan, step_seconds: float | None, max_steps: int | None) -> tuple[int, str]:
     """(checkpoint interval in steps, why): the plan's interval (spot: Young/Daly at the spot reclaim rate, or
     ``--checkpoint-interval``), else Young/Daly for an on-demand job (:func:`trainfit.plan.cost.checkpoint_interval_hours`
     at :data:`~trainfit.plan.cost.ON_DEMAND_INTERRUPTION_RATE_PER_NODE_HOUR`): its checkpoint size, written by every
     node at the assumed bandwidth, against the nodes' interruption rate. Never more than the run; every
     :data:`SAVE_STEPS_FALLBACK` steps when the plan has no step time."""
-    hours, why = plan.checkpoint_interval_hours, _("the plan's spot checkpoint interval")
-    trainable = getattr(getattr(plan.memory, "params", None), "trainable", None)
+    hours, why = plan.time_cost.checkpoint_interval_hours, _("the plan's spot checkpoint interval")
+    trainable = plan.memory.params.trainable
     if not hours and trainable:
-        hours, write_h = checkpoint_interval_hours(trainable_params=trainable, nodes=plan.nodes,
+        hours, write_h = checkpoint_interval_hours(trainable_params=trainable, nodes=plan.placement.nodes,
                                                    interruptions_per_node_hour=ON_DEMAND_INTERRUPTION_RATE_PER_NODE_HOUR)
         size_gb = trainable * CHECKPOINT_BYTES_PER_TRAINABLE_PARAM / 1e9
         why = _("Young/Daly: a {size:,.1f} GB checkpoint at {rate:g} GB/s per node = {write} s, {nodes} node(s) x "
                 "{interruptions:.2g} interruptions per node-hour -> every {hours:,.1f} h").format(
             size=size_gb, rate=CHECKPOINT_WRITE_GBYTES_PER_S_DEFAULT,
-            write=f"{write_h * 3600:,.{0 if write_h * 3600 >= 10 else 1}f}", nodes=plan.nodes,
+            write=f"{write_h * 3600:,.{0 if write_h * 3600 >= 10 else 1}f}", nodes=plan.placement.nodes,
             interruptions=ON_DEMAND_INTERRUPTION_RATE_PER_NODE_HOUR, hours=hours)
     if hours and step_seconds:
         n = max(1, int(hours * 3600 / step_seconds))

@@ -38,7 +38,7 @@ def dataset_entry(ctx: RenderContext) -> tuple[dict[str, Any] | None, str | None
     ``columns``, ``tags``; https://github.com/hiyouga/LLaMA-Factory/blob/main/data/README.md). ms-swift's messages
     format is LLaMA-Factory's sharegpt with OpenAI tags (role/content, user/assistant/system). Optional columns
     (system, history, input) are named only when the rows have them; a column named ``null`` is not read."""
-    data = getattr(ctx.plan, "data", None)
+    data = ctx.plan.data
     if data is None or not ctx.dataset_from_data:
         return None, _("the job's dataset is not the plan's data file")
     fmt = data.data_format

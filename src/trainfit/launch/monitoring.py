@@ -24,5 +24,5 @@ def applies(ctx: RenderContext) -> str | None:
 
 
 def render(ctx: RenderContext) -> dict[str, str]:
-    k8s = None if rents_whole_nodes(ctx.plan.provider) else "default"  # a shared cluster: Kubernetes
+    k8s = None if rents_whole_nodes(ctx.plan.placement.provider) else "default"  # a shared cluster: Kubernetes
     return monitoring_files(job=ctx.job_name, port=9400, gpus_per_node=ctx.gpus_per_node, kubernetes_namespace=k8s)

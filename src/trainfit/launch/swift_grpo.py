@@ -43,25 +43,25 @@ def applies(ctx: RenderContext) -> str | None:
 
 def optimizer_steps(ctx: RenderContext) -> int | None:
     """``--max_steps`` (optimizer steps) for the planned RL steps (None without steps)."""
-    rl = ctx.plan.rl
-    if not ctx.max_steps:
+    rl = ctx.plan.rl_config()
+    if not ctx.max_steps or rl is None:
         return None
     wl = ctx.workload
     # completions per RL step (GRPO/PPO: one generation batch); DPO: preference pairs per step
-    per_step = rl["rollout_batch"] * (1 if rl["algo"] == "dpo" else rl["num_generations"])
+    per_step = rl.rollout_batch * (1 if rl.algo == "dpo" else rl.num_generations)
     return ctx.max_steps * max(1, math.ceil(per_step / (wl.micro_batch * wl.dp * wl.grad_accum)))
 
 
 def command(ctx: RenderContext) -> str:
-    rl = ctx.plan.rl
-    base = WRITERS["ms-swift"](ctx.model.name, ctx.plan.rl_config(), ctx.workload).rstrip("\n")
+    rl = ctx.plan.rl_config()
+    base = WRITERS["ms-swift"](ctx.model.name, rl, ctx.workload).rstrip("\n")
     dataset = ctx.dataset
     if dataset == SFT_DEFAULT_DATASET:
-        dataset = DPO_DATASET if rl["algo"] == "dpo" else GRPO_DATASET
+        dataset = DPO_DATASET if rl.algo == "dpo" else GRPO_DATASET
     extra: list[tuple[str, object]] = [("dataset", dataset), ("output_dir", ctx.ckpt_dir),
                                        ("learning_rate", f"{ctx.learning_rate if ctx.learning_rate is not None else 1e-6:g}"),
                                        ("save_steps", ctx.save_steps)]
-    if rl["algo"] == "grpo":
+    if rl.algo == "grpo":
         extra.insert(1, ("reward_funcs", ("accuracy", "format")))
     steps = optimizer_steps(ctx)
     if steps:

@@ -23,11 +23,11 @@ def applies(ctx: RenderContext) -> str | None:
     why = rl_only(ctx)
     if why:
         return why
-    rl = ctx.plan.rl
+    rl = ctx.plan.rl_config()
     wl = ctx.workload
-    if rl["algo"] == "dpo":
+    if rl is None or rl.algo == "dpo":
         return _("verl has no offline DPO trainer (render --target swift_grpo)")
-    if not rl["colocate"]:
+    if not rl.colocate:
         return _("the verl writer emits the colocated hybrid engine only (--colocate)")
     if wl.strategy != "fsdp":
         return _("verl's FSDP backend shards with FSDP; the plan's strategy is {strategy} (plan with --rl-framework "

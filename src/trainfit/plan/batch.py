@@ -27,7 +27,8 @@ sample per rank (accumulation 1) is the smallest global batch the layout can run
 from __future__ import annotations
 
 import math
-from typing import Any
+
+from trainfit.workload import Workload
 
 #: method -> (lowest, target, highest) tokens per optimizer step.
 TOKENS_PER_STEP: dict[str, tuple[int, int, int]] = {
@@ -51,7 +52,7 @@ def default_global_batch(method: str, seq_len: int, tokens: float | None) -> int
     return max(1, round(target_tokens_per_step(method, tokens) / seq_len))
 
 
-def with_target_batch(wl: Any, tokens: float | None) -> Any:
+def with_target_batch(wl: Workload, tokens: float | None) -> Workload:
     """``wl`` with the gradient accumulation that reaches :func:`default_global_batch` at its micro-batch (what
     ``render MODEL ...`` without a plan file and without ``--grad-accum`` renders; the planner also lowers the
     micro-batch where accumulation does not fit, ``plan/layout_fit.py``)."""

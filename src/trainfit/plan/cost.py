@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Mapping
 
+from trainfit.catalog.instances import Instance
 from trainfit.errors import CostError
 from trainfit.i18n import _
 
@@ -233,13 +234,13 @@ def estimate_cost(*, hours: float, gpus: int, price: Price | None, spot: SpotPol
                         fix=fix, assumptions=tuple(assumptions))
 
 
-def price_from_catalog(instance: Any) -> Price:
+def price_from_catalog(instance: Mapping[str, object] | Instance) -> Price:
     """A :class:`Price` from a catalog instance record (attribute or dict access, missing fields -> None).
 
     Reads ``instance_type``, ``price_per_hour`` (per node-hour), ``currency``, ``gpu_count`` and
     ``spot_discount`` (the catalog's fraction of the list price paid on spot).
     """
-    def get(name: str) -> Any:
+    def get(name: str) -> object:
         return instance.get(name) if isinstance(instance, dict) else getattr(instance, name, None)
 
     def num(name: str) -> float | None:

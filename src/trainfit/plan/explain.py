@@ -4,12 +4,14 @@ its fix."""
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Callable
 
+from trainfit.catalog.gpus import GPU
+from trainfit.catalog.instances import Instance
 from trainfit.estimate.fit import HOST_RAM_USABLE, host_ram_verdict
 from trainfit.i18n import _
 from trainfit.plan.request import NODE_COUNTS, NearestMiss, PlanRequest, fit_rollout_tp
-from trainfit.plan.types import Rejection
+from trainfit.plan.types import FixOption, Rejection
 from trainfit.workload import Workload
 from trainfit.errors import TrainfitError, PlanError, did_you_mean
 from trainfit.estimate.memory import estimate_memory
@@ -19,7 +21,7 @@ from trainfit.catalog.prices import current_prices
 from trainfit.rules import load_rules
 
 
-def explain_rejection(inst: Any, gpu: Any, limit: float, miss: NearestMiss, req: PlanRequest) -> Rejection:
+def explain_rejection(inst: Instance, gpu: GPU, limit: float, miss: NearestMiss, req: PlanRequest) -> Rejection:
     """Why instance type ``inst`` got no plan: the nearest miss recorded in ``miss`` (a broken limit, host RAM,
     GPU memory, a blocking rule), with the fix."""
     it = inst.instance_type
@@ -85,10 +87,10 @@ def explain_rejection(inst: Any, gpu: Any, limit: float, miss: NearestMiss, req:
                      reason=_("no configuration within the limits"), fix=_("raise --max-gpus"))
 
 
-def host_fix_options(req: PlanRequest, w: Workload, limit: float, inst: Any) -> tuple[dict[str, Any], ...]:
+def host_fix_options(req: PlanRequest, w: Workload, limit: float, inst: Instance) -> tuple[FixOption, ...]:
     """Host-RAM fixes checked with the memory model (GPU memory and the node's RAM): less offload where the offload
     was pinned, more GPUs (offloaded states shard over more nodes)."""
-    def fits(**changes: Any) -> bool:
+    def fits(**changes: str | int | bool) -> bool:
         try:
             w2 = w.with_(**changes)
             e = estimate_memory(req.model, w2)
@@ -97,7 +99,7 @@ def host_fix_options(req: PlanRequest, w: Workload, limit: float, inst: Any) -> 
         return (e.reserved_gib <= limit
                 and host_ram_verdict(e.host_ram_gib, inst.ram_gib, w2.gpus_per_node)[0] not in ("tight", "oom"))
 
-    out: list[dict[str, Any]] = []
+    out: list[FixOption] = []
     if "offload" in req.pins:
         for off in ("optimizer", "none"):
             if off != w.offload and (off == "none" or w.offload == "all") and fits(offload=off):
@@ -107,7 +109,7 @@ def host_fix_options(req: PlanRequest, w: Workload, limit: float, inst: Any) -> 
     return tuple(out)
 
 
-def _more_gpus(w: Workload, fits: Any) -> list[dict[str, Any]]:
+def _more_gpus(w: Workload, fits: Callable[..., bool]) -> list[FixOption]:
     """The more-GPUs fix: the smallest power-of-two multiple of ``w``'s GPUs up to :data:`FIX_MAX_GPUS` that
     ``fits`` (pinned, so any node count), as ``[{"gpus": n}]``, or ``[]``."""
     g = w.gpus
@@ -123,13 +125,14 @@ def _largest_searched(req: PlanRequest, w: Workload) -> int:
     return max((w.gpus_per_node * n for n in NODE_COUNTS if w.gpus_per_node * n <= req.max_gpus), default=0)
 
 
-def _rl_memory_fix_options(req: PlanRequest, w: Workload, gpu: Any, inst: Any) -> tuple[dict[str, Any], ...]:
+def _rl_memory_fix_options(req: PlanRequest, w: Workload, gpu: GPU | None,
+                           inst: Instance | None) -> tuple[FixOption, ...]:
     """RL memory fixes checked with :func:`trainfit.rl.memory.estimate_rl_memory` (every phase, the KV pool)."""
     if gpu is None or not gpu.usable_mem_gib:
         return ()
     rl0, _tp_note = fit_rollout_tp(req.rl, w.gpus_per_node)
 
-    def fits(rl_changes: dict[str, Any] | None = None, **changes: Any) -> bool:
+    def fits(rl_changes: dict[str, bool | int | float] | None = None, **changes: str | int | bool) -> bool:
         try:
             w2 = w.with_(**changes)
             rl, _tp_note = fit_rollout_tp(req.rl.with_(**(rl_changes or {})), w2.gpus_per_node)
@@ -139,7 +142,7 @@ def _rl_memory_fix_options(req: PlanRequest, w: Workload, gpu: Any, inst: Any) -
             return False
         return e.verdict not in ("oom", "tight") and (e.max_concurrent_seqs is None or e.max_concurrent_seqs >= 1)
 
-    out: list[dict[str, Any]] = []
+    out: list[FixOption] = []
     out.extend(_more_gpus(w, fits))
     for knob in ("trainer_offload", "ref_offload"):
         if not getattr(rl0, knob, None) and fits({knob: True}):
@@ -163,7 +166,7 @@ def _rl_memory_fix_options(req: PlanRequest, w: Workload, gpu: Any, inst: Any) -
     return tuple(out)
 
 
-def as_flags(option: dict[str, Any]) -> str:
+def as_flags(option: FixOption) -> str:
     """A fix option as command-line flags (``{"gpus": 32}`` -> ``--gpus 32``; None drops the option)."""
     parts = []
     for k, v in option.items():
@@ -183,20 +186,20 @@ def as_flags(option: dict[str, Any]) -> str:
 FIX_MAX_GPUS = 4096
 
 
-def memory_fix_options(req: PlanRequest, w: Workload, limit: float, *, gpu: Any = None,
-                       inst: Any = None) -> tuple[dict[str, Any], ...]:
+def memory_fix_options(req: PlanRequest, w: Workload, limit: float, *, gpu: GPU | None = None,
+                       inst: Instance | None = None) -> tuple[FixOption, ...]:
     """The memory fixes that work, as option changes: each alternative is checked with the memory model (RL: the RL
     memory model over all phases) on the closest miss ``w`` before it is offered."""
     if req.rl is not None:
         return _rl_memory_fix_options(req, w, gpu, inst)
 
-    def fits(**changes: Any) -> bool:
+    def fits(**changes: str | int | bool) -> bool:
         try:
             return estimate_memory(req.model, w.with_(**changes)).reserved_gib <= limit
         except TrainfitError:
             return False
 
-    out: list[dict[str, Any]] = []
+    out: list[FixOption] = []
     out.extend(_more_gpus(w, fits))
     pinned = req.pins
     if pinned.get("strategy") not in (None, "zero3") and fits(strategy="zero3"):
@@ -212,7 +215,7 @@ def memory_fix_options(req: PlanRequest, w: Workload, limit: float, *, gpu: Any 
     return tuple(out)
 
 
-def no_instance_has(req: Any, gpu_filter: Any, instances: Any) -> None:
+def no_instance_has(req: PlanRequest, gpu_filter: GPU, instances: list[Instance]) -> None:
     """--gpu filtered out every instance type (``--provider alibaba --gpu A100``): one error naming the GPUs the
     other filters leave, instead of an empty result."""
     have = sorted({str(i.gpu) for i in instances if i.gpu})

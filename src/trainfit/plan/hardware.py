@@ -4,12 +4,13 @@ field names (and their units) onto the speed model, so ``trainfit.estimate`` kno
 
 from __future__ import annotations
 
-from typing import Any
-
 from trainfit.catalog import GPU, Instance
 from trainfit.errors import CatalogError
 from trainfit.i18n import _
 from trainfit.estimate.hardware import GPU_CLASSES, PCIE_GBYTES_PER_S, GpuClass, Hardware
+
+#: A value of a :class:`~trainfit.estimate.hardware.Hardware` field.
+HardwareValue = str | float | int | bool | tuple[str, ...] | None
 
 RDMA_FALLBACK_GBIT_PER_S = 400
 """Assumption for nodes the catalog marks RDMA without a bandwidth: one 400 Gbit/s RoCE/InfiniBand port per
@@ -65,7 +66,7 @@ def _node_links(gpu_name: str, instance: Instance) -> tuple[int, float | None, s
     return (int(n) if n else 8), inter, (instance.intra_node_link or None), notes
 
 
-def hardware_for(gpu: GPU, instance: Instance | None = None, **overrides: Any) -> Hardware:
+def hardware_for(gpu: GPU, instance: Instance | None = None, **overrides: HardwareValue) -> Hardware:
     """:class:`Hardware` of catalog ``gpu`` (optionally in the node ``instance``).
 
     Units as the catalog documents them: ``mem_bandwidth_gbps`` GB/s; ``nvlink_gbps`` GB/s *bidirectional*
@@ -84,7 +85,7 @@ def hardware_for(gpu: GPU, instance: Instance | None = None, **overrides: Any) -
     if instance is not None:
         gpus_per_node, inter, link, notes = _node_links(name, instance)
     use_nvlink = nvlink is not None and (link is None or link.lower() in ("nvlink", "nvswitch"))
-    kw: dict[str, Any] = dict(
+    kw: dict[str, HardwareValue] = dict(
         name=name, gpu_class=gpu_class, peak_tflops=bf16 or _pos(gpu.fp16_dense_tflops),
         peak_fp8_tflops=_pos(gpu.fp8_dense_tflops), supports_bf16=bf16 is not None,
         mem_gbytes_per_s=_pos(gpu.mem_bandwidth_gbps),
@@ -102,7 +103,7 @@ def hardware_for(gpu: GPU, instance: Instance | None = None, **overrides: Any) -
     return Hardware(**kw)
 
 
-def precision_on(gpu: Any, precision: str, verb: str = "sized") -> tuple[str | None, str]:
+def precision_on(gpu: GPU, precision: str, verb: str = "sized") -> tuple[str | None, str]:
     """The precision a GPU runs a bf16 request in: bf16 on a GPU without bf16 tensor cores (V100, T4) runs as fp16
     mixed precision (fp32 master weights), with its memory and speed. ``("fp16", note)`` then, else ``(None, "")``.
     The one rule ``plan`` and ``memory`` both apply."""

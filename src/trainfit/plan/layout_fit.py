@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
+from trainfit.catalog.instances import Instance
 from trainfit.estimate.fit import OOM_RISK_LIMIT, host_ram_verdict
 from trainfit.estimate.memory import MemoryEstimate, estimate_memory
 from trainfit.estimate.uncertainty import share_at_oom_probability
@@ -79,7 +79,7 @@ def fit_micro_batch(model: ModelShape, wl: Workload, limit: Limit, cap: int) -> 
 
 
 def _fit_one(req: PlanRequest, wl: Workload, limit: Limit, miss: NearestMiss,
-             inst: Any) -> tuple[Workload, MemoryEstimate] | None:
+             inst: Instance) -> tuple[Workload, MemoryEstimate] | None:
     """``wl`` with the largest micro-batch that fits GPU memory and host RAM (and the global batch), or None."""
     model = req.model
     gb = req.target_global_batch
@@ -129,7 +129,7 @@ def _accumulate(req: PlanRequest, wl: Workload, est: MemoryEstimate, gb: int,
 
 
 def fit_layout(req: PlanRequest, configs: list[Workload], limit: Limit, miss: NearestMiss,
-               inst: Any) -> list[tuple[Workload, MemoryEstimate]]:
+               inst: Instance) -> list[tuple[Workload, MemoryEstimate]]:
     """Per expert-parallel size, the first candidate of one layout (strategies fastest first) that fits GPU memory
     (``limit``) with its largest micro-batch and host RAM; empty when none does."""
     model = req.model

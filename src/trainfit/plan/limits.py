@@ -6,12 +6,14 @@ deadline and budget limits; each broken limit is recorded as the instance's near
 from __future__ import annotations
 
 import math
-from typing import Any
 
+from trainfit.catalog.gpus import GPU
+from trainfit.catalog.instances import Instance
+from trainfit.estimate.speed import SpeedEstimate
 from trainfit.i18n import _
 from trainfit.plan.hardware import precision_on
 from trainfit.plan.request import NODE_COUNTS, NearestMiss, PlanRequest
-from trainfit.plan.types import Plan, Rejection
+from trainfit.plan.types import FixOption, Plan, Rejection
 from trainfit.providers.registry import rents_whole_nodes
 
 
@@ -23,7 +25,7 @@ than they compute, so over half of every GPU-hour bought is idle, and the speed 
 such a plan against (docs/cost-model.md, "Ranking"). ``--ignore-rule slow-network`` keeps such plans."""
 
 
-def layouts_for(req: PlanRequest, inst: Any) -> list[tuple[int, int]] | Rejection:
+def layouts_for(req: PlanRequest, inst: Instance) -> list[tuple[int, int]] | Rejection:
     """(GPUs per node, nodes) layouts to try on ``inst``."""
     it = inst.instance_type
     if "gpus" in req.pins:
@@ -56,14 +58,14 @@ def layouts_for(req: PlanRequest, inst: Any) -> list[tuple[int, int]] | Rejectio
     return layouts
 
 
-def precision_for(req: PlanRequest, gpu: Any) -> tuple[str | None, str]:
+def precision_for(req: PlanRequest, gpu: GPU) -> tuple[str | None, str]:
     """bf16 on a GPU without bf16 tensor cores (V100, T4) is planned as fp16 mixed precision (fp32 master weights),
     with its memory and speed, and the row says so. (None, "") when the requested precision runs as it is. The one
     rule ``memory`` applies too (:func:`trainfit.plan.hardware.precision_on`)."""
     return precision_on(gpu, req.workload.precision, "planned")
 
 
-def slow_network(inst: Any, nodes: int, sp: Any) -> tuple[str, str, str, tuple[dict[str, Any], ...]] | None:
+def slow_network(inst: Instance, nodes: int, sp: SpeedEstimate) -> tuple[str, str, str, tuple[FixOption, ...]] | None:
     """(code, reason, fix, fix options) when a multi-node plan without RDMA spends more than
     :data:`SLOW_NETWORK_COMM_SHARE` of its step in exposed communication; None otherwise."""
     net = (getattr(inst, "inter_node", None) or "").lower()
@@ -90,30 +92,32 @@ def slow_network(inst: Any, nodes: int, sp: Any) -> tuple[str, str, str, tuple[d
 def within_limits(req: PlanRequest, p: Plan, miss: NearestMiss) -> bool:
     """Deadline, wall-clock limit and budget; records the closest miss."""
     limit_h = req.max_days * 24
-    if p.hours > limit_h:
-        days = math.ceil(p.hours / 24 * 1.01)
+    tc = p.time_cost
+    if tc.hours > limit_h:
+        days = math.ceil(tc.hours / 24 * 1.01)
         miss.other = ("too-slow", _("{hours:,.0f} h ({days:.1f} days) > --max-days {max:g}").format(
-                          hours=p.hours, days=p.hours / 24, max=req.max_days),
+                          hours=tc.hours, days=tc.hours / 24, max=req.max_days),
                       _("more GPUs, a faster GPU, fewer tokens, or --max-days {days}").format(days=days),
                       ({"max_days": days},))
         return False
-    if req.deadline_hours is not None and p.hours > req.deadline_hours:
-        allow = math.ceil(p.hours * 1.01)
+    if req.deadline_hours is not None and tc.hours > req.deadline_hours:
+        allow = math.ceil(tc.hours * 1.01)
         miss.other = ("deadline", _("{hours:.1f} h > deadline {deadline:g} h").format(
-                          hours=p.hours, deadline=req.deadline_hours),
+                          hours=tc.hours, deadline=req.deadline_hours),
                       _("more nodes, a faster GPU, or allow --deadline {allow}").format(allow=allow),
                       ({"deadline": allow},))
         return False
     if req.budget is not None:
-        if p.cost is None:
-            miss.other = ("unknown-price", _("no price for {it}; cannot check --budget").format(it=p.instance_type),
+        if tc.cost is None:
+            miss.other = ("unknown-price", _("no price for {it}; cannot check --budget").format(
+                              it=p.placement.instance_type),
                           _("add price_per_hour in ~/.config/trainfit/catalog.yaml, or drop --budget"),
                           ({"budget": None},))
             return False
-        if p.cost > req.budget:
-            allow = math.ceil(p.cost * 1.01)
+        if tc.cost > req.budget:
+            allow = math.ceil(tc.cost * 1.01)
             miss.other = ("over-budget", _("{cost:,.0f} {currency} > budget {budget:,.0f}").format(
-                              cost=p.cost, currency=p.currency, budget=req.budget),
+                              cost=tc.cost, currency=tc.currency, budget=req.budget),
                           _("fewer tokens, a cheaper instance, --spot, or --budget {allow}").format(allow=allow),
                           ({"budget": allow},))
             return False

@@ -7,15 +7,22 @@ Pure over typed values; the catalog's price table is read through :func:`trainfi
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Sequence
 
 from trainfit.plan.cost import (CHECKPOINT_BYTES_PER_TRAINABLE_PARAM, CHECKPOINT_WRITE_GBYTES_PER_S_DEFAULT, Price,
                                 SpotPolicy, estimate_cost, spot_elapsed_hours, checkpoint_interval_hours as young_daly)
 from trainfit.i18n import _, translate
-from trainfit.catalog.prices import price_for_instance, HOURS_PER_MONTH, regional_prices
+from trainfit.plan.parts import Cost
+from trainfit.catalog.instances import Instance
+from trainfit.catalog.prices import PriceRow, price_for_instance, HOURS_PER_MONTH, regional_prices
+from trainfit.json_types import JSONObject
 from trainfit.estimate.uncertainty import Interval, format_range
 from trainfit.providers.registry import provider_spec
+
+
+if TYPE_CHECKING:
+    from trainfit.plan.types import Plan
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -37,23 +44,21 @@ class TimeAndCost:
     feasible: bool = True
     """False when spot interruptions come faster than checkpoints save work."""
 
-    #: The fields of a :class:`~trainfit.plan.types.Plan` this fills (one list, for every place that builds a Plan).
-    PLAN_FIELDS = ("hours", "gpu_hours", "cost", "on_demand_cost", "currency", "spot_price_fraction",
-                   "expected_interruptions", "checkpoint_interval_hours", "price_per_hour", "price_source",
-                   "price_as_of")
-
-    def plan_fields(self) -> dict[str, Any]:
-        """Time, cost and price as the Plan's fields."""
-        return {name: getattr(self, name) for name in self.PLAN_FIELDS}
+    def cost_part(self, *, tokens: float | None, spot: bool, region: str | None) -> Cost:
+        """The plan's :class:`~trainfit.plan.parts.Cost`: every field it shares with this one, and the budget,
+        spot and region it was priced for."""
+        mine = {f.name for f in fields(self)}
+        return Cost(**{f.name: getattr(self, f.name) for f in fields(Cost) if f.name in mine},
+                    tokens=tokens, spot=spot, region=region)
 
 
-def _price_rows(inst: Any, region: str | None, spot: bool):
+def _price_rows(inst: Instance, region: str | None, spot: bool) -> tuple[PriceRow | None, PriceRow | None]:
     payg = price_for_instance(inst, region, billing="payg")
     spot_row = price_for_instance(inst, region, billing="spot") if spot else None
     return payg, spot_row
 
 
-def _subscription_only(inst: Any, region: str | None) -> str | None:
+def _subscription_only(inst: Instance, region: str | None) -> str | None:
     """A note when only a subscription price is published (e.g. PAI's Lingjun billing example): shown, never used
     as a pay-as-you-go price."""
     sub = price_for_instance(inst, region, billing="subscription")
@@ -67,7 +72,7 @@ def _subscription_only(inst: Any, region: str | None) -> str | None:
                       region=sub.region, as_of=sub.as_of, source=sub.source)
 
 
-def time_and_cost(*, inst: Any, hours: float, gpus: int, trainable_params: int, nodes: int, spot: bool,
+def time_and_cost(*, inst: Instance, hours: float, gpus: int, trainable_params: int, nodes: int, spot: bool,
                   region: str | None, interruption_rate: float | None = None,
                   checkpoint_interval_hours: float | None = None, speed_interval: dict | None = None) -> TimeAndCost:
     """Hours and cost of ``hours`` of productive training on ``nodes`` x ``inst`` (on demand or spot).
@@ -99,7 +104,7 @@ def time_and_cost(*, inst: Any, hours: float, gpus: int, trainable_params: int, 
         return TimeAndCost(hours=hours, gpu_hours=c.gpu_hours, cost=c.cost, on_demand_cost=c.cost,
                            spot_price_fraction=None, expected_interruptions=None, checkpoint_interval_hours=None,
                            notes=tuple(notes), **base)
-    policy_kw: dict[str, Any] = {}
+    policy_kw: dict[str, float] = {}
     if interruption_rate is not None:
         policy_kw["interruption_rate_per_node_hour"] = interruption_rate
     policy = SpotPolicy(**policy_kw)
@@ -146,17 +151,17 @@ def time_and_cost(*, inst: Any, hours: float, gpus: int, trainable_params: int, 
 
 # ------------------------------------------------------------------------------------------ regions
 
-def _same_price_everywhere(rows: list[Any]) -> bool:
+def _same_price_everywhere(rows: list[PriceRow]) -> bool:
     return len(rows) > 1 and len({(r.currency, r.price_per_hour) for r in rows}) == 1
 
 
-def region_notes(region: str | None, instances: list[Any]) -> list[str]:
+def region_notes(region: str | None, instances: Sequence[Instance | None]) -> list[str]:
     """What the region did to the prices of ``instances`` (the planned instance types, best first).
 
     With ``region``: which instance types' prices the region does not change (the same list price in every
     region, or no regional price at all) and which have no price in that region. Without: that each price is
     the cheapest region's, naming it for the first instance type that has regional prices."""
-    seen: dict[str, Any] = {}
+    seen: dict[str, Instance] = {}
     for inst in instances:
         if inst is not None:
             seen.setdefault(inst.instance_type, inst)
@@ -205,25 +210,25 @@ def _few(items: list[str], n: int = 6) -> str:
     return ", ".join(items)
 
 
-def region_prices(plans: tuple[Any, ...] | list[Any]) -> list[dict[str, Any]]:
+def region_prices(plans: Sequence[Plan]) -> list[JSONObject]:
     """The same plans priced in every region that states a price for their instance type (``plan
     --compare-regions``): per plan, one entry per region, cheapest first. The plan's hours do not depend on the
     region; the cost is its instance-hours x the region's price (x the plan's spot fraction on spot, assumed the
     same in every region), with its p10/p50/p90 (``cost_interval``) from the plan's speed interval."""
-    out: list[dict[str, Any]] = []
+    out: list[JSONObject] = []
     for i, p in enumerate(plans):
-        inst = p.instance
+        inst = p.placement.instance
         if inst is None:
             continue
         rows = regional_prices(inst)
         if not rows:
             continue
-        per = inst.gpu_count or 1
-        inst_hours = p.gpu_hours / per
-        frac = p.spot_price_fraction if p.spot and p.spot_price_fraction else 1.0
+        per, tc, siv = inst.gpu_count or 1, p.time_cost, p.speed.speed_interval
+        inst_hours = tc.gpu_hours / per
+        frac = tc.spot_price_fraction if tc.spot and tc.spot_price_fraction else 1.0
         # the cost in every region moves with the plan's hours: the p10-p90 range of the speed interval, inverted
-        iv = Interval.from_dict(p.speed_interval) if p.speed_interval else None
-        out.append({"plan": i, "instance_type": p.instance_type, "plan_region": p.region,
+        iv = Interval.from_dict(siv) if siv else None
+        out.append({"plan": i, "instance_type": p.placement.instance_type, "plan_region": tc.region,
                     "same_everywhere": _same_price_everywhere(rows),
                     "regions": [{"region": r.region, "price_per_hour": r.price_per_hour, "currency": r.currency,
                                  "cost": inst_hours * r.price_per_hour * frac,

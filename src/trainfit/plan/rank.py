@@ -10,26 +10,23 @@ named with how to get one (docs/cost-model.md, "Ranking").
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any, Literal
 
 from trainfit.estimate.fit import OOM_RISK_LIMIT
 from trainfit.estimate.uncertainty import format_probability, format_range, ranges_overlap
 from trainfit.i18n import N_, _, translate
+from trainfit.plan.parts import Basis, Ranking
 from trainfit.plan.request import PlanRequest
 from trainfit.plan.types import Plan
 from trainfit.providers.registry import ProviderSpec, provider_spec
-
-Basis = Literal["cost", "gpu_hours", "hours"]
 
 _BASIS_WORDS = {"cost": N_("cost"), "gpu_hours": N_("GPU-hours"), "hours": N_("hours (wall clock)")}
 
 
 def common_currency(plans: list[Plan] | tuple[Plan, ...]) -> str | None:
     """The one currency every plan is priced in, or None when a plan has no price or currencies differ."""
-    if not plans or any(p.cost is None for p in plans):
+    if not plans or any(p.time_cost.cost is None for p in plans):
         return None
-    currencies = {p.currency for p in plans}
+    currencies = {p.time_cost.currency for p in plans}
     return next(iter(currencies)) if len(currencies) == 1 else None
 
 
@@ -53,60 +50,34 @@ def score(req: PlanRequest, p: Plan, basis: Basis | None = None) -> tuple:
     status, so cost and GPU-hours order them alike)."""
     # a plan whose verdict is not a clean "fits" (host RAM unknown), or whose P(OOM) reaches the planner's limit, is
     # never ranked above one that is a clean fit below it
-    unsure = is_unsure(p)
+    unsure, tc = is_unsure(p), p.time_cost
     if basis is None:
-        basis = "hours" if req.objective == "time" else ("cost" if p.cost is not None else "gpu_hours")
+        basis = "hours" if req.objective == "time" else ("cost" if tc.cost is not None else "gpu_hours")
     if basis == "hours":
         # the tie-break is money in one unit for all: GPU-hours (cost would favour whichever rows have a price)
-        return (unsure, p.hours, p.gpu_hours)
+        return (unsure, tc.hours, tc.gpu_hours)
     if basis == "cost":
-        return (unsure, p.cost if p.cost is not None else math.inf, p.hours)
-    return (unsure, p.gpu_hours, p.hours)
+        return (unsure, tc.cost if tc.cost is not None else math.inf, tc.hours)
+    return (unsure, tc.gpu_hours, tc.hours)
 
 
 def _value(p: Plan, basis: Basis) -> float:
-    return {"cost": p.cost, "gpu_hours": p.gpu_hours, "hours": p.hours}[basis] or 0.0
+    tc = p.time_cost
+    return {"cost": tc.cost, "gpu_hours": tc.gpu_hours, "hours": tc.hours}[basis] or 0.0
 
 
 def _fmt(p: Plan, basis: Basis) -> str:
     """The ranking figure of a plan with its p10-p90 range (``Plan.intervals``): ``56 GPU-h (43-99)``."""
-    r = format_range(p.intervals().get(basis), ",.1f" if basis == "hours" else ",.0f")
+    r, tc = format_range(p.intervals().get(basis), ",.1f" if basis == "hours" else ",.0f"), p.time_cost
     if basis == "cost":
-        return f"{p.cost:,.0f} {p.currency or ''}".strip() + r
+        return f"{tc.cost:,.0f} {tc.currency or ''}".strip() + r
     if basis == "gpu_hours":
-        return f"{p.gpu_hours:,.0f} GPU-h{r}"
-    return f"{p.hours:,.1f} h{r}"
+        return f"{tc.gpu_hours:,.0f} GPU-h{r}"
+    return f"{tc.hours:,.1f} h{r}"
 
 
 #: How to get a price for an unknown provider's instance types (a registered one says it: ``ProviderSpec.price_howto``).
 PRICE_HOWTO_DEFAULT = ProviderSpec.price_howto
-
-
-@dataclass(frozen=True, kw_only=True)
-class Ranking:
-    """How the plans were ranked, in words a user can check."""
-
-    basis: Basis
-    """cost | gpu_hours | hours: what the order compares (the Pareto frontier uses the same money unit)."""
-    currency: str | None
-    """The one currency of every plan's cost when ``basis`` is cost (or every plan is priced in it), else None."""
-    summary: str
-    """"ranked by X" with the reason for X."""
-    why_first: str
-    """Why #1 is #1 ("" without plans)."""
-    ties: tuple[int, ...]
-    """0-based indices of the plans after #1 tied with it (:func:`ties`: their p10-p90 ranges on the basis overlap)."""
-    unpriced: tuple[int, ...]
-    """0-based indices of the plans without a price."""
-    price_fix: str | None
-    """How to price the unpriced rows (per provider), None when every row has a price."""
-    price_fix_by_provider: tuple[tuple[str, str], ...] = ()
-    """(provider, how to price its rows) for the providers of the unpriced rows."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"basis": self.basis, "currency": self.currency, "summary": self.summary, "why_first": self.why_first,
-                "ties": list(self.ties), "unpriced": list(self.unpriced), "price_fix": self.price_fix,
-                "price_fix_by_provider": dict(self.price_fix_by_provider)}
 
 
 def rank(req: PlanRequest, plans: list[Plan]) -> tuple[list[Plan], Ranking]:
@@ -114,13 +85,13 @@ def rank(req: PlanRequest, plans: list[Plan]) -> tuple[list[Plan], Ranking]:
     basis = ranking_basis(req.objective, plans)
     ordered = sorted(plans, key=lambda p: score(req, p, basis))
     currency = common_currency(ordered)
-    unpriced = tuple(i for i, p in enumerate(ordered) if p.cost is None)
+    unpriced = tuple(i for i, p in enumerate(ordered) if p.time_cost.cost is None)
     if basis == "hours":
         summary = _("ranked by hours (--objective time); ties broken by GPU-hours")
     elif basis == "cost":
         summary = _("ranked by cost: every plan has a price in {currency}").format(currency=currency)
     elif not unpriced and ordered:
-        currencies = sorted({str(p.currency) for p in ordered})
+        currencies = sorted({str(p.time_cost.currency) for p in ordered})
         summary = _("ranked by GPU-hours: prices are in {currencies}, which trainfit does not convert; cost shown per "
                     "row").format(currencies=" / ".join(currencies))
     elif len(unpriced) == len(ordered):
@@ -134,7 +105,8 @@ def rank(req: PlanRequest, plans: list[Plan]) -> tuple[list[Plan], Ranking]:
         word = {"cost": _("#1 ({it}, {layout} {gpu}) is the cheapest: {value}"),
                 "gpu_hours": _("#1 ({it}, {layout} {gpu}) uses the fewest GPU-hours: {value}"),
                 "hours": _("#1 ({it}, {layout} {gpu}) is the fastest: {value}")}[basis]
-        why = word.format(it=first.instance_type, layout=f"{first.nodes}×{first.gpus_per_node}", gpu=first.gpu,
+        pl = first.placement
+        why = word.format(it=pl.instance_type, layout=f"{pl.nodes}×{pl.gpus_per_node}", gpu=pl.gpu,
                           value=_fmt(first, basis))
         if len(ordered) > 1:
             second = ordered[1]
@@ -167,14 +139,17 @@ def pareto(plans: list[Plan]) -> tuple[int, ...]:
     priced = common_currency(plans) is not None
 
     def c(p: Plan) -> float:
-        return p.cost if priced else p.gpu_hours
+        return p.time_cost.cost if priced else p.time_cost.gpu_hours
+
+    def h(p: Plan) -> float:
+        return p.time_cost.hours
 
     idx = []
     for i, p in enumerate(plans):
-        dominated = any((q.hours <= p.hours and c(q) <= c(p)) and (q.hours < p.hours or c(q) < c(p)) for q in plans)
+        dominated = any((h(q) <= h(p) and c(q) <= c(p)) and (h(q) < h(p) or c(q) < c(p)) for q in plans)
         if not dominated:
             idx.append(i)
-    return tuple(sorted(idx, key=lambda i: plans[i].hours))
+    return tuple(sorted(idx, key=lambda i: h(plans[i])))
 
 
 def basis_range(basis: Basis, p: Plan) -> dict[str, float] | None:
@@ -194,7 +169,8 @@ def ties(objective: str, plans: list[Plan] | tuple[Plan, ...]) -> tuple[int, ...
     out = []
     for i in range(1, len(plans)):
         p = plans[i]
-        if p.gpu == first.gpu and p.workload == first.workload and p.speed_interval == first.speed_interval:
+        if (p.placement.gpu == first.placement.gpu and p.workload == first.workload
+                and p.speed.speed_interval == first.speed.speed_interval):
             continue
         if ranges_overlap(basis_range(basis, first), basis_range(basis, p)):
             out.append(i)

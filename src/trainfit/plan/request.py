@@ -15,6 +15,7 @@ from trainfit.dataset.budget import DataBudget
 from trainfit.errors import PlanError, WorkloadError
 from trainfit.estimate.fit import SAFETY_MARGIN_DEFAULT
 from trainfit.i18n import _
+from trainfit.json_types import JSON
 from trainfit.launch.targets import check_target
 from trainfit.models.shapes import ModelShape
 from trainfit.plan.batch import default_global_batch
@@ -129,7 +130,7 @@ class NearestMiss:
     host: tuple[float, float] | None = None
     host_wl: Workload | None = None
     """The candidate that fitted GPU memory but not host RAM (SFT), for a checked fix."""
-    other: tuple[Any, ...] | None = None
+    other: tuple[str | tuple[dict[str, JSON], ...], ...] | None = None
     """(code, reason, fix[, fix options]) of the nearest miss that fitted but broke a limit."""
     layout: WorkloadError | None = None
     """A node layout whose every candidate broke the layout rule (``workload.layout_error``): the rejection names

@@ -21,10 +21,10 @@ non-colocated job run on GPUs the plan would not count).
 from __future__ import annotations
 
 import math
-from dataclasses import fields, replace
-from typing import Any
+from dataclasses import replace
 
-from trainfit.catalog.instances import placement_fields
+from trainfit.catalog.gpus import GPU
+from trainfit.catalog.instances import Instance
 from trainfit.errors import TrainfitError, WorkloadError
 from trainfit.estimate.fit import SAFETY_MARGIN_DEFAULT, decide_fit
 from trainfit.estimate.memory import MemoryEstimate
@@ -32,18 +32,21 @@ from trainfit.estimate.uncertainty import rl_speed_interval
 from trainfit.i18n import _
 from trainfit.models.shapes import ModelShape
 from trainfit.plan.hardware import gpu_class_of
+from trainfit.plan.parts import Cost, Speed
 from trainfit.plan.pricing import time_and_cost
 from trainfit.plan.rank import score
 from trainfit.plan.request import (RL_SEARCHED, NearestMiss, PlanRequest, check_rl_request, fit_rollout_tp,
                                    rl_strategies)
-from trainfit.plan.types import Plan
+from trainfit.plan.types import Plan, build_plan
 from trainfit.rl.config import RLConfig
-from trainfit.rl.memory import estimate_rl_memory, estimate_with
+from trainfit.rl.memory import RLMemoryEstimate, estimate_rl_memory, estimate_with
 from trainfit.rl.speed import rl_step_speed
+from trainfit.rl.summary import RLSummary
 from trainfit.workload import Workload
 
 #: Largest policy-update micro-batch the search tries (as the SFT search's MAX_MICRO_BATCH).
 MAX_RL_MICRO_BATCH = 16
+
 
 def rl_configs(req: PlanRequest, gpn: int, nodes: int) -> list[Workload]:
     """Candidate policy-update workloads of one node layout, fastest first (micro-batch 1)."""
@@ -68,7 +71,7 @@ def rl_configs(req: PlanRequest, gpn: int, nodes: int) -> list[Workload]:
     return out
 
 
-def memory_view(est: Any) -> MemoryEstimate:
+def memory_view(est: RLMemoryEstimate) -> MemoryEstimate:
     """The Plan's ``memory`` for an RL estimate: the policy update's estimate with ``reserved_gib`` = the binding
     phase's peak, the RL host RAM, ``peak_phase`` ``rl-<phase>`` and the binding phase's terms as the breakdown
     (they add up to the peak): exactly what the fit decision judged."""
@@ -79,20 +82,8 @@ def memory_view(est: Any) -> MemoryEstimate:
                    assumptions=tuple(train.assumptions) + tuple(est.assumptions))
 
 
-def rl_summary(rl: Any, est: Any, *, steps: int | None, speed: Any = None) -> dict[str, Any]:
-    """The Plan's ``rl`` part: every RLConfig field (as set, ``critic`` None = the algorithm's default) and the
-    planned numbers."""
-    d: dict[str, Any] = {f.name: getattr(rl, f.name) for f in fields(rl)}
-    d.update({"phases_gib": dict(est.phases_gib), "peak_gib": est.peak_gib, "binding_phase": est.binding_phase,
-              "kv_pool_gib": est.kv_pool_gib, "kv_gib_per_seq": est.kv_gib_per_seq,
-              "max_concurrent_seqs": est.max_concurrent_seqs, "host_ram_gib": est.host_ram_gib,
-              "steps": steps, "seqs_per_step": rl.seqs_per_step,
-              "speed": None if speed is None else speed.to_dict(), "rl_warnings": list(est.warnings)})
-    return d
-
-
-def rl_plan(model: ModelShape, wl: Workload, rl: Any, est: Any, *, gpu: Any, usable: float, gpus_per_node: int,
-            inst: Any = None, steps: int | None = None, spot: bool = False, region: str | None = None,
+def rl_plan(model: ModelShape, wl: Workload, rl: RLConfig, est: RLMemoryEstimate, *, gpu: GPU, usable: float,
+            gpus_per_node: int, inst: Instance | None = None, steps: int | None = None, spot: bool = False, region: str | None = None,
             margin: float = SAFETY_MARGIN_DEFAULT, interruption_rate: float | None = None,
             checkpoint_interval_hours: float | None = None, rule_warnings: tuple[str, ...] = (),
             source: str = "trainfit plan", strict_speed: bool = True) -> Plan | None:
@@ -109,9 +100,7 @@ def rl_plan(model: ModelShape, wl: Workload, rl: Any, est: Any, *, gpu: Any, usa
         fit = replace(fit, verdict="oom", gpu_verdict="oom", oom_probability=1.0,
                       reasons=fit.reasons + (f"{est.kv_shortfall[0]}: {est.kv_shortfall[1]}",))
     warnings = list(rule_warnings[:1]) + list(fit.reasons) + list(est.warnings) + list(rule_warnings[1:])
-    notes: list[str] = []
     sp = None
-    timing: dict[str, Any] = {}
     try:
         if est.kv_shortfall is None:  # an engine that holds no sequence has no step time
             sp = rl_step_speed(model, wl, rl, est, gpu=gpu, instance=inst)
@@ -119,29 +108,30 @@ def rl_plan(model: ModelShape, wl: Workload, rl: Any, est: Any, *, gpu: Any, usa
         if strict_speed:
             raise
         warnings.append(_("RL speed not estimated: {message}").format(message=e.message))
+    speed, time_cost, notes = Speed(), Cost(spot=spot, region=region), ()
     if sp is not None:
         warnings += list(sp.warnings)
         seq_tokens = rl.seqs_per_step * rl.seq_len
-        timing = {"step_seconds": sp.step_seconds, "tokens_per_s": seq_tokens / sp.step_seconds,
-                  "framework": rl.rl_framework, "speed_interval": rl_speed_interval(model, wl, gpu_class_of(gpu))}
+        speed = Speed(tokens_per_s=seq_tokens / sp.step_seconds, step_seconds=sp.step_seconds,
+                      framework=rl.rl_framework, speed_interval=rl_speed_interval(model, wl, gpu_class_of(gpu)))
         if steps:
             hours = sp.step_seconds * steps / 3600
-            timing.update({"hours": hours, "gpu_hours": hours * wl.gpus, "tokens": float(steps * seq_tokens)})
+            tokens = float(steps * seq_tokens)
+            time_cost = Cost(tokens=tokens, hours=hours, gpu_hours=hours * wl.gpus, spot=spot, region=region)
             if inst is not None:
                 tc = time_and_cost(inst=inst, hours=hours, gpus=wl.gpus, trainable_params=est.train.params.trainable,
                                    nodes=wl.nodes, spot=spot, region=region, interruption_rate=interruption_rate,
                                    checkpoint_interval_hours=checkpoint_interval_hours,
-                                   speed_interval=timing["speed_interval"])
+                                   speed_interval=speed.speed_interval)
                 if not tc.feasible and strict_speed:
                     return None
-                timing.update(tc.plan_fields())
-                notes += list(tc.notes)
+                time_cost = tc.cost_part(tokens=tokens, spot=spot, region=region)
+                notes = tc.notes
                 warnings += list(tc.warnings)
-    return Plan(model=model, workload=wl, gpu=gpu.name, gpu_spec=gpu, instance=inst, **placement_fields(inst),
-                gpus_per_node=gpus_per_node, nodes=wl.nodes,
-                memory=mem, fit=fit, gpu_mem_gib=usable, spot=spot, region=region, notes=tuple(notes),
-                warnings=tuple(dict.fromkeys(warnings)), source=source,
-                rl=rl_summary(rl, est, steps=steps, speed=sp), **timing)
+    return build_plan(model=model, workload=wl, gpu=gpu, usable_gib=usable, inst=inst, gpus_per_node=gpus_per_node,
+                      nodes=wl.nodes, memory=mem, fit=fit, speed=speed, time_cost=time_cost,
+                      rl=RLSummary.of(rl, est, steps=steps, speed=sp), notes=tuple(notes),
+                      warnings=tuple(dict.fromkeys(warnings)), source=source)
 
 
 def rl_candidates(req: PlanRequest, gpn: int) -> list[list[RLConfig]]:
@@ -164,7 +154,8 @@ def rl_candidates(req: PlanRequest, gpn: int) -> list[list[RLConfig]]:
     return [[rl.with_(rollout_tp=tp, trainer_offload=off) for off in offs] for tp in tps]
 
 
-def evaluate_rl_layout(req: PlanRequest, *, inst: Any, gpu: Any, gpn: int, nodes: int, usable: float, miss: NearestMiss,
+def evaluate_rl_layout(req: PlanRequest, *, inst: Instance, gpu: GPU, gpn: int, nodes: int, usable: float,
+                       miss: NearestMiss,
                        rule_warnings: tuple[str, ...] = (), precision: str | None = None) -> Plan | None:
     """The best RL plan of one node layout of one instance type (None when nothing fits; ``miss`` records the
     closest miss for the rejection). RL settings of :func:`rl_candidates`, each with its first fitting trainer
@@ -193,15 +184,15 @@ def evaluate_rl_layout(req: PlanRequest, *, inst: Any, gpu: Any, gpn: int, nodes
                 best = (score(req, p), p)
         if best is None:
             continue
-        seqs = best[1].rl.get("max_concurrent_seqs")
+        seqs = None if best[1].rl is None else best[1].rl.max_concurrent_seqs
         if seqs is None or seqs >= req.rl.num_generations:
             return best[1]
         fallback = fallback or best[1]
     return fallback
 
 
-def _evaluate_rl_setting(req: PlanRequest, rl: RLConfig, *, inst: Any, gpu: Any, gpn: int, nodes: int, usable: float,
-                         miss: NearestMiss, rule_warnings: tuple[str, ...]) -> Plan | None:
+def _evaluate_rl_setting(req: PlanRequest, rl: RLConfig, *, inst: Instance, gpu: GPU, gpn: int, nodes: int,
+                         usable: float, miss: NearestMiss, rule_warnings: tuple[str, ...]) -> Plan | None:
     """The plan of one RL setting on one node layout: every trainer candidate that fits, each with the largest
     micro-batch that fits, timed; the one that ranks first (:func:`trainfit.plan.rank.score`) is kept."""
     best_plan: tuple[tuple, Plan] | None = None
@@ -209,11 +200,11 @@ def _evaluate_rl_setting(req: PlanRequest, rl: RLConfig, *, inst: Any, gpu: Any,
     model = req.model
     limit = usable * (1 - req.memory_margin)
 
-    def est_of(w: Workload) -> Any:
+    def est_of(w: Workload) -> RLMemoryEstimate:
         return estimate_rl_memory(model, w, rl, usable, strict=False, host_ram_gib=inst.ram_gib,
                                   margin=req.memory_margin)
 
-    def ok(e: Any) -> bool:
+    def ok(e: RLMemoryEstimate) -> bool:
         return e.verdict not in ("oom", "tight")
 
     for wl in rl_configs(req, gpn, nodes):
@@ -262,14 +253,15 @@ def _evaluate_rl_setting(req: PlanRequest, rl: RLConfig, *, inst: Any, gpu: Any,
     return best_plan[1] if best_plan else None
 
 
-def _kv_fix_options(req: PlanRequest, w: Workload, rl: RLConfig, gpn: int, usable: float, inst: Any) -> tuple[dict[str, Any], ...]:
+def _kv_fix_options(req: PlanRequest, w: Workload, rl: RLConfig, gpn: int, usable: float,
+                    inst: Instance) -> tuple[dict[str, float], ...]:
     """The KV-pool fixes checked with the RL memory model: a larger engine share or tensor-parallel size."""
-    def works(**changes: Any) -> bool:
+    def works(**changes: float) -> bool:
         e = estimate_with(req.model, w, rl, usable, changes, host_ram_gib=inst.ram_gib, margin=req.memory_margin)
         return e is not None and e.verdict not in ("oom", "tight") and (e.max_concurrent_seqs is None
                                                                        or e.max_concurrent_seqs >= 1)
 
-    out: list[dict[str, Any]] = []
+    out: list[dict[str, float]] = []
     for util in (0.6, 0.7, 0.8, 0.9):
         if util > (rl.rollout_util or 0) and works(rollout_util=util):
             out.append({"rollout_util": util})
@@ -284,4 +276,4 @@ def _kv_fix_options(req: PlanRequest, w: Workload, rl: RLConfig, gpn: int, usabl
 
 
 __all__ = ["MAX_RL_MICRO_BATCH", "RL_SEARCHED", "check_rl_request", "evaluate_rl_layout", "fit_rollout_tp",
-           "memory_view", "rl_candidates", "rl_configs", "rl_plan", "rl_strategies", "rl_summary"]
+           "memory_view", "rl_candidates", "rl_configs", "rl_plan", "rl_strategies"]

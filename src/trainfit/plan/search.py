@@ -15,11 +15,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 from types import SimpleNamespace
-from typing import Any
 
 from trainfit.calibration_file import load_calibrations
-from trainfit.catalog.gpus import assumed_note, get_gpu, is_model, sized_gpu
-from trainfit.catalog.instances import get_instance, list_instances, placement_fields
+from trainfit.catalog.gpus import GPU, assumed_note, get_gpu, is_model, sized_gpu
+from trainfit.catalog.instances import Instance, get_instance, list_instances
 from trainfit.errors import TrainfitError, WorkloadError
 from trainfit.estimate.calibration import calibration_note
 from trainfit.estimate.fit import FitDecision, decide_fit
@@ -38,7 +37,8 @@ from trainfit.plan.pricing import region_notes, region_prices, time_and_cost
 from trainfit.plan.rank import pareto as _pareto, rank as _rank, score as _score
 from trainfit.plan.request import NearestMiss, PlanRequest
 from trainfit.plan.rl import evaluate_rl_layout
-from trainfit.plan.types import Plan, PlanResult, Rejection
+from trainfit.plan.parts import Speed
+from trainfit.plan.types import Plan, PlanResult, Rejection, build_plan
 from trainfit.rules import evaluate_instance, get_rule
 from trainfit.workload import Workload, check_layout, layout_error
 
@@ -52,7 +52,7 @@ _MEGATRON = (("ddp", "none"), ("zero1", "none"), ("zero1", "optimizer"))
 
 
 # ------------------------------------------------------------------------------------------ search
-def _instances(req: PlanRequest) -> list[Any]:
+def _instances(req: PlanRequest) -> list[Instance]:
     out = []
     spec = target_spec(req.target) if req.target else None
     only = spec.provider if spec is not None else None
@@ -71,7 +71,7 @@ def _instances(req: PlanRequest) -> list[Any]:
     return out
 
 
-def _gpu_of(inst: Any) -> Any:
+def _gpu_of(inst: Instance) -> GPU | None:
     try:
         g = inst.gpu_spec
         return g() if callable(g) else g
@@ -177,12 +177,12 @@ def plan(req: PlanRequest) -> PlanResult:
         plans = [replace(p, data=req.data) for p in plans]
     plans, ranking = _rank(req, plans)
     note = _region_note(req.region) if req.region else None
-    notes = ((note,) if note else ()) + tuple(region_notes(req.region, [p.instance for p in plans]))
+    notes = ((note,) if note else ()) + tuple(region_notes(req.region, [p.placement.instance for p in plans]))
     return PlanResult(request=req, plans=tuple(plans), rejected=tuple(rejected), pareto=_pareto(plans), notes=notes,
                       region_prices=tuple(region_prices(plans)) if req.compare_regions else (), ranking=ranking)
 
 
-def _instance_gpu(req: PlanRequest, inst: Any, gpu_filter: Any) -> tuple[Any, str] | Rejection | None:
+def _instance_gpu(req: PlanRequest, inst: Instance, gpu_filter: GPU | None) -> tuple[GPU, str] | Rejection | None:
     """(GPU record, note) of an instance; a Rejection when it cannot be planned; None when --gpu filters it out.
 
     ``--gpu`` selects rows with that GPU. A GPU *model* (one with its own published figures) may also stand for a
@@ -254,7 +254,7 @@ def _instance_gpu(req: PlanRequest, inst: Any, gpu_filter: Any) -> tuple[Any, st
     return gpu, stated
 
 
-def _best_on_instance(req: PlanRequest, inst: Any, gpu: Any, stated: str, layouts: list[tuple[int, int]],
+def _best_on_instance(req: PlanRequest, inst: Instance, gpu: GPU, stated: str, layouts: list[tuple[int, int]],
                       config_cache: dict) -> tuple[Plan | None, NearestMiss]:
     """The best plan on one instance type over its layouts, and the closest miss when none fits."""
     miss = NearestMiss()
@@ -310,7 +310,7 @@ def _best_on_instance(req: PlanRequest, inst: Any, gpu: Any, stated: str, layout
     return (best[1] if best else None), miss
 
 
-def _evaluate(req: PlanRequest, inst: Any, gpu: Any, gpn: int, nodes: int, wl: Workload, est: MemoryEstimate,
+def _evaluate(req: PlanRequest, inst: Instance, gpu: GPU, gpn: int, nodes: int, wl: Workload, est: MemoryEstimate,
               fit: FitDecision, warnings: tuple[str, ...], miss: NearestMiss | None = None) -> Plan | None:
     """Speed, time and cost of one fitting configuration, as a typed Plan; None when its spot run cannot finish or
     its network is too slow (:data:`SLOW_NETWORK_COMM_SHARE`, recorded in ``miss``)."""
@@ -334,13 +334,14 @@ def _evaluate(req: PlanRequest, inst: Any, gpu: Any, gpn: int, nodes: int, wl: W
                           _("drop --spot, use fewer nodes, or a lower --checkpoint-interval"),
                           ({"spot": False},))
         return None
-    return Plan(model=req.model, **placement_fields(inst), instance=inst, gpu=gpu.name, gpu_spec=gpu,
-                gpus_per_node=gpn, nodes=nodes, workload=wl, memory=est, fit=fit, gpu_mem_gib=gpu.usable_mem_gib,
-                tokens=req.tokens, tokens_per_s=sp.tokens_per_s, step_seconds=sp.step_seconds, mfu=sp.mfu,
-                framework=sp.framework, calibration=calibration_note(sp.assumptions), speed_interval=siv,
-                **tc.plan_fields(), spot=req.spot, region=req.region, notes=tc.notes,
-                warnings=warnings[:1] + tuple(fit.reasons) + _batch_warning(req, wl) + tuple(sp.warnings) + tc.warnings
-                + warnings[1:])
+    return build_plan(model=req.model, workload=wl, gpu=gpu, usable_gib=gpu.usable_mem_gib, inst=inst,
+                      gpus_per_node=gpn, nodes=nodes, memory=est, fit=fit,
+                      speed=Speed(tokens_per_s=sp.tokens_per_s, step_seconds=sp.step_seconds, mfu=sp.mfu,
+                                  framework=sp.framework, calibration=calibration_note(sp.assumptions),
+                                  speed_interval=siv),
+                      time_cost=tc.cost_part(tokens=req.tokens, spot=req.spot, region=req.region), notes=tc.notes,
+                      warnings=warnings[:1] + tuple(fit.reasons) + _batch_warning(req, wl) + tuple(sp.warnings)
+                      + tc.warnings + warnings[1:])
 
 
 def _batch_warning(req: PlanRequest, wl: Workload) -> tuple[str, ...]:

@@ -15,7 +15,7 @@ defaults of :class:`RLConfig` (documented as trainfit's choice, not a framework'
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, Literal
+from typing import Literal, TypeAlias
 
 from trainfit.errors import WorkloadError
 from trainfit.i18n import _
@@ -32,6 +32,9 @@ FRAMEWORKS: tuple[str, ...] = ("verl", "openrlhf", "trl", "ms-swift", "chatlearn
 #: vllm/config/cache.py; SGLang pages are 1 token, so 16 is the conservative choice for both).
 KV_BLOCK_TOKENS = 16
 
+
+#: A value of an RL setting (an :class:`RLConfig` field): a name, a count, a fraction, a flag, or None (unset).
+RLValue: TypeAlias = str | int | float | bool | None
 
 @dataclass(frozen=True, kw_only=True)
 class FrameworkDefaults:
@@ -228,19 +231,19 @@ class RLConfig:
     def seqs_per_step(self) -> int:
         return self.rollout_batch * (self.num_generations if self.algo != "dpo" else 2)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, RLValue]:
         d = {f.name: getattr(self, f.name) for f in fields(self)}
         d["critic"] = self.has_critic
         return d
 
-    def with_(self, **changes: Any) -> "RLConfig":
+    def with_(self, **changes: RLValue) -> "RLConfig":
         return replace(self, **changes)
 
     @classmethod
-    def for_framework(cls, framework: str | None, **user: Any) -> "RLConfig":
+    def for_framework(cls, framework: str | None, **user: RLValue) -> "RLConfig":
         """An RLConfig whose unset fields (``user`` values that are None or absent) come from the documented
         defaults of ``framework``, then from RLConfig's own defaults."""
-        kw: dict[str, Any] = {}
+        kw: dict[str, RLValue] = {}
         if framework is not None:
             if framework not in FRAMEWORK_DEFAULTS:
                 raise WorkloadError(_("{name} must be one of {allowed}; got {value!r}").format(
@@ -256,7 +259,7 @@ class RLConfig:
         return cls(**kw)
 
 
-def trainer_defaults(framework: str | None) -> dict[str, Any]:
+def trainer_defaults(framework: str | None) -> dict[str, str | bool]:
     """The policy update's Workload fields ``framework`` sets out of the box (verl: ``strategy`` fsdp, ``offload``
     none, ``grad_ckpt`` True), for the fields the user leaves unset; {} without a framework."""
     fd = FRAMEWORK_DEFAULTS.get(framework) if framework else None
@@ -269,4 +272,4 @@ RL_FIELD_NAMES = frozenset(f.name for f in fields(RLConfig))
 DEFAULT_RL = RLConfig()
 
 __all__ = ["ALGOS", "ENGINES", "FRAMEWORKS", "FRAMEWORK_DEFAULTS", "FrameworkDefaults", "KV_BLOCK_TOKENS",
-           "RLConfig", "trainer_defaults"]
+           "RLConfig", "RLValue", "trainer_defaults"]

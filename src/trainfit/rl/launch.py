@@ -13,17 +13,23 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypeAlias
 
 from trainfit.errors import WorkloadError
 from trainfit.i18n import _
-from trainfit.rl.config import RLConfig
+from trainfit.rl.config import RLConfig, RLValue
 from trainfit.workload import Workload
 
 #: KL coefficient written when a reference model is wanted (verl GRPO examples' kl_loss_coef 0.001;
 #: ms-swift's documented beta default 0.04).
 VERL_KL_COEF = 0.001
 SWIFT_BETA = 0.04
+
+
+#: A policy-update Workload field as a launch command states it.
+WorkloadValue: TypeAlias = str | int | float | bool
+#: A value a writer puts on the command line (a tuple: one quoted item each).
+ArgValue: TypeAlias = str | int | float | bool | tuple[str, ...] | None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -34,7 +40,7 @@ class ParsedRL:
     model: str | None
     """Model id as written (``Qwen/Qwen3-8B``)."""
     rl: RLConfig
-    workload: dict[str, Any]
+    workload: dict[str, WorkloadValue]
     """Workload fields the command states (pass to ``Workload(**...)``)."""
     unknown: tuple[str, ...] = field(default=())
     """Options the reader does not map (kept for the report)."""
@@ -75,7 +81,7 @@ def write_verl(model_name: str, rl: RLConfig, wl: Workload) -> str:
                                 strategy=wl.strategy),
                             fix=_("use --strategy fsdp for verl"))
     nodes = wl.nodes
-    kv: list[tuple[str, Any]] = [
+    kv: list[tuple[str, ArgValue]] = [
         ("algorithm.adv_estimator", "gae" if rl.algo == "ppo" else "grpo"),
         ("data.train_batch_size", rl.rollout_batch),
         ("data.max_prompt_length", rl.prompt_len),
@@ -136,7 +142,7 @@ def parse_verl(text: str) -> ParsedRL:
     algo = "ppo" if adv == "gae" else "grpo"
     use_kl = _truthy(g(ar + "actor.use_kl_loss", "False")) or _truthy(g("algorithm.use_kl_in_reward", "False"))
     lora_rank = int(g(ar + "model.lora_rank", "0"))
-    user: dict[str, Any] = {
+    user: dict[str, RLValue] = {
         "algo": algo,
         "rollout_engine": g(ar + "rollout.name"),
         "rollout_util": float(g(ar + "rollout.gpu_memory_utilization")) if g(ar + "rollout.gpu_memory_utilization") else None,
@@ -161,7 +167,7 @@ def parse_verl(text: str) -> ParsedRL:
     gpn = int(g("trainer.n_gpus_per_node", "8"))
     nnodes = int(g("trainer.nnodes", "1"))
     opt_off = _truthy(g(ar + "actor.fsdp_config.optimizer_offload", "False"))
-    wl: dict[str, Any] = {
+    wl: dict[str, WorkloadValue] = {
         "method": "lora" if lora_rank > 0 else "full",
         "micro_batch": int(g(ar + "actor.ppo_micro_batch_size_per_gpu", "1")),
         "grad_ckpt": _truthy(g(ar + "model.enable_gradient_checkpointing", "False")),
@@ -189,7 +195,7 @@ def write_swift(model_name: str, rl: RLConfig, wl: Workload) -> str:
         raise WorkloadError(_("ms-swift rlhf runs DDP or DeepSpeed; --strategy {strategy} does not map").format(
                                 strategy=wl.strategy),
                             fix=_("use --strategy zero2 or zero3"))
-    args: list[tuple[str, Any]] = [("rlhf_type", rl.algo), ("model", _hf_id(model_name)),
+    args: list[tuple[str, ArgValue]] = [("rlhf_type", rl.algo), ("model", _hf_id(model_name)),
                                    # ms-swift 4.x: tuner_type (train_type before 4.0); QLoRA = LoRA on 4-bit bnb weights
                                    ("tuner_type", "full" if wl.method == "full" else "lora"),
                                    ("torch_dtype", "bfloat16")]
@@ -254,7 +260,7 @@ def parse_swift(text: str) -> ParsedRL:
     algo = g("rlhf_type", "dpo")
     dpo = algo == "dpo"
     max_len = int(g("max_length")) if g("max_length") else None
-    user: dict[str, Any] = {"algo": algo}
+    user: dict[str, RLValue] = {"algo": algo}
     if dpo:
         total = max_len or 2048
         user.update(prompt_len=total // 2, response_len=total - total // 2, num_generations=1, colocate=False,
@@ -288,7 +294,7 @@ def parse_swift(text: str) -> ParsedRL:
     tt = g("tuner_type", g("train_type", "lora"))
     if tt == "lora" and g("quant_bits") == "4":
         tt = "qlora"
-    wl: dict[str, Any] = {
+    wl: dict[str, WorkloadValue] = {
         "method": tt if tt in ("full", "lora", "qlora") else "lora",
         "micro_batch": int(g("per_device_train_batch_size", "1")),
         "grad_accum": int(g("gradient_accumulation_steps", "1")),

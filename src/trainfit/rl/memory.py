@@ -26,7 +26,7 @@ from trainfit.i18n import _
 from trainfit.models.shapes import ModelShape
 from trainfit.rl.config import KV_BLOCK_TOKENS, RLConfig
 from trainfit.workload import Workload
-from trainfit.estimate.memory import estimate_memory, model_state_gib
+from trainfit.estimate.memory import MemoryEstimate, estimate_memory, model_state_gib
 from trainfit.estimate.fit import decide_fit
 
 GIB = 2**30
@@ -85,7 +85,7 @@ class RLMemoryEstimate:
     """Host RAM per node: the training estimate's + sleeping engine weights + offloaded trainer/reference."""
     terms_gib: dict[str, dict[str, float]]
     """What makes up each phase."""
-    train: object
+    train: MemoryEstimate
     """The policy update's :class:`~trainfit.estimate.memory.MemoryEstimate`."""
     assumptions: tuple[str, ...] = field(default=())
     warnings: tuple[str, ...] = field(default=())
@@ -184,7 +184,7 @@ class _Trainer:
 
     wl: Workload
     """The policy update's workload at the RL sequence length (DPO: doubled micro-batch)."""
-    train: object
+    train: MemoryEstimate
     """Its :class:`~trainfit.estimate.memory.MemoryEstimate`."""
     states_gib: dict
     """:func:`~trainfit.estimate.memory.model_state_gib` of ``wl``."""

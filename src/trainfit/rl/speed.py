@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from typing import Mapping
 
 from trainfit.calibration_file import load_calibrations
 from trainfit.catalog import GPU, Instance
@@ -35,6 +36,7 @@ from trainfit.estimate.hardware import Hardware
 from trainfit.estimate.memory import model_state_gib
 from trainfit.estimate.speed import estimate_speed
 from trainfit.i18n import _
+from trainfit.json_types import JSONObject
 from trainfit.models.shapes import ModelShape
 from trainfit.plan.hardware import hardware_for
 from trainfit.rl.config import RLConfig
@@ -75,16 +77,59 @@ class RLSpeedEstimate:
     node: str | None = None
     """The catalog instance type whose node (links inside it and between nodes) the step time assumed."""
 
-    def to_dict(self) -> dict:
-        d = {k: getattr(self, k) for k in ("engines", "decode_batch", "waves")}
-        for k in ("decode_step_seconds", "rollout_tokens_per_s", "rollout_seconds", "update_seconds",
-                  "logprob_seconds", "critic_seconds", "sync_seconds", "step_seconds", "update_tokens_per_s"):
+    def to_dict(self) -> JSONObject:
+        """The JSON of ``memory --rl`` and of an RL plan (seconds and tokens/s to 4 decimals, the split to 3)."""
+        d: JSONObject = {k: getattr(self, k) for k in _COUNTS}
+        for k in _SECONDS:
             d[k] = round(getattr(self, k), 4)
         d["split"] = {k: round(v, 3) for k, v in self.split.items()}
         d["assumptions"] = list(self.assumptions)
         d["warnings"] = list(self.warnings)
         d["node"] = self.node
         return d
+
+    def rounded(self) -> "RLSpeedEstimate":
+        """This estimate as :meth:`to_dict` writes it (what a plan carries, so a plan read back from its file is
+        the plan written)."""
+        return replace(self, **{k: round(getattr(self, k), 4) for k in _SECONDS},
+                       split={k: round(v, 3) for k, v in self.split.items()})
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, object]) -> "RLSpeedEstimate":
+        """The estimate of :meth:`to_dict` (a plan file's ``rl.speed``); a wrong shape is a TypeError/ValueError."""
+        split = d.get("split") or {}
+        if not isinstance(split, dict):
+            raise TypeError("rl.speed.split must be an object")
+        node = d.get("node")
+        return cls(**{k: _int(d[k]) for k in _COUNTS}, **{k: _float(d[k]) for k in _SECONDS},
+                   split={str(k): _float(v) for k, v in split.items()},
+                   assumptions=_strings(d.get("assumptions")), warnings=_strings(d.get("warnings")),
+                   node=None if node is None else str(node))
+
+
+_COUNTS = ("engines", "decode_batch", "waves")
+_SECONDS = ("decode_step_seconds", "rollout_tokens_per_s", "rollout_seconds", "update_seconds", "logprob_seconds",
+            "critic_seconds", "sync_seconds", "step_seconds", "update_tokens_per_s")
+
+
+def _int(v: object) -> int:
+    if not isinstance(v, int) or isinstance(v, bool):
+        raise TypeError(f"expected an integer, not {type(v).__name__}")
+    return v
+
+
+def _float(v: object) -> float:
+    if not isinstance(v, (int, float)) or isinstance(v, bool):
+        raise TypeError(f"expected a number, not {type(v).__name__}")
+    return float(v) if isinstance(v, int) else v
+
+
+def _strings(v: object) -> tuple[str, ...]:
+    if v is None:
+        return ()
+    if not isinstance(v, (list, tuple)) or not all(isinstance(x, str) for x in v):
+        raise TypeError("expected a list of strings")
+    return tuple(v)
 
 
 def _active_engine_bytes(model: ModelShape, tp: int, batch: int) -> float:
