@@ -153,13 +153,18 @@ def test_plan_files_without_intervals_still_read_and_bad_ones_are_refused():
 def test_ties_are_overlapping_ranges_of_the_objective():
     from trainfit.plan.rank import ties
 
+    def moved(p, gpu=None, times=1.0, **cost):
+        tc = dataclasses.replace(p.time_cost, hours=p.time_cost.hours * times,
+                                 gpu_hours=p.time_cost.gpu_hours * times, **cost)
+        pl = p.placement if gpu is None else dataclasses.replace(p.placement, gpu=gpu)
+        return dataclasses.replace(p, placement=pl, time_cost=tc)
+
     a = _plan()
-    b = dataclasses.replace(a, gpu="H100-SXM", hours=a.hours * 1.05, gpu_hours=a.gpu_hours * 1.05)
-    c = dataclasses.replace(a, gpu="A100-80GB-SXM", hours=a.hours * 5, gpu_hours=a.gpu_hours * 5)
+    b = moved(a, "H100-SXM", 1.05)
+    c = moved(a, "A100-80GB-SXM", 5)
     assert ties("time", [a, b, c]) == (1,)
     # the same estimate on the same GPU differing in price only: one error moves both, no tie
-    same = dataclasses.replace(a, cost=1.0, currency="USD")
-    assert ties("time", [a, dataclasses.replace(same, hours=a.hours * 1.01)]) == ()
+    assert ties("time", [a, moved(a, times=1.01, cost=1.0, currency="USD")]) == ()
 
 
 def test_rl_plans_are_flagged_outside_the_domain():
