@@ -151,7 +151,7 @@ def predict(c: dict, gpu: str | None) -> dict:
     if gpu is not None:
         from trainfit.catalog import get_gpu
         from trainfit.estimate.speed import estimate_speed
-        from trainfit.plan.hardware import hardware_for
+        from trainfit.catalog.hardware import hardware_for
 
         sp = estimate_speed(shape, w, hardware_for(get_gpu(gpu), None), framework="hf-trainer")
         out.update({"tokens_per_s": sp.tokens_per_s_per_gpu, "framework": sp.framework, "mfu": sp.mfu})

@@ -54,7 +54,7 @@ from trainfit.estimate.comm import hidden_seconds  # noqa: E402
 from trainfit.estimate.speed import estimate_speed, flops_per_token  # noqa: E402
 from trainfit.estimate.uncertainty import speed_regime  # noqa: E402
 from trainfit.workload import ALL_LINEAR  # noqa: E402
-from trainfit.plan.hardware import hardware_for  # noqa: E402
+from trainfit.catalog.hardware import hardware_for  # noqa: E402
 from trainfit.estimate.params import count_params  # noqa: E402
 from trainfit.models import from_hf_config, get_model  # noqa: E402
 from trainfit.workload import Workload  # noqa: E402

@@ -13,7 +13,7 @@ import pytest
 
 from trainfit.check import check_file
 from trainfit.launch import RenderOptions
-from trainfit.launch.targets import (JobReader, TargetSpec, plan_targets, register_target, render_targets,
+from trainfit.targets import (JobReader, TargetSpec, plan_targets, register_target, render_targets,
                                      target_framework, unregister_target)
 from trainfit.models import get_model
 from trainfit.options import workload_from_values
@@ -80,7 +80,7 @@ def test_all_renders_a_registered_target_and_skips_it_with_its_reason(fake_targe
 
 
 def test_the_planner_searches_only_the_layouts_a_registered_target_writes(fake_target):
-    from trainfit.launch.targets import layout_reason, search_reason
+    from trainfit.targets import layout_reason, search_reason
 
     wl = workload_from_values({"gpus": 8, "tp": 2})
     assert layout_reason("fakeq", wl) == "fakeq writes data parallel only"
@@ -224,7 +224,7 @@ def test_what_a_provider_says_about_itself_is_used_where_it_matters():
 
 def test_a_platform_target_plans_only_its_providers_instance_types(fake_provider):
     from trainfit.cli import main
-    from trainfit.launch.targets import target_spec
+    from trainfit.targets import target_spec
 
     assert target_spec("dlc").provider == "alibaba"
     spec = TargetSpec(name="fakeplat", writer=WRITER, runs="a fake platform job", frameworks=("hf-trainer",),

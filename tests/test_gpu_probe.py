@@ -22,7 +22,7 @@ from trainfit import calibration_file  # noqa: E402
 from trainfit.estimate.memory import estimate_memory  # noqa: E402
 from trainfit.estimate.speed import estimate_speed  # noqa: E402
 from trainfit.models import from_hf_config, get_model  # noqa: E402
-from trainfit.plan.hardware import hardware_for  # noqa: E402
+from trainfit.catalog.hardware import hardware_for  # noqa: E402
 from trainfit.workload import Workload  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -113,7 +113,7 @@ def test_speed_warnings_and_assumptions_are_chinese():
     from trainfit.catalog import get_gpu
     from trainfit.estimate.speed import estimate_speed
     from trainfit.estimate.uncertainty import memory_interval, speed_interval
-    from trainfit.plan.hardware import hardware_for
+    from trainfit.catalog.hardware import hardware_for
 
     m = get_model("Qwen3-30B-A3B")
     wl = Workload(method="qlora", gpus=16, gpus_per_node=8, strategy="zero3", attention="flash")

@@ -130,11 +130,11 @@ def test_readback_equals_the_plan_to_a_hundredth_of_a_gib(tmp_path):
 
 def test_targets_table_agrees_with_the_writers_and_the_plans_engine():
     """Over the same plans (issue 12, "the default follows the render target"): the planner's `--target` filter
-    (`launch.targets.layout_reason`) refuses exactly the layouts each writer's `applies` refuses, and every target
+    (`targets.layout_reason`) refuses exactly the layouts each writer's `applies` refuses, and every target
     that applies runs the engine the plan's speed assumed, so `render --target all` of a default plan warns of no
     engine mismatch."""
     from trainfit.launch import _module, build_context
-    from trainfit.launch.targets import PLAN_TARGETS, RL_TARGET_FRAMEWORK, layout_reason, same_engine, target_framework
+    from trainfit.targets import PLAN_TARGETS, RL_TARGET_FRAMEWORK, layout_reason, same_engine, target_framework
 
     sft = [t for t in PLAN_TARGETS if t not in RL_TARGET_FRAMEWORK]
     applied = 0

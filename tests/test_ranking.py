@@ -158,7 +158,7 @@ def test_allow_fp16_is_an_option_of_cli_and_web(capsys):
 
 def _exposed_share(req, p):
     from trainfit.estimate.speed import estimate_speed
-    from trainfit.plan.hardware import hardware_for
+    from trainfit.catalog.hardware import hardware_for
 
     sp = estimate_speed(req.model, p.workload, hardware_for(p.gpu_spec, p.instance, gpus_per_node=p.gpus_per_node),
                         framework=p.framework)

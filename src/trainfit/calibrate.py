@@ -22,7 +22,7 @@ from trainfit.estimate.calibration import Calibration
 from trainfit.estimate.speed import estimate_speed
 from trainfit.i18n import _
 from trainfit.models import from_hf_config, get_model
-from trainfit.plan.hardware import hardware_for
+from trainfit.catalog.hardware import hardware_for
 from trainfit.workload import Workload
 from trainfit.workload_options import WORKLOAD_OPTION_NAMES, parse_options
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from trainfit import inputs
 from trainfit._option_types import Option, parse_float, parse_ident, parse_int, cli_only, unset_defaults
 from trainfit.i18n import N_
-from trainfit.launch.targets import render_targets
+from trainfit.targets import render_targets
 from trainfit.options import (CHECK_DATA_OPTIONS, DATA_OPTIONS, PLAN_OPTIONS, RL_OPTIONS, WORKLOAD_OPTIONS,
                               MAX_TOKENS)
 from trainfit.tool_options import JSON_OPTION, TOOL_COMMAND_OPTIONS

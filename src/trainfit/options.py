@@ -16,7 +16,7 @@ from trainfit.catalog.instances import get_instance, gpu_on_instance
 from trainfit.dataset.budget import budget_from_values
 from trainfit.errors import PlanError, WorkloadError
 from trainfit.i18n import N_, _, translate
-from trainfit.launch.targets import check_target, plan_targets, rl_target_frameworks
+from trainfit.targets import check_target, plan_targets, rl_target_frameworks
 from trainfit.models.shapes import ModelShape
 from trainfit.plan.request import PIN_FIELDS, RL_SEARCHED, PlanRequest
 from trainfit.providers.registry import listed_provider_names, provider_names, resource_classes

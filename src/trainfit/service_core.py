@@ -33,9 +33,9 @@ from trainfit.estimate.hardware import kernel_gaps
 from trainfit.estimate.speed import estimate_speed, training_time
 from trainfit.inputs import check_depth, loads_json, read_text_file
 from trainfit.launch import build_context, render, write
-from trainfit.launch.targets import check_target, speed_framework, plan_targets
+from trainfit.targets import check_target, speed_framework, plan_targets
 from trainfit.models import from_hf_config, get_model, load_config_path
-from trainfit.plan.hardware import gpu_class_of, precision_on, hardware_for
+from trainfit.catalog.hardware import gpu_class_of, precision_on, hardware_for
 from trainfit.plan.rl import fit_rollout_tp, rl_plan
 from trainfit.plan.search import plan
 from trainfit.providers.alibaba.submit import job_target, load_job, resolve_region, submit
@@ -209,7 +209,7 @@ def plan_for(model: ModelShape, workload: Workload, *, gpu: str | None = None, i
     the GPU's compute is known; time and cost when ``tokens`` is given. With ``rl`` (an
     :class:`~trainfit.rl.RLConfig`) the RL plan: per-phase memory, the verdict over all phases, the RL step
     time and, with ``steps``, hours and cost (:func:`trainfit.plan.rl.rl_plan`). ``target`` (one launcher of
-    :func:`~trainfit.launch.targets.plan_targets`) is recorded, and its engine is the speed model's framework
+    :func:`~trainfit.targets.plan_targets`) is recorded, and its engine is the speed model's framework
     unless ``framework`` is given."""
     inst = None
     if instance_type:

@@ -451,7 +451,7 @@ DEFAULT_WORKLOAD = Workload()
 def default_framework(workload: Workload) -> str:
     """Framework profile implied by the workload: Megatron for tp/pp/ep/cp > 1, DeepSpeed for ZeRO,
     else the HF Trainer (DDP, or FSDP through accelerate). The speed model's default engine, and the one ms-swift
-    runs for the layout (:mod:`trainfit.launch.targets`)."""
+    runs for the layout (:mod:`trainfit.targets`)."""
     if workload.uses_megatron:
         return "megatron"
     if workload.strategy.startswith("zero"):

@@ -126,7 +126,7 @@ def test_flash_attention_3_on_a_non_hopper_gpu_is_an_error(rendered, tmp_path):
     from trainfit.estimate.hardware import kernel_gaps
     from trainfit.estimate.speed import estimate_speed
     from trainfit.models import get_model
-    from trainfit.plan.hardware import hardware_for
+    from trainfit.catalog.hardware import hardware_for
     from trainfit.catalog.gpus import get_gpu
     from trainfit.workload import Workload
 

@@ -12,7 +12,7 @@ from trainfit.errors import WorkloadError
 from trainfit import calibrate, calibration_file
 from trainfit.estimate.speed import estimate_speed
 from trainfit.models import get_model
-from trainfit.plan.hardware import hardware_for
+from trainfit.catalog.hardware import hardware_for
 from trainfit.workload import Workload
 
 CFG = {"model": "Qwen3-0.6B", "seq_len": 2048, "grad_ckpt": False}

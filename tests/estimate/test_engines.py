@@ -530,7 +530,7 @@ def test_megatron_without_grouped_gemm_loops_over_local_experts_and_is_slower():
     from trainfit.estimate.speed import flops_per_token
     from trainfit.models import get_model
     from trainfit.workload import Workload
-    from trainfit.plan.hardware import hardware_for
+    from trainfit.catalog.hardware import hardware_for
     from trainfit.catalog import get_gpu
 
     m = get_model("Qwen3-30B-A3B")

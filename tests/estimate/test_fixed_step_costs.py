@@ -10,7 +10,7 @@ from trainfit.catalog import get_gpu
 from trainfit.estimate.comm import (NCCL_RING_BASE_LATENCY_US, NCCL_RING_STEP_LATENCY_US, links_for,
                                     ring_latency_seconds, ring_seconds, tp_term, ACT_BYTES)
 from trainfit.models import get_model
-from trainfit.plan.hardware import hardware_for
+from trainfit.catalog.hardware import hardware_for
 from trainfit.workload import Workload
 
 H100 = hardware_for(get_gpu("H100-SXM"), None)

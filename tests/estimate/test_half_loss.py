@@ -7,7 +7,7 @@ import pytest
 from trainfit.errors import NotTraceableError
 from trainfit.estimate.memory import (GIB, HALF_CE_BWD_BYTES, HALF_CE_FWD_BYTES, HALF_CE_SHIFT_COPY_BYTES,
                                       _loss_region, estimate_memory)
-from trainfit.launch.targets import loss_mismatch
+from trainfit.targets import loss_mismatch
 from trainfit.models import get_model
 from trainfit.workload import LOSSES, Workload
 

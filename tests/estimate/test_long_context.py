@@ -220,7 +220,7 @@ def test_torch_native_context_parallelism_says_its_speed_is_an_upper_bound():
     runs, docs/accuracy.md): the estimate says so; Megatron's CP does not get the warning."""
     from trainfit.catalog import get_gpu
     from trainfit.estimate.speed import TORCH_RING_FRAMEWORKS, estimate_speed
-    from trainfit.plan.hardware import hardware_for
+    from trainfit.catalog.hardware import hardware_for
     from trainfit.workload import Workload
 
     hw = hardware_for(get_gpu("H100-SXM"), None)

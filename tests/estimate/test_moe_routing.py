@@ -18,7 +18,7 @@ from trainfit.estimate.speed import estimate_speed
 from trainfit.models import get_model
 from trainfit.options import WORKLOAD_OPTIONS
 from trainfit.plan import PlanRequest, plan
-from trainfit.plan.hardware import hardware_for
+from trainfit.catalog.hardware import hardware_for
 from trainfit.workload import NATURAL_ROUTING_IMBALANCE, Workload, routing_imbalance
 
 MOE = get_model("Qwen3-30B-A3B")

@@ -20,7 +20,7 @@ from trainfit.estimate.speed import (
 from trainfit.catalog import GPU, Instance
 from trainfit.errors import CatalogError, WorkloadError
 from trainfit.models import get_model
-from trainfit.plan.hardware import hardware_for
+from trainfit.catalog.hardware import hardware_for
 from trainfit.workload import Workload
 
 # Qwen3-8B (config.json): hidden 4096, intermediate 12288, 36 layers, 32 q heads / 8 kv heads, head_dim 128,

@@ -409,7 +409,7 @@ def test_a_config_model_is_not_rendered_as_a_made_up_qwen_repo(tmp_path, capsys)
 def test_render_warns_when_hf_moe_speed_assumed_the_transformers4_loop(rendered):
     """A Hugging Face MoE plan timed with the per-expert loop (--experts-impl modulelist) renders jobs that install
     transformers 5 (grouped_mm experts): render says so; grouped_mm plans, Megatron jobs and dense models do not."""
-    from trainfit.launch.targets import experts_mismatch
+    from trainfit.targets import experts_mismatch
     from trainfit.workload import Workload
 
     wl = Workload(method="full", gpus=8, strategy="zero3")  # experts_impl modulelist by default

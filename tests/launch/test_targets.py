@@ -13,7 +13,7 @@ import pytest
 
 from trainfit.errors import PlanError, PlanFileError
 from trainfit.launch import TARGETS, build_context, render
-from trainfit.launch.targets import (PLAN_TARGETS, SWIFT_TARGETS, TARGET_FRAMEWORKS, engine_mismatch, layout_reason,
+from trainfit.targets import (PLAN_TARGETS, SWIFT_TARGETS, TARGET_FRAMEWORKS, engine_mismatch, layout_reason,
                                      target_framework)
 from trainfit.models import get_model
 from trainfit.plan import PlanRequest, plan

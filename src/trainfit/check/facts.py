@@ -14,7 +14,7 @@ from trainfit.jobspec.facts import JobFacts, is_file, load_json, load_yaml, plan
 from trainfit.jobspec.shell import parse_script, training_args
 from trainfit.errors import CheckInputError, TrainfitError
 from trainfit.i18n import _
-from trainfit.launch.targets import target_specs
+from trainfit.targets import target_specs
 from trainfit.catalog.gpus import get_gpu
 from trainfit.providers.alibaba.dlc_reader import read_dlc_json, read_pai_cli
 from trainfit.providers.generic.readers import read_pytorchjob, read_skypilot
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from trainfit.json_types import JSON
 
 if TYPE_CHECKING:
-    from trainfit.launch.targets import JobReader
+    from trainfit.targets import JobReader
 
 
 def _header(text: str | list) -> dict[str, JSON]:
@@ -181,7 +181,7 @@ def _json_facts(text: str, sp: str, f: JobFacts) -> None:
 
 
 def _registered_reader(path: str, text: str) -> JobReader | None:
-    """The :class:`~trainfit.launch.targets.JobReader` of the first registered target that claims the file (the
+    """The :class:`~trainfit.targets.JobReader` of the first registered target that claims the file (the
     built-in targets have none: their formats are read below)."""
     return next((s.reader for s in target_specs() if s.reader is not None and s.reader.matches(path, text)), None)
 
@@ -196,7 +196,7 @@ def _read_facts(path: str | Path) -> JobFacts:
     _placeholders(f, text)
     stripped = text.lstrip()
     reader = _registered_reader(sp, text)
-    if reader is not None:  # a target registered from outside (launch.targets.register_target) reads its own files
+    if reader is not None:  # a target registered from outside (targets.register_target) reads its own files
         f.kind = reader.kind
         reader.read(sp, text, f)
     elif suffix == ".json" or (suffix not in (".yaml", ".yml", ".sh", ".bash") and stripped.startswith("{")):

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 #: :class:`~trainfit.workload.Workload` keyword arguments read back from a file (lists of the header made tuples).
 WorkloadKwargs: TypeAlias = dict[str, JSON | tuple[JSON, ...]]
-from trainfit.plan.hardware import gpu_class_of
+from trainfit.catalog.hardware import gpu_class_of
 
 
 @dataclass(frozen=True, kw_only=True)

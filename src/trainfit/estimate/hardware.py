@@ -1,6 +1,6 @@
 """The :class:`Hardware` record the speed model reads: plain numbers about one GPU and its node.
 
-The estimate package knows no catalog field names; ``trainfit.plan.hardware.hardware_for`` builds this record
+The estimate package knows no catalog field names; ``trainfit.catalog.hardware.hardware_for`` builds this record
 from the typed catalog records (:class:`~trainfit.catalog.GPU`, :class:`~trainfit.catalog.Instance`).
 """
 

@@ -24,9 +24,9 @@ from trainfit.launch._context import (CKPT_MOUNT, DEFAULT_DATASET, PAI_IMAGE, PL
                                       RenderOptions, is_lingjun_type, model_repo_id, slug)
 from trainfit.launch._plan_notes import packing_budget_warning, save_steps
 from trainfit.launch.llamafactory import dataset_entry
-from trainfit.launch.targets import (Writer, engine_mismatch, experts_mismatch, loss_mismatch, render_targets,
+from trainfit.targets import (Writer, engine_mismatch, experts_mismatch, loss_mismatch, render_targets,
                                      target_spec, target_specs)
-from trainfit.plan.hardware import gpu_class_of
+from trainfit.catalog.hardware import gpu_class_of
 from trainfit.providers.alibaba.images import is_pai_image, pai_image_region
 from trainfit.providers.registry import default_region
 from trainfit.writes import write_set
@@ -38,7 +38,7 @@ if TYPE_CHECKING:  # the planner imports the target registry, which loads this p
 
 def __getattr__(name: str) -> tuple[str, ...]:
     """``TARGETS`` / ``RL_TARGETS``: the registered render targets (all, in render order / the RL ones), read from
-    the registry (:mod:`trainfit.launch.targets`) each time, so a target registered later is among them."""
+    the registry (:mod:`trainfit.targets`) each time, so a target registered later is among them."""
     if name == "TARGETS":
         return render_targets()
     if name == "RL_TARGETS":
@@ -59,7 +59,7 @@ class RenderResult:
     context: RenderContext
     warnings: tuple[str, ...] = ()
     """A rendered target whose engine differs from the one the plan's speed figures assume
-    (:func:`trainfit.launch.targets.engine_mismatch`), and kernels the plan's GPU cannot run."""
+    (:func:`trainfit.targets.engine_mismatch`), and kernels the plan's GPU cannot run."""
 
     def to_dict(self) -> JSONObject:
         return {"files": sorted(self.files), "skipped": dict(self.skipped), "summary": self.context.summary_dict(),

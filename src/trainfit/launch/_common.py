@@ -11,7 +11,7 @@ from typing import Any
 
 from trainfit.i18n import _
 from trainfit.launch._context import RenderContext
-from trainfit.launch.layouts import swift_layout_reason
+from trainfit.target_layouts import swift_layout_reason
 from trainfit.models.shapes import ModelShape
 from trainfit.providers.registry import provider_spec
 from trainfit.workload import layout_error

@@ -16,7 +16,7 @@ from trainfit.i18n import _
 from trainfit.errors import RenderError
 from trainfit.launch._common import DS_CONFIG_PATH, sft_only
 from trainfit.launch._context import RenderContext
-from trainfit.launch.layouts import deepspeed_layout_reason
+from trainfit.target_layouts import deepspeed_layout_reason
 from trainfit.workload import MAX_DS_BUCKET_ELEMS
 
 FILES = ("ds_config.json",)

@@ -1,5 +1,5 @@
 """The public toolkit of job-file writers: what a render target outside ``launch/`` (a provider's platform writer,
-or one registered with :func:`trainfit.launch.targets.register_target`) builds its files from, and what ``check``
+or one registered with :func:`trainfit.targets.register_target`) builds its files from, and what ``check``
 reads ms-swift's settings back with. The implementations live in the private ``_common`` / ``_context`` modules and ``deepspeed``."""
 
 from trainfit.launch._common import (comment_text, dump_yaml, format_args, hash_header, install_snippet, q,

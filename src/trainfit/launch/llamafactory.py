@@ -16,7 +16,7 @@ from trainfit.launch._common import (OPTIMIZERS, dump_yaml, hash_header, lora_dr
                                      model_kernels)
 from trainfit.launch._context import PLACEHOLDER, RenderContext
 from trainfit.launch.deepspeed import render as render_ds_config
-from trainfit.launch.layouts import LF_PRECISION, llamafactory_layout_reason
+from trainfit.target_layouts import LF_PRECISION, llamafactory_layout_reason
 
 FILES = ("llamafactory.yaml", "dataset_info.json")
 #: The name render gives the plan's data file in ``dataset_info.json``.

@@ -11,7 +11,7 @@ from trainfit.catalog.gpus import GPU
 from trainfit.catalog.instances import Instance
 from trainfit.estimate.speed import SpeedEstimate
 from trainfit.i18n import _
-from trainfit.plan.hardware import precision_on
+from trainfit.catalog.hardware import precision_on
 from trainfit.plan.request import NODE_COUNTS, NearestMiss, PlanRequest
 from trainfit.plan.types import FixOption, Plan, Rejection
 from trainfit.providers.registry import rents_whole_nodes
@@ -61,7 +61,7 @@ def layouts_for(req: PlanRequest, inst: Instance) -> list[tuple[int, int]] | Rej
 def precision_for(req: PlanRequest, gpu: GPU) -> tuple[str | None, str]:
     """bf16 on a GPU without bf16 tensor cores (V100, T4) is planned as fp16 mixed precision (fp32 master weights),
     with its memory and speed, and the row says so. (None, "") when the requested precision runs as it is. The one
-    rule ``memory`` applies too (:func:`trainfit.plan.hardware.precision_on`)."""
+    rule ``memory`` applies too (:func:`trainfit.catalog.hardware.precision_on`)."""
     return precision_on(gpu, req.workload.precision, "planned")
 
 

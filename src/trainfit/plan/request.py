@@ -16,7 +16,7 @@ from trainfit.errors import PlanError, WorkloadError
 from trainfit.estimate.fit import SAFETY_MARGIN_DEFAULT
 from trainfit.i18n import _
 from trainfit.json_types import JSON
-from trainfit.launch.targets import check_target
+from trainfit.targets import check_target
 from trainfit.models.shapes import ModelShape
 from trainfit.plan.batch import default_global_batch
 from trainfit.rl.config import RLConfig
@@ -68,7 +68,7 @@ class PlanRequest:
     framework: str | None = None
     """Engine profile of the speed model (``--framework``); None = the engine ``target`` runs for each layout."""
     target: str | None = None
-    """The launcher the plan is for (``--target``, :func:`trainfit.launch.targets.plan_targets`): its engine is
+    """The launcher the plan is for (``--target``, :func:`trainfit.targets.plan_targets`): its engine is
     the speed model's framework unless ``framework`` is given, and only layouts it writes are searched."""
     memory_margin: float = MEMORY_MARGIN_DEFAULT
     ignore_rules: frozenset[str] = frozenset()

@@ -31,7 +31,7 @@ from trainfit.estimate.memory import MemoryEstimate
 from trainfit.estimate.uncertainty import rl_speed_interval
 from trainfit.i18n import _
 from trainfit.models.shapes import ModelShape
-from trainfit.plan.hardware import gpu_class_of
+from trainfit.catalog.hardware import gpu_class_of
 from trainfit.plan.parts import Cost, Speed
 from trainfit.plan.pricing import time_and_cost
 from trainfit.plan.rank import score

@@ -27,10 +27,10 @@ from trainfit.estimate.memory import MemoryEstimate
 from trainfit.estimate.speed import estimate_speed, training_time
 from trainfit.estimate.uncertainty import plan_speed_interval
 from trainfit.i18n import _
-from trainfit.launch.targets import search_reason, speed_framework, target_spec
+from trainfit.targets import search_reason, speed_framework, target_spec
 from trainfit.models.shapes import ModelShape
 from trainfit.plan.explain import explain_rejection as _explain, no_instance_has, unknown_region_note as _region_note
-from trainfit.plan.hardware import gpu_class_of, hardware_for
+from trainfit.catalog.hardware import gpu_class_of, hardware_for
 from trainfit.plan.layout_fit import Limit as _Limit, fit_layout as _fit_layout
 from trainfit.plan.limits import SLOW_NETWORK_COMM_SHARE, layouts_for, precision_for, slow_network, within_limits
 from trainfit.plan.pricing import region_notes, region_prices, time_and_cost

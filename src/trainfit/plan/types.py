@@ -22,7 +22,7 @@ from trainfit.estimate.states import precision_mode
 from trainfit.estimate.uncertainty import Interval, memory_range
 from trainfit.i18n import _
 from trainfit.json_types import JSON, JSONObject, Quantiles
-from trainfit.launch.targets import plan_targets
+from trainfit.targets import plan_targets
 from trainfit.models.shapes import ModelShape, model_from_dict
 from trainfit.plan.parts import Cost, Placement, Ranking, Speed, scalar_fields, scalars_from
 from trainfit.plan.plan_file import check_scalars, checked_gpu, checked_instance, data_budget, speed_interval
@@ -75,7 +75,7 @@ class Plan:
     time_cost: Cost = field(default_factory=Cost)
     target: str | None = None
     """The launcher planned for (``plan --target``; None = any): ``render`` without ``--target`` writes it, and
-    warns when it writes a target whose engine differs from ``speed.framework`` (:mod:`trainfit.launch.targets`).
+    warns when it writes a target whose engine differs from ``speed.framework`` (:mod:`trainfit.targets`).
     Plan files written before this field existed read back with None."""
     rl: RLSummary | None = None
     """RL fine-tuning (``--rl grpo|ppo|dpo``), None for SFT: the :class:`~trainfit.rl.summary.RLSummary` (the

@@ -3,7 +3,7 @@
 
 A provider is a name, the resource classes its instance rows use and, optionally, its platform rules; its instance
 types and prices are catalog rows (the bundled CSVs, a refresh cache or the user's overlay), its job files a render
-target (:func:`trainfit.launch.targets.register_target`). A new provider is one :func:`register_provider` call,
+target (:func:`trainfit.targets.register_target`). A new provider is one :func:`register_provider` call,
 from inside ``src/`` or outside it (``tests/test_extension.py`` registers a fake one). Pure: no I/O at import.
 """
 

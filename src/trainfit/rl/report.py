@@ -12,7 +12,7 @@ from trainfit.i18n import _
 from trainfit.json_types import JSONObject, Quantiles
 from trainfit.models.shapes import ModelShape
 from trainfit.rl.config import RLConfig
-from trainfit.plan.hardware import gpu_class_of
+from trainfit.catalog.hardware import gpu_class_of
 from trainfit.rl.memory import RLMemoryEstimate, estimate_rl_memory, estimate_with
 from trainfit.rl.speed import RLSpeedEstimate, rl_hours, rl_step_speed
 from trainfit.workload import Workload

@@ -38,7 +38,7 @@ from trainfit.estimate.speed import estimate_speed
 from trainfit.i18n import _
 from trainfit.json_types import JSONObject
 from trainfit.models.shapes import ModelShape
-from trainfit.plan.hardware import hardware_for
+from trainfit.catalog.hardware import hardware_for
 from trainfit.rl.config import RLConfig
 from trainfit.rl.memory import ENGINE_WEIGHT_BYTES, GIB, RLMemoryEstimate, engine_weight_bytes
 from trainfit.workload import Workload

@@ -1,5 +1,5 @@
 """Which layouts each built-in writer can express: the writers' ``applies`` and the planner's ``--target`` filter
-(:func:`trainfit.launch.targets.layout_reason`) ask the same functions, so ``plan --target X`` searches only what X
+(:func:`trainfit.targets.layout_reason`) ask the same functions, so ``plan --target X`` searches only what X
 renders. Workload in, a reason (or None) out: no render context, no other launch module."""
 
 from __future__ import annotations

@@ -38,12 +38,12 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol
 from trainfit.errors import PlanError
 from trainfit.estimate.engines import FAMILY_OF
 from trainfit.i18n import N_, _, ngettext, translate
-from trainfit.launch.layouts import deepspeed_layout_reason, llamafactory_layout_reason, swift_layout_reason
+from trainfit.target_layouts import deepspeed_layout_reason, llamafactory_layout_reason, swift_layout_reason
 from trainfit.models.shapes import ModelShape
 from trainfit.workload import Workload, default_framework
 
 if TYPE_CHECKING:  # the context type only; the writers import this registry's module, not the reverse
-    from trainfit.launch._context import RenderContext
+    from trainfit.launch.kit import RenderContext
 
 #: What a target writes: a supervised fine-tuning job, an RL launch, or a tool's config (``monitoring``: rendered
 #: only when named, never planned for).

@@ -4,10 +4,11 @@ field names (and their units) onto the speed model, so ``trainfit.estimate`` kno
 
 from __future__ import annotations
 
-from trainfit.catalog import GPU, Instance
+from trainfit.catalog.gpus import GPU
+from trainfit.catalog.instances import Instance
 from trainfit.errors import CatalogError
-from trainfit.i18n import _
 from trainfit.estimate.hardware import GPU_CLASSES, PCIE_GBYTES_PER_S, GpuClass, Hardware
+from trainfit.i18n import _
 
 #: A value of a :class:`~trainfit.estimate.hardware.Hardware` field.
 HardwareValue = str | float | int | bool | tuple[str, ...] | None
