@@ -95,8 +95,8 @@ def _pct(x: float) -> str:
     return f"{100 * x:.0f} %"
 
 
-def _timing_records(steps: list[MetricRecord], warmup: int) -> list[MetricRecord]:
-    out = [r for i, r in enumerate(steps) if i >= warmup and not r.get("_first_after_start")]
+def _timing_records(steps: list[MetricRecord], warmup: int, first_after_start: frozenset[int]) -> list[MetricRecord]:
+    out = [r for i, r in enumerate(steps) if i >= warmup and r["step"] not in first_after_start]
     return out or steps
 
 
@@ -342,17 +342,18 @@ def _checkpoint_findings(steps, timed, events, th: Thresholds, rate: float | Non
              else _("save every ~{opt:.0f} s").format(opt=opt)), data=data)]
 
 
-def diagnose(events: list[MetricRecord], steps: list[MetricRecord], *,
+def diagnose(events: list[MetricRecord], steps: list[MetricRecord], first_after_start: frozenset[int] = frozenset(), *,
              plan: PlanPrediction | None = None,
              interruptions_per_hour: float | None = None, thresholds: Thresholds | None = None,
              plan_tokens: PlanTokens | None = None) -> Diagnosis:
-    """Findings for one run; ``plan`` is what :func:`plan_prediction` returns (``(tokens_per_s, reserved_gib,
+    """Findings for one run (``events, steps, first_after_start``: :func:`load_metrics`'s :class:`Metrics`; the steps
+    right after a start are left out of the timings); ``plan`` is what :func:`plan_prediction` returns (``(tokens_per_s, reserved_gib,
     gpu_mem_gib[, intervals])``: a tuple without the intervals compares without ranges), ``plan_tokens`` what
     :func:`trainfit.diagnose_tokens.plan_tokens_per_step` returns."""
     th = thresholds or Thresholds()
     if interruptions_per_hour is not None and not interruptions_per_hour > 0:
         raise MetricsError(_("--interruptions-per-hour must be > 0; got {value}").format(value=interruptions_per_hour))
-    timed = _timing_records(steps, th.warmup_steps)
+    timed = _timing_records(steps, th.warmup_steps, first_after_start)
     findings: list[Finding] = []
     inp, frac = _input_findings(timed, th)
     findings += inp

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Iterator, TypeAlias
+from typing import Iterator, NamedTuple, TypeAlias
 
 from trainfit.errors import MetricsError
 from trainfit.i18n import _
@@ -16,7 +16,7 @@ from trainfit.inputs import MAX_DEPTH, json_depth_ok
 from trainfit.json_types import JSON
 
 #: One record of a metrics file as :func:`load_metrics` keeps it: the keys diagnose uses, with numbers and the
-#: event name (plus ``_first_after_start``).
+#: event name.
 MetricRecord: TypeAlias = dict[str, str | int | float | bool]
 
 
@@ -115,17 +115,30 @@ def _step_record(p: Path, n: int, rec: MetricRecord) -> None:
                            fix=_("every step record needs {keys} (finite numbers)").format(keys=", ".join(REQUIRED_KEYS)))
 
 
-def load_metrics(path: str | Path) -> tuple[list[MetricRecord], list[MetricRecord]]:
-    """``(events, steps)`` from a TrainfitCallback JSONL file.
+class Metrics(NamedTuple):
+    """What a metrics file holds (``diagnose(*load_metrics(path))``)."""
+
+    events: list[MetricRecord]
+    """The records without a ``step`` (``start``, ``save``..., and a ``truncated`` event for lines cut short)."""
+    steps: list[MetricRecord]
+    """The step records, one per step (the last one of a replayed step), by step."""
+    first_after_start: frozenset[int] = frozenset()
+    """The steps whose kept record came right after a ``start`` event: their time includes the start-up."""
+
+
+def load_metrics(path: str | Path) -> Metrics:
+    """The :class:`Metrics` of a TrainfitCallback JSONL file.
 
     Step records (with ``step``) are deduplicated by step, keeping the last one (steps replayed after a
-    restart), and sorted; the record right after each ``start`` event gets ``"_first_after_start": True``.
+    restart), and sorted; a step whose kept record came right after a ``start`` event is in
+    ``first_after_start``.
     A line that is not JSON is an error, except where a killed run can leave one: the last line of the
     file, or the line just before a ``start`` event (it is skipped and counted in a ``truncated`` event).
     """
     p = Path(path)
     events: list[MetricRecord] = []
     by_step: dict[int, MetricRecord] = {}
+    firsts: set[int] = set()
     after_start = False
     pending: tuple[int, str] | None = None  # a line that is not JSON: a write cut short by a kill?
     truncated = 0
@@ -158,8 +171,10 @@ def load_metrics(path: str | Path) -> tuple[list[MetricRecord], list[MetricRecor
             continue
         _step_record(p, n, kept)
         if after_start:
-            kept["_first_after_start"] = True
+            firsts.add(kept["step"])
             after_start = False
+        else:  # a later record of the step replaces the one after the start
+            firsts.discard(kept["step"])
         by_step[kept["step"]] = kept
     else:
         at_end = True
@@ -176,4 +191,4 @@ def load_metrics(path: str | Path) -> tuple[list[MetricRecord], list[MetricRecor
     if not steps:
         raise MetricsError(_("{path} has no step records").format(path=_short(p)),
                            fix=_("was TrainfitCallback added to the Trainer's callbacks?"))
-    return events, steps
+    return Metrics(events, steps, frozenset(firsts))

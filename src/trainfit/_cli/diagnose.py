@@ -25,10 +25,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    events, steps = load_metrics(args.metrics)
+    run_metrics = load_metrics(args.metrics)
     plan = plan_prediction(args.plan, args.pick) if args.plan else None
     tokens = plan_tokens_per_step(args.plan, args.pick) if args.plan else None
-    d = diagnose(events, steps, plan=plan, interruptions_per_hour=args.interruptions_per_hour,
+    d = diagnose(*run_metrics, plan=plan, interruptions_per_hour=args.interruptions_per_hour,
                  thresholds=Thresholds(warmup_steps=args.warmup_steps), plan_tokens=tokens)
     rc = 1 if d.worst == "critical" else 0
     if args.json:
