@@ -1,6 +1,6 @@
 """Engine constants fitted by benchmarks/speed_loso.py (generated file, do not edit)."""
 
-FIT_DATE = '2026-12-06'
+FIT_DATE = '2026-12-07'
 N_ROWS = 238
 N_SOURCES = 25
 FITTED = {
