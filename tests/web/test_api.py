@@ -312,6 +312,20 @@ def test_openapi_documents_typed_models(client):
     assert client.get("/docs").status_code == 200
 
 
+def test_openapi_lists_every_option_the_service_takes(client):
+    """The request models come from the option table the service parses with: memory takes the RL options too
+    (``memory --rl``), so its schema must list them (it did not)."""
+    from trainfit.options import PLAN_OPTIONS, RL_OPTIONS, WORKLOAD_OPTIONS
+
+    schemas = client.get("/openapi.json").json()["components"]["schemas"]
+    for model, options in (("MemoryRequest", WORKLOAD_OPTIONS + RL_OPTIONS),
+                           ("PlanRequest", WORKLOAD_OPTIONS + PLAN_OPTIONS + RL_OPTIONS)):
+        missing = {o.name for o in options} - set(schemas[model]["properties"])
+        assert not missing, (model, missing)
+    r = client.post("/api/memory", json={"model": "Qwen3-0.6B", "rl": "grpo", "gpu": "A100-80GB-SXM"})
+    assert r.status_code == 200 and "binding_phase" in r.json()["rl"]  # the RL phases, as memory --rl --json
+
+
 def test_page_and_assets_are_local(client):
     r = client.get("/")
     assert r.status_code == 200 and "text/html" in r.headers["content-type"]

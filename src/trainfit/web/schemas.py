@@ -39,8 +39,9 @@ _MODEL_FIELDS: dict[str, Any] = {
 _CFG = ConfigDict(extra="allow")
 
 MemoryRequest = create_model(
-    "MemoryRequest", __config__=_CFG, __doc__="The options of `trainfit memory` as JSON fields.",
-    **_MODEL_FIELDS, **_option_fields(WORKLOAD_OPTIONS),
+    "MemoryRequest", __config__=_CFG, __doc__="The options of `trainfit memory` as JSON fields (with `rl`: the RL "
+                                              "phases, as `trainfit memory --rl`).",
+    **_MODEL_FIELDS, **_option_fields(WORKLOAD_OPTIONS + RL_OPTIONS),
     gpu=(Optional[StrictStr], Field(default=None, description="GPU from the catalog (A10, H800...)", examples=["A10"])),
     gpu_mem=(Optional[Union[StrictInt, StrictFloat, StrictStr]], Field(default=None, description="usable GiB instead of gpu")),
     instance_type=(Optional[StrictStr], Field(default=None, description="instance type from the catalog")),
