@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Mapping
 
 from trainfit.calibration_file import load_calibrations
 from trainfit.errors import InputError, PlanFileError, UnknownGPUError, WorkloadError, RenderError, SubmitError
@@ -38,7 +38,7 @@ from trainfit.models import from_hf_config, get_model, load_config_path
 from trainfit.catalog.hardware import gpu_class_of, precision_on, hardware_for
 from trainfit.plan.rl import fit_rollout_tp, rl_plan
 from trainfit.plan.search import plan
-from trainfit.providers.alibaba.submit import job_target, load_job, resolve_region, submit
+from trainfit.providers.alibaba.submit import SubmitResult, job_target, load_job, resolve_region, submit
 from trainfit.rl.memory import estimate_rl_memory
 
 if TYPE_CHECKING:
@@ -345,7 +345,8 @@ def check_file(path: str | Path, *, region: str | None = None, gpu: str | None =
 # --------------------------------------------------------------------------------------------- submit
 
 def submit_job(path: str | Path, *, region: str | None = None, yes: bool = False, gate: bool = True,
-               **kw: Any) -> Any:
+               endpoint: str | None = None, protocol: str = "https",
+               timeout_s: float = 30.0) -> tuple[SubmitResult, CheckResult]:
     """Check the job (the same rules as ``trainfit check``), then dry-run or send it through the official SDK.
     ``region`` None: the region the job file was rendered for (its trainfit header, else its image registry;
     :func:`trainfit.providers.alibaba.submit.job_target`), so a job rendered for cn-wulanchabu is checked and sent
@@ -362,4 +363,4 @@ def submit_job(path: str | Path, *, region: str | None = None, yes: bool = False
         raise SubmitError(_("`trainfit check` found {n} problem(s) that stop a submission in {path}, e.g. {rule}: "
                             "{message}").format(n=len(blocking), path=p, rule=first.rule, message=first.message),
                           fix=_("{fix}; or pass --no-check").format(fix=first.fix))
-    return submit(p, region=given, yes=yes, **kw), res_check
+    return submit(p, region=given, yes=yes, endpoint=endpoint, protocol=protocol, timeout_s=timeout_s), res_check
