@@ -556,3 +556,24 @@ def test_deepspeed_zero_hooks_count_hf_expert_linears():
     assert z2 >= 2 * 18_432
     assert engine_terms.zero_hook_calls(m, Workload(seq_len=4096, gpus=8, strategy="ddp"), "hf") == 0
     assert engine_terms.zero_hook_calls(m, Workload(seq_len=4096, gpus=8, strategy="zero2"), "megatron") == 0
+
+
+def test_described_constants_follow_the_language_each_call():
+    """The assumption lines are built once per (constants, family, language): switching the language between calls
+    still gives each language's lines, and a caller's list is its own."""
+    from trainfit import i18n
+    from trainfit.estimate import engine_describe
+
+    c = engines.PRIORS
+    with i18n.language("en"):
+        en = engine_describe.describe(c, "native")
+        en_sources = engine_describe.constant_sources()
+    with i18n.language("zh"):
+        zh = engine_describe.describe(c, "native")
+        zh_sources = engine_describe.constant_sources()
+    with i18n.language("en"):
+        again = engine_describe.describe(c, "native")
+    assert en == again and en != zh and any("\u4e00" <= ch <= "\u9fff" for ch in zh[0])
+    assert en_sources.keys() == zh_sources.keys() and en_sources != zh_sources
+    again.append("x")
+    assert engine_describe.describe(c, "native") == en

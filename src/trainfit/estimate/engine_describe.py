@@ -4,13 +4,23 @@ speed estimate's assumptions (:func:`describe`) and where each constant's value 
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from trainfit.estimate import engine_fit_data as data
 from trainfit.estimate.engines import (CONSTANT_SOURCES, FIXED_AT_PRIOR, HBM_EFFICIENCY, PRIORS, EngineConstants)
-from trainfit.i18n import _, translate
+from trainfit.i18n import _, current, translate
 
 
 def describe(c: EngineConstants, family: str) -> list[str]:
-    """Assumption lines for a speed estimate (the constants this family used and their sources)."""
+    """Assumption lines for a speed estimate (the constants this family used and their sources), in the current
+    language. The lines depend only on the constants, the family and the language, so each set is built once: the
+    planner times hundreds of layouts with the same few."""
+    return list(_describe(c, family, current()))
+
+
+@lru_cache(maxsize=256)
+def _describe(c: EngineConstants, family: str, lang: str) -> tuple[str, ...]:
+    """:func:`describe` for ``lang`` (the current language when it is called: the cache key only)."""
     kf = "megatron" if family == "megatron" else "native"
     names = [f"gemm_eff_{family}", f"elem_bytes_{family}", "gemm_half_dim", f"attention_relative_{kf}",
              "fa2_hopper_factor", "ridge_exponent", f"fp8_eff_{kf}", "launch_seconds", "compile_elementwise_factor",
@@ -23,7 +33,7 @@ def describe(c: EngineConstants, family: str) -> list[str]:
         family=family, gemm_eff=c.gemm_eff(family), half_dim=c.gemm_half_dim, attention=c.attention_relative(family),
         elem_bytes=c.elem_bytes(family), hbm=HBM_EFFICIENCY, launch_us=c.launch_seconds * 1e6)]
     out += [constant_source(n) for n in names if n in CONSTANT_SOURCES]
-    return out
+    return tuple(out)
 
 
 def constant_source(name: str) -> str:
@@ -42,5 +52,10 @@ def constant_source(name: str) -> str:
 
 
 def constant_sources() -> dict[str, str]:
-    """:data:`CONSTANT_SOURCES` in the current language."""
-    return {name: constant_source(name) for name in CONSTANT_SOURCES}
+    """:data:`CONSTANT_SOURCES` in the current language (built once per language)."""
+    return dict(_constant_sources(current()))
+
+
+@lru_cache(maxsize=8)
+def _constant_sources(lang: str) -> tuple[tuple[str, str], ...]:
+    return tuple((name, constant_source(name)) for name in CONSTANT_SOURCES)

@@ -26,7 +26,7 @@ from trainfit.estimate.hardware import kernel_gaps
 from trainfit.estimate.memory import MemoryEstimate
 from trainfit.estimate.speed import estimate_speed, training_time
 from trainfit.estimate.uncertainty import plan_speed_interval
-from trainfit.i18n import _
+from trainfit.i18n import _, current, language
 from trainfit.targets import search_reason, speed_framework, target_spec
 from trainfit.models.shapes import ModelShape
 from trainfit.plan.explain import explain_rejection as _explain, no_instance_has, unknown_region_note as _region_note
@@ -142,6 +142,12 @@ def _for_target(req: PlanRequest, configs: list[Workload], miss: NearestMiss) ->
 
 def plan(req: PlanRequest) -> PlanResult:
     """Search, evaluate and rank (see module docstring)."""
+    # the language every message of the search is written in, read from the environment once (not per message)
+    with language(current()):
+        return _plan(req)
+
+
+def _plan(req: PlanRequest) -> PlanResult:
     gpu_filter = None
     if req.gpu:
         gpu_filter = get_gpu(req.gpu)
