@@ -241,15 +241,3 @@ def write_price_cache(path: Path, price_rows: list[JSONObject], *, label: str, p
     return len(rows), write_cache(path, provider=provider, region=region, sdk=sdk, prices=stored, extra=extra)
 
 
-@dataclass(frozen=True, kw_only=True)
-class RefreshCounts:
-    """What one ``catalog refresh`` of a provider wrote (ECS, Tencent)."""
-
-    region: str
-    path: Path
-    instances: int = 0
-    new_gpus: tuple[str, ...] = ()
-    prices: int = 0
-    skipped: tuple[str, ...] = ()
-    """Instance types the region does not sell (prices only)."""
-    fetched_at: str = ""

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import import_module
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Literal, Protocol, Union
+from typing import TYPE_CHECKING, Callable, Literal, Union
 
 from trainfit.i18n import N_
 
@@ -42,7 +42,8 @@ class RefreshRequest:
     total_timeout_s: float | None = None
 
 
-class SpecsRefreshed(Protocol):
+@dataclass(frozen=True, kw_only=True)
+class SpecsRefreshed:
     """What a ``specs`` source wrote (PAI-DLC ListEcsSpecs)."""
 
     provider: str
@@ -53,19 +54,22 @@ class SpecsRefreshed(Protocol):
     fetched_at: str
 
 
-class CloudRefreshed(Protocol):
+@dataclass(frozen=True, kw_only=True)
+class CloudRefreshed:
     """What a ``cloud`` source wrote: specs, or with ``--prices`` price rows, of one region."""
 
     region: str
     path: Path
-    instances: int
-    new_gpus: tuple[str, ...]
-    prices: int
-    skipped: tuple[str, ...]
-    fetched_at: str
+    instances: int = 0
+    new_gpus: tuple[str, ...] = ()
+    prices: int = 0
+    skipped: tuple[str, ...] = ()
+    """Instance types the region does not sell (prices only)."""
+    fetched_at: str = ""
 
 
-class PriceListRefreshed(Protocol):
+@dataclass(frozen=True, kw_only=True)
+class PriceListRefreshed:
     """What a ``public`` source wrote: a public price list's rows, every region."""
 
     site: str
@@ -78,8 +82,10 @@ class PriceListRefreshed(Protocol):
     regions: tuple[str, ...]
     instance_types: int
     missing: tuple[str, ...]
+    """Instance types asked for that the list does not name."""
     fetched_at: str
-    how: str
+    how: str = ""
+    """How the list was found: ``--url``, the pricing page's link, or the pinned default."""
 
 
 Refreshed = Union[SpecsRefreshed, CloudRefreshed, PriceListRefreshed]

@@ -5,35 +5,16 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 from trainfit.catalog import reset_cache
 from trainfit.catalog.cache import CACHE_FORMAT, cache_file, write_cache_atomic
 from trainfit.catalog.prices import parse_price_rows, reset_price_cache
 from trainfit.errors import CatalogError
-from trainfit.providers.registry import RefreshRequest
+from trainfit.providers.registry import PriceListRefreshed, RefreshRequest
 
 
-@dataclass(frozen=True, kw_only=True)
-class Refreshed:
-    """What it wrote (the fields ``catalog refresh`` reports: :class:`trainfit.providers.registry.PriceListRefreshed`)."""
-
-    site: str
-    path: Path
-    url: str
-    version: str | None
-    publication_date: str | None
-    currency: str
-    prices: int
-    regions: tuple[str, ...]
-    instance_types: int
-    missing: tuple[str, ...]
-    fetched_at: str
-    how: str = "--url"
-
-
-def refresh_request(req: RefreshRequest) -> Refreshed:
+def refresh_request(req: RefreshRequest) -> PriceListRefreshed:
     if not req.url:
         raise CatalogError("fakecloud's price list is a file", fix="pass --url FILE")
     data = json.loads(Path(req.url).read_text(encoding="utf-8"))
@@ -51,7 +32,7 @@ def refresh_request(req: RefreshRequest) -> Refreshed:
                               "sdk": "none", "gpus": [], "instances": [], "prices": raw})
     reset_cache()
     reset_price_cache()
-    return Refreshed(site=req.site, path=path, url=req.url, version=data["version"],
-                     publication_date=data["published"], currency=data["currency"], prices=len(rows),
-                     regions=tuple(sorted({r["region"] for r in raw})), instance_types=len(data["prices"]),
-                     missing=(), fetched_at=fetched)
+    return PriceListRefreshed(site=req.site, path=path, url=req.url, version=data["version"],
+                              publication_date=data["published"], currency=data["currency"], prices=len(rows),
+                              regions=tuple(sorted({r["region"] for r in raw})), instance_types=len(data["prices"]),
+                              missing=(), fetched_at=fetched, how="--url")

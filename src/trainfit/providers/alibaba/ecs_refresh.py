@@ -35,14 +35,14 @@ from typing import TYPE_CHECKING
 from trainfit.catalog import to_csv_value, current_catalog, list_instances
 from trainfit.errors import CatalogError, TrainfitError
 from trainfit.i18n import _
-from trainfit.providers._refresh_common import (Deadline, RefreshCounts, check_schema, classify, reported_gpu,
+from trainfit.providers._refresh_common import (Deadline, check_schema, classify, reported_gpu,
                                                 sdk_version, short,
                                                 today, wanted_types, write_cache, write_price_cache)
 
 from trainfit.providers.alibaba.client import (ECS_READ_CRED_FIX, PAI_PIP, Sdk, default_credential,  # noqa: F401
                                                import_sdk, make_config, runtime_options)
 from trainfit.catalog.cache import cache_file
-from trainfit.providers.registry import RefreshRequest
+from trainfit.providers.registry import CloudRefreshed, RefreshRequest
 from trainfit.json_types import JSON, JSONObject
 
 if TYPE_CHECKING:
@@ -58,7 +58,6 @@ _NOT_SOLD = ("invalidinstancetype", "instancetype.notfound", "invalidparameter.i
 
 
 #: What a refresh wrote (the same record for every provider).
-EcsRefreshResult = RefreshCounts
 
 
 def cache_path(region: str, *, prices: bool) -> Path:
@@ -282,7 +281,7 @@ def _gpu_types_in_catalog() -> list[tuple[str, str]]:
 def refresh_ecs(region: str, *, prices: bool = False, instance_types: list[str] | None = None,
                 endpoint: str | None = None, protocol: str = "https", timeout_s: float = 15.0,
                 total_timeout_s: float | None = None, credential: CredentialClient | None = None
-                ) -> EcsRefreshResult:
+                ) -> CloudRefreshed:
     """Fetch, validate and cache ECS GPU specs (or, with ``prices``, ECS prices) for ``region``."""
     if not region or not region.strip():
         raise CatalogError(_("refresh needs a region"), fix=_("pass --region, e.g. cn-hangzhou or cn-wulanchabu"))
@@ -301,7 +300,7 @@ def refresh_ecs(region: str, *, prices: bool = False, instance_types: list[str] 
                 region=region), fix=_("check the region id; the cache was left as it was"))
         path = cache_path(region, prices=False)
         fetched = write_cache(path, provider="ecs", region=region, sdk=sdk, gpus=gpus, instances=rows)
-        return EcsRefreshResult(region=region, path=path, instances=len(rows),
+        return CloudRefreshed(region=region, path=path, instances=len(rows),
                                 new_gpus=tuple(g["name"] for g in gpus), fetched_at=fetched)
 
     wanted = wanted_types(_gpu_types_in_catalog(), instance_types)
@@ -324,10 +323,10 @@ def refresh_ecs(region: str, *, prices: bool = False, instance_types: list[str] 
         empty=_("no ECS prices in {region}: none of {n} instance types is sold there").format(region=region,
                                                                                             n=len(wanted)),
         empty_fix=_("check the region id; the cache was left as it was"))
-    return EcsRefreshResult(region=region, path=path, prices=n, skipped=tuple(skipped), fetched_at=fetched)
+    return CloudRefreshed(region=region, path=path, prices=n, skipped=tuple(skipped), fetched_at=fetched)
 
 
-def refresh_request(req: RefreshRequest) -> EcsRefreshResult:
+def refresh_request(req: RefreshRequest) -> CloudRefreshed:
     """``catalog refresh --provider ecs``: :func:`refresh_ecs` with the command's options."""
     return refresh_ecs(req.region, prices=req.prices, instance_types=req.instance_types, endpoint=req.endpoint,
                        protocol=req.protocol, timeout_s=req.timeout_s, total_timeout_s=req.total_timeout_s)

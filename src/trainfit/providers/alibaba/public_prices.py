@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 from trainfit.catalog.prices import HOURS_PER_MONTH
@@ -41,7 +40,7 @@ from trainfit.catalog.cache import cache_file
 from trainfit.providers._refresh_common import Deadline, today, write_price_cache, short
 from trainfit.catalog import CURRENCIES, list_instances
 from trainfit.inputs import PATTERNS, loads_json, read_text_file
-from trainfit.providers.registry import DLC_BILLING_URL, RefreshRequest  # noqa: F401 - re-exported for docs and tests
+from trainfit.providers.registry import DLC_BILLING_URL, PriceListRefreshed, RefreshRequest  # noqa: F401 - DLC_BILLING_URL re-exported for docs and tests
 from trainfit.json_types import JSON, JSONObject
 
 #: Newest version of each site's file cited in public code (SpareCores sc-crawler cites intl 2.0.375; the
@@ -67,26 +66,6 @@ MAX_PRICE_LIST_BYTES = 96 * 2**20
 MAX_DEPTH = 12
 _PRICE_RE = re.compile(r"^[0-9]{1,9}(?:\.[0-9]{1,8})?$")
 _URL_RE = re.compile(r"^https?://[A-Za-z0-9._~:/?#@!$&'()*+,;=%-]{1,2000}$")
-
-
-@dataclass(frozen=True, kw_only=True)
-class PublicPriceResult:
-    """What one public-price refresh wrote."""
-
-    site: str
-    path: Path
-    url: str
-    version: str | None
-    publication_date: str | None
-    currency: str
-    prices: int
-    regions: tuple[str, ...]
-    instance_types: int
-    missing: tuple[str, ...]
-    """Instance types asked for that the file does not list."""
-    fetched_at: str
-    how: str = ""
-    """How the list was found: ``--url``, the pricing page's link, or the pinned default."""
 
 
 def cache_path(site: str) -> Path:
@@ -296,7 +275,7 @@ def _catalog_types() -> list[str]:
 
 
 def refresh_public_prices(*, site: str = "cn", url: str | None = None, instance_types: list[str] | None = None,
-                          timeout_s: float = 30.0, total_timeout_s: float | None = None) -> PublicPriceResult:
+                          timeout_s: float = 30.0, total_timeout_s: float | None = None) -> PriceListRefreshed:
     """Read Alibaba's public ECS price list (``url``; else the link the site's pricing page names, see
     :func:`discover_url`; else the site's :data:`DEFAULT_URLS`), keep the catalog's
     Alibaba ECS instance types (or ``instance_types``), write them atomically into the user cache."""
@@ -348,13 +327,13 @@ def refresh_public_prices(*, site: str = "cn", url: str | None = None, instance_
         how = _("the pinned default ({page} named no price list)").format(page=PRICING_PAGES[site])
     else:
         how = _("the pinned default (no pricing page is known for this site)")
-    return PublicPriceResult(site=site, path=path, url=source_url, version=meta["version"], how=how,
+    return PriceListRefreshed(site=site, path=path, url=source_url, version=meta["version"], how=how,
                              publication_date=meta["publication_date"], currency=meta["currency"], prices=n,
                              regions=regions, instance_types=len({r["instance_type"] for r in rows}),
                              missing=missing, fetched_at=fetched)
 
 
-def refresh_request(req: RefreshRequest) -> PublicPriceResult:
+def refresh_request(req: RefreshRequest) -> PriceListRefreshed:
     """``catalog refresh --provider alibaba --public-prices``: :func:`refresh_public_prices` with the command's
     options."""
     return refresh_public_prices(site=req.site, url=req.url, instance_types=req.instance_types,

@@ -33,7 +33,7 @@ from trainfit.providers.alibaba.client import (PAI_PIP, PAI_READ_CRED_FIX, Sdk, 
 from trainfit.catalog.gpus import normalize_gpu_name
 from trainfit import inputs
 from trainfit.providers._net import call_with_deadline
-from trainfit.providers.registry import RefreshRequest
+from trainfit.providers.registry import RefreshRequest, SpecsRefreshed
 from trainfit.json_types import JSON
 
 if TYPE_CHECKING:
@@ -42,16 +42,6 @@ if TYPE_CHECKING:
 _RESOURCE_CLASS = {"ECS": "pai-public", "Lingjun": "pai-lingjun"}
 _PAGE_SIZE = 100
 _MAX_PAGES = 100
-
-
-@dataclass(frozen=True, kw_only=True)
-class RefreshResult:
-    provider: str
-    region: str
-    path: Path
-    instances: int
-    new_gpus: tuple[str, ...]
-    fetched_at: str
 
 
 # ------------------------------------------------------------------------------------------- SDK
@@ -260,7 +250,7 @@ def specs_to_rows(specs: list[JSON], region: str, *, today: str | None = None
 
 
 def refresh(provider: str, region: str, *, endpoint: str | None = None, protocol: str = "https",
-            timeout_s: float = 15.0, credential: CredentialClient | None = None) -> RefreshResult:
+            timeout_s: float = 15.0, credential: CredentialClient | None = None) -> SpecsRefreshed:
     """Fetch, validate and cache live specs for ``provider`` (only ``pai`` today) in ``region``."""
     if provider.lower() not in ("pai", "alibaba"):
         raise CatalogError(_("refresh is not available for provider {provider!r}").format(provider=provider),
@@ -292,10 +282,10 @@ def refresh(provider: str, region: str, *, endpoint: str | None = None, protocol
                               "sdk": sdk, "gpus": gpus, "instances": insts})
 
     reset_cache()
-    return RefreshResult(provider="pai", region=region, path=path, instances=len(insts),
+    return SpecsRefreshed(provider="pai", region=region, path=path, instances=len(insts),
                          new_gpus=tuple(g["name"] for g in gpus if "verified" in g), fetched_at=fetched)
 
 
-def refresh_request(req: RefreshRequest) -> RefreshResult:
+def refresh_request(req: RefreshRequest) -> SpecsRefreshed:
     """``catalog refresh --provider pai``: :func:`refresh` with the command's options."""
     return refresh("pai", req.region, endpoint=req.endpoint, protocol=req.protocol, timeout_s=req.timeout_s)

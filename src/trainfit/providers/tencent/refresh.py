@@ -29,11 +29,11 @@ from typing import TYPE_CHECKING, TypedDict
 from trainfit.catalog import to_csv_value, current_catalog, list_instances
 from trainfit.errors import CatalogError, MissingExtraError, TrainfitError
 from trainfit.i18n import N_, _, translate
-from trainfit.providers._refresh_common import (Deadline, RefreshCounts, check_schema, classify, reported_gpu,
+from trainfit.providers._refresh_common import (Deadline, check_schema, classify, reported_gpu,
                                                 sdk_version, short,
                                                 today, wanted_types, write_cache, write_price_cache)
 from trainfit.catalog.cache import cache_file
-from trainfit.providers.registry import RefreshRequest
+from trainfit.providers.registry import CloudRefreshed, RefreshRequest
 from trainfit.json_types import JSON, JSONObject
 
 if TYPE_CHECKING:
@@ -50,7 +50,6 @@ _NOT_SOLD = ("invalidinstancetype", "resourcesoldout", "resourceunavailable", "i
 
 
 #: What a refresh wrote (the same record for every provider).
-TencentRefreshResult = RefreshCounts
 
 
 def cache_path(region: str, *, prices: bool) -> Path:
@@ -299,7 +298,7 @@ def refresh_tencent(region: str, *, prices: bool = False, instance_types: list[s
                     zone: str | None = None, image_id: str | None = None, currency: str = "CNY",
                     endpoint: str | None = None, protocol: str = "https", timeout_s: float = 15.0,
                     total_timeout_s: float | None = None, credential: Credential | None = None
-                    ) -> TencentRefreshResult:
+                    ) -> CloudRefreshed:
     """Fetch, validate and cache CVM GPU specs (or, with ``prices``, quotes) for ``region``."""
     if not region or not region.strip():
         raise CatalogError(_("refresh needs a region"), fix=_("pass --region, e.g. ap-guangzhou or ap-shanghai"))
@@ -328,7 +327,7 @@ def refresh_tencent(region: str, *, prices: bool = False, instance_types: list[s
                 fix=_("check the region id; the cache was left as it was"))
         path = cache_path(region, prices=False)
         fetched = write_cache(path, provider="tencent", region=region, sdk=sdk, gpus=gpus, instances=rows)
-        return TencentRefreshResult(region=region, path=path, instances=len(rows),
+        return CloudRefreshed(region=region, path=path, instances=len(rows),
                                     new_gpus=tuple(g["name"] for g in gpus), fetched_at=fetched)
 
     wanted = wanted_types(_gpu_types_in_catalog(), instance_types)
@@ -353,10 +352,10 @@ def refresh_tencent(region: str, *, prices: bool = False, instance_types: list[s
         empty=_("no CVM prices in {region}: none of {n} instance types is sold there").format(region=region,
                                                                                             n=len(wanted)),
         empty_fix=_("check the region, --zone and --image-id; the cache was left as it was"))
-    return TencentRefreshResult(region=region, path=path, prices=n, skipped=tuple(skipped), fetched_at=fetched)
+    return CloudRefreshed(region=region, path=path, prices=n, skipped=tuple(skipped), fetched_at=fetched)
 
 
-def refresh_request(req: RefreshRequest) -> TencentRefreshResult:
+def refresh_request(req: RefreshRequest) -> CloudRefreshed:
     """``catalog refresh --provider tencent``: :func:`refresh_tencent` with the command's options."""
     return refresh_tencent(req.region, prices=req.prices, instance_types=req.instance_types, zone=req.zone,
                            image_id=req.image_id, currency=req.currency, endpoint=req.endpoint, protocol=req.protocol,
