@@ -179,7 +179,7 @@ def rl_memory_report(model: ModelShape, workload: Workload, rl: RLConfig, *, gpu
         raise WorkloadError(_("--rl needs the GPU: the rollout engine's budget is a fraction of its memory"),
                             fix=_("pass --gpu NAME (e.g. H100), --gpu-mem GIB or --instance-type TYPE"))
     rep = rl_report(model, workload, rl, float(usable), gpu=gpu_rec, instance=inst, steps=steps,
-                    host_ram_gib=host_ram_gib, margin=margin)
+                    host_ram_gib=host_ram_gib, margin=margin, calibrations=load_calibrations())
     return RLMemoryReport(model=model, report=rep, gpu=name, usable_gib=usable, host_ram_gib=host_ram_gib)
 
 
@@ -189,9 +189,8 @@ MEMORY_EXTRA = ("model", "config", "gpu", "gpu_mem", "host_ram", "instance_type"
 # ----------------------------------------------------------------------------------------------- plan
 
 def make_plan(request: PlanRequest) -> PlanResult:
-    """Search, evaluate and rank (:func:`trainfit.plan.search.plan`)."""
-    _calibration_readable()
-    return plan(request)
+    """Search, evaluate and rank (:func:`trainfit.plan.search.plan`) with the calibrations read once."""
+    return plan(request, calibrations=_calibration_readable())
 
 
 def _calibration_readable() -> Calibrations:

@@ -58,3 +58,21 @@ def test_dry_run_writes_nothing_and_bad_factors_are_refused(tmp_path, monkeypatc
         calibrate.fold(json.loads(bad.read_text()), source="x")
     with pytest.raises(WorkloadError):
         calibrate.fold({"runs": {}}, source="x")
+
+
+def test_a_search_reads_the_overlay_once_and_times_every_candidate_with_it(tmp_path, monkeypatch, capsys):
+    """The planner reads the calibration overlay once per search (not once per layout timed) and every H100 plan
+    it returns is timed with it."""
+    from trainfit.plan import search
+    from trainfit.plan.request import PlanRequest
+
+    monkeypatch.setenv(calibration_file.ENV_CALIBRATION, str(tmp_path / "cal.yaml"))
+    probe, _pred = _results(tmp_path, 0.8)
+    assert main(["calibrate", str(probe)]) == 0
+    reads: list[int] = []
+    load = search.load_calibrations
+    monkeypatch.setattr(search, "load_calibrations", lambda: reads.append(1) or load())
+    res = search.plan(PlanRequest(model=get_model("Qwen3-0.6B"), workload=Workload(seq_len=2048, grad_ckpt=False),
+                                  tokens=1e8, gpu="H100", framework="hf-trainer"))
+    assert reads == [1]
+    assert res.plans and all(p.speed.calibration and "H100-SXM" in p.speed.calibration for p in res.plans)

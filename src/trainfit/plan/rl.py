@@ -23,9 +23,11 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+from trainfit.calibration_file import load_calibrations
 from trainfit.catalog.gpus import GPU
 from trainfit.catalog.instances import Instance
 from trainfit.errors import TrainfitError, WorkloadError
+from trainfit.estimate.calibration import Calibrations
 from trainfit.estimate.fit import SAFETY_MARGIN_DEFAULT, decide_fit
 from trainfit.estimate.memory import MemoryEstimate
 from trainfit.estimate.uncertainty import rl_speed_interval
@@ -86,13 +88,16 @@ def rl_plan(model: ModelShape, wl: Workload, rl: RLConfig, est: RLMemoryEstimate
             gpus_per_node: int, inst: Instance | None = None, steps: int | None = None, spot: bool = False, region: str | None = None,
             margin: float = SAFETY_MARGIN_DEFAULT, interruption_rate: float | None = None,
             checkpoint_interval_hours: float | None = None, rule_warnings: tuple[str, ...] = (),
-            source: str = "trainfit plan", strict_speed: bool = True) -> Plan | None:
+            source: str = "trainfit plan", strict_speed: bool = True,
+            calibrations: Calibrations | None = None) -> Plan | None:
     """One typed RL :class:`Plan` from an evaluated layout: the fit decision on :func:`memory_view`, the RL step
     time when the GPU's compute is known, with ``steps`` the hours and, on an instance type, the cost
     (:func:`trainfit.plan.pricing.time_and_cost`: price x instance-hours, spot interruptions included).
     ``strict_speed`` (the planner): a speed-model error (no compute peak or memory bandwidth in the catalog) is
     raised, so the instance type is rejected with it, and None is returned when spot interruptions outpace the
-    checkpoints; otherwise (``render`` without a plan file) they become warnings."""
+    checkpoints; otherwise (``render`` without a plan file) they become warnings. ``calibrations``: the user's
+    speed calibrations (the planner reads them once per search); None reads the overlay here, where an unusable
+    file is a speed-model error like the others."""
     mem = memory_view(est)
     fit = decide_fit(mem, usable_gib=usable, gpus_per_node=gpus_per_node,
                      host_ram_gib=getattr(inst, "ram_gib", None), margin=margin)
@@ -103,7 +108,8 @@ def rl_plan(model: ModelShape, wl: Workload, rl: RLConfig, est: RLMemoryEstimate
     sp = None
     try:
         if est.kv_shortfall is None:  # an engine that holds no sequence has no step time
-            sp = rl_step_speed(model, wl, rl, est, gpu=gpu, instance=inst)
+            cals = load_calibrations() if calibrations is None else calibrations
+            sp = rl_step_speed(model, wl, rl, est, gpu=gpu, instance=inst, calibrations=cals)
     except TrainfitError as e:
         if strict_speed:
             raise
@@ -155,8 +161,8 @@ def rl_candidates(req: PlanRequest, gpn: int) -> list[list[RLConfig]]:
 
 
 def evaluate_rl_layout(req: PlanRequest, *, inst: Instance, gpu: GPU, gpn: int, nodes: int, usable: float,
-                       miss: NearestMiss,
-                       rule_warnings: tuple[str, ...] = (), precision: str | None = None) -> Plan | None:
+                       miss: NearestMiss, rule_warnings: tuple[str, ...] = (), precision: str | None = None,
+                       calibrations: Calibrations | None = None) -> Plan | None:
     """The best RL plan of one node layout of one instance type (None when nothing fits; ``miss`` records the
     closest miss for the rejection). RL settings of :func:`rl_candidates`, each with its first fitting trainer
     layout: the rollout TP is the smallest whose KV pool holds one group of ``num_generations`` sequences (else
@@ -179,7 +185,7 @@ def evaluate_rl_layout(req: PlanRequest, *, inst: Instance, gpu: GPU, gpn: int, 
             if rl.rollout_tp != req.rl.rollout_tp and "rollout_tp" not in getattr(req, "rl_searched", frozenset()):
                 warn = (fit_rollout_tp(req.rl, gpn)[1],) + warn
             p = _evaluate_rl_setting(req, rl, inst=inst, gpu=gpu, gpn=gpn, nodes=nodes, usable=usable, miss=miss,
-                                     rule_warnings=warn)
+                                     rule_warnings=warn, calibrations=calibrations)
             if p is not None and (best is None or score(req, p) < best[0]):
                 best = (score(req, p), p)
         if best is None:
@@ -192,7 +198,8 @@ def evaluate_rl_layout(req: PlanRequest, *, inst: Instance, gpu: GPU, gpn: int, 
 
 
 def _evaluate_rl_setting(req: PlanRequest, rl: RLConfig, *, inst: Instance, gpu: GPU, gpn: int, nodes: int,
-                         usable: float, miss: NearestMiss, rule_warnings: tuple[str, ...]) -> Plan | None:
+                         usable: float, miss: NearestMiss, rule_warnings: tuple[str, ...],
+                         calibrations: Calibrations | None) -> Plan | None:
     """The plan of one RL setting on one node layout: every trainer candidate that fits, each with the largest
     micro-batch that fits, timed; the one that ranks first (:func:`trainfit.plan.rank.score`) is kept."""
     best_plan: tuple[tuple, Plan] | None = None
@@ -243,7 +250,8 @@ def _evaluate_rl_setting(req: PlanRequest, rl: RLConfig, *, inst: Instance, gpu:
         p = rl_plan(model, w, rl, e, gpu=gpu, usable=usable, gpus_per_node=gpn, inst=inst, steps=req.steps,
                     spot=req.spot, region=req.region, margin=req.memory_margin,
                     interruption_rate=req.interruption_rate_per_node_hour,
-                    checkpoint_interval_hours=req.checkpoint_interval_hours, rule_warnings=rule_warnings)
+                    checkpoint_interval_hours=req.checkpoint_interval_hours, rule_warnings=rule_warnings,
+                    calibrations=calibrations)
         if p is None:
             miss.other = ("spot-infeasible", _("spot interruptions come faster than checkpoints save the work"),
                           _("drop --spot or use fewer nodes"), ({"spot": False},))

@@ -20,7 +20,7 @@ from trainfit.calibration_file import load_calibrations
 from trainfit.catalog.gpus import GPU, assumed_note, get_gpu, is_model, sized_gpu
 from trainfit.catalog.instances import Instance, get_instance, list_instances
 from trainfit.errors import TrainfitError, WorkloadError
-from trainfit.estimate.calibration import calibration_note
+from trainfit.estimate.calibration import Calibrations, calibration_note
 from trainfit.estimate.fit import FitDecision, decide_fit
 from trainfit.estimate.hardware import kernel_gaps
 from trainfit.estimate.memory import MemoryEstimate
@@ -140,14 +140,16 @@ def _for_target(req: PlanRequest, configs: list[Workload], miss: NearestMiss) ->
     return kept
 
 
-def plan(req: PlanRequest) -> PlanResult:
-    """Search, evaluate and rank (see module docstring)."""
+def plan(req: PlanRequest, *, calibrations: Calibrations | None = None) -> PlanResult:
+    """Search, evaluate and rank (see module docstring). Every candidate is timed with the user's speed
+    ``calibrations`` (read from the overlay once for the search when not given)."""
+    cals = load_calibrations() if calibrations is None else calibrations
     # the language every message of the search is written in, read from the environment once (not per message)
     with language(current()):
-        return _plan(req)
+        return _plan(req, cals)
 
 
-def _plan(req: PlanRequest) -> PlanResult:
+def _plan(req: PlanRequest, cals: Calibrations) -> PlanResult:
     gpu_filter = None
     if req.gpu:
         gpu_filter = get_gpu(req.gpu)
@@ -167,7 +169,7 @@ def _plan(req: PlanRequest) -> PlanResult:
             if isinstance(layouts, Rejection):
                 rejected.append(layouts)
                 continue
-            best, miss = _best_on_instance(req, inst, gpu, stated, layouts, config_cache)
+            best, miss = _best_on_instance(req, inst, gpu, stated, layouts, config_cache, cals)
             if best is not None:
                 plans.append(best)
             else:
@@ -261,7 +263,7 @@ def _instance_gpu(req: PlanRequest, inst: Instance, gpu_filter: GPU | None) -> t
 
 
 def _best_on_instance(req: PlanRequest, inst: Instance, gpu: GPU, stated: str, layouts: list[tuple[int, int]],
-                      config_cache: dict) -> tuple[Plan | None, NearestMiss]:
+                      config_cache: dict, cals: Calibrations) -> tuple[Plan | None, NearestMiss]:
     """The best plan on one instance type over its layouts, and the closest miss when none fits."""
     miss = NearestMiss()
     best: tuple[tuple, Plan] | None = None
@@ -281,7 +283,7 @@ def _best_on_instance(req: PlanRequest, inst: Instance, gpu: GPU, stated: str, l
             warn = ((stated,) if stated else ()) + tuple(f"{v.rule}: {v.message}" for v in all_v
                                                          if v.severity == "warning")
             p = evaluate_rl_layout(req, inst=inst, gpu=gpu, gpn=gpn, nodes=nodes, usable=gpu.usable_mem_gib,
-                                   miss=miss, rule_warnings=warn, precision=precision)
+                                   miss=miss, rule_warnings=warn, precision=precision, calibrations=cals)
             if p is not None and within_limits(req, p, miss):
                 score = _score(req, p)
                 if best is None or score < best[0]:
@@ -307,7 +309,7 @@ def _best_on_instance(req: PlanRequest, inst: Instance, gpu: GPU, stated: str, l
                     miss.need_gib, miss.need_wl = est.reserved_gib, wl
                 continue
             p = _evaluate(req, inst, gpu, gpn, nodes, wl, est, fit, ((stated,) if stated else ()) + rule_warnings,
-                          miss)
+                          cals, miss)
             if p is None or not within_limits(req, p, miss):
                 continue
             score = _score(req, p)
@@ -317,12 +319,13 @@ def _best_on_instance(req: PlanRequest, inst: Instance, gpu: GPU, stated: str, l
 
 
 def _evaluate(req: PlanRequest, inst: Instance, gpu: GPU, gpn: int, nodes: int, wl: Workload, est: MemoryEstimate,
-              fit: FitDecision, warnings: tuple[str, ...], miss: NearestMiss | None = None) -> Plan | None:
+              fit: FitDecision, warnings: tuple[str, ...], cals: Calibrations,
+              miss: NearestMiss | None = None) -> Plan | None:
     """Speed, time and cost of one fitting configuration, as a typed Plan; None when its spot run cannot finish or
     its network is too slow (:data:`SLOW_NETWORK_COMM_SHARE`, recorded in ``miss``)."""
     framework = speed_framework(req.framework, req.target, wl)
     hw = hardware_for(gpu, inst, gpus_per_node=gpn)
-    sp = estimate_speed(req.model, wl, hw, framework=framework, calibrations=load_calibrations())
+    sp = estimate_speed(req.model, wl, hw, framework=framework, calibrations=cals)
     slow = slow_network(inst, nodes, sp)
     if slow is not None and "slow-network" not in req.ignore_rules:
         if miss is not None:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from trainfit.catalog.gpus import GPU
 from trainfit.catalog.instances import Instance
+from trainfit.estimate.calibration import Calibrations
 from trainfit.estimate.memory import MemoryEstimate
 from trainfit.i18n import _
 from trainfit.json_types import JSONObject, Quantiles
@@ -102,10 +103,11 @@ class RLReport:
 
 def rl_report(model: ModelShape, workload: Workload, rl: RLConfig, gpu_mem_gib: float, *, gpu: GPU | None = None,
               instance: Instance | None = None, steps: int | None = None, strict: bool = False,
-              host_ram_gib: float | None = None, margin: float | None = None) -> RLReport:
+              host_ram_gib: float | None = None, margin: float | None = None,
+              calibrations: Calibrations | None = None) -> RLReport:
     """The :class:`RLReport` of ``rl``: :func:`~trainfit.rl.memory.estimate_rl_memory`; with a catalog ``gpu``
-    record also the step time (:func:`~trainfit.rl.speed.rl_step_speed` on the node ``instance``: the step time
-    ``plan --rl`` gives), and with ``steps`` also the time (hours, GPU-hours). The workload's ``seq_len`` is
+    record also the step time (:func:`~trainfit.rl.speed.rl_step_speed` on the node ``instance`` with the user's
+    ``calibrations``: the step time ``plan --rl`` gives), and with ``steps`` also the time (hours, GPU-hours). The workload's ``seq_len`` is
     replaced by prompt + response."""
     wl = workload.with_(seq_len=rl.seq_len) if workload.seq_len != rl.seq_len else workload
     est = estimate_rl_memory(model, wl, rl, gpu_mem_gib, strict=strict, host_ram_gib=host_ram_gib, margin=margin)
@@ -115,7 +117,7 @@ def rl_report(model: ModelShape, workload: Workload, rl: RLConfig, gpu_mem_gib: 
                       suggestions=tuple(suggestions))
     if gpu is None or est.kv_shortfall is not None:  # an engine that holds no sequence has no step time
         return report
-    sp = rl_step_speed(model, wl, rl, est, gpu=gpu, instance=instance)
+    sp = rl_step_speed(model, wl, rl, est, gpu=gpu, instance=instance, calibrations=calibrations)
     siv = rl_speed_interval(model, wl, gpu_class_of(gpu))
     time = None
     if steps:

@@ -28,10 +28,10 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Mapping
 
-from trainfit.calibration_file import load_calibrations
 from trainfit.catalog import GPU, Instance
 from trainfit.catalog.instances import list_instances
 from trainfit.errors import CatalogError
+from trainfit.estimate.calibration import Calibrations
 from trainfit.estimate.hardware import Hardware
 from trainfit.estimate.memory import model_state_gib
 from trainfit.estimate.speed import estimate_speed
@@ -144,8 +144,11 @@ def _active_engine_bytes(model: ModelShape, tp: int, batch: int) -> float:
 
 
 def estimate_rl_speed(model: ModelShape, workload: Workload, rl: RLConfig, hardware: Hardware,
-                      mem: RLMemoryEstimate, *, efficiency: float | None = None) -> RLSpeedEstimate:
-    """Step time of ``rl`` (see module docstring). ``hardware`` is a speed-model ``Hardware`` record."""
+                      mem: RLMemoryEstimate, *, efficiency: float | None = None,
+                      calibrations: Calibrations | None = None) -> RLSpeedEstimate:
+    """Step time of ``rl`` (see module docstring). ``hardware`` is a speed-model ``Hardware`` record; the policy
+    update is timed with the user's ``calibrations`` (:func:`trainfit.calibration_file.load_calibrations`, read by
+    the caller: this package reads no file)."""
     assumptions: list[str] = [_("decode at {bw:g} of peak memory bandwidth, prefill/decode matmuls at {flop:g} of "
                                 "peak (assumptions, not measured)").format(bw=MEM_BW_EFFICIENCY,
                                                                            flop=DECODE_FLOP_EFFICIENCY)]
@@ -160,7 +163,7 @@ def estimate_rl_speed(model: ModelShape, workload: Workload, rl: RLConfig, hardw
             wl_update = wl.with_(grad_accum=accum)
         assumptions.append(_("one optimizer step per RL step (verl ppo_mini_batch_size = the step's prompts): "
                              "{accum} micro-batch(es) of {mb} per GPU before it").format(accum=accum, mb=wl.micro_batch))
-    sp = estimate_speed(model, wl_update, hardware, efficiency=efficiency, calibrations=load_calibrations())
+    sp = estimate_speed(model, wl_update, hardware, efficiency=efficiency, calibrations=calibrations)
     tokens = seqs * rl.seq_len
     update_s = tokens / sp.tokens_per_s
     fwd_share = 0.25 if wl.grad_ckpt else 1 / 3
@@ -231,7 +234,7 @@ def template_node(gpu: GPU, gpus_per_node: int) -> Instance | None:
 
 
 def rl_step_speed(model: ModelShape, workload: Workload, rl: RLConfig, mem: RLMemoryEstimate, *, gpu: GPU,
-                  instance: Instance | None = None) -> RLSpeedEstimate:
+                  instance: Instance | None = None, calibrations: Calibrations | None = None) -> RLSpeedEstimate:
     """THE RL step time of ``workload`` on catalog ``gpu`` in the node ``instance``.
 
     ``memory --rl``, ``plan --rl`` and ``render --rl`` all call this one function, so the same settings on the
@@ -246,7 +249,8 @@ def rl_step_speed(model: ModelShape, workload: Workload, rl: RLConfig, mem: RLMe
                            fix=_("add bf16_dense_tflops for the GPU in ~/.config/trainfit/catalog.yaml"))
     gpn = workload.gpus_on_node
     node = instance if instance is not None else template_node(gpu, gpn)
-    sp = estimate_rl_speed(model, workload, rl, hardware_for(gpu, node, gpus_per_node=gpn), mem)
+    sp = estimate_rl_speed(model, workload, rl, hardware_for(gpu, node, gpus_per_node=gpn), mem,
+                           calibrations=calibrations)
     sp = replace(sp, node=getattr(node, "instance_type", None))
     if instance is None and node is not None and workload.nodes > 1:
         net = (f"{node.inter_node} {node.inter_node_gbit_per_s:g} Gbit/s" if node.inter_node_gbit_per_s
