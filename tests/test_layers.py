@@ -10,20 +10,22 @@
     through the ``__init__`` files the imports that run load.
 
 Each scanner works on a :data:`Source` (module name -> parsed file, is-a-package) so that
-:func:`test_the_checks_see_what_they_claim` can feed it a tiny synthetic package and see it fire.
+:func:`test_the_checks_see_what_they_claim` can feed it a tiny synthetic package and see it fire. The statements are
+read by ``tools/layers.py``, which also draws docs/architecture.md's layer table from them: the last tests here check
+that the table and the doc's list of parts match the code.
 """
 
 from __future__ import annotations
 
 import ast
 import importlib.metadata as metadata
+import importlib.util
 import re
 import sys
 import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SRC = ROOT / "src" / "trainfit"
 
 #: Type-only imports allowed to close a circle of files, as (importing module, imported module); the list may only
 #: shrink. The one left: the render-target registry (``targets.py``, below the planner, which reads it) names the
@@ -34,55 +36,26 @@ TYPE_ONLY_EDGES: frozenset[tuple[str, str]] = frozenset({
     ("trainfit.targets", "trainfit.launch.kit"),
 })
 
-#: module name -> (parsed file, is a package ``__init__``)
-Source = dict[str, tuple[ast.Module, bool]]
+def _tool():
+    """``tools/layers.py``: the import scanner this test and the architecture doc's layer table share."""
+    spec = importlib.util.spec_from_file_location("trainfit_tools_layers", ROOT / "tools" / "layers.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
 
 
-def _module(p: Path) -> str:
-    parts = list(p.relative_to(SRC.parent).with_suffix("").parts)
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+layers = _tool()
+Source = layers.Source
+source_tree = layers.source_tree
+_imports = layers.imports
+_targets = layers.targets
+_target = layers.import_target
 
 
 def _package(mod: str) -> str:
     parts = mod.split(".")
     return parts[1] if len(parts) > 1 else ""
-
-
-def _target(node: ast.ImportFrom, mod: str, is_pkg: bool) -> str:
-    if not node.level:
-        return node.module or ""
-    base = mod.split(".") if is_pkg else mod.split(".")[:-1]
-    base = base[:len(base) - (node.level - 1)]
-    return ".".join(base + ([node.module] if node.module else []))
-
-
-def source_tree() -> Source:
-    return {_module(p): (ast.parse(p.read_text(encoding="utf-8")), p.name == "__init__.py")
-            for p in sorted(SRC.rglob("*.py"))}
-
-
-def _imports(tree: ast.Module):
-    """Every import statement with (is function-local, is under ``if TYPE_CHECKING:``)."""
-    def walk(node: ast.AST, local: bool, typing_only: bool):
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, (ast.Import, ast.ImportFrom)):
-                yield child, local, typing_only
-            elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-                yield from walk(child, True, typing_only)
-            elif isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
-                yield from walk(child, local, True)
-            else:
-                yield from walk(child, local, typing_only)
-    yield from walk(tree, False, False)
-
-
-def _targets(node: ast.Import | ast.ImportFrom, mod: str, is_pkg: bool, src: Source) -> list[str]:
-    """The project's modules an import statement loads, most specific last."""
-    if isinstance(node, ast.Import):
-        return [a.name for a in node.names if a.name in src]
-    base = _target(node, mod, is_pkg)
-    found = [base] if base in src else []
-    return found + [f"{base}.{a.name}" for a in node.names if f"{base}.{a.name}" in src]
 
 
 def _loaded(targets: list[str], mod: str, src: Source) -> set[str]:
@@ -179,42 +152,7 @@ def import_cycles(src: Source, *, through_packages: bool = False,
                    for t in reached(n, mod, is_pkg)
                    if t != mod and not (typing_only and (mod, t) in type_only_allowed)}
              for mod, (tree, is_pkg) in src.items()}
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on_stack.add(v)
-        for w in sorted(edges[v]):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on_stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            comp = []
-            while True:
-                w = stack.pop()
-                on_stack.discard(w)
-                comp.append(w)
-                if w == v:
-                    break
-            if len(comp) > 1:
-                found.append(sorted(comp))
-
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(limit, 10 * len(edges) + 100))
-    try:
-        for v in sorted(edges):
-            if v not in index:
-                visit(v)
-    finally:
-        sys.setrecursionlimit(limit)
-    return sorted(found)
+    return sorted(c for c in layers.components(edges) if len(c) > 1)
 
 
 def test_no_private_import_across_packages():
@@ -303,3 +241,30 @@ def test_the_checks_see_what_they_claim():
     fixed = _fake({"trainfit/": "", "trainfit.c": "from trainfit.d import w\n", "trainfit.d": "w = 4\n"})
     assert not needless_local_imports(fixed, heavy) and not private_imports(fixed)
     assert not import_cycles(fixed, through_packages=True)
+
+
+# ------------------------------------------------------------------ docs/architecture.md is drawn from the code
+def test_the_architecture_docs_layer_table_is_the_codes():
+    assert layers.main(["--check"]) == 0, "run python tools/layers.py --write"
+
+
+def test_every_part_has_a_row_in_the_architecture_doc():
+    parts = set(layers.part_graph()[0])
+    text = layers.DOC.read_text(encoding="utf-8").split("## Every part", 1)[1].split("\n## ", 1)[0]
+    named = {name for row in text.splitlines() if row.startswith("| `")
+             for name in re.findall(r"`([\w.]+)`", row.split("|")[1])}
+    assert parts - named == set(), f"parts without a row in docs/architecture.md's 'Every part': {parts - named}"
+    assert named - parts == set(), f"rows naming no part of src/trainfit: {named - parts}"
+
+
+def test_the_layer_table_follows_the_imports(tmp_path):
+    """The tool sees a new import between parts, and a type-only one apart."""
+    src = tmp_path / "trainfit"
+    (src / "low").mkdir(parents=True)
+    (src / "__init__.py").write_text("")
+    (src / "low" / "__init__.py").write_text("")
+    (src / "high.py").write_text("from trainfit.low import x\n")
+    (src / "typed.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from trainfit.high import y\n")
+    top, _local, typing = layers.part_graph(src)
+    assert top["high"] == {"low"} and typing["typed"] == {"high"} and not top["typed"]
+    assert "| 1 | `high` | low |" in layers.table(src)

@@ -6,7 +6,7 @@
 
 A *part* is a package under ``src/trainfit`` (``estimate``, ``plan``...) or a top-level module (``service``,
 ``options``...). Its *level* is 0 when it imports no other part, else one more than the highest level it imports
-(parts that import each other share a level and are listed together). ``tests/test_architecture_doc.py`` runs
+(parts that import each other share a level and are listed together). ``tests/test_layers.py`` runs
 ``--check`` so the drawing in the docs cannot drift from the code.
 """
 
@@ -16,6 +16,7 @@ import ast
 import sys
 from collections import defaultdict
 from pathlib import Path
+from typing import Iterator
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "trainfit"
@@ -24,9 +25,92 @@ BEGIN = "<!-- layers:begin (python tools/layers.py --write) -->"
 END = "<!-- layers:end -->"
 
 
-def _module(path: Path, src: Path) -> str:
+#: module name -> (parsed file, is a package ``__init__``)
+Source = dict[str, tuple[ast.Module, bool]]
+Graph = dict[str, set[str]]
+
+
+def module_name(path: Path, src: Path = SRC) -> str:
     parts = list(path.relative_to(src.parent).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def source_tree(src: Path = SRC) -> Source:
+    """Every module under ``src``, parsed."""
+    return {module_name(p, src): (ast.parse(p.read_text(encoding="utf-8")), p.name == "__init__.py")
+            for p in sorted(src.rglob("*.py"))}
+
+
+def import_target(node: ast.ImportFrom, module: str, is_package: bool) -> str:
+    """The module a ``from ... import`` names, relative imports resolved."""
+    if not node.level:
+        return node.module or ""
+    base = module.split(".") if is_package else module.split(".")[:-1]
+    base = base[:len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def imports(tree: ast.Module) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool, bool]]:
+    """Every import statement with (is function-local, is under ``if TYPE_CHECKING:``)."""
+    def walk(node: ast.AST, local: bool, typing_only: bool) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool, bool]]:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.Import, ast.ImportFrom)):
+                yield child, local, typing_only
+            elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                yield from walk(child, True, typing_only)
+            elif isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                yield from walk(child, local, True)
+            else:
+                yield from walk(child, local, typing_only)
+    yield from walk(tree, False, False)
+
+
+def targets(node: ast.Import | ast.ImportFrom, module: str, is_package: bool, source: Source) -> list[str]:
+    """The project's modules an import statement loads, most specific last."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names if a.name in source]
+    base = import_target(node, module, is_package)
+    found = [base] if base in source else []
+    return found + [f"{base}.{a.name}" for a in node.names if f"{base}.{a.name}" in source]
+
+
+def components(graph: Graph) -> list[list[str]]:
+    """Tarjan's strongly connected components of ``graph``, each sorted, a component before those that import it."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            found.append(sorted(comp))
+
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 10 * len(graph) + 100))
+    try:
+        for v in sorted(graph):
+            if v not in index:
+                visit(v)
+    finally:
+        sys.setrecursionlimit(limit)
+    return found
 
 
 def _part(module: str, src: Path = SRC) -> str:
@@ -38,99 +122,32 @@ def _part(module: str, src: Path = SRC) -> str:
     return pieces[1] if len(pieces) > 1 else "trainfit"
 
 
-def _is_part(src: Path, name: str) -> bool:
-    path = src.joinpath(*name.split("."))
-    return (path / "__init__.py").is_file() or path.with_suffix(".py").is_file()
-
-
-def _target(node: ast.ImportFrom, module: str, is_package: bool) -> str:
-    if not node.level:
-        return node.module or ""
-    base = module.split(".") if is_package else module.split(".")[:-1]
-    base = base[:len(base) - (node.level - 1)]
-    return ".".join(base + ([node.module] if node.module else []))
-
-
-def _imports_under(nodes: list[ast.AST]) -> set[int]:
-    return {id(n) for node in nodes for n in ast.walk(node) if isinstance(n, (ast.Import, ast.ImportFrom))}
-
-
-def _in_function(tree: ast.Module) -> set[int]:
-    return _imports_under([fn for fn in ast.walk(tree) if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))])
-
-
-def _type_only(tree: ast.Module) -> set[int]:
-    """Imports under ``if TYPE_CHECKING:`` (they name types for annotations and do not run)."""
-    blocks = [n for n in ast.walk(tree) if isinstance(n, ast.If) and "TYPE_CHECKING" in ast.unparse(n.test)]
-    return _imports_under([stmt for b in blocks for stmt in b.body])
-
-
-Graph = dict[str, set[str]]
-
-
 def part_graph(src: Path = SRC) -> tuple[Graph, Graph, Graph]:
     """(imports that run at a module's top, function-local imports, ``TYPE_CHECKING`` imports) between parts, each
     part -> the parts it imports."""
     top: Graph = defaultdict(set)
     local: Graph = defaultdict(set)
     typing: Graph = defaultdict(set)
-    for path in sorted(src.rglob("*.py")):
-        module = _module(path, src)
+    source = source_tree(src)
+    for module, (tree, is_package) in source.items():
         me = _part(module, src)
         top.setdefault(me, set())
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        inside, type_only = _in_function(tree), _type_only(tree)
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom):
-                targets = [_target(node, module, path.name == "__init__.py")]
-                if targets[0] == "trainfit":  # from trainfit import x: x is the part
-                    targets = [f"trainfit.{a.name}" for a in node.names]
-            elif isinstance(node, ast.Import):
-                targets = [a.name for a in node.names]
-            else:
-                continue
-            for t in targets:
-                part = _part(t, src)
-                if t.startswith("trainfit.") and part != me and _is_part(src, part):
-                    kind = local if id(node) in inside else typing if id(node) in type_only else top
-                    kind[me].add(part)
+        for node, in_function, typing_only in imports(tree):
+            for t in targets(node, module, is_package, source):
+                if t == "trainfit" and isinstance(node, ast.ImportFrom):
+                    continue  # from trainfit import inputs: the part is inputs (listed next), not the package's root
+                if (part := _part(t, src)) != me:
+                    (local if in_function else typing if typing_only else top)[me].add(part)
     return dict(top), dict(local), dict(typing)
 
 
-def _levels(graph: dict[str, set[str]]) -> dict[str, int]:
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    comp: dict[str, int] = {}
-    comps: list[list[str]] = []
-
-    def visit(v: str) -> None:  # Tarjan's strongly connected components
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        for w in sorted(graph.get(v, ())):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w not in comp and w in stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            members = []
-            while True:
-                w = stack.pop()
-                comp[w] = len(comps)
-                members.append(w)
-                if w == v:
-                    break
-            comps.append(members)
-
-    for v in sorted(graph):
-        if v not in index:
-            visit(v)
-    level: dict[int, int] = {}
-    for c, members in enumerate(comps):  # Tarjan emits components bottom first
-        below = {comp[w] for v in members for w in graph.get(v, ()) if comp[w] != c}
-        level[c] = 1 + max((level[b] for b in below), default=-1)
-    return {v: level[comp[v]] for v in graph}
+def _levels(graph: Graph) -> dict[str, int]:
+    level: dict[str, int] = {}
+    for members in components(graph):  # each after the components it imports
+        below = [level[w] for v in members for w in graph.get(v, ()) if w not in members]
+        for v in members:
+            level[v] = 1 + max(below, default=-1)
+    return level
 
 
 def table(src: Path = SRC) -> str:
