@@ -162,6 +162,18 @@ def test_core_and_trace_cli_import_no_torch():
     assert r.returncode == 0, r.stdout + r.stderr
 
 
+def test_the_torch_free_check_loads_no_torch():
+    """check_traceable (what `trainfit trace` runs first, to say "needs torch" before importing it) and the runner
+    module it lives beside import no torch: the tracker, which does, is imported inside the traced run only."""
+    code = ("import sys; from trainfit.trace import check_traceable; import trainfit.trace.runner; "
+            "from trainfit.models import get_model; from trainfit.workload import Workload; "
+            "check_traceable(get_model('Qwen3-0.6B'), Workload()); "
+            "bad=[m for m in ('torch','transformers','peft') if m in sys.modules]; print(bad); "
+            "sys.exit(1 if bad else 0)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
 def test_cli_trace_json(tmp_path, capsys):
     from trainfit.cli import main
 

@@ -17,7 +17,6 @@ from trainfit.workload import ALL_LINEAR, Workload
 import trainfit.trace.fsdp as fsdp
 import trainfit.trace.hf_build as hf_build
 import trainfit.trace.patches as patches
-import trainfit.trace.tracker as _tracker_module
 from trainfit.trace.hf_build import build_model, decoder_layers
 
 if TYPE_CHECKING:
@@ -334,7 +333,9 @@ def run_trace(
     torch, transformers, peft = _require()
     from torch._subclasses.fake_tensor import FakeTensorMode
 
-    # imported here, before FakeTensorMode is entered (as the helpers below import them again)
+    # imported here, not at the top (it imports torch, which `trainfit trace` checks for first with a clear
+    # error), and before FakeTensorMode is entered
+    import trainfit.trace.tracker  # noqa: F401
 
     prog = _Progress(progress, steps)
     attn, notes = _trace_notes(shape, w)
