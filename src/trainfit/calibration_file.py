@@ -72,11 +72,14 @@ def _entry(path: str, gpu: object, fam: object, d: object) -> Calibration:
         raise WorkloadError(f"{where}: {e.message}", fix=e.fix or fix) from None
 
 
-def _read_overlay(path: str) -> dict[str, Any]:
-    """The overlay document through the input gate (a regular file of at most :data:`MAX_CALIBRATION_BYTES`,
-    UTF-8, no YAML aliases, depth limit, one document)."""
-    text = read_text_file(path, max_bytes=MAX_CALIBRATION_BYTES, what=_("calibration file"), error=WorkloadError,
+def _read_text(path: str | Path) -> str:
+    """The overlay's text through the input gate (a regular file of at most :data:`MAX_CALIBRATION_BYTES`, UTF-8)."""
+    return read_text_file(path, max_bytes=MAX_CALIBRATION_BYTES, what=_("calibration file"), error=WorkloadError,
                           fix=translate(_FIX))
+
+
+def _parse_overlay(text: str, path: str) -> dict[str, Any]:
+    """The overlay document (no YAML aliases, depth limit, one document, a mapping with a ``gpus`` mapping)."""
     docs = loads_yaml_all(text, what=_("calibration file {path}").format(path=path), error=WorkloadError)
     if len(docs) > 1:
         raise WorkloadError(_("calibration file {path} holds {n} YAML documents, not one").format(path=path, n=len(docs)),
@@ -88,9 +91,8 @@ def _read_overlay(path: str) -> dict[str, Any]:
     return data
 
 
-@lru_cache(maxsize=8)
-def _load(path: str, mtime: float, size: int) -> dict[tuple[str, str], Calibration]:
-    data = _read_overlay(path)
+def _entries(path: str, data: dict[str, Any]) -> dict[tuple[str, str], Calibration]:
+    """Every entry of an overlay document, each checked (:func:`_entry`)."""
     out: dict[tuple[str, str], Calibration] = {}
     for gpu, fams in (data.get("gpus") or {}).items():
         if fams is not None and not isinstance(fams, dict):
@@ -99,6 +101,11 @@ def _load(path: str, mtime: float, size: int) -> dict[tuple[str, str], Calibrati
         for fam, d in (fams or {}).items():
             out[(gpu, fam)] = _entry(path, gpu, fam, d)
     return out
+
+
+@lru_cache(maxsize=8)
+def _load(path: str, mtime: float, size: int) -> dict[tuple[str, str], Calibration]:
+    return _entries(path, _parse_overlay(_read_text(path), path))
 
 
 def load_calibrations(path: Path | None = None) -> dict[tuple[str, str], Calibration]:
@@ -151,17 +158,15 @@ def save(cals: list[Calibration], path: Path | None = None) -> Path:
     p = path or calibration_path()
     data: dict[str, Any] = {}
     comments: list[str] = []
+    if os.path.islink(p):
+        raise WorkloadError(_("calibration file {path} is a symbolic link; trainfit does not write through "
+                              "links").format(path=p),
+                            fix=_("replace the link by the file, or set $TRAINFIT_CALIBRATION to the file itself"))
     if os.path.lexists(p):
-        data = _read_overlay(str(p)) if not os.path.islink(p) else {}
-        if os.path.islink(p):
-            raise WorkloadError(_("calibration file {path} is a symbolic link; trainfit does not write through "
-                                  "links").format(path=p),
-                                fix=_("replace the link by the file, or set $TRAINFIT_CALIBRATION to the file itself"))
-        for gpu, fams in (data.get("gpus") or {}).items():  # validate what is kept
-            for fam, d in (fams or {}).items():
-                _entry(str(p), gpu, fam, d)
-        comments = _kept_comments(read_text_file(p, max_bytes=MAX_CALIBRATION_BYTES, what=_("calibration file"),
-                                                 error=WorkloadError, fix=translate(_FIX)))
+        text = _read_text(p)
+        data = _parse_overlay(text, str(p))
+        _entries(str(p), data)  # what is kept must be valid too
+        comments = _kept_comments(text)
     data = dict(data)
     gpus = dict(data.get("gpus") or {})
     data["gpus"] = gpus

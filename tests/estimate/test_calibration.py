@@ -76,3 +76,16 @@ def test_a_search_reads_the_overlay_once_and_times_every_candidate_with_it(tmp_p
                                   tokens=1e8, gpu="H100", framework="hf-trainer"))
     assert reads == [1]
     assert res.plans and all(p.speed.calibration and "H100-SXM" in p.speed.calibration for p in res.plans)
+
+
+def test_calibrate_over_a_malformed_overlay_is_an_error_not_a_traceback(tmp_path, monkeypatch, capsys):
+    """`trainfit calibrate` reads the entries it keeps with the same checks as the speed model: an entry that is not
+    a mapping of engine families is the overlay's error (it was an AttributeError traceback on save)."""
+    cal = tmp_path / "cal.yaml"
+    cal.write_text("gpus:\n  H100-SXM: [1, 2]\n")
+    monkeypatch.setenv(calibration_file.ENV_CALIBRATION, str(cal))
+    probe, _pred = _results(tmp_path, 0.8)
+    assert main(["calibrate", str(probe)]) == 2
+    err = capsys.readouterr().err
+    assert "is not a mapping of engine families" in err and "Traceback" not in err
+    assert cal.read_text() == "gpus:\n  H100-SXM: [1, 2]\n"
