@@ -77,7 +77,7 @@ class Runner:
         if self._env is None:
             self._tmp = tempfile.TemporaryDirectory(prefix="trainfit-claims-")
             env = dict(os.environ)
-            for k in ("TRAINFIT_CATALOG_OVERLAY", "TRAINFIT_CACHE_DIR"):
+            for k in USER_FILES_ENV:
                 env.pop(k, None)
             env["XDG_CONFIG_HOME"] = str(Path(self._tmp.name) / "config")  # no user overlay
             env["XDG_CACHE_HOME"] = str(Path(self._tmp.name) / "cache")  # no refresh cache
@@ -124,16 +124,22 @@ class Runner:
         return r.stdout.strip() or "unknown"
 
 
+#: Variables that point trainfit at the user's own files (catalog overlay, refresh caches, speed calibration): unset
+#: for every run here, whose XDG folders are empty temporary ones.
+USER_FILES_ENV = ("TRAINFIT_CATALOG_OVERLAY", "TRAINFIT_CACHE_DIR", "TRAINFIT_CALIBRATION")
+
+
 @contextlib.contextmanager
 def isolated_catalog():
-    """In-process runs: the bundled catalog only, as the subprocess runs get (no user overlay, no refresh cache)."""
+    """In-process runs: the bundled catalog only, as the subprocess runs get (no user overlay, no refresh cache, no
+    speed calibration)."""
     from trainfit.catalog import _store, set_overlay_path
 
-    keys = ("XDG_CONFIG_HOME", "XDG_CACHE_HOME", "TRAINFIT_CATALOG_OVERLAY", "TRAINFIT_CACHE_DIR")
+    keys = ("XDG_CONFIG_HOME", "XDG_CACHE_HOME") + USER_FILES_ENV
     saved = {k: os.environ.get(k) for k in keys}
     with tempfile.TemporaryDirectory(prefix="trainfit-claims-") as tmp:
-        os.environ.pop("TRAINFIT_CATALOG_OVERLAY", None)
-        os.environ.pop("TRAINFIT_CACHE_DIR", None)
+        for k in USER_FILES_ENV:
+            os.environ.pop(k, None)
         os.environ["XDG_CONFIG_HOME"] = str(Path(tmp) / "config")
         os.environ["XDG_CACHE_HOME"] = str(Path(tmp) / "cache")
         set_overlay_path(None)

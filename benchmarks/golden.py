@@ -25,7 +25,6 @@ import contextlib
 import hashlib
 import io
 import json
-import os
 import sys
 import tempfile
 from pathlib import Path
@@ -37,6 +36,8 @@ ROOT = HERE.parent
 OUT = HERE / "results" / "golden.json"
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT / "src"))
+
+from claims import isolated_catalog  # noqa: E402 - the environment every in-process benchmark run gets
 
 #: (name, argv) of the CLI outputs kept. Plans are rendered and checked as well (``render``/``check`` items).
 COMMANDS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -98,7 +99,7 @@ def memory_items() -> dict[str, dict]:
     out = {}
     for entry in GRID:
         est = estimate_memory(get_model(entry["model"]), Workload(**{k: v for k, v in entry.items() if k != "model"}))
-        out[f"memory/{config_id(entry)}"] = _item(est.to_dict() if hasattr(est, "to_dict") else repr(est))
+        out[f"memory/{config_id(entry)}"] = _item(est.to_dict())
     return out
 
 
@@ -138,14 +139,9 @@ def cli_items(tmp: Path) -> dict[str, dict]:
 
 
 def compute() -> dict[str, dict]:
-    with tempfile.TemporaryDirectory(prefix="trainfit-golden-") as d:
-        tmp = Path(d)
-        # the bundled catalog alone: no user overlay, no refresh cache, no calibration overlay
-        os.environ["XDG_CONFIG_HOME"] = str(tmp / "config")
-        os.environ["XDG_CACHE_HOME"] = str(tmp / "cache")
-        for k in ("TRAINFIT_CATALOG_OVERLAY", "TRAINFIT_CACHE_DIR"):
-            os.environ.pop(k, None)
-        items = {**memory_items(), **speed_items(), **cli_items(tmp)}
+    # the bundled catalog alone: no user overlay, no refresh cache, no calibration overlay
+    with isolated_catalog(), tempfile.TemporaryDirectory(prefix="trainfit-golden-") as d:
+        items = {**memory_items(), **speed_items(), **cli_items(Path(d))}
     return dict(sorted(items.items()))
 
 
