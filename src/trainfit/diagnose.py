@@ -31,7 +31,7 @@ import math
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TypeAlias
 
 from trainfit.errors import MetricsError
 from trainfit.i18n import _
@@ -40,9 +40,8 @@ from trainfit.service import load_plan
 from trainfit.plan.cost import young_daly_interval_hours
 from trainfit.diagnose_types import SEVERITIES, Finding, Thresholds, median, vals
 from trainfit.diagnose_tokens import PlanTokens, tokens_findings
+from trainfit.metrics_file import MetricRecord, load_metrics
 
-if TYPE_CHECKING:
-    from trainfit.metrics_file import MetricRecord
 
 #: What :func:`plan_prediction` returns: ``(tokens_per_s, reserved_gib, gpu_mem_gib[, intervals])``.
 PlanPrediction: TypeAlias = (tuple[float | None, float | None, float | None]
@@ -72,8 +71,7 @@ class Diagnosis:
 
 
 # --------------------------------------------------------------------------- input
-# load_metrics reads the file through the input gate, in bounded memory (trainfit/metrics_file.py)
-from trainfit.metrics_file import MAX_METRICS_BYTES, load_metrics  # noqa: E402,F401
+# the metrics file is read by metrics_file.load_metrics (imported above; the CLI and the tests take it from here)
 
 
 def plan_prediction(path: str | Path, pick: int = 1

@@ -112,7 +112,6 @@ WORKLOAD_OPTIONS: tuple[Option, ...] = (
            help=N_("DeepSpeed overlap_comm (default on; --no-ds-overlap-comm turns it off)")),
 )
 WORKLOAD_OPTION_NAMES = tuple(o.name for o in WORKLOAD_OPTIONS)
-_BY_NAME = {o.name: o for o in WORKLOAD_OPTIONS}
 
 
 def parse_options(raw: Mapping[str, object], options: tuple[Option, ...] = WORKLOAD_OPTIONS, *,

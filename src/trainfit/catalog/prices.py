@@ -213,13 +213,9 @@ def overlay_price_rows(path: Path) -> list[CatalogRow]:
     return rows
 
 
-def _stat(p: Path | None):
-    return stat_key(p)
-
-
 def current_prices() -> tuple[PriceRow, ...]:
     """Every price row in effect: bundled, then refresh caches, then the overlay (cached on mtimes)."""
-    return _build(_stat(overlay_path()), tuple(_stat(p) for p in refresh_cache_files()))
+    return _build(stat_key(overlay_path()), tuple(stat_key(p) for p in refresh_cache_files()))
 
 
 def reset_price_cache() -> None:

@@ -67,8 +67,7 @@ def gpus_per_node(f: JobFacts) -> int | None:
         v = s.assignments.get("NPROC_PER_NODE")
         if v and v.isdecimal():
             return int(v)
-    v = f.header.get("gpus_per_node")
-    return int(v) if v else None
+    return None
 
 
 def rl_launch_text(f: JobFacts) -> str | None:

@@ -143,7 +143,7 @@ def _deepspeed(cfg: dict, f: JobFacts) -> None:
 def _unknown_mem(gpu: str) -> bool:
     try:
         return get_gpu(gpu).mem_gib is None
-    except (ImportError, TrainfitError):
+    except TrainfitError:
         return True
 
 

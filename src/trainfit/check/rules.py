@@ -18,7 +18,7 @@ from typing import Callable
 
 from trainfit.check.budget_rules import budget_findings
 from trainfit.check.context import CheckOptions, catalog_instance, first_instance, gpus_per_node, rl_launch_text
-from trainfit.check.injection import find_injection
+from trainfit.check.injection import rule_shell_injection
 from trainfit.check.readback import read_workload
 from trainfit.check.data_rules import rule_data
 from trainfit.check.ds_rules import rule_deepspeed_config
@@ -36,8 +36,6 @@ from trainfit.errors import TrainfitError as _TE, did_you_mean
 from trainfit.rl.lint import lint_rl, phase_label, size_rl_launch
 from trainfit.catalog.gpus import get_gpu
 from trainfit.json_types import JSON
-
-#: The fit verdicts (stable codes of the one fit decision) as ``check`` shows them in its notes.
 
 
 def _is_lingjun(name: str) -> bool:
@@ -377,13 +375,9 @@ def rule_image_registry(f: JobFacts, o: CheckOptions) -> list[Violation]:
             for img in dict.fromkeys(f.images) if isinstance(img, str) and imitates_pai(img)]
 
 
-def rule_injection(f: JobFacts, o: CheckOptions) -> list[Violation]:
-    return [v if isinstance(v, Violation) else Violation(**v) for v in find_injection(f)]
-
-
 RULES: tuple[Callable[[JobFacts, CheckOptions], list[Violation]], ...] = (
     rule_unknown_instance, rule_memory, rule_rl, rule_launcher, rule_batch, rule_placeholders, rule_platform,
-    rule_image_registry, rule_deepspeed_config, rule_injection, rule_data)
+    rule_image_registry, rule_deepspeed_config, rule_shell_injection, rule_data)
 
 
 def run_rules(f: JobFacts, o: CheckOptions) -> list[Violation]:

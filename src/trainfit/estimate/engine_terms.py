@@ -16,7 +16,6 @@ from trainfit.estimate.engine_assumptions import (
 )
 from trainfit.estimate.flops import FlopsBreakdown
 from trainfit.estimate.hardware import Hardware
-from trainfit.estimate.params import lora_targeted
 from trainfit.models.shapes import ModelShape
 from trainfit.workload import Workload
 from trainfit.estimate.params import lora_adapter_shapes, lora_targeted

@@ -57,9 +57,6 @@ _NOT_SOLD = ("invalidinstancetype", "instancetype.notfound", "invalidparameter.i
              "invalidzoneid", "notsupported", "price.pricingplan.result", "invalid.instancetype")
 
 
-#: What a refresh wrote (the same record for every provider).
-
-
 def cache_path(region: str, *, prices: bool) -> Path:
     return cache_file("ecs-prices" if prices else "ecs", region)
 

@@ -24,6 +24,7 @@ from trainfit._io import read_json_limited
 from trainfit.writes import stale_in
 from trainfit.providers._net import call_with_deadline
 from trainfit.json_types import JSON, JSONLike, JSONObject
+from trainfit.providers.registry import DEFAULT_REGION
 
 if TYPE_CHECKING:
     from alibabacloud_credentials.client import Client as CredentialClient
@@ -35,7 +36,6 @@ _CRED_FIX = CREATE_JOB_CRED_FIX
 
 
 #: Where ``submit`` sends a job whose file names no region (and the CLI did not): PAI-DLC's first documented region.
-DEFAULT_REGION = "cn-hangzhou"
 
 
 @dataclass(frozen=True, kw_only=True)

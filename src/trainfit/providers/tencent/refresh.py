@@ -49,9 +49,6 @@ _NOT_SOLD = ("invalidinstancetype", "resourcesoldout", "resourceunavailable", "i
              "invalidparametervalue.instancetype", "unsupportedoperation.instancetype")
 
 
-#: What a refresh wrote (the same record for every provider).
-
-
 def cache_path(region: str, *, prices: bool) -> Path:
     return cache_file("tencent-prices" if prices else "tencent", region)
 
