@@ -201,7 +201,7 @@ def plan_request_from_values(model: ModelShape, values: Mapping[str, OptionValue
 
 
 def _rl_searched(values: Mapping[str, OptionValue]) -> frozenset[str]:
-    """The RL settings ``plan --rl`` searches: those of :data:`trainfit.plan.rl.RL_SEARCHED` the user left unset."""
+    """The RL settings ``plan --rl`` searches: those of :data:`trainfit.plan.request.RL_SEARCHED` the user left unset."""
     return frozenset(f for f in RL_SEARCHED if values.get(f) is None)
 
 

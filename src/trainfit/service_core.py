@@ -189,14 +189,9 @@ MEMORY_EXTRA = ("model", "config", "gpu", "gpu_mem", "host_ram", "instance_type"
 # ----------------------------------------------------------------------------------------------- plan
 
 def make_plan(request: PlanRequest) -> PlanResult:
-    """Search, evaluate and rank (:func:`trainfit.plan.search.plan`) with the calibrations read once."""
-    return plan(request, calibrations=_calibration_readable())
-
-
-def _calibration_readable() -> Calibrations:
-    """Read the speed calibration overlay once before a search: a file that cannot be used is one clear error
-    here, not a rejection of every instance type (the search turns per-candidate errors into rejections)."""
-    return load_calibrations()
+    """Search, evaluate and rank (:func:`trainfit.plan.search.plan`; it reads the calibration overlay once, before
+    the search, so a file that cannot be used is one clear error, not a rejection of every instance type)."""
+    return plan(request)
 
 
 def plan_for(model: ModelShape, workload: Workload, *, gpu: str | None = None, instance_type: str | None = None,
@@ -266,7 +261,7 @@ def _plan_speed(model: ModelShape, workload: Workload, g: GPU, inst: Instance | 
     """The speed and time of :func:`plan_for`'s Plan (empty when the GPU's compute is unknown); appends warnings."""
     if not (g.bf16_dense_tflops or g.fp16_dense_tflops):
         return Speed(), Cost()
-    cals = _calibration_readable()  # a broken overlay is an error, not "speed not estimated"
+    cals = load_calibrations()  # a broken overlay is an error, not "speed not estimated"
     try:
         hw = hardware_for(g, inst, gpus_per_node=workload.gpus_on_node)
         sp = estimate_speed(model, workload, hw, framework=framework, calibrations=cals)

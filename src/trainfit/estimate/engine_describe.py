@@ -32,7 +32,8 @@ def _describe(c: EngineConstants, family: str, lang: str) -> tuple[str, ...]:
              "kernel").format(
         family=family, gemm_eff=c.gemm_eff(family), half_dim=c.gemm_half_dim, attention=c.attention_relative(family),
         elem_bytes=c.elem_bytes(family), hbm=HBM_EFFICIENCY, launch_us=c.launch_seconds * 1e6)]
-    out += [constant_source(n) for n in names if n in CONSTANT_SOURCES]
+    lines = dict(_constant_sources(lang))
+    out += [lines[n] for n in names if n in lines]
     return tuple(out)
 
 
@@ -54,6 +55,17 @@ def constant_source(name: str) -> str:
 def constant_sources() -> dict[str, str]:
     """:data:`CONSTANT_SOURCES` in the current language (built once per language)."""
     return dict(_constant_sources(current()))
+
+
+def constant_source_lines() -> tuple[str, ...]:
+    """The lines of :func:`constant_sources`, in :data:`CONSTANT_SOURCES`' order (what every speed estimate
+    carries): the cached tuple itself."""
+    return _constant_source_lines(current())
+
+
+@lru_cache(maxsize=8)
+def _constant_source_lines(lang: str) -> tuple[str, ...]:
+    return tuple(line for _name, line in _constant_sources(lang))
 
 
 @lru_cache(maxsize=8)

@@ -191,7 +191,7 @@ def _engine_compute(model: ModelShape, wl: Workload, hw: Hardware, fw: str, fl: 
         warnings.append(_("kernel-launch bound: the CPU issues kernels for {launch_s:.3g} s per step, longer than the "
                           "GPU needs ({gpu_s:.3g} s)").format(
             launch_s=et.launch_seconds, gpu_s=et.gemm_seconds + et.attention_seconds + et.elementwise_seconds))
-    return compute_s, eff, tuple(engine_describe.constant_sources().values()), attention_s
+    return compute_s, eff, engine_describe.constant_source_lines(), attention_s
 
 
 def estimate_speed(model: ModelShape, workload: Workload, hardware: Hardware, *, framework: str | None = None,

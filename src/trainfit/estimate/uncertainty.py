@@ -65,7 +65,7 @@ def parallelism(workload: Workload) -> str:
     base = "dp" if s == "ddp" else ("shard" if s in ("zero3", "fsdp") else "zero")
     w = workload
     return base + ("+tp" if w.tp > 1 else "") + ("+pp" if w.pp > 1 else "") + ("+ep" if w.ep > 1 else "") + (
-        "+cp" if w.cp > 1 else "") + ("+sp" if getattr(w, "ulysses", 1) > 1 else "")
+        "+cp" if w.cp > 1 else "") + ("+sp" if w.ulysses > 1 else "")
 
 
 def speed_regime(model: ModelShape, workload: Workload, framework: str | None, gpu_class: str | None = None) -> dict[str, str]:
@@ -74,7 +74,7 @@ def speed_regime(model: ModelShape, workload: Workload, framework: str | None, g
     group runs (one law, the roofline ridge, carries speed across Ampere and Hopper) but decides whether the
     request lies inside the calibration domain."""
     fw = framework or default_framework(workload)
-    reg = {"family": FAMILY_OF.get(fw, fw), "arch": "moe" if getattr(model, "num_experts", 0) else "dense",
+    reg = {"family": FAMILY_OF.get(fw, fw), "arch": "moe" if model.num_experts else "dense",
            "par": parallelism(workload), "seq": _band(workload.seq_len, SEQ_BANDS),
            "gbs": _band(workload.global_batch, GBS_BANDS)}
     if gpu_class:

@@ -88,7 +88,7 @@ class PlanRequest:
     """Also price every plan in every region with a price for its instance type (``PlanResult.region_prices``)."""
     rl_searched: frozenset[str] = frozenset()
     """RL settings the planner searches instead of taking them from ``rl`` (``rollout_tp``, ``trainer_offload``:
-    those the user did not set; :data:`trainfit.plan.rl.RL_SEARCHED`)."""
+    those the user did not set; :data:`RL_SEARCHED`)."""
 
     def __post_init__(self) -> None:
         if not self.tokens or self.tokens <= 0:
@@ -187,7 +187,7 @@ def check_rl_request(req: PlanRequest) -> None:
                           "not map").format(flags=", ".join(f"--{k} {v}" for k, v in par.items())),
                         fix=_("drop --tp/--pp/--ep/--cp for --rl"))
     if (rl.trainer_offload and req.pins.get("offload", "none") != "none" and "trainer_offload" not in
-            getattr(req, "rl_searched", frozenset()) and (rl.rl_framework == "verl" or req.pins.get("strategy") == "fsdp")):
+            req.rl_searched and (rl.rl_framework == "verl" or req.pins.get("strategy") == "fsdp")):
         raise PlanError(_("verl writes --trainer-offload and --offload {offload} both as its FSDP "
                           "param_offload/optimizer_offload: the launch file cannot tell them apart").format(
                             offload=req.pins["offload"]),

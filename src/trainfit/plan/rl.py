@@ -37,8 +37,7 @@ from trainfit.catalog.hardware import gpu_class_of
 from trainfit.plan.parts import Cost, Speed
 from trainfit.plan.pricing import time_and_cost
 from trainfit.plan.rank import score
-from trainfit.plan.request import (RL_SEARCHED, NearestMiss, PlanRequest, check_rl_request, fit_rollout_tp,
-                                   rl_strategies)
+from trainfit.plan.request import NearestMiss, PlanRequest, fit_rollout_tp, rl_strategies
 from trainfit.plan.types import Plan, build_plan
 from trainfit.rl.config import RLConfig
 from trainfit.rl.memory import RLMemoryEstimate, estimate_rl_memory, estimate_with
@@ -142,12 +141,12 @@ def rl_plan(model: ModelShape, wl: Workload, rl: RLConfig, est: RLMemoryEstimate
 
 def rl_candidates(req: PlanRequest, gpn: int) -> list[list[RLConfig]]:
     """The RL settings one node layout of ``gpn`` GPUs per node is evaluated with, grouped by rollout TP, smallest
-    first: the request's, with each setting of :data:`RL_SEARCHED` the user left unset (``req.rl_searched``)
+    first: the request's, with each setting of :data:`trainfit.plan.request.RL_SEARCHED` the user left unset (``req.rl_searched``)
     varied: rollout tensor-parallel sizes that divide the node's GPUs and the model's attention heads (vLLM splits
     the heads over TP ranks; an engine sits inside one node), and the trainer offloaded to host RAM during
     rollout or not. A rollout TP the user set that does not divide the node is lowered (:func:`fit_rollout_tp`)."""
     rl = req.rl
-    searched = getattr(req, "rl_searched", frozenset())
+    searched = req.rl_searched
     if not rl.has_rollout:
         return [[rl]]
     if "rollout_tp" in searched:
@@ -182,7 +181,7 @@ def evaluate_rl_layout(req: PlanRequest, *, inst: Instance, gpu: GPU, gpn: int, 
         best: tuple[tuple, Plan] | None = None
         for rl in group:
             warn = tuple(rule_warnings)
-            if rl.rollout_tp != req.rl.rollout_tp and "rollout_tp" not in getattr(req, "rl_searched", frozenset()):
+            if rl.rollout_tp != req.rl.rollout_tp and "rollout_tp" not in req.rl_searched:
                 warn = (fit_rollout_tp(req.rl, gpn)[1],) + warn
             p = _evaluate_rl_setting(req, rl, inst=inst, gpu=gpu, gpn=gpn, nodes=nodes, usable=usable, miss=miss,
                                      rule_warnings=warn, calibrations=calibrations)
@@ -283,5 +282,5 @@ def _kv_fix_options(req: PlanRequest, w: Workload, rl: RLConfig, gpn: int, usabl
     return tuple(out)
 
 
-__all__ = ["MAX_RL_MICRO_BATCH", "RL_SEARCHED", "check_rl_request", "evaluate_rl_layout", "fit_rollout_tp",
+__all__ = ["MAX_RL_MICRO_BATCH", "evaluate_rl_layout", "fit_rollout_tp",
            "memory_view", "rl_candidates", "rl_configs", "rl_plan", "rl_strategies"]

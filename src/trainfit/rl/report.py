@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from trainfit.catalog.gpus import GPU
 from trainfit.catalog.instances import Instance
@@ -127,8 +127,7 @@ def rl_report(model: ModelShape, workload: Workload, rl: RLConfig, gpu_mem_gib: 
             iv = Interval.from_dict(siv)
             intervals = {k: iv.scale(t[k], inverse=True) for k in ("hours", "gpu_hours")}
         time = RLTime(steps=steps, hours=t["hours"], gpu_hours=t["gpu_hours"], intervals=intervals)
-    return RLReport(config=rl, estimate=est, workload=wl, peak_interval_gib=report.peak_interval_gib,
-                    suggestions=report.suggestions, speed=sp, speed_interval=siv, time=time)
+    return replace(report, speed=sp, speed_interval=siv, time=time)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -148,18 +147,9 @@ class RLMemoryReport:
         return self.report.workload
 
     @property
-    def rl(self) -> RLConfig:
-        return self.report.config
-
-    @property
     def estimate(self) -> RLMemoryEstimate:
         """Per phase, KV pool, the verdict over all phases."""
         return self.report.estimate
-
-    @property
-    def speed(self) -> RLSpeedEstimate | None:
-        """The RL step time (None without a catalog GPU)."""
-        return self.report.speed
 
     def to_dict(self) -> JSONObject:
         est = self.estimate
