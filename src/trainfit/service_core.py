@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Mapping
 
 from trainfit.calibration_file import load_calibrations
 from trainfit.errors import InputError, PlanFileError, UnknownGPUError, WorkloadError, RenderError, SubmitError
-from trainfit.estimate.calibration import Calibrations, calibration_note
 from trainfit.estimate.fit import OOM_RISK_LIMIT, SAFETY_MARGIN_DEFAULT, FitAnswer, decide_fit, fit_answer
 from trainfit.estimate.memory import MemoryEstimate, estimate_memory
 from trainfit.estimate.uncertainty import headroom_range, memory_range, plan_speed_interval
@@ -268,9 +267,7 @@ def _plan_speed(model: ModelShape, workload: Workload, g: GPU, inst: Instance | 
     except WorkloadError as e:
         warnings.append(_("speed not estimated: {message}").format(message=e.message))
         return Speed(), Cost()
-    speed = Speed(tokens_per_s=sp.tokens_per_s, step_seconds=sp.step_seconds, mfu=sp.mfu, framework=sp.framework,
-                  calibration=calibration_note(sp.assumptions),
-                  speed_interval=plan_speed_interval(model, workload, sp.framework, hw.gpu_class))
+    speed = Speed.of(sp, plan_speed_interval(model, workload, sp.framework, hw.gpu_class))
     warnings += list(sp.warnings)
     if not tokens:
         return speed, Cost()

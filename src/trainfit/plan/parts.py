@@ -15,6 +15,8 @@ from typing import Literal, Mapping
 
 from trainfit.catalog.gpus import GPU
 from trainfit.catalog.instances import Instance
+from trainfit.estimate.calibration import calibration_note
+from trainfit.estimate.speed import SpeedEstimate
 from trainfit.json_types import JSON, JSONObject
 
 #: What the ranking compares (:func:`trainfit.plan.rank.ranking_basis`).
@@ -107,6 +109,12 @@ class Speed:
     ``p50``, ``p90`` of measured / predicted tokens/s for the plan's regime, the group, ``out_of_domain`` and a
     ``note``); tokens/s, MFU, step time, hours, GPU-hours and cost ranges follow from it. None when there is no
     speed, and in plan files written before it existed."""
+
+    @classmethod
+    def of(cls, sp: SpeedEstimate, speed_interval: JSONObject | None) -> Speed:
+        """The plan's figures of the speed model's estimate ``sp``, with its interval."""
+        return cls(tokens_per_s=sp.tokens_per_s, step_seconds=sp.step_seconds, mfu=sp.mfu, framework=sp.framework,
+                   calibration=calibration_note(sp.assumptions), speed_interval=speed_interval)
 
 
 @dataclass(frozen=True, kw_only=True)

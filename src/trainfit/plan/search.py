@@ -20,7 +20,7 @@ from trainfit.calibration_file import load_calibrations
 from trainfit.catalog.gpus import GPU, assumed_note, get_gpu, is_model, sized_gpu
 from trainfit.catalog.instances import Instance, get_instance, list_instances
 from trainfit.errors import TrainfitError, WorkloadError
-from trainfit.estimate.calibration import Calibrations, calibration_note
+from trainfit.estimate.calibration import Calibrations
 from trainfit.estimate.fit import FitDecision, decide_fit
 from trainfit.estimate.hardware import kernel_gaps
 from trainfit.estimate.memory import MemoryEstimate
@@ -345,9 +345,7 @@ def _evaluate(req: PlanRequest, inst: Instance, gpu: GPU, gpn: int, nodes: int, 
         return None
     return build_plan(model=req.model, workload=wl, gpu=gpu, usable_gib=gpu.usable_mem_gib, inst=inst,
                       gpus_per_node=gpn, nodes=nodes, memory=est, fit=fit,
-                      speed=Speed(tokens_per_s=sp.tokens_per_s, step_seconds=sp.step_seconds, mfu=sp.mfu,
-                                  framework=sp.framework, calibration=calibration_note(sp.assumptions),
-                                  speed_interval=siv),
+                      speed=Speed.of(sp, siv),
                       time_cost=tc.cost_part(tokens=req.tokens, spot=req.spot, region=req.region), notes=tc.notes,
                       warnings=warnings[:1] + tuple(fit.reasons) + _batch_warning(req, wl) + tuple(sp.warnings)
                       + tc.warnings + warnings[1:])
