@@ -48,9 +48,6 @@ def _tool():
 layers = _tool()
 Source = layers.Source
 source_tree = layers.source_tree
-_imports = layers.imports
-_targets = layers.targets
-_target = layers.import_target
 
 
 def _package(mod: str) -> str:
@@ -92,8 +89,8 @@ def heavy_modules(src: Source, heavy: frozenset[str]) -> set[str]:
     deps: dict[str, set[str]] = {}
     out: set[str] = set()
     for mod, (tree, is_pkg) in src.items():
-        top = [n for n, local, typing_only in _imports(tree) if not local and not typing_only]
-        deps[mod] = {t for n in top for t in _targets(n, mod, is_pkg, src)}
+        top = [n for n, local, typing_only in layers.imports(tree) if not local and not typing_only]
+        deps[mod] = {t for n in top for t in layers.targets(n, mod, is_pkg, src)}
         deps[mod] |= {".".join(mod.split(".")[:i]) for i in range(1, mod.count(".") + 1)} & src.keys()
         if any(x in heavy for n in top for x in _external(n)):
             out.add(mod)
@@ -112,8 +109,8 @@ def needless_local_imports(src: Source, heavy: frozenset[str]) -> list[tuple[str
     heavy_mods = heavy_modules(src, heavy)
     out = []
     for mod, (tree, is_pkg) in src.items():
-        for node, local, _typing_only in _imports(tree):
-            targets = _targets(node, mod, is_pkg, src)
+        for node, local, _typing_only in layers.imports(tree):
+            targets = layers.targets(node, mod, is_pkg, src)
             if local and targets and targets[-1] not in heavy_mods:
                 out.append((mod, node.lineno, targets[-1]))
     return sorted(out)
@@ -123,11 +120,11 @@ def private_imports(src: Source) -> set[tuple[str, str, str]]:
     """(importing module, imported module, name) for private names and modules imported across packages."""
     out = set()
     for mod, (tree, is_pkg) in src.items():
-        for node, _local, _typing_only in _imports(tree):
+        for node, _local, _typing_only in layers.imports(tree):
             if isinstance(node, ast.Import):
                 pairs = [(a.name, None) for a in node.names]
             else:
-                pairs = [(_target(node, mod, is_pkg), a.name) for a in node.names]
+                pairs = [(layers.import_target(node, mod, is_pkg), a.name) for a in node.names]
             for target, name in pairs:
                 if not target.startswith("trainfit") or _package(target) == _package(mod):
                     continue
@@ -144,11 +141,11 @@ def import_cycles(src: Source, *, through_packages: bool = False,
     ``TYPE_CHECKING`` ones in ``type_only_allowed``; with ``through_packages``, only the imports that run, each also
     reaching the packages whose ``__init__`` it runs (:func:`_loaded`)."""
     def reached(node: ast.Import | ast.ImportFrom, mod: str, is_pkg: bool) -> set[str]:
-        targets = _targets(node, mod, is_pkg, src)
+        targets = layers.targets(node, mod, is_pkg, src)
         return _loaded(targets, mod, src) if through_packages else set(targets)
 
     # through packages, only the imports that run count: a TYPE_CHECKING import loads no package's __init__
-    edges = {mod: {t for n, _l, typing_only in _imports(tree) if not (through_packages and typing_only)
+    edges = {mod: {t for n, _l, typing_only in layers.imports(tree) if not (through_packages and typing_only)
                    for t in reached(n, mod, is_pkg)
                    if t != mod and not (typing_only and (mod, t) in type_only_allowed)}
              for mod, (tree, is_pkg) in src.items()}
@@ -170,9 +167,9 @@ def type_only_edges(src: Source) -> set[tuple[str, str]]:
     """(importing module, imported module) of every import made only under ``if TYPE_CHECKING:``."""
     out = set()
     for mod, (tree, is_pkg) in src.items():
-        runs = {t for n, _l, typing_only in _imports(tree) if not typing_only for t in _targets(n, mod, is_pkg, src)}
-        out |= {(mod, t) for n, _l, typing_only in _imports(tree) if typing_only
-                for t in _targets(n, mod, is_pkg, src) if t not in runs}
+        runs = {t for n, _l, typing_only in layers.imports(tree) if not typing_only for t in layers.targets(n, mod, is_pkg, src)}
+        out |= {(mod, t) for n, _l, typing_only in layers.imports(tree) if typing_only
+                for t in layers.targets(n, mod, is_pkg, src) if t not in runs}
     return out
 
 

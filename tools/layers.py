@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import sys
 from collections import defaultdict
+from functools import lru_cache
 from pathlib import Path
 from typing import Iterator
 
@@ -35,8 +36,9 @@ def module_name(path: Path, src: Path = SRC) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+@lru_cache(maxsize=4)
 def source_tree(src: Path = SRC) -> Source:
-    """Every module under ``src``, parsed."""
+    """Every module under ``src``, parsed (once per process: the layer test and the doc table read the same tree)."""
     return {module_name(p, src): (ast.parse(p.read_text(encoding="utf-8")), p.name == "__init__.py")
             for p in sorted(src.rglob("*.py"))}
 
