@@ -10,8 +10,9 @@ from trainfit import inputs
 from trainfit._option_types import Option, parse_float, parse_ident, parse_int, cli_only, unset_defaults
 from trainfit.i18n import N_
 from trainfit.targets import render_targets
+from trainfit.dataset.budget import PERCENTILE_CHOICES
 from trainfit.options import (CHECK_DATA_OPTIONS, DATA_OPTIONS, PLAN_OPTIONS, RL_OPTIONS, WORKLOAD_OPTIONS,
-                              MAX_TOKENS)
+                              count_parser)
 from trainfit.tool_options import JSON_OPTION, TOOL_COMMAND_OPTIONS
 
 #: ``trainfit [--version] [--lang LANG] COMMAND``.
@@ -80,7 +81,7 @@ RENDER_OPTIONS: tuple[Option, ...] = (
         Option(name="instance_type", parse=parse_ident("instance_type"), group=_WHERE, metavar="TYPE",
                help=N_("instance type (ecs.gn7i-c8g1.2xlarge, ml.gu7xf.8xlarge-gu108...)")),
         Option(name="gpu", parse=parse_ident("gpu"), group=_WHERE, metavar="NAME", help=N_("GPU model (e.g. H800)")),
-        Option(name="tokens", parse=lambda f, v: inputs.as_count(f, v, lo=1, hi=MAX_TOKENS), group=_WHERE,
+        Option(name="tokens", parse=count_parser(), group=_WHERE,
                help=N_("training tokens (sets the steps and the time)")),
         Option(name="spot", parse=inputs.as_bool, default=False, group=_WHERE,
                help=N_("spot/preemptible: checkpoint mount and resume are wired")),
@@ -101,7 +102,7 @@ RENDER_OPTIONS: tuple[Option, ...] = (
         Option(name="tokenizer", group=_JOB, metavar="DIR",
                help=N_("without --plan, with --dataset FILE: count the dataset in place with this model folder's "
                        "tokenizer and chat template (as `trainfit data`)")),
-        Option(name="seq_len_percentile", choices=("p50", "p90", "p95", "p99", "max"), group=_JOB, metavar="PCT",
+        Option(name="seq_len_percentile", choices=PERCENTILE_CHOICES, group=_JOB, metavar="PCT",
                help=N_("without --plan, with a --dataset that is counted: the cut-off is the smallest in the stats "
                        "at or above this percentile of sample lengths (default p99, unless --seq-len)")),
         Option(name="job_name", parse=parse_ident("job_name"), group=_JOB, help=N_("job name (default MODEL-METHOD)")),

@@ -13,7 +13,7 @@ from typing import Callable, Mapping
 from trainfit import inputs
 from trainfit._option_types import Option, OptionValue, cli_only, parse_choice, parse_float, parse_ident, parse_int
 from trainfit.catalog.instances import get_instance, gpu_on_instance
-from trainfit.dataset.budget import budget_from_values
+from trainfit.dataset.budget import PERCENTILE_CHOICES, budget_from_values
 from trainfit.errors import PlanError, WorkloadError
 from trainfit.i18n import N_, _, translate
 from trainfit.targets import check_target, plan_targets, rl_target_frameworks
@@ -32,7 +32,8 @@ __all__ = ["CHECK_DATA_OPTIONS", "DATA_OPTIONS", "MAX_GPUS", "MAX_LORA_RANK", "M
            "rl_workload_from_values", "workload_from_values"]
 
 
-def _count(lo: float = 1, hi: float = MAX_TOKENS) -> Callable[[str, object], int]:
+def count_parser(lo: float = 1, hi: float = MAX_TOKENS) -> Callable[[str, object], int]:
+    """A token (or other) count through the input gate: 2B, 500M, 1e9."""
     return lambda f, v: inputs.as_count(f, v, lo=lo, hi=hi)
 
 
@@ -45,8 +46,8 @@ def _rules(field: str, raw: object) -> tuple[str, ...]:
 
 #: Options of ``trainfit plan`` beyond the workload (and of ``POST /api/plan``).
 PLAN_OPTIONS: tuple[Option, ...] = (
-    Option(name="tokens", parse=_count(), group=N_("job"), help=N_("training tokens in total (2B, 500M...)")),
-    Option(name="dataset_tokens", parse=_count(), group=N_("job"), help=N_("tokens in the dataset (with --epochs)")),
+    Option(name="tokens", parse=count_parser(), group=N_("job"), help=N_("training tokens in total (2B, 500M...)")),
+    Option(name="dataset_tokens", parse=count_parser(), group=N_("job"), help=N_("tokens in the dataset (with --epochs)")),
     Option(name="epochs", parse=parse_float(0, 10_000, lo_open=True), default=1.0, group=N_("job"),
            help=N_("epochs over --dataset-tokens (default 1)")),
     Option(name="global_batch", parse=parse_int(1, 10**9), group=N_("job"),
@@ -121,8 +122,8 @@ DATA_OPTIONS: tuple[Option, ...] = cli_only(
     Option(name="tokenizer", parse=_file_path, group=N_("job"), metavar="DIR",
            help=N_("with --dataset FILE (a dataset, not a stats file): the model folder with tokenizer.json and the "
                 "chat template to count it with (the `data` extra)")),
-    Option(name="seq_len_percentile", parse=parse_choice(("p50", "p90", "p95", "p99", "max")), group=N_("job"),
-           choices=("p50", "p90", "p95", "p99", "max"), metavar="PCT",
+    Option(name="seq_len_percentile", parse=parse_choice(PERCENTILE_CHOICES), group=N_("job"),
+           choices=PERCENTILE_CHOICES, metavar="PCT",
            help=N_("with --dataset and no --seq-len: the cut-off is the smallest in the stats at or above this "
                 "percentile of sample lengths (default p99; the plan says what it truncates)")),
 )
