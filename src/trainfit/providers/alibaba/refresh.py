@@ -20,14 +20,13 @@ from __future__ import annotations
 
 import datetime as _dt
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from trainfit.catalog import to_csv_value, current_catalog, reset_cache
-from trainfit.catalog.cache import CACHE_FORMAT, gpu_update_columns, cache_file, write_cache_atomic
+from trainfit.catalog import to_csv_value, current_catalog
+from trainfit.catalog.cache import gpu_update_columns, cache_file
 from trainfit.errors import CatalogError
 from trainfit.i18n import _
-from trainfit.providers._refresh_common import check_schema, short
+from trainfit.providers._refresh_common import check_schema, sdk_version, short, write_cache
 from trainfit.providers.alibaba.client import (PAI_PIP, PAI_READ_CRED_FIX, Sdk, classify_list_specs,  # noqa: F401
                                                default_credential, import_sdk, make_config, runtime_options)
 from trainfit.catalog.gpus import normalize_gpu_name
@@ -270,18 +269,9 @@ def refresh(provider: str, region: str, *, endpoint: str | None = None, protocol
         raise CatalogError(_("PAI-DLC ListEcsSpecs in {region} returned no GPU specs").format(region=region),
                            fix=_("check the region id; the cache was left as it was"))
     gpus, insts = specs_to_rows(specs, region)
-    fetched = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
     path = cache_file("pai", region)
-    try:
-        from importlib.metadata import version
-
-        sdk = f"alibabacloud_pai_dlc20201203 {version('alibabacloud_pai_dlc20201203')}"
-    except Exception:  # noqa: BLE001
-        sdk = "alibabacloud_pai_dlc20201203"
-    write_cache_atomic(path, {"format": CACHE_FORMAT, "provider": "pai", "region": region, "fetched_at": fetched,
-                              "sdk": sdk, "gpus": gpus, "instances": insts})
-
-    reset_cache()
+    fetched = write_cache(path, provider="pai", region=region, sdk=sdk_version("alibabacloud_pai_dlc20201203"),
+                          gpus=gpus, instances=insts)
     return SpecsRefreshed(provider="pai", region=region, path=path, instances=len(insts),
                          new_gpus=tuple(g["name"] for g in gpus if "verified" in g), fetched_at=fetched)
 
