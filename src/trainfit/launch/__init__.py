@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from trainfit import inputs
 from trainfit.errors import InputError, RenderError, did_you_mean
@@ -21,19 +20,16 @@ from trainfit.i18n import _
 from trainfit.json_types import JSONObject
 from trainfit.launch._common import comment_text
 from trainfit.launch._context import (CKPT_MOUNT, DEFAULT_DATASET, PAI_IMAGE, PLACEHOLDER, RenderContext,
-                                      RenderOptions, is_lingjun_type, model_repo_id, slug)
+                                      RenderOptions, is_lingjun_placement, model_repo_id, slug)
 from trainfit.launch._plan_notes import packing_budget_warning, save_steps
 from trainfit.launch.llamafactory import dataset_entry
-from trainfit.targets import (Writer, engine_mismatch, experts_mismatch, loss_mismatch, render_targets,
-                                     target_spec, target_specs)
 from trainfit.catalog.hardware import gpu_class_of
+from trainfit.plan.types import Plan
 from trainfit.providers.alibaba.images import is_pai_image, pai_image_region
 from trainfit.providers.registry import default_region
+from trainfit.targets import (Writer, engine_mismatch, experts_mismatch, loss_mismatch, render_targets,
+                              target_spec, target_specs)
 from trainfit.writes import write_set
-
-if TYPE_CHECKING:  # the planner imports the target registry, which loads this package: the Plan type only
-    from trainfit.plan.types import Plan
-
 
 
 def __getattr__(name: str) -> tuple[str, ...]:
@@ -136,7 +132,7 @@ def build_context(plan: Plan, options: RenderOptions | None = None) -> RenderCon
     pl, planned_region = plan.placement, plan.time_cost.region
     inst = pl.instance
     regions = tuple(getattr(inst, "regions", ()) or ()) if inst is not None else ()
-    lingjun = pl.resource_class == "pai-lingjun" or (inst is None and is_lingjun_type(pl.instance_type))
+    lingjun = is_lingjun_placement(pl)
     region = o.region or planned_region or (regions[0] if regions else
                                             default_region("pai-lingjun" if lingjun else pl.resource_class))
     _check_region(region, _("the instance record's first region") if not (o.region or planned_region) else "region")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from trainfit import i18n, inputs
 from trainfit.errors import TrainfitError
@@ -19,12 +18,12 @@ from trainfit.json_types import JSONObject
 from trainfit.launch._plan_notes import packing_line, save_steps
 from trainfit.models import get_model
 from trainfit.models.shapes import ModelShape
+from trainfit.plan.parts import Placement
+from trainfit.plan.types import Plan
 from trainfit.providers.alibaba.lingjun import is_lingjun_name
+from trainfit.rl.summary import RLSummary
 from trainfit.workload import Workload
 
-if TYPE_CHECKING:  # the planner imports the target registry, which loads this package: the types only
-    from trainfit.plan.types import Plan
-    from trainfit.rl.summary import RLSummary
 
 #: Where the checkpoint store (OSS, a PVC, a SkyPilot bucket) is mounted in every rendered job.
 CKPT_MOUNT = "/mnt/checkpoints"
@@ -35,9 +34,10 @@ PLACEHOLDER = "REPLACE_ME"
 DEFAULT_DATASET = "AI-ModelScope/alpaca-gpt4-data-en"
 
 
-def is_lingjun_type(instance_type: str | None) -> bool:
-    """True for Lingjun spec names by their pattern (used when the plan carries no catalog record)."""
-    return is_lingjun_name(instance_type)
+def is_lingjun_placement(pl: Placement) -> bool:
+    """A Lingjun (灵骏) job: the plan's resource class says so, or, when the plan carries no catalog record, the
+    spec name has Lingjun's pattern."""
+    return pl.resource_class == "pai-lingjun" or (pl.instance is None and is_lingjun_name(pl.instance_type))
 
 
 def model_repo_id(model: ModelShape) -> str:
@@ -174,8 +174,7 @@ class RenderContext:
 
     @property
     def lingjun(self) -> bool:
-        return self.plan.placement.resource_class == "pai-lingjun" or (
-            self.plan.placement.instance is None and is_lingjun_type(self.plan.placement.instance_type))
+        return is_lingjun_placement(self.plan.placement)
 
     @property
     def spot(self) -> bool:

@@ -4,15 +4,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 
 from trainfit.i18n import _
 from trainfit.plan.cost import (CHECKPOINT_BYTES_PER_TRAINABLE_PARAM, CHECKPOINT_WRITE_GBYTES_PER_S_DEFAULT,
                                 ON_DEMAND_INTERRUPTION_RATE_PER_NODE_HOUR, checkpoint_interval_hours)
+from trainfit.plan.types import Plan
 from trainfit.workload import Workload
-
-if TYPE_CHECKING:  # the planner imports the target registry, which loads this package: the Plan type only
-    from trainfit.plan.types import Plan
 
 #: Checkpoint interval when the plan has no step time to convert hours into steps (HF's common choice).
 SAVE_STEPS_FALLBACK = 200

@@ -87,10 +87,6 @@ class Placement:
                    instance_type=inst.instance_type if inst is not None else None, gpu=gpu.name,
                    gpus_per_node=gpus_per_node, nodes=nodes, gpu_mem_gib=usable_gib, gpu_spec=gpu, instance=inst)
 
-    @property
-    def lingjun(self) -> bool:
-        return self.resource_class == "pai-lingjun"
-
 
 @dataclass(frozen=True, kw_only=True)
 class Speed:

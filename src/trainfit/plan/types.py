@@ -145,10 +145,6 @@ class Plan:
     def per_gpu_gib(self) -> float:
         return self.memory.reserved_gib
 
-    @property
-    def lingjun(self) -> bool:
-        return self.placement.lingjun
-
     def intervals(self) -> dict[str, Quantiles]:
         """p10/p50/p90 of every speed-derived figure (tokens/s and MFU with the speed; step time, hours,
         GPU-hours and cost against it) and of the memory per GPU (``per_gpu_gib``, from the fit corpus)."""
