@@ -134,9 +134,9 @@ def test_targets_table_agrees_with_the_writers_and_the_plans_engine():
     that applies runs the engine the plan's speed assumed, so `render --target all` of a default plan warns of no
     engine mismatch."""
     from trainfit.launch import _module, build_context
-    from trainfit.targets import PLAN_TARGETS, RL_TARGET_FRAMEWORK, layout_reason, same_engine, target_framework
+    from trainfit.targets import layout_reason, plan_targets, rl_target_frameworks, same_engine, target_framework
 
-    sft = [t for t in PLAN_TARGETS if t not in RL_TARGET_FRAMEWORK]
+    sft = [t for t in plan_targets() if t not in rl_target_frameworks()]
     applied = 0
     for p in PLANS:
         ctx = build_context(p, RenderOptions(checkpoint_uri="oss://bkt/ckpt/", vpc=VPC))

@@ -213,22 +213,6 @@ for _spec in (
     register_target(_spec)
 del _spec
 
-#: Snapshots of the registry for code that reads them as constants (module ``__getattr__`` keeps them current).
-_DERIVED: dict[str, Callable[[], Any]] = {
-    "PLAN_TARGETS": plan_targets,
-    "RL_TARGET_FRAMEWORK": rl_target_frameworks,
-    "SWIFT_TARGETS": lambda: tuple(s.name for s in target_specs("sft") if s.megatron_layouts_only),
-    "TARGET_FRAMEWORKS": lambda: {s.name: s.frameworks for s in target_specs("sft")},
-    "TARGET_RUNS": lambda: {s.name: s.runs for s in _REGISTRY.values() if s.runs},
-}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _DERIVED:
-        return _DERIVED[name]()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 def target_framework(target: str, wl: Workload) -> str | None:
     """The engine ``target`` runs for ``wl``'s layout (a ``--framework`` value; ``--rl-framework`` for the RL
     targets); None for a target that launches no training (``monitoring``) or an unknown one."""

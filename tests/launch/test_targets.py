@@ -13,8 +13,8 @@ import pytest
 
 from trainfit.errors import PlanError, PlanFileError
 from trainfit.launch import TARGETS, build_context, render
-from trainfit.targets import (PLAN_TARGETS, SWIFT_TARGETS, TARGET_FRAMEWORKS, engine_mismatch, layout_reason,
-                                     target_framework)
+from trainfit.targets import (engine_mismatch, layout_reason, plan_targets, target_framework, target_spec,
+                              target_specs)
 from trainfit.models import get_model
 from trainfit.plan import PlanRequest, plan
 from trainfit.plan.types import Plan
@@ -44,7 +44,8 @@ def _launch_text(files: dict[str, str]) -> str:
 
 
 @pytest.mark.parametrize("layout", sorted(LAYOUTS))
-@pytest.mark.parametrize("target", SWIFT_TARGETS + ("llamafactory", "deepspeed"))
+@pytest.mark.parametrize("target", tuple(s.name for s in target_specs("sft") if s.megatron_layouts_only)
+                         + ("llamafactory", "deepspeed"))
 def test_mapping_matches_what_the_writer_launches(target, layout):
     """target_framework(target, layout) is the engine the rendered file runs: `megatron sft` for megatron, a
     DeepSpeed config for deepspeed, neither for hf-trainer; a layout the writer refuses is refused by the table."""
@@ -58,7 +59,7 @@ def test_mapping_matches_what_the_writer_launches(target, layout):
     files = render(ctx, target).files
     text = _launch_text(files)
     fw = target_framework(target, p.workload)
-    assert fw in TARGET_FRAMEWORKS[target]
+    assert fw in target_spec(target).frameworks
     if fw == "megatron":
         assert "megatron sft" in text or "_megatron.sft" in text
     elif fw == "deepspeed":
@@ -172,7 +173,7 @@ def test_rl_target_sets_the_rl_framework():
 
 
 def test_every_plan_target_is_a_render_target():
-    assert set(PLAN_TARGETS) <= set(TARGETS) and "monitoring" not in PLAN_TARGETS
+    assert set(plan_targets()) <= set(TARGETS) and "monitoring" not in plan_targets()
 
 
 def _cli(argv):
@@ -194,7 +195,7 @@ def test_web_api_takes_target_from_the_option_table():
     with TestClient(create_app(), base_url="http://127.0.0.1", raise_server_exceptions=False) as c:
         specs = c.get("/api/options").json()
         t = next(o for o in specs["plan"] if o["name"] == "target")
-        assert t["flag"] == "--target" and t["choices"] == list(PLAN_TARGETS)
+        assert t["flag"] == "--target" and t["choices"] == list(plan_targets())
         body = {"model": "Qwen3-0.6B", "tokens": "100M", "max_gpus": 8, "target": "llamafactory"}
         r = c.post("/api/plan", json=body)
         assert r.status_code == 200, r.text
