@@ -15,24 +15,11 @@ import sys
 
 from trainfit.models import ModelShape
 from trainfit.json_types import JSONLike
-from trainfit.options import WORKLOAD_OPTION_NAMES, OptionValue, workload_from_values
-from trainfit.workload import Workload
 from trainfit.service import resolve_model
 
 
 def model_from_args(args: argparse.Namespace) -> ModelShape:
     return resolve_model(getattr(args, "model", None), config=getattr(args, "config", None))
-
-
-def workload_kwargs(args: argparse.Namespace) -> dict[str, OptionValue]:
-    """The Workload fields the user gave (``None`` where an option has no value, e.g. plan's unpinned ones)."""
-    return {k: getattr(args, k) for k in WORKLOAD_OPTION_NAMES}
-
-
-def workload_from_args(args: argparse.Namespace, **overrides: OptionValue) -> Workload:
-    kw = workload_kwargs(args)
-    kw.update(overrides)
-    return workload_from_values(kw)
 
 
 def _finite(obj: JSONLike) -> JSONLike:

@@ -8,11 +8,12 @@ from __future__ import annotations
 import argparse
 
 from trainfit._cli.arguments import add_options
-from trainfit._cli.common import model_from_args, print_json, workload_from_args
+from trainfit._cli.common import model_from_args, print_json
 from trainfit._cli.labels import METHOD, PHASE, label
 from trainfit.command_options import COMMAND_OPTIONS
 from trainfit.estimate.terms import term_label
 from trainfit.i18n import _
+from trainfit.options import workload_from_values
 from trainfit.trace.result import TraceResult
 from trainfit.errors import WorkloadError
 from trainfit.trace import check_traceable, trace_memory
@@ -35,7 +36,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     shape = model_from_args(args)
-    w = workload_from_args(args)
+    w = workload_from_values(vars(args))
     if args.steps < 1:
         raise WorkloadError(_("--steps must be >= 1; got {steps}").format(steps=args.steps))
     check_traceable(shape, w)  # fail fast, before importing torch
