@@ -206,24 +206,24 @@ def _build_and_wrap(shape: ModelShape, w: Workload, peft: ModuleType | None, not
 
 
 def _track(stack: contextlib.ExitStack, model: torch.nn.Module, shape: ModelShape, w: Workload, trainable: list,
-           fsdp_mod: ModuleType | None, *, rounding: bool) -> tuple[StorageTracker, _Probe, list, int]:
+           sharded: bool, *, rounding: bool) -> tuple[StorageTracker, _Probe, list, int]:
     """Enter the storage tracker, register the weights, the per-layer probe hooks and the gradient hooks.
 
-    ``fsdp_mod``: the :mod:`trainfit.trace.fsdp` module when the model is FSDP-sharded, else None.
+    ``sharded``: the model is FSDP-sharded (:mod:`trainfit.trace.fsdp`).
     Returns the tracker, the probe dict, the hook handles and the number of decoder layers."""
     from trainfit.trace.tracker import StorageTracker
 
     tokens = w.seq_len * w.micro_batch
     tracker = StorageTracker(vocab_size=shape.vocab_size, tokens=tokens, rounding=rounding)
     stack.enter_context(tracker)
-    if fsdp_mod is not None:
-        stack.enter_context(fsdp_mod.storage_resize_hooks(tracker))
+    if sharded:
+        stack.enter_context(fsdp.storage_resize_hooks(tracker))
     for p in model.parameters():
         tracker.track(p, "weights")
     for b in model.buffers():
         tracker.track(b, "weights")
-    if fsdp_mod is not None:
-        fsdp_mod.register_unsharded(model, tracker)
+    if sharded:
+        fsdp.register_unsharded(model, tracker)
 
     layers = decoder_layers(model)
     probe: _Probe = {"on": False, "pre": {}, "post": {}}
@@ -232,13 +232,13 @@ def _track(stack: contextlib.ExitStack, model: torch.nn.Module, shape: ModelShap
         hooks.append(layer.register_forward_pre_hook(_pre_hook(probe, tracker, i)))
         hooks.append(layer.register_forward_hook(_post_hook(probe, tracker, i)))
     for p in trainable:
-        if hasattr(p, "register_post_accumulate_grad_hook") and fsdp_mod is None:
+        if hasattr(p, "register_post_accumulate_grad_hook") and not sharded:
             p.register_post_accumulate_grad_hook(lambda q: tracker.set_category(q.grad, "gradients"))
     return tracker, probe, hooks, len(layers)
 
 
 def _run_steps(torch: ModuleType, model: torch.nn.Module, opt: torch.optim.Optimizer, trainable: list,
-               tracker: StorageTracker, probe: _Probe, shape: ModelShape, w: Workload, fsdp_mod: ModuleType | None, *,
+               tracker: StorageTracker, probe: _Probe, shape: ModelShape, w: Workload, sharded: bool, *,
                steps: int, tick: Callable[[str], None]) -> list[float]:
     """Run ``steps`` optimizer steps of ``w.grad_accum`` micro-batches each; the seconds of each step."""
     autocast = (lambda: torch.autocast(device_type="cpu", dtype=torch.bfloat16)) \
@@ -280,8 +280,8 @@ def _run_steps(torch: ModuleType, model: torch.nn.Module, opt: torch.optim.Optim
                 if isinstance(v, torch.Tensor):
                     tracker.set_category(v, "optimizer")
         opt.zero_grad(set_to_none=True)
-        if fsdp_mod is not None:
-            fsdp_mod.register_unsharded(model, tracker)
+        if sharded:
+            fsdp.register_unsharded(model, tracker)
         tracker.mark("optimizer end")
         step_seconds.append(time.perf_counter() - ts)
     return step_seconds
@@ -344,30 +344,28 @@ def run_trace(
     prog.tick(_("building model"))
 
     stack = contextlib.ExitStack()
-    fsdp_mod: ModuleType | None = None
+    sharded = w.strategy == "fsdp" and w.gpus > 1
     with stack:
         _quiet(stack)
-        if w.strategy == "fsdp" and w.gpus > 1:
-            fsdp_mod = fsdp
-
-            stack.enter_context(fsdp_mod.fake_process_group(w.gpus))
-            notes.append(i18n.translate(fsdp_mod.NOTE))
+        if sharded:
+            stack.enter_context(fsdp.fake_process_group(w.gpus))
+            notes.append(i18n.translate(fsdp.NOTE))
         mode = FakeTensorMode(allow_non_fake_inputs=False) if fake else None
         if mode is not None:
             stack.enter_context(mode)
         if init_weights is None:
             init_weights = not fake
         model = _build_and_wrap(shape, w, peft, notes, dtype=dtype, attn=attn, fake=fake, init_weights=init_weights)
-        if fsdp_mod is not None:
-            fsdp_mod.shard(model, w)
+        if sharded:
+            fsdp.shard(model, w)
         trainable = [p for p in model.parameters() if p.requires_grad]
         if not trainable:
             raise NotTraceableError(_("{name}: no trainable parameters for method {method}").format(
                 name=shape.name, method=w.method))
         opt = _optimizer(torch, transformers, trainable, w)
         params = _param_counts(model, shape)
-        tracker, probe, hooks, n_layers = _track(stack, model, shape, w, trainable, fsdp_mod, rounding=rounding)
-        step_seconds = _run_steps(torch, model, opt, trainable, tracker, probe, shape, w, fsdp_mod, steps=steps,
+        tracker, probe, hooks, n_layers = _track(stack, model, shape, w, trainable, sharded, rounding=rounding)
+        step_seconds = _run_steps(torch, model, opt, trainable, tracker, probe, shape, w, sharded, steps=steps,
                                   tick=prog.tick)
         summary = tracker.step_summary()
         history = tracker.history + [summary]
