@@ -29,7 +29,7 @@ def test_a_plan_on_a_subscription_only_type_shows_the_subscription_price_but_no_
 
     tc = time_and_cost(inst=get_instance(LINGJUN), hours=10.0, gpus=8, trainable_params=10**9, nodes=1, spot=False,
                        region="cn-wulanchabu")
-    assert tc.cost is None and tc.price_per_hour is None
+    assert tc.part.cost is None and tc.part.price_per_hour is None
     note = next(n for n in tc.notes if "only a subscription price" in n)
     assert "23,932.70 USD per node-month in cn-wulanchabu" in note and "not used as a pay-as-you-go" in note
 

@@ -7,7 +7,8 @@ Pure over typed values; the catalog's price table is read through :func:`trainfi
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Sequence
 
 from trainfit.plan.cost import (CHECKPOINT_BYTES_PER_TRAINABLE_PARAM, CHECKPOINT_WRITE_GBYTES_PER_S_DEFAULT, Price,
@@ -27,29 +28,15 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, kw_only=True)
 class TimeAndCost:
-    hours: float
-    """Wall-clock hours (spot: expected, interruptions included)."""
-    gpu_hours: float
-    cost: float | None
-    on_demand_cost: float | None
-    currency: str | None
-    price_per_hour: float | None
-    price_source: str | None
-    price_as_of: str | None
-    spot_price_fraction: float | None
-    expected_interruptions: float | None
-    checkpoint_interval_hours: float | None
+    """What :func:`time_and_cost` found: the plan's time and cost part, and what the plan says about them."""
+
+    part: Cost
+    """The plan's :class:`~trainfit.plan.parts.Cost` (hours are wall-clock: spot's expected, interruptions
+    included)."""
     notes: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
     feasible: bool = True
     """False when spot interruptions come faster than checkpoints save work."""
-
-    def cost_part(self, *, tokens: float | None, spot: bool, region: str | None) -> Cost:
-        """The plan's :class:`~trainfit.plan.parts.Cost`: every field it shares with this one, and the budget,
-        spot and region it was priced for."""
-        mine = {f.name for f in fields(self)}
-        return Cost(**{f.name: getattr(self, f.name) for f in fields(Cost) if f.name in mine},
-                    tokens=tokens, spot=spot, region=region)
 
 
 def _price_rows(inst: Instance, region: str | None, spot: bool) -> tuple[PriceRow | None, PriceRow | None]:
@@ -74,8 +61,10 @@ def _subscription_only(inst: Instance, region: str | None) -> str | None:
 
 def time_and_cost(*, inst: Instance, hours: float, gpus: int, trainable_params: int, nodes: int, spot: bool,
                   region: str | None, interruption_rate: float | None = None,
-                  checkpoint_interval_hours: float | None = None, speed_interval: dict | None = None) -> TimeAndCost:
-    """Hours and cost of ``hours`` of productive training on ``nodes`` x ``inst`` (on demand or spot).
+                  checkpoint_interval_hours: float | None = None, speed_interval: dict | None = None,
+                  tokens: float | None = None) -> TimeAndCost:
+    """Hours and cost of ``hours`` of productive training (on ``tokens``) on ``nodes`` x ``inst`` (on demand or
+    spot).
     ``speed_interval`` (the plan's, :mod:`trainfit.estimate.uncertainty`): the spot warning's expected interruptions
     and extra hours, both proportional to the hours, carry its p10-p90 range."""
     payg, spot_row = _price_rows(inst, region, spot)
@@ -98,12 +87,12 @@ def time_and_cost(*, inst: Instance, hours: float, gpus: int, trainable_params: 
         sub = _subscription_only(inst, region) if payg is None else None
         if sub:
             notes.append(sub)
-    base = dict(currency=c.currency, price_per_hour=None if payg is None else payg.price_per_hour,
-                price_source=None if payg is None else payg.source, price_as_of=None if payg is None else payg.as_of)
+    priced = partial(Cost, tokens=tokens, spot=spot, region=region, on_demand_cost=c.cost, currency=c.currency,
+                     price_per_hour=None if payg is None else payg.price_per_hour,
+                     price_source=None if payg is None else payg.source,
+                     price_as_of=None if payg is None else payg.as_of)
     if not spot:
-        return TimeAndCost(hours=hours, gpu_hours=c.gpu_hours, cost=c.cost, on_demand_cost=c.cost,
-                           spot_price_fraction=None, expected_interruptions=None, checkpoint_interval_hours=None,
-                           notes=tuple(notes), **base)
+        return TimeAndCost(part=priced(hours=hours, gpu_hours=c.gpu_hours, cost=c.cost), notes=tuple(notes))
     policy_kw: dict[str, float] = {}
     if interruption_rate is not None:
         policy_kw["interruption_rate_per_node_hour"] = interruption_rate
@@ -116,10 +105,9 @@ def time_and_cost(*, inst: Instance, hours: float, gpus: int, trainable_params: 
         policy = SpotPolicy(**policy_kw, checkpoint_write_hours=write_h, checkpoint_interval_hours=interval)
     elapsed, interruptions = spot_elapsed_hours(hours=hours, instances=c.instances, policy=policy)
     if elapsed is None:
-        return TimeAndCost(hours=hours, gpu_hours=c.gpu_hours, cost=None, on_demand_cost=c.cost,
-                           spot_price_fraction=frac, expected_interruptions=None,
-                           checkpoint_interval_hours=policy.checkpoint_interval_hours, feasible=False,
-                           notes=tuple(notes), **base)
+        return TimeAndCost(part=priced(hours=hours, gpu_hours=c.gpu_hours, cost=None, spot_price_fraction=frac,
+                                       checkpoint_interval_hours=policy.checkpoint_interval_hours),
+                           feasible=False, notes=tuple(notes))
     inst_hours = elapsed * c.instances
     size_gb = trainable_params * CHECKPOINT_BYTES_PER_TRAINABLE_PARAM / 1e9
 
@@ -142,11 +130,11 @@ def time_and_cost(*, inst: Instance, hours: float, gpus: int, trainable_params: 
     elif price is not None:
         cost = inst_hours * price.price_per_instance_hour
         warnings.append(_("no spot discount known for {it}: priced at pay-as-you-go").format(it=inst.instance_type))
-    return TimeAndCost(hours=elapsed, gpu_hours=inst_hours * per, cost=cost, on_demand_cost=c.cost,
-                       spot_price_fraction=price.spot_price_fraction if price is not None else None,
-                       expected_interruptions=interruptions,
-                       checkpoint_interval_hours=policy.checkpoint_interval_hours, notes=tuple(notes),
-                       warnings=tuple(warnings), **base)
+    return TimeAndCost(part=priced(hours=elapsed, gpu_hours=inst_hours * per, cost=cost,
+                                   spot_price_fraction=price.spot_price_fraction if price is not None else None,
+                                   expected_interruptions=interruptions,
+                                   checkpoint_interval_hours=policy.checkpoint_interval_hours),
+                       notes=tuple(notes), warnings=tuple(warnings))
 
 
 # ------------------------------------------------------------------------------------------ regions

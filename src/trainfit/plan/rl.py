@@ -127,10 +127,10 @@ def rl_plan(model: ModelShape, wl: Workload, rl: RLConfig, est: RLMemoryEstimate
                 tc = time_and_cost(inst=inst, hours=hours, gpus=wl.gpus, trainable_params=est.train.params.trainable,
                                    nodes=wl.nodes, spot=spot, region=region, interruption_rate=interruption_rate,
                                    checkpoint_interval_hours=checkpoint_interval_hours,
-                                   speed_interval=speed.speed_interval)
+                                   speed_interval=speed.speed_interval, tokens=tokens)
                 if not tc.feasible and strict_speed:
                     return None
-                time_cost = tc.cost_part(tokens=tokens, spot=spot, region=region)
+                time_cost = tc.part
                 notes = tc.notes
                 warnings += list(tc.warnings)
     return build_plan(model=model, workload=wl, gpu=gpu, usable_gib=usable, inst=inst, gpus_per_node=gpus_per_node,

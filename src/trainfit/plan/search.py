@@ -335,7 +335,7 @@ def _evaluate(req: PlanRequest, inst: Instance, gpu: GPU, gpn: int, nodes: int, 
     siv = plan_speed_interval(req.model, wl, sp.framework, hw.gpu_class)
     tc = time_and_cost(inst=inst, hours=tt.hours, gpus=wl.gpus, trainable_params=est.params.trainable, nodes=nodes,
                        spot=req.spot, region=req.region, interruption_rate=req.interruption_rate_per_node_hour,
-                       checkpoint_interval_hours=req.checkpoint_interval_hours, speed_interval=siv)
+                       checkpoint_interval_hours=req.checkpoint_interval_hours, speed_interval=siv, tokens=req.tokens)
     if not tc.feasible:
         if miss is not None:
             miss.other = ("spot-infeasible", _("spot interruptions on {nodes} node(s) come faster than checkpoints "
@@ -346,7 +346,7 @@ def _evaluate(req: PlanRequest, inst: Instance, gpu: GPU, gpn: int, nodes: int, 
     return build_plan(model=req.model, workload=wl, gpu=gpu, usable_gib=gpu.usable_mem_gib, inst=inst,
                       gpus_per_node=gpn, nodes=nodes, memory=est, fit=fit,
                       speed=Speed.of(sp, siv),
-                      time_cost=tc.cost_part(tokens=req.tokens, spot=req.spot, region=req.region), notes=tc.notes,
+                      time_cost=tc.part, notes=tc.notes,
                       warnings=warnings[:1] + tuple(fit.reasons) + _batch_warning(req, wl) + tuple(sp.warnings)
                       + tc.warnings + warnings[1:])
 
