@@ -91,8 +91,7 @@ class RLSpeedEstimate:
     def rounded(self) -> "RLSpeedEstimate":
         """This estimate as :meth:`to_dict` writes it (what a plan carries, so a plan read back from its file is
         the plan written)."""
-        return replace(self, **{k: round(getattr(self, k), 4) for k in _SECONDS},
-                       split={k: round(v, 3) for k, v in self.split.items()})
+        return RLSpeedEstimate.from_dict(self.to_dict())
 
     @classmethod
     def from_dict(cls, d: Mapping[str, object]) -> "RLSpeedEstimate":
